@@ -1,0 +1,1 @@
+"""BenchLab agent: runs pgbench experiments on a benchmark host. Never imports Django."""

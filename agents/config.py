@@ -1,0 +1,69 @@
+"""The agent's local configuration: what the server may not decide for it.
+
+Storage targets, the OS user that owns PostgreSQL processes, the cache of
+binaries, and the escape hatches for settings and scripts that run commands or
+load code. Read from a small JSON file and/or command-line flags.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_OS_USER = "benchlab"
+
+
+def default_state_dir() -> Path:
+    """Where the agent keeps its cache and scratch space.
+
+    Under /var when running as root, because the unprivileged PostgreSQL user
+    must be able to read the binaries (root's home is private).
+    """
+    if env := os.environ.get("BENCHLAB_AGENT_DIR"):
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/benchlab-agent")
+    return Path.home() / ".local" / "share" / "benchlab-agent"
+
+
+@dataclass
+class AgentConfig:
+    """Local, trusted configuration of one agent."""
+
+    name: str = "local"
+    state_dir: Path = field(default_factory=default_state_dir)
+    storage: dict[str, Path] = field(default_factory=dict)
+    os_user: str = DEFAULT_OS_USER
+    allow_settings: set[str] = field(default_factory=set)
+    allow_shell_scripts: bool = False
+    redis_url: str = "redis://127.0.0.1:6379/0"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.state_dir / "cache"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.state_dir / "spool"
+
+    def storage_targets(self) -> dict[str, Path]:
+        """Configured targets, plus `default` under the state directory when none is named so."""
+        targets = dict(self.storage)
+        targets.setdefault("default", self.state_dir / "storage" / "default")
+        return targets
+
+    @classmethod
+    def load(cls, path: Path | None = None, **overrides) -> "AgentConfig":
+        """Read a JSON config file (if given) and apply non-empty overrides from flags."""
+        values: dict = {}
+        if path is not None:
+            values = json.loads(Path(path).read_text())
+        values.update({k: v for k, v in overrides.items() if v not in (None, {}, set(), [])})
+        if "state_dir" in values:
+            values["state_dir"] = Path(values["state_dir"])
+        values["storage"] = {k: Path(v) for k, v in values.get("storage", {}).items()}
+        values["allow_settings"] = set(values.get("allow_settings", ()))
+        unknown = set(values) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown agent config keys: {', '.join(sorted(unknown))}")
+        return cls(**values)

@@ -19,7 +19,9 @@ USER_CODES = {
 class JobError(Exception):
     """A failure with a stable code; `field` names the spec field to fix, where there is one."""
 
-    def __init__(self, code: str, message: str, field: str | None = None, category: str | None = None):
+    def __init__(
+        self, code: str, message: str, field: str | None = None, category: str | None = None
+    ):
         super().__init__(message)
         self.code = code
         self.message = message

@@ -1,0 +1,247 @@
+"""The job spec (docs/contracts.md, section 1): validation and defaults.
+
+`validate_spec` takes a JSON document from anywhere (a file, the web tier, a
+Celery message) and returns a normalised copy with every default filled in,
+or raises `JobError("invalid_spec", ..., field=...)` naming the field to fix.
+Pure Python: the web tier calls it before it queues anything.
+"""
+
+import copy
+import re
+
+from agents.errors import JobError
+
+SPEC_VERSION = 1
+BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
+QUERY_MODES = ("simple", "extended", "prepared")
+SOURCES = ("auto", "system", "prebuilt")
+SWEEP_ORDERS = ("ascending", "interleaved")
+BETWEEN_POINTS = ("none", "checkpoint", "vacuum", "vacuum_checkpoint")
+PARTITION_METHODS = ("range", "hash")
+INIT_STEP_CHARS = set("dtgGvpf")
+MAX_SCRIPTS = 128
+VERSION_PATTERN = re.compile(r"^\d{1,2}(\.\d{1,2})?$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+DEFAULTS = {
+    "run_id": None,
+    "token": None,
+    "postgres": {"version": "16", "source": "auto"},
+    "settings": {},
+    "storage": {"data": "default", "wal": None},
+    "dataset": {
+        "scale": 1,
+        "init_steps": None,
+        "partitions": None,
+        "partition_method": None,
+        "unlogged_tables": False,
+        "fillfactor": None,
+        "foreign_keys": False,
+        "setup_sql": "",
+    },
+    "workload": {
+        "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+        "query_mode": "simple",
+        "no_vacuum": False,
+        "rate_tps": None,
+        "latency_limit_ms": None,
+        "max_tries": None,
+        "defines": {},
+    },
+    "sweep": {
+        "clients": [1],
+        "threads": None,
+        "duration_s": None,
+        "transactions": None,
+        "repeats": 1,
+        "order": "ascending",
+        "warmup_s": 0,
+        "between_points": "none",
+    },
+}
+
+
+def invalid(field: str, message: str) -> JobError:
+    return JobError("invalid_spec", message, field=field)
+
+
+def validate_spec(doc: dict) -> dict:
+    """Return the spec with defaults filled in, or raise JobError naming the bad field."""
+    if not isinstance(doc, dict):
+        raise invalid("", "a job spec must be a JSON object")
+    if doc.get("version") != SPEC_VERSION:
+        raise invalid("version", f"unsupported spec version {doc.get('version')!r}: use 1")
+    unknown = set(doc) - set(DEFAULTS) - {"version"}
+    if unknown:
+        raise invalid(sorted(unknown)[0], f"unknown field; known: {', '.join(sorted(DEFAULTS))}")
+    spec = {"version": SPEC_VERSION}
+    for section, default in DEFAULTS.items():
+        spec[section] = _merge(section, default, doc.get(section))
+    _check_postgres(spec["postgres"])
+    _check_settings(spec["settings"])
+    _check_storage(spec["storage"])
+    _check_dataset(spec["dataset"])
+    _check_workload(spec["workload"])
+    _check_sweep(spec["sweep"])
+    return spec
+
+
+def _merge(section: str, default, given):
+    """Fill a section's defaults; refuse unknown keys inside fixed-shape sections."""
+    if given is None:
+        return copy.deepcopy(default)
+    if not isinstance(default, dict) or section == "settings":
+        if isinstance(default, dict) and not isinstance(given, dict):
+            raise invalid(section, "must be an object")
+        return copy.deepcopy(given)
+    if not isinstance(given, dict):
+        raise invalid(section, "must be an object")
+    unknown = set(given) - set(default)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise invalid(f"{section}.{name}", f"unknown field; known: {', '.join(sorted(default))}")
+    merged = copy.deepcopy(default)
+    merged.update(copy.deepcopy(given))
+    return merged
+
+
+def _integer(value, field: str, minimum: int, maximum: int | None = None, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(field, f"must be a whole number, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise invalid(field, f"must be {bound}, got {value}")
+
+
+def _number(value, field: str, allow_none=True):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise invalid(field, f"must be a positive number, got {value!r}")
+
+
+def _choice(value, field: str, choices, allow_none=False):
+    if value is None and allow_none:
+        return
+    if value not in choices:
+        raise invalid(field, f"must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _boolean(value, field: str):
+    if not isinstance(value, bool):
+        raise invalid(field, f"must be true or false, got {value!r}")
+
+
+def _check_postgres(postgres: dict) -> None:
+    version = str(postgres["version"])
+    if not VERSION_PATTERN.match(version):
+        raise invalid("postgres.version", f"must look like 16 or 16.15, got {version!r}")
+    postgres["version"] = version
+    _choice(postgres["source"], "postgres.source", SOURCES)
+
+
+def _check_settings(settings: dict) -> None:
+    for name, value in settings.items():
+        field = f"settings.{name}"
+        if not re.match(r"^[a-z_][a-z0-9_.]*$", name):
+            raise invalid(field, "a setting name has lower-case letters, digits, _ and .")
+        if not isinstance(value, str | int | float | bool):
+            raise invalid(field, f"value must be a string, number or boolean, got {value!r}")
+        if isinstance(value, str) and ("\n" in value or "\x00" in value):
+            raise invalid(field, "value must be a single line")
+
+
+def _check_storage(storage: dict) -> None:
+    for role in ("data", "wal"):
+        name = storage[role]
+        if role == "wal" and name is None:
+            continue
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise invalid(f"storage.{role}", f"must name a storage target, got {name!r}")
+
+
+def _check_dataset(dataset: dict) -> None:
+    _integer(dataset["scale"], "dataset.scale", 1, 1_000_000)
+    steps = dataset["init_steps"]
+    if steps is not None:
+        if not isinstance(steps, str) or not steps or set(steps) - INIT_STEP_CHARS:
+            raise invalid("dataset.init_steps", f"must be letters from dtgGvpf, got {steps!r}")
+    _integer(dataset["partitions"], "dataset.partitions", 0, 100_000, allow_none=True)
+    _choice(dataset["partition_method"], "dataset.partition_method", PARTITION_METHODS, True)
+    if dataset["partition_method"] and not dataset["partitions"]:
+        raise invalid("dataset.partition_method", "needs dataset.partitions > 0")
+    _boolean(dataset["unlogged_tables"], "dataset.unlogged_tables")
+    _boolean(dataset["foreign_keys"], "dataset.foreign_keys")
+    _integer(dataset["fillfactor"], "dataset.fillfactor", 10, 100, allow_none=True)
+    if not isinstance(dataset["setup_sql"], str):
+        raise invalid("dataset.setup_sql", "must be SQL text")
+
+
+def _check_workload(workload: dict) -> None:
+    scripts = workload["scripts"]
+    if not isinstance(scripts, list) or not 1 <= len(scripts) <= MAX_SCRIPTS:
+        raise invalid("workload.scripts", f"must list 1 to {MAX_SCRIPTS} scripts")
+    for index, script in enumerate(scripts):
+        _check_script_entry(script, f"workload.scripts[{index}]")
+    if sum(script["weight"] for script in scripts) <= 0:
+        raise invalid("workload.scripts", "the weights must add up to more than 0")
+    _choice(workload["query_mode"], "workload.query_mode", QUERY_MODES)
+    _boolean(workload["no_vacuum"], "workload.no_vacuum")
+    _number(workload["rate_tps"], "workload.rate_tps")
+    _number(workload["latency_limit_ms"], "workload.latency_limit_ms")
+    _integer(workload["max_tries"], "workload.max_tries", 0, 1_000_000, allow_none=True)
+    defines = workload["defines"]
+    if not isinstance(defines, dict):
+        raise invalid("workload.defines", "must be an object of variable names to values")
+    for name, value in defines.items():
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise invalid(f"workload.defines.{name}", "variable names are letters, digits, _")
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise invalid(f"workload.defines.{name}", "value must be a string or a number")
+
+
+def _check_script_entry(script, field: str) -> None:
+    if not isinstance(script, dict):
+        raise invalid(field, "must be an object with builtin or name+text, and weight")
+    script.setdefault("weight", 1)
+    _integer(script["weight"], f"{field}.weight", 0, 1_000_000)
+    if "builtin" in script:
+        if set(script) - {"builtin", "weight"}:
+            raise invalid(field, "a builtin script takes only builtin and weight")
+        _choice(script["builtin"], f"{field}.builtin", BUILTIN_SCRIPTS)
+        return
+    if set(script) - {"name", "text", "weight"}:
+        raise invalid(field, "a custom script takes name, text and weight")
+    name, text = script.get("name"), script.get("text")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise invalid(f"{field}.name", "must be 1-64 letters, digits, _ . or -")
+    if not isinstance(text, str) or not text.strip():
+        raise invalid(f"{field}.text", "must be the script text")
+
+
+def _check_sweep(sweep: dict) -> None:
+    clients = sweep["clients"]
+    if not isinstance(clients, list) or not clients:
+        raise invalid("sweep.clients", "must list at least one client count, e.g. [1, 2, 4]")
+    for index, count in enumerate(clients):
+        _integer(count, f"sweep.clients[{index}]", 1, 10_000)
+    _integer(sweep["threads"], "sweep.threads", 1, 10_000, allow_none=True)
+    duration, transactions = sweep["duration_s"], sweep["transactions"]
+    if (duration is None) == (transactions is None):
+        raise invalid("sweep.duration_s", "give exactly one of duration_s and transactions")
+    _integer(duration, "sweep.duration_s", 1, 7 * 24 * 3600, allow_none=True)
+    _integer(transactions, "sweep.transactions", 1, 10**12, allow_none=True)
+    _integer(sweep["repeats"], "sweep.repeats", 1, 1000)
+    _choice(sweep["order"], "sweep.order", SWEEP_ORDERS)
+    _integer(sweep["warmup_s"], "sweep.warmup_s", 0, 24 * 3600)
+    _choice(sweep["between_points"], "sweep.between_points", BETWEEN_POINTS)
+
+
+def sweep_points(sweep: dict) -> list[tuple[int, int]]:
+    """The (clients, repeat) pairs of a sweep in the order they run; repeats count from 1."""
+    clients, repeats = sweep["clients"], range(1, sweep["repeats"] + 1)
+    if sweep["order"] == "interleaved":
+        return [(count, repeat) for repeat in repeats for count in clients]
+    return [(count, repeat) for count in clients for repeat in repeats]

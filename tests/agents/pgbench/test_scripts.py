@@ -1,0 +1,25 @@
+import pytest
+
+from agents.errors import JobError
+from agents.pgbench.scripts import check_scripts
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\\shell rm -rf /\n", "\\set a 1\n  \\SETSHELL x echo 1\nSELECT 1;", "\\Shell touch /tmp/x"],
+)
+def test_shell_meta_commands_are_refused_naming_the_script(text):
+    scripts = [{"builtin": "tpcb-like", "weight": 1}, {"name": "x", "text": text, "weight": 1}]
+    with pytest.raises(JobError) as error:
+        check_scripts(scripts, allow_shell=False)
+    assert error.value.code == "refused_script"
+    assert error.value.field == "workload.scripts[1].text"
+    assert "allow shell scripts" in error.value.message
+
+
+def test_shell_is_accepted_when_the_agent_allows_it():
+    check_scripts([{"name": "x", "text": "\\shell true\n", "weight": 1}], allow_shell=True)
+
+
+def test_sql_mentioning_shell_is_not_a_meta_command():
+    check_scripts([{"name": "x", "text": "SELECT '\\shell';\n", "weight": 1}], allow_shell=False)

@@ -1,0 +1,101 @@
+"""A daemon thread that takes one sample per interval on a drift-free schedule.
+
+Subclasses say how to begin (take a baseline), how to take one sample and how
+to end. Ticks are aligned to the start time on the monotonic clock: a slow
+sample delays one tick, never every later one, and a missed tick is skipped
+rather than taken late.
+"""
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+
+SampleCallback = Callable[[dict], None]
+StepResult = TypeVar("StepResult")
+
+
+class PeriodicSampler:
+    """Base class: `start()` begins sampling, `stop()` ends it and returns every sample."""
+
+    thread_name = "benchlab-sampler"
+
+    def __init__(self, interval: float = 1.0, on_sample: SampleCallback | None = None):
+        if interval <= 0:
+            raise ValueError(f"sampling interval must be positive, got {interval}")
+        self.interval = interval
+        self.on_sample = on_sample
+        self.cpu_seconds = 0.0  # CPU time the thread spent sampling (callbacks excluded)
+        self._samples: list[dict] = []
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started_at = 0.0
+
+    def start(self) -> None:
+        """Begin sampling in a daemon thread; the first sample comes one interval later."""
+        if self._thread is not None:
+            raise RuntimeError("sampler already started")
+        self._started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[dict]:
+        """Stop sampling, wait for the thread, and return all samples taken."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+        return list(self._samples)
+
+    def elapsed(self) -> float:
+        """Seconds since `start()`, rounded to milliseconds: the `t` of a sample."""
+        return round(time.monotonic() - self._started_at, 3)
+
+    def _begin(self) -> bool:
+        """Prepare (connect, read a baseline); False ends the thread without sampling."""
+        return True
+
+    def _sample(self) -> dict | None:
+        """Take one sample; None ends sampling."""
+        raise NotImplementedError
+
+    def _end(self) -> None:
+        """Release what `_begin` acquired."""
+
+    def _wait_for_next_tick(self) -> bool:
+        """Sleep until the next tick on the schedule; False once stop was asked for."""
+        since_start = time.monotonic() - self._started_at
+        next_tick = (math.floor(since_start / self.interval) + 1) * self.interval
+        return not self._stopping.wait(next_tick - since_start)
+
+    def _run(self) -> None:
+        try:
+            if not self._measured(self._begin):
+                return
+            while self._wait_for_next_tick():
+                sample = self._measured(self._sample)
+                if sample is None:
+                    return
+                self._samples.append(sample)
+                self._deliver(sample)
+        finally:
+            self._end()
+
+    def _measured(self, step: Callable[[], StepResult]) -> StepResult:
+        """Run one step of the sampler, adding its CPU time (not the callback's) to cpu_seconds."""
+        cpu_before = time.thread_time()
+        try:
+            return step()
+        finally:
+            self.cpu_seconds += time.thread_time() - cpu_before
+
+    def _deliver(self, sample: dict) -> None:
+        if self.on_sample is None:
+            return
+        try:
+            self.on_sample(sample)
+        except Exception:
+            logger.exception("%s: sample callback failed; sampling continues", self.thread_name)

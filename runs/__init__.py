@@ -1,0 +1,1 @@
+"""The BenchLab domain: experiments, runs, results and the agents that produce them."""

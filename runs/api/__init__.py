@@ -1,0 +1,1 @@
+"""The DRF API: everything the pages can do."""

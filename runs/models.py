@@ -1,0 +1,548 @@
+"""The lab's domain: hosts, what to measure (builds, configs, workloads,
+experiments), what was measured (runs, results, samples, events) and how it
+is shared (comparisons, share links).
+
+Every write goes through `runs.services`; these classes hold data and small
+derived properties only.
+"""
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Host(models.Model):
+    """A benchmark machine running one agent; `name` is the agent's name.
+
+    `facts` is the hardware profile the agent detected (`python -m agents
+    facts`); `notes` and `labels` are what people add. `installs` lists the
+    PostgreSQL installs the agent found or cached at registration.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    facts = models.JSONField(default=dict, blank=True)
+    installs = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    registered_at = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    current_run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_online(self) -> bool:
+        """Whether a heartbeat arrived within HEARTBEAT_OFFLINE_AFTER_S."""
+        if self.last_seen is None:
+            return False
+        window = timedelta(seconds=settings.HEARTBEAT_OFFLINE_AFTER_S)
+        return timezone.now() - self.last_seen <= window
+
+
+class StorageTarget(models.Model):
+    """A named directory on a host (`nvme`, `tmpfs`) as reported by its agent."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="storage_targets")
+    name = models.CharField(max_length=100)
+    path = models.CharField(max_length=500, blank=True)
+    device = models.CharField(max_length=200, blank=True)
+    filesystem = models.CharField(max_length=100, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["host__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "name"], name="storage_target_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}:{self.name}"
+
+
+class PgBuild(models.Model):
+    """A PostgreSQL version and where its binaries come from.
+
+    `version` is a major ("16") or an exact minor ("16.15"); `source` follows
+    the job spec's `postgres.source` (docs/contracts.md, section 1).
+    """
+
+    class Source(models.TextChoices):
+        AUTO = "auto", "Installed on the host, else prebuilt"
+        SYSTEM = "system", "Installed on the host only"
+        PREBUILT = "prebuilt", "Prebuilt release only"
+
+    name = models.CharField(max_length=100, unique=True)
+    version = models.CharField(max_length=20)
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.AUTO)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "PostgreSQL build"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PgCatalogue(models.Model):
+    """The `pg_settings` catalogue of one exact PostgreSQL version.
+
+    Sent by agents at registration; `catalogue` is the JSON that
+    `agents.postgres.settings.Catalogue.from_json` reads. Config profiles are
+    validated against it before anything is queued.
+    """
+
+    version = models.CharField(max_length=20, unique=True)
+    catalogue = models.JSONField(default=dict)
+    reported_by = models.CharField(max_length=100, blank=True)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["version"]
+        verbose_name = "PostgreSQL settings catalogue"
+
+    def __str__(self) -> str:
+        return self.version
+
+
+class ConfigProfile(models.Model):
+    """A named set of postgresql.conf settings, optionally on top of a parent profile."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def ancestors(self) -> list["ConfigProfile"]:
+        """Parents from the root down, excluding this profile; stops at a cycle."""
+        chain: list[ConfigProfile] = []
+        seen = {self.pk}
+        parent = self.parent
+        while parent is not None and parent.pk not in seen:
+            seen.add(parent.pk)
+            chain.append(parent)
+            parent = parent.parent
+        return list(reversed(chain))
+
+    def effective_settings(self) -> dict:
+        """The settings of the parent chain merged root first, this profile last."""
+        merged: dict = {}
+        for profile in [*self.ancestors(), self]:
+            merged.update(profile.settings)
+        return merged
+
+    def diff_against_parent(self) -> dict:
+        """What this profile adds to or changes in its parent's effective settings.
+
+        Returns `{"added": {name: value}, "changed": {name: {"from": v, "to": v}}}`.
+        """
+        base = self.parent.effective_settings() if self.parent else {}
+        added = {k: v for k, v in self.settings.items() if k not in base}
+        changed = {
+            k: {"from": base[k], "to": v}
+            for k, v in self.settings.items()
+            if k in base and base[k] != v
+        }
+        return {"added": added, "changed": changed}
+
+
+class Workload(models.Model):
+    """Dataset initialisation plus the pgbench scripts and options to run.
+
+    `scripts` is a list of `{"builtin": name, "weight": w}` or
+    `{"name": n, "text": pgbench script, "weight": w}`, as in the job spec.
+    """
+
+    class QueryMode(models.TextChoices):
+        SIMPLE = "simple"
+        EXTENDED = "extended"
+        PREPARED = "prepared"
+
+    class PartitionMethod(models.TextChoices):
+        RANGE = "range"
+        HASH = "hash"
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    scale = models.PositiveIntegerField(default=1)
+    init_steps = models.CharField(max_length=20, default="dtgvp")
+    partitions = models.PositiveIntegerField(null=True, blank=True)
+    partition_method = models.CharField(max_length=10, choices=PartitionMethod.choices, blank=True)
+    unlogged_tables = models.BooleanField(default=False)
+    fillfactor = models.PositiveIntegerField(null=True, blank=True)
+    foreign_keys = models.BooleanField(default=False)
+    setup_sql = models.TextField(blank=True)
+    scripts = models.JSONField(default=list)
+    query_mode = models.CharField(
+        max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE
+    )
+    no_vacuum = models.BooleanField(default=False)
+    rate_tps = models.FloatField(null=True, blank=True)
+    latency_limit_ms = models.FloatField(null=True, blank=True)
+    max_tries = models.PositiveIntegerField(null=True, blank=True)
+    defines = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Experiment(models.Model):
+    """A run definition: a matrix hosts x builds x configs x storage x workloads.
+
+    `storage_layouts` is a list of `{"data": target name, "wal": target name or
+    null}`; each layout is one column of the matrix. Every cell becomes one Run
+    that sweeps `clients` (`repeats` times, in `order`).
+    """
+
+    class Order(models.TextChoices):
+        ASCENDING = "ascending"
+        INTERLEAVED = "interleaved"
+
+    class BetweenPoints(models.TextChoices):
+        NONE = "none"
+        CHECKPOINT = "checkpoint"
+        VACUUM = "vacuum"
+        VACUUM_CHECKPOINT = "vacuum_checkpoint"
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    hosts = models.ManyToManyField(Host, related_name="experiments")
+    builds = models.ManyToManyField(PgBuild, related_name="experiments")
+    config_profiles = models.ManyToManyField(ConfigProfile, related_name="experiments")
+    workloads = models.ManyToManyField(Workload, related_name="experiments")
+    storage_layouts = models.JSONField(default=list)
+    clients = models.JSONField(default=list)
+    threads = models.PositiveIntegerField(null=True, blank=True)
+    duration_s = models.PositiveIntegerField(null=True, blank=True)
+    transactions = models.PositiveIntegerField(null=True, blank=True)
+    repeats = models.PositiveIntegerField(default=1)
+    order = models.CharField(max_length=20, choices=Order.choices, default=Order.ASCENDING)
+    warmup_s = models.PositiveIntegerField(default=0)
+    between_points = models.CharField(
+        max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="experiments",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def status(self) -> str:
+        """Derived from the runs: `draft` before any run, else running, queued,
+        failed, succeeded (every run) or cancelled, the first that applies."""
+        states = set(self.runs.values_list("status", flat=True))
+        if not states:
+            return "draft"
+        for state in (Run.Status.RUNNING, Run.Status.QUEUED, Run.Status.FAILED):
+            if state in states:
+                return state
+        if states == {Run.Status.SUCCEEDED}:
+            return Run.Status.SUCCEEDED
+        return Run.Status.CANCELLED
+
+
+class Run(models.Model):
+    """One cell of an experiment's matrix: one cluster lifecycle on one host.
+
+    State diagram (every change is a compare-and-set update in services)::
+
+        queued ──> running ──> succeeded
+          │           ├──────> failed      (error_code, error_category)
+          │           └──────> cancelled   (the agent stops at the cancel flag)
+          ├──────────────────> cancelled   (cancelled before the agent started)
+          └──────────────────> failed      (refused by the agent, agent lost)
+
+    succeeded, failed and cancelled are final. `spec` is the exact job spec
+    sent; the snapshot fields (install, facts, effective_settings, steps,
+    server_log_tail) come from the agent's result and never change after.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINAL_STATES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="runs")
+    build = models.ForeignKey(PgBuild, on_delete=models.PROTECT, related_name="runs")
+    config_profile = models.ForeignKey(ConfigProfile, on_delete=models.PROTECT, related_name="runs")
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="runs")
+    storage_data = models.CharField(max_length=100)
+    storage_wal = models.CharField(max_length=100, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    spec = models.JSONField(default=dict)
+    token = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    step = models.CharField(max_length=300, blank=True)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    error_code = models.CharField(max_length=50, blank=True)
+    error_category = models.CharField(max_length=20, blank=True)
+    error_field = models.CharField(max_length=200, blank=True)
+    error_message = models.TextField(blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    install = models.JSONField(default=dict, blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    effective_settings = models.JSONField(default=list, blank=True)
+    steps = models.JSONField(default=list, blank=True)
+    server_log_tail = models.TextField(blank=True)
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+    )
+
+    class Meta:
+        ordering = ["-queued_at", "position"]
+        indexes = [
+            models.Index(fields=["status", "host"], name="run_status_host"),
+            models.Index(fields=["queued_at"], name="run_queued_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def run_id(self) -> str:
+        """The id carried by the job spec and every event of this run."""
+        return str(self.pk)
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATES
+
+
+class Result(models.Model):
+    """One measured point of a run: a client count at one repeat."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    index = models.PositiveIntegerField()
+    clients = models.PositiveIntegerField()
+    threads = models.PositiveIntegerField(null=True, blank=True)
+    repeat = models.PositiveIntegerField(default=1)
+    tps = models.FloatField(null=True, blank=True)
+    latency_avg_ms = models.FloatField(null=True, blank=True)
+    latency_stddev_ms = models.FloatField(null=True, blank=True)
+    percentiles = models.JSONField(default=dict, blank=True)
+    transactions = models.BigIntegerField(null=True, blank=True)
+    failed = models.BigIntegerField(default=0)
+    duration_s = models.FloatField(null=True, blank=True)
+    statements = models.JSONField(default=list, blank=True)
+    argv = models.JSONField(default=list, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    stdout = models.TextField(blank=True)
+    stderr = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="result_unique_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.index}"
+
+
+class ProgressSample(models.Model):
+    """One pgbench `-P` progress line of a point (roughly one per second)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="progress")
+    point = models.PositiveIntegerField()
+    t = models.FloatField()
+    tps = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    stddev_ms = models.FloatField(null=True, blank=True)
+    failed = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run", "point", "t"]
+        indexes = [models.Index(fields=["run", "point"], name="progress_run_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.point} t={self.t}"
+
+
+class HostSample(models.Model):
+    """One sample of the host (CPU, iowait, disk, memory) during a point."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="host_samples")
+    point = models.PositiveIntegerField()
+    t = models.FloatField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "point", "t"]
+        indexes = [models.Index(fields=["run", "point"], name="host_sample_run_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.point} host t={self.t}"
+
+
+class ServerSample(models.Model):
+    """One sample of the PostgreSQL server (checkpoints, wait events) during a point."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="server_samples")
+    point = models.PositiveIntegerField()
+    t = models.FloatField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "point", "t"]
+        indexes = [models.Index(fields=["run", "point"], name="server_sample_run_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.point} server t={self.t}"
+
+
+class RunEvent(models.Model):
+    """An event received from an agent for a run, stored once per (run, seq).
+
+    The unique constraint is the idempotency key: a redelivered event is not
+    stored or applied twice. Log lines are the events of type `log`.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    agent = models.CharField(max_length=100, blank=True)
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=20)
+    ts = models.DateTimeField(null=True, blank=True)
+    payload = models.JSONField(default=dict)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_unique_seq")]
+        indexes = [models.Index(fields=["run", "type"], name="run_event_run_type")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} event {self.seq} {self.type}"
+
+
+class Comparison(models.Model):
+    """A saved selection of runs, compared against a baseline run."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    runs = models.ManyToManyField(Run, related_name="comparisons")
+    baseline = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="baseline_of"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="comparisons",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def new_share_token() -> str:
+    """An unguessable token for a share link."""
+    return secrets.token_urlsafe(32)
+
+
+class ShareLink(models.Model):
+    """A read-only link to one run, experiment or comparison; exactly one is set."""
+
+    token = models.CharField(max_length=64, unique=True, default=new_share_token)
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="share_links"
+    )
+    experiment = models.ForeignKey(
+        Experiment, null=True, blank=True, on_delete=models.CASCADE, related_name="share_links"
+    )
+    comparison = models.ForeignKey(
+        Comparison, null=True, blank=True, on_delete=models.CASCADE, related_name="share_links"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="share_links",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(run__isnull=False, experiment__isnull=True, comparison__isnull=True)
+                    | Q(run__isnull=True, experiment__isnull=False, comparison__isnull=True)
+                    | Q(run__isnull=True, experiment__isnull=True, comparison__isnull=False)
+                ),
+                name="share_link_exactly_one_target",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"share link to {self.target}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def target(self) -> "Run | Experiment | Comparison":
+        """The shared object."""
+        return self.run or self.experiment or self.comparison
+
+    @property
+    def target_kind(self) -> str:
+        """`run`, `experiment` or `comparison`."""
+        if self.run_id:
+            return "run"
+        return "experiment" if self.experiment_id else "comparison"

@@ -1,0 +1,3 @@
+"""Page URLs; the pages engineer fills this in."""
+
+urlpatterns: list = []

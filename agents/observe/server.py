@@ -1,0 +1,158 @@
+"""Per-second server samples: checkpoints, buffer writes, WAL volume and wait events.
+
+One psycopg connection (autocommit, so every statement sees fresh statistics)
+runs two small queries per interval. The counters live in different views
+depending on the major version, so the SQL is chosen by major, explicitly.
+"""
+
+import logging
+import time
+
+import psycopg
+from psycopg.rows import dict_row
+
+from agents.observe.periodic import PeriodicSampler, SampleCallback
+
+logger = logging.getLogger(__name__)
+
+APPLICATION_NAME = "benchlab-sampler"
+OLDEST_SUPPORTED_MAJOR = 14  # pg_stat_wal appeared in 14
+CONNECT_TIMEOUT_S = 5
+STATEMENT_TIMEOUT = "5s"
+
+# Up to 16 every checkpoint and buffer counter is in pg_stat_bgwriter.
+COUNTERS_SQL_14_TO_16 = """
+SELECT b.checkpoints_timed, b.checkpoints_req,
+       b.buffers_checkpoint, b.buffers_clean, b.buffers_backend,
+       w.wal_bytes
+FROM pg_stat_bgwriter b, pg_stat_wal w
+"""
+
+# 17 moved checkpoint counters to pg_stat_checkpointer and dropped buffers_backend:
+# its counterpart is the writes of shared relation buffers by every process other
+# than the checkpointer and the background writer in pg_stat_io. (The old counter
+# also counted relation extensions; pg_stat_io keeps those apart, as `extends`.)
+# 18 moved wal_write/wal_sync out of pg_stat_wal but kept wal_bytes.
+COUNTERS_SQL_17_PLUS = """
+SELECT c.num_timed AS checkpoints_timed, c.num_requested AS checkpoints_req,
+       c.buffers_written AS buffers_checkpoint, b.buffers_clean,
+       (SELECT coalesce(sum(io.writes), 0) FROM pg_stat_io io
+         WHERE io.object = 'relation'
+           AND io.backend_type NOT IN ('checkpointer', 'background writer')) AS buffers_backend,
+       w.wal_bytes
+FROM pg_stat_checkpointer c, pg_stat_bgwriter b, pg_stat_wal w
+"""
+
+WAIT_EVENTS_SQL = """
+SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS wait_event, count(*) AS backends
+FROM pg_stat_activity
+WHERE state = 'active' AND pid <> pg_backend_pid()
+GROUP BY 1
+ORDER BY 1
+"""
+
+COUNTERS = (
+    "checkpoints_timed",
+    "checkpoints_req",
+    "buffers_checkpoint",
+    "buffers_clean",
+    "buffers_backend",
+    "wal_bytes",
+)
+RATED_COUNTERS = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "wal_bytes")
+
+
+def counters_sql(server_major: int) -> str:
+    """The query that reads the cumulative counters of this major version."""
+    if server_major < OLDEST_SUPPORTED_MAJOR:
+        raise ValueError(f"server sampling needs PostgreSQL {OLDEST_SUPPORTED_MAJOR} or later")
+    if server_major <= 16:
+        return COUNTERS_SQL_14_TO_16
+    return COUNTERS_SQL_17_PLUS
+
+
+def counter_rates(before: dict, after: dict, seconds: float) -> dict:
+    """`<name>_per_s` for the counters whose rate matters; None across a statistics reset."""
+    rates = {}
+    for name in RATED_COUNTERS:
+        delta = after[name] - before[name]
+        rates[f"{name}_per_s"] = round(delta / seconds, 1) if delta >= 0 else None
+    return rates
+
+
+class ServerSampler(PeriodicSampler):
+    """Samples a PostgreSQL server through one dedicated connection.
+
+    If the connection fails or the server goes away, the message is kept in
+    `.error`, sampling stops quietly and the samples taken so far are kept:
+    whether that fails the run is the runner's decision.
+    """
+
+    thread_name = "benchlab-server-sampler"
+
+    def __init__(
+        self,
+        conninfo: str,
+        server_major: int,
+        interval: float = 1.0,
+        on_sample: SampleCallback | None = None,
+    ):
+        super().__init__(interval, on_sample)
+        self.conninfo = conninfo
+        self.server_major = server_major
+        self.error: str | None = None
+        self._counters_sql = counters_sql(server_major)
+        self._connection: psycopg.Connection | None = None
+        self._previous: tuple[float, dict] | None = None
+
+    def _begin(self) -> bool:
+        try:
+            self._connection = psycopg.connect(
+                self.conninfo,
+                autocommit=True,
+                application_name=APPLICATION_NAME,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                row_factory=dict_row,
+            )
+            self._connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+            self._previous = self._read_counters()
+        except psycopg.Error as error:
+            self._record_error(error)
+            return False
+        return True
+
+    def _sample(self) -> dict | None:
+        try:
+            at, counters = current = self._read_counters()
+            wait_events = self._read_wait_events()
+        except psycopg.Error as error:
+            self._record_error(error)
+            return None
+        previous_at, previous_counters = self._previous
+        self._previous = current
+        return {
+            "t": self.elapsed(),
+            **counters,
+            **counter_rates(previous_counters, counters, at - previous_at),
+            "active_backends": sum(wait_events.values()),
+            "wait_events": wait_events,
+        }
+
+    def _end(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+    def _read_counters(self) -> tuple[float, dict]:
+        row = self._connection.execute(self._counters_sql).fetchone()
+        return time.monotonic(), {name: int(row[name]) for name in COUNTERS}
+
+    def _read_wait_events(self) -> dict[str, int]:
+        rows = self._connection.execute(WAIT_EVENTS_SQL).fetchall()
+        return {row["wait_event"]: row["backends"] for row in rows}
+
+    def _record_error(self, error: psycopg.Error) -> None:
+        self.error = str(error).strip() or type(error).__name__
+        if isinstance(error, psycopg.OperationalError):
+            logger.warning("server sampling stopped: %s", self.error)
+        else:
+            logger.exception("server sampling stopped by an unexpected database error")

@@ -1,0 +1,411 @@
+"""A throw-away PostgreSQL cluster for one job.
+
+Layout, all owned by the PostgreSQL OS user:
+
+    <data_parent>/benchlab-<job_id>/         job directory (marker file inside)
+        data/                                 the data directory (0700)
+        socket/                               private Unix socket directory (0700)
+        server.log                            server log (stderr), kept until destroy
+    <wal_parent>/benchlab-<job_id>-wal/       only when WAL goes elsewhere (marker file inside)
+        pg_wal/                               initdb --waldir; data/pg_wal links here
+
+Every directory the cluster creates carries a marker file naming the job, and
+`destroy()` removes only directories whose marker names its own job, so it never
+touches a cluster it did not create. The postmaster runs in its own session, so
+a Ctrl-C on the agent's terminal does not reach it: stopping it is ours to do.
+"""
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from agents.errors import JobError
+from agents.postgres.installs import Install, make_dirs
+from agents.postgres.osuser import OsUser, chown_tree
+
+logger = logging.getLogger(__name__)
+
+MARKER = ".benchlab-cluster"
+SETTINGS_FILE = "benchlab.conf"
+SUPERUSER = "postgres"
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# sun_path holds 108 bytes including the terminating NUL.
+MAX_SOCKET_PATH = 107
+STOP_MODES = ("smart", "fast", "immediate")
+
+StepCallback = Callable[[str, list[str], float, int | None], None]
+
+
+def _ignore_step(name: str, argv: list[str], seconds: float, exit_code: int | None) -> None:
+    """The default step callback: record nothing."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _reachable(path: Path, user: OsUser) -> Path | None:
+    """The first of `path` and its parents that `user` cannot traverse, or None."""
+    for directory in [path, *path.parents]:
+        status = directory.stat()
+        if status.st_uid == user.uid:
+            bit = 0o100
+        elif status.st_gid == user.gid:
+            bit = 0o010
+        else:
+            bit = 0o001
+        if not status.st_mode & bit:
+            return directory
+    return None
+
+
+class Cluster:
+    """One throw-away cluster: initdb, start, stop, destroy. Use it as a context manager.
+
+    `on_step(name, argv, seconds, exit_code)` is called after every command the
+    cluster runs (initdb, start, stop), with its exact argv.
+    """
+
+    def __init__(
+        self,
+        install: Install,
+        os_user: OsUser,
+        data_parent: Path,
+        wal_parent: Path | None = None,
+        job_id: str = "local",
+        on_step: StepCallback | None = None,
+    ):
+        if not JOB_ID.match(job_id):
+            raise ValueError(f"job id {job_id!r} is not usable in a directory name")
+        self.install = install
+        self.os_user = os_user
+        self.job_id = job_id
+        self.on_step = on_step or _ignore_step
+        self.job_dir = Path(data_parent) / f"benchlab-{job_id}"
+        self.data_dir = self.job_dir / "data"
+        self.socket_dir = self.job_dir / "socket"
+        self.log_file = self.job_dir / "server.log"
+        self.wal_container = Path(wal_parent) / f"benchlab-{job_id}-wal" if wal_parent else None
+        self.port: int | None = None
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.destroy()
+
+    @property
+    def wal_dir(self) -> Path | None:
+        """Where WAL lives when it is placed outside the data directory."""
+        return self.wal_container / "pg_wal" if self.wal_container else None
+
+    @property
+    def settings_file(self) -> Path:
+        """The conf file (inside the data directory) that postgresql.conf includes last."""
+        return self.data_dir / SETTINGS_FILE
+
+    @property
+    def postmaster_pid(self) -> int | None:
+        return self._process.pid if self.is_running() else None
+
+    def is_running(self) -> bool:
+        """True while the postmaster this object started is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    # Creation
+
+    def initdb(self) -> None:
+        """Create the directories and the cluster; write its connection settings."""
+        self._create_owned_dir(self.job_dir)
+        if self.wal_container is not None:
+            self._create_owned_dir(self.wal_container)
+        self._check_socket_path()
+        self.socket_dir.mkdir(mode=0o700)
+        self.log_file.touch(mode=0o600)
+        chown_tree(self.job_dir, self.os_user)
+        # --no-sync skips only initdb's own fsync of the files it writes: the cluster
+        # is throw-away, and the running server still syncs exactly as configured.
+        argv = [
+            str(self.install.program("initdb")),
+            "-D", str(self.data_dir),
+            "-U", SUPERUSER,
+            "--auth=trust",
+            "-E", "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]  # fmt: skip
+        if self.wal_dir is not None:
+            argv += ["--waldir", str(self.wal_dir)]
+        result = self._run("initdb", argv, timeout=300)
+        if result.returncode != 0:
+            raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")
+        self._write_base_config()
+
+    def _create_owned_dir(self, path: Path) -> None:
+        make_dirs(path.parent)
+        unreachable = _reachable(path.parent, self.os_user)
+        if unreachable is not None:
+            raise JobError(
+                "initdb_failed",
+                f"{unreachable} cannot be traversed by OS user {self.os_user.name} "
+                f"(mode {unreachable.stat().st_mode & 0o777:o}); allow it (chmod o+x) "
+                "or choose another directory",
+            )
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            raise JobError("initdb_failed", f"{path} already exists; not touching it") from None
+        (path / MARKER).write_text(f"{self.job_id}\n")
+        chown_tree(path, self.os_user)
+
+    def _check_socket_path(self) -> None:
+        longest = self.socket_dir / ".s.PGSQL.65535"
+        if len(str(longest).encode()) > MAX_SOCKET_PATH:
+            raise JobError(
+                "initdb_failed",
+                f"socket path {longest} is longer than {MAX_SOCKET_PATH} bytes: "
+                "use a shorter storage directory",
+            )
+
+    def _write_base_config(self) -> None:
+        socket_dir = str(self.socket_dir).replace("'", "''")
+        lines = [
+            "",
+            "# Added by BenchLab: how the agent reaches this throw-away cluster.",
+            "listen_addresses = '127.0.0.1'",
+            f"unix_socket_directories = '{socket_dir}'",
+            "# The job's requested settings (agents.postgres.settings), read last.",
+            f"include '{SETTINGS_FILE}'",
+            "",
+        ]
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write("\n".join(lines))
+        self.write_settings_file("")
+
+    def write_settings_file(self, text: str) -> None:
+        """Replace the job's settings file (takes effect at the next start or reload)."""
+        self.settings_file.write_text(text)
+        chown_tree(self.settings_file, self.os_user)
+
+    # Running
+
+    def start(self, timeout: float = 60) -> None:
+        """Start the postmaster (in its own session) and wait until it accepts connections."""
+        if self.is_running():
+            return
+        if self.port is None:
+            self.port = free_port()
+        try:
+            self._start_once(timeout)
+        except JobError:
+            if "could not bind" not in self.log_tail(20):
+                raise
+            logger.warning("port %s was taken; starting %s on another port", self.port, self)
+            self.port = free_port()
+            self._start_once(timeout)
+
+    def _start_once(self, timeout: float) -> None:
+        argv = [
+            str(self.install.program("postgres")),
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+        ]
+        started = time.monotonic()
+        with open(self.log_file, "ab") as log:
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.job_dir,
+                start_new_session=True,
+                **self.os_user.subprocess_kwargs(),
+            )
+        exit_code = self._wait_ready(started + timeout)
+        self.on_step("start", argv, time.monotonic() - started, exit_code)
+        if exit_code != 0:
+            raise JobError(
+                "server_start_failed",
+                f"PostgreSQL did not start (exit code {exit_code}): {self.log_tail(20)}",
+            )
+
+    def _wait_ready(self, deadline: float) -> int | None:
+        """0 once the server accepts connections; its exit code, or None on timeout."""
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                return self._process.returncode
+            try:
+                with psycopg.connect(self.conninfo(), connect_timeout=5):
+                    return 0
+            except psycopg.OperationalError:
+                time.sleep(0.1)
+        self._signal_and_reap(signal.SIGKILL)
+        return None
+
+    def stop(self, mode: str = "fast", timeout: float = 60) -> None:
+        """Stop the server with `pg_ctl stop -m <mode>`; kill it if that fails."""
+        if mode not in STOP_MODES:
+            raise ValueError(f"stop mode must be one of {STOP_MODES}")
+        if not self.is_running():
+            self._reap()
+            return
+        argv = [
+            str(self.install.program("pg_ctl")), "stop", "-D", str(self.data_dir),
+            "-m", mode, "-w", "-t", str(int(timeout)),
+        ]  # fmt: skip
+        result = self._run("stop", argv, timeout=timeout + 10)
+        if result.returncode != 0:
+            logger.warning("pg_ctl stop -m %s failed: %s", mode, result.stderr.strip())
+            if mode != "immediate":
+                self.stop("immediate", timeout)
+                return
+        self._reap()
+
+    def restart(self, timeout: float = 60) -> None:
+        """Stop (fast) and start again, e.g. to apply postmaster-context settings."""
+        self.stop("fast", timeout)
+        self.start(timeout)
+
+    def kill_server(self) -> None:
+        """SIGKILL the postmaster, as a crash would (its backends notice and exit)."""
+        if self.is_running():
+            self._signal_and_reap(signal.SIGKILL)
+
+    def _signal_and_reap(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._process.send_signal(signum)
+        self._process.wait(timeout=30)
+
+    def _reap(self) -> None:
+        if self._process is None:
+            return
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._signal_and_reap(signal.SIGKILL)
+
+    # Clients
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        """libpq connection string for the superuser over the private Unix socket."""
+        if self.port is None:
+            raise RuntimeError("the cluster has not been started")
+        return make_conninfo(
+            host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname
+        )
+
+    def client_env(self, dbname: str = "postgres") -> dict[str, str]:
+        """PG* variables that point libpq clients (pgbench, psql) at this cluster."""
+        if self.port is None:
+            raise RuntimeError("the cluster has not been started")
+        return {
+            "PGHOST": str(self.socket_dir),
+            "PGPORT": str(self.port),
+            "PGUSER": SUPERUSER,
+            "PGDATABASE": dbname,
+        }
+
+    def connect(self, dbname: str = "postgres") -> psycopg.Connection:
+        """An autocommit connection as the superuser."""
+        return psycopg.connect(self.conninfo(dbname), autocommit=True)
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last `lines` lines of the server log."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(0, os.SEEK_END)
+                log.seek(max(0, log.tell() - 256 * 1024))
+                text = log.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    # Teardown
+
+    def destroy(self) -> None:
+        """Stop the server and remove the directories this cluster created (and only those)."""
+        try:
+            self.stop("fast", timeout=30)
+        except (JobError, OSError, subprocess.SubprocessError) as error:
+            logger.warning("stopping %s failed (%s); killing it", self, error)
+            if self.is_running():
+                self._signal_and_reap(signal.SIGKILL)
+        for directory in (self.job_dir, self.wal_container):
+            if directory is None or not directory.exists():
+                continue
+            if not self._owns(directory):
+                logger.warning("%s has no marker of job %s; leaving it", directory, self.job_id)
+                continue
+            if directory == self.job_dir:
+                self._kill_stragglers()
+            shutil.rmtree(directory)
+
+    def _owns(self, directory: Path) -> bool:
+        marker = directory / MARKER
+        try:
+            return not marker.is_symlink() and marker.read_text().strip() == self.job_id
+        except OSError:
+            return False
+
+    def _kill_stragglers(self) -> None:
+        """Kill leftover server processes: those whose working directory is our data dir."""
+        leftovers = []
+        for process in psutil.process_iter(["pid"]):
+            with contextlib.suppress(psutil.Error):
+                if Path(process.cwd()) == self.data_dir:
+                    leftovers.append(process)
+        for process in leftovers:
+            logger.warning("killing leftover server process %s of %s", process.pid, self)
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(leftovers, timeout=10)
+
+    def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        started = time.monotonic()
+        result = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            cwd=self.job_dir,
+            timeout=timeout,
+            **self.os_user.subprocess_kwargs(),
+        )
+        self.on_step(name, argv, time.monotonic() - started, result.returncode)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<Cluster {self.job_id} PostgreSQL {self.install.version} at {self.data_dir}>"
+
+
+@contextlib.contextmanager
+def running_cluster(
+    install: Install,
+    os_user: OsUser,
+    data_parent: Path,
+    job_id: str,
+    wal_parent: Path | None = None,
+    on_step: StepCallback | None = None,
+) -> Iterator[Cluster]:
+    """A cluster that is created and started on entry and destroyed on exit."""
+    with Cluster(install, os_user, data_parent, wal_parent, job_id, on_step) as cluster:
+        cluster.initdb()
+        cluster.start()
+        yield cluster

@@ -1,0 +1,300 @@
+"""The agent's side of the lab transport (docs/contracts.md, section 4).
+
+Events go to a Redis Stream. When Redis cannot be reached they wait in a spool
+file on disk and are sent, in order, once it is back: a benchmark never stops
+because Redis is down. Claims and the cancel flag are plain keys. Agent-level
+events (registration, heartbeats) have their own emitter, with sequence
+numbers that keep growing across restarts of the agent.
+"""
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from agents.events import EventEmitter, Sink
+
+logger = logging.getLogger(__name__)
+
+EVENTS_STREAM = "benchlab:events"
+CLAIM_TTL_S = 7 * 24 * 3600
+CONNECT_TIMEOUT_S = 0.5
+SOCKET_TIMEOUT_S = 1.0
+RETRY_INTERVAL_S = 5.0
+FLUSH_INTERVAL_S = 3.0
+CANCEL_CHECK_INTERVAL_S = 1.0
+HEARTBEAT_INTERVAL_S = 5.0
+DRAIN_BATCH = 500
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A client that fails fast: short timeouts and no retries (the spool takes over)."""
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=SOCKET_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def claim_key(run_id: str) -> str:
+    return f"benchlab:claim:{run_id}"
+
+
+def cancel_key(run_id: str) -> str:
+    return f"benchlab:cancel:{run_id}"
+
+
+def claim_run(client: redis.Redis, run_id: str, agent: str) -> bool:
+    """Take the run for `agent`; False when someone (or an earlier delivery) already has it."""
+    return bool(client.set(claim_key(run_id), agent, nx=True, ex=CLAIM_TTL_S))
+
+
+def cancel_requested(client: redis.Redis, run_id: str) -> bool:
+    """Whether the web tier has asked to cancel the run."""
+    return bool(client.exists(cancel_key(run_id)))
+
+
+class CancelWatcher:
+    """`should_cancel` for the job runner: cheap to call in a loop, never raises.
+
+    Redis is asked at most once per `interval`; once the flag is seen the answer
+    stays True. While Redis is unreachable the answer is False and Redis is not
+    asked again before `retry_interval` has passed.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        run_id: str,
+        interval: float = CANCEL_CHECK_INTERVAL_S,
+        retry_interval: float = RETRY_INTERVAL_S,
+    ):
+        self.client = client
+        self.run_id = run_id
+        self.interval = interval
+        self.retry_interval = retry_interval
+        self._cancelled = False
+        self._next_check = 0.0
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if self._cancelled or now < self._next_check:
+            return self._cancelled
+        try:
+            self._cancelled = cancel_requested(self.client, self.run_id)
+            self._next_check = now + self.interval
+        except redis.RedisError as error:
+            logger.warning("run %s: cannot check the cancel flag: %s", self.run_id, error)
+            self._next_check = now + self.retry_interval
+        return self._cancelled
+
+
+class RedisStreamSink:
+    """An EventEmitter sink appending each event to a Redis Stream as `event=<json>`.
+
+    While Redis is unreachable, events are appended to a spool file
+    (`<spool_dir>/<stream>.jsonl`, one JSON line each, fsynced) and Redis is not
+    tried again before `retry_interval` has passed, so a caller is held up by at
+    most one connection timeout per interval. Every call first drains the spool,
+    and so does a background flusher once `start` has run. A drain sends the
+    spool in order and then removes it, or rewrites it atomically to what is
+    left: nothing is lost or reordered; after a crash mid-drain some events may
+    be sent twice, which the control side ignores (it dedupes by run and seq).
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        spool_dir: Path,
+        stream: str = EVENTS_STREAM,
+        retry_interval: float = RETRY_INTERVAL_S,
+        flush_interval: float = FLUSH_INTERVAL_S,
+    ):
+        self.stream = stream
+        self.spool_path = Path(spool_dir) / f"{stream}.jsonl"
+        self.retry_interval = retry_interval
+        self.flush_interval = flush_interval
+        self._redis = redis_client(redis_url)
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+        self._stopping = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def __call__(self, event: dict) -> None:
+        payload = json.dumps(event, separators=(",", ":"))
+        with self._lock:
+            if self._drain() and self._send([payload]):
+                return
+            try:
+                self._append_to_spool(payload)
+            except OSError:
+                logger.exception("event %s lost: Redis and the spool are both unavailable", payload)
+
+    def start(self) -> None:
+        """Send what a previous agent process left in the spool, then flush in the background."""
+        self.flush()
+        self._flusher = threading.Thread(target=self._flush_loop, name="spool-flusher", daemon=True)
+        self._flusher.start()
+
+    def close(self) -> None:
+        """Stop the flusher, try a last drain and release the connection."""
+        self._stopping.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        self.flush()
+        self._redis.close()
+
+    def flush(self) -> bool:
+        """Send whatever waits in the spool; True when nothing is left waiting."""
+        with self._lock:
+            return self._drain()
+
+    def _flush_loop(self) -> None:
+        while not self._stopping.wait(self.flush_interval):
+            try:
+                self.flush()
+            except OSError:
+                logger.exception("cannot drain the spool %s", self.spool_path)
+
+    def _send(self, payloads: list[str]) -> bool:
+        if time.monotonic() < self._retry_at:
+            return False
+        try:
+            pipeline = self._redis.pipeline(transaction=False)
+            for payload in payloads:
+                pipeline.xadd(self.stream, {"event": payload})
+            pipeline.execute()
+        except redis.RedisError as error:
+            self._retry_at = time.monotonic() + self.retry_interval
+            logger.warning(
+                "Redis unreachable (%s): events go to %s, next try in %g s",
+                error,
+                self.spool_path,
+                self.retry_interval,
+            )
+            return False
+        return True
+
+    def _drain(self) -> bool:
+        if not self.spool_path.exists():
+            return True
+        if time.monotonic() < self._retry_at:
+            return False
+        with self.spool_path.open("rb") as spool:
+            sent = 0
+            while True:
+                offset = spool.tell()
+                batch = _read_batch(spool, DRAIN_BATCH)
+                if not batch:
+                    break
+                if not self._send(batch):
+                    self._keep_spool_from(spool, offset)
+                    return False
+                sent += len(batch)
+        self.spool_path.unlink()
+        _fsync_dir(self.spool_path.parent)
+        logger.info("sent %d spooled events to %s", sent, self.stream)
+        return True
+
+    def _keep_spool_from(self, spool, offset: int) -> None:
+        """Atomically replace the spool with its part from `offset` on (what was not sent)."""
+        spool.seek(offset)
+        remainder = self.spool_path.with_name(self.spool_path.name + ".tmp")
+        with remainder.open("wb") as out:
+            while chunk := spool.read(1 << 20):
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(remainder, self.spool_path)
+        _fsync_dir(self.spool_path.parent)
+
+    def _append_to_spool(self, payload: str) -> None:
+        self.spool_path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.spool_path.exists()
+        with self.spool_path.open("a+b") as spool:
+            # A crash can leave a torn last line; start on a fresh line so the
+            # next event is not glued to it.
+            torn = spool.tell() > 0 and os.pread(spool.fileno(), 1, spool.tell() - 1) != b"\n"
+            spool.write((b"\n" if torn else b"") + payload.encode() + b"\n")
+            spool.flush()
+            os.fsync(spool.fileno())
+        if created:
+            _fsync_dir(self.spool_path.parent)
+
+
+def _read_batch(spool, size: int) -> list[str]:
+    """Up to `size` complete events from the spool; torn lines are logged and skipped."""
+    batch: list[str] = []
+    while len(batch) < size and (line := spool.readline()):
+        text = line.decode(errors="replace").strip()
+        if not text:
+            continue
+        try:
+            json.loads(text)
+        except ValueError:
+            logger.warning("skipping a torn line in the spool: %r", text[:200])
+            continue
+        batch.append(text)
+    return batch
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class AgentEventEmitter(EventEmitter):
+    """The emitter of agent-level events: run_id null, `agent` set.
+
+    Its seq starts at the process start time in milliseconds, so events of a
+    restarted agent always number higher than those of the previous process
+    and the control side's (agent, seq) idempotency never drops them.
+    """
+
+    def __init__(self, sinks: list[Sink], agent: str):
+        super().__init__(sinks, agent=agent)
+        self._seq = int(time.time() * 1000)
+
+
+class Heartbeat:
+    """A daemon thread emitting `heartbeat` events with the run being executed, if any."""
+
+    def __init__(self, emitter: EventEmitter, interval: float = HEARTBEAT_INTERVAL_S):
+        self.emitter = emitter
+        self.interval = interval
+        self.running: str | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def beat(self) -> None:
+        self.emitter.emit("heartbeat", {"running": self.running})
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self.beat()
+            except Exception:
+                # A dead heartbeat thread would get the agent declared offline
+                # and its run failed: log whatever went wrong and keep beating.
+                logger.exception("heartbeat failed")
+            if self._stopping.wait(self.interval):
+                return

@@ -1,0 +1,99 @@
+"""Real Redis for the transport tests: the shared server and spare ones a test may stop.
+
+Every test uses its own stream, run ids and queue names, so tests never see
+each other's data on the shared server at 127.0.0.1:6379.
+"""
+
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+SHARED_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class SpareRedis:
+    """A redis-server of the test's own, without persistence, that can be stopped and restarted."""
+
+    def __init__(self, workdir: Path):
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+            + ["--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port)
+        wait_until(lambda: _answers(client))
+        client.close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.process = None
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, decode_responses=True)
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return client.ping()
+    except redis.ConnectionError:
+        return False
+
+
+@pytest.fixture
+def spare_redis(tmp_path):
+    server = SpareRedis(tmp_path)
+    server.start()
+    yield server
+    if server.process is not None:
+        server.stop()
+
+
+@pytest.fixture
+def shared_redis():
+    client = redis.Redis.from_url(SHARED_REDIS_URL, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def stream(shared_redis):
+    """A throw-away stream name on the shared Redis, deleted after the test."""
+    name = f"test:events:{uuid.uuid4().hex[:12]}"
+    yield name
+    shared_redis.delete(name)
+
+
+@pytest.fixture
+def run_id(shared_redis):
+    """A run id of the test's own; its claim and cancel keys are deleted afterwards."""
+    value = f"r-test-{uuid.uuid4().hex[:12]}"
+    yield value
+    shared_redis.delete(f"benchlab:claim:{value}", f"benchlab:cancel:{value}")

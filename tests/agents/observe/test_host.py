@@ -1,0 +1,117 @@
+"""The host sampler against this machine's real /proc and disks."""
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.observe.host import HostSampler, process_cpu_seconds
+from agents.observe.storage import sampling_device
+
+INTERVAL = 0.2
+
+
+def sample_for(sampler: HostSampler, seconds: float) -> list[dict]:
+    sampler.start()
+    time.sleep(seconds)
+    return sampler.stop()
+
+
+def write_and_fsync(directory: Path, megabytes: int) -> None:
+    with open(directory / "payload", "wb") as payload:
+        for _ in range(megabytes):
+            payload.write(os.urandom(1 << 20))
+        payload.flush()
+        os.fsync(payload.fileno())
+
+
+def test_samples_arrive_once_per_interval_on_the_schedule(tmp_path: Path) -> None:
+    samples = sample_for(HostSampler({"data": tmp_path}, interval=INTERVAL), 1.1)
+    assert len(samples) == 5
+    for tick, sample in enumerate(samples, start=1):
+        assert sample["t"] == pytest.approx(tick * INTERVAL, abs=0.08)
+
+
+def test_slow_callback_skips_missed_ticks_without_drifting() -> None:
+    sampler = HostSampler({}, interval=INTERVAL, on_sample=lambda _: time.sleep(1.25 * INTERVAL))
+    samples = sample_for(sampler, 1.1)
+    ticks = [sample["t"] / INTERVAL for sample in samples]
+    assert [round(tick) for tick in ticks] == [1, 3, 5]
+    assert all(abs(tick - round(tick)) < 0.25 for tick in ticks)
+
+
+def test_cpu_and_memory_fields_are_consistent(tmp_path: Path) -> None:
+    (sample,) = sample_for(HostSampler({"data": tmp_path}, interval=INTERVAL), 0.3)
+    shares = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "cpu_steal")
+    assert all(sample[share] >= 0 for share in shares)
+    assert sum(sample[share] for share in shares) <= 100.1
+    assert sample["mem_used_bytes"] > 0
+    assert sample["mem_available_bytes"] > 0
+    assert sample["mem_dirty_bytes"] >= 0
+
+
+def test_writing_and_fsyncing_on_the_target_shows_disk_writes(tmp_path: Path) -> None:
+    device = sampling_device(tmp_path)
+    if device is None:
+        pytest.skip("the test directory has no block device")
+    sampler = HostSampler({"data": tmp_path}, interval=INTERVAL)
+    sampler.start()
+    write_and_fsync(tmp_path, megabytes=8)
+    time.sleep(2 * INTERVAL)
+    samples = sampler.stop()
+    data = [sample["disks"]["data"] for sample in samples]
+    assert {disk["device"] for disk in data} == {device}
+    assert max(disk["write_bytes_per_s"] for disk in data) > 0
+    assert max(disk["write_iops"] for disk in data) > 0
+    assert all(0 <= disk["util_percent"] <= 100 for disk in data)
+
+
+def test_roles_on_the_same_device_both_name_it(tmp_path: Path) -> None:
+    (tmp_path / "wal").mkdir()
+    sampler = HostSampler({"data": tmp_path, "wal": tmp_path / "wal"}, interval=INTERVAL)
+    samples = sample_for(sampler, 0.5)
+    assert sampler.role_devices["data"] == sampler.role_devices["wal"]
+    for sample in samples:
+        assert sample["disks"]["data"] == sample["disks"]["wal"]
+
+
+def test_path_without_block_device_reports_no_numbers() -> None:
+    if sampling_device(Path("/dev/shm")) is not None:
+        pytest.skip("/dev/shm has a block device here")
+    (sample,) = sample_for(HostSampler({"data": Path("/dev/shm")}, interval=INTERVAL), 0.3)
+    assert sample["disks"]["data"]["device"] is None
+    assert sample["disks"]["data"]["write_bytes_per_s"] is None
+
+
+def test_failing_callback_is_logged_and_sampling_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken_consumer(sample: dict) -> None:
+        raise RuntimeError("consumer bug")
+
+    with caplog.at_level(logging.ERROR, logger="agents.observe.periodic"):
+        sampler = HostSampler({"data": tmp_path}, interval=INTERVAL, on_sample=broken_consumer)
+        samples = sample_for(sampler, 0.7)
+    assert len(samples) == 3
+    failures = [record for record in caplog.records if "callback failed" in record.message]
+    assert len(failures) == 3
+    assert "consumer bug" in caplog.text
+    assert failures[0].exc_info is not None
+
+
+def test_sampling_costs_little_cpu(tmp_path: Path) -> None:
+    sampler = HostSampler({"data": tmp_path, "wal": tmp_path}, interval=0.05)
+    samples = sample_for(sampler, 1.0)
+    per_sample = sampler.cpu_seconds / len(samples)
+    logging.getLogger(__name__).info("host sampler: %.6f s CPU per sample", per_sample)
+    assert per_sample < 0.005
+
+
+def test_process_cpu_seconds_grows_with_work() -> None:
+    before = process_cpu_seconds()
+    deadline = time.monotonic() + 0.05
+    while time.monotonic() < deadline:
+        pass
+    assert process_cpu_seconds() > before

@@ -1,0 +1,458 @@
+"""Read pgbench output of every version from 9.2 to 18.
+
+`parse_output` reads the stdout and stderr of one benchmark run (concatenated
+or interleaved in any order) and returns one dict: the summary block, the
+per-script blocks, the `-r` per-statement rows, the `-P` progress lines, and
+the error and abort lines seen on stderr. The formats it knows are those of
+../shared/pgbench-notes.md sections 1 to 6; a line it does not know is an
+error that names the line, except stderr messages of known kinds (server
+messages, `pgbench:` messages, client aborts, vacuum and init steps).
+
+`parse_init_progress` reads one stderr line of `pgbench -i`.
+"""
+
+import re
+from collections.abc import Callable
+
+__all__ = ["PgbenchParseError", "parse_init_progress", "parse_output"]
+
+NUM = r"(-?(?:\d+(?:\.\d+)?|(?i:nan|inf)))"
+PCT = r"\(" + NUM + r" ?%\)"
+INT = r"(\d+)"
+
+
+class PgbenchParseError(ValueError):
+    """A line of pgbench output that could not be read (`line_no` is 1-based)."""
+
+    def __init__(self, line_no: int | None, line: str | None, reason: str = "cannot read"):
+        self.line_no = line_no
+        self.line = line
+        if line_no is None:
+            super().__init__(reason)
+        else:
+            super().__init__(f'line {line_no}: {reason} "{line}"')
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return None if text is None else int(text)
+
+
+def _float_or_none(text: str | None) -> float | None:
+    return None if text is None else float(text)
+
+
+HEADER = re.compile(r"pgbench \((.+?)(?:, server ([^,]+))?\)")
+
+TPS_KEYS = {
+    "including connections establishing": "tps_including_connections",
+    "excluding connections establishing": "tps",
+    "without initial connection time": "tps",
+    "including reconnection times": "tps",
+}
+
+
+def _summary_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
+    """(regex, store) pairs for the lines of the summary block, all versions together."""
+
+    def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
+        return lambda result, match: result.__setitem__(key, convert(match.group(1)))
+
+    def processed(result: dict, match: re.Match) -> None:
+        result["transactions"] = int(match.group(1))
+        result["transactions_planned"] = _int_or_none(match.group(2))
+
+    def late(result: dict, match: re.Match) -> None:
+        result["latency_limit_ms"] = float(match.group(1))
+        result["late"] = int(match.group(2))
+
+    def latency(result: dict, match: re.Match) -> None:
+        result["latency_avg_ms"] = float(match.group(1))
+        result["latency_includes_failures"] = match.group(2) is not None
+
+    def lag(result: dict, match: re.Match) -> None:
+        result["lag_avg_ms"] = float(match.group(1))
+        result["lag_max_ms"] = float(match.group(2))
+
+    def tps(result: dict, match: re.Match) -> None:
+        result[TPS_KEYS[match.group(2)]] = float(match.group(1))
+
+    rules = [
+        (r"transaction type: (.+)", put("transaction_type", str)),
+        (r"scaling factor: " + INT, put("scale")),
+        (r"partition method: (\w+)", put("partition_method", str)),
+        (r"partitions: " + INT, put("partitions")),
+        (r"query mode: (\w+)", put("query_mode", str)),
+        (r"number of clients: " + INT, put("clients")),
+        (r"number of threads: " + INT, put("threads")),
+        (r"maximum number of tries: " + INT, put("max_tries")),
+        (r"number of transactions per client: " + INT, put("transactions_per_client")),
+        (r"duration: " + INT + " s", put("duration_s")),
+        (r"number of transactions actually processed: " + INT + r"(?:/(\d+))?", processed),
+        (r"number of failed transactions: " + INT + " " + PCT, put("failed")),
+        (r"number of serialization failures: " + INT + " " + PCT, put("serialization_failures")),
+        (r"number of deadlock failures: " + INT + " " + PCT, put("deadlock_failures")),
+        (r"number of transactions retried: " + INT + " " + PCT, put("retried")),
+        (r"total number of retries: " + INT, put("retries")),
+        (r"number of transactions skipped: " + INT + " " + PCT, put("skipped")),
+        (
+            r"number of transactions above the "
+            + NUM
+            + r" ms latency limit: "
+            + INT
+            + r"(?:/\d+)? "
+            + PCT,
+            late,
+        ),
+        (r"zipfian cache array overflowed " + INT + r" time\(s\)", put("zipfian_overflows")),
+        (r"latency average(?::|\s=) " + NUM + r" ms( \(including failures\))?", latency),
+        (r"latency stddev(?::|\s=) " + NUM + " ms", put("latency_stddev_ms", float)),
+        (r"rate limit schedule lag: avg " + NUM + r" \(max " + NUM + r"\) ms", lag),
+        (r"initial connection time = " + NUM + " ms", put("initial_connection_ms", float)),
+        (r"average connection time = " + NUM + " ms", put("average_connection_ms", float)),
+        (r"tps = " + NUM + r" \((" + "|".join(TPS_KEYS) + r")\)", tps),
+    ]
+    return [(re.compile(pattern), store) for pattern, store in rules]
+
+
+def _script_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
+    """(regex, store) pairs for the ` - ` lines of a per-script block."""
+
+    def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
+        return lambda script, match: script.__setitem__(key, convert(match.group(1)))
+
+    def weight(script: dict, match: re.Match) -> None:
+        script["weight"] = int(match.group(1))
+        script["weight_percent"] = float(match.group(2))
+
+    def transactions(script: dict, match: re.Match) -> None:
+        script["transactions"] = int(match.group(1))
+        script["percent_of_total"] = float(match.group(2))
+        if match.group(3) is not None:
+            script["tps"] = float(match.group(3))
+
+    def processed(script: dict, match: re.Match) -> None:
+        script["processed"] = int(match.group(1))
+        script["tps"] = float(match.group(2))
+
+    rules = [
+        (r"weight: " + INT + r" \(targets " + NUM + "% of total\\)", weight),
+        (INT + r" transactions \(" + NUM + r"% of total(?:, tps = " + NUM + r")?\)", transactions),
+        (
+            r"number of transactions actually processed: " + INT + r" \(tps = " + NUM + r"\)",
+            processed,
+        ),
+        (r"number of failed transactions: " + INT + " " + PCT, put("failed")),
+        (r"number of serialization failures: " + INT + " " + PCT, put("serialization_failures")),
+        (r"number of deadlock failures: " + INT + " " + PCT, put("deadlock_failures")),
+        (r"number of transactions retried: " + INT + " " + PCT, put("retried")),
+        (r"total number of retries: " + INT, put("retries")),
+        (r"number of transactions skipped: " + INT + " " + PCT, put("skipped")),
+        (r"latency average = " + NUM + " ms", put("latency_avg_ms", float)),
+        (r"latency stddev = " + NUM + " ms", put("latency_stddev_ms", float)),
+    ]
+    return [(re.compile(r" - " + pattern), store) for pattern, store in rules]
+
+
+SUMMARY_RULES = _summary_rules()
+SCRIPT_RULES = _script_rules()
+
+SCRIPT_HEADER = re.compile(r"SQL script (\d+): (.*)|script statistics:")
+STATEMENTS_HEADING = re.compile(
+    r"( - )?statement latencies in milliseconds"
+    r"(?:, file (\d+)|( and failures)|(, failures and retries))?:"
+)
+TAB_ROW = re.compile(r"\t" + NUM + r"\t(.*)")
+PROGRESS = re.compile(
+    r"progress(?: \d+)?: "
+    + NUM
+    + " s, "
+    + NUM
+    + " tps, lat "
+    + NUM
+    + " ms stddev "
+    + NUM
+    + r"(?:, (\d+) failed)?(?:, lag "
+    + NUM
+    + r" ms)?(?:, (\d+) skipped)?"
+    r"(?:, (\d+) retried, (\d+) retries)?"
+)
+
+SERVER_ERROR = re.compile(r"(?:ERROR|FATAL|PANIC):\s")
+SERVER_MESSAGE = re.compile(
+    r"(?:ERROR|FATAL|PANIC|WARNING|NOTICE|INFO|LOG|DEBUG\d?|DETAIL|HINT|CONTEXT|QUERY|STATEMENT"
+    r"|LOCATION):\s|LINE \d+: |\s*\^\s*$|\tIs the server running"
+)
+PGBENCH_ERROR = re.compile(r"pgbench: (?:pgbench: )*(?:error|fatal): ")
+CLIENT_ABORT = re.compile(r"(?:pgbench: )*(?:(?:error|fatal): )?[Cc]lient \d+ .*aborted")
+RUN_ABORTED = re.compile(r"(?:pgbench: )*(?:(?:error|fatal): )?Run was aborted")
+PLAIN_ERROR = re.compile(
+    r"(?:[Cc]onnection to database \".*\" failed|could not |Perhaps you need to do initialization)"
+)
+PLAIN_NOTICE = re.compile(
+    r"pgbench: |[Cc]lient \d+ |\(ignoring this error and continuing anyway\)$|end\.$"
+    r"|scale option ignored, using count from pgbench_branches table"
+)
+VACUUM = re.compile(r"starting vacuum\.\.\.(.*)")
+
+
+def _empty_result() -> dict:
+    keys = (
+        "pgbench_version server_version transaction_type scale partition_method partitions"
+        " query_mode clients threads max_tries duration_s transactions_per_client transactions"
+        " transactions_planned failed serialization_failures deadlock_failures retried retries"
+        " skipped late latency_limit_ms latency_avg_ms latency_stddev_ms lag_avg_ms lag_max_ms"
+        " initial_connection_ms average_connection_ms tps tps_including_connections"
+    )
+    result: dict = dict.fromkeys(keys.split())
+    result.update(
+        latency_includes_failures=False,
+        statements=[],
+        scripts=[],
+        progress=[],
+        aborted=False,
+        errors=[],
+        notices=[],
+    )
+    return result
+
+
+class _Reader:
+    """Walks the lines once; remembers which block (summary, script, statements) it is in."""
+
+    def __init__(self) -> None:
+        self.result = _empty_result()
+        self.seen_summary = False
+        self.script: dict | None = None
+        self.statement_columns = 0
+        self.statement_script: int | None = None
+
+    def read(self, line_no: int, line: str) -> None:
+        readers = (
+            self._blank,
+            self._progress,
+            self._statement_row,
+            self._header,
+            self._summary,
+            self._script_line,
+            self._statements_heading,
+            self._stderr_message,
+        )
+        if not any(reader(line) for reader in readers):
+            raise PgbenchParseError(line_no, line)
+
+    def _blank(self, line: str) -> bool:
+        return not line.strip()
+
+    def _progress(self, line: str) -> bool:
+        match = PROGRESS.fullmatch(line)
+        if not match:
+            return False
+        t, tps, lat, stddev, failed, lag, skipped, retried, retries = match.groups()
+        self.result["progress"].append(
+            {
+                "t": float(t),
+                "tps": float(tps),
+                "latency_ms": float(lat),
+                "stddev_ms": float(stddev),
+                "failed": _int_or_none(failed),
+                "lag_ms": _float_or_none(lag),
+                "skipped": _int_or_none(skipped),
+                "retried": _int_or_none(retried),
+                "retries": _int_or_none(retries),
+            }
+        )
+        return True
+
+    def _header(self, line: str) -> bool:
+        match = HEADER.fullmatch(line)
+        if not match:
+            return False
+        self.result["pgbench_version"] = match.group(1)
+        self.result["server_version"] = match.group(2) or _plain_version(match.group(1))
+        return True
+
+    def _summary(self, line: str) -> bool:
+        for pattern, store in SUMMARY_RULES:
+            match = pattern.fullmatch(line)
+            if match:
+                store(self.result, match)
+                self.seen_summary = True
+                self.statement_columns = 0
+                return True
+        return False
+
+    def _script_line(self, line: str) -> bool:
+        header = SCRIPT_HEADER.fullmatch(line)
+        if header:
+            self.script = _new_script(header)
+            self.result["scripts"].append(self.script)
+            self.statement_columns = 0
+            return True
+        if self.script is None or not line.startswith(" - "):
+            return False
+        for pattern, store in SCRIPT_RULES:
+            match = pattern.fullmatch(line)
+            if match:
+                store(self.script, match)
+                return True
+        return False
+
+    def _statements_heading(self, line: str) -> bool:
+        match = STATEMENTS_HEADING.fullmatch(line)
+        if not match:
+            return False
+        in_script, file_no, failures, retries = match.groups()
+        self.statement_columns = 3 if retries else 2 if failures else 1
+        if file_no is not None:
+            self.statement_script = int(file_no)
+        elif in_script and self.script is not None:
+            self.statement_script = self.script["number"]
+        else:
+            self.statement_script = 1
+        return True
+
+    def _statement_row(self, line: str) -> bool:
+        if not self.statement_columns:
+            return False
+        tab_row = TAB_ROW.fullmatch(line)
+        if tab_row:
+            self._add_statement(float(tab_row.group(1)), None, None, tab_row.group(2))
+            return True
+        fields = line.split(None, self.statement_columns)
+        if len(fields) <= self.statement_columns or not line.startswith("   "):
+            return False
+        try:
+            latency = float(fields[0])
+            counts = [int(value) for value in fields[1 : self.statement_columns]]
+        except ValueError:
+            return False
+        counts += [None] * (2 - len(counts))
+        self._add_statement(latency, counts[0], counts[1], fields[-1])
+        return True
+
+    def _add_statement(
+        self, latency: float, failures: int | None, retries: int | None, command: str
+    ) -> None:
+        self.result["statements"].append(
+            {
+                "latency_ms": latency,
+                "command": command,
+                "failures": failures,
+                "retries": retries,
+                "script": self.statement_script,
+            }
+        )
+
+    def _stderr_message(self, line: str) -> bool:
+        vacuum = VACUUM.fullmatch(line)
+        if vacuum:
+            rest = vacuum.group(1)
+            if rest and rest != "end.":
+                self._stderr_message(rest)
+            return True
+        is_abort = bool(CLIENT_ABORT.match(line) or RUN_ABORTED.match(line))
+        if is_abort or SERVER_ERROR.match(line) or PGBENCH_ERROR.match(line):
+            self.result["aborted"] = self.result["aborted"] or is_abort
+            self.result["errors"].append(line)
+            return True
+        if PLAIN_ERROR.match(line):
+            self.result["errors"].append(line)
+            return True
+        if SERVER_MESSAGE.match(line) or PLAIN_NOTICE.match(line):
+            self.result["notices"].append(line)
+            return True
+        if parse_init_progress(line) is not None:
+            self.result["notices"].append(line)
+            return True
+        return False
+
+
+def _plain_version(version: str) -> str:
+    """The server version when the header shows only one: pgbench and server match exactly."""
+    return version.split(" ", 1)[0]
+
+
+def _new_script(header: re.Match) -> dict:
+    number, name = header.groups()
+    script: dict = dict.fromkeys(
+        "weight weight_percent transactions percent_of_total processed tps failed"
+        " serialization_failures deadlock_failures retried retries skipped"
+        " latency_avg_ms latency_stddev_ms".split()
+    )
+    script.update(number=int(number) if number else 1, name=name)
+    return script
+
+
+def _major(version: str | None) -> int | None:
+    match = re.match(r"(\d+)", version or "")
+    return int(match.group(1)) if match else None
+
+
+def _fill_known_failures(result: dict) -> None:
+    """18 stops the summary after "processed" when nothing ran: then no transaction failed."""
+    counts_failures = (_major(result["pgbench_version"]) or 0) >= 15 or result["max_tries"]
+    if result["failed"] is None and counts_failures and result["transactions"] == 0:
+        result["failed"] = 0
+
+
+def parse_output(text: str) -> dict:
+    """Parse one pgbench run's stdout and stderr; raise PgbenchParseError on an unknown line.
+
+    `tps` excludes the initial connection time: the "excluding connections
+    establishing" value up to 13, "without initial connection time" from 14,
+    or "including reconnection times" with -C. Values a version does not
+    print are None; `aborted` is True when a client or the run was aborted.
+    """
+    reader = _Reader()
+    for line_no, raw in enumerate(text.split("\n"), start=1):
+        reader.read(line_no, raw.rstrip("\r"))
+    result = reader.result
+    if not reader.seen_summary and not result["progress"]:
+        last_error = f" (last error: {result['errors'][-1]})" if result["errors"] else ""
+        raise PgbenchParseError(None, None, f"no pgbench summary or progress lines{last_error}")
+    _fill_known_failures(result)
+    return result
+
+
+INIT_TUPLES = re.compile(
+    r"(\d+) of (\d+) tuples \((\d+)%\)(?: of (\w+))? done"
+    r" \(elapsed ([\d.]+) s, remaining ([\d.]+) s\)\.?"
+)
+INIT_DONE = re.compile(r"done in ([\d.]+) s \((.*)\)\.")
+INIT_STEP = re.compile(
+    r"(?:dropping old tables|creating tables|creating \d+ partitions"
+    r"|generating data(?: \((?:client|server)-side\))?|vacuum(?:ing)?|creating primary keys"
+    r"|set primary keys|creating foreign keys|set foreign keys)\.\.\.|done\."
+)
+STEP_TIME = re.compile(r"(.+?) ([\d.]+) s")
+
+
+def parse_init_progress(line: str) -> dict | None:
+    """Read one stderr line of `pgbench -i`; None when the line is not an init message.
+
+    Returns {"percent", "table", "message", "step_seconds"}: percent is the
+    share of tuples loaded (100 on the final done line, None for step
+    messages); table is the table being loaded (pgbench_accounts before 17,
+    which only report that table); step_seconds maps step names to seconds on
+    the 13+ "done in" line, with "total" for the whole run.
+    """
+    segments = [part.strip() for part in line.split("\r")]
+    message = next((part for part in reversed(segments) if part), "")
+    progress: dict = {"percent": None, "table": None, "message": message, "step_seconds": {}}
+    tuples = INIT_TUPLES.fullmatch(message)
+    if tuples:
+        done, total = int(tuples.group(1)), int(tuples.group(2))
+        progress["percent"] = 100.0 * done / total if total else 100.0
+        progress["table"] = tuples.group(4) or "pgbench_accounts"
+        return progress
+    finished = INIT_DONE.fullmatch(message)
+    if finished:
+        parts = (STEP_TIME.fullmatch(part) for part in finished.group(2).split(", "))
+        steps = {part.group(1): float(part.group(2)) for part in parts if part}
+        progress["step_seconds"] = {**steps, "total": float(finished.group(1))}
+        progress["percent"] = 100.0
+        return progress
+    if INIT_STEP.fullmatch(message):
+        progress["percent"] = 100.0 if message == "done." else None
+        return progress
+    return None

@@ -50,6 +50,11 @@ class PeriodicSampler:
             self._thread.join()
         return list(self._samples)
 
+    @property
+    def running(self) -> bool:
+        """True while the sampling thread is alive (it ends on stop() or on its own error)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def elapsed(self) -> float:
         """Seconds since `start()`, rounded to milliseconds: the `t` of a sample."""
         return round(time.monotonic() - self._started_at, 3)

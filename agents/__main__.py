@@ -1,0 +1,177 @@
+"""The agent's command line: `python -m agents run|parse|facts|installs|worker|selfcheck`."""
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from agents import cli_output
+from agents.config import AgentConfig
+from agents.errors import JobError
+from agents.events import EventEmitter, json_lines_sink
+
+
+def storage_option(value: str) -> tuple[str, Path]:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {value!r}")
+    return name, Path(path).resolve()
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="agent config file (JSON)")
+    parser.add_argument(
+        "--storage",
+        type=storage_option,
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a storage target (repeatable), e.g. --storage nvme=/mnt/nvme/bench",
+    )
+    parser.add_argument("--state-dir", type=Path, help="cache and scratch directory")
+    parser.add_argument("--os-user", help="unprivileged OS user that runs PostgreSQL")
+    parser.add_argument(
+        "--allow-setting",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="accept a setting that runs commands, loads code or takes a path (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-shell-scripts",
+        action="store_true",
+        default=None,
+        help="accept pgbench scripts with \\shell or \\setshell",
+    )
+
+
+def load_config(args, **extra) -> AgentConfig:
+    return AgentConfig.load(
+        args.config,
+        storage=dict(args.storage),
+        state_dir=args.state_dir,
+        os_user=args.os_user,
+        allow_settings=set(args.allow_setting),
+        allow_shell_scripts=args.allow_shell_scripts,
+        **extra,
+    )
+
+
+def command_run(args) -> int:
+    from agents.job import run_job
+
+    spec = json.loads(args.spec.read_text())
+    config = load_config(args)
+    sinks = [json_lines_sink(sys.stdout)] if args.json_events else [cli_output.human_sink()]
+    emitter = EventEmitter(sinks, run_id=spec.get("run_id"), token=spec.get("token"))
+    result = run_job(spec, config, emitter)
+    if not args.json_events:
+        cli_output.print_json(result)
+        cli_output.print_summary(result)
+    return 0 if result["status"] == "succeeded" else 1
+
+
+def command_parse(args) -> int:
+    from agents.pgbench.parse import PgbenchParseError, parse_output
+
+    try:
+        parsed = parse_output(args.file.read_text(errors="replace"))
+    except PgbenchParseError as error:
+        sys.stderr.write(f"{args.file}: {error}\n")
+        return 2
+    cli_output.print_json(parsed)
+    return 0
+
+
+def command_facts(args) -> int:
+    from agents.observe.facts import collect_facts
+
+    config = load_config(args)
+    cli_output.print_json(collect_facts(config.storage_targets()))
+    return 0
+
+
+def command_installs(args) -> int:
+    from agents.postgres.installs import list_installs
+
+    config = load_config(args)
+    cli_output.print_json(list_installs(config.cache_dir))
+    return 0
+
+
+def command_worker(args) -> int:
+    from agents.worker import start_worker
+
+    config = load_config(args, name=args.name, redis_url=args.redis_url)
+    start_worker(config, loglevel=args.loglevel)
+    return 0
+
+
+def command_selfcheck(args) -> int:
+    from agents.selfcheck import run_selfcheck
+
+    config = load_config(args)
+    report = run_selfcheck(config, rounds=args.rounds, duration_s=args.duration)
+    cli_output.print_json(report)
+    return 0 if report["passed"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agents", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run one job spec locally and print its results")
+    run.add_argument("spec", type=Path, help="job spec JSON file (docs/contracts.md)")
+    run.add_argument("--json-events", action="store_true", help="print each event as a JSON line")
+    add_config_options(run)
+    run.set_defaults(handler=command_run)
+
+    parse = commands.add_parser("parse", help="parse a pgbench output file and print JSON")
+    parse.add_argument("file", type=Path)
+    parse.set_defaults(handler=command_parse)
+
+    facts = commands.add_parser("facts", help="print this host's hardware profile")
+    add_config_options(facts)
+    facts.set_defaults(handler=command_facts)
+
+    installs = commands.add_parser("installs", help="list PostgreSQL installs and releases")
+    add_config_options(installs)
+    installs.set_defaults(handler=command_installs)
+
+    worker = commands.add_parser("worker", help="serve jobs from the lab (Celery worker)")
+    worker.add_argument("--name", required=True, help="agent name; its queue is agent.NAME")
+    worker.add_argument("--redis-url", help="Redis URL (default redis://127.0.0.1:6379/0)")
+    worker.add_argument("--loglevel", default="info")
+    add_config_options(worker)
+    worker.set_defaults(handler=command_worker)
+
+    selfcheck = commands.add_parser(
+        "selfcheck", help="benchmark the agent's overhead against bare pgbench"
+    )
+    selfcheck.add_argument("--rounds", type=int, default=3)
+    selfcheck.add_argument("--duration", type=int, default=20, help="seconds per measured run")
+    add_config_options(selfcheck)
+    selfcheck.set_defaults(handler=command_selfcheck)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.handler(args)
+    except JobError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
+    except ValueError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

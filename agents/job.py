@@ -1,0 +1,221 @@
+"""One job, start to finish: a throw-away cluster, a dataset, a pgbench sweep.
+
+`run_job` turns a job spec (docs/contracts.md section 1) into a result
+document (section 3), emitting events as it goes. Job failures never raise:
+they end up in the document with a stable code, and every point measured
+before the failure is kept. Only bugs raise.
+"""
+
+import logging
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from agents import sweep as sweep_module
+from agents.config import AgentConfig
+from agents.errors import Cancelled, JobError
+from agents.events import EventEmitter, now_iso
+from agents.observe.facts import collect_facts
+from agents.pgbench.scripts import check_scripts
+from agents.postgres import settings as pg_settings
+from agents.postgres.cluster import Cluster
+from agents.postgres.installs import ensure_install
+from agents.postgres.osuser import ensure_os_user
+from agents.spec import validate_spec
+
+logger = logging.getLogger(__name__)
+
+RESULT_VERSION = 1
+
+
+class Job:
+    """The state of one job while it runs; `run()` returns the result document."""
+
+    def __init__(
+        self,
+        spec_doc: dict,
+        config: AgentConfig,
+        emitter: EventEmitter,
+        should_cancel: Callable[[], bool],
+    ):
+        self.spec_doc = spec_doc
+        self.config = config
+        self.emitter = emitter
+        self.should_cancel = should_cancel
+        self.cluster: Cluster | None = None
+        self.result = {
+            "version": RESULT_VERSION,
+            "run_id": spec_doc.get("run_id") if isinstance(spec_doc, dict) else None,
+            "status": "running",
+            "error": None,
+            "started_at": now_iso(),
+            "finished_at": None,
+            "spec": spec_doc,
+            "install": None,
+            "facts": None,
+            "storage": {},
+            "settings": {"requested": {}, "effective": [], "warnings": []},
+            "steps": [],
+            "dataset": {"steps": {}},
+            "points": [],
+            "server_log_tail": "",
+        }
+
+    def run(self) -> dict:
+        try:
+            self._run()
+            self.result["status"] = "succeeded"
+        except Cancelled as error:
+            self._fail(error, "cancelled")
+        except KeyboardInterrupt:
+            self._fail(Cancelled("interrupted (Ctrl-C) on the agent"), "cancelled")
+        except JobError as error:
+            self._fail(error, "failed")
+        except Exception as error:
+            logger.exception("job %s failed with an unexpected error", self.result["run_id"])
+            self._fail(JobError("internal_error", f"{type(error).__name__}: {error}"), "failed")
+        finally:
+            self.teardown()
+        self.result["finished_at"] = now_iso()
+        self.emit("status", {"state": "finished", "message": self.result["status"]})
+        self.emit("result", self.result)
+        return self.result
+
+    def emit(self, event_type: str, data: dict) -> None:
+        self.emitter.emit(event_type, data)
+
+    def status(self, state: str, message: str) -> None:
+        logger.info("run %s: %s", self.result["run_id"], message)
+        self.emit("status", {"state": state, "message": message})
+
+    def step(self, name: str, message: str, percent: float | None = None) -> None:
+        self.emit("step", {"name": name, "percent": percent, "message": message})
+
+    def check_cancel(self) -> None:
+        if self.should_cancel():
+            raise Cancelled()
+
+    def record_command(self, name: str, argv: list[str], seconds: float, exit_code: int) -> None:
+        """Every command the job runs is kept with its exact argv (cluster steps come here too)."""
+        entry = {"name": name, "argv": argv, "seconds": seconds, "exit_code": exit_code}
+        self.result["steps"].append(entry)
+
+    def _run(self) -> None:
+        install, spec = self.prepare()
+        sweep_module.Sweep(self, install, spec).run()
+
+    def prepare(self):
+        """Validate, provision binaries, start the cluster with its settings: (install, spec)."""
+        spec = validate_spec(self.spec_doc)
+        self.result["spec"] = spec
+        self.result["settings"]["requested"] = spec["settings"]
+        check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
+        pg_settings.check_refused(spec["settings"], self.config.allow_settings)
+        storage = self._resolve_storage(spec["storage"])
+        self.check_cancel()
+        install = self._provision(spec["postgres"])
+        self.result["facts"] = collect_facts({role: path for role, path in storage.items()})
+        self._record_storage(storage)
+        self.check_cancel()
+        self._start_cluster(install, storage, spec["settings"])
+        return install, spec
+
+    def _resolve_storage(self, wanted: dict) -> dict[str, Path]:
+        targets = self.config.storage_targets()
+        resolved = {}
+        for role in ("data", "wal"):
+            name = wanted[role]
+            if name is None:
+                continue
+            if name not in targets:
+                raise JobError(
+                    "storage_unknown",
+                    f"this agent has no storage target {name!r}; it has "
+                    f"{', '.join(sorted(targets))} (add one with --storage {name}=PATH)",
+                    field=f"storage.{role}",
+                )
+            resolved[role] = targets[name]
+        return resolved
+
+    def _record_storage(self, storage: dict[str, Path]) -> None:
+        facts_storage = (self.result["facts"] or {}).get("storage") or {}
+        for role, path in storage.items():
+            detected = facts_storage.get(role) or {}
+            self.result["storage"][role] = {
+                "name": self.result["spec"]["storage"][role],
+                "path": str(path),
+                "device": detected.get("device"),
+                "filesystem": detected.get("filesystem"),
+                "mount_options": detected.get("mount_options"),
+            }
+
+    def _provision(self, postgres: dict):
+        self.status("provisioning", f"finding PostgreSQL {postgres['version']}")
+
+        def progress(message: str, percent: float | None) -> None:
+            self.step("install", message, percent)
+
+        install = ensure_install(
+            postgres["version"], postgres["source"], self.config.cache_dir, progress
+        )
+        self.result["install"] = install.as_dict()
+        self.step("install", f"using {install.postgres_version} from {install.bindir}", 100.0)
+        return install
+
+    def _start_cluster(self, install, storage: dict[str, Path], requested: dict) -> None:
+        os_user = ensure_os_user(self.config.os_user)
+        job_id = self.result["run_id"] or f"local-{secrets.token_hex(4)}"
+        for path in storage.values():
+            path.mkdir(parents=True, exist_ok=True)
+        self.cluster = Cluster(
+            install,
+            os_user,
+            data_parent=storage["data"],
+            wal_parent=storage.get("wal"),
+            job_id=_safe_id(job_id),
+            on_step=self.record_command,
+        )
+        self.status("initdb", "creating a throw-away cluster")
+        self.cluster.initdb()
+        self.check_cancel()
+        self.status("starting", "starting PostgreSQL")
+        self.cluster.start()
+        catalogue = pg_settings.load_or_read_catalogue(install, self.config.cache_dir, self.cluster)
+        warnings = pg_settings.validate_settings(requested, catalogue, self.config.allow_settings)
+        self.result["settings"]["warnings"] = warnings
+        for warning in warnings:
+            self.emit("log", {"level": "warning", "message": warning})
+        if requested:
+            self.status("starting", "applying settings and restarting")
+            pg_settings.apply_settings(self.cluster, requested)
+        with self.cluster.connect() as conn:
+            self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
+
+    def _fail(self, error: JobError, status: str) -> None:
+        self.result["status"] = status
+        self.result["error"] = error.as_dict()
+        level = "warning" if status == "cancelled" else "error"
+        self.emit("log", {"level": level, "message": str(error)})
+
+    def teardown(self) -> None:
+        """Stop and remove the cluster, keeping its log tail; safe to call twice."""
+        if self.cluster is None:
+            return
+        self.status("stopping", "stopping and removing the cluster")
+        self.result["server_log_tail"] = self.cluster.log_tail(80)
+        self.cluster.destroy()
+        self.cluster = None
+
+
+def _safe_id(job_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in str(job_id))[:48]
+
+
+def run_job(
+    spec: dict,
+    config: AgentConfig,
+    emitter: EventEmitter,
+    should_cancel: Callable[[], bool] = lambda: False,
+) -> dict:
+    """Run one job; return the result document (also emitted as a `result` event)."""
+    return Job(spec, config, emitter, should_cancel).run()

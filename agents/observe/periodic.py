@@ -20,7 +20,11 @@ StepResult = TypeVar("StepResult")
 
 
 class PeriodicSampler:
-    """Base class: `start()` begins sampling, `stop()` ends it and returns every sample."""
+    """Base class: `start()` begins sampling, `stop()` ends it and returns every sample.
+
+    A sampler never raises into the job: when it has to stop on its own it keeps
+    the samples taken so far and says why in `error`.
+    """
 
     thread_name = "benchlab-sampler"
 
@@ -30,6 +34,7 @@ class PeriodicSampler:
         self.interval = interval
         self.on_sample = on_sample
         self.cpu_seconds = 0.0  # CPU time the thread spent sampling (callbacks excluded)
+        self.error: str | None = None  # why sampling stopped on its own, if it did
         self._samples: list[dict] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -78,16 +83,24 @@ class PeriodicSampler:
 
     def _run(self) -> None:
         try:
-            if not self._measured(self._begin):
-                return
-            while self._wait_for_next_tick():
-                sample = self._measured(self._sample)
-                if sample is None:
-                    return
-                self._samples.append(sample)
-                self._deliver(sample)
+            self._sample_until_stopped()
+        except Exception as error:
+            # A bug must not pass silently, but neither may it take the job down:
+            # the traceback is logged and the runner sees `error`.
+            logger.exception("%s: sampling stopped by an unexpected error", self.thread_name)
+            self.error = f"{type(error).__name__}: {error}"
         finally:
             self._end()
+
+    def _sample_until_stopped(self) -> None:
+        if not self._measured(self._begin):
+            return
+        while self._wait_for_next_tick():
+            sample = self._measured(self._sample)
+            if sample is None:
+                return
+            self._samples.append(sample)
+            self._deliver(sample)
 
     def _measured(self, step: Callable[[], StepResult]) -> StepResult:
         """Run one step of the sampler, adding its CPU time (not the callback's) to cpu_seconds."""

@@ -85,7 +85,8 @@ class ServerSampler(PeriodicSampler):
 
     If the connection fails or the server goes away, the message is kept in
     `.error`, sampling stops quietly and the samples taken so far are kept:
-    whether that fails the run is the runner's decision.
+    whether that fails the run is the runner's decision. Any other database
+    error is a bug in this module and is logged with its traceback.
     """
 
     thread_name = "benchlab-server-sampler"
@@ -100,7 +101,6 @@ class ServerSampler(PeriodicSampler):
         super().__init__(interval, on_sample)
         self.conninfo = conninfo
         self.server_major = server_major
-        self.error: str | None = None
         self._counters_sql = counters_sql(server_major)
         self._connection: psycopg.Connection | None = None
         self._previous: tuple[float, dict] | None = None
@@ -116,7 +116,7 @@ class ServerSampler(PeriodicSampler):
             )
             self._connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
             self._previous = self._read_counters()
-        except psycopg.Error as error:
+        except psycopg.OperationalError as error:
             self._record_error(error)
             return False
         return True
@@ -125,7 +125,7 @@ class ServerSampler(PeriodicSampler):
         try:
             at, counters = current = self._read_counters()
             wait_events = self._read_wait_events()
-        except psycopg.Error as error:
+        except psycopg.OperationalError as error:
             self._record_error(error)
             return None
         previous_at, previous_counters = self._previous
@@ -150,9 +150,6 @@ class ServerSampler(PeriodicSampler):
         rows = self._connection.execute(WAIT_EVENTS_SQL).fetchall()
         return {row["wait_event"]: row["backends"] for row in rows}
 
-    def _record_error(self, error: psycopg.Error) -> None:
+    def _record_error(self, error: psycopg.OperationalError) -> None:
         self.error = str(error).strip() or type(error).__name__
-        if isinstance(error, psycopg.OperationalError):
-            logger.warning("server sampling stopped: %s", self.error)
-        else:
-            logger.exception("server sampling stopped by an unexpected database error")
+        logger.warning("server sampling stopped: %s", self.error)

@@ -288,8 +288,8 @@ class Run(models.Model):
           └──────────────────> failed      (refused by the agent, agent lost)
 
     succeeded, failed and cancelled are final. `spec` is the exact job spec
-    sent; the snapshot fields (install, facts, effective_settings, steps,
-    server_log_tail) come from the agent's result and never change after.
+    sent; the snapshot fields (install, facts, storage_facts,
+    effective_settings, steps, server_log_tail) come from the agent's result and never change after.
     """
 
     class Status(models.TextChoices):
@@ -324,6 +324,7 @@ class Run(models.Model):
     last_event_at = models.DateTimeField(null=True, blank=True)
     install = models.JSONField(default=dict, blank=True)
     facts = models.JSONField(default=dict, blank=True)
+    storage_facts = models.JSONField(default=dict, blank=True)
     effective_settings = models.JSONField(default=list, blank=True)
     steps = models.JSONField(default=list, blank=True)
     server_log_tail = models.TextField(blank=True)

@@ -1,3 +1,18 @@
-"""API routes."""
+"""API routes under /api/."""
 
-urlpatterns: list = []
+from rest_framework.routers import DefaultRouter
+
+from runs.api import views
+
+router = DefaultRouter()
+router.register("hosts", views.HostViewSet)
+router.register("storage-targets", views.StorageTargetViewSet)
+router.register("builds", views.PgBuildViewSet)
+router.register("config-profiles", views.ConfigProfileViewSet)
+router.register("workloads", views.WorkloadViewSet)
+router.register("experiments", views.ExperimentViewSet)
+router.register("runs", views.RunViewSet)
+router.register("comparisons", views.ComparisonViewSet)
+router.register("share-links", views.ShareLinkViewSet)
+
+urlpatterns = router.urls

@@ -1,0 +1,345 @@
+"""API representations. Writes that are more than a plain definition go
+through runs.services; serializers only shape and check input."""
+
+from rest_framework import serializers
+
+from agents.errors import JobError
+from agents.spec import VERSION_PATTERN
+from runs import services
+from runs.models import (
+    Comparison,
+    ConfigProfile,
+    Experiment,
+    Host,
+    PgBuild,
+    ProgressSample,
+    Result,
+    Run,
+    ShareLink,
+    StorageTarget,
+    Workload,
+)
+
+
+def job_error_detail(exc: JobError) -> dict:
+    """A JobError as DRF validation detail: {field: [message]}."""
+    return {exc.field or "non_field_errors": [exc.message]}
+
+
+class StorageTargetSerializer(serializers.ModelSerializer):
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = StorageTarget
+        fields = ["id", "host", "name", "path", "device", "filesystem", "facts"]
+        read_only_fields = fields
+
+
+class HostSerializer(serializers.ModelSerializer):
+    is_online = serializers.BooleanField(read_only=True)
+    storage_targets = StorageTargetSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Host
+        fields = [
+            "id",
+            "name",
+            "is_online",
+            "last_seen",
+            "registered_at",
+            "current_run",
+            "notes",
+            "labels",
+            "facts",
+            "installs",
+            "storage_targets",
+        ]
+        read_only_fields = [f for f in fields if f not in ("notes", "labels")]
+
+    def validate_labels(self, value):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise serializers.ValidationError("labels are a list of strings")
+        return value
+
+
+class PgBuildSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PgBuild
+        fields = ["id", "name", "version", "source", "notes", "created_at"]
+        read_only_fields = ["created_at"]
+
+    def validate_version(self, value):
+        if not VERSION_PATTERN.match(value):
+            raise serializers.ValidationError("a version looks like 16 or 16.15")
+        return value
+
+
+class ConfigProfileSerializer(serializers.ModelSerializer):
+    effective_settings = serializers.SerializerMethodField()
+    validation_notes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ConfigProfile
+        fields = [
+            "id",
+            "name",
+            "description",
+            "settings",
+            "parent",
+            "effective_settings",
+            "validation_notes",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def get_effective_settings(self, profile: ConfigProfile) -> dict:
+        return profile.effective_settings()
+
+    def get_validation_notes(self, profile: ConfigProfile) -> list[str]:
+        """What the catalogues known now say about the effective settings."""
+        try:
+            return services.config_profile_check(profile.effective_settings())
+        except JobError as exc:
+            return [str(exc)]
+
+    def validate(self, attrs):
+        """Check the merged settings against the catalogues of the lab's build versions."""
+        values = dict(attrs.get("settings", getattr(self.instance, "settings", {})))
+        parent = attrs.get("parent", getattr(self.instance, "parent", None))
+        if parent is not None and self.instance is not None:
+            if parent == self.instance or self.instance in parent.ancestors():
+                raise serializers.ValidationError({"parent": ["a profile cannot build on itself"]})
+        merged = {**(parent.effective_settings() if parent else {}), **values}
+        try:
+            services.config_profile_check(merged)
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
+        return attrs
+
+
+class ConfigProfileDiffSerializer(serializers.Serializer):
+    added = serializers.DictField()
+    changed = serializers.DictField()
+
+
+class WorkloadSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Workload
+        fields = [
+            "id",
+            "name",
+            "description",
+            "scale",
+            "init_steps",
+            "partitions",
+            "partition_method",
+            "unlogged_tables",
+            "fillfactor",
+            "foreign_keys",
+            "setup_sql",
+            "scripts",
+            "query_mode",
+            "no_vacuum",
+            "rate_tps",
+            "latency_limit_ms",
+            "max_tries",
+            "defines",
+            "created_at",
+        ]
+        read_only_fields = ["created_at"]
+
+
+class ExperimentSerializer(serializers.ModelSerializer):
+    hosts = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all(), many=True)
+    builds = serializers.PrimaryKeyRelatedField(queryset=PgBuild.objects.all(), many=True)
+    config_profiles = serializers.PrimaryKeyRelatedField(
+        queryset=ConfigProfile.objects.all(), many=True
+    )
+    workloads = serializers.PrimaryKeyRelatedField(queryset=Workload.objects.all(), many=True)
+    status = serializers.CharField(read_only=True)
+    created_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = Experiment
+        fields = [
+            "id",
+            "name",
+            "description",
+            "hosts",
+            "builds",
+            "config_profiles",
+            "workloads",
+            "storage_layouts",
+            "clients",
+            "threads",
+            "duration_s",
+            "transactions",
+            "repeats",
+            "order",
+            "warmup_s",
+            "between_points",
+            "status",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = ["status", "created_by", "created_at"]
+
+    def validate_storage_layouts(self, value):
+        if not isinstance(value, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("data"), str) for v in value
+        ):
+            raise serializers.ValidationError(
+                'a list of {"data": target name, "wal": target name or null}'
+            )
+        return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
+
+    def create(self, validated_data):
+        user = self.context["request"].user
+        try:
+            return services.experiment_create(user, validated_data)
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
+
+
+class EstimateSerializer(serializers.Serializer):
+    runs = serializers.IntegerField()
+    points = serializers.IntegerField()
+    estimated_seconds = serializers.IntegerField(allow_null=True)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    build = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    config_profile = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    workload = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "experiment",
+            "host",
+            "build",
+            "config_profile",
+            "workload",
+            "storage_data",
+            "storage_wal",
+            "position",
+            "status",
+            "step",
+            "error_code",
+            "error_category",
+            "error_field",
+            "error_message",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "last_event_at",
+            "rerun_of",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    class Meta(RunSerializer.Meta):
+        fields = [
+            *RunSerializer.Meta.fields,
+            "spec",
+            "install",
+            "facts",
+            "storage_facts",
+            "effective_settings",
+            "steps",
+            "server_log_tail",
+        ]
+        read_only_fields = fields
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
+        return data
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Result
+        exclude = ["id", "run"]
+
+
+class ProgressSampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ProgressSample
+        fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
+
+
+class SampleSerializer(serializers.Serializer):
+    point = serializers.IntegerField()
+    t = serializers.FloatField(allow_null=True)
+    data = serializers.DictField()
+
+
+class RunResultsSerializer(serializers.Serializer):
+    """A run's points with their timelines, as `runs.selectors.run_results` returns them."""
+
+    results = ResultSerializer(many=True)
+    progress = ProgressSampleSerializer(many=True)
+    host_samples = SampleSerializer(many=True)
+    server_samples = SampleSerializer(many=True)
+
+
+class ComparisonSerializer(serializers.ModelSerializer):
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True)
+    baseline = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
+    created_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = Comparison
+        fields = ["id", "name", "description", "runs", "baseline", "created_by", "created_at"]
+        read_only_fields = ["created_by", "created_at"]
+
+    def create(self, validated_data):
+        try:
+            return services.comparison_create(self.context["request"].user, **validated_data)
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code="invalid") from exc
+
+
+class ShareLinkSerializer(serializers.ModelSerializer):
+    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
+    experiment = serializers.PrimaryKeyRelatedField(
+        queryset=Experiment.objects.all(), required=False
+    )
+    comparison = serializers.PrimaryKeyRelatedField(
+        queryset=Comparison.objects.all(), required=False
+    )
+    target_kind = serializers.CharField(read_only=True)
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ShareLink
+        fields = [
+            "id",
+            "token",
+            "run",
+            "experiment",
+            "comparison",
+            "target_kind",
+            "is_active",
+            "created_at",
+            "revoked_at",
+        ]
+        read_only_fields = ["token", "created_at", "revoked_at"]
+
+    def validate(self, attrs):
+        targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
+        if len(targets) != 1:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["give exactly one of run, experiment, comparison"]}
+            )
+        return {"target": targets[0]}
+
+    def create(self, validated_data):
+        return services.share_link_create(self.context["request"].user, validated_data["target"])

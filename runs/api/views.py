@@ -1,0 +1,179 @@
+"""API viewsets. They shape requests and responses; services do the work."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from runs import selectors, services
+from runs.api import serializers
+from runs.api.filters import RunFilter
+from runs.models import (
+    Comparison,
+    ConfigProfile,
+    Experiment,
+    Host,
+    PgBuild,
+    ShareLink,
+    StorageTarget,
+    Workload,
+)
+
+
+class HostViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Hosts as their agents registered them; people may edit notes and labels."""
+
+    queryset = Host.objects.prefetch_related(
+        Prefetch("storage_targets", queryset=StorageTarget.objects.order_by("name"))
+    )
+    serializer_class = serializers.HostSerializer
+    filterset_fields = ["name"]
+
+
+class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
+    """Storage targets reported by agents."""
+
+    queryset = StorageTarget.objects.select_related("host")
+    serializer_class = serializers.StorageTargetSerializer
+    filterset_fields = {"host__name": ["exact"], "name": ["exact"]}
+
+
+class PgBuildViewSet(viewsets.ModelViewSet):
+    """PostgreSQL builds: a version and where its binaries come from."""
+
+    queryset = PgBuild.objects.all()
+    serializer_class = serializers.PgBuildSerializer
+
+
+class ConfigProfileViewSet(viewsets.ModelViewSet):
+    """postgresql.conf profiles, validated against the known pg_settings catalogues."""
+
+    queryset = ConfigProfile.objects.select_related("parent")
+    serializer_class = serializers.ConfigProfileSerializer
+
+    @extend_schema(responses=serializers.ConfigProfileDiffSerializer)
+    @action(detail=True, methods=["get"])
+    def diff(self, request, pk=None):
+        """What this profile adds to or changes in its parent's effective settings."""
+        return Response(self.get_object().diff_against_parent())
+
+
+class WorkloadViewSet(viewsets.ModelViewSet):
+    """Datasets and pgbench scripts."""
+
+    queryset = Workload.objects.all()
+    serializer_class = serializers.WorkloadSerializer
+
+
+class ExperimentViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Experiments: a matrix to measure; `start` expands it into queued runs."""
+
+    queryset = Experiment.objects.select_related("created_by").prefetch_related(
+        "hosts", "builds", "config_profiles", "workloads"
+    )
+    serializer_class = serializers.ExperimentSerializer
+
+    @extend_schema(request=None, responses={201: serializers.RunSerializer(many=True)})
+    @action(detail=True, methods=["post"])
+    def start(self, request, pk=None):
+        """Validate every cell, create its run and queue the jobs."""
+        runs = services.experiment_start(self.get_object(), request.user)
+        data = serializers.RunSerializer(runs, many=True).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=serializers.EstimateSerializer)
+    @action(detail=True, methods=["get"])
+    def estimate(self, request, pk=None):
+        """How many runs starting would queue and roughly how long they take."""
+        return Response(services.experiment_estimate(self.get_object()))
+
+    @extend_schema(responses=serializers.RunSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def runs(self, request, pk=None):
+        """The experiment's runs in matrix order."""
+        runs = selectors.experiment_runs(self.get_object())
+        page = self.paginate_queryset(runs)
+        return self.get_paginated_response(serializers.RunSerializer(page, many=True).data)
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Runs, filterable by host, build, status and queued date range."""
+
+    queryset = selectors.runs_for_listing()
+    filterset_class = RunFilter
+    ordering_fields = ["queued_at", "started_at", "finished_at", "status"]
+
+    def get_serializer_class(self):
+        if self.action == "list":
+            return serializers.RunSerializer
+        return serializers.RunDetailSerializer
+
+    @extend_schema(request=None, responses=serializers.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel: a queued run at once, a running one when its agent next checks (<= 1 s)."""
+        run = services.run_cancel(self.get_object(), request.user)
+        return Response(serializers.RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={201: serializers.RunSerializer})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, pk=None):
+        """Queue a new run with the same spec, linked to this one."""
+        run = services.run_rerun(self.get_object(), request.user)
+        return Response(serializers.RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("point", int, description="only this point's timelines")],
+        responses=serializers.RunResultsSerializer,
+    )
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        """Every point with its progress timeline and host/server samples."""
+        point = request.query_params.get("point")
+        point = int(point) if point and point.isdigit() else None
+        data = selectors.run_results(self.get_object(), point)
+        return Response(serializers.RunResultsSerializer(data).data)
+
+
+class ComparisonViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Saved selections of runs with a baseline."""
+
+    queryset = Comparison.objects.select_related("created_by").prefetch_related("runs")
+    serializer_class = serializers.ComparisonSerializer
+
+
+class ShareLinkViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Read-only links to a run, an experiment or a comparison; `revoke` ends one."""
+
+    queryset = ShareLink.objects.all()
+    serializer_class = serializers.ShareLinkSerializer
+    filterset_fields = ["run", "experiment", "comparison"]
+
+    @extend_schema(request=None, responses=serializers.ShareLinkSerializer)
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        link = services.share_link_revoke(self.get_object(), request.user)
+        return Response(serializers.ShareLinkSerializer(link).data)

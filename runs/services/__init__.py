@@ -1,0 +1,50 @@
+"""Every write the product does. Views, viewsets and tasks call these.
+
+Errors: `agents.errors.JobError` for input the agent would refuse (with the
+field to fix), `runs.services.errors.Conflict` for an action the object's
+state does not allow.
+"""
+
+from runs.services.events import agent_record_event, record_event, run_record_event, store_point
+from runs.services.experiments import (
+    build_job_spec,
+    experiment_cells,
+    experiment_check,
+    experiment_create,
+    experiment_estimate,
+    experiment_start,
+)
+from runs.services.liveness import hosts_mark_offline_and_fail_runs
+from runs.services.runs import run_cancel, run_finish, run_mark_running, run_rerun
+from runs.services.sharing import (
+    comparison_create,
+    share_link_create,
+    share_link_resolve,
+    share_link_revoke,
+)
+from runs.services.validation import check_job_spec, check_settings, config_profile_check
+
+__all__ = [
+    "agent_record_event",
+    "build_job_spec",
+    "check_job_spec",
+    "check_settings",
+    "comparison_create",
+    "config_profile_check",
+    "experiment_cells",
+    "experiment_check",
+    "experiment_create",
+    "experiment_estimate",
+    "experiment_start",
+    "hosts_mark_offline_and_fail_runs",
+    "record_event",
+    "run_cancel",
+    "run_finish",
+    "run_mark_running",
+    "run_record_event",
+    "run_rerun",
+    "share_link_create",
+    "share_link_resolve",
+    "share_link_revoke",
+    "store_point",
+]

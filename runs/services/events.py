@@ -1,0 +1,266 @@
+"""Agent events into the database (docs/contracts.md, sections 2 and 4).
+
+`run_record_event` stores a run's event once per (run, seq) and applies it;
+`agent_record_event` handles registration and heartbeats. Both expect to run
+inside the caller's transaction (the ingest loop acknowledges the stream entry
+only after the commit).
+"""
+
+import logging
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from agents.events import AGENT_EVENT_TYPES, validate_event
+from runs.models import (
+    Host,
+    HostSample,
+    PgCatalogue,
+    ProgressSample,
+    Result,
+    Run,
+    RunEvent,
+    ServerSample,
+    StorageTarget,
+)
+from runs.services.runs import run_finish, run_mark_running
+
+logger = logging.getLogger(__name__)
+
+FINAL_STATUSES = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
+
+
+def record_event(event: dict) -> bool:
+    """Validate an event from the stream and hand it to the run or agent handler."""
+    validate_event(event)
+    if event["type"] in AGENT_EVENT_TYPES:
+        return agent_record_event(event)
+    return run_record_event(event)
+
+
+def _parse_time(value) -> datetime | None:
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    return parsed if parsed is None or timezone.is_aware(parsed) else None
+
+
+def run_record_event(event: dict) -> bool:
+    """Store and apply one run event; False when it is dropped or a duplicate.
+
+    Dropped (and logged): unknown run, wrong token. A duplicate (same run and
+    seq) changes nothing. Terminal states are final: later events still store
+    their data (points, logs) but never change the status.
+    """
+    validate_event(event)
+    run = _locked_run(event["run_id"])
+    if run is None:
+        logger.warning("event %s of unknown run %s dropped", event["seq"], event["run_id"])
+        return False
+    if event.get("token") != run.token:
+        logger.warning("run %s: event %s with a wrong token dropped", run.pk, event["seq"])
+        return False
+    if RunEvent.objects.filter(run=run, seq=event["seq"]).exists():
+        logger.info("run %s: event %s already stored", run.pk, event["seq"])
+        return False
+    RunEvent.objects.create(
+        run=run,
+        agent=event.get("agent") or "",
+        seq=event["seq"],
+        type=event["type"],
+        ts=_parse_time(event.get("ts")),
+        payload=event["data"],
+    )
+    Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
+    APPLY[event["type"]](run, event["data"])
+    return True
+
+
+def _locked_run(run_id) -> Run | None:
+    """The run, locked for this transaction so events of one run apply one at a time."""
+    try:
+        pk = int(run_id)
+    except (TypeError, ValueError):
+        return None
+    return Run.objects.select_for_update().filter(pk=pk).select_related("host").first()
+
+
+def _set_step(run: Run, text: str) -> None:
+    if run.status not in FINAL_STATUSES:
+        run_mark_running(run)
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(step=text[:300])
+
+
+def _apply_status(run: Run, data: dict) -> None:
+    message = data.get("message") or ""
+    _set_step(run, f"{data.get('state', '')}: {message}" if message else data.get("state", ""))
+
+
+def _apply_step(run: Run, data: dict) -> None:
+    percent = data.get("percent")
+    parts = [data.get("name", ""), f"{percent:g}%" if isinstance(percent, int | float) else ""]
+    parts.append(data.get("message") or "")
+    _set_step(run, " ".join(part for part in parts if part))
+
+
+def _apply_progress(run: Run, data: dict) -> None:
+    if run.status == Run.Status.QUEUED:
+        run_mark_running(run)
+    ProgressSample.objects.create(run=run, **_progress_values(data))
+
+
+def _progress_values(data: dict) -> dict:
+    return {
+        "point": data.get("point", 0),
+        "t": data.get("t", 0.0),
+        "tps": data.get("tps"),
+        "latency_ms": data.get("latency_ms"),
+        "stddev_ms": data.get("stddev_ms"),
+        "failed": data.get("failed") or 0,
+    }
+
+
+def _apply_sample(run: Run, data: dict) -> None:
+    point = data.get("point", 0)
+    if isinstance(data.get("host"), dict):
+        HostSample.objects.create(run=run, point=point, t=data["host"].get("t"), data=data["host"])
+    if isinstance(data.get("server"), dict):
+        server = data["server"]
+        ServerSample.objects.create(run=run, point=point, t=server.get("t"), data=server)
+
+
+def _apply_point(run: Run, data: dict) -> None:
+    store_point(run, data)
+
+
+def _apply_log(run: Run, data: dict) -> None:
+    log = logger.warning if data.get("level") in ("warning", "error") else logger.debug
+    log("run %s: agent says: %s", run.pk, data.get("message", ""))
+
+
+def _apply_result(run: Run, data: dict) -> None:
+    for point in data.get("points") or []:
+        store_point(run, point)
+    settings = data.get("settings") or {}
+    snapshot = {
+        "install": data.get("install") or {},
+        "facts": data.get("facts") or {},
+        "storage_facts": data.get("storage") or {},
+        "effective_settings": settings.get("effective") or [],
+        "steps": data.get("steps") or [],
+        "server_log_tail": data.get("server_log_tail") or "",
+        "step": "",
+    }
+    status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
+    finished = run_finish(
+        run, status, error=data.get("error"), when=_parse_time(data.get("finished_at")), **snapshot
+    )
+    if not finished:
+        # Already final (cancelled, or failed as agent_lost): keep what the agent measured.
+        Run.objects.filter(pk=run.pk).update(**snapshot)
+    Host.objects.filter(pk=run.host_id, current_run=run).update(current_run=None)
+
+
+APPLY = {
+    "status": _apply_status,
+    "step": _apply_step,
+    "progress": _apply_progress,
+    "sample": _apply_sample,
+    "point": _apply_point,
+    "log": _apply_log,
+    "result": _apply_result,
+}
+
+
+def store_point(run: Run, point: dict) -> Result:
+    """Upsert one point result; its own timelines replace the live samples of that point.
+
+    The point document is the complete record; the live progress and sample
+    events only let pages draw while it runs.
+    """
+    index = point["index"]
+    result, _created = Result.objects.update_or_create(
+        run=run, index=index, defaults=_result_values(point)
+    )
+    if point.get("progress"):
+        ProgressSample.objects.filter(run=run, point=index).delete()
+        ProgressSample.objects.bulk_create(
+            ProgressSample(run=run, **_progress_values({**p, "point": index}))
+            for p in point["progress"]
+        )
+    for key, model in (("host_samples", HostSample), ("server_samples", ServerSample)):
+        if point.get(key):
+            model.objects.filter(run=run, point=index).delete()
+            model.objects.bulk_create(
+                model(run=run, point=index, t=s.get("t"), data=s) for s in point[key]
+            )
+    return result
+
+
+def _result_values(point: dict) -> dict:
+    return {
+        "clients": point.get("clients") or 0,
+        "threads": point.get("threads"),
+        "repeat": point.get("repeat") or 1,
+        "tps": point.get("tps"),
+        "latency_avg_ms": point.get("latency_avg_ms"),
+        "latency_stddev_ms": point.get("latency_stddev_ms"),
+        "percentiles": point.get("latency_percentiles_ms") or {},
+        "transactions": point.get("transactions"),
+        "failed": point.get("failed") or 0,
+        "duration_s": point.get("duration_s"),
+        "statements": point.get("statements") or [],
+        "argv": point.get("argv") or [],
+        "exit_code": point.get("exit_code"),
+        "stdout": point.get("stdout") or "",
+        "stderr": point.get("stderr") or "",
+    }
+
+
+def agent_record_event(event: dict) -> bool:
+    """Registration creates or refreshes the Host, its storage and catalogues; a
+    heartbeat marks it seen (server time: agents' clocks may drift)."""
+    validate_event(event)
+    host, _created = Host.objects.get_or_create(name=event["agent"])
+    if event["type"] == "agent_register":
+        _register(host, event["data"])
+    else:
+        host.current_run = _known_run(event["data"].get("running"))
+    host.last_seen = timezone.now()
+    host.save()
+    return True
+
+
+def _known_run(run_id) -> Run | None:
+    try:
+        return Run.objects.filter(pk=int(run_id)).first()
+    except (TypeError, ValueError):
+        return None
+
+
+def _register(host: Host, data: dict) -> None:
+    host.facts = data.get("facts") or {}
+    host.installs = data.get("installs") or []
+    host.registered_at = timezone.now()
+    storage = data.get("storage") or {}
+    host.storage_targets.exclude(name__in=list(storage)).delete()
+    for name, info in storage.items():
+        StorageTarget.objects.update_or_create(
+            host=host,
+            name=name,
+            defaults={
+                "path": info.get("path") or "",
+                "device": info.get("device") or "",
+                "filesystem": info.get("filesystem") or "",
+                "facts": info,
+            },
+        )
+    for version, catalogue in (data.get("catalogues") or {}).items():
+        PgCatalogue.objects.update_or_create(
+            version=version,
+            defaults={
+                "catalogue": catalogue,
+                "reported_by": host.name,
+                "received_at": timezone.now(),
+            },
+        )
+    logger.info("agent %s registered with storage %s", host.name, ", ".join(storage) or "none")

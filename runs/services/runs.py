@@ -1,0 +1,106 @@
+"""Runs: cancel, re-run, and the compare-and-set state changes everything else uses."""
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.errors import CANCELLED
+from runs import transport
+from runs.models import Run
+from runs.services.errors import Conflict
+from runs.services.experiments import queue_run
+from runs.services.validation import check_job_spec
+
+logger = logging.getLogger(__name__)
+
+ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def run_mark_running(run: Run, when=None) -> bool:
+    """queued -> running; False (and nothing changed) when the run was not queued."""
+    changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=when or timezone.now()
+    )
+    if not changed:
+        logger.info("run %s: not queued any more, stays %s", run.pk, _status_of(run))
+    return bool(changed)
+
+
+def run_finish(
+    run: Run,
+    status: str,
+    error: dict | None = None,
+    when=None,
+    from_states: tuple[str, ...] = ACTIVE_STATES,
+    **snapshot,
+) -> bool:
+    """`from_states` (queued or running) -> a final state with its error and snapshot fields.
+
+    False, and nothing changed, when the run is in none of `from_states`:
+    final states never change.
+    """
+    error = error or {}
+    changed = Run.objects.filter(pk=run.pk, status__in=from_states).update(
+        status=status,
+        finished_at=when or timezone.now(),
+        error_code=error.get("code") or "",
+        error_category=error.get("category") or "",
+        error_field=error.get("field") or "",
+        error_message=error.get("message") or "",
+        **snapshot,
+    )
+    if changed:
+        logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")
+    else:
+        logger.info("run %s: is %s, not made %s", run.pk, _status_of(run), status)
+    return bool(changed)
+
+
+def _status_of(run: Run) -> str:
+    return Run.objects.filter(pk=run.pk).values_list("status", flat=True).first() or "gone"
+
+
+def run_cancel(run: Run, user) -> Run:
+    """Cancel a run: a queued one at once, a running one by the flag the agent polls.
+
+    The flag is set in both cases (after the commit), so an agent that already
+    holds a queued job drops it. Raises Conflict for a final run.
+    """
+    with transaction.atomic():
+        cancelled_now = run_finish(
+            run,
+            Run.Status.CANCELLED,
+            {"code": "cancelled", "category": CANCELLED, "message": f"cancelled by {user}"},
+            from_states=(Run.Status.QUEUED,),
+        )
+        status = _status_of(run)
+        if not cancelled_now and status != Run.Status.RUNNING:
+            raise Conflict(f"run {run.pk} is already {status}")
+        run_id = run.run_id
+        transaction.on_commit(lambda: transport.request_cancel(run_id))
+    logger.info("run %s: cancel by %s (%s)", run.pk, user, "done" if cancelled_now else "asked")
+    run.refresh_from_db()
+    return run
+
+
+def run_rerun(run: Run, user) -> Run:
+    """Queue a new run with the same definition (the original's spec), linked by `rerun_of`."""
+    definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token")}
+    spec, _notes = check_job_spec(definition)
+    with transaction.atomic():
+        rerun = Run.objects.create(
+            experiment=run.experiment,
+            host=run.host,
+            build=run.build,
+            config_profile=run.config_profile,
+            workload=run.workload,
+            storage_data=run.storage_data,
+            storage_wal=run.storage_wal,
+            position=run.position,
+            rerun_of=run,
+            created_by=user,
+        )
+        queue_run(rerun, spec)
+    logger.info("run %s: re-run of %s queued by %s", rerun.pk, run.pk, user)
+    return rerun

@@ -1,0 +1,90 @@
+"""Checks a job spec the way the agent will, before anything is queued.
+
+The agent's pure modules do the work (`agents.spec`, `agents.pgbench.scripts`,
+`agents.postgres.settings`), so the web tier and the agent cannot disagree.
+Errors are `agents.errors.JobError` with the field to fix; the API answers
+them with 400 (see runs.api.errors).
+"""
+
+import logging
+
+from agents.errors import JobError
+from agents.pgbench.scripts import check_scripts
+from agents.postgres.settings import REFUSED_SETTINGS, Catalogue, validate_settings
+from agents.spec import validate_spec
+from runs.models import PgBuild, PgCatalogue
+
+logger = logging.getLogger(__name__)
+
+NO_CATALOGUE_NOTE = (
+    "no pg_settings catalogue for PostgreSQL {version} has been reported by an agent yet: "
+    "only refused settings were checked here, the agent validates the rest before it starts"
+)
+
+
+def find_catalogue(version: str) -> PgCatalogue | None:
+    """The catalogue of an exact version ("16.15"), or the newest minor of a major ("16")."""
+    exact = PgCatalogue.objects.filter(version=version).first()
+    if exact is not None or "." in version:
+        return exact
+    minors = PgCatalogue.objects.filter(version__startswith=f"{version}.")
+    return max(minors, key=lambda c: [int(part) for part in c.version.split(".")], default=None)
+
+
+def refuse_unsafe_settings(requested: dict) -> None:
+    """Refuse settings that run commands or load code (the agent refuses them too)."""
+    for name in requested:
+        reason = REFUSED_SETTINGS.get(name.lower())
+        if reason:
+            raise JobError(
+                "refused_setting",
+                f"{name}: refused because it {reason}; the agent's local configuration "
+                "can allow it (allow_settings)",
+                field=f"settings.{name}",
+            )
+
+
+def check_settings(requested: dict, version: str) -> list[str]:
+    """Validate settings for a PostgreSQL version; return notes for the user.
+
+    With a known catalogue every name and value is checked (notes then warn
+    about unsafe values such as fsync=off); without one only the settings that
+    run commands or load code are refused here and a note says so.
+    """
+    refuse_unsafe_settings(requested)
+    catalogue = find_catalogue(version)
+    if catalogue is None:
+        return [NO_CATALOGUE_NOTE.format(version=version)]
+    return validate_settings(requested, load_catalogue(catalogue), set())
+
+
+def load_catalogue(stored: PgCatalogue) -> Catalogue:
+    """The agent's Catalogue from what registration stored (a JSON object or its text)."""
+    if isinstance(stored.catalogue, str):
+        return Catalogue.from_json(stored.catalogue)
+    return Catalogue.from_dict(stored.catalogue)
+
+
+def config_profile_check(requested: dict) -> list[str]:
+    """Validate a profile's effective settings for every PostgreSQL version the lab's builds use.
+
+    Raises JobError (its message names the version); returns notes for
+    versions without a catalogue.
+    """
+    refuse_unsafe_settings(requested)
+    notes: list[str] = []
+    for version in sorted(set(PgBuild.objects.values_list("version", flat=True))):
+        try:
+            notes += check_settings(requested, version)
+        except JobError as exc:
+            message = f"{exc.message} (PostgreSQL {version})"
+            raise JobError(exc.code, message, field=exc.field, category=exc.category) from exc
+    return notes
+
+
+def check_job_spec(spec: dict) -> tuple[dict, list[str]]:
+    """Return the normalised spec and notes, or raise JobError naming the field to fix."""
+    normalised = validate_spec(spec)
+    check_scripts(normalised["workload"]["scripts"], allow_shell=False)
+    notes = check_settings(normalised["settings"], normalised["postgres"]["version"])
+    return normalised, notes

@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except JobError as error:
         sys.stderr.write(f"error: {error}\n")
         return 2
-    except ValueError as error:
+    except (OSError, ValueError) as error:
         sys.stderr.write(f"error: {error}\n")
         return 2
 

@@ -9,6 +9,7 @@ before the failure is kept. Only bugs raise.
 import logging
 import secrets
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from agents import sweep as sweep_module
@@ -19,7 +20,7 @@ from agents.observe.facts import collect_facts
 from agents.pgbench.scripts import check_scripts
 from agents.postgres import settings as pg_settings
 from agents.postgres.cluster import Cluster
-from agents.postgres.installs import ensure_install
+from agents.postgres.installs import ensure_install, make_dirs
 from agents.postgres.osuser import ensure_os_user
 from agents.spec import validate_spec
 
@@ -110,7 +111,7 @@ class Job:
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
         check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
-        pg_settings.check_refused(spec["settings"], self.config.allow_settings)
+        refuse_settings(spec["settings"], self.config.allow_settings)
         storage = self._resolve_storage(spec["storage"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
@@ -163,10 +164,18 @@ class Job:
         return install
 
     def _start_cluster(self, install, storage: dict[str, Path], requested: dict) -> None:
+        """initdb, start, validate and apply the settings, read back the effective ones.
+
+        With a cached catalogue of this exact version the settings are validated
+        before initdb; otherwise right after the first start, before anything is measured.
+        """
+        catalogue = self._cached_catalogue(install)
+        if catalogue is not None:
+            self._validate_settings(requested, catalogue)
         os_user = ensure_os_user(self.config.os_user)
         job_id = self.result["run_id"] or f"local-{secrets.token_hex(4)}"
         for path in storage.values():
-            path.mkdir(parents=True, exist_ok=True)
+            make_dirs(path)
         self.cluster = Cluster(
             install,
             os_user,
@@ -180,16 +189,28 @@ class Job:
         self.check_cancel()
         self.status("starting", "starting PostgreSQL")
         self.cluster.start()
-        catalogue = pg_settings.load_or_read_catalogue(install, self.config.cache_dir, self.cluster)
-        warnings = pg_settings.validate_settings(requested, catalogue, self.config.allow_settings)
-        self.result["settings"]["warnings"] = warnings
-        for warning in warnings:
-            self.emit("log", {"level": "warning", "message": warning})
+        if catalogue is None:
+            catalogue = pg_settings.load_or_read_catalogue(
+                install, self.config.cache_dir, lambda: nullcontext(self.cluster)
+            )
+            self._validate_settings(requested, catalogue)
         if requested:
             self.status("starting", "applying settings and restarting")
             pg_settings.apply_settings(self.cluster, requested)
         with self.cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
+
+    def _cached_catalogue(self, install):
+        path = pg_settings.catalogue_path(self.config.cache_dir, install.version)
+        if not path.exists():
+            return None
+        return pg_settings.load_or_read_catalogue(install, self.config.cache_dir, None)
+
+    def _validate_settings(self, requested: dict, catalogue) -> None:
+        warnings = pg_settings.validate_settings(requested, catalogue, self.config.allow_settings)
+        self.result["settings"]["warnings"] = warnings
+        for warning in warnings:
+            self.emit("log", {"level": "warning", "message": warning})
 
     def _fail(self, error: JobError, status: str) -> None:
         self.result["status"] = status
@@ -205,6 +226,20 @@ class Job:
         self.result["server_log_tail"] = self.cluster.log_tail(80)
         self.cluster.destroy()
         self.cluster = None
+
+
+def refuse_settings(requested: dict, allowed: set[str]) -> None:
+    """Refuse command-running, code-loading and path settings before anything is provisioned."""
+    allowed = {name.lower() for name in allowed}
+    for name in requested:
+        reason = pg_settings.REFUSED_SETTINGS.get(name.lower())
+        if reason and name.lower() not in allowed:
+            raise JobError(
+                "refused_setting",
+                f"{name}: refused because it {reason}; the agent's local configuration "
+                "can allow it (allow_settings)",
+                field=f"settings.{name}",
+            )
 
 
 def _safe_id(job_id: str) -> str:

@@ -1,0 +1,254 @@
+"""The job runner end to end: real PostgreSQL 16 (prebuilt), real pgbench, real samplers."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agents.config import AgentConfig
+from agents.events import EventEmitter
+from agents.job import run_job
+
+REPO = Path(__file__).resolve().parents[2]
+TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
+
+
+@pytest.fixture
+def storage_root():
+    """Two storage targets PostgreSQL's OS user can reach (pytest's tmp_path is private)."""
+    root = Path(tempfile.mkdtemp(prefix="benchlab-test-", dir="/var/tmp"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def config(storage_root):
+    return AgentConfig(
+        storage={"data": storage_root / "data", "wal": storage_root / "wal"},
+    )
+
+
+def small_spec(**overrides) -> dict:
+    spec = {
+        "version": 1,
+        "run_id": "test",
+        "postgres": {"version": "16", "source": "prebuilt"},
+        "storage": {"data": "data", "wal": "wal"},
+        "dataset": {"scale": 1},
+        "workload": {"scripts": [{"builtin": "tpcb-like", "weight": 1}]},
+        "sweep": {"clients": [1, 2], "duration_s": 2, "repeats": 1},
+    }
+    for section, value in overrides.items():
+        spec[section] = {**spec.get(section, {}), **value} if isinstance(value, dict) else value
+    return spec
+
+
+class Recorder:
+    """An event sink keeping every event, with an optional hook per event."""
+
+    def __init__(self, hook=None):
+        self.events = []
+        self.hook = hook
+
+    def __call__(self, event):
+        self.events.append(event)
+        if self.hook:
+            self.hook(event)
+
+    def of_type(self, event_type):
+        return [event for event in self.events if event["type"] == event_type]
+
+
+def run(spec, config, hook=None, should_cancel=lambda: False):
+    recorder = Recorder(hook)
+    result = run_job(
+        spec, config, EventEmitter([recorder], run_id=spec.get("run_id")), should_cancel
+    )
+    return result, recorder
+
+
+def processes_mentioning(root: Path) -> list[str]:
+    """Command lines of live processes that name a path under `root` (zombies read as empty)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if process.info["status"] != psutil.STATUS_ZOMBIE and str(root) in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def leftovers(root: Path) -> list[Path]:
+    return [path for path in root.rglob("benchlab-*")]
+
+
+def test_sweep_reports_the_tps_pgbench_printed(config, storage_root):
+    spec = small_spec(settings={"shared_buffers": "64MB"}, sweep={"repeats": 2})
+    result, events = run(spec, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    assert [(p["clients"], p["repeat"]) for p in result["points"]] == [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+    ]
+    for point in result["points"]:
+        printed = float(TPS_LINE.search(point["stdout"]).group(1))
+        assert point["tps"] == printed
+        assert point["argv"][0].endswith("/pgbench")
+        assert {"-P", "-r", "-l"} <= set(point["argv"])
+        assert point["latency_percentiles_ms"]["count"] == point["transactions"]
+        assert len(point["progress"]) >= 1
+        assert point["host_samples"] and point["server_samples"]
+    effective = {row["name"]: row for row in result["settings"]["effective"]}
+    assert effective["shared_buffers"]["setting"] == "8192"
+    assert result["storage"]["wal"]["path"] == str(storage_root / "wal")
+    assert any(step["name"] == "initdb" and "--waldir" in step["argv"] for step in result["steps"])
+    assert len(events.of_type("point")) == 4
+    assert events.of_type("progress"), "progress events arrive while pgbench runs"
+    assert [e["seq"] for e in events.events] == list(range(1, len(events.events) + 1))
+    assert events.events[-1]["type"] == "result"
+    assert leftovers(storage_root) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "code", "field"),
+    [
+        ({"shared_bufers": "64MB"}, "unknown_setting", "settings.shared_bufers"),
+        ({"work_mem": "lots"}, "invalid_setting_value", "settings.work_mem"),
+        ({"shared_buffers": "1PB"}, "invalid_setting_value", "settings.shared_buffers"),
+        ({"archive_command": "rm -rf /"}, "refused_setting", "settings.archive_command"),
+    ],
+)
+def test_bad_settings_fail_before_anything_is_measured(config, storage_root, settings, code, field):
+    result, events = run(small_spec(settings=settings), config)
+
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == code
+    assert result["error"]["field"] == field
+    assert result["error"]["category"] == "user"
+    assert result["points"] == []
+    assert not any(step["name"] == "pgbench_init" for step in result["steps"])
+    assert leftovers(storage_root) == []
+
+
+def test_refused_setting_is_refused_before_provisioning(config):
+    result, events = run(small_spec(settings={"shared_preload_libraries": "x"}), config)
+
+    assert result["error"]["code"] == "refused_setting"
+    assert result["install"] is None
+    assert result["steps"] == []
+
+
+def test_refused_setting_passes_when_the_agent_allows_it(config):
+    config.allow_settings = {"archive_command"}
+    result, _ = run(
+        small_spec(settings={"archive_command": "/bin/true"}, sweep={"clients": [1]}), config
+    )
+
+    assert result["status"] == "succeeded", result["error"]
+
+
+def test_shell_script_is_refused_before_provisioning(config):
+    script = {"name": "evil", "text": "\\shell touch /tmp/owned\nSELECT 1;\n", "weight": 1}
+    result, _ = run(small_spec(workload={"scripts": [script]}), config)
+
+    assert result["error"]["code"] == "refused_script"
+    assert result["error"]["field"] == "workload.scripts[0].text"
+    assert result["install"] is None
+
+
+def test_missing_version_names_what_is_available(config):
+    result, _ = run(small_spec(postgres={"version": "13", "source": "prebuilt"}), config)
+
+    assert result["error"]["code"] == "version_unavailable"
+    assert result["error"]["field"] == "postgres.version"
+    assert "16.15" in result["error"]["message"]
+
+
+def test_custom_script_with_setup_sql_and_per_statement_latencies(config):
+    setup = (
+        "CREATE TABLE kv (id int PRIMARY KEY, v int);"
+        "CREATE FUNCTION bump(i int) RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+        "UPDATE kv SET v = v + 1 WHERE id = i; IF NOT FOUND THEN INSERT INTO kv VALUES (i, 1) "
+        "ON CONFLICT (id) DO UPDATE SET v = kv.v + 1; END IF; END $$;"
+    )
+    script = {"name": "bump", "text": "\\set id random(1, 1000)\nSELECT bump(:id);\n", "weight": 1}
+    spec = small_spec(
+        dataset={"setup_sql": setup},
+        workload={"scripts": [script], "query_mode": "prepared", "no_vacuum": True},
+        sweep={"clients": [2]},
+    )
+    result, _ = run(spec, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    commands = [statement["command"] for statement in result["points"][0]["statements"]]
+    assert any("SELECT bump(:id);" in command for command in commands)
+    assert "setup_sql_seconds" in result["dataset"]
+
+
+def test_server_killed_mid_sweep_keeps_finished_points(config, storage_root):
+    def kill_server_during_second_point(event):
+        if event["type"] == "progress" and event["data"]["point"] == 1:
+            pid_file = next(storage_root.glob("data/benchlab-*/data/postmaster.pid"))
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+
+    spec = small_spec(sweep={"clients": [1, 2, 4], "duration_s": 3})
+    result, _ = run(spec, config, hook=kill_server_during_second_point)
+
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == "server_died"
+    assert [point["clients"] for point in result["points"]] == [1]
+    assert result["points"][0]["tps"] > 0
+    assert result["server_log_tail"]
+    assert leftovers(storage_root) == []
+
+
+def test_cancel_mid_sweep_keeps_finished_points(config, storage_root):
+    progress_of_second_point = []
+
+    def watch(event):
+        if event["type"] == "progress" and event["data"]["point"] == 1:
+            progress_of_second_point.append(event)
+
+    spec = small_spec(sweep={"clients": [1, 2, 4], "duration_s": 4})
+    result, _ = run(spec, config, hook=watch, should_cancel=lambda: bool(progress_of_second_point))
+
+    assert result["status"] == "cancelled"
+    assert result["error"]["category"] == "cancelled"
+    assert [point["clients"] for point in result["points"]] == [1]
+    assert leftovers(storage_root) == []
+
+
+def test_ctrl_c_on_the_cli_cleans_up_everything(storage_root, tmp_path):
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(small_spec(run_id="ctrlc", sweep={"duration_s": 30})))
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "agents", "run", str(spec_file), "--json-events",
+         "--storage", f"data={storage_root / 'data'}", "--storage", f"wal={storage_root / 'wal'}"],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    for line in cli.stdout:
+        if json.loads(line)["type"] == "progress":
+            break
+    running_before = processes_mentioning(storage_root)
+    cli.send_signal(signal.SIGINT)
+    events = [json.loads(line) for line in cli.stdout]
+    assert cli.wait(timeout=60) == 1
+
+    result = events[-1]["data"]
+    assert result["status"] == "cancelled"
+    assert leftovers(storage_root) == []
+    time.sleep(0.5)
+    assert processes_mentioning(storage_root) == []
+    assert running_before, "the cluster and pgbench were running before Ctrl-C"

@@ -400,8 +400,20 @@ def parse_output(text: str) -> dict:
 
     `tps` excludes the initial connection time: the "excluding connections
     establishing" value up to 13, "without initial connection time" from 14,
-    or "including reconnection times" with -C. Values a version does not
-    print are None; `aborted` is True when a client or the run was aborted.
+    or "including reconnection times" with -C (`tps_including_connections`
+    keeps the other value of 13 and older). `transactions` is "actually
+    processed" (successful ones), `transactions_planned` the total of -t runs.
+    Values a version or run does not print are None, except `failed`, which
+    is 0 on an 18 run that stopped its summary because nothing ran.
+
+    Lists: `statements` ({latency_ms, command, failures, retries, script},
+    script numbered from 1 as in "SQL script N"), `scripts` (one dict per
+    per-script block), `progress` ({t, tps, latency_ms, stddev_ms, failed,
+    lag_ms, skipped, retried, retries}), `errors` (server ERROR/FATAL lines,
+    `pgbench: error|fatal:` lines, client aborts, "Run was aborted") and
+    `notices` (every other known stderr line). `aborted` is True when a
+    client or the run was aborted. Input with neither a summary nor progress
+    lines raises PgbenchParseError (with `line_no` None).
     """
     reader = _Reader()
     for line_no, raw in enumerate(text.split("\n"), start=1):

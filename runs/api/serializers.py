@@ -280,7 +280,7 @@ class SampleSerializer(serializers.Serializer):
 
 
 class RunResultsSerializer(serializers.Serializer):
-    """A run's points with their timelines, as `runs.selectors.run_results` returns them."""
+    """A run's points with their timelines (`runs.api.views.run_results`)."""
 
     results = ResultSerializer(many=True)
     progress = ProgressSampleSerializer(many=True)

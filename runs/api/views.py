@@ -6,7 +6,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from runs import selectors, services
+from runs import services
 from runs.api import serializers
 from runs.api.filters import RunFilter
 from runs.models import (
@@ -15,10 +15,24 @@ from runs.models import (
     Experiment,
     Host,
     PgBuild,
+    Run,
     ShareLink,
     StorageTarget,
     Workload,
 )
+
+RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
+
+
+def run_results(run: Run, point: int | None) -> dict:
+    """Every point of a run, with the timelines of all points or of `point` only."""
+    only = {"point": point} if point is not None else {}
+    return {
+        "results": run.results.order_by("index"),
+        "progress": run.progress.filter(**only).order_by("point", "t", "pk"),
+        "host_samples": run.host_samples.filter(**only).order_by("point", "t", "pk"),
+        "server_samples": run.server_samples.filter(**only).order_by("point", "t", "pk"),
+    }
 
 
 class HostViewSet(
@@ -103,7 +117,7 @@ class ExperimentViewSet(
     @action(detail=True, methods=["get"])
     def runs(self, request, pk=None):
         """The experiment's runs in matrix order."""
-        runs = selectors.experiment_runs(self.get_object())
+        runs = self.get_object().runs.select_related(*RUN_JOINS).order_by("position", "pk")
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(serializers.RunSerializer(page, many=True).data)
 
@@ -111,7 +125,7 @@ class ExperimentViewSet(
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Runs, filterable by host, build, status and queued date range."""
 
-    queryset = selectors.runs_for_listing()
+    queryset = Run.objects.select_related(*RUN_JOINS)
     filterset_class = RunFilter
     ordering_fields = ["queued_at", "started_at", "finished_at", "status"]
 
@@ -143,7 +157,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Every point with its progress timeline and host/server samples."""
         point = request.query_params.get("point")
         point = int(point) if point and point.isdigit() else None
-        data = selectors.run_results(self.get_object(), point)
+        data = run_results(self.get_object(), point)
         return Response(serializers.RunResultsSerializer(data).data)
 
 

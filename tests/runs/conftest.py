@@ -1,0 +1,88 @@
+"""Fixtures for the control-plane tests.
+
+- `user`, `api_client` (authenticated with a DRF token), `anonymous_client`.
+- `pg_catalogue`: a PgCatalogue row holding the real `pg_settings` catalogue
+  of the PostgreSQL server the test database lives on, stored under the
+  server's exact version, as an agent's registration would.
+- `lab_redis`: a client for the test Redis database; the agent queues and
+  cancel flags of the test's hosts and runs are deleted after the test.
+- `events_stream`: a unique stream name set as BENCHLAB_EVENTS_STREAM.
+"""
+
+import uuid
+
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from agents.postgres.settings import Catalogue, SettingInfo
+from runs.models import Host, PgCatalogue, Run
+from runs.transport import agent_queue, cancel_key, redis_connection
+from tests.runs.factories import UserFactory
+
+CATALOGUE_QUERY = """
+SELECT name, setting, unit, vartype, min_val, max_val, enumvals, context, boot_val, short_desc
+FROM pg_settings ORDER BY name
+"""
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def api_client(user):
+    client = APIClient()
+    token = Token.objects.create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def anonymous_client():
+    return APIClient()
+
+
+@pytest.fixture
+def pg_catalogue(db) -> PgCatalogue:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0].split()[0]
+        cursor.execute(CATALOGUE_QUERY)
+        rows = cursor.fetchall()
+    settings = {}
+    for name, setting, unit, vartype, min_val, max_val, enumvals, context, boot, desc in rows:
+        settings[name.lower()] = SettingInfo(
+            name=name,
+            setting=setting,
+            unit=unit,
+            vartype=vartype,
+            min_val=min_val,
+            max_val=max_val,
+            enumvals=tuple(enumvals) if enumvals is not None else None,
+            context=context,
+            boot_val=boot,
+            short_desc=desc,
+        )
+    catalogue = Catalogue(version=version, settings=settings)
+    return PgCatalogue.objects.create(version=version, catalogue=catalogue.as_dict())
+
+
+@pytest.fixture
+def lab_redis(db):
+    client = redis_connection()
+    yield client
+    keys = [cancel_key(str(pk)) for pk in Run.objects.values_list("pk", flat=True)]
+    for name in Host.objects.values_list("name", flat=True):
+        keys += [agent_queue(name), f"_kombu.binding.{agent_queue(name)}"]
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture
+def events_stream(settings, lab_redis):
+    settings.BENCHLAB_EVENTS_STREAM = f"test:events:{uuid.uuid4().hex}"
+    yield settings.BENCHLAB_EVENTS_STREAM
+    lab_redis.delete(settings.BENCHLAB_EVENTS_STREAM)

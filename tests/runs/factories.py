@@ -1,0 +1,98 @@
+"""factory_boy factories for the lab's models."""
+
+import uuid
+
+import factory
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from runs import models
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password("pw")
+
+
+class HostFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Host
+
+    name = factory.LazyFunction(lambda: f"host-{uuid.uuid4().hex[:10]}")
+    facts = factory.LazyFunction(lambda: {"cpu": {"count": 2}})
+    last_seen = factory.LazyFunction(timezone.now)
+
+
+class PgBuildFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.PgBuild
+
+    name = factory.Sequence(lambda n: f"pg16-{n}")
+    version = "16"
+    source = models.PgBuild.Source.AUTO
+
+
+class ConfigProfileFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.ConfigProfile
+
+    name = factory.Sequence(lambda n: f"profile{n}")
+    settings = factory.LazyFunction(dict)
+
+
+class WorkloadFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Workload
+
+    name = factory.Sequence(lambda n: f"workload{n}")
+    scale = 1
+    scripts = factory.LazyFunction(lambda: [{"builtin": "tpcb-like", "weight": 1}])
+
+
+class ExperimentFactory(factory.django.DjangoModelFactory):
+    """An experiment with one host, build, profile and workload unless given lists."""
+
+    class Meta:
+        model = models.Experiment
+        skip_postgeneration_save = True
+
+    name = factory.Sequence(lambda n: f"experiment{n}")
+    storage_layouts = factory.LazyFunction(lambda: [{"data": "default", "wal": None}])
+    clients = factory.LazyFunction(lambda: [1, 2])
+    duration_s = 2
+    repeats = 1
+
+    @factory.post_generation
+    def hosts(self, create, extracted, **kwargs):
+        self.hosts.set(extracted if extracted is not None else [HostFactory()])
+
+    @factory.post_generation
+    def builds(self, create, extracted, **kwargs):
+        self.builds.set(extracted if extracted is not None else [PgBuildFactory()])
+
+    @factory.post_generation
+    def config_profiles(self, create, extracted, **kwargs):
+        self.config_profiles.set(extracted if extracted is not None else [ConfigProfileFactory()])
+
+    @factory.post_generation
+    def workloads(self, create, extracted, **kwargs):
+        self.workloads.set(extracted if extracted is not None else [WorkloadFactory()])
+
+
+class RunFactory(factory.django.DjangoModelFactory):
+    """A queued run of a one-cell experiment, with a token as if dispatched."""
+
+    class Meta:
+        model = models.Run
+
+    experiment = factory.SubFactory(ExperimentFactory)
+    host = factory.SubFactory(HostFactory)
+    build = factory.SubFactory(PgBuildFactory)
+    config_profile = factory.SubFactory(ConfigProfileFactory)
+    workload = factory.SubFactory(WorkloadFactory)
+    storage_data = "default"
+    token = factory.Sequence(lambda n: f"token-{n}")

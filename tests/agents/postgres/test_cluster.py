@@ -1,0 +1,187 @@
+"""Throw-away clusters with real initdb, postgres and pg_ctl."""
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agents.errors import JobError
+from agents.postgres.cluster import MARKER, Cluster
+
+
+def _processes_in(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if Path(process.cwd()) == data_dir:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _gone(pid: int) -> bool:
+    """True when `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_lifecycle_with_wal_elsewhere_leaves_no_process_and_no_directory(make_cluster, os_user):
+    cluster: Cluster = make_cluster(wal=True)
+    steps = []
+    cluster.on_step = lambda name, argv, seconds, exit_code: steps.append((name, argv, exit_code))
+
+    cluster.initdb()
+    cluster.start()
+
+    assert (cluster.data_dir / "pg_wal").is_symlink()
+    assert (cluster.data_dir / "pg_wal").resolve() == cluster.wal_dir
+    assert cluster.wal_container.name == f"benchlab-{cluster.job_id}-wal"
+    for directory in (cluster.job_dir, cluster.wal_container):
+        assert (directory / MARKER).read_text().strip() == cluster.job_id
+    assert stat.S_IMODE(cluster.data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(cluster.socket_dir.stat().st_mode) == 0o700
+    assert cluster.data_dir.stat().st_uid == os_user.uid
+    with cluster.connect() as conn:
+        assert conn.execute("SHOW server_version").fetchone() == ("16.15",)
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
+        assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+    assert [name for name, _, _ in steps] == ["initdb", "start"]
+    initdb_argv = steps[0][1]
+    assert initdb_argv[0] == str(cluster.install.program("initdb"))
+    assert initdb_argv[-2:] == ["--waldir", str(cluster.wal_dir)]
+    assert all(exit_code == 0 for _, _, exit_code in steps)
+    assert "ready to accept connections" in cluster.log_tail()
+
+    postmaster = psutil.Process(cluster.postmaster_pid)
+    assert postmaster.uids().real == os_user.uid
+    assert os.getsid(postmaster.pid) == postmaster.pid
+
+    cluster.destroy()
+
+    assert _gone(postmaster.pid)
+    assert _processes_in(cluster.data_dir) == []
+    assert not cluster.job_dir.exists()
+    assert not cluster.wal_container.exists()
+    assert cluster.job_dir.parent.exists()
+
+
+def test_clients_reach_the_cluster_as_the_os_user(pg_cluster: Cluster, os_user) -> None:
+    result = subprocess.run(
+        [str(pg_cluster.install.program("pgbench")), "--version"],
+        capture_output=True, text=True, **os_user.subprocess_kwargs(),
+    )  # fmt: skip
+    ready = subprocess.run(
+        [str(pg_cluster.install.bindir / "pg_isready")],
+        capture_output=True, text=True, **os_user.subprocess_kwargs(**pg_cluster.client_env()),
+    )  # fmt: skip
+
+    assert result.stdout.startswith("pgbench (PostgreSQL) 16.15")
+    assert ready.returncode == 0, ready.stdout
+    assert f"host={pg_cluster.socket_dir}" in pg_cluster.conninfo()
+
+
+def test_restart_and_killed_server_are_handled(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    first_pid = cluster.postmaster_pid
+
+    cluster.restart()
+    assert cluster.is_running()
+    assert cluster.postmaster_pid != first_pid
+
+    backend = cluster.connect()
+    backend_pid = backend.info.backend_pid
+    cluster.kill_server()
+
+    assert not cluster.is_running()
+    assert cluster.postmaster_pid is None
+    cluster.destroy()
+    backend.close()
+    assert _gone(backend_pid)
+    assert not cluster.job_dir.exists()
+
+
+def test_context_manager_destroys_on_keyboard_interrupt(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+
+    with pytest.raises(KeyboardInterrupt), cluster:
+        cluster.initdb()
+        cluster.start()
+        pid = cluster.postmaster_pid
+        raise KeyboardInterrupt
+
+    assert _gone(pid)
+    assert not cluster.job_dir.exists()
+
+
+def test_destroy_leaves_a_directory_without_its_marker(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.job_dir.mkdir(parents=True)
+    (cluster.job_dir / "precious").write_text("someone else's")
+
+    with pytest.raises(JobError) as raised:
+        cluster.initdb()
+    cluster.destroy()
+
+    assert raised.value.code == "initdb_failed"
+    assert "already exists" in raised.value.message
+    assert (cluster.job_dir / "precious").read_text() == "someone else's"
+
+
+def test_destroy_leaves_a_directory_marked_by_another_job(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.job_dir.mkdir(parents=True)
+    (cluster.job_dir / MARKER).write_text("another-job\n")
+
+    cluster.destroy()
+
+    assert (cluster.job_dir / MARKER).exists()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="only root can make a directory the user cannot enter"
+)
+def test_storage_the_os_user_cannot_enter_is_reported(
+    pg16_install, os_user, cluster_root: Path
+) -> None:
+    private = cluster_root / "private"
+    private.mkdir(mode=0o700)
+
+    with (
+        pytest.raises(JobError) as raised,
+        Cluster(pg16_install, os_user, private / "inner", job_id="unreachable") as cluster,
+    ):
+        cluster.initdb()
+
+    assert f"{private} cannot be traversed by OS user" in raised.value.message
+
+
+def test_start_failure_reports_the_server_log(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.initdb()
+    cluster.write_settings_file("shared_buffers = 'plenty'\n")
+
+    with pytest.raises(JobError) as raised:
+        cluster.start(timeout=20)
+
+    assert raised.value.code == "server_start_failed"
+    assert 'invalid value for parameter "shared_buffers"' in raised.value.message
+    assert not cluster.is_running()
+
+
+def test_debian_install_runs_a_cluster_too(make_cluster, pg15_system_install) -> None:
+    cluster: Cluster = make_cluster(install=pg15_system_install)
+    cluster.initdb()
+    cluster.start()
+
+    with cluster.connect() as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]
+
+    assert version.startswith(pg15_system_install.version)

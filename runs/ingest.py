@@ -145,6 +145,9 @@ class EventConsumer:
                 connections.close_all()
             except redis.RedisError as exc:
                 logger.warning("redis unavailable, retrying in %.1f s: %s", backoff, exc)
+            except Exception:
+                logger.exception("event loop error, retrying in %.1f s", backoff)
             stop.wait(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
+        connections.close_all()
         logger.info("stopped consuming %s", self.stream)

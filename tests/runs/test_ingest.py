@@ -1,0 +1,145 @@
+"""The control worker's consumer against real Redis and the real lab database."""
+
+import json
+import logging
+import threading
+import time
+
+import pytest
+from django.db import OperationalError, connection
+
+from runs.ingest import EventConsumer
+from runs.models import Run, RunEvent
+from tests.runs import events
+from tests.runs.factories import RunFactory
+
+
+def publish(lab_redis, stream: str, event) -> str:
+    """Append an event the way agents do: XADD <stream> * event <json>."""
+    text = event if isinstance(event, str) else json.dumps(event)
+    return lab_redis.xadd(stream, {"event": text})
+
+
+def pending_count(lab_redis, consumer: EventConsumer) -> int:
+    return lab_redis.xpending(consumer.stream, consumer.group)["pending"]
+
+
+@pytest.fixture
+def consumer(lab_redis, events_stream):
+    consumer = EventConsumer(client=lab_redis, consumer="test-consumer", block_ms=100)
+    consumer.ensure_group()
+    return consumer
+
+
+@pytest.mark.django_db
+def test_events_are_stored_then_acknowledged_and_deleted(consumer, lab_redis, events_stream):
+    run = RunFactory()
+    publish(lab_redis, events_stream, events.run_event(run, 1, "status", {"state": "initdb"}))
+    publish(lab_redis, events_stream, events.run_event(run, 2, "progress", {"point": 0, "t": 1.0}))
+
+    assert consumer.run_round() == 2
+
+    assert RunEvent.objects.filter(run=run).count() == 2
+    assert lab_redis.xlen(events_stream) == 0
+    assert pending_count(lab_redis, consumer) == 0
+
+
+@pytest.mark.django_db
+def test_a_redelivered_event_is_stored_once(consumer, lab_redis, events_stream):
+    run = RunFactory()
+    event = events.run_event(run, 1, "progress", {"point": 0, "t": 1.0, "tps": 5.0})
+    publish(lab_redis, events_stream, event)
+    publish(lab_redis, events_stream, event)
+
+    consumer.run_round()
+
+    assert RunEvent.objects.filter(run=run).count() == 1
+    assert run.progress.count() == 1
+    assert lab_redis.xlen(events_stream) == 0
+
+
+@pytest.mark.django_db
+def test_a_bad_event_is_logged_with_its_reason_and_acknowledged(
+    consumer, lab_redis, events_stream, caplog
+):
+    publish(lab_redis, events_stream, "{not json")
+    publish(lab_redis, events_stream, {"version": 1, "type": "progress", "seq": 1, "data": {}})
+
+    with caplog.at_level(logging.ERROR, logger="runs.ingest"):
+        assert consumer.run_round() == 2
+
+    reasons = [r.getMessage() for r in caplog.records if "not a valid event" in r.getMessage()]
+    assert len(reasons) == 2
+    assert "needs a run_id" in reasons[1]
+    assert lab_redis.xlen(events_stream) == 0
+
+
+@pytest.mark.django_db
+def test_an_event_with_a_wrong_token_is_dropped_and_acknowledged(
+    consumer, lab_redis, events_stream
+):
+    run = RunFactory()
+    forged = events.run_event(run, 1, "status", {"state": "running"}, token="forged")
+    publish(lab_redis, events_stream, forged)
+
+    consumer.run_round()
+
+    assert not RunEvent.objects.exists()
+    assert lab_redis.xlen(events_stream) == 0
+
+
+@pytest.mark.django_db
+def test_entries_a_dead_consumer_left_pending_are_reclaimed(lab_redis, events_stream):
+    run = RunFactory()
+    publish(lab_redis, events_stream, events.run_event(run, 1, "status", {"state": "initdb"}))
+    dead = EventConsumer(client=lab_redis, consumer="dead-consumer")
+    dead.ensure_group()
+    lab_redis.xreadgroup(dead.group, dead.consumer, {events_stream: ">"})
+    survivor = EventConsumer(client=lab_redis, consumer="survivor", claim_idle_ms=0, block_ms=100)
+
+    assert survivor.run_round() == 1
+
+    assert RunEvent.objects.filter(run=run).count() == 1
+    assert pending_count(lab_redis, survivor) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_while_the_database_is_down_the_entry_stays_pending_and_is_retried(
+    consumer, lab_redis, events_stream
+):
+    run = RunFactory()
+    publish(lab_redis, events_stream, events.run_event(run, 1, "status", {"state": "initdb"}))
+    real_port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = "1"
+    try:
+        with pytest.raises(OperationalError):
+            consumer.run_round()
+        assert pending_count(lab_redis, consumer) == 1
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = real_port
+
+    assert consumer.run_round() == 1
+    assert RunEvent.objects.filter(run=run).count() == 1
+    assert pending_count(lab_redis, consumer) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_loop_stores_events_until_it_is_stopped(consumer, lab_redis, events_stream):
+    run = RunFactory()
+    stop = threading.Event()
+    loop = threading.Thread(target=consumer.run_forever, args=(stop,))
+    loop.start()
+    try:
+        publish(lab_redis, events_stream, events.run_event(run, 1, "status", {"state": "initdb"}))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not RunEvent.objects.filter(run=run).exists():
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        loop.join(timeout=10)
+
+    assert not loop.is_alive()
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING

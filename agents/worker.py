@@ -1,0 +1,208 @@
+"""The agent's Celery worker: one job at a time from its own queue `agent.<name>`.
+
+It needs only a Redis URL and never imports Django (the app has no fix-ups,
+so Celery does not load Django even when DJANGO_SETTINGS_MODULE is set).
+
+Delivery (docs/decisions.md): a task is acknowledged when the job starts, not
+when it ends. A benchmark can run for hours, longer than Redis' visibility
+timeout, and an unacknowledged task would be delivered again mid-run. A task
+lost with a dying agent is not redelivered; the control worker's reaper fails
+the run once the agent's heartbeats stop. A second delivery anyway (a resend,
+two workers of one name) finds the run already claimed and is dropped.
+
+The pool is `threads` with one thread: the job runs in the worker process,
+next to the heartbeat thread and the event sink it shares with them (nothing
+to fork with threads running, no state to pass between processes), while the
+main thread keeps Celery's event loop turning, so the acknowledgement really
+goes out when the job starts. (With the `solo` pool the job would block that
+loop and the "early" acknowledgement would wait until the job ends.) Prefetch
+is disabled, so no second task waits unacknowledged in the worker while a job
+runs. The job's own work happens in PostgreSQL and pgbench processes.
+
+Shutdown: SIGTERM (or a first Ctrl-C) is Celery's warm shutdown: no new job
+is taken, the running job finishes (which can take hours; heartbeats go on
+meanwhile), then the worker exits. To stop sooner, cancel the run from the lab
+first. SIGQUIT (cold shutdown) exits at once, leaving the run to the reaper
+and the job's PostgreSQL server behind.
+"""
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from agents.config import AgentConfig
+from agents.events import EventEmitter
+from agents.job import run_job
+from agents.observe.facts import collect_facts
+from agents.postgres.installs import find_cached_installs, find_system_installs
+from agents.postgres.settings import Catalogue, catalogue_path
+from agents.transport import (
+    EVENTS_STREAM,
+    AgentEventEmitter,
+    CancelWatcher,
+    Heartbeat,
+    RedisStreamSink,
+    claim_run,
+    redis_client,
+)
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "benchlab.agent.run_job"
+STORAGE_KEYS = ("path", "device", "filesystem")
+
+app = Celery("benchlab_agent", fixups=[])
+app.conf.update(
+    task_serializer="json",
+    result_serializer="json",
+    accept_content=["json"],
+    task_acks_late=False,
+    task_ignore_result=True,
+    worker_prefetch_multiplier=1,
+    worker_concurrency=1,
+    worker_disable_prefetch=True,
+    broker_connection_retry_on_startup=True,
+)
+
+
+@dataclass
+class Agent:
+    """What the worker process keeps for its jobs: config, Redis, the event sink, the heartbeat."""
+
+    config: AgentConfig
+    redis: redis.Redis
+    sink: RedisStreamSink
+    heartbeat: Heartbeat
+
+    @classmethod
+    def create(cls, config: AgentConfig, stream: str) -> "Agent":
+        sink = RedisStreamSink(config.redis_url, config.spool_dir, stream=stream)
+        heartbeat = Heartbeat(AgentEventEmitter([sink], config.name))
+        return cls(config, redis_client(config.redis_url), sink, heartbeat)
+
+    def start(self) -> None:
+        """Send what the spool holds, register with the lab, start beating."""
+        name = self.config.name
+        logger.info("agent %s: serving queue agent.%s, events to %s", name, name, self.sink.stream)
+        self.sink.start()
+        try:
+            register_agent(self.heartbeat.emitter, self.config)
+        except Exception:
+            # Heartbeats still tell the lab the agent is alive; a silent agent
+            # would get its runs failed by the reaper.
+            logger.exception("agent %s: registration failed; serving jobs anyway", name)
+        self.heartbeat.start()
+
+    def stop(self) -> None:
+        self.heartbeat.stop()
+        self.sink.close()
+        self.redis.close()
+
+
+_agent: Agent | None = None
+
+
+def events_stream() -> str:
+    """The stream events go to: `BENCHLAB_EVENTS_STREAM` (as on the web tier), else the default."""
+    return os.environ.get("BENCHLAB_EVENTS_STREAM", EVENTS_STREAM)
+
+
+def worker_argv(name: str, loglevel: str) -> list[str]:
+    return [
+        "worker",
+        f"--queues=agent.{name}",
+        "--concurrency=1",
+        "--pool=threads",
+        "--prefetch-multiplier=1",
+        f"--hostname=agent-{name}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        f"--loglevel={loglevel}",
+    ]
+
+
+def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
+    """Serve jobs from queue `agent.<config.name>` in this process until the worker is shut down.
+
+    Events go to the stream `events_stream()` names.
+    """
+    global _agent
+    _agent = Agent.create(config, events_stream())
+    app.conf.broker_url = config.redis_url
+    worker_ready.connect(_start_agent, weak=False)
+    worker_shutdown.connect(_stop_agent, weak=False)
+    app.worker_main(argv=worker_argv(config.name, loglevel))
+
+
+def _start_agent(**_signal) -> None:
+    _agent.start()
+
+
+def _stop_agent(**_signal) -> None:
+    _agent.stop()
+
+
+@app.task(name=TASK_NAME)
+def run_job_task(spec: dict) -> dict:
+    """Claim the run, execute it and stream its events; a second delivery is dropped."""
+    return execute(_agent, spec)
+
+
+def execute(agent: Agent, spec: dict) -> dict:
+    """The task's body; returns a short summary for the worker log."""
+    run_id = spec.get("run_id") if isinstance(spec, dict) else None
+    if not isinstance(run_id, str) or not run_id:
+        logger.error("dropping a job spec without a run_id")
+        return {"run_id": None, "status": "dropped"}
+    if not claim_run(agent.redis, run_id, agent.config.name):
+        logger.warning("run %s: already claimed, dropping this delivery", run_id)
+        return {"run_id": run_id, "status": "duplicate"}
+    emitter = EventEmitter(
+        [agent.sink], run_id=run_id, token=spec.get("token"), agent=agent.config.name
+    )
+    agent.heartbeat.running = run_id
+    try:
+        result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, run_id))
+    finally:
+        agent.heartbeat.running = None
+    error = result.get("error") or {}
+    logger.info("run %s: %s %s", run_id, result["status"], error.get("code", ""))
+    return {"run_id": run_id, "status": result["status"], "error": error.get("code")}
+
+
+def register_agent(emitter: EventEmitter, config: AgentConfig) -> dict:
+    """Emit `agent_register`: this host's facts, installs, storage targets and catalogues."""
+    facts = collect_facts(config.storage_targets())
+    installs = find_system_installs() + find_cached_installs(config.cache_dir)
+    storage = {
+        name: {key: target[key] for key in STORAGE_KEYS}
+        for name, target in facts["storage"].items()
+    }
+    return emitter.emit(
+        "agent_register",
+        {
+            "facts": facts,
+            "installs": [install.as_dict() for install in installs],
+            "storage": storage,
+            "catalogues": cached_catalogues(config.cache_dir),
+        },
+    )
+
+
+def cached_catalogues(cache_dir: Path) -> dict[str, dict]:
+    """The pg_settings catalogues this agent has cached, by exact PostgreSQL version."""
+    catalogues = {}
+    for path in sorted(cache_dir.glob(catalogue_path(cache_dir, "*").name)):
+        try:
+            catalogue = Catalogue.from_json(path.read_text())
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            logger.warning("not registering the unreadable catalogue %s: %s", path, error)
+            continue
+        catalogues[catalogue.version] = catalogue.as_dict()
+    return catalogues

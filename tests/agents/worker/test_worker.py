@@ -1,0 +1,216 @@
+"""The agent's Celery worker as a real process, fed by a plain Celery client over real Redis.
+
+Jobs run for real: prebuilt PostgreSQL 16, pgbench at scale 1 for 2 seconds.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from celery import Celery
+
+from tests.agents.worker.conftest import SHARED_REDIS_URL, wait_until
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+JOB_TIMEOUT_S = 120
+
+
+class AgentProcess:
+    """`python -m agents worker` in a subprocess, with its log in a file."""
+
+    def __init__(self, name: str, stream: str, storage_root: Path, log_path: Path):
+        self.name = name
+        self.queue = f"agent.{name}"
+        self.log_path = log_path
+        argv = [sys.executable, "-m", "agents", "worker", "--name", name]
+        argv += ["--redis-url", SHARED_REDIS_URL, "--storage", f"data={storage_root}"]
+        with log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                argv,
+                cwd=REPO,
+                env={**os.environ, "BENCHLAB_EVENTS_STREAM": stream},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=JOB_TIMEOUT_S)
+
+
+@pytest.fixture
+def storage_root():
+    """A storage target PostgreSQL's OS user can reach (pytest's tmp_path is private)."""
+    root = Path(tempfile.mkdtemp(prefix="benchlab-worker-test-", dir="/var/tmp"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def agent(shared_redis, stream, storage_root, tmp_path):
+    """A running agent worker, registered in `stream`; stopped and its queue removed after."""
+    process = AgentProcess(f"test-{uuid.uuid4().hex[:8]}", stream, storage_root, tmp_path / "log")
+
+    def registered():
+        if process.process.poll() is not None:
+            raise AssertionError(f"the agent worker exited:\n{process.log()}")
+        return events_of_type(shared_redis, stream, "agent_register")
+
+    wait_until(registered, timeout=60)
+    yield process
+    process.stop()
+    shared_redis.delete(process.queue, f"_kombu.binding.{process.queue}")
+
+
+@pytest.fixture
+def lab():
+    """The web tier's side of a dispatch: a plain Celery client, JSON only."""
+    client = Celery(broker=SHARED_REDIS_URL)
+    client.conf.update(task_serializer="json", accept_content=["json"])
+    yield client
+    client.close()
+
+
+def stream_events(client, stream: str) -> list[dict]:
+    return [json.loads(fields["event"]) for _, fields in client.xrange(stream)]
+
+
+def events_of_type(client, stream: str, event_type: str) -> list[dict]:
+    return [event for event in stream_events(client, stream) if event["type"] == event_type]
+
+
+def run_events(client, stream: str, run_id: str) -> list[dict]:
+    return [event for event in stream_events(client, stream) if event["run_id"] == run_id]
+
+
+def dispatch(lab: Celery, agent: AgentProcess, spec: dict) -> None:
+    lab.send_task("benchlab.agent.run_job", args=[spec], queue=agent.queue)
+
+
+def tiny_spec(run_id: str) -> dict:
+    return {
+        "version": 1,
+        "run_id": run_id,
+        "token": "tok-" + run_id,
+        "postgres": {"version": "16", "source": "prebuilt"},
+        "storage": {"data": "data", "wal": None},
+        "dataset": {"scale": 1},
+        "workload": {"scripts": [{"builtin": "tpcb-like", "weight": 1}]},
+        "sweep": {"clients": [1], "duration_s": 2, "repeats": 1},
+    }
+
+
+def wait_for_result(shared_redis, stream: str, run_id: str) -> dict:
+    def result_event():
+        return [e for e in run_events(shared_redis, stream, run_id) if e["type"] == "result"]
+
+    return wait_until(result_event, timeout=JOB_TIMEOUT_S, interval=0.5)[0]
+
+
+def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
+    agent, shared_redis, stream, storage_root
+):
+    registration = events_of_type(shared_redis, stream, "agent_register")[0]
+    wait_until(lambda: events_of_type(shared_redis, stream, "heartbeat"), timeout=10)
+
+    assert registration["agent"] == agent.name
+    assert registration["run_id"] is None
+    data = registration["data"]
+    assert data["storage"]["data"]["path"] == str(storage_root)
+    assert set(data["storage"]["data"]) == {"path", "device", "filesystem"}
+    assert data["facts"]["cpu"]
+    assert all("bindir" in install for install in data["installs"])
+    assert all(catalogue["settings"] for catalogue in data["catalogues"].values())
+    heartbeat = events_of_type(shared_redis, stream, "heartbeat")[0]
+    assert heartbeat["data"] == {"running": None}
+    assert heartbeat["seq"] > registration["seq"]
+
+
+def test_a_job_sent_twice_runs_once_and_streams_its_events(
+    agent, lab, shared_redis, stream, run_id
+):
+    spec = tiny_spec(run_id)
+    dispatch(lab, agent, spec)
+    dispatch(lab, agent, spec)
+
+    result = wait_for_result(shared_redis, stream, run_id)
+    wait_until(lambda: "already claimed" in agent.log(), timeout=30)
+
+    events = run_events(shared_redis, stream, run_id)
+    assert result["data"]["status"] == "succeeded", result["data"]["error"]
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert events[0]["type"] == "status"
+    assert events[-1]["type"] == "result"
+    assert {event["token"] for event in events} == {spec["token"]}
+    assert {event["agent"] for event in events} == {agent.name}
+    assert len(result["data"]["points"]) == 1
+    assert shared_redis.get(f"benchlab:claim:{run_id}") == agent.name
+
+
+def test_a_run_cancelled_before_it_starts_ends_cancelled(agent, lab, shared_redis, stream, run_id):
+    shared_redis.set(f"benchlab:cancel:{run_id}", "1", ex=600)
+
+    dispatch(lab, agent, tiny_spec(run_id))
+
+    result = wait_for_result(shared_redis, stream, run_id)
+    assert result["data"]["status"] == "cancelled"
+    assert result["data"]["error"]["code"] == "cancelled"
+    assert result["data"]["points"] == []
+
+
+def test_a_spec_without_run_id_is_dropped(agent, lab, shared_redis, stream):
+    spec = tiny_spec("unused")
+    del spec["run_id"]
+
+    dispatch(lab, agent, spec)
+
+    wait_until(lambda: "without a run_id" in agent.log(), timeout=30)
+    assert {event["type"] for event in stream_events(shared_redis, stream)} <= {
+        "agent_register",
+        "heartbeat",
+    }
+
+
+def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(
+    agent, lab, shared_redis, stream, run_id
+):
+    dispatch(lab, agent, tiny_spec(run_id))
+    wait_until(lambda: run_events(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+
+    exit_code = agent.stop()
+
+    assert exit_code == 0
+    result = wait_for_result(shared_redis, stream, run_id)
+    assert result["data"]["status"] == "succeeded", result["data"]["error"]
+
+
+def test_the_worker_module_loads_neither_django_settings_nor_the_web_code():
+    probe = (
+        "import sys, agents.worker; "
+        "print([m for m in sys.modules if m.startswith(('django.conf', 'django.db', "
+        "'django.apps', 'benchlab', 'runs'))])"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "benchlab.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.strip() == "[]"

@@ -1,6 +1,7 @@
 """The agent's transport against real Redis servers: stream, spool, claim, cancel, heartbeats."""
 
 import json
+import socket
 import time
 
 import pytest
@@ -68,6 +69,27 @@ def test_unreachable_redis_spools_events_without_holding_up_the_job(tmp_path, op
     assert slowest < 1.0
     spooled = [json.loads(line) for line in sink.spool_path.read_text().splitlines()]
     assert seqs(spooled) == list(range(1, 21))
+
+
+def test_a_redis_that_never_answers_holds_the_job_up_about_a_second_per_retry(tmp_path, open_sinks):
+    with socket.socket() as silent_server:
+        silent_server.bind(("127.0.0.1", 0))
+        silent_server.listen()
+        port = silent_server.getsockname()[1]
+        sink = RedisStreamSink(f"redis://127.0.0.1:{port}/0", tmp_path, stream="test:silent")
+        open_sinks.append(sink)
+        emitter = EventEmitter([sink], run_id="r-1")
+
+        started = time.monotonic()
+        emit_progress(emitter, 1)
+        first = time.monotonic() - started
+        started = time.monotonic()
+        emit_progress(emitter, 10)
+        next_ten = time.monotonic() - started
+
+    assert first < 1.5
+    assert next_ten < 0.5
+    assert len(sink.spool_path.read_text().splitlines()) == 11
 
 
 def test_spooled_events_are_sent_in_order_when_redis_comes_back(tmp_path, spare_redis, open_sinks):

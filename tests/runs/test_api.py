@@ -1,0 +1,217 @@
+"""The DRF API: authentication, validation naming the field, actions, schema."""
+
+import pytest
+from django.core.management import call_command
+
+from runs import services
+from runs.models import Run, ShareLink
+from tests.runs import events
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    ExperimentFactory,
+    HostFactory,
+    PgBuildFactory,
+    RunFactory,
+    WorkloadFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def experiment_payload(**overrides) -> dict:
+    payload = {
+        "name": "tuning",
+        "hosts": [HostFactory().pk],
+        "builds": [PgBuildFactory().pk],
+        "config_profiles": [ConfigProfileFactory().pk],
+        "workloads": [WorkloadFactory().pk],
+        "clients": [1, 2],
+        "duration_s": 2,
+    }
+    return {**payload, **overrides}
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("post", "/api/builds/"),
+        ("post", "/api/experiments/"),
+        ("get", "/api/runs/"),
+        ("get", "/api/hosts/"),
+        ("post", "/api/share-links/"),
+    ],
+)
+def test_anonymous_requests_are_refused(anonymous_client, method, url):
+    response = getattr(anonymous_client, method)(url, {}, format="json")
+
+    assert response.status_code in (401, 403)
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_session_login_works_for_reads(client, user):
+    client.force_login(user)
+
+    assert client.get("/api/runs/").status_code == 200
+
+
+def test_create_an_experiment_and_start_it(api_client, lab_redis):
+    created = api_client.post("/api/experiments/", experiment_payload(), format="json")
+    assert created.status_code == 201, created.json()
+    experiment_id = created.json()["id"]
+
+    estimate = api_client.get(f"/api/experiments/{experiment_id}/estimate/")
+    started = api_client.post(f"/api/experiments/{experiment_id}/start/")
+
+    assert estimate.json()["runs"] == 1
+    assert started.status_code == 201
+    assert [run["status"] for run in started.json()] == ["queued"]
+    assert api_client.get(f"/api/experiments/{experiment_id}/").json()["status"] == "queued"
+
+
+def test_a_refused_setting_answers_400_naming_the_field(api_client):
+    profile = ConfigProfileFactory(settings={"shared_preload_libraries": "evil"})
+
+    response = api_client.post(
+        "/api/experiments/", experiment_payload(config_profiles=[profile.pk]), format="json"
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "refused_setting"
+    assert list(error["fields"]) == ["settings.shared_preload_libraries"]
+
+
+def test_a_config_profile_with_a_bad_value_is_refused_with_the_catalogue_message(
+    api_client, pg_catalogue
+):
+    PgBuildFactory(version=pg_catalogue.version)
+
+    response = api_client.post(
+        "/api/config-profiles/",
+        {"name": "bad", "settings": {"wal_sync_method": "sometimes"}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_setting_value"
+    assert "fdatasync" in error["fields"]["settings.wal_sync_method"][0]
+
+
+def test_config_profile_diff_shows_what_it_changes_in_its_parent(api_client):
+    parent = ConfigProfileFactory(settings={"shared_buffers": "128MB", "fsync": "on"})
+    child = ConfigProfileFactory(parent=parent, settings={"shared_buffers": "1GB", "jit": "off"})
+
+    diff = api_client.get(f"/api/config-profiles/{child.pk}/diff/").json()
+
+    assert diff == {
+        "added": {"jit": "off"},
+        "changed": {"shared_buffers": {"from": "128MB", "to": "1GB"}},
+    }
+
+
+def test_runs_filter_by_host_and_status(api_client):
+    wanted = RunFactory(status=Run.Status.RUNNING)
+    RunFactory(host=wanted.host)
+    RunFactory(status=Run.Status.RUNNING)
+
+    response = api_client.get("/api/runs/", {"host": wanted.host.name, "status": "running"}).json()
+
+    assert response["count"] == 1
+    assert response["results"][0]["id"] == wanted.pk
+
+
+def test_cancel_a_queued_run_and_a_finished_one(api_client, lab_redis):
+    queued = RunFactory()
+    finished = RunFactory(status=Run.Status.SUCCEEDED)
+
+    assert api_client.post(f"/api/runs/{queued.pk}/cancel/").json()["status"] == "cancelled"
+    conflict = api_client.post(f"/api/runs/{finished.pk}/cancel/")
+    assert conflict.status_code == 409
+    assert conflict.json()["error"]["code"] == "conflict"
+
+
+def test_run_results_list_points_with_their_timelines(api_client):
+    run = RunFactory(status=Run.Status.RUNNING)
+    services.run_record_event(events.run_event(run, 1, "point", events.point(0)))
+
+    body = api_client.get(f"/api/runs/{run.pk}/results/").json()
+
+    assert [r["tps"] for r in body["results"]] == [500.0]
+    assert [p["t"] for p in body["progress"]] == [1.0, 2.0]
+    assert body["host_samples"][0]["data"]["cpu_user"] == 40.1
+
+
+def test_run_detail_does_not_show_the_token(api_client):
+    run = RunFactory(spec={"version": 1, "token": "secret"})
+
+    body = api_client.get(f"/api/runs/{run.pk}/").json()
+
+    assert "token" not in body["spec"]
+    assert "token" not in body
+
+
+def test_comparison_baseline_must_be_one_of_its_runs(api_client):
+    runs = [RunFactory(), RunFactory()]
+
+    refused = api_client.post(
+        "/api/comparisons/",
+        {"name": "c", "runs": [runs[0].pk], "baseline": runs[1].pk},
+        format="json",
+    )
+    created = api_client.post(
+        "/api/comparisons/", {"name": "c", "runs": [r.pk for r in runs]}, format="json"
+    )
+
+    assert refused.status_code == 400
+    assert "baseline" in refused.json()["error"]["fields"]
+    assert created.json()["baseline"] == runs[0].pk
+
+
+def test_share_link_is_created_for_one_target_and_revoked(api_client):
+    experiment = ExperimentFactory()
+
+    created = api_client.post("/api/share-links/", {"experiment": experiment.pk}, format="json")
+    link_id = created.json()["id"]
+    revoked = api_client.post(f"/api/share-links/{link_id}/revoke/")
+
+    assert created.status_code == 201
+    assert len(created.json()["token"]) >= 43
+    assert revoked.json()["is_active"] is False
+    assert ShareLink.objects.get(pk=link_id).revoked_at is not None
+
+
+def test_share_link_needs_exactly_one_target(api_client):
+    run = RunFactory()
+
+    response = api_client.post(
+        "/api/share-links/", {"run": run.pk, "experiment": run.experiment.pk}, format="json"
+    )
+
+    assert response.status_code == 400
+
+
+def test_host_notes_and_labels_are_editable_but_facts_are_not(api_client):
+    host = HostFactory(facts={"cpu": {"count": 2}})
+
+    response = api_client.patch(
+        f"/api/hosts/{host.pk}/",
+        {"notes": "RAID1", "labels": ["write-through"], "facts": {}},
+        format="json",
+    )
+
+    assert response.status_code == 200
+    host.refresh_from_db()
+    assert (host.notes, host.labels, host.facts) == (
+        "RAID1",
+        ["write-through"],
+        {"cpu": {"count": 2}},
+    )
+
+
+def test_schema_endpoint_serves_a_valid_openapi_document(api_client, tmp_path):
+    response = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+
+    assert response.status_code == 200
+    assert "/api/experiments/{id}/start/" in response.json()["paths"]
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yml"))

@@ -7,11 +7,14 @@ events (registration, heartbeats) have their own emitter, with sequence
 numbers that keep growing across restarts of the agent.
 """
 
+import fcntl
 import json
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -107,6 +110,8 @@ class RedisStreamSink:
     spool in order and then removes it, or rewrites it atomically to what is
     left: nothing is lost or reordered; after a crash mid-drain some events may
     be sent twice, which the control side ignores (it dedupes by run and seq).
+    Spool changes hold an flock on `<stream>.lock`, so agent processes sharing
+    a state directory do not lose each other's events.
     """
 
     def __init__(
@@ -119,11 +124,13 @@ class RedisStreamSink:
     ):
         self.stream = stream
         self.spool_path = Path(spool_dir) / f"{stream}.jsonl"
+        self.lock_path = Path(spool_dir) / f"{stream}.lock"
         self.retry_interval = retry_interval
         self.flush_interval = flush_interval
         self._redis = redis_client(redis_url)
         self._lock = threading.Lock()
         self._retry_at = 0.0
+        self._redis_down = False
         self._stopping = threading.Event()
         self._flusher: threading.Thread | None = None
 
@@ -173,13 +180,13 @@ class RedisStreamSink:
             pipeline.execute()
         except redis.RedisError as error:
             self._retry_at = time.monotonic() + self.retry_interval
-            logger.warning(
-                "Redis unreachable (%s): events go to %s, next try in %g s",
-                error,
-                self.spool_path,
-                self.retry_interval,
-            )
+            log = logger.debug if self._redis_down else logger.warning
+            log("Redis unreachable (%s): events go to %s", error, self.spool_path)
+            self._redis_down = True
             return False
+        if self._redis_down:
+            logger.info("Redis reachable again: sending events to %s", self.stream)
+            self._redis_down = False
         return True
 
     def _drain(self) -> bool:
@@ -187,21 +194,33 @@ class RedisStreamSink:
             return True
         if time.monotonic() < self._retry_at:
             return False
-        with self.spool_path.open("rb") as spool:
-            sent = 0
-            while True:
-                offset = spool.tell()
-                batch = _read_batch(spool, DRAIN_BATCH)
-                if not batch:
-                    break
-                if not self._send(batch):
-                    self._keep_spool_from(spool, offset)
-                    return False
-                sent += len(batch)
-        self.spool_path.unlink()
-        _fsync_dir(self.spool_path.parent)
+        with self._spool_locked():
+            try:
+                spool = self.spool_path.open("rb")
+            except FileNotFoundError:
+                return True  # another agent process sharing the directory sent it
+            with spool:
+                sent = 0
+                while True:
+                    offset = spool.tell()
+                    batch = _read_batch(spool, DRAIN_BATCH)
+                    if not batch:
+                        break
+                    if not self._send(batch):
+                        self._keep_spool_from(spool, offset)
+                        return False
+                    sent += len(batch)
+            self.spool_path.unlink()
+            _fsync_dir(self.spool_path.parent)
         logger.info("sent %d spooled events to %s", sent, self.stream)
         return True
+
+    @contextmanager
+    def _spool_locked(self) -> Iterator[None]:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock_path.open("a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            yield
 
     def _keep_spool_from(self, spool, offset: int) -> None:
         """Atomically replace the spool with its part from `offset` on (what was not sent)."""
@@ -216,7 +235,10 @@ class RedisStreamSink:
         _fsync_dir(self.spool_path.parent)
 
     def _append_to_spool(self, payload: str) -> None:
-        self.spool_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._spool_locked():
+            self._append_locked(payload)
+
+    def _append_locked(self, payload: str) -> None:
         created = not self.spool_path.exists()
         with self.spool_path.open("a+b") as spool:
             # A crash can leave a torn last line; start on a fresh line so the

@@ -2,6 +2,7 @@
 
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -159,6 +160,27 @@ def test_a_torn_spool_line_is_skipped_and_the_next_event_kept(
     sink.start()
 
     assert seqs(stream_events(shared_redis, stream)) == [1, 2]
+
+
+def test_agent_processes_sharing_a_spool_lose_none_of_each_others_events(
+    shared_redis, stream, tmp_path, open_sinks
+):
+    offline = RedisStreamSink(CLOSED_PORT_URL, tmp_path, stream=stream)
+    online = RedisStreamSink(SHARED_REDIS_URL, tmp_path, stream=stream)
+    open_sinks.extend([offline, online])
+    offline_run = EventEmitter([offline], run_id="r-offline")
+    online_run = EventEmitter([online], run_id="r-online")
+    emit_progress(offline_run, 50)
+
+    drains = threading.Thread(target=lambda: [online.flush() for _ in range(50)])
+    drains.start()
+    emit_progress(offline_run, 50)
+    drains.join()
+    emit_progress(online_run, 1)
+
+    events = stream_events(shared_redis, stream)
+    offline_seqs = [event["seq"] for event in events if event["run_id"] == "r-offline"]
+    assert list(dict.fromkeys(offline_seqs)) == list(range(1, 101))
 
 
 def test_claiming_a_run_twice_fails_the_second_time(shared_redis, run_id):

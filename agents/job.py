@@ -111,7 +111,7 @@ class Job:
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
         check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
-        refuse_settings(spec["settings"], self.config.allow_settings)
+        pg_settings.refuse_settings(spec["settings"], self.config.allow_settings)
         storage = self._resolve_storage(spec["storage"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
@@ -226,20 +226,6 @@ class Job:
         self.result["server_log_tail"] = self.cluster.log_tail(80)
         self.cluster.destroy()
         self.cluster = None
-
-
-def refuse_settings(requested: dict, allowed: set[str]) -> None:
-    """Refuse command-running, code-loading and path settings before anything is provisioned."""
-    allowed = {name.lower() for name in allowed}
-    for name in requested:
-        reason = pg_settings.REFUSED_SETTINGS.get(name.lower())
-        if reason and name.lower() not in allowed:
-            raise JobError(
-                "refused_setting",
-                f"{name}: refused because it {reason}; the agent's local configuration "
-                "can allow it (allow_settings)",
-                field=f"settings.{name}",
-            )
 
 
 def _safe_id(job_id: str) -> str:

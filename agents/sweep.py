@@ -26,6 +26,8 @@ from agents.spec import sweep_points
 logger = logging.getLogger(__name__)
 
 PROGRESS_PREFIX = "progress:"
+# --verbose-errors can print thousands of lines; the full text stays in `stderr`.
+MAX_NOTICES = 50
 
 
 class Sweep:
@@ -220,6 +222,7 @@ class Sweep:
             point.update(parse_output(finished.stdout + finished.stderr))
         except PgbenchParseError as error:
             point["parse_error"] = str(error)
+        point["notices"] = point.get("notices", [])[:MAX_NOTICES]
         logs = sorted(log_dir.glob("pgbench_log.*"))
         point["latency_percentiles_ms"] = latency_percentiles(logs) if logs else None
         return point

@@ -281,15 +281,34 @@ def _unknown_message(name: str, catalogue: Catalogue) -> str:
     return f"{name}: unknown setting in PostgreSQL {catalogue.version}{hint}"
 
 
+def _refusal(name: str, allowed: set[str]) -> str | None:
+    """Why `name` is refused (it runs commands, loads code, takes a path), or None."""
+    lowered = name.lower()
+    if lowered not in REFUSED_SETTINGS or lowered in allowed:
+        return None
+    return (
+        f"{name}: refused because it {REFUSED_SETTINGS[lowered]}; the agent's local "
+        "configuration can allow it (allow_settings)"
+    )
+
+
+def refuse_settings(requested: dict, allowed: set[str]) -> None:
+    """Raise JobError(refused_setting) for the first refused name; needs no catalogue.
+
+    Called before anything is provisioned, and by the web tier before it queues.
+    """
+    allowed = {name.lower() for name in allowed}
+    for name in requested:
+        message = _refusal(name, allowed)
+        if message:
+            raise JobError("refused_setting", message, field=f"settings.{name}")
+
+
 def _problem(name: str, value: object, catalogue: Catalogue, allowed: set[str]):
     """(code, message) for one requested setting, or None when it is fine."""
-    lowered = name.lower()
-    if lowered in REFUSED_SETTINGS and lowered not in allowed:
-        reason = REFUSED_SETTINGS[lowered]
-        return "refused_setting", (
-            f"{name}: refused because it {reason}; the agent's local configuration "
-            "can allow it (allow_settings)"
-        )
+    refusal = _refusal(name, allowed)
+    if refusal:
+        return "refused_setting", refusal
     info = catalogue.get(name)
     if info is None:
         return "unknown_setting", _unknown_message(name, catalogue)

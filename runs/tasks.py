@@ -1,5 +1,9 @@
 """The control worker: `celery -A benchlab worker -Q control --concurrency 1`.
 
+(`--pool solo` suits it as well: the queue carries no tasks of its own yet, and
+no pool process is then forked from a process whose consumer thread holds a
+database connection.)
+
 When the worker is ready it starts the event consumer (runs.ingest) in a
 thread of its own, and stops it when the worker shuts down. The consumer also
 runs the reaper that fails the runs of silent agents. Set

@@ -1,37 +1,118 @@
-"""Reads that are more than a one-line queryset."""
+"""Reads the pages need, kept out of the views: querysets with their joins,
+results grouped per run, and the run-page payloads the live stream shares."""
 
-from runs.models import Experiment, Run, RunEvent
+from django.db.models import Count, Max, QuerySet
+
+from runs.models import (
+    Comparison,
+    ConfigProfile,
+    Experiment,
+    Host,
+    HostSample,
+    ProgressSample,
+    Result,
+    Run,
+    RunEvent,
+)
+
+RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
 
 
-def run_results(run: Run, point: int | None = None) -> dict:
-    """A run's points with their progress timelines and host/server samples.
+def run_list(status: str = "", host: str = "", experiment: str = "") -> QuerySet[Run]:
+    """Runs newest first with their best tps and number of finished points."""
+    runs = Run.objects.select_related(*RUN_JOINS).annotate(
+        best_tps=Max("results__tps"), points_done=Count("results", distinct=True)
+    )
+    if status:
+        runs = runs.filter(status=status)
+    if host:
+        runs = runs.filter(host__name=host)
+    if experiment:
+        runs = runs.filter(experiment_id=experiment)
+    return runs.order_by("-queued_at", "-pk")
 
-    `point` narrows the timelines to one point (results always list every point).
-    """
-    timelines = {"point": point} if point is not None else {}
+
+def run_get(pk: int) -> Run:
+    """A run with its definition loaded (raises Run.DoesNotExist)."""
+    return Run.objects.select_related(*RUN_JOINS).get(pk=pk)
+
+
+def runs_in_order(pks: list[int]) -> list[Run]:
+    """The runs with these ids, in the order given, unknown ids skipped."""
+    found = Run.objects.select_related(*RUN_JOINS).in_bulk(pks)
+    return [found[pk] for pk in pks if pk in found]
+
+
+def results_by_run(runs: list[Run]) -> dict[int, list[Result]]:
+    """Run id -> its results in point order."""
+    grouped: dict[int, list[Result]] = {run.pk: [] for run in runs}
+    for result in Result.objects.filter(run__in=runs).order_by("run_id", "index"):
+        grouped[result.run_id].append(result)
+    return grouped
+
+
+def progress_by_run(runs: list[Run]) -> dict[int, list[ProgressSample]]:
+    """Run id -> its progress samples in point and time order."""
+    grouped: dict[int, list[ProgressSample]] = {run.pk: [] for run in runs}
+    for sample in ProgressSample.objects.filter(run__in=runs).order_by("run_id", "point", "t"):
+        grouped[sample.run_id].append(sample)
+    return grouped
+
+
+def run_progress(run: Run) -> list[ProgressSample]:
+    return list(run.progress.order_by("point", "t", "pk"))
+
+
+def run_host_samples(run: Run) -> list[HostSample]:
+    return list(run.host_samples.order_by("point", "t", "pk"))
+
+
+def run_logs(run: Run) -> list[RunEvent]:
+    """The agent's log, status and step events of a run in order."""
+    return list(run.events.filter(type__in=("log", "status", "step")).order_by("seq"))
+
+
+def live_cursor(run: Run) -> dict[str, int]:
+    """The highest stored row ids the page was rendered with; the stream starts after them."""
     return {
-        "results": list(run.results.order_by("index")),
-        "progress": list(run.progress.filter(**timelines).order_by("point", "t")),
-        "host_samples": list(run.host_samples.filter(**timelines).order_by("point", "t")),
-        "server_samples": list(run.server_samples.filter(**timelines).order_by("point", "t")),
+        "p": run.progress.aggregate(m=Max("pk"))["m"] or 0,
+        "h": run.host_samples.aggregate(m=Max("pk"))["m"] or 0,
+        "r": run.results.aggregate(m=Max("pk"))["m"] or 0,
     }
 
 
-def run_logs(run: Run, after_seq: int = 0) -> list[RunEvent]:
-    """The run's log events after `after_seq`, in order."""
-    return list(run.events.filter(type="log", seq__gt=after_seq).order_by("seq"))
+def rows_after(run_id: int, cursor: dict[str, int]) -> dict[str, list]:
+    """Rows stored after `cursor` for the live stream, oldest first, and the run's state."""
+    run = Run.objects.filter(pk=run_id).values("status", "step", "error_message").first()
+    return {
+        "run": run,
+        "progress": list(
+            ProgressSample.objects.filter(run_id=run_id, pk__gt=cursor["p"]).order_by("pk")[:500]
+        ),
+        "host": list(
+            HostSample.objects.filter(run_id=run_id, pk__gt=cursor["h"]).order_by("pk")[:500]
+        ),
+        "results": list(Result.objects.filter(run_id=run_id, pk__gt=cursor["r"]).order_by("pk")),
+    }
 
 
-def run_events_after(run: Run, after_seq: int = 0) -> list[RunEvent]:
-    """Every stored event of the run after `after_seq` (for live pages)."""
-    return list(run.events.filter(seq__gt=after_seq).order_by("seq"))
+def experiment_list() -> QuerySet[Experiment]:
+    return Experiment.objects.annotate(run_count=Count("runs")).select_related("created_by")
 
 
-def runs_for_listing():
-    """Runs with what a list shows, newest first."""
-    return Run.objects.select_related("experiment", "host", "build", "config_profile", "workload")
+def experiment_runs(experiment: Experiment) -> list[Run]:
+    return list(experiment.runs.select_related(*RUN_JOINS).order_by("position", "pk"))
 
 
-def experiment_runs(experiment: Experiment):
-    """The runs of an experiment in matrix order (re-runs after their originals)."""
-    return runs_for_listing().filter(experiment=experiment).order_by("position", "queued_at")
+def comparison_runs(comparison: Comparison) -> list[Run]:
+    """The compared runs, the baseline first."""
+    runs = list(comparison.runs.select_related(*RUN_JOINS).order_by("pk"))
+    return sorted(runs, key=lambda run: run.pk != comparison.baseline_id)
+
+
+def host_list() -> QuerySet[Host]:
+    return Host.objects.prefetch_related("storage_targets").select_related("current_run")
+
+
+def config_profiles() -> QuerySet[ConfigProfile]:
+    return ConfigProfile.objects.select_related("parent").annotate(run_count=Count("runs"))

@@ -1,3 +1,77 @@
-"""Page URLs; the pages engineer fills this in."""
+"""Page URLs (included at "/"): runs, experiments, comparisons, catalogue, share links."""
 
-urlpatterns: list = []
+from django.urls import path, register_converter
+
+from runs import sse
+from runs.views import assets, catalogue, comparisons, experiments, runs, sharing
+
+
+class ExportFormat:
+    regex = "csv|json"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+class TargetKind:
+    regex = "run|experiment|comparison"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ExportFormat, "fmt")
+register_converter(TargetKind, "kind")
+
+urlpatterns = [
+    path("", runs.run_list, name="run-list"),
+    path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
+    path("runs/<int:pk>/events", sse.run_events, name="run-events"),
+    path("runs/<int:pk>/cancel", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/rerun", runs.run_rerun, name="run-rerun"),
+    path("runs/<int:pk>/results.<fmt:fmt>", runs.run_export, name="run-export"),
+    path("experiments/", experiments.experiment_list, name="experiment-list"),
+    path("experiments/new", experiments.schedule, name="schedule"),
+    path("experiments/<int:pk>/", experiments.experiment_detail, name="experiment-detail"),
+    path("experiments/<int:pk>/start", experiments.experiment_start, name="experiment-start"),
+    path(
+        "experiments/<int:pk>/results.<fmt:fmt>",
+        experiments.experiment_export,
+        name="experiment-export",
+    ),
+    path("comparisons/", comparisons.comparison_list, name="comparison-list"),
+    path("comparisons/new", comparisons.comparison_create, name="comparison-create"),
+    path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
+    path(
+        "comparisons/<int:pk>/baseline",
+        comparisons.comparison_baseline,
+        name="comparison-baseline",
+    ),
+    path(
+        "comparisons/<int:pk>/results.<fmt:fmt>",
+        comparisons.comparison_export,
+        name="comparison-export",
+    ),
+    path("share/<kind:kind>/<int:pk>", sharing.share_create, name="share-create"),
+    path("share/revoke/<str:token>", sharing.share_revoke, name="share-revoke"),
+    path("s/<str:token>/", sharing.shared, name="shared"),
+    path("s/<str:token>/events", sse.shared_run_events, name="shared-events"),
+    path("s/<str:token>/results.<fmt:fmt>", sharing.shared_export, name="shared-export"),
+    path("hosts/", catalogue.host_list, name="host-list"),
+    path("hosts/<int:pk>/", catalogue.host_detail, name="host-detail"),
+    path("builds/", catalogue.build_list, name="build-list"),
+    path("configs/", catalogue.config_list, name="config-list"),
+    path("configs/new", catalogue.config_edit, name="config-new"),
+    path("configs/<int:pk>/", catalogue.config_edit, name="config-detail"),
+    path("workloads/", catalogue.workload_list, name="workload-list"),
+    path("workloads/new", catalogue.workload_edit, name="workload-new"),
+    path("workloads/<int:pk>/", catalogue.workload_edit, name="workload-detail"),
+    path("static/vendor/plotly.min.js", assets.plotly_js, name="plotly-js"),
+    path("static/<path:path>", assets.frontend_file, name="frontend-file"),
+]

@@ -11,34 +11,38 @@ register = template.Library()
 NOTHING = "—"
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @register.filter
-def tps(value: float | None) -> str:
+def tps(value) -> str:
     """`12,345.6` (one decimal, thousands separated)."""
-    return NOTHING if value is None else f"{value:,.1f}"
+    return f"{value:,.1f}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def ms(value: float | None) -> str:
+def ms(value) -> str:
     """`1.234` (three decimals; the unit is in the column header)."""
-    return NOTHING if value is None else f"{value:,.3f}"
+    return f"{value:,.3f}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def count(value: int | None) -> str:
+def count(value) -> str:
     """`1,234,567`."""
-    return NOTHING if value is None else f"{value:,}"
+    return f"{value:,}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def percent(value: float | None) -> str:
+def percent(value) -> str:
     """`+12.3 %` with an explicit sign, for deltas."""
-    return NOTHING if value is None else f"{value:+.1f} %"
+    return f"{value:+.1f} %" if _is_number(value) else NOTHING
 
 
 @register.filter
-def size(value: int | None) -> str:
+def size(value) -> str:
     """Bytes as KiB, MiB, GiB."""
-    if value is None:
+    if not _is_number(value):
         return NOTHING
     amount = float(value)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -49,9 +53,9 @@ def size(value: int | None) -> str:
 
 
 @register.filter
-def seconds(value: float | None) -> str:
+def seconds(value) -> str:
     """A duration as `1 h 02 min`, `3 min 05 s` or `12 s`."""
-    if value is None:
+    if not _is_number(value):
         return NOTHING
     total = round(value)
     hours, rest = divmod(total, 3600)

@@ -1,0 +1,101 @@
+// Live run page: follows the run's Server-Sent Events and extends the
+// server-built figures in place. Points are laid end to end on one time axis
+// with a gap between them, the same rule as runs/charts.py sequential_times.
+
+const head = document.getElementById("run-head");
+
+class Timeline {
+  // Tracks where the next sample of each series goes on the shared time axis.
+  // Starts where the server-drawn trace ends (its `meta`: last point and t).
+  constructor(trace) {
+    const xs = trace ? trace.x.filter((x) => x !== null) : [];
+    const meta = (trace && trace.meta) || {};
+    this.lastX = xs.length ? xs[xs.length - 1] : 0;
+    this.currentPoint = meta.last_point ?? null;
+    this.offset = this.lastX - (meta.last_t ?? 0);
+  }
+
+  // x positions for one sample: [gapX?, x]; a new point starts at the last x.
+  // Samples already drawn (a finished point's timeline is stored again) return null.
+  place(point, t) {
+    if (this.currentPoint !== null && point < this.currentPoint) return null;
+    if (point === this.currentPoint && this.offset + t <= this.lastX) return null;
+    const xs = [];
+    if (point !== this.currentPoint) {
+      if (this.currentPoint !== null) xs.push(this.lastX);
+      this.offset = this.lastX;
+      this.currentPoint = point;
+    }
+    this.lastX = this.offset + t;
+    xs.push(this.lastX);
+    return xs;
+  }
+}
+
+function extend(element, timeline, point, t, valuesByTrace) {
+  const xs = timeline.place(point, t);
+  if (!xs || !element.data) return;
+  const gap = xs.length === 2;
+  const indices = valuesByTrace.map((_, i) => i);
+  const x = valuesByTrace.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
+  const y = valuesByTrace.map((v) => (gap ? [null, v] : [v]));
+  window.Plotly.extendTraces(element, { x, y }, indices);
+}
+
+function setStatus(data) {
+  const badge = head.querySelector("[data-status]");
+  badge.textContent = data.status;
+  badge.className = `badge ${data.status}`;
+  document.getElementById("run-step").textContent = data.step ? `Step: ${data.step}` : "";
+}
+
+function addResultRow(data) {
+  const body = document.querySelector("#results-table tbody");
+  const template = document.createElement("template");
+  template.innerHTML = data.html.trim();
+  const row = template.content.firstElementChild;
+  const existing = body.querySelector(`tr[data-index="${data.index}"]`);
+  if (existing) existing.replaceWith(row);
+  else body.appendChild(row);
+  document.getElementById("results-empty")?.remove();
+  document.getElementById("points-done").textContent = body.rows.length;
+}
+
+function follow() {
+  const charts = {
+    tps: document.getElementById("chart-tps"),
+    latency: document.getElementById("chart-latency"),
+    host: document.getElementById("chart-host"),
+  };
+  const progressLine = new Timeline(charts.tps.data?.[0]);
+  const latencyLine = new Timeline(charts.latency.data?.[0]);
+  const hostLine = new Timeline(charts.host.data?.[0]);
+  const hostKeys = ["cpu_user", "cpu_system", "cpu_iowait", "disk_data_util", "disk_wal_util"];
+  const url = `${head.dataset.eventsUrl}?after=${encodeURIComponent(head.dataset.cursor)}`;
+  const source = new EventSource(url);
+
+  source.addEventListener("progress", (event) => {
+    const d = JSON.parse(event.data);
+    extend(charts.tps, progressLine, d.point, d.t, [d.tps]);
+    extend(charts.latency, latencyLine, d.point, d.t, [d.latency_ms]);
+    document.querySelector(".chart-empty")?.remove();
+  });
+  source.addEventListener("host", (event) => {
+    const d = JSON.parse(event.data);
+    extend(charts.host, hostLine, d.point, d.t, hostKeys.map((key) => d[key]));
+  });
+  source.addEventListener("result", (event) => addResultRow(JSON.parse(event.data)));
+  source.addEventListener("status", (event) => setStatus(JSON.parse(event.data)));
+  source.addEventListener("end", () => {
+    source.close();
+    document.getElementById("live-badge")?.remove();
+    // The finished page has the snapshot (settings, facts, commands): show it.
+    window.setTimeout(() => window.location.reload(), 800);
+  });
+  window.benchlabLive = source;
+}
+
+if (head && head.hasAttribute("data-live")) {
+  if (document.documentElement.dataset.chartsReady) follow();
+  else document.addEventListener("benchlab:charts-ready", follow, { once: true });
+}

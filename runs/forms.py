@@ -1,0 +1,404 @@
+"""Forms of the pages. They parse and check input; writes go through runs.services."""
+
+import re
+
+from django import forms
+
+from agents.errors import JobError
+from agents.spec import BUILTIN_SCRIPTS, VERSION_PATTERN
+from runs import services
+from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+
+SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
+
+
+class CheckboxList(forms.CheckboxSelectMultiple):
+    """Checkboxes that carry per-option data attributes for the live estimate."""
+
+    def __init__(self, option_data=None, **kwargs):
+        super().__init__(**kwargs)
+        self.option_data = option_data or (lambda instance: {})
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        instance = getattr(value, "instance", None)
+        if instance is not None:
+            option["attrs"].update(self.option_data(instance))
+        return option
+
+
+def parse_clients(text: str) -> list[int]:
+    """`1,2,4 8` -> [1, 2, 4, 8]; raises ValidationError naming the bad entry."""
+    clients = []
+    for part in re.split(r"[\s,;]+", text.strip()):
+        if not part:
+            continue
+        if not part.isdigit() or int(part) < 1:
+            raise forms.ValidationError(
+                f"“{part}” is not a client count: use whole numbers from 1, e.g. 1,2,4,8,16"
+            )
+        clients.append(int(part))
+    if not clients:
+        raise forms.ValidationError("give at least one client count, e.g. 1,2,4,8,16")
+    return clients
+
+
+def parse_storage_layouts(text: str) -> list[dict]:
+    """`nvme, nvme:sata` -> [{"data": "nvme", "wal": None}, {"data": "nvme", "wal": "sata"}]."""
+    layouts = []
+    for part in re.split(r"[\s,;]+", text.strip()):
+        if not part:
+            continue
+        data, _, wal = part.partition(":")
+        if not data:
+            raise forms.ValidationError(f"“{part}” has no data target: write data or data:wal")
+        layouts.append({"data": data, "wal": wal or None})
+    if not layouts:
+        raise forms.ValidationError("name at least one storage target, e.g. default")
+    return layouts
+
+
+# Where a service's JobError field points in the schedule form.
+SPEC_FIELD_TO_FORM = {
+    "sweep.clients": "clients",
+    "sweep.duration_s": "duration_s",
+    "sweep.transactions": "transactions",
+    "sweep.repeats": "repeats",
+    "sweep.threads": "threads",
+    "sweep.warmup_s": "warmup_s",
+    "storage": "storage",
+    "settings": "config_profiles",
+    "postgres": "builds",
+    "workload": "workloads",
+    "dataset": "workloads",
+    "hosts": "hosts",
+}
+
+
+def form_field_for(spec_field: str | None) -> str | None:
+    """The schedule form field a spec field belongs to (None: the whole form)."""
+    if not spec_field:
+        return None
+    if spec_field in SPEC_FIELD_TO_FORM:
+        return SPEC_FIELD_TO_FORM[spec_field]
+    return SPEC_FIELD_TO_FORM.get(spec_field.split(".")[0])
+
+
+class ScheduleForm(forms.Form):
+    """Everything an experiment needs, on one form."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    hosts = forms.ModelMultipleChoiceField(
+        Host.objects.all(),
+        widget=CheckboxList(lambda host: {"data-host": host.name}),
+        error_messages={"required": "pick at least one host"},
+    )
+    builds = forms.ModelMultipleChoiceField(
+        PgBuild.objects.all(),
+        widget=CheckboxList(),
+        error_messages={"required": "pick at least one PostgreSQL build"},
+    )
+    config_profiles = forms.ModelMultipleChoiceField(
+        ConfigProfile.objects.all(),
+        label="Config profiles",
+        widget=CheckboxList(),
+        error_messages={"required": "pick at least one config profile"},
+    )
+    workloads = forms.ModelMultipleChoiceField(
+        Workload.objects.all(),
+        widget=CheckboxList(lambda workload: {"data-scale": workload.scale}),
+        error_messages={"required": "pick at least one workload"},
+    )
+    storage = forms.CharField(
+        initial="default",
+        label="Storage (data[:wal])",
+        help_text="One layout per entry, comma-separated: <code>default</code>, "
+        "<code>nvme:sata</code> puts WAL on sata. Each layout is one column of the matrix.",
+    )
+    clients = forms.CharField(initial="1,2,4,8,16", help_text="Client counts to sweep.")
+    duration_s = forms.IntegerField(
+        required=False, min_value=1, label="Duration (s)", initial=10, help_text="pgbench -T"
+    )
+    transactions = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Transactions per client",
+        help_text="pgbench -t; leave the duration empty to use it",
+    )
+    repeats = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    threads = forms.IntegerField(
+        required=False, min_value=1, help_text="Empty: min(clients, host CPUs)"
+    )
+    warmup_s = forms.IntegerField(min_value=0, initial=0, label="Warm-up (s)")
+    order = forms.ChoiceField(choices=Experiment.Order.choices, initial="ascending")
+    between_points = forms.ChoiceField(
+        choices=Experiment.BetweenPoints.choices, initial="checkpoint", label="Between points"
+    )
+
+    def clean_clients(self) -> list[int]:
+        return parse_clients(self.cleaned_data["clients"])
+
+    def clean_storage(self) -> list[dict]:
+        return parse_storage_layouts(self.cleaned_data["storage"])
+
+    def clean(self):
+        cleaned = super().clean()
+        duration, transactions = cleaned.get("duration_s"), cleaned.get("transactions")
+        if duration and transactions:
+            self.add_error("transactions", "give a duration or a transaction count, not both")
+        elif not duration and not transactions and "duration_s" not in self.errors:
+            self.add_error("duration_s", "give a duration in seconds or a transaction count")
+        self._check_storage_on_hosts(cleaned)
+        return cleaned
+
+    def _check_storage_on_hosts(self, cleaned: dict) -> None:
+        """Each named target must exist on every chosen host that reported its targets."""
+        for host in cleaned.get("hosts") or []:
+            known = {target.name for target in host.storage_targets.all()}
+            if not known:
+                continue
+            for layout in cleaned.get("storage") or []:
+                for name in filter(None, (layout["data"], layout["wal"])):
+                    if name not in known:
+                        self.add_error(
+                            "storage",
+                            f"host {host.name} has no storage target “{name}” "
+                            f"(it has: {', '.join(sorted(known))})",
+                        )
+                        return
+
+    def service_data(self) -> dict:
+        """The values `services.experiment_create` takes."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "description": data["description"],
+            "hosts": list(data["hosts"]),
+            "builds": list(data["builds"]),
+            "config_profiles": list(data["config_profiles"]),
+            "workloads": list(data["workloads"]),
+            "storage_layouts": data["storage"],
+            "clients": data["clients"],
+            "duration_s": data["duration_s"],
+            "transactions": data["transactions"],
+            "repeats": data["repeats"],
+            "threads": data["threads"],
+            "warmup_s": data["warmup_s"],
+            "order": data["order"],
+            "between_points": data["between_points"],
+        }
+
+    def add_job_error(self, exc: JobError) -> None:
+        """Show a service's error next to the field it is about."""
+        self.add_error(form_field_for(exc.field), exc.message)
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """postgresql.conf lines (`name = value`, `#` comments) -> {name: value}."""
+    settings: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = SETTING_LINE.match(line)
+        if not match or not match.group(2):
+            raise forms.ValidationError(
+                f"line {number}: “{line}” is not a setting: write name = value"
+            )
+        settings[match.group(1)] = match.group(2).strip("'\"")
+    return settings
+
+
+def format_settings(settings: dict) -> str:
+    return "\n".join(f"{name} = {value}" for name, value in settings.items())
+
+
+class ConfigProfileForm(forms.ModelForm):
+    """A profile's settings as postgresql.conf lines, checked against the known catalogues."""
+
+    settings_text = forms.CharField(
+        required=False,
+        label="Settings",
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false"}),
+        help_text="One per line, as in postgresql.conf: <code>shared_buffers = 256MB</code>. "
+        "Checked against the pg_settings catalogue of every build's version.",
+    )
+
+    class Meta:
+        model = ConfigProfile
+        fields = ["name", "description", "parent"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.notes: list[str] = []
+        if self.instance.pk:
+            self.fields["settings_text"].initial = format_settings(self.instance.settings)
+            self.fields["parent"].queryset = ConfigProfile.objects.exclude(pk=self.instance.pk)
+
+    def clean_settings_text(self) -> dict:
+        return parse_settings(self.cleaned_data["settings_text"])
+
+    def clean(self):
+        cleaned = super().clean()
+        parent, values = cleaned.get("parent"), cleaned.get("settings_text")
+        if self.instance.pk and parent and self.instance in [parent, *parent.ancestors()]:
+            self.add_error("parent", "a profile cannot build on itself")
+            return cleaned
+        if values is None:
+            return cleaned
+        merged = {**(parent.effective_settings() if parent else {}), **values}
+        try:
+            self.notes = services.config_profile_check(merged)
+        except JobError as exc:
+            self.add_error("settings_text", exc.message)
+        return cleaned
+
+    def save(self, commit: bool = True) -> ConfigProfile:
+        self.instance.settings = self.cleaned_data["settings_text"]
+        return super().save(commit)
+
+
+class WorkloadForm(forms.ModelForm):
+    """A workload: dataset options, setup SQL, and one custom script or built-ins."""
+
+    builtins = forms.MultipleChoiceField(
+        required=False,
+        choices=[(name, name) for name in BUILTIN_SCRIPTS],
+        widget=forms.CheckboxSelectMultiple,
+        label="Built-in scripts",
+    )
+    script_text = forms.CharField(
+        required=False,
+        label="Custom script",
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        help_text="pgbench script text; <code>\\shell</code> and <code>\\setshell</code> "
+        "are refused.",
+    )
+    defines_text = forms.CharField(
+        required=False,
+        label="Variables (-D)",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="<code>name=value</code>, one per line.",
+    )
+
+    class Meta:
+        model = Workload
+        fields = [
+            "name",
+            "description",
+            "scale",
+            "init_steps",
+            "partitions",
+            "partition_method",
+            "unlogged_tables",
+            "fillfactor",
+            "foreign_keys",
+            "setup_sql",
+            "query_mode",
+            "no_vacuum",
+            "rate_tps",
+            "latency_limit_ms",
+            "max_tries",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "setup_sql": forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        }
+        labels = {"setup_sql": "Setup SQL (after pgbench -i)", "rate_tps": "Rate limit (tps)"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        scripts = self.instance.scripts or []
+        self.fields["builtins"].initial = [s["builtin"] for s in scripts if "builtin" in s]
+        custom = [s for s in scripts if "text" in s]
+        self.fields["script_text"].initial = custom[0]["text"] if custom else ""
+        self.fields["defines_text"].initial = "\n".join(
+            f"{k}={v}" for k, v in (self.instance.defines or {}).items()
+        )
+
+    def clean_defines_text(self) -> dict:
+        defines = {}
+        for line in self.cleaned_data["defines_text"].splitlines():
+            if line.strip():
+                name, sep, value = line.partition("=")
+                if not sep or not name.strip():
+                    raise forms.ValidationError(f"“{line}” is not name=value")
+                defines[name.strip()] = value.strip()
+        return defines
+
+    def scripts(self) -> list[dict]:
+        data = self.cleaned_data
+        scripts = [{"builtin": name, "weight": 1} for name in data.get("builtins") or []]
+        if (data.get("script_text") or "").strip():
+            scripts.append({"name": "custom", "text": data["script_text"], "weight": 1})
+        return scripts
+
+    def clean(self):
+        cleaned = super().clean()
+        scripts = self.scripts()
+        if not scripts:
+            self.add_error("builtins", "choose a built-in script or write a custom one")
+            return cleaned
+        try:
+            services.check_job_spec(
+                {"version": 1, "workload": {"scripts": scripts}, "dataset": {"scale": 1}}
+            )
+        except JobError as exc:
+            self.add_error("script_text", exc.message)
+        return cleaned
+
+    def save(self, commit: bool = True) -> Workload:
+        self.instance.scripts = self.scripts()
+        self.instance.defines = self.cleaned_data["defines_text"]
+        return super().save(commit)
+
+
+class PgBuildForm(forms.ModelForm):
+    class Meta:
+        model = PgBuild
+        fields = ["name", "version", "source", "notes"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+
+    def clean_version(self) -> str:
+        version = self.cleaned_data["version"].strip()
+        if not VERSION_PATTERN.match(version):
+            raise forms.ValidationError("a version looks like 16 or 16.15")
+        return version
+
+
+class HostNotesForm(forms.ModelForm):
+    labels_text = forms.CharField(
+        required=False, label="Labels", help_text="Comma-separated, e.g. RAID1 write-through"
+    )
+
+    class Meta:
+        model = Host
+        fields = ["notes"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["labels_text"].initial = ", ".join(self.instance.labels or [])
+
+    def save(self, commit: bool = True) -> Host:
+        text = self.cleaned_data["labels_text"]
+        self.instance.labels = [label.strip() for label in text.split(",") if label.strip()]
+        return super().save(commit)
+
+
+class CompareForm(forms.Form):
+    """Runs picked from the run list, a baseline among them, and a name."""
+
+    runs = forms.ModelMultipleChoiceField(
+        Run.objects.all(), error_messages={"required": "tick at least two runs to compare"}
+    )
+    baseline = forms.ModelChoiceField(Run.objects.all(), required=False)
+    name = forms.CharField(max_length=200, required=False)
+
+    def clean_runs(self):
+        runs = self.cleaned_data["runs"]
+        if len(runs) < 2:
+            raise forms.ValidationError("tick at least two runs to compare")
+        return runs

@@ -1,0 +1,131 @@
+"""Server-Sent Events for the live run page.
+
+An async view polls the lab database about once a second for rows stored
+since the last event (progress samples, host samples, finished points) and
+the run's status, and sends them as events. Every event's `id` is the cursor
+`p<progress id>.h<host sample id>.r<result id>`, so a browser that reconnects
+with `Last-Event-ID` resumes where it left off. The stream ends with an `end`
+event once the run is final and everything stored has been sent.
+"""
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.template.loader import render_to_string
+
+from runs import selectors, services
+from runs.charts import host_sample_values
+from runs.models import Run
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.7
+KEEPALIVE_S = 15.0
+CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)$")
+
+
+def parse_cursor(text: str | None) -> dict[str, int]:
+    """`p12.h3.r1` -> {"p": 12, "h": 3, "r": 1}; anything else starts from the beginning."""
+    match = CURSOR.match(text or "")
+    if not match:
+        return {"p": 0, "h": 0, "r": 0}
+    return {"p": int(match[1]), "h": int(match[2]), "r": int(match[3])}
+
+
+def format_cursor(cursor: dict[str, int]) -> str:
+    return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}"
+
+
+def sse_message(event: str, data: dict, cursor: dict[str, int] | None = None) -> str:
+    """One SSE message; `id` only when there is a cursor to resume from."""
+    lines = [f"event: {event}"]
+    if cursor is not None:
+        lines.append(f"id: {format_cursor(cursor)}")
+    lines.append(f"data: {json.dumps(data, separators=(',', ':'))}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _messages(batch: dict, cursor: dict[str, int]) -> list[str]:
+    """The batch's rows as messages, advancing `cursor` row by row."""
+    out = []
+    for sample in batch["progress"]:
+        cursor["p"] = sample.pk
+        data = {
+            "point": sample.point,
+            "t": sample.t,
+            "tps": sample.tps,
+            "latency_ms": sample.latency_ms,
+        }
+        out.append(sse_message("progress", data, cursor))
+    for sample in batch["host"]:
+        cursor["h"] = sample.pk
+        data = {"point": sample.point, "t": sample.t or 0.0, **host_sample_values(sample.data)}
+        out.append(sse_message("host", data, cursor))
+    for result in batch["results"]:
+        cursor["r"] = result.pk
+        row = render_to_string("runs/_result_row.html", {"result": result, "fresh": True})
+        out.append(sse_message("result", {"index": result.index, "html": row}, cursor))
+    return out
+
+
+async def run_stream(run_id: int, cursor: dict[str, int]) -> AsyncIterator[str]:
+    """Messages for one run until it is final and drained (or deleted)."""
+    fetch = sync_to_async(selectors.rows_after)
+    last_state, idle = None, 0.0
+    yield "retry: 2000\n\n"
+    try:
+        while True:
+            batch = await fetch(run_id, dict(cursor))
+            if batch["run"] is None:
+                yield sse_message("end", {"status": "gone"})
+                return
+            messages = _messages(batch, cursor)
+            state = batch["run"]
+            if state != last_state:
+                final = state["status"] in Run.FINAL_STATES
+                messages.append(sse_message("status", {**state, "final": final}, cursor))
+                last_state = state
+            for message in messages:
+                yield message
+            if not messages and state["status"] in Run.FINAL_STATES:
+                yield sse_message("end", {"status": state["status"]}, cursor)
+                return
+            idle = 0.0 if messages else idle + POLL_S
+            if idle >= KEEPALIVE_S:
+                idle = 0.0
+                yield ": keepalive\n\n"
+            await asyncio.sleep(POLL_S)
+    finally:
+        await sync_to_async(close_old_connections)()
+
+
+def _stream_response(request: HttpRequest, run_id: int) -> HttpResponse:
+    cursor = parse_cursor(request.headers.get("Last-Event-ID") or request.GET.get("after"))
+    response = StreamingHttpResponse(run_stream(run_id, cursor), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def run_events(request: HttpRequest, pk: int) -> HttpResponse:
+    """The live stream of a run, for signed-in users."""
+    user = await request.auser()
+    if not user.is_authenticated:
+        return HttpResponse("Sign in to follow this run.", status=403, content_type="text/plain")
+    if not await Run.objects.filter(pk=pk).aexists():
+        raise Http404(f"There is no run {pk}.")
+    return _stream_response(request, pk)
+
+
+async def shared_run_events(request: HttpRequest, token: str) -> HttpResponse:
+    """The live stream of a run shared by an active link."""
+    link = await sync_to_async(services.share_link_resolve)(token)
+    if link is None or link.run_id is None:
+        raise Http404("This share link does not exist or was revoked.")
+    return _stream_response(request, link.run_id)

@@ -1,0 +1,92 @@
+"""Catalogue pages: hosts, builds, config profiles and workloads."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from runs import selectors
+from runs.forms import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
+from runs.models import ConfigProfile, PgBuild, PgCatalogue, Workload
+
+AGENT_COMMAND = "python -m agents worker --name NAME"
+
+
+@login_required
+def host_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "runs/host_list.html",
+        {"hosts": selectors.host_list(), "agent_command": AGENT_COMMAND},
+    )
+
+
+@login_required
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(selectors.host_list(), pk=pk)
+    form = HostNotesForm(request.POST or None, instance=host)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Notes saved.")
+        return redirect("host-detail", pk=pk)
+    recent = selectors.run_list(host=host.name)[:20]
+    return render(
+        request, "runs/host_detail.html", {"host": host, "form": form, "recent_runs": recent}
+    )
+
+
+@login_required
+def build_list(request: HttpRequest) -> HttpResponse:
+    form = PgBuildForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        build = form.save()
+        messages.success(request, f"Build {build.name} added.")
+        return redirect("build-list")
+    return render(
+        request,
+        "runs/build_list.html",
+        {
+            "builds": PgBuild.objects.all(),
+            "catalogues": PgCatalogue.objects.values_list("version", flat=True),
+            "form": form,
+        },
+    )
+
+
+@login_required
+def config_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "runs/config_list.html", {"profiles": selectors.config_profiles()})
+
+
+@login_required
+def config_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    """Create (no pk) or edit a profile; the page shows the diff against its parent."""
+    profile = get_object_or_404(ConfigProfile, pk=pk) if pk else None
+    form = ConfigProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        for note in form.notes:
+            messages.info(request, note)
+        messages.success(request, f"Config profile {saved.name} saved.")
+        return redirect("config-detail", pk=saved.pk)
+    context = {"form": form, "profile": profile}
+    if profile:
+        context["diff"] = profile.diff_against_parent()
+        context["effective"] = profile.effective_settings()
+    return render(request, "runs/config_edit.html", context)
+
+
+@login_required
+def workload_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "runs/workload_list.html", {"workloads": Workload.objects.all()})
+
+
+@login_required
+def workload_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    workload = get_object_or_404(Workload, pk=pk) if pk else None
+    form = WorkloadForm(request.POST or None, instance=workload)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(request, f"Workload {saved.name} saved.")
+        return redirect("workload-detail", pk=saved.pk)
+    return render(request, "runs/workload_edit.html", {"form": form, "workload": workload})

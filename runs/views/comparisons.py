@@ -1,0 +1,73 @@
+"""Comparisons: made from runs ticked in the run list, saved, shown against a baseline."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from agents.errors import JobError
+from runs import selectors, services
+from runs.forms import CompareForm
+from runs.models import Comparison
+from runs.views.context import export_urls, saved_comparison_context
+from runs.views.export import export_response
+
+
+@login_required
+def comparison_list(request: HttpRequest) -> HttpResponse:
+    comparisons = Comparison.objects.prefetch_related("runs").select_related("created_by")[:200]
+    return render(request, "runs/comparison_list.html", {"comparisons": comparisons})
+
+
+@login_required
+@require_POST
+def comparison_create(request: HttpRequest) -> HttpResponse:
+    """Save the ticked runs as a comparison and open it."""
+    form = CompareForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            messages.error(request, " ".join(errors))
+        return redirect("run-list")
+    runs = selectors.runs_in_order(sorted(run.pk for run in form.cleaned_data["runs"]))
+    baseline = form.cleaned_data["baseline"] or runs[0]
+    name = form.cleaned_data["name"] or "Runs " + ", ".join(f"#{run.pk}" for run in runs)
+    try:
+        comparison = services.comparison_create(request.user, name, runs, baseline)
+    except JobError as exc:
+        messages.error(request, exc.message)
+        return redirect("run-list")
+    return redirect("comparison-detail", pk=comparison.pk)
+
+
+@login_required
+def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    comparison = get_object_or_404(Comparison, pk=pk)
+    urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
+    context = saved_comparison_context(comparison, read_only=False, urls=urls)
+    context["share_links"] = comparison.share_links.all()
+    return render(request, "runs/comparison_detail.html", context)
+
+
+@login_required
+@require_POST
+def comparison_baseline(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save a different baseline among the compared runs, as a new comparison."""
+    comparison = get_object_or_404(Comparison, pk=pk)
+    runs = selectors.comparison_runs(comparison)
+    baseline = next((r for r in runs if str(r.pk) == request.POST.get("baseline")), None)
+    if baseline is None:
+        messages.error(request, "Pick the baseline among the compared runs.")
+        return redirect("comparison-detail", pk=pk)
+    saved = services.comparison_create(
+        request.user, comparison.name, sorted(runs, key=lambda r: r.pk), baseline
+    )
+    messages.success(request, f"Saved with run #{baseline.pk} as the baseline.")
+    return redirect("comparison-detail", pk=saved.pk)
+
+
+@login_required
+def comparison_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    comparison = get_object_or_404(Comparison, pk=pk)
+    return export_response(selectors.comparison_runs(comparison), fmt, f"comparison-{pk}")

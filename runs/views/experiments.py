@@ -1,0 +1,94 @@
+"""Scheduling an experiment from one form, the experiment list and page."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from agents.errors import JobError
+from runs import presets, selectors, services
+from runs.compare import METRICS
+from runs.forms import ScheduleForm
+from runs.models import Experiment, Host
+from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
+from runs.views.context import experiment_context, export_urls
+from runs.views.export import export_response
+
+
+@login_required
+def experiment_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "runs/experiment_list.html", {"experiments": selectors.experiment_list()[:200]}
+    )
+
+
+def _schedule_initial(request: HttpRequest) -> dict:
+    """The form's starting values: a preset's if one is picked, else the defaults."""
+    preset = presets.find(request.GET.get("preset", ""))
+    return presets.form_initial(preset) if preset else {}
+
+
+@login_required
+def schedule(request: HttpRequest) -> HttpResponse:
+    """GET: the form (optionally from a preset). POST: create, then start or review."""
+    form = ScheduleForm(request.POST or None, initial=_schedule_initial(request))
+    if request.method == "POST" and form.is_valid():
+        experiment = _create_and_maybe_start(request, form)
+        if experiment is not None:
+            return redirect("experiment-detail", pk=experiment.pk)
+    context = {
+        "form": form,
+        "presets": presets.PRESETS,
+        "hosts": selectors.host_list(),
+        "no_hosts": not Host.objects.exists(),
+        "run_overhead_s": RUN_OVERHEAD_S,
+        "scale_load_s": SCALE_LOAD_S_PER_UNIT,
+    }
+    return render(request, "runs/schedule.html", context)
+
+
+def _create_and_maybe_start(request: HttpRequest, form: ScheduleForm) -> Experiment | None:
+    """Create the experiment; start it unless the user asked to review first."""
+    try:
+        with transaction.atomic():
+            experiment = services.experiment_create(request.user, form.service_data())
+            if "review" not in request.POST:
+                runs = services.experiment_start(experiment, request.user)
+                messages.success(request, f"Started: {len(runs)} run(s) queued.")
+    except JobError as exc:
+        form.add_job_error(exc)
+        return None
+    return experiment
+
+
+@login_required
+def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    experiment = get_object_or_404(Experiment, pk=pk)
+    metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "tps"
+    urls = export_urls(lambda fmt: reverse("experiment-export", args=[pk, fmt]))
+    context = experiment_context(experiment, metric, read_only=False, urls=urls)
+    context["share_links"] = experiment.share_links.all()
+    if context["experiment"].status == "draft":
+        context["estimate"] = services.experiment_estimate(experiment)
+    return render(request, "runs/experiment_detail.html", context)
+
+
+@login_required
+@require_POST
+def experiment_start(request: HttpRequest, pk: int) -> HttpResponse:
+    experiment = get_object_or_404(Experiment, pk=pk)
+    try:
+        runs = services.experiment_start(experiment, request.user)
+        messages.success(request, f"Started: {len(runs)} run(s) queued.")
+    except JobError as exc:
+        messages.error(request, str(exc))
+    return redirect("experiment-detail", pk=pk)
+
+
+@login_required
+def experiment_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    experiment = get_object_or_404(Experiment, pk=pk)
+    return export_response(selectors.experiment_runs(experiment), fmt, f"experiment-{pk}")

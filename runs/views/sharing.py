@@ -1,0 +1,86 @@
+"""Share links: create and revoke (signed in), and the read-only pages behind a token."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from runs import selectors, services
+from runs.compare import METRICS
+from runs.models import Comparison, Experiment, Run, ShareLink
+from runs.views.context import (
+    experiment_context,
+    export_urls,
+    run_context,
+    saved_comparison_context,
+)
+from runs.views.export import export_response
+
+TARGETS = {"run": Run, "experiment": Experiment, "comparison": Comparison}
+TEMPLATES = {
+    "run": "runs/run_detail.html",
+    "experiment": "runs/experiment_detail.html",
+    "comparison": "runs/comparison_detail.html",
+}
+
+
+@login_required
+@require_POST
+def share_create(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    target = get_object_or_404(TARGETS[kind], pk=pk)
+    link = services.share_link_create(request.user, target)
+    url = request.build_absolute_uri(reverse("shared", args=[link.token]))
+    messages.success(request, f"Share link created: {url}")
+    return redirect(f"{kind}-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
+    link = get_object_or_404(ShareLink, token=token)
+    services.share_link_revoke(link, request.user)
+    messages.success(request, "Share link revoked: it no longer opens anything.")
+    return redirect(f"{link.target_kind}-detail", pk=link.target.pk)
+
+
+def _active_link(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
+    """The active link, or the page that says why it opens nothing (410 or 404)."""
+    link = services.share_link_resolve(token)
+    if link is not None:
+        return link
+    revoked = ShareLink.objects.filter(token=token).exists()
+    context = {"revoked": revoked, "read_only": True}
+    return render(request, "runs/share_refused.html", context, status=410 if revoked else 404)
+
+
+def shared(request: HttpRequest, token: str) -> HttpResponse:
+    """The read-only page of whatever the link shares; no sign-in needed."""
+    link = _active_link(request, token)
+    if isinstance(link, HttpResponse):
+        return link
+    urls = export_urls(lambda fmt: reverse("shared-export", args=[token, fmt]))
+    kind = link.target_kind
+    if kind == "run":
+        urls["events"] = reverse("shared-events", args=[token])
+        context = run_context(selectors.run_get(link.run_id), read_only=True, urls=urls)
+    elif kind == "experiment":
+        metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "tps"
+        context = experiment_context(link.experiment, metric, read_only=True, urls=urls)
+    else:
+        context = saved_comparison_context(link.comparison, read_only=True, urls=urls)
+    return render(request, TEMPLATES[kind], context)
+
+
+def shared_export(request: HttpRequest, token: str, fmt: str) -> HttpResponse:
+    link = _active_link(request, token)
+    if isinstance(link, HttpResponse):
+        return link
+    if link.run_id:
+        runs = [selectors.run_get(link.run_id)]
+    elif link.experiment_id:
+        runs = selectors.experiment_runs(link.experiment)
+    else:
+        runs = selectors.comparison_runs(link.comparison)
+    return export_response(runs, fmt, f"shared-{link.target_kind}")

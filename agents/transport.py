@@ -84,6 +84,7 @@ class CancelWatcher:
         self.interval = interval
         self.retry_interval = retry_interval
         self._cancelled = False
+        self._unreachable = False
         self._next_check = 0.0
 
     def __call__(self) -> bool:
@@ -92,10 +93,14 @@ class CancelWatcher:
             return self._cancelled
         try:
             self._cancelled = cancel_requested(self.client, self.run_id)
-            self._next_check = now + self.interval
         except redis.RedisError as error:
-            logger.warning("run %s: cannot check the cancel flag: %s", self.run_id, error)
+            log = logger.debug if self._unreachable else logger.warning
+            log("run %s: cannot check the cancel flag: %s", self.run_id, error)
+            self._unreachable = True
             self._next_check = now + self.retry_interval
+            return False
+        self._unreachable = False
+        self._next_check = now + self.interval
         return self._cancelled
 
 

@@ -67,6 +67,9 @@ app.conf.update(
     worker_concurrency=1,
     worker_disable_prefetch=True,
     broker_connection_retry_on_startup=True,
+    # Cancels only late-acknowledged tasks, which the agent has none of: a broker
+    # outage never stops a benchmark. Set to Celery 6's default to say so.
+    worker_cancel_long_running_tasks_on_connection_loss=True,
 )
 
 

@@ -33,7 +33,7 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
 
 
 class SpareRedis:
-    """A redis-server of the test's own, without persistence, that can be stopped and restarted."""
+    """A redis-server of the test's own that can be stopped and restarted, keeping its data."""
 
     def __init__(self, workdir: Path):
         self.port = free_port()
@@ -44,7 +44,8 @@ class SpareRedis:
     def start(self) -> None:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
-            + ["--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            + ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]
+            + ["--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL,
         )
         client = redis.Redis(port=self.port)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -27,12 +28,12 @@ JOB_TIMEOUT_S = 120
 class AgentProcess:
     """`python -m agents worker` in a subprocess, with its log in a file."""
 
-    def __init__(self, name: str, stream: str, storage_root: Path, log_path: Path):
+    def __init__(self, name: str, stream: str, storage_root: Path, log_path: Path, redis_url: str):
         self.name = name
         self.queue = f"agent.{name}"
         self.log_path = log_path
         argv = [sys.executable, "-m", "agents", "worker", "--name", name]
-        argv += ["--redis-url", SHARED_REDIS_URL, "--storage", f"data={storage_root}"]
+        argv += ["--redis-url", redis_url, "--storage", f"data={storage_root}"]
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 argv,
@@ -60,27 +61,39 @@ def storage_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def agent(shared_redis, stream, storage_root, tmp_path):
-    """A running agent worker, registered in `stream`; stopped and its queue removed after."""
-    process = AgentProcess(f"test-{uuid.uuid4().hex[:8]}", stream, storage_root, tmp_path / "log")
+def start_agent(redis_client, redis_url: str, stream: str, storage_root: Path, log_path: Path):
+    """Start an agent worker and wait until it has registered in `stream`."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    process = AgentProcess(name, stream, storage_root, log_path, redis_url)
 
     def registered():
         if process.process.poll() is not None:
             raise AssertionError(f"the agent worker exited:\n{process.log()}")
-        return events_of_type(shared_redis, stream, "agent_register")
+        return events_of_type(redis_client, stream, "agent_register")
 
     wait_until(registered, timeout=60)
+    return process
+
+
+@pytest.fixture
+def agent(shared_redis, stream, storage_root, tmp_path):
+    """A running agent worker on the shared Redis; stopped and its queue removed after."""
+    process = start_agent(shared_redis, SHARED_REDIS_URL, stream, storage_root, tmp_path / "log")
     yield process
     process.stop()
     shared_redis.delete(process.queue, f"_kombu.binding.{process.queue}")
 
 
+def celery_client(redis_url: str) -> Celery:
+    """The web tier's side of a dispatch: a plain Celery client, JSON only."""
+    client = Celery(broker=redis_url)
+    client.conf.update(task_serializer="json", accept_content=["json"])
+    return client
+
+
 @pytest.fixture
 def lab():
-    """The web tier's side of a dispatch: a plain Celery client, JSON only."""
-    client = Celery(broker=SHARED_REDIS_URL)
-    client.conf.update(task_serializer="json", accept_content=["json"])
+    client = celery_client(SHARED_REDIS_URL)
     yield client
     client.close()
 
@@ -101,7 +114,7 @@ def dispatch(lab: Celery, agent: AgentProcess, spec: dict) -> None:
     lab.send_task("benchlab.agent.run_job", args=[spec], queue=agent.queue)
 
 
-def tiny_spec(run_id: str) -> dict:
+def tiny_spec(run_id: str, duration_s: int = 2) -> dict:
     return {
         "version": 1,
         "run_id": run_id,
@@ -110,7 +123,7 @@ def tiny_spec(run_id: str) -> dict:
         "storage": {"data": "data", "wal": None},
         "dataset": {"scale": 1},
         "workload": {"scripts": [{"builtin": "tpcb-like", "weight": 1}]},
-        "sweep": {"clients": [1], "duration_s": 2, "repeats": 1},
+        "sweep": {"clients": [1], "duration_s": duration_s, "repeats": 1},
     }
 
 
@@ -196,6 +209,38 @@ def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(
     assert exit_code == 0
     result = wait_for_result(shared_redis, stream, run_id)
     assert result["data"]["status"] == "succeeded", result["data"]["error"]
+
+
+def test_a_redis_outage_mid_run_neither_stops_the_job_nor_loses_its_events(
+    spare_redis, storage_root, tmp_path
+):
+    redis_client = spare_redis.client()
+    stream = f"test:events:{uuid.uuid4().hex[:12]}"
+    agent = start_agent(redis_client, spare_redis.url, stream, storage_root, tmp_path / "log")
+    lab = celery_client(spare_redis.url)
+    dispatch(lab, agent, tiny_spec("r-outage", duration_s=4))
+
+    def measuring():
+        return [
+            e
+            for e in run_events(redis_client, stream, "r-outage")
+            if e["type"] == "status" and e["data"]["state"] == "running"
+        ]
+
+    wait_until(measuring, timeout=JOB_TIMEOUT_S)
+    spare_redis.stop()
+    time.sleep(2)
+    spare_redis.start()
+
+    try:
+        result = wait_for_result(redis_client, stream, "r-outage")
+    finally:
+        agent.stop()
+        lab.close()
+    assert result["data"]["status"] == "succeeded", result["data"]["error"]
+    seqs = [event["seq"] for event in run_events(redis_client, stream, "r-outage")]
+    assert list(dict.fromkeys(seqs)) == list(range(1, result["seq"] + 1))
+    assert "Redis unreachable" in agent.log()
 
 
 def test_the_worker_module_loads_neither_django_settings_nor_the_web_code():

@@ -1,7 +1,8 @@
 """The agent's Celery worker: one job at a time from its own queue `agent.<name>`.
 
-It needs only a Redis URL and never imports Django (the app has no fix-ups,
-so Celery does not load Django even when DJANGO_SETTINGS_MODULE is set).
+It needs only a Redis URL and never sets Django up: the app has no fix-ups,
+so Celery ignores DJANGO_SETTINGS_MODULE. (Where Django happens to be
+installed, kombu's JSON module imports django.utils.functional; nothing more.)
 
 Delivery (docs/decisions.md): a task is acknowledged when the job starts, not
 when it ends. A benchmark can run for hours, longer than Redis' visibility
@@ -174,9 +175,9 @@ def execute(agent: Agent, spec: dict) -> dict:
         result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, run_id))
     finally:
         agent.heartbeat.running = None
-    error = result.get("error") or {}
-    logger.info("run %s: %s %s", run_id, result["status"], error.get("code", ""))
-    return {"run_id": run_id, "status": result["status"], "error": error.get("code")}
+    code = (result.get("error") or {}).get("code")
+    logger.info("run %s: %s%s", run_id, result["status"], f" ({code})" if code else "")
+    return {"run_id": run_id, "status": result["status"], "error": code}
 
 
 def register_agent(emitter: EventEmitter, config: AgentConfig) -> dict:

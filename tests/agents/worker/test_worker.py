@@ -127,6 +127,14 @@ def tiny_spec(run_id: str, duration_s: int = 2) -> dict:
     }
 
 
+def measuring(client, stream: str, run_id: str) -> bool:
+    """Whether the run has reached pgbench's measured phase."""
+    return any(
+        event["type"] == "status" and event["data"]["state"] == "running"
+        for event in run_events(client, stream, run_id)
+    )
+
+
 def wait_for_result(shared_redis, stream: str, run_id: str) -> dict:
     def result_event():
         return [e for e in run_events(shared_redis, stream, run_id) if e["type"] == "result"]
@@ -183,6 +191,20 @@ def test_a_run_cancelled_before_it_starts_ends_cancelled(agent, lab, shared_redi
     assert result["data"]["status"] == "cancelled"
     assert result["data"]["error"]["code"] == "cancelled"
     assert result["data"]["points"] == []
+
+
+def test_a_run_cancelled_while_measuring_stops_within_seconds(
+    agent, lab, shared_redis, stream, run_id
+):
+    dispatch(lab, agent, tiny_spec(run_id, duration_s=30))
+    wait_until(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+
+    shared_redis.set(f"benchlab:cancel:{run_id}", "1", ex=600)
+    cancelled_at = time.monotonic()
+    result = wait_for_result(shared_redis, stream, run_id)
+
+    assert time.monotonic() - cancelled_at < 5
+    assert result["data"]["status"] == "cancelled"
 
 
 def test_a_spec_without_run_id_is_dropped(agent, lab, shared_redis, stream):

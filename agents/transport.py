@@ -115,8 +115,8 @@ class RedisStreamSink:
     spool in order and then removes it, or rewrites it atomically to what is
     left: nothing is lost or reordered; after a crash mid-drain some events may
     be sent twice, which the control side ignores (it dedupes by run and seq).
-    Spool changes hold an flock on `<stream>.lock`, so agent processes sharing
-    a state directory do not lose each other's events.
+    Spool changes hold an flock on the spool directory, so agent processes
+    sharing a state directory do not lose each other's events.
     """
 
     def __init__(
@@ -129,7 +129,6 @@ class RedisStreamSink:
     ):
         self.stream = stream
         self.spool_path = Path(spool_dir) / f"{stream}.jsonl"
-        self.lock_path = Path(spool_dir) / f"{stream}.lock"
         self.retry_interval = retry_interval
         self.flush_interval = flush_interval
         self._redis = redis_client(redis_url)
@@ -222,10 +221,14 @@ class RedisStreamSink:
 
     @contextmanager
     def _spool_locked(self) -> Iterator[None]:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.lock_path.open("a") as lock_file:
-            fcntl.flock(lock_file, fcntl.LOCK_EX)
+        """Hold an flock on the spool directory (no lock file left lying around)."""
+        self.spool_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.spool_path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
+        finally:
+            os.close(fd)
 
     def _keep_spool_from(self, spool, offset: int) -> None:
         """Atomically replace the spool with its part from `offset` on (what was not sent)."""

@@ -271,6 +271,7 @@ class WorkloadForm(forms.ModelForm):
     )
     script_text = forms.CharField(
         required=False,
+        strip=False,
         label="Custom script",
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
         help_text="pgbench script text; <code>\\shell</code> and <code>\\setshell</code> "
@@ -318,6 +319,10 @@ class WorkloadForm(forms.ModelForm):
             f"{k}={v}" for k, v in (self.instance.defines or {}).items()
         )
 
+    def clean_script_text(self) -> str:
+        """Browsers send CRLF; pgbench scripts are kept with plain newlines."""
+        return self.cleaned_data["script_text"].replace("\r\n", "\n")
+
     def clean_defines_text(self) -> dict:
         defines = {}
         for line in self.cleaned_data["defines_text"].splitlines():
@@ -342,8 +347,9 @@ class WorkloadForm(forms.ModelForm):
             self.add_error("builtins", "choose a built-in script or write a custom one")
             return cleaned
         try:
+            # Only the scripts vary here; the rest is the smallest valid spec.
             services.check_job_spec(
-                {"version": 1, "workload": {"scripts": scripts}, "dataset": {"scale": 1}}
+                {"version": 1, "workload": {"scripts": scripts}, "sweep": {"duration_s": 1}}
             )
         except JobError as exc:
             self.add_error("script_text", exc.message)

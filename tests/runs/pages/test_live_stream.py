@@ -1,0 +1,93 @@
+"""The run page's Server-Sent Events: stored rows in order, resumable, ending when final."""
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
+from django.urls import reverse
+
+from runs.models import ProgressSample, Run
+from runs.sse import parse_cursor
+from tests.runs.pages.conftest import finished_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def events_of(body: str) -> list[dict]:
+    events = []
+    for block in body.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            events.append(fields)
+    return events
+
+
+async def read_stream(client: AsyncClient, url: str, **headers) -> list[dict]:
+    response = await client.get(url, headers=headers)
+    assert response["Content-Type"] == "text/event-stream"
+    chunks = [chunk async for chunk in response.streaming_content]
+    return events_of(b"".join(chunks).decode())
+
+
+@pytest.fixture
+def client(user):
+    client = AsyncClient()
+    client.force_login(user)
+    return client
+
+
+def read(client: AsyncClient, url: str, **headers) -> list[dict]:
+    return async_to_sync(read_stream)(client, url, **headers)
+
+
+def test_finished_run_streams_its_rows_then_ends(client):
+    run = finished_run([(1, 1, 500.0, 2.0), (2, 1, 900.0, 2.2)])
+    events = read(client, reverse("run-events", args=[run.pk]))
+    kinds = [e["event"] for e in events]
+    assert kinds.count("progress") == 4 and kinds.count("result") == 2
+    assert kinds.count("host") == 2
+    assert kinds[-2:] == ["status", "end"]
+    assert '"final":true' in events[-2]["data"]
+    ids = [parse_cursor(e["id"]) for e in events if e["event"] == "progress"]
+    assert [c["p"] for c in ids] == sorted(c["p"] for c in ids)
+
+
+def test_reconnect_with_last_event_id_resumes_after_it(client):
+    run = finished_run([(1, 1, 500.0, 2.0), (2, 1, 900.0, 2.2)])
+    url = reverse("run-events", args=[run.pk])
+    first = read(client, url)
+    second_progress = [e for e in first if e["event"] == "progress"][1]
+    resumed = read(client, url, **{"Last-Event-ID": second_progress["id"]})
+    progress = [e for e in resumed if e["event"] == "progress"]
+    assert len(progress) == 2
+    assert all(
+        parse_cursor(e["id"])["p"] > parse_cursor(second_progress["id"])["p"] for e in progress
+    )
+
+
+def test_result_event_carries_the_formatted_table_row(client):
+    run = finished_run([(8, 1, 12345.678, 0.6481)])
+    events = read(client, reverse("run-events", args=[run.pk]))
+    (result,) = [e for e in events if e["event"] == "result"]
+    assert "12,345.7" in result["data"] and "0.648" in result["data"]
+
+
+def test_running_run_streams_new_samples_as_they_are_stored(client):
+    run = finished_run([(1, 1, 500.0, 2.0)])
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    async_to_sync(follow_while_samples_arrive)(client, run)
+
+
+async def follow_while_samples_arrive(client: AsyncClient, run: Run) -> None:
+    response = await client.get(reverse("run-events", args=[run.pk]))
+    stream = aiter(response.streaming_content)
+    seen = b""
+    while b"event: status" not in seen:
+        seen += await anext(stream)
+    await ProgressSample.objects.acreate(run=run, point=1, t=1.0, tps=777.0, latency_ms=1.0)
+    while b"777.0" not in seen:
+        seen += await anext(stream)
+    await Run.objects.filter(pk=run.pk).aupdate(status=Run.Status.SUCCEEDED)
+    async for chunk in stream:
+        seen += chunk
+    assert seen.decode().rstrip().splitlines()[0].startswith("retry:")
+    assert "event: end" in seen.decode()

@@ -1,0 +1,108 @@
+"""Scheduling an experiment from one form; errors next to the field."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Experiment, Run
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    HostFactory,
+    PgBuildFactory,
+    WorkloadFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def catalogue():
+    return {
+        "hosts": HostFactory(),
+        "builds": PgBuildFactory(),
+        "config_profiles": ConfigProfileFactory(),
+        "workloads": WorkloadFactory(),
+    }
+
+
+def form_data(catalogue, **overrides) -> dict:
+    data = {
+        "name": "sweep",
+        "hosts": [catalogue["hosts"].pk],
+        "builds": [catalogue["builds"].pk],
+        "config_profiles": [catalogue["config_profiles"].pk],
+        "workloads": [catalogue["workloads"].pk],
+        "storage": "default",
+        "clients": "1,2",
+        "duration_s": "3",
+        "repeats": "1",
+        "warmup_s": "0",
+        "order": "ascending",
+        "between_points": "checkpoint",
+    }
+    return {**data, **overrides}
+
+
+def field_errors(page: str, field: str) -> str:
+    """The text of the field's own block, which must be marked as having an error."""
+    start = page.find(f'<div class="field has-error" id="field-{field}">')
+    assert start >= 0, f"no error next to {field}"
+    end = page.find('<div class="field', start + 1)
+    block = page[start : end if end > 0 else None]
+    assert '<ul class="errorlist"' in block
+    return block
+
+
+def test_start_queues_one_run_per_cell_and_opens_the_experiment(signed_in, catalogue, lab_redis):
+    response = signed_in.post(reverse("schedule"), form_data(catalogue, start="1"))
+    experiment = Experiment.objects.get()
+    assert response["Location"] == reverse("experiment-detail", args=[experiment.pk])
+    assert list(experiment.runs.values_list("status", flat=True)) == [Run.Status.QUEUED]
+
+
+def test_review_first_creates_a_draft_with_the_estimate(signed_in, catalogue):
+    response = signed_in.post(reverse("schedule"), form_data(catalogue, review="1"), follow=True)
+    page = response.content.decode()
+    assert not Run.objects.exists()
+    assert "Ready to start" in page
+    assert re.search(r"<strong>1</strong> run\b", page)
+    assert "<strong>2</strong> measured points" in page
+
+
+def test_bad_client_list_is_shown_next_to_the_clients_field(signed_in, catalogue):
+    page = signed_in.post(reverse("schedule"), form_data(catalogue, clients="1,x")).content.decode()
+    assert "“x” is not a client count" in field_errors(page, "clients")
+    assert not Experiment.objects.exists()
+
+
+def test_duration_and_transactions_together_are_refused(signed_in, catalogue):
+    data = form_data(catalogue, transactions="100")
+    page = signed_in.post(reverse("schedule"), data).content.decode()
+    assert "not both" in field_errors(page, "transactions")
+
+
+def test_missing_choices_are_shown_next_to_their_fields(signed_in, catalogue):
+    page = signed_in.post(reverse("schedule"), form_data(catalogue, hosts=[])).content.decode()
+    assert "pick at least one host" in field_errors(page, "hosts")
+
+
+def test_refused_setting_is_shown_next_to_the_config_profiles(signed_in, catalogue):
+    catalogue["config_profiles"].settings = {"archive_command": "cp %p /tmp/%f"}
+    catalogue["config_profiles"].save()
+    page = signed_in.post(reverse("schedule"), form_data(catalogue)).content.decode()
+    assert "archive_command" in field_errors(page, "config_profiles")
+    assert not Experiment.objects.exists()
+
+
+def test_unknown_storage_target_of_a_host_is_shown_next_to_storage(signed_in, catalogue):
+    catalogue["hosts"].storage_targets.create(name="nvme", path="/mnt/nvme")
+    page = signed_in.post(reverse("schedule"), form_data(catalogue)).content.decode()
+    assert "has no storage target “default” (it has: nvme)" in field_errors(page, "storage")
+
+
+def test_form_carries_what_the_live_estimate_needs(signed_in, catalogue):
+    page = signed_in.get(reverse("schedule")).content.decode()
+    assert 'data-run-overhead="30"' in page
+    assert f'data-scale="{catalogue["workloads"].scale}"' in page
+    assert "schedule.js" in page

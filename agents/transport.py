@@ -46,22 +46,31 @@ def redis_client(url: str) -> redis.Redis:
     )
 
 
-def claim_key(run_id: str) -> str:
-    return f"benchlab:claim:{run_id}"
+def dispatch_key(run_id: str, token: str | None) -> str:
+    """One dispatch of a run: its id and its random token.
+
+    Run ids alone repeat (a new lab database numbers from 1 again); with the token
+    a claim or cancel flag left by an earlier lab can never match a new run.
+    """
+    return f"{run_id}:{token or ''}"
 
 
-def cancel_key(run_id: str) -> str:
-    return f"benchlab:cancel:{run_id}"
+def claim_key(dispatch: str) -> str:
+    return f"benchlab:claim:{dispatch}"
 
 
-def claim_run(client: redis.Redis, run_id: str, agent: str) -> bool:
-    """Take the run for `agent`; False when someone (or an earlier delivery) already has it."""
-    return bool(client.set(claim_key(run_id), agent, nx=True, ex=CLAIM_TTL_S))
+def cancel_key(dispatch: str) -> str:
+    return f"benchlab:cancel:{dispatch}"
 
 
-def cancel_requested(client: redis.Redis, run_id: str) -> bool:
-    """Whether the web tier has asked to cancel the run."""
-    return bool(client.exists(cancel_key(run_id)))
+def claim_run(client: redis.Redis, dispatch: str, agent: str) -> bool:
+    """Take the dispatch for `agent`; False when someone (or an earlier delivery) has it."""
+    return bool(client.set(claim_key(dispatch), agent, nx=True, ex=CLAIM_TTL_S))
+
+
+def cancel_requested(client: redis.Redis, dispatch: str) -> bool:
+    """Whether the web tier has asked to cancel the dispatch."""
+    return bool(client.exists(cancel_key(dispatch)))
 
 
 class CancelWatcher:
@@ -75,12 +84,12 @@ class CancelWatcher:
     def __init__(
         self,
         client: redis.Redis,
-        run_id: str,
+        dispatch: str,
         interval: float = CANCEL_CHECK_INTERVAL_S,
         retry_interval: float = RETRY_INTERVAL_S,
     ):
         self.client = client
-        self.run_id = run_id
+        self.dispatch = dispatch
         self.interval = interval
         self.retry_interval = retry_interval
         self._cancelled = False
@@ -92,10 +101,10 @@ class CancelWatcher:
         if self._cancelled or now < self._next_check:
             return self._cancelled
         try:
-            self._cancelled = cancel_requested(self.client, self.run_id)
+            self._cancelled = cancel_requested(self.client, self.dispatch)
         except redis.RedisError as error:
             log = logger.debug if self._unreachable else logger.warning
-            log("run %s: cannot check the cancel flag: %s", self.run_id, error)
+            log("run %s: cannot check the cancel flag: %s", self.dispatch, error)
             self._unreachable = True
             self._next_check = now + self.retry_interval
             return False

@@ -49,6 +49,7 @@ from agents.transport import (
     Heartbeat,
     RedisStreamSink,
     claim_run,
+    dispatch_key,
     redis_client,
 )
 
@@ -164,7 +165,8 @@ def execute(agent: Agent, spec: dict) -> dict:
     if not isinstance(run_id, str) or not run_id:
         logger.error("dropping a job spec without a run_id")
         return {"run_id": None, "status": "dropped"}
-    if not claim_run(agent.redis, run_id, agent.config.name):
+    dispatch = dispatch_key(run_id, spec.get("token"))
+    if not claim_run(agent.redis, dispatch, agent.config.name):
         logger.warning("run %s: already claimed, dropping this delivery", run_id)
         return {"run_id": run_id, "status": "duplicate"}
     emitter = EventEmitter(
@@ -172,7 +174,7 @@ def execute(agent: Agent, spec: dict) -> dict:
     )
     agent.heartbeat.running = run_id
     try:
-        result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, run_id))
+        result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, dispatch))
     finally:
         agent.heartbeat.running = None
     code = (result.get("error") or {}).get("code")

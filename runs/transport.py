@@ -22,8 +22,9 @@ def agent_queue(host_name: str) -> str:
     return f"agent.{host_name}"
 
 
-def cancel_key(run_id: str) -> str:
-    return f"benchlab:cancel:{run_id}"
+def cancel_key(run_id: str, token: str) -> str:
+    """The flag the agent polls for one dispatch of a run (docs/contracts.md section 4)."""
+    return f"benchlab:cancel:{run_id}:{token}"
 
 
 @lru_cache(maxsize=4)
@@ -42,7 +43,7 @@ def send_job(spec: dict, host_name: str, task_id: str) -> None:
     logger.info("run %s: job sent to %s (task %s)", spec["run_id"], agent_queue(host_name), task_id)
 
 
-def request_cancel(run_id: str) -> None:
+def request_cancel(run_id: str, token: str) -> None:
     """Set the flag the agent checks every second and before it starts a job."""
-    redis_connection().set(cancel_key(run_id), "1", ex=settings.BENCHLAB_CANCEL_KEY_TTL_S)
+    redis_connection().set(cancel_key(run_id, token), "1", ex=settings.BENCHLAB_CANCEL_KEY_TTL_S)
     logger.info("run %s: cancel requested", run_id)

@@ -132,6 +132,7 @@ class Cluster:
 
     def initdb(self) -> None:
         """Create the directories and the cluster; write its connection settings."""
+        self._require_reachable(self.install.bindir, "the PostgreSQL binaries")
         self._create_owned_dir(self.job_dir)
         if self.wal_container is not None:
             self._create_owned_dir(self.wal_container)
@@ -157,16 +158,19 @@ class Cluster:
             raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")
         self._write_base_config()
 
-    def _create_owned_dir(self, path: Path) -> None:
-        make_dirs(path.parent)
-        unreachable = _reachable(path.parent, self.os_user)
+    def _require_reachable(self, path: Path, what: str) -> None:
+        unreachable = _reachable(path, self.os_user)
         if unreachable is not None:
             raise JobError(
                 "initdb_failed",
-                f"{unreachable} cannot be traversed by OS user {self.os_user.name} "
-                f"(mode {unreachable.stat().st_mode & 0o777:o}); allow it (chmod o+x) "
-                "or choose another directory",
+                f"{what} in {path} cannot be reached: {unreachable} cannot be traversed by "
+                f"OS user {self.os_user.name} (mode {unreachable.stat().st_mode & 0o777:o}); "
+                "allow it (chmod o+x) or choose another directory",
             )
+
+    def _create_owned_dir(self, path: Path) -> None:
+        make_dirs(path.parent)
+        self._require_reachable(path.parent, "the storage directory")
         try:
             path.mkdir(mode=0o700)
         except FileExistsError:

@@ -77,8 +77,8 @@ def run_cancel(run: Run, user) -> Run:
         status = _status_of(run)
         if not cancelled_now and status != Run.Status.RUNNING:
             raise Conflict(f"run {run.pk} is already {status}")
-        run_id = run.run_id
-        transaction.on_commit(lambda: transport.request_cancel(run_id))
+        run_id, token = run.run_id, run.token
+        transaction.on_commit(lambda: transport.request_cancel(run_id, token))
     logger.info("run %s: cancel by %s (%s)", run.pk, user, "done" if cancelled_now else "asked")
     run.refresh_from_db()
     return run

@@ -74,7 +74,7 @@ def pg_catalogue(db) -> PgCatalogue:
 def lab_redis(db):
     client = redis_connection()
     yield client
-    keys = [cancel_key(str(pk)) for pk in Run.objects.values_list("pk", flat=True)]
+    keys = [cancel_key(str(pk), token) for pk, token in Run.objects.values_list("pk", "token")]
     for name in Host.objects.values_list("name", flat=True):
         keys += [agent_queue(name), f"_kombu.binding.{agent_queue(name)}"]
     if keys:

@@ -179,7 +179,7 @@ def test_cancel_of_a_queued_run_is_immediate_and_flags_the_agent(
 
     assert run.status == Run.Status.CANCELLED
     assert run.error_code == "cancelled"
-    assert lab_redis.exists(f"benchlab:cancel:{run.pk}")
+    assert lab_redis.exists(f"benchlab:cancel:{run.pk}:{run.token}")
 
 
 def test_cancel_of_a_running_run_only_flags_the_agent(
@@ -191,7 +191,7 @@ def test_cancel_of_a_running_run_only_flags_the_agent(
         services.run_cancel(run, "alice")
 
     assert run.status == Run.Status.RUNNING
-    assert lab_redis.ttl(f"benchlab:cancel:{run.pk}") > 0
+    assert lab_redis.ttl(f"benchlab:cancel:{run.pk}:{run.token}") > 0
 
 
 def test_cancel_of_a_finished_run_is_a_conflict(lab_redis):

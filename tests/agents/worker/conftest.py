@@ -97,4 +97,6 @@ def run_id(shared_redis):
     """A run id of the test's own; its claim and cancel keys are deleted afterwards."""
     value = f"r-test-{uuid.uuid4().hex[:12]}"
     yield value
-    shared_redis.delete(f"benchlab:claim:{value}", f"benchlab:cancel:{value}")
+    for pattern in (f"benchlab:claim:{value}*", f"benchlab:cancel:{value}*"):
+        for key in shared_redis.scan_iter(pattern):
+            shared_redis.delete(key)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
+from agents.transport import cancel_key, claim_key, dispatch_key
 from tests.agents.worker.conftest import SHARED_REDIS_URL, wait_until
 
 pytestmark = pytest.mark.integration
@@ -179,11 +180,11 @@ def test_a_job_sent_twice_runs_once_and_streams_its_events(
     assert {event["token"] for event in events} == {spec["token"]}
     assert {event["agent"] for event in events} == {agent.name}
     assert len(result["data"]["points"]) == 1
-    assert shared_redis.get(f"benchlab:claim:{run_id}") == agent.name
+    assert shared_redis.get(claim_key(dispatch_key(run_id, spec["token"]))) == agent.name
 
 
 def test_a_run_cancelled_before_it_starts_ends_cancelled(agent, lab, shared_redis, stream, run_id):
-    shared_redis.set(f"benchlab:cancel:{run_id}", "1", ex=600)
+    shared_redis.set(cancel_key(dispatch_key(run_id, f"tok-{run_id}")), "1", ex=600)
 
     dispatch(lab, agent, tiny_spec(run_id))
 
@@ -199,7 +200,7 @@ def test_a_run_cancelled_while_measuring_stops_within_seconds(
     dispatch(lab, agent, tiny_spec(run_id, duration_s=30))
     wait_until(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
 
-    shared_redis.set(f"benchlab:cancel:{run_id}", "1", ex=600)
+    shared_redis.set(cancel_key(dispatch_key(run_id, f"tok-{run_id}")), "1", ex=600)
     cancelled_at = time.monotonic()
     result = wait_for_result(shared_redis, stream, run_id)
 

@@ -1,6 +1,7 @@
 """API representations. Writes that are more than a plain definition go
 through runs.services; serializers only shape and check input."""
 
+from django.forms.models import model_to_dict
 from rest_framework import serializers
 
 from agents.errors import JobError
@@ -148,6 +149,16 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = ["created_at"]
+
+    def validate(self, attrs):
+        """Check the dataset options and scripts as the agent will (\\shell is refused)."""
+        values = {**(model_to_dict(self.instance) if self.instance else {}), **attrs}
+        values.pop("id", None)
+        try:
+            services.workload_check(Workload(**values))
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
+        return attrs
 
 
 class ExperimentSerializer(serializers.ModelSerializer):

@@ -22,7 +22,12 @@ from runs.services.sharing import (
     share_link_resolve,
     share_link_revoke,
 )
-from runs.services.validation import check_job_spec, check_settings, config_profile_check
+from runs.services.validation import (
+    check_job_spec,
+    check_settings,
+    config_profile_check,
+    workload_check,
+)
 
 __all__ = [
     "agent_record_event",
@@ -38,6 +43,7 @@ __all__ = [
     "experiment_start",
     "hosts_mark_offline_and_fail_runs",
     "record_event",
+    "workload_check",
     "run_cancel",
     "run_finish",
     "run_mark_running",

@@ -13,6 +13,7 @@ from agents.errors import JobError
 from agents.spec import SPEC_VERSION, sweep_points
 from runs import transport
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
@@ -69,31 +70,12 @@ def experiment_cells(experiment: Experiment) -> list[Cell]:
 
 def build_job_spec(experiment: Experiment, cell: Cell) -> dict:
     """The job spec of one cell (docs/contracts.md, section 1), without run_id and token."""
-    workload = cell.workload
     return {
         "version": SPEC_VERSION,
         "postgres": {"version": cell.build.version, "source": cell.build.source},
         "settings": cell.config_profile.effective_settings(),
         "storage": {"data": cell.storage.get("data"), "wal": cell.storage.get("wal") or None},
-        "dataset": {
-            "scale": workload.scale,
-            "init_steps": workload.init_steps or None,
-            "partitions": workload.partitions,
-            "partition_method": workload.partition_method or None,
-            "unlogged_tables": workload.unlogged_tables,
-            "fillfactor": workload.fillfactor,
-            "foreign_keys": workload.foreign_keys,
-            "setup_sql": workload.setup_sql,
-        },
-        "workload": {
-            "scripts": workload.scripts,
-            "query_mode": workload.query_mode,
-            "no_vacuum": workload.no_vacuum,
-            "rate_tps": workload.rate_tps,
-            "latency_limit_ms": workload.latency_limit_ms,
-            "max_tries": workload.max_tries,
-            "defines": workload.defines,
-        },
+        **workload_spec(cell.workload),
         "sweep": {
             "clients": experiment.clients,
             "threads": experiment.threads,

@@ -10,9 +10,10 @@ import logging
 
 from agents.errors import JobError
 from agents.pgbench.scripts import check_scripts
-from agents.postgres.settings import REFUSED_SETTINGS, Catalogue, validate_settings
+from agents.postgres.settings import Catalogue, refuse_settings, validate_settings
 from agents.spec import validate_spec
-from runs.models import PgBuild, PgCatalogue
+from runs.models import PgBuild, PgCatalogue, Workload
+from runs.services.specs import workload_spec
 
 logger = logging.getLogger(__name__)
 
@@ -32,16 +33,22 @@ def find_catalogue(version: str) -> PgCatalogue | None:
 
 
 def refuse_unsafe_settings(requested: dict) -> None:
-    """Refuse settings that run commands or load code (the agent refuses them too)."""
-    for name in requested:
-        reason = REFUSED_SETTINGS.get(name.lower())
-        if reason:
-            raise JobError(
-                "refused_setting",
-                f"{name}: refused because it {reason}; the agent's local configuration "
-                "can allow it (allow_settings)",
-                field=f"settings.{name}",
-            )
+    """Refuse settings that run commands or load code (the agent refuses them too).
+
+    The web tier cannot know an agent's local allow list, so it allows nothing.
+    """
+    refuse_settings(requested, allowed=set())
+
+
+def workload_check(workload: Workload) -> None:
+    """Check a workload's dataset and scripts as the agent will; raise JobError naming the field.
+
+    Scripts with \\shell or \\setshell are always refused here: the web tier
+    cannot know whether an agent's local configuration allows them.
+    """
+    spec = {"version": 1, **workload_spec(workload), "sweep": {"clients": [1], "duration_s": 1}}
+    normalised = validate_spec(spec)
+    check_scripts(normalised["workload"]["scripts"], allow_shell=False)
 
 
 def check_settings(requested: dict, version: str) -> list[str]:

@@ -1,0 +1,28 @@
+"""Pieces of job specs built from the lab's definitions (docs/contracts.md, section 1)."""
+
+from runs.models import Workload
+
+
+def workload_spec(workload: Workload) -> dict:
+    """The `dataset` and `workload` sections of a job spec for one workload."""
+    return {
+        "dataset": {
+            "scale": workload.scale,
+            "init_steps": workload.init_steps or None,
+            "partitions": workload.partitions,
+            "partition_method": workload.partition_method or None,
+            "unlogged_tables": workload.unlogged_tables,
+            "fillfactor": workload.fillfactor,
+            "foreign_keys": workload.foreign_keys,
+            "setup_sql": workload.setup_sql,
+        },
+        "workload": {
+            "scripts": workload.scripts,
+            "query_mode": workload.query_mode,
+            "no_vacuum": workload.no_vacuum,
+            "rate_tps": workload.rate_tps,
+            "latency_limit_ms": workload.latency_limit_ms,
+            "max_tries": workload.max_tries,
+            "defines": workload.defines,
+        },
+    }

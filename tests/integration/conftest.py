@@ -1,0 +1,177 @@
+"""The lab for real: a control worker and an agent as separate processes.
+
+- `lab`: starts `celery -A benchlab worker -Q control` (Django, the test
+  database, a stream of its own) and `python -m agents worker` (no Django, only
+  Redis), both as subprocesses, waits until the agent has registered through
+  the event stream, and stops both afterwards. The test process plays the web
+  tier: it talks to the API in-process, and its commits reach the workers'
+  database connections because the tests use `transactional_db`.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from runs.models import Host, Run
+from tests.runs.factories import UserFactory
+
+REPO = Path(__file__).resolve().parents[2]
+TERMINAL = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
+
+
+def wait_for(condition, timeout: float, what: str, context=lambda: "", interval: float = 0.25):
+    """Poll `condition` until it returns something truthy; fail naming `what` (and context())."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{context()}")
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    auth = db["USER"] or "postgres"
+    if db["PASSWORD"]:
+        auth += f":{db['PASSWORD']}"
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Lab:
+    """The control worker and one agent, with the knobs the tests turn."""
+
+    def __init__(self, log_dir: Path):
+        self.name = f"it-{uuid.uuid4().hex[:8]}"
+        self.stream = f"benchlab:test-events:{self.name}"
+        self.log_dir = log_dir
+        self.storage = Path(tempfile.mkdtemp(prefix=f"benchlab-{self.name}-", dir="/var/tmp"))
+        self.storage.chmod(0o755)
+        self.redis = redis.Redis.from_url(settings.REDIS_URL)
+        self.control: subprocess.Popen | None = None
+        self.agent: subprocess.Popen | None = None
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "BENCHLAB_EVENTS_STREAM": self.stream,
+            "HEARTBEAT_OFFLINE_AFTER_S": "8",
+            "AGENT_LOST_GRACE_S": "12",
+            "REAPER_INTERVAL_S": "2",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        return subprocess.Popen(
+            argv, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def start_control(self) -> None:
+        self.control = self._spawn(
+            "control",
+            [sys.executable, "-m", "celery", "-A", "benchlab", "worker", "-Q", "control",
+             "--concurrency", "1", "--pool", "solo", "-n", f"control-{self.name}@%h",
+             "--without-gossip", "--without-mingle", "--loglevel", "info"],
+        )  # fmt: skip
+
+    def start_agent(self) -> None:
+        self.agent = self._spawn(
+            "agent",
+            [sys.executable, "-m", "agents", "worker", "--name", self.name,
+             "--redis-url", settings.REDIS_URL,
+             "--storage", f"default={self.storage}"],
+        )  # fmt: skip
+
+    def stop_control(self) -> None:
+        _terminate(self.control)
+        self.control = None
+
+    def kill_agent(self) -> None:
+        """SIGKILL the agent worker, as a crash of the host would stop it."""
+        self.agent.send_signal(signal.SIGKILL)
+        self.agent.wait(timeout=10)
+        self.agent = None
+
+    def wait_registered(self) -> Host:
+        return wait_for(
+            lambda: Host.objects.filter(name=self.name).first(),
+            60,
+            f"agent {self.name} to register",
+            self.logs,
+        )
+
+    def wait_run(self, run_id: int, condition, what: str, timeout: float = 120) -> Run:
+        def check():
+            run = Run.objects.get(pk=run_id)
+            return run if condition(run) else None
+
+        return wait_for(check, timeout, f"run {run_id} {what}", self.logs)
+
+    def wait_terminal(self, run_id: int, timeout: float = 120) -> Run:
+        return self.wait_run(run_id, lambda run: run.status in TERMINAL, "to end", timeout)
+
+    def stream_backlog(self) -> int:
+        return self.redis.xlen(self.stream)
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}"
+            for path in sorted(self.log_dir.glob("*.log"))
+        )
+
+    def close(self) -> None:
+        _terminate(self.agent)
+        _terminate(self.control)
+        for process in psutil.process_iter(["cmdline"]):
+            if str(self.storage) in " ".join(process.info["cmdline"] or []):
+                process.kill()
+        self.redis.delete(self.stream, f"agent.{self.name}")
+        self.redis.close()
+        shutil.rmtree(self.storage, ignore_errors=True)
+
+
+def _terminate(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def lab(transactional_db, tmp_path):
+    lab = Lab(tmp_path)
+    lab.start_control()
+    lab.start_agent()
+    try:
+        lab.wait_registered()
+        yield lab
+    finally:
+        lab.close()
+
+
+@pytest.fixture
+def api(transactional_db) -> APIClient:
+    client = APIClient()
+    token = Token.objects.create(user=UserFactory())
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client

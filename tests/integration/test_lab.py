@@ -1,0 +1,216 @@
+"""Issue 3 end to end: API -> Celery -> agent -> Redis Streams -> control worker -> database.
+
+Real Redis, real Celery worker processes (control and agent), real PostgreSQL
+for the lab database and for the benchmarks, real pgbench.
+"""
+
+import json
+import re
+
+import pytest
+
+from runs.models import ProgressSample, Result, Run, RunEvent
+from tests.integration.conftest import wait_for
+
+pytestmark = pytest.mark.integration
+
+TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
+
+
+def create(api, path: str, payload: dict) -> dict:
+    response = api.post(f"/api/{path}/", payload, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def experiment(api, lab, profiles: list[dict], clients: list[int], duration_s: int) -> dict:
+    host = lab.wait_registered()
+    build = create(api, "builds", {"name": "pg16", "version": "16", "source": "prebuilt"})
+    profile_ids = [
+        create(api, "config-profiles", {"name": f"profile-{i}", "settings": settings})["id"]
+        for i, settings in enumerate(profiles)
+    ]
+    workload = create(
+        api,
+        "workloads",
+        {"name": "tpcb", "scale": 1, "scripts": [{"builtin": "tpcb-like", "weight": 1}]},
+    )
+    return create(
+        api,
+        "experiments",
+        {
+            "name": "integration",
+            "hosts": [host.pk],
+            "builds": [build["id"]],
+            "config_profiles": profile_ids,
+            "workloads": [workload["id"]],
+            "storage_layouts": [{"data": "default", "wal": None}],
+            "clients": clients,
+            "duration_s": duration_s,
+            "repeats": 1,
+        },
+    )
+
+
+def as_sent(run: Run, stored: RunEvent) -> dict:
+    """The event document the agent sent, rebuilt from what the control worker stored."""
+    return {
+        "version": 1,
+        "run_id": str(run.pk),
+        "token": run.token,
+        "agent": stored.agent,
+        "seq": stored.seq,
+        "ts": stored.ts.isoformat(),
+        "type": stored.type,
+        "data": stored.payload,
+    }
+
+
+def start(api, experiment_id: int) -> list[int]:
+    response = api.post(f"/api/experiments/{experiment_id}/start/")
+    assert response.status_code == 201, response.content
+    return [run["id"] for run in response.json()]
+
+
+def test_two_configs_by_two_client_counts_store_what_the_agent_measured(api, lab):
+    exp = experiment(
+        api, lab, [{"shared_buffers": "64MB"}, {"shared_buffers": "96MB"}], [1, 2], duration_s=2
+    )
+    run_ids = start(api, exp["id"])
+    assert len(run_ids) == 2
+
+    first = lab.wait_run(run_ids[0], lambda run: run.progress.exists(), "to show progress")
+    assert first.status in (Run.Status.RUNNING, Run.Status.SUCCEEDED)
+    runs = [lab.wait_terminal(run_id) for run_id in run_ids]
+
+    assert [run.status for run in runs] == [Run.Status.SUCCEEDED] * 2, lab.logs()
+    results = Result.objects.filter(run__in=runs).order_by("run_id", "index")
+    assert [(r.run_id, r.clients) for r in results] == [
+        (run_ids[0], 1), (run_ids[0], 2), (run_ids[1], 1), (run_ids[1], 2),
+    ]  # fmt: skip
+    for result in results:
+        assert result.tps == float(TPS_LINE.search(result.stdout).group(1))
+        assert result.argv[0].endswith("pgbench")
+    effective = {row["name"]: row["setting"] for row in runs[1].effective_settings}
+    assert effective["shared_buffers"] == "12288"
+    assert ProgressSample.objects.filter(run=runs[0]).count() >= 2
+
+    api_results = api.get(f"/api/runs/{run_ids[0]}/results/").json()
+    assert [point["tps"] for point in api_results["results"]] == [
+        r.tps for r in results if r.run_id == run_ids[0]
+    ]
+
+
+def test_cancel_mid_run_keeps_finished_points(api, lab):
+    exp = experiment(api, lab, [{}], [1, 2, 4], duration_s=3)
+    (run_id,) = start(api, exp["id"])
+
+    lab.wait_run(run_id, lambda run: run.results.exists(), "to finish its first point")
+    response = api.post(f"/api/runs/{run_id}/cancel/")
+    assert response.status_code == 200, response.content
+    run = lab.wait_terminal(run_id)
+
+    assert run.status == Run.Status.CANCELLED
+    assert run.error_category == "cancelled"
+    assert 1 <= run.results.count() < 3
+
+
+def test_killed_agent_fails_its_run_with_a_reason(api, lab):
+    exp = experiment(api, lab, [{}], [1, 2], duration_s=30)
+    (run_id,) = start(api, exp["id"])
+
+    lab.wait_run(run_id, lambda run: run.progress.exists(), "to show progress")
+    lab.kill_agent()
+    run = lab.wait_terminal(run_id, timeout=60)
+
+    assert run.status == Run.Status.FAILED
+    assert run.error_code == "agent_lost"
+    assert run.error_message
+
+
+def test_control_worker_down_during_a_run_loses_no_event(api, lab):
+    exp = experiment(api, lab, [{}], [1, 2], duration_s=2)
+    (run_id,) = start(api, exp["id"])
+    lab.wait_run(run_id, lambda run: run.status == Run.Status.RUNNING, "to start")
+    lab.stop_control()
+
+    wait_for(
+        lambda: any(
+            json.loads(fields[b"event"])["type"] == "result"
+            for _, fields in lab.redis.xrange(lab.stream)
+        ),
+        90,
+        "the agent to finish while the control worker is down",
+        lab.logs,
+    )
+    lab.start_control()
+    run = lab.wait_terminal(run_id)
+
+    assert run.status == Run.Status.SUCCEEDED
+    seqs = sorted(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, seqs[-1] + 1))
+    assert run.results.count() == 2
+    wait_for(lambda: lab.stream_backlog() == 0, 30, "the stream to be drained", lab.logs)
+
+
+def test_replayed_events_are_stored_once(api, lab):
+    exp = experiment(api, lab, [{}], [1], duration_s=2)
+    (run_id,) = start(api, exp["id"])
+    run = lab.wait_terminal(run_id)
+    stored = RunEvent.objects.filter(run=run).count()
+    results = list(run.results.values_list("index", "tps"))
+    first = RunEvent.objects.filter(run=run).order_by("seq").first()
+    one_more = {
+        **as_sent(run, first),
+        "seq": stored + 1,
+        "type": "log",
+        "data": {"level": "info", "message": "a new event among the replayed ones"},
+    }
+
+    for event in RunEvent.objects.filter(run=run).order_by("seq"):
+        lab.redis.xadd(lab.stream, {"event": json.dumps(as_sent(run, event))})
+    lab.redis.xadd(lab.stream, {"event": json.dumps(one_more)})
+    wait_for(lambda: lab.stream_backlog() == 0, 30, "the replayed events to be consumed", lab.logs)
+
+    assert RunEvent.objects.filter(run=run).count() == stored + 1, "only the new event is added"
+    assert list(run.results.values_list("index", "tps")) == results
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED
+
+
+def test_events_with_a_wrong_token_are_dropped(api, lab):
+    exp = experiment(api, lab, [{}], [1], duration_s=2)
+    (run_id,) = start(api, exp["id"])
+    run = lab.wait_terminal(run_id)
+    forged = as_sent(run, RunEvent.objects.filter(run=run, type="point").first())
+    forged.update(seq=10_000, token="not-the-run-token")
+    forged["data"] = {**forged["data"], "index": 99, "tps": 1e9}
+
+    lab.redis.xadd(lab.stream, {"event": json.dumps(forged)})
+    wait_for(lambda: lab.stream_backlog() == 0, 30, "the forged event to be consumed", lab.logs)
+
+    assert not run.results.filter(index=99).exists()
+    assert not RunEvent.objects.filter(run=run, seq=10_000).exists()
+
+
+def test_bad_input_is_refused_before_anything_is_queued(api, lab):
+    exp = experiment(api, lab, [{}], [1], duration_s=2)
+    queue = f"agent.{lab.name}"
+
+    bad_setting = api.post(
+        "/api/config-profiles/", {"name": "bad", "settings": {"work_mem": "lots"}}, format="json"
+    )
+    shell = api.post(
+        "/api/workloads/",
+        {"name": "evil", "scripts": [{"name": "x", "text": "\\shell id\n", "weight": 1}]},
+        format="json",
+    )
+    anonymous = api.__class__().post(f"/api/experiments/{exp['id']}/start/")
+
+    assert bad_setting.status_code == 400
+    assert "settings.work_mem" in bad_setting.json()["error"]["fields"]
+    assert shell.status_code == 400
+    assert "workload.scripts[0].text" in shell.json()["error"]["fields"]
+    assert anonymous.status_code in (401, 403)
+    assert Run.objects.count() == 0
+    assert lab.redis.llen(queue) == 0

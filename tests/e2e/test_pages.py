@@ -1,0 +1,119 @@
+"""The pages in a real browser against uvicorn, with data made by factories and services."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from runs.models import ProgressSample, Result, Run
+from tests.runs.factories import ConfigProfileFactory, RunFactory
+from tests.runs.pages.conftest import finished_run
+
+pytestmark = pytest.mark.e2e
+
+
+def chart_points(page, element_id: str) -> int:
+    """How many x values trace 0 of a drawn plotly chart has (gaps included)."""
+    return page.evaluate(f"document.getElementById('{element_id}').data[0].x.length")
+
+
+def test_signed_out_visitor_lands_on_the_sign_in_form(page, web):
+    page.goto(f"{web.url}/runs/1/")
+    expect(page.locator("h1")).to_have_text("Sign in")
+
+
+def test_finished_run_page_shows_table_and_draws_charts(signed_in_page, web):
+    run = finished_run([(1, 1, 1234.5678, 0.8101), (2, 1, 2345.25, 0.8529)])
+    page = signed_in_page
+    page.goto(f"{web.url}/runs/{run.pk}/")
+    expect(page.locator("#results-table tbody tr")).to_have_count(2)
+    expect(page.locator("#results-table")).to_contain_text("2,345.2")
+    page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
+    assert chart_points(page, "chart-tps") == 5  # two points of two samples, one gap
+    page.click("summary:has-text('Commands')")
+    expect(page.locator("#commands pre").first).to_contain_text("pgbench -c 1 -T 2")
+
+
+def test_live_run_page_extends_charts_and_fills_the_table(signed_in_page, web):
+    run = RunFactory(
+        status=Run.Status.RUNNING,
+        step="running: pgbench",
+        spec={"sweep": {"clients": [1, 2], "repeats": 1, "duration_s": 3}},
+    )
+    page = signed_in_page
+    page.goto(f"{web.url}/runs/{run.pk}/")
+    expect(page.locator("#live-badge")).to_be_visible()
+    page.wait_for_function("window.benchlabLive && window.benchlabLive.readyState === 1")
+    for t in (1.0, 2.0, 3.0):
+        ProgressSample.objects.create(run=run, point=0, t=t, tps=500 + t, latency_ms=2.0)
+    page.wait_for_function("document.getElementById('chart-tps').data[0].x.length === 3")
+    Result.objects.create(
+        run=run, index=0, clients=1, repeat=1, tps=501.25, latency_avg_ms=1.995, exit_code=0
+    )
+    expect(page.locator("#results-table tbody tr")).to_have_count(1)
+    expect(page.locator("#results-table")).to_contain_text("501.2")
+    ProgressSample.objects.create(run=run, point=1, t=1.0, tps=900.0, latency_ms=2.2)
+    # A new point starts after a gap, where the previous one ended.
+    page.wait_for_function("document.getElementById('chart-tps').data[0].x.length === 5")
+    xs = page.evaluate("document.getElementById('chart-tps').data[0].x")
+    assert xs == [1.0, 2.0, 3.0, 3.0, 4.0]
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, step="")
+    expect(page.locator("h1 [data-status]")).to_have_text("succeeded", timeout=10_000)
+    expect(page.locator("#live-badge")).to_have_count(0)
+
+
+def test_compare_ticked_runs_then_share_and_revoke(signed_in_page, web, browser):
+    base = finished_run(
+        [(1, 1, 1000.0, 1.0), (1, 2, 1040.0, 0.98), (2, 1, 1800.0, 1.1), (2, 2, 1850.0, 1.08)],
+        settings={"shared_buffers": "128MB"},
+    )
+    tuned = finished_run(
+        [(1, 1, 1100.0, 0.9), (1, 2, 1150.0, 0.88), (2, 1, 2400.0, 0.85), (2, 2, 2450.0, 0.83)],
+        settings={"shared_buffers": "1GB"},
+        config_profile=ConfigProfileFactory(name="shared_buffers 1GB"),
+        experiment=base.experiment,
+    )
+    page = signed_in_page
+    page.goto(f"{web.url}/")
+    page.check(f"input[name=runs][value='{base.pk}']")
+    page.check(f"input[name=runs][value='{tuned.pk}']")
+    page.click("button:has-text('Compare ticked runs')")
+    expect(page).to_have_url(re.compile(r"/comparisons/\d+/$"))
+    expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
+    expect(page.locator("#diff-table")).to_contain_text("1GB")
+    expect(page.locator("#compare-table")).to_contain_text("+32.9 %")
+    page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_timeout(500)
+    page.screenshot(path="docs/screenshots/compare.png", full_page=True)
+    numbers = page.locator("#compare-table tbody").inner_text()
+
+    page.click("summary:has-text('Share')")
+    page.click("button:has-text('Create share link')")
+    link = page.locator("[data-share-link]").first.get_attribute("href")
+    visitor = browser.new_context().new_page()
+    visitor.goto(f"{web.url}{link}")
+    expect(visitor.locator(".readonly-banner")).to_be_visible()
+    assert visitor.locator("#compare-table tbody").inner_text() == numbers
+    assert visitor.locator("form[method=post]").count() == 0
+
+    page.click("summary:has-text('Share')")
+    page.click("button:has-text('Revoke')")
+    response = visitor.goto(f"{web.url}{link}")
+    assert response.status == 410
+    expect(visitor.locator("h1")).to_have_text("This share link was revoked")
+    visitor.context.close()
+
+
+def test_pages_fit_a_narrow_window(browser, web):
+    run = finished_run([(1, 1, 1234.5, 0.81)])
+    from tests.e2e.conftest import PASSWORD, sign_in
+    from tests.runs.factories import UserFactory
+
+    context = browser.new_context(viewport={"width": 400, "height": 800})
+    page = context.new_page()
+    sign_in(page, web.url, UserFactory(password=PASSWORD).username)
+    for path in ("/", f"/runs/{run.pk}/", "/experiments/new", "/hosts/"):
+        page.goto(f"{web.url}{path}")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{path} overflows a 400 px window by {overflow} px"
+    context.close()

@@ -70,9 +70,10 @@ def _timeline_trace(samples, values, name: str, color: str, labels=None) -> go.S
     return go.Scatter(
         x=sequential_times(samples),
         y=_with_gaps(samples, values),
-        mode="lines",
+        mode="lines+markers",
         name=name,
         line={"color": color, "width": 2},
+        marker={"size": 4},
         text=_with_gaps(samples, labels) if labels else None,
         connectgaps=False,
         # Where the live script continues this trace: the last point and its t.

@@ -5,6 +5,7 @@ beyond the ones the caller's prefetching answers.
 """
 
 import json
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ PER_CLUSTER_SETTINGS = {
     "port",
     "unix_socket_directories",
 }
-NOISY_FACTS = {"collected_at", "mhz_current"}
+NOISY_FACTS = {"collected_at", "mhz_current", "free_bytes", "used_bytes", "available_bytes"}
 OS_FACTS = ("os", "sysctls", "limits")
 
 
@@ -151,11 +152,26 @@ def _flatten(prefix: str, value, into: dict[str, str]) -> None:
         into[prefix] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
+MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def setting_text(setting, unit: str | None) -> str:
+    """A pg_settings value with its unit as people write it: 16384 x 8kB -> `128MB`."""
+    match = re.fullmatch(r"(\d*)(B|kB|MB|GB|TB)", unit or "")
+    if not match or not re.fullmatch(r"\d+", str(setting)):
+        return f"{setting} {unit}" if unit else str(setting)
+    total = int(setting) * int(match[1] or 1) * MEMORY_UNITS[match[2]]
+    for name in ("TB", "GB", "MB", "kB"):
+        if total and total % MEMORY_UNITS[name] == 0:
+            return f"{total // MEMORY_UNITS[name]}{name}"
+    return f"{total}B"
+
+
 def _effective_settings(run: Run) -> dict:
     """Settings as read back from the server, else as requested in the spec."""
     if run.effective_settings:
         return {
-            row["name"]: f"{row.get('setting')}{row.get('unit') or ''}"
+            row["name"]: setting_text(row.get("setting"), row.get("unit"))
             for row in run.effective_settings
             if isinstance(row, dict) and row.get("name") not in PER_CLUSTER_SETTINGS | {None}
         }

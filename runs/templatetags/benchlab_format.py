@@ -6,6 +6,8 @@ import shlex
 
 from django import template
 
+from runs.compare import setting_text
+
 register = template.Library()
 
 NOTHING = "—"
@@ -83,3 +85,9 @@ def shell_join(argv: list | None) -> str:
 def lookup(mapping: dict | None, key):
     """`mapping[key]` in a template, or None."""
     return (mapping or {}).get(key)
+
+
+@register.filter
+def pg_value(row: dict) -> str:
+    """An effective-settings row's value with its unit: `128MB`, `200 ms`, `on`."""
+    return setting_text(row.get("setting"), row.get("unit"))

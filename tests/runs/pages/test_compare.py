@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from runs.compare import beyond_spread, compare_points, differences, spread
+from runs.compare import beyond_spread, compare_points, differences, setting_text, spread
 from runs.models import Comparison
 from runs.selectors import results_by_run
 from tests.runs.factories import ConfigProfileFactory
@@ -84,3 +84,25 @@ def test_changing_the_baseline_saves_a_new_comparison(signed_in, two_runs):
     second = Comparison.objects.exclude(pk=first.pk).get()
     assert second.baseline == tuned
     assert response["Location"] == reverse("comparison-detail", args=[second.pk])
+
+
+def test_settings_are_compared_with_their_units_applied():
+    assert setting_text("16384", "8kB") == "128MB"
+    assert setting_text("4096", "kB") == "4MB"
+    assert setting_text("200", "ms") == "200 ms"
+    assert setting_text("-1", "kB") == "-1 kB"
+    assert setting_text("on", None) == "on"
+
+
+def test_free_space_and_cluster_paths_are_not_differences(two_runs):
+    base, tuned = two_runs
+    for run, free, directory in ((base, 100, "/a"), (tuned, 200, "/b")):
+        run.storage_facts = {"data": {"free_bytes": free, "filesystem": "ext4"}}
+        run.effective_settings = [
+            {"name": "data_directory", "setting": directory, "unit": None},
+            {"name": "shared_buffers", "setting": "16384", "unit": "8kB"},
+        ]
+        run.save()
+    keys = dict(differences([base, tuned]))
+    assert not any("free_bytes" in key or "data_directory" in key for key in keys)
+    assert "settings.shared_buffers" not in keys

@@ -1,0 +1,103 @@
+"""The issue's done-means, in a real browser against the real stack.
+
+uvicorn serving the ASGI app, the control worker, one agent running real
+PostgreSQL and pgbench, Redis: sign in, schedule from the form (the smoke
+preset plus a profile made in the config editor), watch a run page receive
+progress live, see its results table fill, compare the two finished runs and
+their settings diff, open a share link signed out, revoke it.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from runs.models import Run
+from runs.presets import load_presets
+from tests.e2e.conftest import PASSWORD, Web, sign_in
+from tests.integration.conftest import Lab, wait_for
+from tests.runs.factories import UserFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(420)]
+
+COUNT_PROGRESS = """() => {
+  window.progressEvents = 0;
+  window.benchlabLive.addEventListener("progress", () => { window.progressEvents += 1; });
+}"""
+
+
+@pytest.fixture
+def stack(transactional_db, tmp_path):
+    lab = Lab(tmp_path)
+    lab.start_control()
+    lab.start_agent()
+    web = None
+    try:
+        lab.wait_registered()
+        web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
+        yield lab, web
+    finally:
+        if web is not None:
+            web.close()
+        lab.close()
+
+
+def test_schedule_watch_compare_share_and_revoke(stack, page, browser):
+    lab, web = stack
+    load_presets()
+    sign_in(page, web.url, UserFactory(password=PASSWORD).username)
+
+    page.goto(f"{web.url}/configs/new")
+    page.fill("input[name=name]", "small buffers")
+    page.fill("textarea[name=settings_text]", "shared_buffers = 64MB")
+    page.click("button:has-text('Save')")
+    expect(page.locator("#profile-diff")).to_contain_text("64MB")
+
+    page.goto(f"{web.url}/experiments/new?preset=smoke")
+    expect(page.locator(f"input[data-host='{lab.name}']")).to_be_checked()
+    page.check("label:has-text('small buffers') input")
+    page.fill("input[name=clients]", "1,2")
+    page.fill("input[name=duration_s]", "3")
+    expect(page.locator("[data-estimate=runs]")).to_have_text("2")
+    expect(page.locator("[data-estimate=points]")).to_have_text("4")
+    page.click("button[name=start]")
+    expect(page.locator(".messages")).to_contain_text("2 run(s) queued")
+    first, second = Run.objects.order_by("pk")
+
+    page.goto(f"{web.url}/runs/{first.pk}/")
+    page.wait_for_function("window.benchlabLive !== undefined")
+    page.evaluate(COUNT_PROGRESS)
+    page.wait_for_function("window.progressEvents > 0", timeout=180_000)
+    expect(page.locator("#results-table tbody tr").first).to_be_visible(timeout=60_000)
+    expect(page.locator("h1 [data-status]")).to_have_text("succeeded", timeout=60_000)
+    expect(page.locator("#results-table tbody tr")).to_have_count(2)
+    lab.wait_terminal(second.pk, timeout=180)
+    assert Run.objects.get(pk=second.pk).status == Run.Status.SUCCEEDED, lab.logs()
+
+    page.goto(f"{web.url}/")
+    page.check(f"input[name=runs][value='{first.pk}']")
+    page.check(f"input[name=runs][value='{second.pk}']")
+    page.click("button:has-text('Compare ticked runs')")
+    expect(page).to_have_url(re.compile(r"/comparisons/\d+/$"))
+    expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
+    expect(page.locator("#compare-table tbody tr")).to_have_count(4)
+    page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_timeout(500)
+    page.screenshot(path="docs/screenshots/compare.png", full_page=True)
+
+    page.goto(f"{web.url}/runs/{first.pk}/")
+    numbers = page.locator("#results-table tbody").inner_text()
+    page.click("summary:has-text('Share')")
+    page.click("button:has-text('Create share link')")
+    link = page.locator("[data-share-link]").first.get_attribute("href")
+    visitor = browser.new_context().new_page()
+    visitor.goto(f"{web.url}{link}")
+    assert visitor.locator("#results-table tbody").inner_text() == numbers
+    assert visitor.locator("form[method=post]").count() == 0
+    assert visitor.locator("button:not(.modebar-btn)").count() == 0
+
+    page.click("summary:has-text('Share')")
+    page.click("button:has-text('Revoke')")
+    wait_for(lambda: visitor.goto(f"{web.url}{link}").status == 410, 10, "the link to close")
+    expect(visitor.locator("h1")).to_have_text("This share link was revoked")
+    visitor.context.close()

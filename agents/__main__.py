@@ -112,7 +112,12 @@ def command_selfcheck(args) -> int:
     from agents.selfcheck import run_selfcheck
 
     config = load_config(args)
-    report = run_selfcheck(config, rounds=args.rounds, duration_s=args.duration)
+    report = run_selfcheck(
+        config,
+        rounds=args.rounds,
+        duration_s=args.duration,
+        log=lambda message: sys.stderr.write(f"selfcheck: {message}\n"),
+    )
     cli_output.print_json(report)
     return 0 if report["passed"] else 1
 

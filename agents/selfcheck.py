@@ -14,8 +14,6 @@ import statistics
 import subprocess
 import time
 
-import psutil
-
 from agents.config import AgentConfig
 from agents.events import EventEmitter
 from agents.job import Job
@@ -37,7 +35,7 @@ def selfcheck_spec(duration_s: int) -> dict:
         "postgres": {"version": "16", "source": "auto"},
         "dataset": {"scale": 10},
         "workload": {"scripts": [{"builtin": "select-only", "weight": 1}], "no_vacuum": True},
-        "sweep": {"clients": [CLIENTS], "duration_s": duration_s},
+        "sweep": {"clients": [CLIENTS], "duration_s": duration_s, "warmup_s": duration_s},
     }
 
 
@@ -50,6 +48,8 @@ def run_selfcheck(config: AgentConfig, rounds: int = 3, duration_s: int = 20, lo
         sweep = Sweep(job, install, spec)
         log("preparing the dataset (pgbench -i -s 10)")
         sweep.prepare_dataset()
+        log(f"warming up for {duration_s} s")
+        sweep.warm_up(CLIENTS)
         agent_runs, bare_runs = [], []
         for round_no in range(rounds):
             order = ("agent", "bare") if round_no % 2 == 0 else ("bare", "agent")
@@ -63,12 +63,8 @@ def run_selfcheck(config: AgentConfig, rounds: int = 3, duration_s: int = 20, lo
 
 
 def _agent_run(sweep: Sweep, round_no: int) -> dict:
-    process = psutil.Process()
-    before = process.cpu_times()
     point = sweep.run_point(round_no, round_no + 1, CLIENTS, round_no + 1)
-    after = process.cpu_times()
-    cpu_s = (after.user - before.user) + (after.system - before.system)
-    return {"tps": point["tps"], "seconds": point["seconds"], "agent_cpu_s": round(cpu_s, 4)}
+    return {"tps": point["tps"], "seconds": point["seconds"], "agent_cpu_s": point["agent_cpu_s"]}
 
 
 def _bare_run(sweep: Sweep, round_no: int) -> dict:

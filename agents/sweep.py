@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 
 from agents.errors import JobError
-from agents.observe.host import HostSampler
+from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
 from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
@@ -47,7 +47,7 @@ class Sweep:
         points = sweep_points(self.spec["sweep"])
         self.job.status("running", f"running {len(points)} points")
         if self.spec["sweep"]["warmup_s"]:
-            self._warm_up(points[0][0])
+            self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.job.check_cancel()
             if index > 0:
@@ -142,7 +142,7 @@ class Sweep:
             return min(threads, clients)
         return command.default_threads(clients, len(os.sched_getaffinity(0)))
 
-    def _warm_up(self, clients: int) -> None:
+    def warm_up(self, clients: int) -> None:
         seconds = self.spec["sweep"]["warmup_s"]
         self.job.step("warmup", f"warming up for {seconds} s at {clients} clients")
         argv = self.run_argv(clients, log_prefix=None, duration_s=seconds)
@@ -177,13 +177,16 @@ class Sweep:
         point_base = {"point": index, "clients": clients, "repeat": repeat}
         samplers = PointSamplers(self, point_base)
         samplers.start()
+        cpu_before = process_cpu_seconds()
         try:
             finished = self._pgbench(
                 "pgbench", argv, self._progress_emitter(point_base), timed=True
             )
         finally:
+            agent_cpu_s = process_cpu_seconds() - cpu_before
             samples = samplers.stop()
         point = self._point_result(index, clients, repeat, finished, log_dir, samples)
+        point["agent_cpu_s"] = round(agent_cpu_s, 4)
         shutil.rmtree(log_dir)
         self._keep_point(point, finished)
         return point

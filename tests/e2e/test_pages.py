@@ -83,8 +83,6 @@ def test_compare_ticked_runs_then_share_and_revoke(signed_in_page, web, browser)
     expect(page.locator("#diff-table")).to_contain_text("1GB")
     expect(page.locator("#compare-table")).to_contain_text("+32.9 %")
     page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
-    page.wait_for_timeout(500)
-    page.screenshot(path="docs/screenshots/compare.png", full_page=True)
     numbers = page.locator("#compare-table tbody").inner_text()
 
     page.click("summary:has-text('Share')")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from runs.models import ProgressSample, Result, Run, RunEvent
+from runs.models import Host, ProgressSample, Result, Run, RunEvent
 from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.integration
@@ -79,8 +79,11 @@ def test_two_configs_by_two_client_counts_store_what_the_agent_measured(api, lab
     run_ids = start(api, exp["id"])
     assert len(run_ids) == 2
 
-    first = lab.wait_run(run_ids[0], lambda run: run.progress.exists(), "to show progress")
-    assert first.status in (Run.Status.RUNNING, Run.Status.SUCCEEDED)
+    lab.wait_run(
+        run_ids[0],
+        lambda run: run.status == Run.Status.RUNNING and run.progress.exists(),
+        "to show progress while it runs",
+    )
     runs = [lab.wait_terminal(run_id) for run_id in run_ids]
 
     assert [run.status for run in runs] == [Run.Status.SUCCEEDED] * 2, lab.logs()
@@ -115,17 +118,20 @@ def test_cancel_mid_run_keeps_finished_points(api, lab):
     assert 1 <= run.results.count() < 3
 
 
-def test_killed_agent_fails_its_run_with_a_reason(api, lab):
-    exp = experiment(api, lab, [{}], [1, 2], duration_s=30)
+def test_killed_agent_fails_its_run_with_a_reason(api, lab, settings):
+    settings.HEARTBEAT_OFFLINE_AFTER_S = int(lab.env["HEARTBEAT_OFFLINE_AFTER_S"])
+    exp = experiment(api, lab, [{}], [1, 2], duration_s=3)
     (run_id,) = start(api, exp["id"])
 
-    lab.wait_run(run_id, lambda run: run.progress.exists(), "to show progress")
+    lab.wait_run(run_id, lambda run: run.progress.filter(point=1).exists(), "to run point 2")
     lab.kill_agent()
     run = lab.wait_terminal(run_id, timeout=60)
 
     assert run.status == Run.Status.FAILED
     assert run.error_code == "agent_lost"
     assert run.error_message
+    assert run.results.count() == 1, "the point finished before the agent died is kept"
+    assert not Host.objects.get(name=lab.name).is_online
 
 
 def test_control_worker_down_during_a_run_loses_no_event(api, lab):

@@ -351,16 +351,14 @@ def _unsafe_warnings(requested: dict) -> list[str]:
 # Reading the catalogue from a server, and caching it
 
 
-_CATALOGUE_QUERY = """
+CATALOGUE_QUERY = """
 SELECT name, setting, unit, vartype, min_val, max_val, enumvals, context, boot_val, short_desc
 FROM pg_settings ORDER BY name
 """
 
 
-def read_catalogue(cluster: "Cluster") -> Catalogue:
-    """The pg_settings catalogue of a running cluster."""
-    with cluster.connect() as conn:
-        rows = conn.execute(_CATALOGUE_QUERY).fetchall()
+def catalogue_from_rows(version: str, rows) -> Catalogue:
+    """A Catalogue from the rows of CATALOGUE_QUERY (from any client library)."""
     settings = {}
     for name, setting, unit, vartype, min_val, max_val, enumvals, context, boot, desc in rows:
         settings[name.lower()] = SettingInfo(
@@ -375,7 +373,14 @@ def read_catalogue(cluster: "Cluster") -> Catalogue:
             boot_val=boot,
             short_desc=desc,
         )
-    return Catalogue(version=cluster.install.version, settings=settings)
+    return Catalogue(version=version, settings=settings)
+
+
+def read_catalogue(cluster: "Cluster") -> Catalogue:
+    """The pg_settings catalogue of a running cluster."""
+    with cluster.connect() as conn:
+        rows = conn.execute(CATALOGUE_QUERY).fetchall()
+    return catalogue_from_rows(cluster.install.version, rows)
 
 
 def catalogue_path(cache_dir: Path, version: str) -> Path:

@@ -16,15 +16,10 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agents.postgres.settings import Catalogue, SettingInfo
+from agents.postgres.settings import CATALOGUE_QUERY, catalogue_from_rows
 from runs.models import Host, PgCatalogue, Run
 from runs.transport import agent_queue, cancel_key, redis_connection
 from tests.runs.factories import UserFactory
-
-CATALOGUE_QUERY = """
-SELECT name, setting, unit, vartype, min_val, max_val, enumvals, context, boot_val, short_desc
-FROM pg_settings ORDER BY name
-"""
 
 
 @pytest.fixture
@@ -52,21 +47,7 @@ def pg_catalogue(db) -> PgCatalogue:
         version = cursor.fetchone()[0].split()[0]
         cursor.execute(CATALOGUE_QUERY)
         rows = cursor.fetchall()
-    settings = {}
-    for name, setting, unit, vartype, min_val, max_val, enumvals, context, boot, desc in rows:
-        settings[name.lower()] = SettingInfo(
-            name=name,
-            setting=setting,
-            unit=unit,
-            vartype=vartype,
-            min_val=min_val,
-            max_val=max_val,
-            enumvals=tuple(enumvals) if enumvals is not None else None,
-            context=context,
-            boot_val=boot,
-            short_desc=desc,
-        )
-    catalogue = Catalogue(version=version, settings=settings)
+    catalogue = catalogue_from_rows(version, rows)
     return PgCatalogue.objects.create(version=version, catalogue=catalogue.as_dict())
 
 

@@ -38,12 +38,13 @@ class EventEmitter:
         run_id: str | None = None,
         token: str | None = None,
         agent: str | None = None,
+        first_seq: int = 1,
     ):
         self.sinks = list(sinks)
         self.run_id = run_id
         self.token = token
         self.agent = agent
-        self._seq = 0
+        self._seq = first_seq - 1
         self._lock = threading.Lock()
 
     def emit(self, event_type: str, data: dict) -> dict:

@@ -301,8 +301,7 @@ class AgentEventEmitter(EventEmitter):
     """
 
     def __init__(self, sinks: list[Sink], agent: str):
-        super().__init__(sinks, agent=agent)
-        self._seq = int(time.time() * 1000)
+        super().__init__(sinks, agent=agent, first_seq=int(time.time() * 1000))
 
 
 class Heartbeat:

@@ -49,7 +49,8 @@ def print_summary(result: dict) -> None:
         error = result["error"]
         field = f" ({error['field']})" if error.get("field") else ""
         lines.append(f"error: {error['code']}{field}: {error['message']}")
-    lines.append(f"{'clients':>8} {'run':>4} {'tps':>12} {'lat avg ms':>11} {'p95 ms':>9}")
+    if result["points"]:
+        lines.append(f"{'clients':>8} {'run':>4} {'tps':>12} {'lat avg ms':>11} {'p95 ms':>9}")
     for point in result["points"]:
         p95 = (point.get("latency_percentiles_ms") or {}).get("p95")
         lines.append(

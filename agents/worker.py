@@ -40,7 +40,9 @@ from agents.config import AgentConfig
 from agents.events import EventEmitter
 from agents.job import run_job
 from agents.observe.facts import collect_facts
+from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
+from agents.postgres.osuser import ensure_os_user
 from agents.postgres.settings import Catalogue, catalogue_path
 from agents.transport import (
     EVENTS_STREAM,
@@ -95,6 +97,11 @@ class Agent:
         name = self.config.name
         logger.info("agent %s: serving queue agent.%s, events to %s", name, name, self.sink.stream)
         self.sink.start()
+        removed = remove_leftover_clusters(
+            self.config.storage_targets(), ensure_os_user(self.config.os_user)
+        )
+        if removed:
+            logger.warning("agent %s: removed clusters left behind: %s", name, removed)
         try:
             register_agent(self.heartbeat.emitter, self.config)
         except Exception:

@@ -78,12 +78,13 @@ class Cluster:
     """One throw-away cluster: initdb, start, stop, destroy. Use it as a context manager.
 
     `on_step(name, argv, seconds, exit_code)` is called after every command the
-    cluster runs (initdb, start, stop), with its exact argv.
+    cluster runs (initdb, start, stop), with its exact argv. `install` is None
+    only for destroying what an earlier process left (remove_leftover_clusters).
     """
 
     def __init__(
         self,
-        install: Install,
+        install: Install | None,
         os_user: OsUser,
         data_parent: Path,
         wal_parent: Path | None = None,
@@ -396,7 +397,7 @@ class Cluster:
         return result
 
     def __repr__(self) -> str:
-        return f"<Cluster {self.job_id} PostgreSQL {self.install.version} at {self.data_dir}>"
+        return f"<Cluster {self.job_id} at {self.data_dir}>"
 
 
 @contextlib.contextmanager
@@ -413,3 +414,35 @@ def running_cluster(
         cluster.initdb()
         cluster.start()
         yield cluster
+
+
+def remove_leftover_clusters(storage: dict[str, Path], os_user: OsUser) -> list[str]:
+    """Remove clusters an earlier agent process left behind; return their job ids.
+
+    An agent killed mid-job (SIGKILL, power loss) leaves its cluster's server
+    running and its directories on disk. The worker calls this when it starts,
+    before it takes a job: every `benchlab-<job>` directory carrying the marker
+    of that job is destroyed as its own Cluster would (servers killed by their
+    working directory, WAL directory on any target removed). Storage targets
+    belong to one agent; directories without a matching marker are left alone.
+    """
+    parents = sorted({Path(path) for path in storage.values() if Path(path).is_dir()})
+    removed = []
+    for parent in parents:
+        for job_dir in sorted(parent.glob("benchlab-*")):
+            job_id = _marked_job(job_dir)
+            if job_id is None or job_dir.name != f"benchlab-{job_id}":
+                continue
+            wal_parent = next((p for p in parents if (p / f"benchlab-{job_id}-wal").is_dir()), None)
+            logger.warning("removing cluster %s left behind by an earlier agent", job_dir)
+            Cluster(None, os_user, parent, wal_parent, job_id).destroy()
+            removed.append(job_id)
+    return removed
+
+
+def _marked_job(directory: Path) -> str | None:
+    marker = directory / MARKER
+    if not directory.is_dir() or marker.is_symlink() or not marker.is_file():
+        return None
+    job_id = marker.read_text().strip()
+    return job_id if JOB_ID.match(job_id) else None

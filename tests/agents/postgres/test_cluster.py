@@ -9,7 +9,8 @@ import psutil
 import pytest
 
 from agents.errors import JobError
-from agents.postgres.cluster import MARKER, Cluster
+from agents.postgres.cluster import MARKER, Cluster, remove_leftover_clusters
+from tests.agents.conftest import unique_job_id
 
 
 def _processes_in(data_dir: Path) -> list[psutil.Process]:
@@ -185,3 +186,25 @@ def test_debian_install_runs_a_cluster_too(make_cluster, pg15_system_install) ->
         version = conn.execute("SHOW server_version").fetchone()[0]
 
     assert version.startswith(pg15_system_install.version)
+
+
+def test_leftovers_of_a_killed_agent_are_removed_and_others_kept(
+    pg16_install, os_user, cluster_root
+):
+    data_parent = cluster_root / f"left-{unique_job_id()}"
+    wal_parent = cluster_root / f"left-wal-{unique_job_id()}"
+    job_id = unique_job_id()
+    orphan = Cluster(pg16_install, os_user, data_parent, wal_parent, job_id)
+    orphan.initdb()
+    orphan.start()
+    postmaster = psutil.Process(orphan.postmaster_pid)
+    stranger = data_parent / "benchlab-not-ours"
+    stranger.mkdir()
+
+    removed = remove_leftover_clusters({"data": data_parent, "wal": wal_parent}, os_user)
+
+    assert removed == [job_id]
+    assert not postmaster.is_running() or postmaster.status() == psutil.STATUS_ZOMBIE
+    assert not orphan.job_dir.exists()
+    assert not orphan.wal_container.exists()
+    assert stranger.exists()

@@ -51,11 +51,13 @@ TPS_KEYS = {
 }
 
 
+def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
+    """A store that puts the first group of the match, converted, under `key`."""
+    return lambda target, match: target.__setitem__(key, convert(match.group(1)))
+
+
 def _summary_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
     """(regex, store) pairs for the lines of the summary block, all versions together."""
-
-    def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
-        return lambda result, match: result.__setitem__(key, convert(match.group(1)))
 
     def processed(result: dict, match: re.Match) -> None:
         result["transactions"] = int(match.group(1))
@@ -116,9 +118,6 @@ def _summary_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]
 
 def _script_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
     """(regex, store) pairs for the ` - ` lines of a per-script block."""
-
-    def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
-        return lambda script, match: script.__setitem__(key, convert(match.group(1)))
 
     def weight(script: dict, match: re.Match) -> None:
         script["weight"] = int(match.group(1))

@@ -11,6 +11,8 @@
 - `cluster_root` (session): a short directory under /tmp that the OS user can
   traverse (pytest's own tmp_path is private to root, and Unix socket paths
   must stay short); removed at the end of the session.
+- `storage_root` (function): a directory under /var/tmp for storage targets
+  (`root / "data"`, `root / "wal"`), removed after the test.
 - `pg_cluster` (session): a running PostgreSQL 16.15 cluster shared by all agent
   tests. Use its `conninfo()`, `client_env()` or `connect()`. Do not stop or
   kill it; a test that changes its settings restores them before it ends
@@ -69,6 +71,15 @@ def pg15_system_install() -> Install:
 @pytest.fixture(scope="session")
 def cluster_root() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="bl-test-", dir="/tmp"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def storage_root() -> Iterator[Path]:
+    """A directory for storage targets that PostgreSQL's OS user can reach, per test."""
+    root = Path(tempfile.mkdtemp(prefix="benchlab-test-", dir="/var/tmp"))
     root.chmod(0o755)
     yield root
     shutil.rmtree(root, ignore_errors=True)

@@ -3,11 +3,9 @@
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,15 +18,6 @@ from agents.job import run_job
 
 REPO = Path(__file__).resolve().parents[2]
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
-
-
-@pytest.fixture
-def storage_root():
-    """Two storage targets PostgreSQL's OS user can reach (pytest's tmp_path is private)."""
-    root = Path(tempfile.mkdtemp(prefix="benchlab-test-", dir="/var/tmp"))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

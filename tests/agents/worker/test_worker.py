@@ -5,11 +5,9 @@ Jobs run for real: prebuilt PostgreSQL 16, pgbench at scale 1 for 2 seconds.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -51,15 +49,6 @@ class AgentProcess:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=JOB_TIMEOUT_S)
-
-
-@pytest.fixture
-def storage_root():
-    """A storage target PostgreSQL's OS user can reach (pytest's tmp_path is private)."""
-    root = Path(tempfile.mkdtemp(prefix="benchlab-worker-test-", dir="/var/tmp"))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def start_agent(redis_client, redis_url: str, stream: str, storage_root: Path, log_path: Path):

@@ -169,7 +169,9 @@ class Job:
         With a cached catalogue of this exact version the settings are validated
         before initdb; otherwise right after the first start, before anything is measured.
         """
-        catalogue = self._cached_catalogue(install)
+        catalogue = pg_settings.read_cached_catalogue(
+            pg_settings.catalogue_path(self.config.cache_dir, install.version)
+        )
         if catalogue is not None:
             self._validate_settings(requested, catalogue)
         os_user = ensure_os_user(self.config.os_user)
@@ -199,12 +201,6 @@ class Job:
             pg_settings.apply_settings(self.cluster, requested)
         with self.cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
-
-    def _cached_catalogue(self, install):
-        path = pg_settings.catalogue_path(self.config.cache_dir, install.version)
-        if not path.exists():
-            return None
-        return pg_settings.load_or_read_catalogue(install, self.config.cache_dir, None)
 
     def _validate_settings(self, requested: dict, catalogue) -> None:
         warnings = pg_settings.validate_settings(requested, catalogue, self.config.allow_settings)

@@ -43,7 +43,7 @@ from agents.observe.facts import collect_facts
 from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
 from agents.postgres.osuser import ensure_os_user
-from agents.postgres.settings import Catalogue, catalogue_path
+from agents.postgres.settings import catalogue_path, read_cached_catalogue
 from agents.transport import (
     EVENTS_STREAM,
     AgentEventEmitter,
@@ -212,10 +212,7 @@ def cached_catalogues(cache_dir: Path) -> dict[str, dict]:
     """The pg_settings catalogues this agent has cached, by exact PostgreSQL version."""
     catalogues = {}
     for path in sorted(cache_dir.glob(catalogue_path(cache_dir, "*").name)):
-        try:
-            catalogue = Catalogue.from_json(path.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            logger.warning("not registering the unreadable catalogue %s: %s", path, error)
-            continue
-        catalogues[catalogue.version] = catalogue.as_dict()
+        catalogue = read_cached_catalogue(path)
+        if catalogue is not None:
+            catalogues[catalogue.version] = catalogue.as_dict()
     return catalogues

@@ -398,16 +398,24 @@ def load_or_read_catalogue(
     cluster of `install` (e.g. `running_cluster(...)`, or a `nullcontext` around
     a job's cluster that is already running); it is called only on a cache miss.
     """
-    path = catalogue_path(cache_dir, install.version)
-    if path.exists():
-        try:
-            return Catalogue.from_json(path.read_text())
-        except (ValueError, KeyError, TypeError) as error:
-            logger.warning("ignoring unreadable catalogue %s: %s", path, error)
+    cached = read_cached_catalogue(catalogue_path(cache_dir, install.version))
+    if cached is not None:
+        return cached
     with cluster_factory() as cluster:
         catalogue = read_catalogue(cluster)
-    _write_atomically(path, catalogue.as_json())
+    _write_atomically(catalogue_path(cache_dir, install.version), catalogue.as_json())
     return catalogue
+
+
+def read_cached_catalogue(path: Path) -> Catalogue | None:
+    """A cached catalogue file, or None when it is missing or unreadable (logged)."""
+    try:
+        return Catalogue.from_json(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        logger.warning("ignoring unreadable catalogue %s: %s", path, error)
+        return None
 
 
 def _write_atomically(path: Path, text: str) -> None:

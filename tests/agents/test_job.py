@@ -15,6 +15,7 @@ import pytest
 from agents.config import AgentConfig
 from agents.events import EventEmitter
 from agents.job import run_job
+from agents.postgres import settings as pg_settings
 
 REPO = Path(__file__).resolve().parents[2]
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
@@ -241,3 +242,14 @@ def test_ctrl_c_on_the_cli_cleans_up_everything(storage_root, tmp_path):
     time.sleep(0.5)
     assert processes_mentioning(storage_root) == []
     assert running_before, "the cluster and pgbench were running before Ctrl-C"
+
+
+def test_an_unreadable_cached_catalogue_is_read_again_from_the_server(config):
+    result, _ = run(small_spec(sweep={"clients": [1]}), config)
+    cached = pg_settings.catalogue_path(config.cache_dir, result["install"]["version"])
+    cached.write_text("{not json")
+
+    result, _ = run(small_spec(settings={"work_mem": "8MB"}, sweep={"clients": [1]}), config)
+
+    assert result["status"] == "succeeded", result["error"]
+    assert pg_settings.read_cached_catalogue(cached) is not None

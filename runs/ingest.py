@@ -7,8 +7,11 @@ each round: this consumer's own pending entries (left by a database error),
 then entries other consumers left pending for too long (they died), then new
 entries.
 
-- A bad event (not JSON, not the contract, unknown run) is logged with the
-  reason and acknowledged: it would fail the same way forever.
+- A bad event (not JSON, not the contract) or one whose storing failed (our
+  bug) is logged with the reason, copied with that reason to the dead-letter
+  stream `<stream>:dead` (kept, so it can be replayed once fixed) and then
+  acknowledged: it would fail the same way forever. Events of unknown runs or
+  with a wrong token are dropped by the services, and logged there.
 - A database that cannot be reached leaves the entry pending, unacknowledged;
   the loop waits and retries it, so nothing is lost.
 - Every REAPER_INTERVAL_S the loop also fails the runs of silent agents.
@@ -110,10 +113,22 @@ class EventConsumer:
         except DATABASE_DOWN:
             raise
         except (KeyError, ValueError, TypeError, InvalidEvent) as exc:
-            logger.error("event %s dropped, it is not a valid event: %r", entry_id, exc)
-        except Exception:
-            logger.exception("event %s dropped: storing it failed", entry_id)
+            logger.error("event %s is not a valid event: %r", entry_id, exc)
+            self._keep_dead(fields, f"invalid event: {exc!r}")
+        except Exception as exc:
+            logger.exception("event %s could not be stored", entry_id)
+            self._keep_dead(fields, f"storing failed: {exc!r}")
         self._acknowledge(entry_id)
+
+    @property
+    def dead_letter_stream(self) -> str:
+        return f"{self.stream}:dead"
+
+    def _keep_dead(self, fields: dict | None, reason: str) -> None:
+        """Keep an event that cannot be stored, with the reason, instead of losing it."""
+        kept = {key: value for key, value in (fields or {}).items()}
+        kept["error"] = reason
+        self.client.xadd(self.dead_letter_stream, kept)
 
     def _acknowledge(self, entry_id: str) -> None:
         pipe = self.client.pipeline()

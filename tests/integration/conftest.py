@@ -141,7 +141,7 @@ class Lab:
         for process in psutil.process_iter(["cmdline"]):
             if str(self.storage) in " ".join(process.info["cmdline"] or []):
                 process.kill()
-        self.redis.delete(self.stream, f"agent.{self.name}")
+        self.redis.delete(self.stream, f"{self.stream}:dead", f"agent.{self.name}")
         self.redis.close()
         shutil.rmtree(self.storage, ignore_errors=True)
 

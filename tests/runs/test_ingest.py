@@ -59,7 +59,7 @@ def test_a_redelivered_event_is_stored_once(consumer, lab_redis, events_stream):
 
 
 @pytest.mark.django_db
-def test_a_bad_event_is_logged_with_its_reason_and_acknowledged(
+def test_a_bad_event_is_logged_and_kept_with_its_reason_then_acknowledged(
     consumer, lab_redis, events_stream, caplog
 ):
     publish(lab_redis, events_stream, "{not json")
@@ -72,6 +72,10 @@ def test_a_bad_event_is_logged_with_its_reason_and_acknowledged(
     assert len(reasons) == 2
     assert "needs a run_id" in reasons[1]
     assert lab_redis.xlen(events_stream) == 0
+    dead = lab_redis.xrange(consumer.dead_letter_stream)
+    lab_redis.delete(consumer.dead_letter_stream)
+    assert [fields["event"] for _, fields in dead][0] == "{not json"
+    assert all("invalid event" in fields["error"] for _, fields in dead)
 
 
 @pytest.mark.django_db

@@ -15,6 +15,21 @@ from django.db.models import Q
 from django.utils import timezone
 
 
+def owner_field(related_name: str) -> models.ForeignKey:
+    """`created_by`, the owner: only they or staff may change or delete the row.
+
+    Null (rows from before ownership, presets, a deleted user) means staff only.
+    """
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name=related_name,
+        help_text="Only the owner or staff may change it; none: staff only.",
+    )
+
+
 class Host(models.Model):
     """A benchmark machine running one agent; `name` is the agent's name.
 
@@ -85,6 +100,7 @@ class PgBuild(models.Model):
     version = models.CharField(max_length=20)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.AUTO)
     notes = models.TextField(blank=True)
+    created_by = owner_field("pg_builds")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -125,6 +141,7 @@ class ConfigProfile(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
+    created_by = owner_field("config_profiles")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -202,6 +219,7 @@ class Workload(models.Model):
     latency_limit_ms = models.FloatField(null=True, blank=True)
     max_tries = models.PositiveIntegerField(null=True, blank=True)
     defines = models.JSONField(default=dict, blank=True)
+    created_by = owner_field("workloads")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -246,13 +264,7 @@ class Experiment(models.Model):
     between_points = models.CharField(
         max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="experiments",
-    )
+    created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -472,13 +484,7 @@ class Comparison(models.Model):
     baseline = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="baseline_of"
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="comparisons",
-    )
+    created_by = owner_field("comparisons")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -506,13 +512,7 @@ class ShareLink(models.Model):
     comparison = models.ForeignKey(
         Comparison, null=True, blank=True, on_delete=models.CASCADE, related_name="share_links"
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="share_links",
-    )
+    created_by = owner_field("share_links")
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

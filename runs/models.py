@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from runs.execution import BLOCKS, ROUNDS, draw_seed
+
 
 def owner_field(related_name: str) -> models.ForeignKey:
     """`created_by`, the owner: only they or staff may change or delete the row.
@@ -233,13 +235,21 @@ class Experiment(models.Model):
     """A run definition: a matrix hosts x builds x configs x storage x workloads.
 
     `storage_layouts` is a list of `{"data": target name, "wal": target name or
-    null}`; each layout is one column of the matrix. Every cell becomes one Run
-    that sweeps `clients` (`repeats` times, in `order`).
+    null}`; each layout is one column of the matrix. `execution` says how the
+    cells become runs (runs/execution.py): in rounds, each repeat of each cell
+    is one Run and the cells of each round go in an order drawn from `seed`; in
+    blocks, each cell is one Run that sweeps `clients` `repeats` times. `seed`
+    (given or drawn at creation) also seeds random client orders.
     """
+
+    class Execution(models.TextChoices):
+        ROUNDS = ROUNDS, "rounds: every repeat its own cluster, cells shuffled per round"
+        BLOCKS = BLOCKS, "blocks: all repeats in one cluster, cells one after another"
 
     class Order(models.TextChoices):
         ASCENDING = "ascending"
         INTERLEAVED = "interleaved"
+        RANDOM = "random"
 
     class BetweenPoints(models.TextChoices):
         NONE = "none"
@@ -260,6 +270,8 @@ class Experiment(models.Model):
     transactions = models.PositiveIntegerField(null=True, blank=True)
     repeats = models.PositiveIntegerField(default=1)
     order = models.CharField(max_length=20, choices=Order.choices, default=Order.ASCENDING)
+    execution = models.CharField(max_length=10, choices=Execution.choices, default=Execution.ROUNDS)
+    seed = models.PositiveBigIntegerField(default=draw_seed)
     warmup_s = models.PositiveIntegerField(default=0)
     between_points = models.CharField(
         max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
@@ -289,7 +301,12 @@ class Experiment(models.Model):
 
 
 class Run(models.Model):
-    """One cell of an experiment's matrix: one cluster lifecycle on one host.
+    """One cluster lifecycle on one host: a cell of an experiment's matrix, or one
+    round of a cell when the experiment runs in rounds.
+
+    `cell` is the cell's index in matrix order, `round` the repeat this run
+    measures (None in blocks mode, where the run holds every repeat), and
+    `position` the run's place in the experiment's queue (runs/execution.py).
 
     State diagram (every change is a compare-and-set update in services)::
 
@@ -321,6 +338,8 @@ class Run(models.Model):
     storage_data = models.CharField(max_length=100)
     storage_wal = models.CharField(max_length=100, blank=True)
     position = models.PositiveIntegerField(default=0)
+    cell = models.PositiveIntegerField(default=0)
+    round = models.PositiveIntegerField(null=True, blank=True)
     spec = models.JSONField(default=dict)
     token = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_OS_USER = "benchlab"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def default_state_dir() -> Path:
@@ -26,6 +27,11 @@ def default_state_dir() -> Path:
     return Path.home() / ".local" / "share" / "benchlab-agent"
 
 
+def default_redis_url() -> str:
+    """REDIS_URL from the environment (as the web tier reads it), else the local default."""
+    return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+
+
 @dataclass
 class AgentConfig:
     """Local, trusted configuration of one agent."""
@@ -36,7 +42,7 @@ class AgentConfig:
     os_user: str = DEFAULT_OS_USER
     allow_settings: set[str] = field(default_factory=set)
     allow_shell_scripts: bool = False
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str = field(default_factory=default_redis_url)
 
     @property
     def cache_dir(self) -> Path:

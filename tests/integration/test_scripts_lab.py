@@ -1,0 +1,128 @@
+"""`scripts/lab` itself, started with REDIS_URL on a Redis of the test's own.
+
+Everything it starts (web, control worker, local agent) must use that Redis:
+the local agent registering through it proves the agent got the same URL.
+The lab database is a throw-away SQLite file, read here with sqlite3.
+"""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.agents.worker.conftest import SpareRedis, free_port
+from tests.integration.conftest import REPO, wait_for
+
+pytestmark = pytest.mark.integration
+
+LAB_START_TIMEOUT_S = 180
+HEARD_FROM_HOST = "SELECT name, last_seen FROM runs_host WHERE name = ? AND last_seen IS NOT NULL"
+
+
+@dataclass
+class ScriptsLab:
+    """A `scripts/lab` process group and the places it writes to."""
+
+    process: subprocess.Popen
+    database: Path
+    log_dir: Path
+    output: Path
+    agent_name: str
+
+    def host_row(self) -> tuple | None:
+        if not self.database.exists():
+            return None
+        with sqlite3.connect(self.database, timeout=5) as db:
+            try:
+                return db.execute(HEARD_FROM_HOST, (self.agent_name,)).fetchone()
+            except sqlite3.OperationalError:  # not migrated yet
+                return None
+
+    def logs(self) -> str:
+        paths = [self.output, *sorted(self.log_dir.glob("*.log"))]
+        return "\n".join(
+            f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+            for path in paths
+            if path.exists()
+        )
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+def lab_environment(redis_url: str, workdir: Path, storage: Path, port: int) -> dict[str, str]:
+    """The environment a person would set, plus places of the test's own for state and logs."""
+    inherited = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("BENCHLAB_", "DATABASE_URL", "REDIS_URL", "DJANGO_"))
+    }
+    return {
+        **inherited,
+        "REDIS_URL": redis_url,
+        "DATABASE_URL": f"sqlite:///{workdir / 'lab.sqlite3'}",
+        "BENCHLAB_PORT": str(port),
+        "BENCHLAB_AGENT_NAME": f"lab-{port}",
+        "BENCHLAB_AGENT_STORAGE": str(storage),
+        "BENCHLAB_AGENT_DIR": str(workdir / "agent-state"),
+        "BENCHLAB_LOG_DIR": str(workdir / "log"),
+        "BENCHLAB_ADMIN_PASSWORD": "lab-test-password",
+    }
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[SpareRedis]:
+    server = SpareRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def scripts_lab(own_redis: SpareRedis, tmp_path: Path) -> Iterator[ScriptsLab]:
+    storage = Path(tempfile.mkdtemp(prefix="benchlab-scripts-lab-", dir="/var/tmp"))
+    env = lab_environment(own_redis.url, tmp_path, storage, free_port())
+    output = tmp_path / "lab.out"
+    with output.open("wb") as out:
+        process = subprocess.Popen(
+            [str(REPO / "scripts" / "lab")],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab = ScriptsLab(
+        process, tmp_path / "lab.sqlite3", tmp_path / "log", output, env["BENCHLAB_AGENT_NAME"]
+    )
+    try:
+        yield lab
+    finally:
+        lab.stop()
+        subprocess.run(["rm", "-rf", str(storage)], check=False)
+
+
+def test_scripts_lab_gives_the_local_agent_the_redis_of_redis_url(scripts_lab, own_redis):
+    def registered() -> tuple | None:
+        assert scripts_lab.process.poll() is None, "scripts/lab exited\n" + scripts_lab.logs()
+        return scripts_lab.host_row()
+
+    name, last_seen = wait_for(
+        registered, LAB_START_TIMEOUT_S, "the local agent to register", scripts_lab.logs, 1.0
+    )
+
+    assert name == scripts_lab.agent_name
+    queues = own_redis.client().keys("_kombu.binding.*")
+    assert f"_kombu.binding.agent.{name}" in queues, "the agent listens on the test's Redis"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agents import cli_output
 from agents.config import AgentConfig
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from agents.events import EventEmitter, json_lines_sink
 
 
@@ -44,6 +44,12 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="accept pgbench scripts with \\shell or \\setshell",
     )
+    parser.add_argument(
+        "--allow-superuser-sql",
+        action="store_true",
+        default=None,
+        help="run workload SQL (pgbench -i, setup SQL, scripts) as the superuser",
+    )
 
 
 def load_config(args, **extra) -> AgentConfig:
@@ -54,6 +60,7 @@ def load_config(args, **extra) -> AgentConfig:
         os_user=args.os_user,
         allow_settings=set(args.allow_setting),
         allow_shell_scripts=args.allow_shell_scripts,
+        allow_superuser_sql=args.allow_superuser_sql,
         **extra,
     )
 
@@ -147,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="serve jobs from the lab (Celery worker)")
     worker.add_argument("--name", required=True, help="agent name; its queue is agent.NAME")
-    worker.add_argument("--redis-url", help="Redis URL (default redis://127.0.0.1:6379/0)")
+    worker.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379/0)")
     worker.add_argument("--loglevel", default="info")
     add_config_options(worker)
     worker.set_defaults(handler=command_worker)
@@ -155,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     selfcheck = commands.add_parser(
         "selfcheck", help="benchmark the agent's overhead against bare pgbench"
     )
-    selfcheck.add_argument("--rounds", type=int, default=3)
+    selfcheck.add_argument("--rounds", type=int, default=6)
     selfcheck.add_argument("--duration", type=int, default=20, help="seconds per measured run")
     add_config_options(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)

@@ -1,4 +1,4 @@
-"""Events: the agent's running commentary on a job (docs/contracts.md, section 2).
+"""Emitting events (their types and validation: agents.contract.events).
 
 The runner calls `EventEmitter.emit(type, data)`; every sink gets the same
 numbered document. Sinks are plain callables: the CLI prints, the worker
@@ -11,18 +11,11 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from agents.contract.events import EVENT_TYPES, EVENT_VERSION, InvalidEvent
+
 logger = logging.getLogger(__name__)
 
-EVENT_VERSION = 1
-RUN_EVENT_TYPES = {"status", "step", "progress", "sample", "point", "log", "result"}
-AGENT_EVENT_TYPES = {"agent_register", "heartbeat"}
-EVENT_TYPES = RUN_EVENT_TYPES | AGENT_EVENT_TYPES
-
 Sink = Callable[[dict], None]
-
-
-class InvalidEvent(ValueError):
-    """An event document that does not follow the contract."""
 
 
 def now_iso() -> str:
@@ -66,26 +59,6 @@ class EventEmitter:
             for sink in self.sinks:
                 sink(event)
         return event
-
-
-def validate_event(event: dict) -> dict:
-    """Check the envelope of an event received from elsewhere; return it unchanged."""
-    if not isinstance(event, dict):
-        raise InvalidEvent("an event must be a JSON object")
-    if event.get("version") != EVENT_VERSION:
-        raise InvalidEvent(f"unsupported event version {event.get('version')!r}")
-    event_type = event.get("type")
-    if event_type not in EVENT_TYPES:
-        raise InvalidEvent(f"unknown event type {event_type!r}")
-    if not isinstance(event.get("seq"), int) or event["seq"] < 1:
-        raise InvalidEvent("seq must be a positive integer")
-    if event_type in RUN_EVENT_TYPES and not event.get("run_id"):
-        raise InvalidEvent(f"a {event_type} event needs a run_id")
-    if event_type in AGENT_EVENT_TYPES and not event.get("agent"):
-        raise InvalidEvent(f"a {event_type} event needs an agent name")
-    if not isinstance(event.get("data"), dict):
-        raise InvalidEvent("data must be a JSON object")
-    return event
 
 
 def json_lines_sink(stream) -> Sink:

@@ -14,19 +14,20 @@ from pathlib import Path
 
 from agents import sweep as sweep_module
 from agents.config import AgentConfig
-from agents.errors import Cancelled, JobError
+from agents.contract.catalogue import refuse_settings, validate_settings
+from agents.contract.errors import Cancelled, JobError
+from agents.contract.results import RESULT_VERSION
+from agents.contract.scripts import check_scripts
+from agents.contract.spec import validate_spec
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
-from agents.pgbench.scripts import check_scripts
+from agents.pgbench.latency_log import log_root
 from agents.postgres import settings as pg_settings
 from agents.postgres.cluster import Cluster
 from agents.postgres.installs import ensure_install, make_dirs
 from agents.postgres.osuser import ensure_os_user
-from agents.spec import validate_spec
 
 logger = logging.getLogger(__name__)
-
-RESULT_VERSION = 1
 
 
 class Job:
@@ -111,8 +112,9 @@ class Job:
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
         check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
-        pg_settings.refuse_settings(spec["settings"], self.config.allow_settings)
+        refuse_settings(spec["settings"], self.config.allow_settings)
         storage = self._resolve_storage(spec["storage"])
+        log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
         self.result["facts"] = collect_facts({role: path for role, path in storage.items()})
@@ -203,7 +205,7 @@ class Job:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
 
     def _validate_settings(self, requested: dict, catalogue) -> None:
-        warnings = pg_settings.validate_settings(requested, catalogue, self.config.allow_settings)
+        warnings = validate_settings(requested, catalogue, self.config.allow_settings)
         self.result["settings"]["warnings"] = warnings
         for warning in warnings:
             self.emit("log", {"level": "warning", "message": warning})

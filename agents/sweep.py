@@ -2,28 +2,41 @@
 
 Each point is one pgbench run. Its result keeps what pgbench printed (parsed
 and verbatim), the exact argv, the per-second progress, host and server
-samples, and percentiles from pgbench's own per-transaction log.
+samples, and latency percentiles from pgbench's transaction log, sampled by
+default (agents/pgbench/latency_log.py says how and where).
 """
 
 import logging
 import os
-import shutil
+import secrets
 import time
 from pathlib import Path
 
 import psycopg
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
+from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom
+from agents.contract.spec import SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
+from agents.pgbench.latency_log import (
+    LOG_FILE_PREFIX,
+    LogPlan,
+    Measured,
+    expected_throughput,
+    log_files,
+    log_root,
+    point_log_dir,
+)
 from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.pgbench.process import run_pgbench
-from agents.pgbench.txlog import latency_percentiles
 from agents.postgres.osuser import chown_tree
-from agents.spec import sweep_points
 
 logger = logging.getLogger(__name__)
+
+# Seeds people can read and type back in (the lab's are below this too).
+CLIENT_ORDER_SEEDS = 2**31
 
 PROGRESS_PREFIX = "progress:"
 # --verbose-errors can print thousands of lines; the full text stays in `stderr`.
@@ -41,18 +54,32 @@ class Sweep:
         self.workdir = self.cluster.job_dir / "pgbench"
         self.conn = command.Connection(host=str(self.cluster.socket_dir), port=self.cluster.port)
         self.script_paths: dict[int, Path] = {}
+        storage = {role: Path(entry["path"]) for role, entry in job.result["storage"].items()}
+        self.log_root = log_root(job.config.state_dir, storage, spec["workload"]["latency_log"])
+        # The latest throughput measured in this cluster: it sets the next log's sampling rate.
+        self.measured: Measured | None = None
 
     def run(self) -> None:
         self.prepare_dataset()
-        points = sweep_points(self.spec["sweep"])
+        points = sweep_points(self._seeded(self.spec["sweep"]))
         self.job.status("running", f"running {len(points)} points")
+        if self.spec["workload"]["latency_log"] == "full":
+            self.job.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
         if self.spec["sweep"]["warmup_s"]:
             self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.job.check_cancel()
-            if index > 0:
-                self._between_points()
+            self.between_points()
             self.run_point(index, len(points), clients, repeat)
+
+    def _seeded(self, sweep: SweepSpec) -> SweepSpec:
+        """A random client order without a seed gets one drawn here; it stays in the spec,
+        so the result document records it and the order can be replayed."""
+        if sweep["order"] == "random" and sweep["seed"] is None:
+            sweep["seed"] = secrets.randbelow(CLIENT_ORDER_SEEDS)
+            message = f"random client order drawn from seed {sweep['seed']}"
+            self.job.emit("log", {"level": "info", "message": message})
+        return sweep
 
     def prepare_dataset(self) -> None:
         """Script files, `pgbench -i`, then the setup SQL."""
@@ -121,7 +148,8 @@ class Sweep:
         self.job.result["dataset"]["setup_sql_seconds"] = seconds
         self.job.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
 
-    def _between_points(self) -> None:
+    def between_points(self) -> None:
+        """The spec's CHECKPOINT and/or VACUUM, before every measured point (the first too)."""
         action = self.spec["sweep"]["between_points"]
         statements = {
             "none": [],
@@ -145,7 +173,7 @@ class Sweep:
     def warm_up(self, clients: int) -> None:
         seconds = self.spec["sweep"]["warmup_s"]
         self.job.step("warmup", f"warming up for {seconds} s at {clients} clients")
-        argv = self.run_argv(clients, log_prefix=None, duration_s=seconds)
+        argv = self.run_argv(clients, log_args=[], duration_s=seconds)
         finished = self._pgbench("warmup", argv, lambda line: None, timed=True)
         self.job.check_cancel()
         if finished.exit_code != 0:
@@ -153,28 +181,67 @@ class Sweep:
                 "pgbench_failed",
                 f"the warm-up run exited with {finished.exit_code}: {_last_lines(finished.stderr)}",
             )
+        self._remember_throughput(clients, finished.stdout + finished.stderr, "warmup")
 
-    def run_argv(self, clients: int, log_prefix: Path | None, duration_s: int | None = None):
-        return command.run_argv(
+    def _remember_throughput(self, clients: int, output: str, source: ExpectedFrom) -> None:
+        try:
+            tps = parse_output(output).get("tps")
+        except PgbenchParseError as error:
+            logger.warning("no tps in the %s output, the log rate stays a guess: %s", source, error)
+            return
+        if tps:
+            self.measured = Measured(clients, tps, source)
+
+    def workload_args(self, clients: int, duration_s: int | None = None) -> list[str]:
+        return command.workload_args(
             self.install.bindir / "pgbench",
             self.install.major,
             self.spec,
             clients,
             self._threads(clients),
-            self.conn,
             self.script_paths,
-            log_prefix,
             duration_s=duration_s,
         )
+
+    def plain_argv(self, clients: int) -> list[str]:
+        """The point's command as a user would type it (the self-check's reference)."""
+        return command.plain_argv(self.workload_args(clients), self.conn)
+
+    def run_argv(
+        self, clients: int, log_args: list[str], duration_s: int | None = None
+    ) -> list[str]:
+        workload = self.workload_args(clients, duration_s)
+        return command.run_argv(workload, self.install.major, log_args, self.conn)
+
+    def log_plan(self, clients: int) -> LogPlan:
+        """This point's log: its mode, and for a sample the rate the expected tps calls for."""
+        expected = expected_throughput(
+            clients,
+            self.measured,
+            self.spec["workload"]["rate_tps"],
+            len(os.sched_getaffinity(0)),
+        )
+        return LogPlan.for_point(self.spec["workload"]["latency_log"], expected)
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> dict:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""
         self.job.status("running", f"point {index + 1} of {total}: {clients} clients, run {repeat}")
-        log_dir = self.workdir / f"point-{index}"
-        log_dir.mkdir(mode=0o700)
-        chown_tree(log_dir, self.cluster.os_user)
-        argv = self.run_argv(clients, log_prefix=log_dir / "pgbench_log")
-        point_base = {"point": index, "clients": clients, "repeat": repeat}
+        plan = self.log_plan(clients)
+        label = f"{self.cluster.job_id}-point-{index}"
+        with point_log_dir(self.log_root, label, self.cluster.os_user) as log_dir:
+            argv = self.run_argv(clients, plan.args(log_dir / LOG_FILE_PREFIX))
+            point_base = {"point": index, "clients": clients, "repeat": repeat}
+            finished, samples, agent_cpu_s = self._measure(argv, point_base)
+            point = self._point_result(index, clients, repeat, finished, samples)
+            point["agent_cpu_s"] = round(agent_cpu_s, 4)
+            point["latency_percentiles_ms"] = self._percentiles(plan, log_dir)
+        self._keep_point(point, finished)
+        if point.get("tps"):
+            self.measured = Measured(clients, point["tps"], "previous_point")
+        return point
+
+    def _measure(self, argv: list[str], point_base: dict):
+        """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
         samplers = PointSamplers(self, point_base)
         samplers.start()
         cpu_before = process_cpu_seconds()
@@ -185,11 +252,16 @@ class Sweep:
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before
             samples = samplers.stop()
-        point = self._point_result(index, clients, repeat, finished, log_dir, samples)
-        point["agent_cpu_s"] = round(agent_cpu_s, 4)
-        shutil.rmtree(log_dir)
-        self._keep_point(point, finished)
-        return point
+        return finished, samples, agent_cpu_s
+
+    def _percentiles(self, plan: LogPlan, log_dir: Path):
+        """Read after pgbench ended, so it takes no CPU from the measured window."""
+        if plan.mode == "none":
+            return None
+        percentiles = plan.summarise(log_files(log_dir))
+        if percentiles.get("error"):
+            self.job.emit("log", {"level": "warning", "message": percentiles["error"]})
+        return percentiles
 
     def _progress_emitter(self, point_base: dict):
         def on_line(line: str) -> None:
@@ -205,7 +277,7 @@ class Sweep:
 
         return on_line
 
-    def _point_result(self, index, clients, repeat, finished, log_dir: Path, samples) -> dict:
+    def _point_result(self, index, clients, repeat, finished, samples) -> dict:
         point = {
             "index": index,
             "clients": clients,
@@ -226,8 +298,6 @@ class Sweep:
         except PgbenchParseError as error:
             point["parse_error"] = str(error)
         point["notices"] = point.get("notices", [])[:MAX_NOTICES]
-        logs = sorted(log_dir.glob("pgbench_log.*"))
-        point["latency_percentiles_ms"] = latency_percentiles(logs) if logs else None
         return point
 
     def _keep_point(self, point: dict, finished) -> None:

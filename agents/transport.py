@@ -21,12 +21,17 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from agents.contract.wire import (
+    DISPATCH_KEY_TTL_S,
+    EVENT_FIELD,
+    EVENTS_STREAM,
+    cancel_key,
+    claim_key,
+)
 from agents.events import EventEmitter, Sink
 
 logger = logging.getLogger(__name__)
 
-EVENTS_STREAM = "benchlab:events"
-CLAIM_TTL_S = 7 * 24 * 3600
 CONNECT_TIMEOUT_S = 0.5
 SOCKET_TIMEOUT_S = 1.0
 RETRY_INTERVAL_S = 5.0
@@ -46,26 +51,9 @@ def redis_client(url: str) -> redis.Redis:
     )
 
 
-def dispatch_key(run_id: str, token: str | None) -> str:
-    """One dispatch of a run: its id and its random token.
-
-    Run ids alone repeat (a new lab database numbers from 1 again); with the token
-    a claim or cancel flag left by an earlier lab can never match a new run.
-    """
-    return f"{run_id}:{token or ''}"
-
-
-def claim_key(dispatch: str) -> str:
-    return f"benchlab:claim:{dispatch}"
-
-
-def cancel_key(dispatch: str) -> str:
-    return f"benchlab:cancel:{dispatch}"
-
-
 def claim_run(client: redis.Redis, dispatch: str, agent: str) -> bool:
     """Take the dispatch for `agent`; False when someone (or an earlier delivery) has it."""
-    return bool(client.set(claim_key(dispatch), agent, nx=True, ex=CLAIM_TTL_S))
+    return bool(client.set(claim_key(dispatch), agent, nx=True, ex=DISPATCH_KEY_TTL_S))
 
 
 def cancel_requested(client: redis.Redis, dispatch: str) -> bool:
@@ -189,7 +177,7 @@ class RedisStreamSink:
         try:
             pipeline = self._redis.pipeline(transaction=False)
             for payload in payloads:
-                pipeline.xadd(self.stream, {"event": payload})
+                pipeline.xadd(self.stream, {EVENT_FIELD: payload})
             pipeline.execute()
         except redis.RedisError as error:
             self._retry_at = time.monotonic() + self.retry_interval

@@ -37,6 +37,13 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
 from agents.config import AgentConfig
+from agents.contract.wire import (
+    EVENTS_STREAM,
+    EVENTS_STREAM_ENV,
+    RUN_JOB_TASK,
+    agent_queue,
+    dispatch_key,
+)
 from agents.events import EventEmitter
 from agents.job import run_job
 from agents.observe.facts import collect_facts
@@ -45,19 +52,16 @@ from agents.postgres.installs import find_cached_installs, find_system_installs
 from agents.postgres.osuser import ensure_os_user
 from agents.postgres.settings import catalogue_path, read_cached_catalogue
 from agents.transport import (
-    EVENTS_STREAM,
     AgentEventEmitter,
     CancelWatcher,
     Heartbeat,
     RedisStreamSink,
     claim_run,
-    dispatch_key,
     redis_client,
 )
 
 logger = logging.getLogger(__name__)
 
-TASK_NAME = "benchlab.agent.run_job"
 STORAGE_KEYS = ("path", "device", "filesystem")
 
 app = Celery("benchlab_agent", fixups=[])
@@ -94,8 +98,8 @@ class Agent:
 
     def start(self) -> None:
         """Send what the spool holds, register with the lab, start beating."""
-        name = self.config.name
-        logger.info("agent %s: serving queue agent.%s, events to %s", name, name, self.sink.stream)
+        name, queue = self.config.name, agent_queue(self.config.name)
+        logger.info("agent %s: serving queue %s, events to %s", name, queue, self.sink.stream)
         self.sink.start()
         removed = remove_leftover_clusters(
             self.config.storage_targets(), ensure_os_user(self.config.os_user)
@@ -121,13 +125,13 @@ _agent: Agent | None = None
 
 def events_stream() -> str:
     """The stream events go to: `BENCHLAB_EVENTS_STREAM` (as on the web tier), else the default."""
-    return os.environ.get("BENCHLAB_EVENTS_STREAM", EVENTS_STREAM)
+    return os.environ.get(EVENTS_STREAM_ENV, EVENTS_STREAM)
 
 
 def worker_argv(name: str, loglevel: str) -> list[str]:
     return [
         "worker",
-        f"--queues=agent.{name}",
+        f"--queues={agent_queue(name)}",
         "--concurrency=1",
         "--pool=threads",
         "--prefetch-multiplier=1",
@@ -160,7 +164,7 @@ def _stop_agent(**_signal) -> None:
     _agent.stop()
 
 
-@app.task(name=TASK_NAME)
+@app.task(name=RUN_JOB_TASK)
 def run_job_task(spec: dict) -> dict:
     """Claim the run, execute it and stream its events; a second delivery is dropped."""
     return execute(_agent, spec)

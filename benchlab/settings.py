@@ -11,6 +11,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.contract.wire import EVENTS_STREAM, EVENTS_STREAM_ENV
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -160,8 +162,10 @@ STATICFILES_DIRS = [BASE_DIR / "frontend"]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
+        # Token first: an unauthenticated request then gets 401 with
+        # `WWW-Authenticate: Token`, not a bare 403.
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -170,7 +174,7 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "runs.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "runs.api.errors.exception_handler",
 }
 
@@ -193,9 +197,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # Event ingestion and liveness (docs/contracts.md, section 4).
-BENCHLAB_EVENTS_STREAM = env_str("BENCHLAB_EVENTS_STREAM", "benchlab:events")
+BENCHLAB_EVENTS_STREAM = env_str(EVENTS_STREAM_ENV, EVENTS_STREAM)
 BENCHLAB_EVENTS_GROUP = env_str("BENCHLAB_EVENTS_GROUP", "control")
-BENCHLAB_CANCEL_KEY_TTL_S = 7 * 24 * 3600
 HEARTBEAT_OFFLINE_AFTER_S = env_int("HEARTBEAT_OFFLINE_AFTER_S", 30)
 AGENT_LOST_GRACE_S = env_int("AGENT_LOST_GRACE_S", 90)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 10)

@@ -4,9 +4,10 @@ import re
 
 from django import forms
 
-from agents.errors import JobError
-from agents.spec import BUILTIN_SCRIPTS, VERSION_PATTERN
+from agents.contract.errors import JobError
+from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN
 from runs import services
+from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
@@ -66,6 +67,8 @@ SPEC_FIELD_TO_FORM = {
     "sweep.repeats": "repeats",
     "sweep.threads": "threads",
     "sweep.warmup_s": "warmup_s",
+    "sweep.order": "order",
+    "sweep.between_points": "between_points",
     "storage": "storage",
     "settings": "config_profiles",
     "postgres": "builds",
@@ -131,7 +134,25 @@ class ScheduleForm(forms.Form):
         required=False, min_value=1, help_text="Empty: min(clients, host CPUs)"
     )
     warmup_s = forms.IntegerField(min_value=0, initial=0, label="Warm-up (s)")
-    order = forms.ChoiceField(choices=Experiment.Order.choices, initial="ascending")
+    order = forms.ChoiceField(
+        choices=Experiment.Order.choices,
+        initial="ascending",
+        label="Client order",
+        help_text="Within each run; random draws a new order for every repeat.",
+    )
+    execution = forms.ChoiceField(
+        choices=Experiment.Execution.choices,
+        initial=Experiment.Execution.ROUNDS,
+        help_text="Rounds run every cell once per round in a random order, each repeat in its "
+        "own cluster: drift over time cannot read as a difference between cells. Blocks are "
+        "faster: one cluster per cell, cells one after another.",
+    )
+    seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=SEED_LIMIT - 1,
+        help_text="For the random orders; empty: drawn and recorded. Reuse one to repeat an order.",
+    )
     between_points = forms.ChoiceField(
         choices=Experiment.BetweenPoints.choices, initial="checkpoint", label="Between points"
     )
@@ -169,7 +190,7 @@ class ScheduleForm(forms.Form):
                         return
 
     def service_data(self) -> dict:
-        """The values `services.experiment_create` takes."""
+        """The values `services.experiment_schedule` takes."""
         data = self.cleaned_data
         return {
             "name": data["name"],
@@ -187,6 +208,8 @@ class ScheduleForm(forms.Form):
             "warmup_s": data["warmup_s"],
             "order": data["order"],
             "between_points": data["between_points"],
+            "execution": data["execution"],
+            "seed": data["seed"],
         }
 
     def add_job_error(self, exc: JobError) -> None:

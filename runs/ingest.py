@@ -28,7 +28,7 @@ import redis
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections, transaction
 
-from agents.events import InvalidEvent
+from agents.contract.events import InvalidEvent
 from runs.services import hosts_mark_offline_and_fail_runs, record_event
 from runs.transport import redis_connection
 

@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.contract import vocabulary
+from runs.choices import text_choices
 from runs.execution import BLOCKS, ROUNDS, draw_seed
 
 
@@ -93,10 +95,7 @@ class PgBuild(models.Model):
     the job spec's `postgres.source` (docs/contracts.md, section 1).
     """
 
-    class Source(models.TextChoices):
-        AUTO = "auto", "Installed on the host, else prebuilt"
-        SYSTEM = "system", "Installed on the host only"
-        PREBUILT = "prebuilt", "Prebuilt release only"
+    Source = text_choices("Source", vocabulary.SOURCES, vocabulary.SOURCE_LABELS)
 
     name = models.CharField(max_length=100, unique=True)
     version = models.CharField(max_length=20)
@@ -193,14 +192,8 @@ class Workload(models.Model):
     `{"name": n, "text": pgbench script, "weight": w}`, as in the job spec.
     """
 
-    class QueryMode(models.TextChoices):
-        SIMPLE = "simple"
-        EXTENDED = "extended"
-        PREPARED = "prepared"
-
-    class PartitionMethod(models.TextChoices):
-        RANGE = "range"
-        HASH = "hash"
+    QueryMode = text_choices("QueryMode", vocabulary.QUERY_MODES)
+    PartitionMethod = text_choices("PartitionMethod", vocabulary.PARTITION_METHODS)
 
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
@@ -246,16 +239,8 @@ class Experiment(models.Model):
         ROUNDS = ROUNDS, "rounds: every repeat its own cluster, cells shuffled per round"
         BLOCKS = BLOCKS, "blocks: all repeats in one cluster, cells one after another"
 
-    class Order(models.TextChoices):
-        ASCENDING = "ascending"
-        INTERLEAVED = "interleaved"
-        RANDOM = "random"
-
-    class BetweenPoints(models.TextChoices):
-        NONE = "none"
-        CHECKPOINT = "checkpoint"
-        VACUUM = "vacuum"
-        VACUUM_CHECKPOINT = "vacuum_checkpoint"
+    Order = text_choices("Order", vocabulary.SWEEP_ORDERS)
+    BetweenPoints = text_choices("BetweenPoints", vocabulary.BETWEEN_POINTS)
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -321,12 +306,7 @@ class Run(models.Model):
     effective_settings, steps, server_log_tail) come from the agent's result and never change after.
     """
 
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+    Status = text_choices("Status", vocabulary.PENDING_STATES + vocabulary.JOB_OUTCOMES)
 
     FINAL_STATES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 

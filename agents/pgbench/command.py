@@ -1,14 +1,16 @@
 """Building pgbench command lines (argv lists, never shell text).
 
-The runner always adds `-P 1` (progress timeline), `-r` (per-statement
-latencies) and `-l` (per-transaction log for percentiles); everything else
-comes from the job spec.
+`plain_argv` is the command a user would type for the job's workload;
+`run_argv` adds what the lab reports from: `-P 1` (progress timeline), `-r`
+(per-statement latencies), `--failures-detailed` (15+) and the transaction
+log the point's LogPlan asks for (agents/pgbench/latency_log.py).
+`python -m agents selfcheck` measures what these additions cost.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 
 FIRST_MAJOR_WITH_RETRIES = 15
 
@@ -55,18 +57,19 @@ def script_args(scripts: list[dict], script_paths: dict[int, Path]) -> list[str]
     return argv
 
 
-def run_argv(
+def workload_args(
     pgbench: Path,
     pgbench_major: int,
     spec: dict,
     clients: int,
     threads: int,
-    conn: Connection,
     script_paths: dict[int, Path],
-    log_prefix: Path | None,
     duration_s: int | None = None,
 ) -> list[str]:
-    """One measured pgbench run at `clients` clients (or a warm-up when duration_s is given)."""
+    """pgbench and the workload's options at `clients` clients, without the connection.
+
+    `duration_s` overrides the spec's duration or transaction count (a warm-up).
+    """
     workload, sweep = spec["workload"], spec["sweep"]
     argv = [str(pgbench), "-c", str(clients), "-j", str(threads)]
     if duration_s is not None:
@@ -75,38 +78,48 @@ def run_argv(
         argv += ["-T", str(sweep["duration_s"])]
     else:
         argv += ["-t", str(sweep["transactions"])]
-    argv += ["-M", workload["query_mode"], "-P", "1", "-r"]
-    if log_prefix is not None:
-        argv += ["-l", f"--log-prefix={log_prefix}"]
+    argv += ["-M", workload["query_mode"]]
     if workload["no_vacuum"]:
         argv.append("-n")
     if workload["rate_tps"]:
         argv += ["-R", _number(workload["rate_tps"])]
     if workload["latency_limit_ms"]:
         argv += ["-L", _number(workload["latency_limit_ms"])]
-    argv += _retry_args(workload, pgbench_major)
+    argv += _max_tries_args(workload, pgbench_major)
     if all("text" in script for script in workload["scripts"]):
         argv += ["-s", str(spec["dataset"]["scale"])]
     for name, value in sorted(workload["defines"].items()):
         argv += ["-D", f"{name}={value}"]
-    argv += script_args(workload["scripts"], script_paths)
-    return argv + conn.args() + [conn.dbname]
+    return argv + script_args(workload["scripts"], script_paths)
 
 
-def _retry_args(workload: dict, pgbench_major: int) -> list[str]:
-    if pgbench_major < FIRST_MAJOR_WITH_RETRIES:
-        if workload["max_tries"] is not None:
-            raise JobError(
-                "invalid_spec",
-                f"pgbench {pgbench_major} has no --max-tries (it came in 15); remove it or "
-                "choose PostgreSQL 15 or newer",
-                field="workload.max_tries",
-            )
+def plain_argv(workload: list[str], conn: Connection) -> list[str]:
+    """The command a user would type: the workload and the connection, nothing the lab adds."""
+    return workload + conn.args() + [conn.dbname]
+
+
+def run_argv(
+    workload: list[str], pgbench_major: int, log_args: list[str], conn: Connection
+) -> list[str]:
+    """The lab's command: the workload plus progress, per-statement latencies,
+    detailed failures (15+) and `log_args`."""
+    reporting = ["-P", "1", "-r"]
+    if pgbench_major >= FIRST_MAJOR_WITH_RETRIES:
+        reporting.append("--failures-detailed")
+    return workload + reporting + log_args + conn.args() + [conn.dbname]
+
+
+def _max_tries_args(workload: dict, pgbench_major: int) -> list[str]:
+    if workload["max_tries"] is None:
         return []
-    argv = ["--failures-detailed"]
-    if workload["max_tries"] is not None:
-        argv.append(f"--max-tries={workload['max_tries']}")
-    return argv
+    if pgbench_major < FIRST_MAJOR_WITH_RETRIES:
+        raise JobError(
+            "invalid_spec",
+            f"pgbench {pgbench_major} has no --max-tries (it came in 15); remove it or "
+            "choose PostgreSQL 15 or newer",
+            field="workload.max_tries",
+        )
+    return [f"--max-tries={workload['max_tries']}"]
 
 
 def _number(value: float) -> str:

@@ -13,6 +13,16 @@ Every directory the cluster creates carries a marker file naming the job, and
 `destroy()` removes only directories whose marker names its own job, so it never
 touches a cluster it did not create. The postmaster runs in its own session, so
 a Ctrl-C on the agent's terminal does not reach it: stopping it is ours to do.
+
+Two kinds of connections: the agent's own, as the superuser `postgres`
+(settings, sampling, CHECKPOINT, VACUUM between points), and the workload's,
+as `benchlab_workload`, a role that owns the benchmark database `benchlab`
+and nothing else: not a superuser, no CREATEDB/CREATEROLE/REPLICATION/BYPASSRLS,
+none of the pg_execute_server_program / pg_read_server_files /
+pg_write_server_files roles, so no untrusted language, no COPY PROGRAM, no
+server files. The socket directory is private (0700, the OS user's), so trust
+authentication is limited to processes of that OS user and root; TCP on
+127.0.0.1 asks for a password, and no role has one.
 """
 
 import contextlib
@@ -25,13 +35,14 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from agents.postgres.installs import Install, make_dirs
 from agents.postgres.osuser import OsUser, chown_tree
 
@@ -40,6 +51,11 @@ logger = logging.getLogger(__name__)
 MARKER = ".benchlab-cluster"
 SETTINGS_FILE = "benchlab.conf"
 SUPERUSER = "postgres"
+WORKLOAD_ROLE = "benchlab_workload"
+WORKLOAD_DATABASE = "benchlab"
+# The agent's own sessions in the workload's database resolve names in the
+# catalogue only, whatever the database owner sets there (ALTER DATABASE ... SET).
+MAINTENANCE_OPTIONS = "-c search_path=pg_catalog,pg_temp"
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # sun_path holds 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
@@ -50,6 +66,18 @@ StepCallback = Callable[[str, list[str], float, int | None], None]
 
 def _ignore_step(name: str, argv: list[str], seconds: float, exit_code: int | None) -> None:
     """The default step callback: record nothing."""
+
+
+@dataclass(frozen=True)
+class WorkloadAccess:
+    """Who runs the workload's SQL (pgbench -i, setup SQL, pgbench), and where."""
+
+    user: str
+    dbname: str
+    superuser: bool
+
+    def as_dict(self) -> dict:
+        return {"user": self.user, "dbname": self.dbname, "superuser": self.superuser}
 
 
 def free_port() -> int:
@@ -103,6 +131,7 @@ class Cluster:
         self.log_file = self.job_dir / "server.log"
         self.wal_container = Path(wal_parent) / f"benchlab-{job_id}-wal" if wal_parent else None
         self.port: int | None = None
+        self.workload: WorkloadAccess | None = None
         self._process: subprocess.Popen | None = None
 
     def __enter__(self) -> "Cluster":
@@ -147,7 +176,8 @@ class Cluster:
             str(self.install.program("initdb")),
             "-D", str(self.data_dir),
             "-U", SUPERUSER,
-            "--auth=trust",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
             "-E", "UTF8",
             "--locale=C",
             "--no-sync",
@@ -331,6 +361,57 @@ class Cluster:
     def connect(self, dbname: str = "postgres") -> psycopg.Connection:
         """An autocommit connection as the superuser."""
         return psycopg.connect(self.conninfo(dbname), autocommit=True)
+
+    # The workload's role and database
+
+    def create_workload_database(self, superuser_sql: bool = False) -> WorkloadAccess:
+        """Create the benchmark database and the role that owns it; return how to reach it.
+
+        With `superuser_sql` (only an agent's local config allows it) the
+        workload runs as the superuser in a database the superuser owns.
+        """
+        owner = SUPERUSER if superuser_sql else WORKLOAD_ROLE
+        with self.connect() as conn:
+            if not superuser_sql:
+                conn.execute(
+                    f"CREATE ROLE {WORKLOAD_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"
+                    " NOREPLICATION NOBYPASSRLS"
+                )
+            conn.execute(f"CREATE DATABASE {WORKLOAD_DATABASE} OWNER {owner}")
+            # The workload reaches only its own database.
+            conn.execute("REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
+        with self.connect(WORKLOAD_DATABASE) as conn:
+            # 14 gives `public` to the bootstrap superuser, 15+ to the database owner:
+            # the same for every version, the owner's.
+            conn.execute(f"ALTER SCHEMA public OWNER TO {owner}")
+        self.workload = WorkloadAccess(owner, WORKLOAD_DATABASE, superuser_sql)
+        return self.workload
+
+    def _require_workload(self) -> WorkloadAccess:
+        if self.workload is None:
+            raise RuntimeError("the workload database has not been created")
+        return self.workload
+
+    def workload_conninfo(self) -> str:
+        """libpq connection string for the workload's role and database."""
+        workload = self._require_workload()
+        conninfo = self.conninfo(workload.dbname)
+        return make_conninfo(conninfo, user=workload.user)
+
+    def workload_env(self) -> dict[str, str]:
+        """PG* variables that point pgbench at the workload's database as its role."""
+        workload = self._require_workload()
+        return {**self.client_env(workload.dbname), "PGUSER": workload.user}
+
+    def connect_workload(self) -> psycopg.Connection:
+        """An autocommit connection as the workload's role, in its database."""
+        return psycopg.connect(self.workload_conninfo(), autocommit=True)
+
+    def connect_maintenance(self) -> psycopg.Connection:
+        """The agent's own superuser connection to the workload's database (VACUUM, CHECKPOINT)."""
+        workload = self._require_workload()
+        conninfo = make_conninfo(self.conninfo(workload.dbname), options=MAINTENANCE_OPTIONS)
+        return psycopg.connect(conninfo, autocommit=True)
 
     def log_tail(self, lines: int = 50) -> str:
         """The last `lines` lines of the server log."""

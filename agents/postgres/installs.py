@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 
 logger = logging.getLogger(__name__)
 

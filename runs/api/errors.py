@@ -1,38 +1,46 @@
-"""One error format for the whole API.
+"""One error format for the whole API (`runs.api.serializers.ErrorSerializer`).
 
 Every error answers `{"error": {"code", "message", "fields"}}`. `code` is
-stable: `invalid` (validation; `fields` maps each field to its messages),
-the agent's codes for a spec it would refuse (`refused_setting`,
-`refused_script`, `unknown_setting`, ... with `fields`), `conflict` (409),
-and DRF's own codes (`not_authenticated`, `permission_denied`, `not_found`, ...).
+stable: `invalid` (validation; `fields` maps each field to its messages, a
+nested field by its path such as `scripts[0].weight`), the agent's codes for
+a spec it would refuse (`refused_setting`, `refused_script`,
+`unknown_setting`, ... with `fields`), `conflict` (409, the object's state
+does not allow the action), `in_use` (409, with `used_by` naming what uses
+the object), and DRF's own codes (`not_authenticated`, `permission_denied`,
+`not_found`, `method_not_allowed`, `parse_error`, ...).
 """
+
+from typing import Any
 
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents.errors import USER_CODES, JobError
-from runs.services.errors import Conflict
+from agents.contract.errors import USER_CODES, JobError
+from runs.services.errors import Conflict, InUse
 
 
-def error_body(code: str, message: str, fields: dict | None = None) -> dict:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+def error_body(code: str, message: str, fields: dict | None = None, **extra: Any) -> dict:
+    return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict) -> Response | None:
     """Answer JobError with 400 and Conflict with 409; reshape DRF's own errors."""
     if isinstance(exc, JobError):
         fields = {exc.field or "non_field_errors": [exc.message]}
         return Response(error_body(exc.code, exc.message, fields), status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, InUse):
+        body = error_body(exc.code, exc.message, used_by=exc.used_by)
+        return Response(body, status.HTTP_409_CONFLICT)
     if isinstance(exc, Conflict):
         return Response(error_body(exc.code, exc.message), status.HTTP_409_CONFLICT)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     if isinstance(exc, ValidationError):
-        detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        response.data = error_body(_validation_code(detail), "The request is not valid.", detail)
+        fields = flatten_detail(exc.detail)
+        response.data = error_body(_validation_code(exc.detail), _summary(fields), fields)
     elif isinstance(exc, APIException):
         codes = exc.get_codes()
         response.data = error_body(
@@ -41,10 +49,36 @@ def exception_handler(exc, context):
     return response
 
 
-def _validation_code(detail: dict) -> str:
+def flatten_detail(detail: Any, path: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as {"field.sub[0].name": [messages]}."""
+    if isinstance(detail, dict):
+        flat: dict[str, list[str]] = {}
+        for key, value in detail.items():
+            flat.update(flatten_detail(value, f"{path}.{key}" if path else str(key)))
+        return flat
+    if isinstance(detail, list) and any(isinstance(item, dict | list) for item in detail):
+        flat = {}
+        for index, item in enumerate(detail):
+            flat.update(flatten_detail(item, f"{path}[{index}]"))
+        return flat
+    messages = detail if isinstance(detail, list) else [detail]
+    return {path or "non_field_errors": [str(message) for message in messages]}
+
+
+def _summary(fields: dict[str, list[str]]) -> str:
+    """`The request is not valid: settings: Expected a dictionary of items ...`."""
+    if not fields:
+        return "The request is not valid."
+    name, messages = next(iter(fields.items()))
+    return f"The request is not valid: {name}: {messages[0]}"
+
+
+def _validation_code(detail: Any) -> str:
     """The agent's code (e.g. `refused_setting`) when one explains the error, else `invalid`."""
-    for messages in detail.values():
-        for message in messages if isinstance(messages, list) else []:
+    if isinstance(detail, dict):
+        detail = list(detail.values())
+    for messages in detail if isinstance(detail, list) else []:
+        for message in messages if isinstance(messages, list) else [messages]:
             if getattr(message, "code", None) in USER_CODES:
                 return message.code
     return "invalid"

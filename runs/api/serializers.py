@@ -2,11 +2,19 @@
 through runs.services; serializers only shape and check input."""
 
 from django.forms.models import model_to_dict
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agents.errors import JobError
-from agents.spec import VERSION_PATTERN
+from agents.contract.errors import JobError
+from agents.contract.spec import VERSION_PATTERN
 from runs import services
+from runs.api.fields import (
+    ScriptSerializer,
+    StorageLayoutSerializer,
+    defines_field,
+    settings_field,
+)
+from runs.execution import SEED_LIMIT
 from runs.models import (
     Comparison,
     ConfigProfile,
@@ -39,6 +47,9 @@ class StorageTargetSerializer(serializers.ModelSerializer):
 class HostSerializer(serializers.ModelSerializer):
     is_online = serializers.BooleanField(read_only=True)
     storage_targets = StorageTargetSerializer(many=True, read_only=True)
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=100), max_length=50, required=False
+    )
 
     class Meta:
         model = Host
@@ -57,17 +68,14 @@ class HostSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = [f for f in fields if f not in ("notes", "labels")]
 
-    def validate_labels(self, value):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise serializers.ValidationError("labels are a list of strings")
-        return value
-
 
 class PgBuildSerializer(serializers.ModelSerializer):
+    created_by = serializers.StringRelatedField()
+
     class Meta:
         model = PgBuild
-        fields = ["id", "name", "version", "source", "notes", "created_at"]
-        read_only_fields = ["created_at"]
+        fields = ["id", "name", "version", "source", "notes", "created_by", "created_at"]
+        read_only_fields = ["created_by", "created_at"]
 
     def validate_version(self, value):
         if not VERSION_PATTERN.match(value):
@@ -76,8 +84,10 @@ class PgBuildSerializer(serializers.ModelSerializer):
 
 
 class ConfigProfileSerializer(serializers.ModelSerializer):
+    settings = settings_field(required=False)
     effective_settings = serializers.SerializerMethodField()
     validation_notes = serializers.SerializerMethodField()
+    created_by = serializers.StringRelatedField()
 
     class Meta:
         model = ConfigProfile
@@ -89,11 +99,13 @@ class ConfigProfileSerializer(serializers.ModelSerializer):
             "parent",
             "effective_settings",
             "validation_notes",
+            "created_by",
             "created_at",
             "updated_at",
         ]
-        read_only_fields = ["created_at", "updated_at"]
+        read_only_fields = ["created_by", "created_at", "updated_at"]
 
+    @extend_schema_field(settings_field())
     def get_effective_settings(self, profile: ConfigProfile) -> dict:
         return profile.effective_settings()
 
@@ -125,6 +137,10 @@ class ConfigProfileDiffSerializer(serializers.Serializer):
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
+    scripts = ScriptSerializer(many=True, max_length=128, min_length=1, required=False)
+    defines = defines_field(required=False)
+    created_by = serializers.StringRelatedField()
+
     class Meta:
         model = Workload
         fields = [
@@ -146,9 +162,10 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "latency_limit_ms",
             "max_tries",
             "defines",
+            "created_by",
             "created_at",
         ]
-        read_only_fields = ["created_at"]
+        read_only_fields = ["created_by", "created_at"]
 
     def validate(self, attrs):
         """Check the dataset options and scripts as the agent will (\\shell is refused)."""
@@ -168,6 +185,23 @@ class ExperimentSerializer(serializers.ModelSerializer):
         queryset=ConfigProfile.objects.all(), many=True
     )
     workloads = serializers.PrimaryKeyRelatedField(queryset=Workload.objects.all(), many=True)
+    storage_layouts = StorageLayoutSerializer(many=True, required=False, max_length=64)
+    clients = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
+    )
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=SEED_LIMIT - 1,
+        required=False,
+        help_text="Seeds the order of cells in each round and random client orders; "
+        "drawn and recorded when left out.",
+    )
+    start = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="Queue the runs at once (otherwise POST .../start/ later).",
+    )
     status = serializers.CharField(read_only=True)
     created_by = serializers.StringRelatedField()
 
@@ -188,34 +222,36 @@ class ExperimentSerializer(serializers.ModelSerializer):
             "transactions",
             "repeats",
             "order",
+            "execution",
+            "seed",
             "warmup_s",
             "between_points",
+            "start",
             "status",
             "created_by",
             "created_at",
         ]
         read_only_fields = ["status", "created_by", "created_at"]
 
-    def validate_storage_layouts(self, value):
-        if not isinstance(value, list) or not all(
-            isinstance(v, dict) and isinstance(v.get("data"), str) for v in value
-        ):
-            raise serializers.ValidationError(
-                'a list of {"data": target name, "wal": target name or null}'
-            )
+    def validate_storage_layouts(self, value: list[dict]) -> list[dict]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
 
     def create(self, validated_data):
         user = self.context["request"].user
         try:
-            return services.experiment_create(user, validated_data)
+            start = validated_data.pop("start")
+            return services.experiment_schedule(user, validated_data, start).experiment
         except JobError as exc:
             raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
 
 
 class EstimateSerializer(serializers.Serializer):
-    runs = serializers.IntegerField()
+    execution = serializers.CharField()
+    runs = serializers.IntegerField(help_text="Runs to queue: one cluster setup each.")
     points = serializers.IntegerField()
+    setup_seconds = serializers.IntegerField(
+        allow_null=True, help_text="The busiest host's time in cluster setups."
+    )
     estimated_seconds = serializers.IntegerField(allow_null=True)
 
 
@@ -237,6 +273,8 @@ class RunSerializer(serializers.ModelSerializer):
             "storage_data",
             "storage_wal",
             "position",
+            "cell",
+            "round",
             "status",
             "step",
             "error_code",
@@ -328,6 +366,7 @@ class ShareLinkSerializer(serializers.ModelSerializer):
     )
     target_kind = serializers.CharField(read_only=True)
     is_active = serializers.BooleanField(read_only=True)
+    created_by = serializers.StringRelatedField()
 
     class Meta:
         model = ShareLink
@@ -339,10 +378,11 @@ class ShareLinkSerializer(serializers.ModelSerializer):
             "comparison",
             "target_kind",
             "is_active",
+            "created_by",
             "created_at",
             "revoked_at",
         ]
-        read_only_fields = ["token", "created_at", "revoked_at"]
+        read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
 
     def validate(self, attrs):
         targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
@@ -354,3 +394,22 @@ class ShareLinkSerializer(serializers.ModelSerializer):
 
     def create(self, validated_data):
         return services.share_link_create(self.context["request"].user, validated_data["target"])
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    """`code` is stable (runs.api.errors); `fields` maps each bad field to its messages."""
+
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    used_by = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        required=False,
+        help_text="For `in_use` (409): the ids of what uses the object, by kind.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error the API answers: `{"error": {"code", "message", "fields"}}`."""
+
+    error = ErrorDetailSerializer()

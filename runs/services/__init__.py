@@ -1,17 +1,18 @@
 """Every write the product does. Views, viewsets and tasks call these.
 
-Errors: `agents.errors.JobError` for input the agent would refuse (with the
+Errors: `agents.contract.errors.JobError` for input the agent would refuse (with the
 field to fix), `runs.services.errors.Conflict` for an action the object's
 state does not allow.
 """
 
+from runs.services.deletion import object_delete
 from runs.services.events import agent_record_event, record_event, run_record_event, store_point
 from runs.services.experiments import (
     build_job_spec,
     experiment_cells,
     experiment_check,
-    experiment_create,
     experiment_estimate,
+    experiment_schedule,
     experiment_start,
 )
 from runs.services.liveness import hosts_mark_offline_and_fail_runs
@@ -38,10 +39,11 @@ __all__ = [
     "config_profile_check",
     "experiment_cells",
     "experiment_check",
-    "experiment_create",
     "experiment_estimate",
+    "experiment_schedule",
     "experiment_start",
     "hosts_mark_offline_and_fail_runs",
+    "object_delete",
     "record_event",
     "workload_check",
     "run_cancel",

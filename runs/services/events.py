@@ -12,7 +12,7 @@ from datetime import datetime
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.events import AGENT_EVENT_TYPES, validate_event
+from agents.contract.events import AGENT_EVENT_TYPES, validate_event
 from runs.models import (
     Host,
     HostSample,

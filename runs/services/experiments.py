@@ -1,26 +1,42 @@
-"""Experiments: create, check, estimate and start (expand into runs and queue them)."""
+"""Experiments: schedule (create, check once, start), estimate, and queue their runs.
 
+Every cell's spec is validated once per action: `experiment_schedule` (the
+form and the API) creates the experiment, checks each cell and, when asked,
+queues the runs from the specs it just checked; `experiment_start` does the
+check and the queueing for an experiment created as a draft.
+"""
+
+import copy
 import itertools
 import logging
 import secrets
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
-from agents.errors import JobError
-from agents.spec import SPEC_VERSION, sweep_points
+from agents.contract.errors import JobError
+from agents.contract.spec import SPEC_VERSION, JobSpec
 from runs import transport
+from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.errors import Conflict
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
 
+User = AbstractBaseUser | AnonymousUser | None
+
 DEFAULT_STORAGE_LAYOUT = {"data": "default", "wal": None}
 # Rough cost of one cluster lifecycle besides the measured points (initdb,
-# start, pgbench -i at a small scale, stop); estimates say they are rough.
+# start, settings and restart, stop) and of `pgbench -i` per scale unit;
+# estimates say they are rough. Rounds pay them once per repeat.
 RUN_OVERHEAD_S = 30
 SCALE_LOAD_S_PER_UNIT = 0.5
 
@@ -29,8 +45,9 @@ M2M_FIELDS = ("hosts", "builds", "config_profiles", "workloads")
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of an experiment's matrix, in the order runs are created and queued."""
+    """One cell of an experiment's matrix; `index` is its place in matrix order."""
 
+    index: int
     host: Host
     build: PgBuild
     config_profile: ConfigProfile
@@ -38,22 +55,96 @@ class Cell:
     workload: Workload
 
 
-def experiment_create(user, data: dict) -> Experiment:
-    """Create an experiment from plain values and model lists; check every cell's spec.
+@dataclass(frozen=True)
+class CheckedCell:
+    """A cell with its validated spec and the notes the check made (e.g. no catalogue)."""
+
+    cell: Cell
+    spec: JobSpec
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """What `experiment_schedule` made: the experiment, its queued runs (none for a
+    draft) and the notes of the check."""
+
+    experiment: Experiment
+    runs: list[Run]
+    notes: list[str] = field(default_factory=list)
+
+
+class Estimate(TypedDict):
+    """What starting an experiment queues and roughly how long the busiest host is busy.
+
+    `runs` is also the number of cluster setups: one run is one cluster
+    lifecycle. `setup_seconds` is the part of `estimated_seconds` the busiest
+    host spends on setups (initdb, start, `pgbench -i`). Seconds are null for
+    `transactions` sweeps.
+    """
+
+    execution: str
+    runs: int
+    points: int
+    setup_seconds: int | None
+    estimated_seconds: int | None
+
+
+def experiment_schedule(user: User, data: dict, start: bool) -> Scheduled:
+    """Create an experiment, validate every cell's spec once and, with `start`, queue its runs.
 
     `data` holds the Experiment fields plus `hosts`, `builds`,
-    `config_profiles`, `workloads` (lists of model instances). Raises JobError
-    naming the field to fix; nothing is saved then.
+    `config_profiles`, `workloads` (lists of model instances); `seed` may be
+    left out and is then drawn. Raises JobError naming the field to fix;
+    nothing is saved then.
     """
+    with transaction.atomic():
+        experiment = _experiment_create(user, data)
+        checked = experiment_check(experiment)
+        runs = _queue_runs(experiment, checked, user) if start else []
+    logger.info(
+        "experiment %s scheduled by %s: %s, %d runs queued",
+        experiment.pk,
+        user,
+        experiment.execution,
+        len(runs),
+    )
+    notes = sorted({note for item in checked for note in item.notes})
+    return Scheduled(experiment, runs, notes)
+
+
+def experiment_start(experiment: Experiment, user: User = None) -> list[Run]:
+    """Expand a draft experiment into queued runs and send each job after the commit.
+
+    Every cell is validated before any run is created; the first bad one
+    raises JobError and nothing is queued. Raises Conflict when the
+    experiment already has runs (its order is recorded once).
+    """
+    with transaction.atomic():
+        locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
+        if locked.runs.exists():
+            raise Conflict(
+                f"experiment {locked.pk} is already started: re-run single runs from their "
+                "pages, or schedule a new experiment"
+            )
+        runs = _queue_runs(locked, experiment_check(locked), user)
+    logger.info("experiment %s started: %d runs queued", experiment.pk, len(runs))
+    return runs
+
+
+def _experiment_create(user: User, data: dict) -> Experiment:
     values = {k: v for k, v in data.items() if k not in M2M_FIELDS}
     values.setdefault("storage_layouts", [dict(DEFAULT_STORAGE_LAYOUT)])
-    with transaction.atomic():
-        experiment = Experiment.objects.create(created_by=user, **values)
-        for name in M2M_FIELDS:
-            getattr(experiment, name).set(data.get(name, []))
-        experiment_check(experiment)
-    logger.info("experiment %s created by %s", experiment.pk, user)
+    if values.get("seed") is None:
+        values.pop("seed", None)
+    experiment = Experiment.objects.create(created_by=_owner(user), **values)
+    for name in M2M_FIELDS:
+        getattr(experiment, name).set(data.get(name, []))
     return experiment
+
+
+def _owner(user: User) -> AbstractBaseUser | None:
+    return user if isinstance(user, AbstractBaseUser) else None
 
 
 def experiment_cells(experiment: Experiment) -> list[Cell]:
@@ -65,11 +156,15 @@ def experiment_cells(experiment: Experiment) -> list[Cell]:
         experiment.storage_layouts or [DEFAULT_STORAGE_LAYOUT],
         experiment.workloads.order_by("name"),
     )
-    return [Cell(*values) for values in product]
+    return [Cell(index, *values) for index, values in enumerate(product)]
 
 
-def build_job_spec(experiment: Experiment, cell: Cell) -> dict:
-    """The job spec of one cell (docs/contracts.md, section 1), without run_id and token."""
+def build_job_spec(experiment: Experiment, cell: Cell) -> dict[str, Any]:
+    """The job spec of one cell (docs/contracts.md, section 1), without run_id and token.
+
+    In rounds each run measures one repeat, so the cell's sweep has one.
+    """
+    rounds = experiment.execution == ROUNDS
     return {
         "version": SPEC_VERSION,
         "postgres": {"version": cell.build.version, "source": cell.build.source},
@@ -81,7 +176,7 @@ def build_job_spec(experiment: Experiment, cell: Cell) -> dict:
             "threads": experiment.threads,
             "duration_s": experiment.duration_s,
             "transactions": experiment.transactions,
-            "repeats": experiment.repeats,
+            "repeats": 1 if rounds else experiment.repeats,
             "order": experiment.order,
             "warmup_s": experiment.warmup_s,
             "between_points": experiment.between_points,
@@ -96,8 +191,8 @@ def _describe(cell: Cell) -> str:
     )
 
 
-def experiment_check(experiment: Experiment) -> list[tuple[Cell, dict, list[str]]]:
-    """Build and validate the spec of every cell; return (cell, normalised spec, notes).
+def experiment_check(experiment: Experiment) -> list[CheckedCell]:
+    """Build and validate the spec of every cell, once each, in matrix order.
 
     Raises JobError naming the spec field to fix, its message saying which
     cell it is about.
@@ -109,63 +204,82 @@ def experiment_check(experiment: Experiment) -> list[tuple[Cell, dict, list[str]
             "choose at least one host, build, config profile and workload",
             field="matrix",
         )
-    checked = []
-    for cell in cells:
-        try:
-            spec, notes = check_job_spec(build_job_spec(experiment, cell))
-        except JobError as exc:
-            message = f"{exc.message} ({_describe(cell)})"
-            raise JobError(exc.code, message, field=exc.field, category=exc.category) from exc
-        checked.append((cell, spec, notes))
-    return checked
+    return [_check_cell(experiment, cell) for cell in cells]
 
 
-def experiment_estimate(experiment: Experiment) -> dict:
+def _check_cell(experiment: Experiment, cell: Cell) -> CheckedCell:
+    try:
+        spec, notes = check_job_spec(build_job_spec(experiment, cell))
+    except JobError as exc:
+        message = f"{exc.message} ({_describe(cell)})"
+        raise JobError(exc.code, message, field=exc.field) from exc
+    return CheckedCell(cell, spec, notes)
+
+
+def experiment_estimate(experiment: Experiment) -> Estimate:
     """How many runs and points starting would queue, and a rough wall-clock time.
 
-    Hosts work in parallel and each runs its own runs one after another, so the
-    estimate is the busiest host's total. Seconds are null for `transactions` sweeps.
+    Hosts work in parallel and each runs its own runs one after another, so
+    the time is the busiest host's. Every run is one cluster setup: rounds
+    pay a setup (and a warm-up) per repeat of each cell, blocks one per cell.
     """
     cells = experiment_cells(experiment)
-    sweep = {"clients": experiment.clients, "repeats": experiment.repeats, "order": "ascending"}
-    points = len(sweep_points(sweep))
-    per_host: dict[str, float] = {}
-    for cell in cells:
-        seconds = _run_seconds(experiment, cell.workload, points)
-        if seconds is None:
-            return {"runs": len(cells), "points": points * len(cells), "estimated_seconds": None}
-        per_host[cell.host.name] = per_host.get(cell.host.name, 0) + seconds
-    return {
-        "runs": len(cells),
-        "points": points * len(cells),
-        "estimated_seconds": round(max(per_host.values(), default=0)),
+    rounds = experiment.execution == ROUNDS
+    lifecycles = experiment.repeats if rounds else 1
+    clients = len(experiment.clients)
+    points_per_run = clients if rounds else clients * experiment.repeats
+    estimate: Estimate = {
+        "execution": experiment.execution,
+        "runs": len(cells) * lifecycles,
+        "points": len(cells) * clients * experiment.repeats,
+        "setup_seconds": None,
+        "estimated_seconds": None,
     }
+    if experiment.duration_s is None or not cells:
+        return estimate
+    busiest = max(
+        _host_seconds(experiment, host_cells, lifecycles, points_per_run)
+        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
+    )
+    estimate["setup_seconds"], estimate["estimated_seconds"] = round(busiest[0]), round(busiest[1])
+    return estimate
 
 
-def _run_seconds(experiment: Experiment, workload: Workload, points: int) -> float | None:
-    if experiment.duration_s is None:
-        return None
-    load = workload.scale * SCALE_LOAD_S_PER_UNIT
-    return RUN_OVERHEAD_S + load + experiment.warmup_s + points * experiment.duration_s
+def _host_seconds(
+    experiment: Experiment, cells: Iterable[Cell], lifecycles: int, points: int
+) -> tuple[float, float]:
+    """(setup seconds, total seconds) of one host's runs."""
+    setup = total = 0.0
+    for cell in cells:
+        cell_setup = RUN_OVERHEAD_S + cell.workload.scale * SCALE_LOAD_S_PER_UNIT
+        measured = experiment.warmup_s + points * (experiment.duration_s or 0)
+        setup += lifecycles * cell_setup
+        total += lifecycles * (cell_setup + measured)
+    return setup, total
 
 
-def experiment_start(experiment: Experiment, user=None) -> list[Run]:
-    """Expand the matrix into queued runs and send each job after the commit.
+def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:
+    """Create and queue the runs in the experiment's execution order (runs/execution.py).
 
-    Every cell is validated before any run is created; the first bad one
-    raises JobError and nothing is queued. Each run gets a fresh token.
+    Jobs are sent after the commit in this order, one queue per host, and an
+    agent takes one job at a time from its queue, oldest first: each host
+    runs its runs in the recorded order.
     """
-    with transaction.atomic():
-        checked = experiment_check(experiment)
-        runs = [
-            _create_run(experiment, cell, spec, position, user)
-            for position, (cell, spec, _notes) in enumerate(checked)
-        ]
-    logger.info("experiment %s started: %d runs queued", experiment.pk, len(runs))
-    return runs
+    plan = execution_plan(len(checked), experiment.repeats, experiment.execution, experiment.seed)
+    return [_create_run(experiment, checked[slot.cell], slot, user) for slot in plan]
 
 
-def _create_run(experiment: Experiment, cell: Cell, spec: dict, position: int, user) -> Run:
+def _slot_spec(experiment: Experiment, spec: JobSpec, slot: Slot) -> JobSpec:
+    """The cell's spec for one run: the repeat it measures and its client-order seed."""
+    slot_spec = copy.deepcopy(spec)
+    slot_spec["sweep"]["first_repeat"] = slot.round or 1
+    if slot_spec["sweep"]["order"] == "random":
+        slot_spec["sweep"]["seed"] = derived_seed(experiment.seed, slot.position)
+    return slot_spec
+
+
+def _create_run(experiment: Experiment, checked: CheckedCell, slot: Slot, user: User) -> Run:
+    cell, spec = checked.cell, _slot_spec(experiment, checked.spec, slot)
     run = Run.objects.create(
         experiment=experiment,
         host=cell.host,
@@ -174,14 +288,16 @@ def _create_run(experiment: Experiment, cell: Cell, spec: dict, position: int, u
         workload=cell.workload,
         storage_data=spec["storage"]["data"],
         storage_wal=spec["storage"]["wal"] or "",
-        position=position,
-        created_by=user,
+        position=slot.position,
+        cell=slot.cell,
+        round=slot.round,
+        created_by=_owner(user),
     )
     queue_run(run, spec)
     return run
 
 
-def queue_run(run: Run, spec: dict) -> None:
+def queue_run(run: Run, spec: JobSpec) -> None:
     """Give the run its spec, token and task id, and send the job once the transaction commits."""
     run.token = secrets.token_urlsafe(24)
     run.celery_task_id = str(uuid.uuid4())

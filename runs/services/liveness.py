@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.errors import APPLICATION
+from agents.contract.errors import JobError
 from runs.models import Host, Run
 from runs.services.runs import run_finish
 
@@ -31,11 +31,8 @@ def hosts_mark_offline_and_fail_runs(now: datetime | None = None) -> list[int]:
     )
     failed = []
     for run in silent.select_related("host"):
-        error = {
-            "code": "agent_lost",
-            "category": APPLICATION,
-            "message": f"agent {run.host.name} sent nothing for more than {grace} s",
-        }
+        message = f"agent {run.host.name} sent nothing for more than {grace} s"
+        error = JobError("agent_lost", message).as_dict()
         with transaction.atomic():
             if run_finish(
                 run, Run.Status.FAILED, error, when=now, from_states=(Run.Status.RUNNING,)

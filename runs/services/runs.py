@@ -5,7 +5,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from agents.errors import CANCELLED
+from agents.contract.errors import Cancelled
 from runs import transport
 from runs.models import Run
 from runs.services.errors import Conflict
@@ -71,7 +71,7 @@ def run_cancel(run: Run, user) -> Run:
         cancelled_now = run_finish(
             run,
             Run.Status.CANCELLED,
-            {"code": "cancelled", "category": CANCELLED, "message": f"cancelled by {user}"},
+            Cancelled(f"cancelled by {user}").as_dict(),
             from_states=(Run.Status.QUEUED,),
         )
         status = _status_of(run)
@@ -98,6 +98,8 @@ def run_rerun(run: Run, user) -> Run:
             storage_data=run.storage_data,
             storage_wal=run.storage_wal,
             position=run.position,
+            cell=run.cell,
+            round=run.round,
             rerun_of=run,
             created_by=user,
         )

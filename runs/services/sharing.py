@@ -5,8 +5,9 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from runs.models import Comparison, Experiment, Run, ShareLink
+from runs.services.permissions import AnyUser, check_can_change
 
 logger = logging.getLogger(__name__)
 
@@ -16,10 +17,11 @@ def comparison_create(
 ) -> Comparison:
     """Save a selection of runs; the baseline defaults to the first run and must be one of them."""
     if not runs:
-        raise JobError("invalid_spec", "choose at least one run", field="runs")
+        raise JobError("invalid_comparison", "choose at least one run", field="runs")
     baseline = baseline or runs[0]
     if baseline not in runs:
-        raise JobError("invalid_spec", "the baseline must be one of the runs", field="baseline")
+        message = "the baseline must be one of the runs"
+        raise JobError("invalid_comparison", message, field="baseline")
     with transaction.atomic():
         comparison = Comparison.objects.create(
             name=name, description=description, baseline=baseline, created_by=user
@@ -37,8 +39,13 @@ def share_link_create(user, target: Run | Experiment | Comparison) -> ShareLink:
     return link
 
 
-def share_link_revoke(link: ShareLink, user) -> ShareLink:
-    """Revoke a link; revoking twice keeps the first revocation time."""
+def share_link_revoke(link: ShareLink, user: AnyUser) -> ShareLink:
+    """Revoke a link (its owner, the shared object's owner or staff only).
+
+    Revoking twice keeps the first revocation time. Open live streams of the
+    link notice within `runs.sse.SHARE_RECHECK_S` and end.
+    """
+    check_can_change(user, link, "revoke")
     ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     link.refresh_from_db()
     logger.info("share link %s revoked by %s", link.pk, user)

@@ -1,17 +1,18 @@
 """Checks a job spec the way the agent will, before anything is queued.
 
-The agent's pure modules do the work (`agents.spec`, `agents.pgbench.scripts`,
-`agents.postgres.settings`), so the web tier and the agent cannot disagree.
-Errors are `agents.errors.JobError` with the field to fix; the API answers
-them with 400 (see runs.api.errors).
+The contract's pure checks do the work (`agents.contract.spec`,
+`agents.contract.scripts`, `agents.contract.catalogue`): the agent runs the
+same ones, so the web tier and the agent cannot disagree. Errors are
+`agents.contract.errors.JobError` with the field to fix; the API answers them
+with 400 (see runs.api.errors).
 """
 
 import logging
 
-from agents.errors import JobError
-from agents.pgbench.scripts import check_scripts
-from agents.postgres.settings import Catalogue, refuse_settings, validate_settings
-from agents.spec import validate_spec
+from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
+from agents.contract.errors import JobError
+from agents.contract.scripts import check_scripts
+from agents.contract.spec import validate_spec
 from runs.models import PgBuild, PgCatalogue, Workload
 from runs.services.specs import workload_spec
 
@@ -85,7 +86,7 @@ def config_profile_check(requested: dict) -> list[str]:
             notes += check_settings(requested, version)
         except JobError as exc:
             message = f"{exc.message} (PostgreSQL {version})"
-            raise JobError(exc.code, message, field=exc.field, category=exc.category) from exc
+            raise JobError(exc.code, message, field=exc.field) from exc
     return notes
 
 

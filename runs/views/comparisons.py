@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from runs import selectors, services
 from runs.forms import CompareForm
 from runs.models import Comparison

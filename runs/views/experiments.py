@@ -2,17 +2,17 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from runs import presets, selectors, services
 from runs.compare import METRICS
 from runs.forms import ScheduleForm
 from runs.models import Experiment, Host
+from runs.services.errors import Conflict
 from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.views.context import experiment_context, export_urls
 from runs.views.export import export_response
@@ -36,7 +36,7 @@ def schedule(request: HttpRequest) -> HttpResponse:
     """GET: the form (optionally from a preset). POST: create, then start or review."""
     form = ScheduleForm(request.POST or None, initial=_schedule_initial(request))
     if request.method == "POST" and form.is_valid():
-        experiment = _create_and_maybe_start(request, form)
+        experiment = _schedule(request, form)
         if experiment is not None:
             return redirect("experiment-detail", pk=experiment.pk)
     context = {
@@ -50,18 +50,17 @@ def schedule(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/schedule.html", context)
 
 
-def _create_and_maybe_start(request: HttpRequest, form: ScheduleForm) -> Experiment | None:
+def _schedule(request: HttpRequest, form: ScheduleForm) -> Experiment | None:
     """Create the experiment; start it unless the user asked to review first."""
+    start = "review" not in request.POST
     try:
-        with transaction.atomic():
-            experiment = services.experiment_create(request.user, form.service_data())
-            if "review" not in request.POST:
-                runs = services.experiment_start(experiment, request.user)
-                messages.success(request, f"Started: {len(runs)} run(s) queued.")
+        scheduled = services.experiment_schedule(request.user, form.service_data(), start)
     except JobError as exc:
         form.add_job_error(exc)
         return None
-    return experiment
+    if start:
+        messages.success(request, f"Started: {len(scheduled.runs)} run(s) queued.")
+    return scheduled.experiment
 
 
 @login_required
@@ -83,7 +82,7 @@ def experiment_start(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         runs = services.experiment_start(experiment, request.user)
         messages.success(request, f"Started: {len(runs)} run(s) queued.")
-    except JobError as exc:
+    except (JobError, Conflict) as exc:
         messages.error(request, str(exc))
     return redirect("experiment-detail", pk=pk)
 

@@ -26,6 +26,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_stream
 from runs.models import Host, Run
 from tests.runs.factories import UserFactory
 
@@ -68,7 +69,7 @@ class Lab:
             **os.environ,
             "DATABASE_URL": database_url(),
             "REDIS_URL": settings.REDIS_URL,
-            "BENCHLAB_EVENTS_STREAM": self.stream,
+            EVENTS_STREAM_ENV: self.stream,
             "HEARTBEAT_OFFLINE_AFTER_S": "8",
             "AGENT_LOST_GRACE_S": "12",
             "REAPER_INTERVAL_S": "2",
@@ -141,7 +142,7 @@ class Lab:
         for process in psutil.process_iter(["cmdline"]):
             if str(self.storage) in " ".join(process.info["cmdline"] or []):
                 process.kill()
-        self.redis.delete(self.stream, f"{self.stream}:dead", f"agent.{self.name}")
+        self.redis.delete(self.stream, dead_letter_stream(self.stream), agent_queue(self.name))
         self.redis.close()
         shutil.rmtree(self.storage, ignore_errors=True)
 

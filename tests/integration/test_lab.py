@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from agents.contract.wire import agent_queue
 from runs.models import Host, ProgressSample, Result, Run, RunEvent
 from tests.integration.conftest import wait_for
 
@@ -201,7 +202,7 @@ def test_events_with_a_wrong_token_are_dropped(api, lab):
 
 def test_bad_input_is_refused_before_anything_is_queued(api, lab):
     exp = experiment(api, lab, [{}], [1], duration_s=2)
-    queue = f"agent.{lab.name}"
+    queue = agent_queue(lab.name)
 
     bad_setting = api.post(
         "/api/config-profiles/", {"name": "bad", "settings": {"work_mem": "lots"}}, format="json"

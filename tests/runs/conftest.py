@@ -16,9 +16,10 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agents.postgres.settings import CATALOGUE_QUERY, catalogue_from_rows
+from agents.contract.catalogue import CATALOGUE_QUERY, catalogue_from_rows
+from agents.contract.wire import agent_queue, cancel_key, dispatch_key
 from runs.models import Host, PgCatalogue, Run
-from runs.transport import agent_queue, cancel_key, redis_connection
+from runs.transport import redis_connection
 from tests.runs.factories import UserFactory
 
 
@@ -55,7 +56,10 @@ def pg_catalogue(db) -> PgCatalogue:
 def lab_redis(db):
     client = redis_connection()
     yield client
-    keys = [cancel_key(str(pk), token) for pk, token in Run.objects.values_list("pk", "token")]
+    keys = [
+        cancel_key(dispatch_key(str(pk), token))
+        for pk, token in Run.objects.values_list("pk", "token")
+    ]
     for name in Host.objects.values_list("name", flat=True):
         keys += [agent_queue(name), f"_kombu.binding.{agent_queue(name)}"]
     if keys:

@@ -1,15 +1,19 @@
-"""Starting an experiment: matrix expansion, job specs, validation, dispatch."""
+"""Scheduling and starting an experiment: matrix expansion, execution order, job
+specs, one validation pass, dispatch in the recorded order, the estimate."""
 
 import base64
 import json
 
 import pytest
 
-from agents.errors import JobError
-from agents.spec import validate_spec
+from agents.contract.errors import JobError
+from agents.contract.spec import validate_spec
+from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
-from runs.models import Run
-from runs.transport import RUN_JOB_TASK, agent_queue
+from runs.execution import derived_seed, execution_plan
+from runs.models import Experiment, Run
+from runs.services.errors import Conflict
+from runs.services.validation import check_job_spec
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -42,14 +46,14 @@ def test_two_configs_expand_into_two_runs_each_sweeping_both_client_counts(
         runs = services.experiment_start(experiment, UserFactory())
 
     assert len(runs) == 2
-    assert [run.position for run in runs] == [0, 1]
+    assert sorted(run.position for run in runs) == [0, 1]
     assert {run.config_profile for run in runs} == set(experiment.config_profiles.all())
     assert all(run.spec["sweep"]["clients"] == [1, 4] for run in runs)
     assert all(run.status == Run.Status.QUEUED for run in runs)
     assert len({run.token for run in runs}) == 2
 
 
-def test_matrix_order_is_hosts_then_builds_then_configs_then_storage_then_workloads(lab_redis):
+def test_cells_are_numbered_hosts_then_builds_then_configs_then_storage_then_workloads(lab_redis):
     hosts = [HostFactory(name="a-host"), HostFactory(name="b-host")]
     builds = [PgBuildFactory(name="pg15", version="15"), PgBuildFactory(name="pg16")]
     experiment = ExperimentFactory(
@@ -58,7 +62,7 @@ def test_matrix_order_is_hosts_then_builds_then_configs_then_storage_then_worklo
         storage_layouts=[{"data": "nvme", "wal": None}, {"data": "sata", "wal": "nvme"}],
     )
 
-    runs = services.experiment_start(experiment)
+    runs = sorted(services.experiment_start(experiment), key=lambda run: run.cell)
 
     cells = [(r.host.name, r.build.name, r.storage_data, r.storage_wal) for r in runs]
     assert cells == [
@@ -94,6 +98,7 @@ def test_job_spec_follows_the_contract(lab_redis):
         transactions=500,
         repeats=2,
         order="interleaved",
+        execution="blocks",
         warmup_s=3,
         between_points="vacuum",
     )
@@ -137,6 +142,8 @@ def test_job_spec_follows_the_contract(lab_redis):
             "order": "interleaved",
             "warmup_s": 3,
             "between_points": "vacuum",
+            "first_repeat": 1,
+            "seed": None,
         },
     }
     assert validate_spec(run.spec) == run.spec
@@ -231,7 +238,7 @@ def test_without_a_catalogue_the_check_says_the_agent_validates_the_rest():
     assert "the agent validates the rest" in notes[0]
 
 
-def test_estimate_counts_runs_and_the_busiest_hosts_time():
+def test_estimate_in_blocks_counts_one_setup_per_cell_on_the_busiest_host():
     experiment = ExperimentFactory(
         hosts=[HostFactory(), HostFactory()],
         config_profiles=[ConfigProfileFactory(), ConfigProfileFactory()],
@@ -239,9 +246,207 @@ def test_estimate_counts_runs_and_the_busiest_hosts_time():
         repeats=3,
         duration_s=10,
         warmup_s=5,
+        execution="blocks",
     )
 
     estimate = services.experiment_estimate(experiment)
 
-    per_run = services.experiments.RUN_OVERHEAD_S + 0.5 + 5 + 6 * 10
-    assert estimate == {"runs": 4, "points": 24, "estimated_seconds": round(2 * per_run)}
+    setup = services.experiments.RUN_OVERHEAD_S + 0.5
+    assert estimate == {
+        "execution": "blocks",
+        "runs": 4,
+        "points": 24,
+        "setup_seconds": round(2 * setup),
+        "estimated_seconds": round(2 * (setup + 5 + 6 * 10)),
+    }
+
+
+def test_estimate_in_rounds_adds_a_setup_and_warm_up_per_repeat_of_each_cell():
+    experiment = ExperimentFactory(
+        config_profiles=[ConfigProfileFactory(), ConfigProfileFactory()],
+        workloads=[WorkloadFactory(scale=10)],
+        clients=[1, 2],
+        repeats=3,
+        duration_s=10,
+        warmup_s=5,
+        execution="rounds",
+    )
+
+    estimate = services.experiment_estimate(experiment)
+
+    setup = services.experiments.RUN_OVERHEAD_S + 10 * services.experiments.SCALE_LOAD_S_PER_UNIT
+    assert estimate == {
+        "execution": "rounds",
+        "runs": 6,
+        "points": 12,
+        "setup_seconds": round(6 * setup),
+        "estimated_seconds": round(6 * (setup + 5 + 2 * 10)),
+    }
+
+
+def test_estimate_of_a_transactions_sweep_has_no_seconds():
+    experiment = ExperimentFactory(duration_s=None, transactions=1000, repeats=2)
+
+    estimate = services.experiment_estimate(experiment)
+
+    assert estimate["runs"] == 2
+    assert estimate["estimated_seconds"] is None and estimate["setup_seconds"] is None
+
+
+def rounds_experiment(**overrides) -> Experiment:
+    values = {
+        "config_profiles": [ConfigProfileFactory(name="a"), ConfigProfileFactory(name="b")],
+        "repeats": 3,
+        "execution": "rounds",
+        "seed": 42,
+        **overrides,
+    }
+    return ExperimentFactory(**values)
+
+
+def test_rounds_queue_each_repeat_of_each_cell_as_its_own_run_round_by_round(lab_redis):
+    runs = services.experiment_start(rounds_experiment())
+
+    assert [run.position for run in runs] == list(range(6))
+    assert [run.round for run in runs] == [1, 1, 2, 2, 3, 3]
+    for round_number in (1, 2, 3):
+        assert sorted(run.cell for run in runs if run.round == round_number) == [0, 1]
+    assert all(run.spec["sweep"]["repeats"] == 1 for run in runs)
+    assert [run.spec["sweep"]["first_repeat"] for run in runs] == [1, 1, 2, 2, 3, 3]
+
+
+def test_rounds_follow_the_plan_of_the_recorded_seed(lab_redis):
+    experiment = rounds_experiment(seed=7)
+
+    runs = services.experiment_start(experiment)
+
+    plan = execution_plan(2, 3, "rounds", 7)
+    assert [(run.position, run.cell, run.round) for run in runs] == [
+        (slot.position, slot.cell, slot.round) for slot in plan
+    ]
+
+
+def without_identity(spec: dict) -> dict:
+    """A run's spec without what differs between the rounds of a cell."""
+    sweep = {k: v for k, v in spec["sweep"].items() if k != "first_repeat"}
+    return {**{k: v for k, v in spec.items() if k not in ("run_id", "token")}, "sweep": sweep}
+
+
+def test_a_cells_runs_share_their_definition_and_differ_only_in_the_repeat(lab_redis):
+    runs = services.experiment_start(rounds_experiment())
+
+    first_cell = [run for run in runs if run.cell == 0]
+    definitions = [without_identity(run.spec) for run in first_cell]
+    assert all(definition == definitions[0] for definition in definitions)
+    assert all(run.config_profile.name == "a" for run in first_cell)
+
+
+def test_random_client_order_gives_each_run_its_own_seed_derived_from_the_experiments(lab_redis):
+    runs = services.experiment_start(rounds_experiment(order="random", clients=[1, 2, 4, 8]))
+
+    seeds = [run.spec["sweep"]["seed"] for run in runs]
+    assert seeds == [derived_seed(42, run.position) for run in runs]
+    assert len(set(seeds)) == len(seeds)
+
+
+def test_blocks_queue_one_run_per_cell_in_matrix_order_with_every_repeat(lab_redis):
+    runs = services.experiment_start(rounds_experiment(execution="blocks"))
+
+    assert [(run.position, run.cell, run.round) for run in runs] == [(0, 0, None), (1, 1, None)]
+    assert [run.config_profile.name for run in runs] == ["a", "b"]
+    assert all(run.spec["sweep"]["repeats"] == 3 for run in runs)
+
+
+def test_each_host_queue_holds_its_runs_in_the_recorded_order(
+    lab_redis, django_capture_on_commit_callbacks
+):
+    hosts = [HostFactory(name="a-host"), HostFactory(name="b-host")]
+    experiment = rounds_experiment(hosts=hosts)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        runs = services.experiment_start(experiment)
+
+    for host in hosts:
+        # Celery's Redis transport pushes on the left and workers pop on the right.
+        taken = [job["args"]["run_id"] for job in reversed(queued_jobs(lab_redis, host.name))]
+        recorded = [
+            run.run_id for run in sorted(runs, key=lambda r: r.position) if run.host == host
+        ]
+        assert taken == recorded
+        assert len(taken) == 6
+
+
+def test_schedule_validates_each_cells_spec_once_and_starts(lab_redis, monkeypatch):
+    checked = []
+
+    def counting_check(spec):
+        checked.append(spec["settings"])
+        return check_job_spec(spec)
+
+    monkeypatch.setattr(services.experiments, "check_job_spec", counting_check)
+    experiment = rounds_experiment()
+    data = {
+        "name": "rounds",
+        "hosts": list(experiment.hosts.all()),
+        "builds": list(experiment.builds.all()),
+        "config_profiles": list(experiment.config_profiles.all()),
+        "workloads": list(experiment.workloads.all()),
+        "clients": [1, 2],
+        "duration_s": 2,
+        "repeats": 3,
+        "execution": "rounds",
+    }
+
+    scheduled = services.experiment_schedule(UserFactory(), data, start=True)
+
+    assert len(checked) == 2
+    assert len(scheduled.runs) == 6
+    assert scheduled.experiment.seed is not None
+
+
+def test_schedule_without_start_leaves_a_draft_and_keeps_a_given_seed():
+    experiment = rounds_experiment()
+    data = {
+        "name": "draft",
+        "hosts": list(experiment.hosts.all()),
+        "builds": list(experiment.builds.all()),
+        "config_profiles": list(experiment.config_profiles.all()),
+        "workloads": list(experiment.workloads.all()),
+        "clients": [1],
+        "duration_s": 2,
+        "seed": 1234,
+    }
+
+    scheduled = services.experiment_schedule(None, data, start=False)
+
+    assert scheduled.runs == []
+    assert scheduled.experiment.status == "draft"
+    assert scheduled.experiment.seed == 1234
+
+
+def test_a_bad_cell_schedules_nothing(lab_redis):
+    data = {
+        "name": "bad",
+        "hosts": [HostFactory()],
+        "builds": [PgBuildFactory()],
+        "config_profiles": [ConfigProfileFactory(settings={"archive_command": "sh"})],
+        "workloads": [WorkloadFactory()],
+        "clients": [1],
+        "duration_s": 2,
+    }
+
+    with pytest.raises(JobError):
+        services.experiment_schedule(None, data, start=True)
+
+    assert not Experiment.objects.exists()
+    assert not Run.objects.exists()
+
+
+def test_starting_twice_is_a_conflict_and_queues_nothing_more(lab_redis):
+    experiment = rounds_experiment()
+    services.experiment_start(experiment)
+
+    with pytest.raises(Conflict):
+        services.experiment_start(experiment)
+
+    assert experiment.runs.count() == 6

@@ -1,7 +1,7 @@
 import pytest
 
-from agents.errors import JobError
-from agents.pgbench.scripts import check_scripts
+from agents.contract.errors import JobError
+from agents.contract.scripts import check_scripts
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from agents.postgres.cluster import MARKER, Cluster, remove_leftover_clusters
 from tests.agents.conftest import unique_job_id
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 from agents.postgres.installs import (
     Install,
     available_prebuilt_versions,

@@ -6,18 +6,17 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agents.errors import JobError
-from agents.postgres import guc_values
+from agents.contract import guc_values
+from agents.contract.catalogue import Catalogue, validate_settings
+from agents.contract.errors import JobError
 from agents.postgres.cluster import Cluster
 from agents.postgres.installs import Install
 from agents.postgres.settings import (
-    Catalogue,
     apply_settings,
     catalogue_path,
     load_or_read_catalogue,
     read_catalogue,
     read_effective_settings,
-    validate_settings,
 )
 
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from agents.events import EventEmitter, validate_event
+from agents.contract.events import validate_event
+from agents.events import EventEmitter
 from agents.transport import (
     AgentEventEmitter,
     CancelWatcher,

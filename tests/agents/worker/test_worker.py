@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from agents.transport import cancel_key, claim_key, dispatch_key
+from agents.contract.wire import (
+    EVENTS_STREAM_ENV,
+    agent_queue,
+    cancel_key,
+    claim_key,
+    dispatch_key,
+)
 from tests.agents.worker.conftest import SHARED_REDIS_URL, wait_until
 
 pytestmark = pytest.mark.integration
@@ -29,7 +35,7 @@ class AgentProcess:
 
     def __init__(self, name: str, stream: str, storage_root: Path, log_path: Path, redis_url: str):
         self.name = name
-        self.queue = f"agent.{name}"
+        self.queue = agent_queue(name)
         self.log_path = log_path
         argv = [sys.executable, "-m", "agents", "worker", "--name", name]
         argv += ["--redis-url", redis_url, "--storage", f"data={storage_root}"]
@@ -37,7 +43,7 @@ class AgentProcess:
             self.process = subprocess.Popen(
                 argv,
                 cwd=REPO,
-                env={**os.environ, "BENCHLAB_EVENTS_STREAM": stream},
+                env={**os.environ, EVENTS_STREAM_ENV: stream},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

@@ -1,29 +1,131 @@
-"""The job spec (docs/contracts.md, section 1): validation and defaults.
+"""The job spec (docs/contracts.md, section 1): its type, validation and defaults.
 
 `validate_spec` takes a JSON document from anywhere (a file, the web tier, a
-Celery message) and returns a normalised copy with every default filled in,
-or raises `JobError("invalid_spec", ..., field=...)` naming the field to fix.
-Pure Python: the web tier calls it before it queues anything.
+Celery message) and returns a normalised `JobSpec` with every default filled
+in, or raises `JobError("invalid_spec", ..., field=...)` naming the field to
+fix. Pure Python: the web tier calls it before it queues anything.
 """
 
 import copy
+import random
 import re
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
+from agents.contract.vocabulary import (
+    BETWEEN_POINTS,
+    BUILTIN_SCRIPTS,
+    LATENCY_LOGS,
+    PARTITION_METHODS,
+    QUERY_MODES,
+    SOURCES,
+    SWEEP_ORDERS,
+    BetweenPoints,
+    BuiltinScript,
+    LatencyLog,
+    PartitionMethod,
+    QueryMode,
+    Source,
+    SweepOrder,
+)
 
 SPEC_VERSION = 1
-BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
-QUERY_MODES = ("simple", "extended", "prepared")
-SOURCES = ("auto", "system", "prebuilt")
-SWEEP_ORDERS = ("ascending", "interleaved")
-BETWEEN_POINTS = ("none", "checkpoint", "vacuum", "vacuum_checkpoint")
-PARTITION_METHODS = ("range", "hash")
 INIT_STEP_CHARS = set("dtgGvpf")
 MAX_SCRIPTS = 128
+MAX_SEED = 2**63 - 1
 VERSION_PATTERN = re.compile(r"^\d{1,2}(\.\d{1,2})?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-DEFAULTS = {
+SettingValue = str | int | float | bool
+
+
+class PostgresSpec(TypedDict):
+    version: str
+    source: Source
+
+
+class StorageSpec(TypedDict):
+    data: str
+    wal: str | None
+
+
+class DatasetSpec(TypedDict):
+    scale: int
+    init_steps: str | None
+    partitions: int | None
+    partition_method: PartitionMethod | None
+    unlogged_tables: bool
+    fillfactor: int | None
+    foreign_keys: bool
+    setup_sql: str
+
+
+class BuiltinScriptSpec(TypedDict):
+    builtin: BuiltinScript
+    weight: int
+
+
+class CustomScriptSpec(TypedDict):
+    name: str
+    text: str
+    weight: int
+
+
+ScriptSpec = BuiltinScriptSpec | CustomScriptSpec
+
+
+class WorkloadSpec(TypedDict):
+    scripts: list[ScriptSpec]
+    query_mode: QueryMode
+    no_vacuum: bool
+    rate_tps: float | None
+    latency_limit_ms: float | None
+    max_tries: int | None
+    defines: dict[str, str | int | float]
+    latency_log: LatencyLog
+
+
+class SweepSpec(TypedDict):
+    clients: list[int]
+    threads: int | None
+    duration_s: int | None
+    transactions: int | None
+    repeats: int
+    order: SweepOrder
+    warmup_s: int
+    between_points: BetweenPoints
+    # The number of the first repeat (the lab's rounds send one repeat per job).
+    first_repeat: int
+    # Seeds the `random` client order; the agent draws one when it is null.
+    seed: int | None
+
+
+class JobSpec(TypedDict):
+    """A validated job spec: every section present, every default filled in."""
+
+    version: Literal[1]
+    run_id: str | None
+    token: str | None
+    postgres: PostgresSpec
+    settings: dict[str, SettingValue]
+    storage: StorageSpec
+    dataset: DatasetSpec
+    workload: WorkloadSpec
+    sweep: SweepSpec
+
+
+class SweepShape(TypedDict):
+    """What `sweep_points` needs of a sweep (the lab estimates with no full spec)."""
+
+    clients: list[int]
+    repeats: int
+    order: SweepOrder
+    duration_s: NotRequired[int | None]
+    first_repeat: NotRequired[int]
+    seed: NotRequired[int | None]
+
+
+DEFAULTS: dict[str, Any] = {
     "run_id": None,
     "token": None,
     "postgres": {"version": "16", "source": "auto"},
@@ -47,6 +149,7 @@ DEFAULTS = {
         "latency_limit_ms": None,
         "max_tries": None,
         "defines": {},
+        "latency_log": "sampled",
     },
     "sweep": {
         "clients": [1],
@@ -57,6 +160,8 @@ DEFAULTS = {
         "order": "ascending",
         "warmup_s": 0,
         "between_points": "none",
+        "first_repeat": 1,
+        "seed": None,
     },
 }
 
@@ -65,7 +170,7 @@ def invalid(field: str, message: str) -> JobError:
     return JobError("invalid_spec", message, field=field)
 
 
-def validate_spec(doc: dict) -> dict:
+def validate_spec(doc: object) -> JobSpec:
     """Return the spec with defaults filled in, or raise JobError naming the bad field."""
     if not isinstance(doc, dict):
         raise invalid("", "a job spec must be a JSON object")
@@ -74,9 +179,10 @@ def validate_spec(doc: dict) -> dict:
     unknown = set(doc) - set(DEFAULTS) - {"version"}
     if unknown:
         raise invalid(sorted(unknown)[0], f"unknown field; known: {', '.join(sorted(DEFAULTS))}")
-    spec = {"version": SPEC_VERSION}
+    merged: dict[str, object] = {"version": SPEC_VERSION}
     for section, default in DEFAULTS.items():
-        spec[section] = _merge(section, default, doc.get(section))
+        merged[section] = _merge(section, default, doc.get(section))
+    spec = cast(JobSpec, merged)  # each section's shape is checked below
     _check_postgres(spec["postgres"])
     _check_settings(spec["settings"])
     _check_storage(spec["storage"])
@@ -86,7 +192,7 @@ def validate_spec(doc: dict) -> dict:
     return spec
 
 
-def _merge(section: str, default, given):
+def _merge(section: str, default: object, given: object) -> object:
     """Fill a section's defaults; refuse unknown keys inside fixed-shape sections."""
     if given is None:
         return copy.deepcopy(default)
@@ -105,7 +211,9 @@ def _merge(section: str, default, given):
     return merged
 
 
-def _integer(value, field: str, minimum: int, maximum: int | None = None, allow_none=False):
+def _integer(
+    value: object, field: str, minimum: int, maximum: int | None = None, allow_none: bool = False
+) -> None:
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, int):
@@ -115,26 +223,26 @@ def _integer(value, field: str, minimum: int, maximum: int | None = None, allow_
         raise invalid(field, f"must be {bound}, got {value}")
 
 
-def _number(value, field: str, allow_none=True):
+def _number(value: object, field: str, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise invalid(field, f"must be a positive number, got {value!r}")
 
 
-def _choice(value, field: str, choices, allow_none=False):
+def _choice(value: object, field: str, choices: tuple[str, ...], allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if value not in choices:
         raise invalid(field, f"must be one of {', '.join(choices)}; got {value!r}")
 
 
-def _boolean(value, field: str):
+def _boolean(value: object, field: str) -> None:
     if not isinstance(value, bool):
         raise invalid(field, f"must be true or false, got {value!r}")
 
 
-def _check_postgres(postgres: dict) -> None:
+def _check_postgres(postgres: PostgresSpec) -> None:
     version = str(postgres["version"])
     if not VERSION_PATTERN.match(version):
         raise invalid("postgres.version", f"must look like 16 or 16.15, got {version!r}")
@@ -142,7 +250,7 @@ def _check_postgres(postgres: dict) -> None:
     _choice(postgres["source"], "postgres.source", SOURCES)
 
 
-def _check_settings(settings: dict) -> None:
+def _check_settings(settings: dict[str, SettingValue]) -> None:
     for name, value in settings.items():
         field = f"settings.{name}"
         if not re.match(r"^[a-z_][a-z0-9_.]*$", name):
@@ -153,7 +261,7 @@ def _check_settings(settings: dict) -> None:
             raise invalid(field, "value must be a single line")
 
 
-def _check_storage(storage: dict) -> None:
+def _check_storage(storage: StorageSpec) -> None:
     for role in ("data", "wal"):
         name = storage[role]
         if role == "wal" and name is None:
@@ -162,7 +270,7 @@ def _check_storage(storage: dict) -> None:
             raise invalid(f"storage.{role}", f"must name a storage target, got {name!r}")
 
 
-def _check_dataset(dataset: dict) -> None:
+def _check_dataset(dataset: DatasetSpec) -> None:
     _integer(dataset["scale"], "dataset.scale", 1, 1_000_000)
     steps = dataset["init_steps"]
     if steps is not None:
@@ -179,7 +287,7 @@ def _check_dataset(dataset: dict) -> None:
         raise invalid("dataset.setup_sql", "must be SQL text")
 
 
-def _check_workload(workload: dict) -> None:
+def _check_workload(workload: WorkloadSpec) -> None:
     scripts = workload["scripts"]
     if not isinstance(scripts, list) or not 1 <= len(scripts) <= MAX_SCRIPTS:
         raise invalid("workload.scripts", f"must list 1 to {MAX_SCRIPTS} scripts")
@@ -188,6 +296,7 @@ def _check_workload(workload: dict) -> None:
     if sum(script["weight"] for script in scripts) <= 0:
         raise invalid("workload.scripts", "the weights must add up to more than 0")
     _choice(workload["query_mode"], "workload.query_mode", QUERY_MODES)
+    _choice(workload["latency_log"], "workload.latency_log", LATENCY_LOGS)
     _boolean(workload["no_vacuum"], "workload.no_vacuum")
     _number(workload["rate_tps"], "workload.rate_tps")
     _number(workload["latency_limit_ms"], "workload.latency_limit_ms")
@@ -202,7 +311,7 @@ def _check_workload(workload: dict) -> None:
             raise invalid(f"workload.defines.{name}", "value must be a string or a number")
 
 
-def _check_script_entry(script, field: str) -> None:
+def _check_script_entry(script: object, field: str) -> None:
     if not isinstance(script, dict):
         raise invalid(field, "must be an object with builtin or name+text, and weight")
     script.setdefault("weight", 1)
@@ -221,7 +330,7 @@ def _check_script_entry(script, field: str) -> None:
         raise invalid(f"{field}.text", "must be the script text")
 
 
-def _check_sweep(sweep: dict) -> None:
+def _check_sweep(sweep: SweepSpec) -> None:
     clients = sweep["clients"]
     if not isinstance(clients, list) or not clients:
         raise invalid("sweep.clients", "must list at least one client count, e.g. [1, 2, 4]")
@@ -237,11 +346,25 @@ def _check_sweep(sweep: dict) -> None:
     _choice(sweep["order"], "sweep.order", SWEEP_ORDERS)
     _integer(sweep["warmup_s"], "sweep.warmup_s", 0, 24 * 3600)
     _choice(sweep["between_points"], "sweep.between_points", BETWEEN_POINTS)
+    _integer(sweep["first_repeat"], "sweep.first_repeat", 1, 1_000_000)
+    _integer(sweep["seed"], "sweep.seed", 0, MAX_SEED, allow_none=True)
 
 
-def sweep_points(sweep: dict) -> list[tuple[int, int]]:
-    """The (clients, repeat) pairs of a sweep in the order they run; repeats count from 1."""
-    clients, repeats = sweep["clients"], range(1, sweep["repeats"] + 1)
+def sweep_points(sweep: SweepShape | SweepSpec) -> list[tuple[int, int]]:
+    """The (clients, repeat) pairs of a sweep in the order they run.
+
+    Repeats count from `first_repeat` (default 1). `ascending` runs every
+    repeat of a client count before the next count, `interleaved` goes
+    through the counts once per repeat, and `random` does too, each pass in
+    its own order drawn from `seed` (the same seed gives the same order).
+    """
+    first = sweep.get("first_repeat", 1)
+    clients, repeats = sweep["clients"], range(first, first + sweep["repeats"])
+    if sweep["order"] == "random":
+        rng = random.Random(sweep.get("seed"))
+        return [
+            (count, repeat) for repeat in repeats for count in rng.sample(clients, len(clients))
+        ]
     if sweep["order"] == "interleaved":
         return [(count, repeat) for repeat in repeats for count in clients]
     return [(count, repeat) for count in clients for repeat in repeats]

@@ -8,7 +8,7 @@ the same.
 
 import re
 
-from agents.errors import JobError
+from agents.contract.errors import JobError
 
 SHELL_META = re.compile(r"^\s*\\(shell|setshell)\b", re.IGNORECASE | re.MULTILINE)
 

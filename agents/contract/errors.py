@@ -1,0 +1,90 @@
+"""Errors with stable codes and categories (docs/contracts.md, section 3).
+
+A user error names what to fix (a setting, a script, a spec field); an
+application error is ours (a failed command, a lost agent, a bug); a
+cancellation is neither. The code decides the category.
+"""
+
+from typing import Literal, TypedDict, get_args
+
+Category = Literal["user", "application", "cancelled"]
+USER: Category = "user"
+APPLICATION: Category = "application"
+CANCELLED: Category = "cancelled"
+
+UserErrorCode = Literal[
+    "invalid_spec",
+    "unknown_setting",
+    "invalid_setting_value",
+    "refused_setting",
+    "refused_script",
+    # Workload SQL that needs superuser rights the workload role does not have.
+    "refused_sql",
+    "version_unavailable",
+    "storage_unknown",
+    "setup_sql_failed",
+    # Raised by the lab only: a comparison that cannot be saved as asked.
+    "invalid_comparison",
+]
+ApplicationErrorCode = Literal[
+    "initdb_failed",
+    "server_start_failed",
+    "pgbench_init_failed",
+    "pgbench_failed",
+    "server_died",
+    "agent_lost",
+    "internal_error",
+]
+ErrorCode = Literal[UserErrorCode, ApplicationErrorCode, "cancelled"]
+
+USER_CODES: frozenset[str] = frozenset(get_args(UserErrorCode))
+APPLICATION_CODES: frozenset[str] = frozenset(get_args(ApplicationErrorCode))
+ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
+
+
+class ErrorDocument(TypedDict):
+    """How an error travels: in the result document, on a Run, in API answers."""
+
+    code: ErrorCode
+    category: Category
+    field: str | None
+    message: str
+
+
+def category_of(code: ErrorCode) -> Category:
+    """The category a code belongs to."""
+    if code in USER_CODES:
+        return USER
+    if code in APPLICATION_CODES:
+        return APPLICATION
+    return CANCELLED
+
+
+class JobError(Exception):
+    """A failure with a stable code; `field` names the spec field to fix, where there is one."""
+
+    def __init__(self, code: ErrorCode, message: str, field: str | None = None):
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.message = message
+        self.field = field
+        self.category: Category = category_of(code)
+
+    def as_dict(self) -> ErrorDocument:
+        return {
+            "code": self.code,
+            "category": self.category,
+            "field": self.field,
+            "message": self.message,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.field}: " if self.field else ""
+        return f"{where}{self.message}"
+
+
+class Cancelled(JobError):
+    """The job was cancelled by the user; finished points are kept."""
+
+    def __init__(self, message: str = "cancelled by the user"):
+        super().__init__("cancelled", message)

@@ -1,0 +1,160 @@
+"""Events: the agent's running commentary on a job (docs/contracts.md, section 2).
+
+Each event is an envelope (`version`, `run_id`, `token`, `agent`, `seq`,
+`ts`) around a `type` tag and its `data`. Run events carry the run's id and
+token; agent events (registration, heartbeats) carry the agent's name.
+`validate_event` checks a document received from elsewhere once and returns
+it as the typed union `Event`.
+"""
+
+from typing import Any, Literal, TypedDict, cast, get_args
+
+from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
+from agents.contract.vocabulary import JobState, LogLevel
+
+EVENT_VERSION = 1
+
+RunEventType = Literal["status", "step", "progress", "sample", "point", "log", "result"]
+AgentEventType = Literal["agent_register", "heartbeat"]
+EventType = Literal[RunEventType, AgentEventType]
+RUN_EVENT_TYPES: frozenset[str] = frozenset(get_args(RunEventType))
+AGENT_EVENT_TYPES: frozenset[str] = frozenset(get_args(AgentEventType))
+EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
+
+
+class InvalidEvent(ValueError):
+    """An event document that does not follow the contract."""
+
+
+class StatusData(TypedDict):
+    state: JobState
+    message: str
+
+
+class StepData(TypedDict):
+    name: str
+    percent: float | None
+    message: str
+
+
+class PointPosition(TypedDict):
+    """Which point a live sample belongs to."""
+
+    point: int
+    clients: int
+    repeat: int
+
+
+class ProgressData(PointPosition, ProgressLine):
+    """One `pgbench -P` line of the point being measured."""
+
+
+class SampleData(PointPosition, total=False):
+    """A host or a server sample of the point being measured (one of the two)."""
+
+    host: Sample
+    server: Sample
+
+
+class LogData(TypedDict):
+    level: LogLevel
+    message: str
+
+
+class RegistrationData(TypedDict):
+    """What an agent reports on start: facts, installs, storage targets, catalogues."""
+
+    facts: dict[str, Any]
+    installs: list[dict[str, Any]]
+    storage: dict[str, dict[str, Any]]
+    catalogues: dict[str, dict[str, Any]]
+
+
+class HeartbeatData(TypedDict):
+    running: str | None
+
+
+class _Envelope(TypedDict):
+    version: Literal[1]
+    run_id: str | None
+    token: str | None
+    agent: str | None
+    seq: int
+    ts: str
+
+
+class StatusEvent(_Envelope):
+    type: Literal["status"]
+    data: StatusData
+
+
+class StepEvent(_Envelope):
+    type: Literal["step"]
+    data: StepData
+
+
+class ProgressEvent(_Envelope):
+    type: Literal["progress"]
+    data: ProgressData
+
+
+class SampleEvent(_Envelope):
+    type: Literal["sample"]
+    data: SampleData
+
+
+class PointEvent(_Envelope):
+    type: Literal["point"]
+    data: PointResult
+
+
+class LogEvent(_Envelope):
+    type: Literal["log"]
+    data: LogData
+
+
+class ResultEvent(_Envelope):
+    type: Literal["result"]
+    data: ResultDocument
+
+
+class AgentRegisterEvent(_Envelope):
+    type: Literal["agent_register"]
+    data: RegistrationData
+
+
+class HeartbeatEvent(_Envelope):
+    type: Literal["heartbeat"]
+    data: HeartbeatData
+
+
+RunEvent = (
+    StatusEvent | StepEvent | ProgressEvent | SampleEvent | PointEvent | LogEvent | ResultEvent
+)
+AgentEvent = AgentRegisterEvent | HeartbeatEvent
+Event = RunEvent | AgentEvent
+
+
+def validate_event(event: object) -> Event:
+    """Check the envelope of an event received from elsewhere; return it unchanged, typed."""
+    if not isinstance(event, dict):
+        raise InvalidEvent("an event must be a JSON object")
+    if event.get("version") != EVENT_VERSION:
+        raise InvalidEvent(f"unsupported event version {event.get('version')!r}")
+    event_type = event.get("type")
+    if event_type not in EVENT_TYPES:
+        raise InvalidEvent(f"unknown event type {event_type!r}")
+    if not isinstance(event.get("seq"), int) or event["seq"] < 1:
+        raise InvalidEvent("seq must be a positive integer")
+    if event_type in RUN_EVENT_TYPES and not event.get("run_id"):
+        raise InvalidEvent(f"a {event_type} event needs a run_id")
+    if event_type in AGENT_EVENT_TYPES and not event.get("agent"):
+        raise InvalidEvent(f"a {event_type} event needs an agent name")
+    if not isinstance(event.get("data"), dict):
+        raise InvalidEvent("data must be a JSON object")
+    return cast(Event, event)
+
+
+def is_agent_event(event: Event) -> bool:
+    """Whether `event` is about the agent itself (run_id null) rather than a run."""
+    return event["type"] in AGENT_EVENT_TYPES

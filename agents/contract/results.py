@@ -1,0 +1,120 @@
+"""The result document and its point results (docs/contracts.md, section 3).
+
+The agent builds them (agents/job.py, agents/sweep.py); `python -m agents run`
+prints the document, the final `result` event carries it, and every finished
+point also travels alone in a `point` event. Samples are open dictionaries
+(`t` plus whatever the samplers measured), the rest is typed.
+"""
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from agents.contract.errors import ErrorDocument
+from agents.contract.spec import JobSpec, SettingValue
+from agents.contract.vocabulary import JobOutcome
+
+RESULT_VERSION = 1
+
+# One host or server sample: `t` (seconds into the point) and its measurements.
+Sample = dict[str, Any]
+
+
+class ProgressLine(TypedDict):
+    """One `pgbench -P` line."""
+
+    t: float
+    tps: float
+    latency_ms: float
+    stddev_ms: float
+    failed: NotRequired[int | None]
+    lag_ms: NotRequired[float | None]
+    skipped: NotRequired[int | None]
+    retried: NotRequired[int | None]
+    retries: NotRequired[int | None]
+
+
+class StatementLatency(TypedDict):
+    latency_ms: float
+    command: str
+    failures: NotRequired[int | None]
+    retries: NotRequired[int | None]
+    script: NotRequired[int | None]
+
+
+class PointResult(TypedDict):
+    """One measured pgbench run (clients, repeat) with its timelines.
+
+    The summary keys are those of `python -m agents parse` (docs/contracts.md);
+    a point that could not be parsed has `parse_error` and no summary.
+    """
+
+    index: int
+    clients: int
+    threads: int | None
+    repeat: int
+    argv: list[str]
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    progress: list[ProgressLine]
+    host_samples: list[Sample]
+    server_samples: list[Sample]
+    tps: float | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    latency_percentiles_ms: dict[str, float] | None
+    transactions: int | None
+    failed: int | None
+    duration_s: float | None
+    statements: list[StatementLatency]
+    seconds: NotRequired[float]
+    stopped_early: NotRequired[bool]
+    parse_error: NotRequired[str | None]
+    agent_cpu_s: NotRequired[float]
+    query_mode: NotRequired[str | None]
+    scale: NotRequired[int | None]
+    notices: NotRequired[list[str]]
+    errors: NotRequired[list[str]]
+    aborted: NotRequired[bool]
+
+
+class CommandRecord(TypedDict):
+    """A command the job ran, with its exact argv."""
+
+    name: str
+    argv: list[str]
+    seconds: float
+    exit_code: int
+
+
+class EffectiveSetting(TypedDict):
+    name: str
+    setting: str | None
+    unit: str | None
+    source: str
+
+
+class SettingsRecord(TypedDict):
+    requested: dict[str, SettingValue]
+    effective: list[EffectiveSetting]
+    warnings: list[str]
+
+
+class ResultDocument(TypedDict):
+    """What one job did: printed by the CLI, carried by the final `result` event."""
+
+    version: Literal[1]
+    run_id: str | None
+    status: JobOutcome | Literal["running"]
+    error: ErrorDocument | None
+    started_at: str
+    finished_at: str | None
+    spec: JobSpec | dict[str, Any]
+    install: dict[str, Any] | None
+    facts: dict[str, Any] | None
+    storage: dict[str, Any]
+    settings: SettingsRecord
+    steps: list[CommandRecord]
+    dataset: dict[str, Any]
+    points: list[PointResult]
+    server_log_tail: str
+    failed_point: NotRequired[PointResult]

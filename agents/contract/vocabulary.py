@@ -1,0 +1,58 @@
+"""The words job specs and results use, each defined once.
+
+Every vocabulary is a `Literal` type (what mypy checks documents against) and
+the tuple of its values, read from that type, in the order forms list them.
+The lab's Django choices are built from these tuples (runs/choices.py), so a
+new value is added here and nowhere else.
+"""
+
+from typing import Literal, get_args
+
+Source = Literal["auto", "system", "prebuilt"]
+SOURCES: tuple[Source, ...] = get_args(Source)
+SOURCE_LABELS: dict[Source, str] = {
+    "auto": "Installed on the host, else prebuilt",
+    "system": "Installed on the host only",
+    "prebuilt": "Prebuilt release only",
+}
+
+BuiltinScript = Literal["tpcb-like", "simple-update", "select-only"]
+BUILTIN_SCRIPTS: tuple[BuiltinScript, ...] = get_args(BuiltinScript)
+
+QueryMode = Literal["simple", "extended", "prepared"]
+QUERY_MODES: tuple[QueryMode, ...] = get_args(QueryMode)
+
+PartitionMethod = Literal["range", "hash"]
+PARTITION_METHODS: tuple[PartitionMethod, ...] = get_args(PartitionMethod)
+
+SweepOrder = Literal["ascending", "interleaved", "random"]
+SWEEP_ORDERS: tuple[SweepOrder, ...] = get_args(SweepOrder)
+
+BetweenPoints = Literal["none", "checkpoint", "vacuum", "vacuum_checkpoint"]
+BETWEEN_POINTS: tuple[BetweenPoints, ...] = get_args(BetweenPoints)
+
+# What a measured point asks pgbench to log (agents/contract/latency.py).
+LatencyLog = Literal["sampled", "aggregate", "full", "none"]
+LATENCY_LOGS: tuple[LatencyLog, ...] = get_args(LatencyLog)
+LATENCY_LOG_LABELS: dict[LatencyLog, str] = {
+    "sampled": "Sampled transaction log (percentiles at almost no cost)",
+    "aggregate": "Per-second aggregate log (exact max, no percentiles)",
+    "full": "Every transaction (exact percentiles, costs throughput)",
+    "none": "No log (no percentiles)",
+}
+
+# How a job ended (the result document's `status`); the lab's run states are
+# these plus the two it keeps before a result arrives.
+JobOutcome = Literal["succeeded", "failed", "cancelled"]
+JOB_OUTCOMES: tuple[JobOutcome, ...] = get_args(JobOutcome)
+PendingState = Literal["queued", "running"]
+PENDING_STATES: tuple[PendingState, ...] = get_args(PendingState)
+
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+
+# What a job is doing, as its `status` events say.
+JobState = Literal[
+    "provisioning", "initdb", "starting", "loading", "running", "stopping", "finished"
+]
+JOB_STATES: tuple[JobState, ...] = get_args(JobState)

@@ -1,0 +1,46 @@
+"""The names both halves of the lab use on Redis and Celery (docs/contracts.md).
+
+Jobs: the Celery task `RUN_JOB_TASK` with the job spec as its only argument,
+sent to the agent's own queue `agent_queue(name)`. Claims and cancels: plain
+keys named by one dispatch of a run. Events: appended to a Redis Stream; those
+the control worker cannot store are kept in its dead-letter stream.
+"""
+
+RUN_JOB_TASK = "benchlab.agent.run_job"
+AGENT_QUEUE_PREFIX = "agent."
+
+EVENTS_STREAM = "benchlab:events"
+EVENTS_STREAM_ENV = "BENCHLAB_EVENTS_STREAM"
+EVENT_FIELD = "event"
+
+# Claims and cancel flags outlive any benchmark, then expire on their own.
+DISPATCH_KEY_TTL_S = 7 * 24 * 3600
+
+
+def agent_queue(agent: str) -> str:
+    """The Celery queue the agent named `agent` listens on."""
+    return f"{AGENT_QUEUE_PREFIX}{agent}"
+
+
+def dispatch_key(run_id: str, token: str | None) -> str:
+    """One dispatch of a run: its id and its random token.
+
+    Run ids alone repeat (a new lab database numbers from 1 again); with the token
+    a claim or cancel flag left by an earlier lab can never match a new run.
+    """
+    return f"{run_id}:{token or ''}"
+
+
+def claim_key(dispatch: str) -> str:
+    """The key an agent sets (NX) to take a dispatch; a second delivery finds it taken."""
+    return f"benchlab:claim:{dispatch}"
+
+
+def cancel_key(dispatch: str) -> str:
+    """The flag the lab sets to cancel a dispatch; the agent polls it."""
+    return f"benchlab:cancel:{dispatch}"
+
+
+def dead_letter_stream(stream: str) -> str:
+    """Where events of `stream` that cannot be stored are kept, with the reason."""
+    return f"{stream}:dead"

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.contract import vocabulary
+from agents.contract.signing import fingerprint, is_secret
 from runs.choices import text_choices
 from runs.execution import BLOCKS, ROUNDS, draw_seed
 
@@ -40,9 +41,30 @@ class Host(models.Model):
     `facts` is the hardware profile the agent detected (`python -m agents
     facts`); `notes` and `labels` are what people add. `installs` lists the
     PostgreSQL installs the agent found or cached at registration.
+
+    Enrollment (docs/notes/enroll.md): a new agent's first registration makes
+    a `pending` host holding the agent's `secret` and what it reported
+    (`pending_registration`); nothing else of it is used until an
+    administrator approves it, comparing `fingerprint` with the one the agent
+    logs. Jobs for an `approved` host and events from it are signed with
+    `secret`; a `revoked` host's events are refused and it gets no jobs.
     """
 
+    class Enrollment(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REVOKED = "revoked"
+
     name = models.CharField(max_length=100, unique=True)
+    enrollment = models.CharField(
+        max_length=10, choices=Enrollment.choices, default=Enrollment.PENDING
+    )
+    secret = models.CharField(max_length=64, blank=True, help_text="The agent's HMAC key (hex).")
+    pending_registration = models.JSONField(default=dict, blank=True)
+    enrollment_changed_at = models.DateTimeField(null=True, blank=True)
+    enrollment_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     facts = models.JSONField(default=dict, blank=True)
     installs = models.JSONField(default=list, blank=True)
     notes = models.TextField(blank=True)
@@ -58,6 +80,15 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_approved(self) -> bool:
+        return self.enrollment == self.Enrollment.APPROVED
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of the agent's secret an administrator compares before approving."""
+        return fingerprint(self.secret) if is_secret(self.secret) else ""
 
     @property
     def is_online(self) -> bool:
@@ -325,6 +356,9 @@ class Run(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     step = models.CharField(max_length=300, blank=True)
     celery_task_id = models.CharField(max_length=64, blank=True)
+    dispatches = models.PositiveSmallIntegerField(
+        default=1, help_text="How often the job was sent: a job Redis lost is sent once more."
+    )
     error_code = models.CharField(max_length=50, blank=True)
     error_category = models.CharField(max_length=20, blank=True)
     error_field = models.CharField(max_length=200, blank=True)

@@ -259,21 +259,3 @@ def test_a_redis_outage_mid_run_neither_stops_the_job_nor_loses_its_events(
     seqs = [event["seq"] for event in run_events(redis_client, stream, "r-outage")]
     assert list(dict.fromkeys(seqs)) == list(range(1, result["seq"] + 1))
     assert "Redis unreachable" in agent.log()
-
-
-def test_the_worker_module_loads_neither_django_settings_nor_the_web_code():
-    probe = (
-        "import sys, agents.worker; "
-        "print([m for m in sys.modules if m.startswith(('django.conf', 'django.db', "
-        "'django.apps', 'benchlab', 'runs'))])"
-    )
-    output = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=REPO,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "benchlab.settings"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-
-    assert output.strip() == "[]"

@@ -16,10 +16,8 @@ class Timeline {
   }
 
   // x positions for one sample: [gapX?, x]; a new point starts at the last x.
-  // Samples already drawn (a finished point's timeline is stored again) return null.
+  // The stream sends every stored sample once, after those the page was built with.
   place(point, t) {
-    if (this.currentPoint !== null && point < this.currentPoint) return null;
-    if (point === this.currentPoint && this.offset + t <= this.lastX) return null;
     const xs = [];
     if (point !== this.currentPoint) {
       if (this.currentPoint !== null) xs.push(this.lastX);
@@ -34,7 +32,7 @@ class Timeline {
 
 function extend(element, timeline, point, t, valuesByTrace) {
   const xs = timeline.place(point, t);
-  if (!xs || !element.data) return;
+  if (!element.data) return;
   const gap = xs.length === 2;
   const indices = valuesByTrace.map((_, i) => i);
   const x = valuesByTrace.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
@@ -53,10 +51,7 @@ function addResultRow(data) {
   const body = document.querySelector("#results-table tbody");
   const template = document.createElement("template");
   template.innerHTML = data.html.trim();
-  const row = template.content.firstElementChild;
-  const existing = body.querySelector(`tr[data-index="${data.index}"]`);
-  if (existing) existing.replaceWith(row);
-  else body.appendChild(row);
+  body.appendChild(template.content.firstElementChild);
   document.getElementById("results-empty")?.remove();
   document.getElementById("points-done").textContent = body.rows.length;
 }

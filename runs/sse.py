@@ -4,7 +4,8 @@ An async view polls the lab database about once a second for rows stored
 since the last event (progress samples, host samples, finished points) and
 the run's status, and sends them as events. Every event's `id` is the cursor
 `p<progress id>.h<host sample id>.r<result id>`, so a browser that reconnects
-with `Last-Event-ID` resumes where it left off. The stream ends with an `end`
+with `Last-Event-ID` resumes where it left off. Those rows are only ever
+added, never rewritten (runs/services/events.py), so each is sent once. The stream ends with an `end`
 event once the run is final and everything stored has been sent.
 """
 

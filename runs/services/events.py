@@ -1,18 +1,29 @@
 """Agent events into the database (docs/contracts.md, sections 2 and 4).
 
+`record_event` validates an event from the stream once and hands it on:
 `run_record_event` stores a run's event once per (run, seq) and applies it;
-`agent_record_event` handles registration and heartbeats. Both expect to run
-inside the caller's transaction (the ingest loop acknowledges the stream entry
+`agent_record_event` handles registration and heartbeats. All expect to run
+inside the caller's transaction (the consumer acknowledges the stream entry
 only after the commit).
+
+Storage is append-only. A live sample (progress line, host or server sample)
+is stored when its event arrives; a point's own timelines, repeated by its
+`point` event and by the final `result` event, only add the samples no live
+event brought (one row per point and `t`), and a point result is stored once.
+Nothing is deleted and stored again, so the live page's cursor sends every
+row exactly once.
 """
 
 import logging
 from datetime import datetime
+from typing import cast
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.contract.events import AGENT_EVENT_TYPES, validate_event
+from agents.contract.events import AgentEvent, is_agent_event, validate_event
+from agents.contract.events import RunEvent as RunEventDocument
+from agents.contract.results import PointResult
 from runs.models import (
     Host,
     HostSample,
@@ -31,12 +42,12 @@ logger = logging.getLogger(__name__)
 FINAL_STATUSES = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
 
 
-def record_event(event: dict) -> bool:
-    """Validate an event from the stream and hand it to the run or agent handler."""
-    validate_event(event)
-    if event["type"] in AGENT_EVENT_TYPES:
-        return agent_record_event(event)
-    return run_record_event(event)
+def record_event(document: object) -> bool:
+    """Validate an event from the stream (raises InvalidEvent) and hand it to its handler."""
+    event = validate_event(document)
+    if is_agent_event(event):
+        return agent_record_event(cast(AgentEvent, event))
+    return run_record_event(cast(RunEventDocument, event))
 
 
 def _parse_time(value) -> datetime | None:
@@ -44,14 +55,13 @@ def _parse_time(value) -> datetime | None:
     return parsed if parsed is None or timezone.is_aware(parsed) else None
 
 
-def run_record_event(event: dict) -> bool:
-    """Store and apply one run event; False when it is dropped or a duplicate.
+def run_record_event(event: RunEventDocument) -> bool:
+    """Store and apply one validated run event; False when it is dropped or a duplicate.
 
     Dropped (and logged): unknown run, wrong token. A duplicate (same run and
     seq) changes nothing. Terminal states are final: later events still store
     their data (points, logs) but never change the status.
     """
-    validate_event(event)
     run = _locked_run(event["run_id"])
     if run is None:
         logger.warning("event %s of unknown run %s dropped", event["seq"], event["run_id"])
@@ -105,27 +115,49 @@ def _apply_step(run: Run, data: dict) -> None:
 def _apply_progress(run: Run, data: dict) -> None:
     if run.status == Run.Status.QUEUED:
         run_mark_running(run)
-    ProgressSample.objects.create(run=run, **_progress_values(data))
+    _add_progress(run, data.get("point", 0), [data])
 
 
-def _progress_values(data: dict) -> dict:
-    return {
-        "point": data.get("point", 0),
-        "t": data.get("t", 0.0),
-        "tps": data.get("tps"),
-        "latency_ms": data.get("latency_ms"),
-        "stddev_ms": data.get("stddev_ms"),
-        "failed": data.get("failed") or 0,
-    }
+def _add_progress(run: Run, point: int, lines: list[dict]) -> None:
+    """Store the progress lines of `point` that are not stored yet (one row per `t`)."""
+    new = _not_stored(ProgressSample, run, point, lines)
+    ProgressSample.objects.bulk_create(
+        ProgressSample(
+            run=run,
+            point=point,
+            t=line.get("t", 0.0),
+            tps=line.get("tps"),
+            latency_ms=line.get("latency_ms"),
+            stddev_ms=line.get("stddev_ms"),
+            failed=line.get("failed") or 0,
+        )
+        for line in new
+    )
+
+
+def _add_samples(run: Run, model: type[HostSample | ServerSample], point: int, samples) -> None:
+    """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
+    new = _not_stored(model, run, point, samples)
+    model.objects.bulk_create(model(run=run, point=point, t=s.get("t"), data=s) for s in new)
+
+
+def _not_stored(model, run: Run, point: int, rows: list[dict]) -> list[dict]:
+    """The rows whose `t` this run's `point` has not stored yet (the run row is locked)."""
+    stored = set(model.objects.filter(run=run, point=point).values_list("t", flat=True))
+    new = []
+    for row in rows:
+        if row.get("t") not in stored:
+            stored.add(row.get("t"))
+            new.append(row)
+    return new
 
 
 def _apply_sample(run: Run, data: dict) -> None:
     point = data.get("point", 0)
     if isinstance(data.get("host"), dict):
-        HostSample.objects.create(run=run, point=point, t=data["host"].get("t"), data=data["host"])
+        _add_samples(run, HostSample, point, [data["host"]])
     if isinstance(data.get("server"), dict):
-        server = data["server"]
-        ServerSample.objects.create(run=run, point=point, t=server.get("t"), data=server)
+        _add_samples(run, ServerSample, point, [data["server"]])
 
 
 def _apply_point(run: Run, data: dict) -> None:
@@ -138,8 +170,10 @@ def _apply_log(run: Run, data: dict) -> None:
 
 
 def _apply_result(run: Run, data: dict) -> None:
+    stored = set(Result.objects.filter(run=run).values_list("index", flat=True))
     for point in data.get("points") or []:
-        store_point(run, point)
+        if point["index"] not in stored:
+            store_point(run, point)
     settings = data.get("settings") or {}
     snapshot = {
         "install": data.get("install") or {},
@@ -171,32 +205,23 @@ APPLY = {
 }
 
 
-def store_point(run: Run, point: dict) -> Result:
-    """Upsert one point result; its own timelines replace the live samples of that point.
+def store_point(run: Run, point: PointResult) -> Result:
+    """Store a point result once, with the samples of its timelines no live event brought.
 
-    The point document is the complete record; the live progress and sample
-    events only let pages draw while it runs.
+    The `point` event stores it; the final `result` event repeats it and
+    changes nothing then (it stores only points whose `point` event is missing).
     """
     index = point["index"]
-    result, _created = Result.objects.update_or_create(
+    result, _created = Result.objects.get_or_create(
         run=run, index=index, defaults=_result_values(point)
     )
-    if point.get("progress"):
-        ProgressSample.objects.filter(run=run, point=index).delete()
-        ProgressSample.objects.bulk_create(
-            ProgressSample(run=run, **_progress_values({**p, "point": index}))
-            for p in point["progress"]
-        )
-    for key, model in (("host_samples", HostSample), ("server_samples", ServerSample)):
-        if point.get(key):
-            model.objects.filter(run=run, point=index).delete()
-            model.objects.bulk_create(
-                model(run=run, point=index, t=s.get("t"), data=s) for s in point[key]
-            )
+    _add_progress(run, index, list(point.get("progress") or []))
+    _add_samples(run, HostSample, index, point.get("host_samples") or [])
+    _add_samples(run, ServerSample, index, point.get("server_samples") or [])
     return result
 
 
-def _result_values(point: dict) -> dict:
+def _result_values(point: PointResult) -> dict:
     return {
         "clients": point.get("clients") or 0,
         "threads": point.get("threads"),
@@ -216,10 +241,9 @@ def _result_values(point: dict) -> dict:
     }
 
 
-def agent_record_event(event: dict) -> bool:
+def agent_record_event(event: AgentEvent) -> bool:
     """Registration creates or refreshes the Host, its storage and catalogues; a
     heartbeat marks it seen (server time: agents' clocks may drift)."""
-    validate_event(event)
     host, _created = Host.objects.get_or_create(name=event["agent"])
     if event["type"] == "agent_register":
         _register(host, event["data"])

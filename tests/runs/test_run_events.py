@@ -101,16 +101,42 @@ def test_failed_result_keeps_its_error_and_finished_points():
     assert run.results.count() == 1
 
 
-def test_point_event_replaces_the_live_progress_of_that_point():
+def test_a_point_event_adds_only_the_samples_its_live_events_did_not_bring():
     run = RunFactory(status=Run.Status.RUNNING)
     services.run_record_event(
         events.run_event(run, 1, "progress", {"point": 0, "t": 1.0, "tps": 499.0})
     )
+    first_row = run.progress.get()
 
     services.run_record_event(events.run_event(run, 2, "point", events.point(0)))
 
-    assert list(run.progress.values_list("t", "tps")) == [(1.0, 500.0), (2.0, 500.0)]
+    assert list(run.progress.values_list("t", "tps")) == [(1.0, 499.0), (2.0, 500.0)]
+    assert run.progress.get(t=1.0).pk == first_row.pk
+    assert run.host_samples.count() == 1
     assert Result.objects.get(run=run, index=0).tps == 500.0
+
+
+def test_the_result_event_rewrites_no_stored_point_or_sample():
+    run = RunFactory(status=Run.Status.RUNNING)
+    services.run_record_event(events.run_event(run, 1, "point", events.point(0)))
+    before = {
+        "results": list(run.results.values_list("pk", "tps")),
+        "progress": list(run.progress.values_list("pk", "t")),
+        "host": list(run.host_samples.values_list("pk", "t")),
+        "server": list(run.server_samples.values_list("pk", "t")),
+    }
+    changed = events.point(0, tps=123.0)
+
+    services.run_record_event(
+        events.run_event(run, 2, "result", events.result(run, points=[changed, events.point(1)]))
+    )
+
+    assert list(run.results.values_list("pk", "tps"))[:1] == before["results"]
+    assert list(run.progress.filter(point=0).values_list("pk", "t")) == before["progress"]
+    assert list(run.host_samples.filter(point=0).values_list("pk", "t")) == before["host"]
+    assert list(run.server_samples.filter(point=0).values_list("pk", "t")) == before["server"]
+    assert run.results.get(index=1).tps == 500.0
+    assert run.progress.filter(point=1).count() == 2
 
 
 def test_final_states_never_change():

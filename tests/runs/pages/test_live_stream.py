@@ -1,15 +1,25 @@
 """The run page's Server-Sent Events: stored rows in order, resumable, ending when final."""
 
+import asyncio
+import json
+
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import transaction
 from django.test import AsyncClient
 from django.urls import reverse
 
+from agents.events import EventEmitter
+from runs import services
 from runs.models import ProgressSample, Run
 from runs.sse import parse_cursor
+from tests.runs import events as agent_events
+from tests.runs.factories import RunFactory
 from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+STREAM_TIMEOUT_S = 30
 
 
 def events_of(body: str) -> list[dict]:
@@ -91,3 +101,66 @@ async def follow_while_samples_arrive(client: AsyncClient, run: Run) -> None:
         seen += chunk
     assert seen.decode().rstrip().splitlines()[0].startswith("retry:")
     assert "event: end" in seen.decode()
+
+
+def test_a_run_streamed_through_progress_point_and_result_sends_each_sample_once(client):
+    run = RunFactory(status=Run.Status.RUNNING)
+    emitter = AgentEvents(run)
+
+    seen = async_to_sync(stream_while_the_run_reports)(client, run, emitter)
+
+    progress = [(e["point"], e["t"]) for e in seen if e["event"] == "progress"]
+    host = [(e["point"], e["t"]) for e in seen if e["event"] == "host"]
+    assert progress == [(0, 1.0), (0, 2.0), (1, 1.0), (1, 2.0)]
+    assert host == [(0, 1.0), (1, 1.0)]
+    assert [e["index"] for e in seen if e["event"] == "result"] == [0, 1]
+    assert seen[-1]["event"] == "end"
+
+
+class AgentEvents:
+    """Events of one run built by the agent's own emitter, stored as the consumer stores them."""
+
+    def __init__(self, run: Run):
+        self.events: list[dict] = []
+        self.emitter = EventEmitter(
+            [self.events.append], run_id=str(run.pk), token=run.token, agent=run.host.name
+        )
+        self.run = run
+
+    async def report(self, event_type: str, data: dict) -> None:
+        event = self.emitter.emit(event_type, data)
+        await sync_to_async(record_in_transaction)(event)
+
+    async def measure_point(self, index: int) -> dict:
+        """Live progress and host samples of a point, then its `point` event."""
+        point = agent_events.point(index, clients=index + 1)
+        for line in point["progress"]:
+            await self.report("progress", {"point": index, "clients": index + 1, **line})
+        for sample in point["host_samples"]:
+            await self.report("sample", {"point": index, "clients": index + 1, "host": sample})
+        await self.report("point", point)
+        return point
+
+
+def record_in_transaction(event: dict) -> None:
+    with transaction.atomic():
+        services.record_event(event)
+
+
+async def stream_while_the_run_reports(
+    client: AsyncClient, run: Run, emitter: AgentEvents
+) -> list[dict]:
+    """Follow the run's stream while it measures two points and finishes; every message seen."""
+    response = await client.get(reverse("run-events", args=[run.pk]))
+    stream = aiter(response.streaming_content)
+    body = b""
+    async with asyncio.timeout(STREAM_TIMEOUT_S):
+        first = await emitter.measure_point(0)
+        while b'"point":0,"t":2.0' not in body:
+            body += await anext(stream)
+        second = await emitter.measure_point(1)
+        document = agent_events.result(run, points=[first, second])
+        await emitter.report("result", document)
+        async for chunk in stream:
+            body += chunk
+    return [{"event": e["event"], **json.loads(e["data"])} for e in events_of(body.decode())]

@@ -5,8 +5,9 @@ since the last event (progress samples, host samples, finished points) and
 the run's status, and sends them as events. Every event's `id` is the cursor
 `p<progress id>.h<host sample id>.r<result id>`, so a browser that reconnects
 with `Last-Event-ID` resumes where it left off. Those rows are only ever
-added, never rewritten (runs/services/events.py), so each is sent once. The stream ends with an `end`
-event once the run is final and everything stored has been sent.
+added, never rewritten (runs/services/events.py), so each is sent once. The
+stream ends with an `end` event once the run is final and everything stored
+has been sent.
 """
 
 import asyncio

@@ -1,6 +1,7 @@
-// Live estimate on the schedule form: runs, points and a rough wall-clock time,
-// with the same rule as runs.services.experiments.experiment_estimate
-// (hosts work in parallel; each runs its runs one after another).
+// Live estimate on the schedule form: runs, points, cluster setups and a rough
+// wall-clock time, with the same rule as runs.services.experiments.experiment_estimate
+// (hosts work in parallel; each runs its runs one after another; every run is
+// one cluster setup, and in rounds every repeat of a cell is its own run).
 
 const form = document.getElementById("schedule-form");
 
@@ -31,17 +32,26 @@ export function estimate() {
   const hosts = checked("hosts").length;
   const perHostCells = checked("builds").length * checked("config_profiles").length * storageLayouts();
   const workloads = checked("workloads");
-  const runs = hosts * perHostCells * workloads.length;
-  const points = clientCounts() * (Number(form.elements.repeats.value) || 0);
+  const repeats = Number(form.elements.repeats.value) || 0;
+  const rounds = form.elements.execution.value === "rounds";
+  const lifecycles = rounds ? repeats : 1;
+  const runs = hosts * perHostCells * workloads.length * lifecycles;
+  const pointsPerRun = clientCounts() * (rounds ? 1 : repeats);
   const duration = Number(form.elements.duration_s.value) || 0;
   const warmup = Number(form.elements.warmup_s.value) || 0;
   const overhead = Number(form.dataset.runOverhead);
   const loadPerScale = Number(form.dataset.scaleLoad);
-  const perHost = workloads.reduce(
-    (sum, w) => sum + perHostCells * (overhead + Number(w.dataset.scale || 1) * loadPerScale + warmup + points * duration),
-    0,
-  );
-  return { runs, points: runs * points, seconds: duration && runs ? perHost : null };
+  const setupOf = (w) => overhead + Number(w.dataset.scale || 1) * loadPerScale;
+  const perHostSetups = workloads.reduce((sum, w) => sum + perHostCells * lifecycles * setupOf(w), 0);
+  const perRunMeasured = warmup + pointsPerRun * duration;
+  const perHost = perHostSetups + perHostCells * workloads.length * lifecycles * perRunMeasured;
+  const timed = duration && runs;
+  return {
+    runs,
+    points: runs * pointsPerRun,
+    setupSeconds: timed ? perHostSetups : null,
+    seconds: timed ? perHost : null,
+  };
 }
 
 function show() {
@@ -49,6 +59,7 @@ function show() {
   const field = (key) => form.querySelector(`[data-estimate="${key}"]`);
   field("runs").textContent = result.runs.toLocaleString();
   field("points").textContent = result.points.toLocaleString();
+  field("setups").textContent = result.setupSeconds === null ? "—" : `≈ ${formatSeconds(result.setupSeconds)}`;
   field("time").textContent = result.seconds === null ? (result.runs ? "depends on tps" : "—") : `≈ ${formatSeconds(result.seconds)}`;
 }
 

@@ -9,6 +9,7 @@ import json
 
 import plotly.graph_objects as go
 
+from agents.contract.spec import sweep_points
 from runs.compare import METRICS, Spread, run_spreads
 from runs.models import HostSample, ProgressSample, Result, Run
 
@@ -95,10 +96,10 @@ def point_labels(results: list[Result], spec: dict) -> dict[int, str]:
     """Point index -> `4 clients, repeat 1`, from results and the sweep in the spec."""
     labels = {r.index: f"{r.clients} clients, repeat {r.repeat}" for r in results}
     sweep = spec.get("sweep") or {}
-    clients, repeats = sweep.get("clients") or [], sweep.get("repeats") or 1
-    planned = [(c, r) for c in clients for r in range(1, repeats + 1)]
-    if sweep.get("order") == "interleaved":
-        planned = [(c, r) for r in range(1, repeats + 1) for c in clients]
+    # Specs stored by older labs or written by hand may lack the defaults.
+    planned = (
+        sweep_points({"repeats": 1, "order": "ascending", **sweep}) if sweep.get("clients") else []
+    )
     for index, (c, r) in enumerate(planned):
         labels.setdefault(index, f"{c} clients, repeat {r}")
     return labels

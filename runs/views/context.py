@@ -7,13 +7,18 @@ stream and the exports); `read_only` hides everything that writes.
 from collections.abc import Callable
 
 from runs import charts, selectors
+from runs.cells import cell_runs, results_by_cell, standing_for
 from runs.compare import METRICS, compare_points, differences
 from runs.models import Comparison, Experiment, Run
 
 
 def run_label(run: Run) -> str:
-    """`#12 pg16 · tuned · tpcb` — short enough for a legend."""
-    return f"#{run.pk} {run.build.name} · {run.config_profile.name} · {run.workload.name}"
+    """`#12 pg16 · tuned · tpcb` — short enough for a legend; a cell measured in
+    rounds is named by its experiment and cell (`e7 cell 2 pg16 · tuned · tpcb`)."""
+    what = f"{run.build.name} · {run.config_profile.name} · {run.workload.name}"
+    if run.round is not None:
+        return f"e{run.experiment_id} cell {run.cell + 1} {what}"
+    return f"#{run.pk} {what}"
 
 
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
@@ -41,17 +46,20 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
 def experiment_context(
     experiment: Experiment, metric: str, read_only: bool, urls: dict[str, str]
 ) -> dict:
-    """The experiment page: its runs and the chosen metric against clients."""
+    """The experiment page: its runs in queue order, and the chosen metric against
+    clients per cell (`cells`: one run stands for each cell measured in rounds)."""
     runs = selectors.experiment_runs(experiment)
-    results = selectors.results_by_run(runs)
-    labels = {run.pk: run_label(run) for run in runs}
+    cells = cell_runs(runs)
+    results = results_by_cell(cells)
+    labels = {run.pk: run_label(run) for run in cells}
     name = f"experiment-{experiment.pk}"
     return {
         "experiment": experiment,
         "runs": runs,
+        "cells": cells,
         "metric": metric,
         "metrics": METRICS,
-        "figure": charts.clients_figure(runs, results, metric, labels, name) if runs else None,
+        "figure": charts.clients_figure(cells, results, metric, labels, name) if runs else None,
         "has_results": any(results.values()),
         "read_only": read_only,
         "urls": urls,
@@ -61,8 +69,13 @@ def experiment_context(
 def comparison_context(
     runs: list[Run], baseline: Run, read_only: bool, urls: dict[str, str], name: str
 ) -> dict:
-    """The compare page: charts, the table of deltas, what differs, timelines."""
-    results = selectors.results_by_run(runs)
+    """The compare page: charts, the table of deltas, what differs, timelines.
+
+    Runs measured in rounds are compared as their cells (runs/cells.py).
+    """
+    runs = cell_runs(runs)
+    baseline = standing_for(baseline, runs)
+    results = results_by_cell(runs)
     labels = {run.pk: run_label(run) for run in runs}
     return {
         "runs": runs,
@@ -71,8 +84,9 @@ def comparison_context(
         "figures": {
             "tps": charts.clients_figure(runs, results, "tps", labels, name),
             "latency": charts.clients_figure(runs, results, "latency_avg_ms", labels, name),
+            # A cell in rounds draws the timeline of the run standing for it.
             "timelines": charts.overlaid_timelines(
-                runs, selectors.progress_by_run(runs), results, labels, name
+                runs, selectors.progress_by_run(runs), selectors.results_by_run(runs), labels, name
             ),
         },
         "points": compare_points(runs, baseline, results),

@@ -132,6 +132,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "latency_limit_ms": None,
             "max_tries": None,
             "defines": {"nrows": "100"},
+            "latency_log": "sampled",
         },
         "sweep": {
             "clients": [1, 2, 4],
@@ -368,7 +369,7 @@ def test_each_host_queue_holds_its_runs_in_the_recorded_order(
 
     for host in hosts:
         # Celery's Redis transport pushes on the left and workers pop on the right.
-        taken = [job["args"]["run_id"] for job in reversed(queued_jobs(lab_redis, host.name))]
+        taken = [job["args"][0]["run_id"] for job in reversed(queued_jobs(lab_redis, host.name))]
         recorded = [
             run.run_id for run in sorted(runs, key=lambda r: r.position) if run.host == host
         ]

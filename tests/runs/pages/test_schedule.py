@@ -5,6 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from runs.execution import execution_plan
 from runs.models import Experiment, Run
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -40,6 +41,8 @@ def form_data(catalogue, **overrides) -> dict:
         "warmup_s": "0",
         "order": "ascending",
         "between_points": "checkpoint",
+        "execution": "rounds",
+        "seed": "",
     }
     return {**data, **overrides}
 
@@ -106,3 +109,53 @@ def test_form_carries_what_the_live_estimate_needs(signed_in, catalogue):
     assert 'data-run-overhead="30"' in page
     assert f'data-scale="{catalogue["workloads"].scale}"' in page
     assert "schedule.js" in page
+
+
+def test_rounds_queue_every_repeat_as_a_run_in_the_order_drawn_from_the_given_seed(
+    signed_in, catalogue, lab_redis
+):
+    second = ConfigProfileFactory()
+    data = form_data(catalogue, start="1", repeats="3", seed="99")
+    data["config_profiles"] = [catalogue["config_profiles"].pk, second.pk]
+
+    signed_in.post(reverse("schedule"), data)
+
+    experiment = Experiment.objects.get()
+    assert (experiment.execution, experiment.seed) == ("rounds", 99)
+    recorded = list(experiment.runs.order_by("position").values_list("cell", "round"))
+    assert recorded == [(s.cell, s.round) for s in execution_plan(2, 3, "rounds", 99)]
+
+
+def test_without_a_seed_one_is_drawn_and_recorded(signed_in, catalogue):
+    signed_in.post(reverse("schedule"), form_data(catalogue, review="1"))
+    assert Experiment.objects.get().seed is not None
+
+
+def test_blocks_keep_all_repeats_of_a_cell_in_one_run(signed_in, catalogue, lab_redis):
+    data = form_data(catalogue, start="1", repeats="3", execution="blocks")
+    signed_in.post(reverse("schedule"), data)
+    (run,) = Experiment.objects.get().runs.all()
+    assert (run.round, run.spec["sweep"]["repeats"]) == (None, 3)
+
+
+def test_random_client_order_is_offered_and_reaches_the_spec_with_a_seed(
+    signed_in, catalogue, lab_redis
+):
+    page = signed_in.get(reverse("schedule")).content.decode()
+    assert '<option value="random">' in page
+    signed_in.post(reverse("schedule"), form_data(catalogue, start="1", order="random"))
+    sweep = Run.objects.get().spec["sweep"]
+    assert sweep["order"] == "random" and isinstance(sweep["seed"], int)
+
+
+def test_a_negative_seed_is_shown_next_to_the_seed_field(signed_in, catalogue):
+    page = signed_in.post(reverse("schedule"), form_data(catalogue, seed="-1")).content.decode()
+    assert "greater than or equal to 0" in field_errors(page, "seed")
+    assert not Experiment.objects.exists()
+
+
+def test_review_first_in_rounds_counts_a_cluster_setup_per_repeat(signed_in, catalogue):
+    data = form_data(catalogue, review="1", repeats="3")
+    page = signed_in.post(reverse("schedule"), data, follow=True).content.decode()
+    assert re.search(r"<strong>3</strong> runs \(one cluster setup each\)", page)
+    assert "in cluster setups" in page

@@ -1,0 +1,309 @@
+"""Statistics over repeats: summaries, differences to a baseline and verdicts.
+
+Pure functions over plain numbers (scipy.stats does the distributions); the
+pages, the API and the exports all read their numbers from here.
+
+- A point (one run at one client count) is summarised over its repeats: n,
+  mean, median, sample standard deviation and the 95 % confidence interval of
+  the mean (Student's t).
+- A compared cell is judged on log values: Welch's t-test on the logs gives a
+  p-value and a 95 % interval for the difference of log means, so
+  `exp(interval) - 1` is a sound interval for the ratio of (geometric) means.
+- p-values of one table are adjusted together with Benjamini-Hochberg; a
+  verdict word needs q <= FDR_Q and an estimated difference of at least the
+  minimum effect the user asked for.
+- Power (noncentral t) gives the minimum detectable effect of the repeats at
+  hand and how many repeats a verdict at the minimum effect would need.
+"""
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy import optimize, stats
+
+CONFIDENCE = 0.95
+ALPHA = 1 - CONFIDENCE
+POWER = 0.80
+FDR_Q = 0.05
+MIN_REPEATS = 3
+DEFAULT_MIN_EFFECT_PCT = 1.0
+MAX_MIN_EFFECT_PCT = 50.0
+# Beyond this many repeats per run the advice is "more than MAX_REPEATS_ADVISED".
+MAX_REPEATS_ADVISED = 1000
+
+
+class Verdict(StrEnum):
+    """The word a compared cell gets; stable values (API, exports, pages)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    BETTER = "better"
+    WORSE = "worse"
+    NO_DIFFERENCE = "no significant difference"
+    TOO_FEW_REPEATS = "too few repeats"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One metric of one point over its repeats; spread fields are None with one repeat."""
+
+    n: int
+    mean: float
+    median: float
+    sd: float | None
+    ci_low: float | None
+    ci_high: float | None
+    log_sd: float | None
+    mde_pct: float | None
+
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation (sd / mean), None without a spread."""
+        if self.sd is None or not self.mean:
+            return None
+        return self.sd / abs(self.mean)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """`values` against `baseline`: ratio of geometric means - 1, in percent, with its CI."""
+
+    pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    p: float
+    df: float
+
+
+@dataclass(frozen=True)
+class Question:
+    """One compared cell: the repeats of a run and of the baseline at the same point."""
+
+    values: Sequence[float]
+    baseline: Sequence[float]
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The answer to a Question, after the whole table's p-values were adjusted."""
+
+    difference: Difference | None
+    q: float | None
+    verdict: Verdict | None
+    repeats_needed: int | None = None
+    spread_known: bool = True
+
+    @property
+    def explanation(self) -> str:
+        """What stands behind the verdict, in one line for the page."""
+        if self.verdict is not Verdict.TOO_FEW_REPEATS:
+            return ""
+        if not self.spread_known:
+            return f"needs at least {MIN_REPEATS} repeats per run; one repeat shows no spread"
+        if self.repeats_needed is None:
+            return f"needs more than {MAX_REPEATS_ADVISED} repeats per run at this spread"
+        return f"needs {self.repeats_needed} repeats per run to see the minimum effect"
+
+
+def _positive_logs(values: Sequence[float]) -> np.ndarray | None:
+    data = np.asarray(values, dtype=float)
+    return np.log(data) if data.size and np.all(data > 0) else None
+
+
+def mean_interval(values: np.ndarray) -> tuple[float, float]:
+    """The CONFIDENCE interval of the mean (Student's t, n - 1 degrees of freedom)."""
+    half = stats.t.ppf(1 - ALPHA / 2, values.size - 1) * stats.sem(values)
+    mean = float(values.mean())
+    return mean - half, mean + half
+
+
+def summarize(values: Sequence[float]) -> Summary | None:
+    """n, mean, median, sd, CI of the mean and MDE of the measured values; None if empty."""
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    if data.size == 0:
+        return None
+    mean, median = float(data.mean()), float(np.median(data))
+    if data.size < 2:
+        return Summary(1, mean, median, None, None, None, None, None)
+    low, high = mean_interval(data)
+    logs = _positive_logs(data)
+    log_sd = float(logs.std(ddof=1)) if logs is not None else None
+    mde = None if log_sd is None else detectable_effect_pct(log_sd, data.size, log_sd, data.size)
+    return Summary(data.size, mean, median, float(data.std(ddof=1)), low, high, log_sd, mde)
+
+
+def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom (pooled df when both variances are 0)."""
+    a, b = var_a / n_a, var_b / n_b
+    if a + b == 0:
+        return float(n_a + n_b - 2)
+    return (a + b) ** 2 / (a**2 / (n_a - 1) + b**2 / (n_b - 1))
+
+
+def power(noncentrality: float, df: float) -> float:
+    """Power of a two-sided t-test at level ALPHA for this noncentrality (noncentral t)."""
+    critical = stats.t.ppf(1 - ALPHA / 2, df)
+    upper = float(stats.nct.sf(critical, df, noncentrality))
+    # The opposite tail is negligible for a positive noncentrality, and scipy
+    # returns NaN for it far out: count it only when it is a number.
+    lower = float(stats.nct.cdf(-critical, df, noncentrality))
+    return upper + (lower if math.isfinite(lower) else 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality_for_power(df: float) -> float:
+    # With df >= 1 (two repeats a side) POWER is reached below a noncentrality of 30.
+    return optimize.brentq(lambda nc: power(nc, df) - POWER, 0.0, 30.0)
+
+
+def detectable_effect_pct(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float | None:
+    """Smallest ratio difference (percent, upwards) detected with POWER at ALPHA.
+
+    `sd_*` are standard deviations of log values; None below two repeats a side.
+    """
+    if n_a < 2 or n_b < 2:
+        return None
+    se = math.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
+    df = welch_df(sd_a**2, n_a, sd_b**2, n_b)
+    return math.expm1(_noncentrality_for_power(round(df, 1)) * se) * 100.0
+
+
+def repeats_needed(log_sd: float, min_effect_pct: float) -> int | None:
+    """Repeats per run for POWER to see `min_effect_pct` at this spread; None: too many."""
+    if log_sd == 0:
+        return MIN_REPEATS
+    if min_effect_pct <= 0:
+        return None
+    effect = math.log1p(min_effect_pct / 100.0)
+
+    def enough(n: int) -> bool:
+        return power(effect / (log_sd * math.sqrt(2.0 / n)), 2 * n - 2) >= POWER
+
+    if not enough(MAX_REPEATS_ADVISED):
+        return None
+    low, high = MIN_REPEATS, MAX_REPEATS_ADVISED  # power grows with n: bisect
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return low
+
+
+def _moments(samples: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Means, sample standard deviations and sizes of several samples, as arrays."""
+    return (
+        np.array([sample.mean() for sample in samples]),
+        np.array([sample.std(ddof=1) for sample in samples]),
+        np.array([sample.size for sample in samples]),
+    )
+
+
+def relative_differences(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+) -> list[Difference | None]:
+    """Welch's t-test on logs for each (values, baseline) pair, in one vectorised pass.
+
+    None for a pair below two repeats a side or with non-positive values.
+    """
+    logs = [(_positive_logs(values), _positive_logs(base)) for values, base in pairs]
+    usable = [i for i, (a, b) in enumerate(logs) if a is not None and b is not None]
+    usable = [i for i in usable if logs[i][0].size >= 2 and logs[i][1].size >= 2]
+    if not usable:
+        return [None] * len(pairs)
+    mean_a, sd_a, n_a = _moments([logs[i][0] for i in usable])
+    mean_b, sd_b, n_b = _moments([logs[i][1] for i in usable])
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero spread: handled below
+        test = stats.ttest_ind_from_stats(mean_a, sd_a, n_a, mean_b, sd_b, n_b, equal_var=False)
+    estimate, se = mean_a - mean_b, np.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
+    df = np.array([welch_df(*row) for row in zip(sd_a**2, n_a, sd_b**2, n_b, strict=True)])
+    half = stats.t.ppf(1 - ALPHA / 2, df) * se
+    # No spread on either side: the difference is exact (never so with real measurements).
+    p = np.where(se > 0, test.pvalue, np.where(estimate == 0, 1.0, 0.0))
+    found: list[Difference | None] = [None] * len(pairs)
+    for row, i in enumerate(usable):
+        found[i] = Difference(
+            pct=math.expm1(estimate[row]) * 100.0,
+            ci_low_pct=math.expm1(estimate[row] - half[row]) * 100.0,
+            ci_high_pct=math.expm1(estimate[row] + half[row]) * 100.0,
+            p=float(p[row]),
+            df=float(df[row]),
+        )
+    return found
+
+
+def relative_difference(values: Sequence[float], baseline: Sequence[float]) -> Difference | None:
+    """One pair of `relative_differences`."""
+    return relative_differences([(values, baseline)])[0]
+
+
+def adjust_p_values(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values) of one table's comparisons."""
+    if not p_values:
+        return []
+    return [float(q) for q in stats.false_discovery_control(np.asarray(p_values), method="bh")]
+
+
+def decide(difference: Difference, q: float, min_effect_pct: float, higher_is_better: bool):
+    """The verdict word of a cell with at least MIN_REPEATS repeats on both sides."""
+    if q > FDR_Q or abs(difference.pct) < min_effect_pct:
+        return Verdict.NO_DIFFERENCE
+    if higher_is_better:
+        return Verdict.FASTER if difference.pct > 0 else Verdict.SLOWER
+    return Verdict.BETTER if difference.pct < 0 else Verdict.WORSE
+
+
+def _too_few(question: Question, difference: Difference | None, min_effect_pct: float):
+    sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
+    spreads = [_positive_logs(side) for side in sides if side.size >= 2]
+    log_vars = [float(logs.var(ddof=1)) for logs in spreads if logs is not None]
+    if not log_vars:
+        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, spread_known=False)
+    needed = repeats_needed(math.sqrt(sum(log_vars) / len(log_vars)), min_effect_pct)
+    return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, needed)
+
+
+def is_testable(question: Question) -> bool:
+    """Enough repeats on both sides for a verdict."""
+    return min(len(question.values), len(question.baseline)) >= MIN_REPEATS
+
+
+def judge(questions: Sequence[Question], min_effect_pct: float) -> list[Judgement]:
+    """Judge every cell of a table; BH runs over the cells that can get a verdict.
+
+    Cells below MIN_REPEATS still get their difference (from two repeats a
+    side) but no q-value and the verdict TOO_FEW_REPEATS with the repeats
+    needed. A cell whose difference cannot be computed (non-positive values)
+    gets no verdict.
+    """
+    differences = relative_differences([(q.values, q.baseline) for q in questions])
+    tested = [i for i, q in enumerate(questions) if differences[i] and is_testable(q)]
+    q_values = dict(zip(tested, adjust_p_values([differences[i].p for i in tested]), strict=True))
+    judgements = []
+    for i, (question, difference) in enumerate(zip(questions, differences, strict=True)):
+        if not is_testable(question):
+            judgements.append(_too_few(question, difference, min_effect_pct))
+        elif i in q_values:
+            verdict = decide(difference, q_values[i], min_effect_pct, question.higher_is_better)
+            judgements.append(Judgement(difference, q_values[i], verdict))
+        else:
+            judgements.append(Judgement(difference, None, None))
+    return judgements
+
+
+def parse_min_effect(raw: str | None) -> float:
+    """The minimum effect in percent from user input; ValueError with the fix otherwise."""
+    if raw is None or str(raw).strip() == "":
+        return DEFAULT_MIN_EFFECT_PCT
+    try:
+        value = float(str(raw).strip().rstrip("%"))
+    except ValueError:
+        raise ValueError(
+            f"min_effect must be a number of percent such as 1 or 2.5, not {raw!r}"
+        ) from None
+    if not 0 <= value <= MAX_MIN_EFFECT_PCT or math.isnan(value):
+        raise ValueError(f"min_effect must be between 0 and {MAX_MIN_EFFECT_PCT:g} (percent)")
+    return value

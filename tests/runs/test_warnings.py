@@ -1,0 +1,196 @@
+"""Validity warnings, each triggered by a crafted point or by real pgbench output."""
+
+from pathlib import Path
+
+import pytest
+
+from runs import warnings
+from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.stats import summarize
+from runs.warnings import PointSamples, point_warnings, run_warnings
+from tests.runs.factories import RunFactory
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).parents[1] / "agents" / "pgbench" / "fixtures" / "pg16"
+
+
+def codes(found: list) -> set[str]:
+    return {warning.code for warning in found}
+
+
+def make_point(run: Run, index: int = 0, **fields) -> Result:
+    values = {"clients": 4, "repeat": 1, "tps": 1000.0, "duration_s": 10.0, "exit_code": 0}
+    return Result.objects.create(run=run, index=index, **{**values, **fields})
+
+
+def server_samples(run: Run, rows: list[dict]) -> list[ServerSample]:
+    return [ServerSample(run=run, point=0, t=row["t"], data=row) for row in rows]
+
+
+def steady_progress(run: Run, seconds: int = 10, tps: float = 1000.0) -> list[ProgressSample]:
+    wobble = [0.0, 8.0, -6.0, 5.0, -7.0, 4.0, -3.0, 6.0, -5.0, 2.0]
+    return [
+        ProgressSample(run=run, point=0, t=float(t), tps=tps + wobble[t % 10])
+        for t in range(1, seconds + 1)
+    ]
+
+
+def quiet_server(run: Run) -> list[ServerSample]:
+    rows = [
+        {"t": float(t), "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 0}
+        for t in range(1, 11)
+    ]
+    return server_samples(run, rows)
+
+
+@pytest.fixture
+def run() -> Run:
+    return RunFactory(status=Run.Status.SUCCEEDED, spec={"sweep": {"duration_s": 10}})
+
+
+def test_a_clean_point_has_no_warnings(run):
+    result = make_point(run)
+    samples = PointSamples(progress=steady_progress(run), server=quiet_server(run))
+    assert point_warnings(result, samples) == []
+
+
+def test_a_timed_checkpoint_starting_inside_the_window_is_flagged_with_its_time(run):
+    rows = [
+        {"t": 1.0, "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 0},
+        {"t": 2.0, "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 0},
+        {"t": 3.0, "checkpoints_timed": 4, "checkpoints_req": 7, "buffers_checkpoint_per_s": 120},
+        {"t": 4.0, "checkpoints_timed": 4, "checkpoints_req": 7, "buffers_checkpoint_per_s": 0},
+    ]
+    samples = PointSamples(server=server_samples(run, rows))
+    (warning,) = point_warnings(make_point(run), samples)
+    assert warning.code == "checkpoint_in_window"
+    assert warning.detail == "timed checkpoint started at 3 s"
+    edges = [(e.kind, e.edge, e.t) for e in warnings.checkpoint_events(0, samples.server)]
+    assert edges == [("timed", "start", 3.0), ("timed", "end", 4.0)]
+
+
+def test_a_checkpoint_already_writing_when_the_window_begins_is_flagged(run):
+    rows = [
+        {"t": 1.0, "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 80},
+        {"t": 2.0, "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 0},
+    ]
+    found = point_warnings(make_point(run), PointSamples(server=server_samples(run, rows)))
+    assert [w.detail for w in found] == ["checkpoint writing when the window began"]
+
+
+def test_a_host_without_idle_cpu_flags_a_saturated_load_generator(run):
+    host = [
+        HostSample(run=run, point=0, t=float(t), data={"cpu_idle": idle})
+        for t, idle in enumerate([1.5, 2.0, 3.0, 40.0], start=1)
+    ]
+    (warning,) = point_warnings(make_point(run), PointSamples(host=host))
+    assert warning.code == "load_generator_saturated"
+    assert "idle 2.5 %" in warning.detail
+
+
+def test_failed_transactions_are_flagged(run):
+    (warning,) = point_warnings(make_point(run, failed=12), PointSamples())
+    assert (warning.code, warning.detail) == ("failed_transactions", "12 failed")
+
+
+def test_retries_in_real_pgbench_output_are_flagged():
+    name = "run_repeatable_read_c8j4_maxtries3_verbose_errors_T3_P1_r"
+    run = RunFactory()
+    result = make_point(
+        run,
+        failed=253,
+        stdout=(FIXTURES / f"{name}.stdout").read_text(),
+        stderr=(FIXTURES / f"{name}.stderr").read_text(),
+    )
+    (warning,) = point_warnings(result, PointSamples())
+    assert warning.detail == "253 failed, 755 retried"
+
+
+def test_aborted_clients_in_real_pgbench_output_are_flagged():
+    name = "run_err_sometimes_div0_c8j4_T3_P1_r"
+    result = make_point(
+        RunFactory(),
+        stdout=(FIXTURES / f"{name}.stdout").read_text(),
+        stderr=(FIXTURES / f"{name}.stderr").read_text(),
+    )
+    (warning,) = point_warnings(result, PointSamples())
+    assert warning.code == "failed_transactions" and "8 aborted" in warning.detail
+
+
+def test_a_drifting_timeline_is_unsteady(run):
+    progress = [
+        ProgressSample(run=run, point=0, t=float(t), tps=1000.0 - 20 * t) for t in range(1, 11)
+    ]
+    (warning,) = point_warnings(make_point(run), PointSamples(progress=progress))
+    assert warning.code == "unsteady_timeline"
+    assert warning.detail.startswith("tps drifts -20 % over the window")
+
+
+def test_a_swinging_timeline_is_unsteady(run):
+    progress = [
+        ProgressSample(run=run, point=0, t=float(t), tps=1500.0 if t % 2 else 500.0)
+        for t in range(1, 11)
+    ]
+    (warning,) = point_warnings(make_point(run), PointSamples(progress=progress))
+    assert warning.detail == "per-second tps varies by 53 % (CV)"
+
+
+def test_a_steady_timeline_with_noise_is_not_unsteady(run):
+    assert point_warnings(make_point(run), PointSamples(progress=steady_progress(run))) == []
+
+
+def test_repeats_that_disagree_and_too_few_repeats_are_cell_warnings():
+    found = warnings.cell_warnings(summarize([1000.0, 1300.0]))
+    assert codes(found) == {"repeats_disagree", "too_few_repeats"}
+    assert warnings.cell_warnings(summarize([1000.0, 1010.0, 1005.0])) == []
+
+
+def test_unsafe_settings_read_back_from_the_server_are_flagged():
+    run = RunFactory(
+        effective_settings=[
+            {"name": "fsync", "setting": "off", "unit": None},
+            {"name": "synchronous_commit", "setting": "off", "unit": None},
+            {"name": "full_page_writes", "setting": "on", "unit": None},
+            {"name": "checkpoint_timeout", "setting": "30", "unit": "s"},
+        ],
+        spec={"sweep": {"duration_s": 60}},
+    )
+    (warning,) = run_warnings(run, [])
+    assert (warning.code, warning.detail) == (
+        "unsafe_settings",
+        "fsync=off, synchronous_commit=off",
+    )
+
+
+def test_a_window_shorter_than_checkpoint_timeout_is_flagged():
+    run = RunFactory(
+        effective_settings=[{"name": "checkpoint_timeout", "setting": "300", "unit": "s"}]
+    )
+    (warning,) = run_warnings(run, [make_point(run, duration_s=60.0)])
+    assert warning.code == "window_shorter_than_checkpoint_timeout"
+    assert warning.detail == "60 s window, checkpoint_timeout 300 s"
+
+
+def test_requested_settings_count_until_the_server_reports_its_own():
+    run = RunFactory(spec={"settings": {"checkpoint_timeout": "1min"}, "sweep": {"duration_s": 30}})
+    assert codes(run_warnings(run, [])) == {"window_shorter_than_checkpoint_timeout"}
+
+
+def test_every_warning_has_a_title_and_a_reason():
+    for code, check in warnings.CHECKS.items():
+        warning = warnings.ValidityWarning(code, "seen")
+        assert warning.as_dict() == {
+            "code": code,
+            "title": check.title,
+            "detail": "seen",
+            "why": check.why,
+        }
+        assert check.title and len(check.why) > 40
+
+
+def test_warnings_of_repeats_merge_into_one_per_code_naming_the_repeats():
+    one = warnings.ValidityWarning("failed_transactions", "3 failed")
+    two = warnings.ValidityWarning("failed_transactions", "1 failed")
+    (merged,) = warnings.merge_repeats({2: [two], 1: [one]})
+    assert merged.detail == "repeat 1: 3 failed; repeat 2: 1 failed"

@@ -9,6 +9,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include("runs.api.urls")),
+    path("api/", include(("runs.api.urls", "api"))),
     path("", include("runs.urls_pages")),
 ]

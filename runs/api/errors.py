@@ -1,18 +1,25 @@
 """One error format for the whole API (`runs.api.serializers.ErrorSerializer`).
 
 Every error answers `{"error": {"code", "message", "fields"}}`. `code` is
-stable: `invalid` (validation; `fields` maps each field to its messages, a
-nested field by its path such as `scripts[0].weight`), the agent's codes for
-a spec it would refuse (`refused_setting`, `refused_script`,
-`unknown_setting`, ... with `fields`), `conflict` (409, the object's state
-does not allow the action), `in_use` (409, with `used_by` naming what uses
-the object), and DRF's own codes (`not_authenticated`, `permission_denied`,
-`not_found`, `method_not_allowed`, `parse_error`, ...).
+stable:
+
+- `invalid` (400): `fields` maps each field to its messages, a nested field
+  by its path such as `scripts[0].weight`;
+- the agent's codes for a spec it would refuse (`refused_setting`,
+  `refused_script`, `unknown_setting`, ...; 400 with `fields`);
+- `conflict` (409): the object's state does not allow the action;
+- `in_use` (409): `used_by` names what uses the object;
+- `already_exists` (409): a unique name is taken, `fields` names it;
+- DRF's own codes (`not_authenticated`, `permission_denied`, `not_found`,
+  `method_not_allowed`, `parse_error`, ...).
 """
 
 from typing import Any
 
-from rest_framework import status
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -35,10 +42,18 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response(body, status.HTTP_409_CONFLICT)
     if isinstance(exc, Conflict):
         return Response(error_body(exc.code, exc.message), status.HTTP_409_CONFLICT)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    if isinstance(exc, ValidationError):
+    if isinstance(exc, ValidationError) and _only_codes(exc.get_codes()) == {"unique"}:
+        fields = flatten_detail(exc.detail)
+        response.data = error_body("already_exists", _summary(fields, "Already taken"), fields)
+        response.status_code = status.HTTP_409_CONFLICT
+    elif isinstance(exc, ValidationError):
         fields = flatten_detail(exc.detail)
         response.data = error_body(_validation_code(exc.detail), _summary(fields), fields)
     elif isinstance(exc, APIException):
@@ -65,12 +80,21 @@ def flatten_detail(detail: Any, path: str = "") -> dict[str, list[str]]:
     return {path or "non_field_errors": [str(message) for message in messages]}
 
 
-def _summary(fields: dict[str, list[str]]) -> str:
+def _summary(fields: dict[str, list[str]], what: str = "The request is not valid") -> str:
     """`The request is not valid: settings: Expected a dictionary of items ...`."""
     if not fields:
-        return "The request is not valid."
+        return f"{what}."
     name, messages = next(iter(fields.items()))
-    return f"The request is not valid: {name}: {messages[0]}"
+    return f"{what}: {name}: {messages[0]}"
+
+
+def _only_codes(codes: Any) -> set[str]:
+    """Every leaf code of DRF's nested `get_codes()`."""
+    if isinstance(codes, dict):
+        codes = list(codes.values())
+    if isinstance(codes, list):
+        return set().union(*(_only_codes(code) for code in codes)) if codes else set()
+    return {codes}
 
 
 def _validation_code(detail: Any) -> str:
@@ -82,3 +106,10 @@ def _validation_code(detail: Any) -> str:
             if getattr(message, "code", None) in USER_CODES:
                 return message.code
     return "invalid"
+
+
+@csrf_exempt
+def api_not_found(request: HttpRequest, path: str) -> JsonResponse:
+    """JSON 404 for a path under /api/ that names no endpoint (not Django's HTML page)."""
+    message = f"There is no API endpoint at /api/{path}: see /api/ and /api/schema/."
+    return JsonResponse(error_body("not_found", message), status=404)

@@ -70,17 +70,17 @@ class HostSerializer(serializers.ModelSerializer):
 
 
 class PgBuildSerializer(serializers.ModelSerializer):
+    version = serializers.RegexField(
+        VERSION_PATTERN,
+        max_length=20,
+        error_messages={"invalid": "a version looks like 16 or 16.15"},
+    )
     created_by = serializers.StringRelatedField()
 
     class Meta:
         model = PgBuild
         fields = ["id", "name", "version", "source", "notes", "created_by", "created_at"]
         read_only_fields = ["created_by", "created_at"]
-
-    def validate_version(self, value):
-        if not VERSION_PATTERN.match(value):
-            raise serializers.ValidationError("a version looks like 16 or 16.15")
-        return value
 
 
 class ConfigProfileSerializer(serializers.ModelSerializer):
@@ -169,8 +169,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         """Check the dataset options and scripts as the agent will (\\shell is refused)."""
-        values = {**(model_to_dict(self.instance) if self.instance else {}), **attrs}
-        values.pop("id", None)
+        stored = model_to_dict(self.instance, exclude=["id", "created_by"]) if self.instance else {}
+        values = {**stored, **attrs}
         try:
             services.workload_check(Workload(**values))
         except JobError as exc:
@@ -179,12 +179,18 @@ class WorkloadSerializer(serializers.ModelSerializer):
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
-    hosts = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all(), many=True)
-    builds = serializers.PrimaryKeyRelatedField(queryset=PgBuild.objects.all(), many=True)
-    config_profiles = serializers.PrimaryKeyRelatedField(
-        queryset=ConfigProfile.objects.all(), many=True
+    hosts = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(), many=True, allow_empty=False
     )
-    workloads = serializers.PrimaryKeyRelatedField(queryset=Workload.objects.all(), many=True)
+    builds = serializers.PrimaryKeyRelatedField(
+        queryset=PgBuild.objects.all(), many=True, allow_empty=False
+    )
+    config_profiles = serializers.PrimaryKeyRelatedField(
+        queryset=ConfigProfile.objects.all(), many=True, allow_empty=False
+    )
+    workloads = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), many=True, allow_empty=False
+    )
     storage_layouts = StorageLayoutSerializer(many=True, required=False, max_length=64)
     clients = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
@@ -328,6 +334,12 @@ class SampleSerializer(serializers.Serializer):
     data = serializers.DictField()
 
 
+class RunResultsQuerySerializer(serializers.Serializer):
+    point = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False, help_text="only this point's timelines"
+    )
+
+
 class RunResultsSerializer(serializers.Serializer):
     """A run's points with their timelines (`runs.api.views.run_results`)."""
 
@@ -338,7 +350,9 @@ class RunResultsSerializer(serializers.Serializer):
 
 
 class ComparisonSerializer(serializers.ModelSerializer):
-    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True)
+    runs = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), many=True, allow_empty=False
+    )
     baseline = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), required=False, allow_null=True
     )

@@ -1,10 +1,13 @@
 """API routes under /api/."""
 
+from django.urls import re_path
 from rest_framework.routers import DefaultRouter
 
 from runs.api import views
+from runs.api.errors import api_not_found
 
 router = DefaultRouter()
+router.include_format_suffixes = False
 router.register("hosts", views.HostViewSet)
 router.register("storage-targets", views.StorageTargetViewSet)
 router.register("builds", views.PgBuildViewSet)
@@ -15,4 +18,4 @@ router.register("runs", views.RunViewSet)
 router.register("comparisons", views.ComparisonViewSet)
 router.register("share-links", views.ShareLinkViewSet)
 
-urlpatterns = router.urls
+urlpatterns = [*router.urls, re_path(r"^(?P<path>.*)$", api_not_found, name="not-found")]

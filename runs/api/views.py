@@ -1,14 +1,17 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from django.db.models import Prefetch
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.db.models import Model, Prefetch
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 
 from runs import services
 from runs.api import serializers
-from runs.api.filters import RunFilter
+from runs.api.filters import RunFilter, ShareLinkFilter
+from runs.api.permissions import OwnerOrStaffMayChange
 from runs.models import (
     Comparison,
     ConfigProfile,
@@ -58,30 +61,45 @@ class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = {"host__name": ["exact"], "name": ["exact"]}
 
 
-class PgBuildViewSet(viewsets.ModelViewSet):
+class OwnedModelViewSet(viewsets.ModelViewSet):
+    """Create sets the owner; change and delete are for the owner or staff.
+
+    Deleting something in use answers 409 naming what uses it.
+    """
+
+    permission_classes = [OwnerOrStaffMayChange]
+
+    def perform_create(self, serializer: BaseSerializer) -> None:
+        serializer.save(created_by=self.request.user)
+
+    def perform_destroy(self, instance: Model) -> None:
+        services.object_delete(instance, self.request.user)
+
+
+class PgBuildViewSet(OwnedModelViewSet):
     """PostgreSQL builds: a version and where its binaries come from."""
 
-    queryset = PgBuild.objects.all()
+    queryset = PgBuild.objects.select_related("created_by")
     serializer_class = serializers.PgBuildSerializer
 
 
-class ConfigProfileViewSet(viewsets.ModelViewSet):
+class ConfigProfileViewSet(OwnedModelViewSet):
     """postgresql.conf profiles, validated against the known pg_settings catalogues."""
 
-    queryset = ConfigProfile.objects.select_related("parent")
+    queryset = ConfigProfile.objects.select_related("parent", "created_by")
     serializer_class = serializers.ConfigProfileSerializer
 
     @extend_schema(responses=serializers.ConfigProfileDiffSerializer)
     @action(detail=True, methods=["get"])
-    def diff(self, request, pk=None):
+    def diff(self, request: Request, pk: str | None = None) -> Response:
         """What this profile adds to or changes in its parent's effective settings."""
         return Response(self.get_object().diff_against_parent())
 
 
-class WorkloadViewSet(viewsets.ModelViewSet):
+class WorkloadViewSet(OwnedModelViewSet):
     """Datasets and pgbench scripts."""
 
-    queryset = Workload.objects.all()
+    queryset = Workload.objects.select_related("created_by")
     serializer_class = serializers.WorkloadSerializer
 
 
@@ -92,16 +110,23 @@ class ExperimentViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Experiments: a matrix to measure; `start` expands it into queued runs."""
+    """Experiments: a matrix to measure; `start` expands it into queued runs.
 
+    Starting and deleting are for the owner or staff.
+    """
+
+    permission_classes = [OwnerOrStaffMayChange]
     queryset = Experiment.objects.select_related("created_by").prefetch_related(
         "hosts", "builds", "config_profiles", "workloads"
     )
     serializer_class = serializers.ExperimentSerializer
 
+    def perform_destroy(self, instance: Experiment) -> None:
+        services.object_delete(instance, self.request.user)
+
     @extend_schema(request=None, responses={201: serializers.RunSerializer(many=True)})
-    @action(detail=True, methods=["post"])
-    def start(self, request, pk=None):
+    @action(detail=True, methods=["post"], pagination_class=None)
+    def start(self, request: Request, pk: str | None = None) -> Response:
         """Validate every cell, create its run and queue the jobs."""
         runs = services.experiment_start(self.get_object(), request.user)
         data = serializers.RunSerializer(runs, many=True).data
@@ -109,13 +134,13 @@ class ExperimentViewSet(
 
     @extend_schema(responses=serializers.EstimateSerializer)
     @action(detail=True, methods=["get"])
-    def estimate(self, request, pk=None):
+    def estimate(self, request: Request, pk: str | None = None) -> Response:
         """How many runs starting would queue and roughly how long they take."""
         return Response(services.experiment_estimate(self.get_object()))
 
     @extend_schema(responses=serializers.RunSerializer(many=True))
     @action(detail=True, methods=["get"])
-    def runs(self, request, pk=None):
+    def runs(self, request: Request, pk: str | None = None) -> Response:
         """The experiment's runs in matrix order."""
         runs = self.get_object().runs.select_related(*RUN_JOINS).order_by("position", "pk")
         page = self.paginate_queryset(runs)
@@ -123,41 +148,47 @@ class ExperimentViewSet(
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs, filterable by host, build, status and queued date range."""
+    """Runs, filterable by host, build, status and queued date range.
 
+    Cancelling is for the run's owner, its experiment's owner or staff;
+    anyone signed in may re-run (the new run is theirs).
+    """
+
+    permission_classes = [OwnerOrStaffMayChange]
+    open_actions = ("rerun",)
     queryset = Run.objects.select_related(*RUN_JOINS)
     filterset_class = RunFilter
     ordering_fields = ["queued_at", "started_at", "finished_at", "status"]
 
-    def get_serializer_class(self):
+    def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "list":
             return serializers.RunSerializer
         return serializers.RunDetailSerializer
 
     @extend_schema(request=None, responses=serializers.RunSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel: a queued run at once, a running one when its agent next checks (<= 1 s)."""
         run = services.run_cancel(self.get_object(), request.user)
         return Response(serializers.RunSerializer(run).data)
 
     @extend_schema(request=None, responses={201: serializers.RunSerializer})
     @action(detail=True, methods=["post"])
-    def rerun(self, request, pk=None):
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
         """Queue a new run with the same spec, linked to this one."""
         run = services.run_rerun(self.get_object(), request.user)
         return Response(serializers.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        parameters=[OpenApiParameter("point", int, description="only this point's timelines")],
+        parameters=[serializers.RunResultsQuerySerializer],
         responses=serializers.RunResultsSerializer,
     )
     @action(detail=True, methods=["get"])
-    def results(self, request, pk=None):
+    def results(self, request: Request, pk: str | None = None) -> Response:
         """Every point with its progress timeline and host/server samples."""
-        point = request.query_params.get("point")
-        point = int(point) if point and point.isdigit() else None
-        data = run_results(self.get_object(), point)
+        query = serializers.RunResultsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = run_results(self.get_object(), query.validated_data.get("point"))
         return Response(serializers.RunResultsSerializer(data).data)
 
 
@@ -168,10 +199,14 @@ class ComparisonViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Saved selections of runs with a baseline."""
+    """Saved selections of runs with a baseline; deleting is for the owner or staff."""
 
+    permission_classes = [OwnerOrStaffMayChange]
     queryset = Comparison.objects.select_related("created_by").prefetch_related("runs")
     serializer_class = serializers.ComparisonSerializer
+
+    def perform_destroy(self, instance: Comparison) -> None:
+        services.object_delete(instance, self.request.user)
 
 
 class ShareLinkViewSet(
@@ -180,14 +215,18 @@ class ShareLinkViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Read-only links to a run, an experiment or a comparison; `revoke` ends one."""
+    """Read-only links to a run, an experiment or a comparison; `revoke` ends one.
 
-    queryset = ShareLink.objects.all()
+    Revoking is for the link's owner, the shared object's owner or staff.
+    """
+
+    permission_classes = [OwnerOrStaffMayChange]
+    queryset = ShareLink.objects.select_related("created_by", "run", "experiment", "comparison")
     serializer_class = serializers.ShareLinkSerializer
-    filterset_fields = ["run", "experiment", "comparison"]
+    filterset_class = ShareLinkFilter
 
     @extend_schema(request=None, responses=serializers.ShareLinkSerializer)
     @action(detail=True, methods=["post"])
-    def revoke(self, request, pk=None):
+    def revoke(self, request: Request, pk: str | None = None) -> Response:
         link = services.share_link_revoke(self.get_object(), request.user)
         return Response(serializers.ShareLinkSerializer(link).data)

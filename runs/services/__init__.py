@@ -6,6 +6,7 @@ state does not allow.
 """
 
 from runs.services.deletion import object_delete
+from runs.services.enrollment import event_refusal, host_approve, host_enroll, host_revoke
 from runs.services.events import agent_record_event, record_event, run_record_event, store_point
 from runs.services.experiments import (
     build_job_spec,
@@ -15,7 +16,7 @@ from runs.services.experiments import (
     experiment_schedule,
     experiment_start,
 )
-from runs.services.liveness import hosts_mark_offline_and_fail_runs
+from runs.services.liveness import runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.runs import run_cancel, run_finish, run_mark_running, run_rerun
 from runs.services.sharing import (
     comparison_create,
@@ -42,7 +43,12 @@ __all__ = [
     "experiment_estimate",
     "experiment_schedule",
     "experiment_start",
-    "hosts_mark_offline_and_fail_runs",
+    "event_refusal",
+    "host_approve",
+    "host_enroll",
+    "host_revoke",
+    "runs_fail_agent_lost",
+    "runs_recover_lost_jobs",
     "object_delete",
     "record_event",
     "workload_check",

@@ -121,9 +121,9 @@ def test_runs_filter_by_host_and_status(api_client):
     assert response["results"][0]["id"] == wanted.pk
 
 
-def test_cancel_a_queued_run_and_a_finished_one(api_client, lab_redis):
-    queued = RunFactory()
-    finished = RunFactory(status=Run.Status.SUCCEEDED)
+def test_cancel_a_queued_run_and_a_finished_one(api_client, user, lab_redis):
+    queued = RunFactory(created_by=user)
+    finished = RunFactory(status=Run.Status.SUCCEEDED, created_by=user)
 
     assert api_client.post(f"/api/runs/{queued.pk}/cancel/").json()["status"] == "cancelled"
     conflict = api_client.post(f"/api/runs/{finished.pk}/cancel/")

@@ -1,0 +1,92 @@
+"""Typed API fields for what the models keep as JSON.
+
+A JSON column takes any JSON, but the API promises shapes: settings are an
+object of scalar values, workload scripts a list of objects, client counts a
+list of integers. These fields say so in the OpenAPI schema and answer a
+wrong type with 400 naming the field. Nothing here holds a NUL character:
+PostgreSQL's jsonb and text cannot store one.
+"""
+
+import re
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from agents.contract.vocabulary import BUILTIN_SCRIPTS
+
+SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SCALAR_SCHEMA = {
+    "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
+}
+
+
+@extend_schema_field(SCALAR_SCHEMA)
+class ScalarField(serializers.Field):
+    """A string (one line, no NUL), a number or a boolean."""
+
+    default_error_messages = {
+        "type": "must be a string, number or boolean",
+        "line": "must be a single line without NUL characters",
+    }
+
+    def to_internal_value(self, data: object) -> str | int | float | bool:
+        if not isinstance(data, str | int | float | bool):
+            self.fail("type")
+        if isinstance(data, str) and ("\n" in data or "\x00" in data):
+            self.fail("line")
+        return data
+
+    def to_representation(self, value: object) -> object:
+        return value
+
+
+class NamedScalarsField(serializers.DictField):
+    """An object of names (matching `pattern`) to scalar values."""
+
+    child = ScalarField()
+
+    def __init__(self, pattern: re.Pattern[str], what: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.pattern = pattern
+        self.what = what
+
+    def to_internal_value(self, data: object) -> dict:
+        values = super().to_internal_value(data)
+        bad = [name for name in values if not self.pattern.match(name)]
+        if bad:
+            raise serializers.ValidationError(
+                f"{bad[0]!r} is not a valid {self.what} (pattern {self.pattern.pattern})"
+            )
+        return values
+
+
+def settings_field(**kwargs: object) -> NamedScalarsField:
+    """postgresql.conf settings: {"shared_buffers": "1GB", "jit": false}."""
+    return NamedScalarsField(SETTING_NAME, "setting name", **kwargs)
+
+
+def defines_field(**kwargs: object) -> NamedScalarsField:
+    """pgbench `-D` variables: {"aid_max": 100000}."""
+    return NamedScalarsField(VARIABLE_NAME, "pgbench variable name", **kwargs)
+
+
+class ScriptSerializer(serializers.Serializer):
+    """A built-in pgbench script (`builtin`) or a custom one (`name` and `text`), with a weight."""
+
+    builtin = serializers.ChoiceField(choices=BUILTIN_SCRIPTS, required=False)
+    name = serializers.CharField(max_length=64, required=False)
+    text = serializers.CharField(max_length=100_000, required=False, trim_whitespace=False)
+    weight = serializers.IntegerField(min_value=0, max_value=1_000_000, default=1)
+
+    def validate(self, attrs: dict) -> dict:
+        if ("builtin" in attrs) == ("text" in attrs):
+            raise serializers.ValidationError("give either builtin, or name and text")
+        return attrs
+
+
+class StorageLayoutSerializer(serializers.Serializer):
+    """Where a run keeps its data and (optionally, on another target) its WAL."""
+
+    data = serializers.CharField(max_length=100)
+    wal = serializers.CharField(max_length=100, allow_null=True, required=False, default=None)

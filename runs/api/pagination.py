@@ -1,0 +1,30 @@
+"""Page-number pagination that refuses a `page` that is not a page number."""
+
+import re
+
+from django.db.models import QuerySet
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+
+class StrictPageNumberPagination(PageNumberPagination):
+    """DRF's pagination, but `?page=abc` (or `page` given twice) answers 400 naming `page`.
+
+    DRF alone reads an empty or repeated `page` as the first page; a number
+    that is no page (0, past the end) still answers 404.
+    """
+
+    def paginate_queryset(
+        self, queryset: QuerySet, request: Request, view: APIView | None = None
+    ) -> list | None:
+        pages = request.query_params.getlist(self.page_query_param)
+        if len(pages) > 1 or (pages and not _is_page_number(pages[0])):
+            raise ValidationError({self.page_query_param: ["a page is one number from 1 up"]})
+        return super().paginate_queryset(queryset, request, view)
+
+
+def _is_page_number(text: str) -> bool:
+    """An integer or `last`; a number out of range is DRF's 404, not a 400."""
+    return text == "last" or re.fullmatch(r"-?[0-9]{1,18}", text) is not None

@@ -1,0 +1,53 @@
+"""The OpenAPI schema documents every error the API answers, with its body.
+
+drf-spectacular documents the success responses; this AutoSchema adds the
+error responses each operation can give (all with `ErrorSerializer`):
+
+- 401 and 403 everywhere: no or bad credentials; not allowed (not the owner).
+- 400 and 415 where a request body is read; 400 on lists (bad filter values).
+- 404 where the path names an object, and on lists (a page past the end).
+- 409 on DELETE (in use) and on actions that declare it (`cancel`).
+"""
+
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+
+from runs.api.serializers import ErrorSerializer
+
+ERROR_DESCRIPTIONS = {
+    400: "The request is not valid: `fields` names each field to fix.",
+    401: "No credentials, or credentials that are not valid.",
+    403: "Signed in, but not allowed: only the owner or staff may change it.",
+    404: "No such object (or page).",
+    409: "The object's state does not allow this, or it is in use (`used_by`).",
+    415: "The request body's content type is not JSON, a form or multipart.",
+}
+WRITE_METHODS = ("POST", "PUT", "PATCH")
+CONFLICT_ACTIONS = ("cancel",)
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's AutoSchema plus the error responses of `ERROR_DESCRIPTIONS`."""
+
+    def _get_response_bodies(self, direction: str = "response") -> dict:
+        responses = super()._get_response_bodies(direction)
+        for code in self.error_codes():
+            if str(code) in responses:
+                continue
+            body = self._get_response_for_code(ErrorSerializer, str(code), direction=direction)
+            body["description"] = ERROR_DESCRIPTIONS[code]
+            responses[str(code)] = body
+        return responses
+
+    def error_codes(self) -> list[int]:
+        """The error statuses this operation can answer."""
+        codes = [401, 403]
+        is_list = self._is_list_view() and "{" not in self.path
+        if self.method in WRITE_METHODS or is_list:
+            codes.append(400)
+        if "{" in self.path or is_list:
+            codes.append(404)
+        if self.method == "DELETE" or getattr(self.view, "action", None) in CONFLICT_ACTIONS:
+            codes.append(409)
+        if self.method in WRITE_METHODS and self.get_request_serializer() is not None:
+            codes.append(415)
+        return sorted(codes)

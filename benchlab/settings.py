@@ -168,7 +168,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.StrictPageNumberPagination",
+    # The API speaks JSON only: forms cannot say null or nest objects.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 50),
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -192,7 +194,6 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_ROUTES = {"runs.tasks.*": {"queue": "control"}}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -202,6 +203,9 @@ BENCHLAB_EVENTS_GROUP = env_str("BENCHLAB_EVENTS_GROUP", "control")
 HEARTBEAT_OFFLINE_AFTER_S = env_int("HEARTBEAT_OFFLINE_AFTER_S", 30)
 AGENT_LOST_GRACE_S = env_int("AGENT_LOST_GRACE_S", 90)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 10)
+# A queued run whose job is neither in its agent's queue nor claimed this long
+# after it was sent is sent again, then failed (runs.services.liveness).
+JOB_LOST_AFTER_S = env_int("JOB_LOST_AFTER_S", 60)
 BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
 
 LOGGING = {

@@ -7,3 +7,7 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "runs"
     verbose_name = "Benchmark runs"
+
+    def ready(self) -> None:
+        # Connects the control worker's start and stop to Celery's worker signals.
+        from runs.control import worker  # noqa: F401

@@ -9,8 +9,6 @@ check and the queueing for an experiment created as a draft.
 import copy
 import itertools
 import logging
-import secrets
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -18,13 +16,12 @@ from typing import Any, TypedDict
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
-from django.utils import timezone
 
 from agents.contract.errors import JobError
 from agents.contract.spec import SPEC_VERSION, JobSpec
-from runs import transport
 from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
@@ -204,7 +201,21 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
             "choose at least one host, build, config profile and workload",
             field="matrix",
         )
+    _require_approved_hosts(experiment)
     return [_check_cell(experiment, cell) for cell in cells]
+
+
+def _require_approved_hosts(experiment: Experiment) -> None:
+    """Jobs go to approved hosts only: no other agent shares a secret with the lab."""
+    others = experiment.hosts.exclude(enrollment=Host.Enrollment.APPROVED).order_by("name")
+    names = [host.name for host in others]
+    if names:
+        raise JobError(
+            "invalid_spec",
+            f"host {', '.join(names)} is not approved; an administrator approves a new agent "
+            "on the hosts page",
+            field="hosts",
+        )
 
 
 def _check_cell(experiment: Experiment, cell: Cell) -> CheckedCell:
@@ -293,16 +304,5 @@ def _create_run(experiment: Experiment, checked: CheckedCell, slot: Slot, user: 
         round=slot.round,
         created_by=_owner(user),
     )
-    queue_run(run, spec)
+    run_dispatch(run, spec)
     return run
-
-
-def queue_run(run: Run, spec: JobSpec) -> None:
-    """Give the run its spec, token and task id, and send the job once the transaction commits."""
-    run.token = secrets.token_urlsafe(24)
-    run.celery_task_id = str(uuid.uuid4())
-    run.spec = {**spec, "run_id": run.run_id, "token": run.token}
-    run.queued_at = timezone.now()
-    run.save(update_fields=["token", "celery_task_id", "spec", "queued_at"])
-    job, host_name, task_id = run.spec, run.host.name, run.celery_task_id
-    transaction.on_commit(lambda: transport.send_job(job, host_name, task_id))

@@ -1,21 +1,31 @@
-"""Silent agents: their running runs fail as `agent_lost`, finished points kept."""
+"""Runs nothing will finish: silent agents and jobs Redis lost.
+
+- A running run whose agent went silent fails as `agent_lost`, finished points kept.
+- A queued run whose job Redis no longer holds (`runs_recover_lost_jobs`) is
+  sent once more, then fails as `job_lost`.
+"""
 
 import logging
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.contract.errors import JobError
+from runs import transport
 from runs.models import Host, Run
 from runs.services.runs import run_finish
 
 logger = logging.getLogger(__name__)
 
 
-def hosts_mark_offline_and_fail_runs(now: datetime | None = None) -> list[int]:
+def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
     """Fail the running runs of hosts silent for longer than AGENT_LOST_GRACE_S.
 
     A run counts as silent when neither its host's heartbeat nor its own
@@ -42,3 +52,118 @@ def hosts_mark_offline_and_fail_runs(now: datetime | None = None) -> list[int]:
     if failed:
         logger.warning("runs %s failed: their agents went silent", failed)
     return failed
+
+
+# A job is sent at most this often: once, and once more after Redis lost it.
+MAX_DISPATCHES = 2
+# An agent takes a job off its queue and claims it within milliseconds; a job
+# missing twice this far apart is gone, not in flight.
+LOST_JOB_RECHECK_S = 2.0
+
+
+@dataclass
+class JobRecovery:
+    """What `runs_recover_lost_jobs` did, by run id."""
+
+    redispatched: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+
+def runs_recover_lost_jobs(
+    now: datetime | None = None, recheck_after_s: float = LOST_JOB_RECHECK_S
+) -> JobRecovery:
+    """Send again, or fail, the queued runs whose jobs are gone from Redis.
+
+    A run queued for longer than JOB_LOST_AFTER_S has its job waiting in its
+    agent's queue or claimed by the agent. Neither means the job is lost:
+    Redis lost its data (a restart without persistence, FLUSHALL), or an agent
+    took the job off its queue and died before claiming it. Such a run is sent
+    again with a new token, the old dispatch cancelled so that a copy turning
+    up later is dropped by the agent; lost again, it fails as `job_lost`. A
+    claimed run still queued whose agent went silent fails as `agent_lost`.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.JOB_LOST_AFTER_S)
+    queued = Run.objects.filter(status=Run.Status.QUEUED, queued_at__lt=cutoff)
+    recovery = JobRecovery()
+    missing = []
+    for run in queued.select_related("host"):
+        if transport.dispatch_claimed(run.run_id, run.token):
+            _fail_if_agent_silent(run, now, recovery)
+        elif not transport.job_waiting(run.host.name, run.celery_task_id):
+            missing.append(run)
+    if missing:
+        time.sleep(recheck_after_s)
+    for run in missing:
+        if not _job_accounted_for(run):
+            _recover(run, recovery)
+    return recovery
+
+
+def _job_accounted_for(run: Run) -> bool:
+    return transport.dispatch_claimed(run.run_id, run.token) or transport.job_waiting(
+        run.host.name, run.celery_task_id
+    )
+
+
+def _recover(run: Run, recovery: JobRecovery) -> None:
+    if run.dispatches < MAX_DISPATCHES:
+        if _redispatch(run):
+            recovery.redispatched.append(run.pk)
+        return
+    message = (
+        f"the job of run {run.pk} was lost {run.dispatches} times: it is neither waiting in "
+        f"queue {transport.agent_queue(run.host.name)} nor claimed by agent {run.host.name} "
+        "(Redis lost its data, or the agent stopped before it claimed the job)"
+    )
+    if _fail_queued(run, JobError("job_lost", message)):
+        recovery.failed.append(run.pk)
+
+
+def _fail_if_agent_silent(run: Run, now: datetime, recovery: JobRecovery) -> None:
+    grace = settings.AGENT_LOST_GRACE_S
+    last_seen = run.host.last_seen
+    if last_seen is not None and now - last_seen <= timedelta(seconds=grace):
+        return
+    message = f"agent {run.host.name} claimed the job, then sent nothing for more than {grace} s"
+    if _fail_queued(run, JobError("agent_lost", message)):
+        recovery.failed.append(run.pk)
+
+
+def _fail_queued(run: Run, error: JobError) -> bool:
+    """queued (still this dispatch) -> failed with `error`."""
+    with transaction.atomic():
+        if not Run.objects.select_for_update().filter(pk=run.pk, token=run.token).exists():
+            logger.info("run %s: sent again meanwhile, not failed", run.pk)
+            return False
+        failed = run_finish(
+            run, Run.Status.FAILED, error.as_dict(), from_states=(Run.Status.QUEUED,)
+        )
+    if failed:
+        logger.warning("run %s failed: %s", run.pk, error.message)
+    return failed
+
+
+def _redispatch(run: Run) -> bool:
+    """Send the run's job again with a new token; False when the run changed meanwhile."""
+    old_token, token, task_id = run.token, secrets.token_urlsafe(24), str(uuid.uuid4())
+    spec = {**run.spec, "token": token}
+    with transaction.atomic():
+        changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED, token=old_token).update(
+            token=token,
+            celery_task_id=task_id,
+            spec=spec,
+            queued_at=timezone.now(),
+            dispatches=F("dispatches") + 1,
+        )
+        if changed:
+            host, secret = run.host.name, run.host.secret
+            transaction.on_commit(lambda: transport.request_cancel(run.run_id, old_token))
+            transaction.on_commit(lambda: transport.send_job(spec, host, task_id, secret))
+    if changed:
+        logger.warning(
+            "run %s: its job is neither waiting in queue %s nor claimed; sent again",
+            run.pk,
+            transport.agent_queue(run.host.name),
+        )
+    return bool(changed)

@@ -8,8 +8,8 @@ from django.utils import timezone
 from agents.contract.errors import Cancelled
 from runs import transport
 from runs.models import Run
+from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
-from runs.services.experiments import queue_run
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,6 @@ def run_rerun(run: Run, user) -> Run:
             rerun_of=run,
             created_by=user,
         )
-        queue_run(rerun, spec)
+        run_dispatch(rerun, spec)
     logger.info("run %s: re-run of %s queued by %s", rerun.pk, run.pk, user)
     return rerun

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.integration.conftest import database_url, wait_for
+from tests.integration.conftest import database_url
 from tests.runs.factories import UserFactory
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -15,8 +15,9 @@ from playwright.sync_api import expect
 from runs.models import Run
 from runs.presets import load_presets
 from tests.e2e.conftest import PASSWORD, Web, sign_in
-from tests.integration.conftest import Lab, wait_for
+from tests.integration.conftest import Lab
 from tests.runs.factories import UserFactory
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(420)]
 

@@ -2,8 +2,9 @@
 
 - `lab`: starts `celery -A benchlab worker -Q control` (Django, the test
   database, a stream of its own) and `python -m agents worker` (no Django, only
-  Redis), both as subprocesses, waits until the agent has registered through
-  the event stream, and stops both afterwards. The test process plays the web
+  Redis), both as subprocesses, approves the agent's identity (as scripts/lab
+  does for its own agent), waits until the agent has registered through the
+  event stream, and stops both afterwards. The test process plays the web
   tier: it talks to the API in-process, and its commits reach the workers'
   database connections because the tests use `transactional_db`.
 """
@@ -14,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -26,23 +26,16 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from agents.config import default_state_dir
 from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_stream
+from agents.identity import load_or_create_identity
+from runs import services
 from runs.models import Host, Run
 from tests.runs.factories import UserFactory
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TERMINAL = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
-
-
-def wait_for(condition, timeout: float, what: str, context=lambda: "", interval: float = 0.25):
-    """Poll `condition` until it returns something truthy; fail naming `what` (and context())."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{context()}")
 
 
 def database_url() -> str:
@@ -54,21 +47,27 @@ def database_url() -> str:
 
 
 class Lab:
-    """The control worker and one agent, with the knobs the tests turn."""
+    """The control worker and one agent, with the knobs the tests turn.
 
-    def __init__(self, log_dir: Path):
+    The agent's identity is created here, in the state directory the agent
+    process uses, so a test can approve it (`approve`) or sign as it would.
+    """
+
+    def __init__(self, log_dir: Path, redis_url: str | None = None):
         self.name = f"it-{uuid.uuid4().hex[:8]}"
         self.stream = f"benchlab:test-events:{self.name}"
         self.log_dir = log_dir
         self.storage = Path(tempfile.mkdtemp(prefix=f"benchlab-{self.name}-", dir="/var/tmp"))
         self.storage.chmod(0o755)
-        self.redis = redis.Redis.from_url(settings.REDIS_URL)
+        self.redis_url = redis_url or settings.REDIS_URL
+        self.redis = redis.Redis.from_url(self.redis_url)
+        self.identity = load_or_create_identity(default_state_dir(), self.name)
         self.control: subprocess.Popen | None = None
         self.agent: subprocess.Popen | None = None
         self.env = {
             **os.environ,
             "DATABASE_URL": database_url(),
-            "REDIS_URL": settings.REDIS_URL,
+            "REDIS_URL": self.redis_url,
             EVENTS_STREAM_ENV: self.stream,
             "HEARTBEAT_OFFLINE_AFTER_S": "8",
             "AGENT_LOST_GRACE_S": "12",
@@ -95,7 +94,7 @@ class Lab:
         self.agent = self._spawn(
             "agent",
             [sys.executable, "-m", "agents", "worker", "--name", self.name,
-             "--redis-url", settings.REDIS_URL,
+             "--redis-url", self.redis_url,
              "--storage", f"default={self.storage}"],
         )  # fmt: skip
 
@@ -109,13 +108,16 @@ class Lab:
         self.agent.wait(timeout=10)
         self.agent = None
 
+    def approve(self) -> Host:
+        """Approve the agent's identity, as scripts/lab does for its own agent."""
+        return services.host_enroll(self.name, self.identity.secret)
+
     def wait_registered(self) -> Host:
-        return wait_for(
-            lambda: Host.objects.filter(name=self.name).first(),
-            60,
-            f"agent {self.name} to register",
-            self.logs,
+        """The approved host once its registration is stored (its storage target exists)."""
+        registered = Host.objects.filter(
+            name=self.name, enrollment=Host.Enrollment.APPROVED, storage_targets__name="default"
         )
+        return wait_for(registered.first, 60, f"agent {self.name} to register", self.logs)
 
     def wait_run(self, run_id: int, condition, what: str, timeout: float = 120) -> Run:
         def check():
@@ -145,6 +147,8 @@ class Lab:
         self.redis.delete(self.stream, dead_letter_stream(self.stream), agent_queue(self.name))
         self.redis.close()
         shutil.rmtree(self.storage, ignore_errors=True)
+        self.identity.path.unlink(missing_ok=True)
+        self.identity.confirmed_path.unlink(missing_ok=True)
 
 
 def _terminate(process: subprocess.Popen | None) -> None:
@@ -161,6 +165,7 @@ def _terminate(process: subprocess.Popen | None) -> None:
 @pytest.fixture
 def lab(transactional_db, tmp_path):
     lab = Lab(tmp_path)
+    lab.approve()
     lab.start_control()
     lab.start_agent()
     try:

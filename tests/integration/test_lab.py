@@ -9,9 +9,10 @@ import re
 
 import pytest
 
+from agents.contract.signing import sign
 from agents.contract.wire import agent_queue
 from runs.models import Host, ProgressSample, Result, Run, RunEvent
-from tests.integration.conftest import wait_for
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -53,8 +54,13 @@ def experiment(api, lab, profiles: list[dict], clients: list[int], duration_s: i
     )
 
 
+def signed(run: Run, event: dict) -> dict:
+    """`event` signed as the run's agent signs it, with its host's secret."""
+    return sign("event", event, run.host.secret)
+
+
 def as_sent(run: Run, stored: RunEvent) -> dict:
-    """The event document the agent sent, rebuilt from what the control worker stored."""
+    """The event document the agent sent (unsigned), rebuilt from what the control worker stored."""
     return {
         "version": 1,
         "run_id": str(run.pk),
@@ -175,8 +181,8 @@ def test_replayed_events_are_stored_once(api, lab):
     }
 
     for event in RunEvent.objects.filter(run=run).order_by("seq"):
-        lab.redis.xadd(lab.stream, {"event": json.dumps(as_sent(run, event))})
-    lab.redis.xadd(lab.stream, {"event": json.dumps(one_more)})
+        lab.redis.xadd(lab.stream, {"event": json.dumps(signed(run, as_sent(run, event)))})
+    lab.redis.xadd(lab.stream, {"event": json.dumps(signed(run, one_more))})
     wait_for(lambda: lab.stream_backlog() == 0, 30, "the replayed events to be consumed", lab.logs)
 
     assert RunEvent.objects.filter(run=run).count() == stored + 1, "only the new event is added"
@@ -193,7 +199,7 @@ def test_events_with_a_wrong_token_are_dropped(api, lab):
     forged.update(seq=10_000, token="not-the-run-token")
     forged["data"] = {**forged["data"], "index": 99, "tps": 1e9}
 
-    lab.redis.xadd(lab.stream, {"event": json.dumps(forged)})
+    lab.redis.xadd(lab.stream, {"event": json.dumps(signed(run, forged))})
     wait_for(lambda: lab.stream_backlog() == 0, 30, "the forged event to be consumed", lab.logs)
 
     assert not run.results.filter(index=99).exists()

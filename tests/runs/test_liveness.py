@@ -1,12 +1,18 @@
-"""Silent agents: their running runs fail as agent_lost and keep their points."""
+"""Silent agents: their running runs fail as agent_lost and keep their points.
+Lost jobs: a queued run whose job Redis no longer holds is sent again, then failed."""
 
+import base64
+import json
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from agents.contract.signing import verify
+from agents.contract.wire import agent_queue, cancel_key, claim_key, dispatch_key
 from runs import services
 from runs.models import Host, Run
+from runs.services.dispatch import run_dispatch
 from tests.runs import events
 from tests.runs.factories import RunFactory
 
@@ -21,7 +27,7 @@ def test_runs_of_a_silent_host_fail_as_agent_lost_and_keep_their_points(settings
     Host.objects.filter(pk=run.host.pk).update(last_seen=long_ago)
     Run.objects.filter(pk=run.pk).update(last_event_at=long_ago)
 
-    failed = services.hosts_mark_offline_and_fail_runs()
+    failed = services.runs_fail_agent_lost()
 
     run.refresh_from_db()
     assert failed == [run.pk]
@@ -39,7 +45,7 @@ def test_a_host_within_the_grace_period_keeps_its_runs(settings):
     run = RunFactory(status=Run.Status.RUNNING)
     Host.objects.filter(pk=run.host.pk).update(last_seen=timezone.now() - timedelta(seconds=60))
 
-    assert services.hosts_mark_offline_and_fail_runs() == []
+    assert services.runs_fail_agent_lost() == []
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING
 
@@ -48,7 +54,7 @@ def test_queued_runs_of_a_silent_host_stay_queued(settings):
     run = RunFactory()
     Host.objects.filter(pk=run.host.pk).update(last_seen=None)
 
-    assert services.hosts_mark_offline_and_fail_runs() == []
+    assert services.runs_fail_agent_lost() == []
     run.refresh_from_db()
     assert run.status == Run.Status.QUEUED
 
@@ -58,3 +64,111 @@ def test_a_host_is_offline_after_thirty_silent_seconds():
     host.last_seen = timezone.now() - timedelta(seconds=31)
 
     assert not host.is_online
+
+
+def queued_long_ago(django_capture_on_commit_callbacks, seconds: int = 600) -> Run:
+    """A run whose job was sent to its agent's queue `seconds` ago."""
+    run = RunFactory()
+    with django_capture_on_commit_callbacks(execute=True):
+        run_dispatch(run, {"version": 1, "storage": {"data": "default", "wal": None}})
+    Run.objects.filter(pk=run.pk).update(queued_at=timezone.now() - timedelta(seconds=seconds))
+    run.refresh_from_db()
+    return run
+
+
+def queued_messages(lab_redis, run: Run) -> list[dict]:
+    return [json.loads(message) for message in lab_redis.lrange(agent_queue(run.host.name), 0, -1)]
+
+
+def test_a_queued_run_whose_job_waits_in_its_queue_stays_queued(
+    lab_redis, django_capture_on_commit_callbacks
+):
+    run = queued_long_ago(django_capture_on_commit_callbacks)
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    assert (recovery.redispatched, recovery.failed) == ([], [])
+    assert Run.objects.get(pk=run.pk).token == run.token
+
+
+def test_a_job_redis_lost_is_sent_again_with_a_new_token_and_the_old_one_cancelled(
+    lab_redis, django_capture_on_commit_callbacks
+):
+    run = queued_long_ago(django_capture_on_commit_callbacks)
+    lab_redis.delete(agent_queue(run.host.name))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    again = Run.objects.get(pk=run.pk)
+    (message,) = queued_messages(lab_redis, run)
+    (spec,) = json.loads(base64.b64decode(message["body"]))[0]
+    assert recovery.redispatched == [run.pk]
+    assert (again.status, again.dispatches) == (Run.Status.QUEUED, 2)
+    assert again.token != run.token and spec["token"] == again.token
+    assert message["headers"]["id"] == again.celery_task_id
+    assert verify("job", spec, run.host.secret)
+    old_dispatch = cancel_key(dispatch_key(run.run_id, run.token))
+    assert lab_redis.exists(old_dispatch), "a copy of the old job turning up later is dropped"
+    lab_redis.delete(old_dispatch)
+
+
+def test_a_job_lost_again_fails_the_run_naming_the_cause(
+    lab_redis, django_capture_on_commit_callbacks
+):
+    run = queued_long_ago(django_capture_on_commit_callbacks)
+    Run.objects.filter(pk=run.pk).update(dispatches=2)
+    lab_redis.delete(agent_queue(run.host.name))
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    run.refresh_from_db()
+    assert recovery.failed == [run.pk]
+    assert (run.status, run.error_code, run.error_category) == ("failed", "job_lost", "application")
+    assert f"queue agent.{run.host.name}" in run.error_message
+    assert "Redis lost its data" in run.error_message
+
+
+def test_a_claimed_job_of_a_silent_agent_fails_as_agent_lost(
+    lab_redis, django_capture_on_commit_callbacks, settings
+):
+    settings.AGENT_LOST_GRACE_S = 90
+    run = queued_long_ago(django_capture_on_commit_callbacks)
+    lab_redis.delete(agent_queue(run.host.name))
+    claim = claim_key(dispatch_key(run.run_id, run.token))
+    lab_redis.set(claim, run.host.name)
+    Host.objects.filter(pk=run.host.pk).update(last_seen=timezone.now() - timedelta(seconds=120))
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    run.refresh_from_db()
+    lab_redis.delete(claim)
+    assert recovery.failed == [run.pk]
+    assert (run.status, run.error_code) == ("failed", "agent_lost")
+    assert "claimed the job" in run.error_message
+
+
+def test_a_claimed_job_of_a_live_agent_stays_queued(lab_redis, django_capture_on_commit_callbacks):
+    run = queued_long_ago(django_capture_on_commit_callbacks)
+    lab_redis.delete(agent_queue(run.host.name))
+    claim = claim_key(dispatch_key(run.run_id, run.token))
+    lab_redis.set(claim, run.host.name)
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    lab_redis.delete(claim)
+    assert (recovery.redispatched, recovery.failed) == ([], [])
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
+
+
+def test_a_run_queued_moments_ago_is_not_checked_yet(
+    lab_redis, django_capture_on_commit_callbacks, settings
+):
+    settings.JOB_LOST_AFTER_S = 60
+    run = queued_long_ago(django_capture_on_commit_callbacks, seconds=5)
+    lab_redis.delete(agent_queue(run.host.name))
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    assert (recovery.redispatched, recovery.failed) == ([], [])
+    assert Run.objects.get(pk=run.pk).token == run.token

@@ -6,12 +6,13 @@ each other's data on the shared server at 127.0.0.1:6379.
 
 import socket
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import redis
+
+from tests.waiting import wait_for
 
 SHARED_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -20,16 +21,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 class SpareRedis:
@@ -49,7 +40,7 @@ class SpareRedis:
             stdout=subprocess.DEVNULL,
         )
         client = redis.Redis(port=self.port)
-        wait_until(lambda: _answers(client))
+        wait_for(lambda: _answers(client))
         client.close()
 
     def stop(self) -> None:

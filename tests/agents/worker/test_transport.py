@@ -17,7 +17,8 @@ from agents.transport import (
     claim_run,
     redis_client,
 )
-from tests.agents.worker.conftest import SHARED_REDIS_URL, wait_until
+from tests.agents.worker.conftest import SHARED_REDIS_URL
+from tests.waiting import wait_for
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/0"
 
@@ -123,7 +124,7 @@ def test_background_flusher_sends_the_spool_without_new_events(tmp_path, spare_r
     spare_redis.start()
 
     client = spare_redis.client()
-    wait_until(lambda: len(stream_events(client, "events")) == 3, timeout=5)
+    wait_for(lambda: len(stream_events(client, "events")) == 3, timeout=5)
     assert seqs(stream_events(client, "events")) == [1, 2, 3]
     assert not sink.spool_path.exists()
 
@@ -197,7 +198,7 @@ def test_cancel_flag_is_seen_within_a_second(shared_redis, run_id):
 
     shared_redis.set(f"benchlab:cancel:{run_id}", "1", ex=60)
     flagged_at = time.monotonic()
-    wait_until(should_cancel, timeout=2, interval=0.01)
+    wait_for(should_cancel, timeout=2, interval=0.01)
 
     assert time.monotonic() - flagged_at <= 1.1
 
@@ -224,7 +225,7 @@ def test_cancel_watcher_sees_the_flag_once_redis_is_back(spare_redis):
     spare_redis.start()
     spare_redis.client().set("benchlab:cancel:r-1", "1")
 
-    wait_until(should_cancel, timeout=2, interval=0.05)
+    wait_for(should_cancel, timeout=2, interval=0.05)
 
 
 def test_heartbeats_carry_the_running_run(shared_redis, stream, tmp_path, open_sinks):
@@ -232,9 +233,9 @@ def test_heartbeats_carry_the_running_run(shared_redis, stream, tmp_path, open_s
     open_sinks.append(sink)
     heartbeat = Heartbeat(AgentEventEmitter([sink], "agent-a"), interval=0.1)
     heartbeat.start()
-    wait_until(lambda: stream_events(shared_redis, stream))
+    wait_for(lambda: stream_events(shared_redis, stream))
     heartbeat.running = "r-7"
-    wait_until(lambda: stream_events(shared_redis, stream)[-1]["data"]["running"] == "r-7")
+    wait_for(lambda: stream_events(shared_redis, stream)[-1]["data"]["running"] == "r-7")
     heartbeat.stop()
 
     events = stream_events(shared_redis, stream)

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
+from agents.config import default_state_dir
+from agents.contract.signing import new_secret, sign, verify
 from agents.contract.wire import (
     EVENTS_STREAM_ENV,
     agent_queue,
@@ -22,7 +24,9 @@ from agents.contract.wire import (
     claim_key,
     dispatch_key,
 )
-from tests.agents.worker.conftest import SHARED_REDIS_URL, wait_until
+from agents.identity import load_or_create_identity
+from tests.agents.worker.conftest import SHARED_REDIS_URL
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -31,12 +35,17 @@ JOB_TIMEOUT_S = 120
 
 
 class AgentProcess:
-    """`python -m agents worker` in a subprocess, with its log in a file."""
+    """`python -m agents worker` in a subprocess, with its log in a file.
+
+    Its identity is created here first, in the state directory the agent uses,
+    so the test knows the secret to sign jobs with, as an enrolling lab would.
+    """
 
     def __init__(self, name: str, stream: str, storage_root: Path, log_path: Path, redis_url: str):
         self.name = name
         self.queue = agent_queue(name)
         self.log_path = log_path
+        self.identity = load_or_create_identity(default_state_dir(), name)
         argv = [sys.executable, "-m", "agents", "worker", "--name", name]
         argv += ["--redis-url", redis_url, "--storage", f"data={storage_root}"]
         with log_path.open("wb") as log:
@@ -54,7 +63,10 @@ class AgentProcess:
     def stop(self) -> int:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=JOB_TIMEOUT_S)
+        code = self.process.wait(timeout=JOB_TIMEOUT_S)
+        self.identity.path.unlink(missing_ok=True)
+        self.identity.confirmed_path.unlink(missing_ok=True)
+        return code
 
 
 def start_agent(redis_client, redis_url: str, stream: str, storage_root: Path, log_path: Path):
@@ -67,7 +79,7 @@ def start_agent(redis_client, redis_url: str, stream: str, storage_root: Path, l
             raise AssertionError(f"the agent worker exited:\n{process.log()}")
         return events_of_type(redis_client, stream, "agent_register")
 
-    wait_until(registered, timeout=60)
+    wait_for(registered, timeout=60)
     return process
 
 
@@ -106,8 +118,10 @@ def run_events(client, stream: str, run_id: str) -> list[dict]:
     return [event for event in stream_events(client, stream) if event["run_id"] == run_id]
 
 
-def dispatch(lab: Celery, agent: AgentProcess, spec: dict) -> None:
-    lab.send_task("benchlab.agent.run_job", args=[spec], queue=agent.queue)
+def dispatch(lab: Celery, agent: AgentProcess, spec: dict, secret: str | None = None) -> None:
+    """Send a job signed with the agent's secret (or with `secret`)."""
+    signed = sign("job", spec, secret or agent.identity.secret)
+    lab.send_task("benchlab.agent.run_job", args=[signed], queue=agent.queue)
 
 
 def tiny_spec(run_id: str, duration_s: int = 2) -> dict:
@@ -135,18 +149,20 @@ def wait_for_result(shared_redis, stream: str, run_id: str) -> dict:
     def result_event():
         return [e for e in run_events(shared_redis, stream, run_id) if e["type"] == "result"]
 
-    return wait_until(result_event, timeout=JOB_TIMEOUT_S, interval=0.5)[0]
+    return wait_for(result_event, timeout=JOB_TIMEOUT_S, interval=0.5)[0]
 
 
 def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
     agent, shared_redis, stream, storage_root
 ):
     registration = events_of_type(shared_redis, stream, "agent_register")[0]
-    wait_until(lambda: events_of_type(shared_redis, stream, "heartbeat"), timeout=10)
+    wait_for(lambda: events_of_type(shared_redis, stream, "heartbeat"), timeout=10)
 
     assert registration["agent"] == agent.name
     assert registration["run_id"] is None
+    assert verify("event", registration, agent.identity.secret)
     data = registration["data"]
+    assert data["secret"] == agent.identity.secret, "sent until a signed job arrives"
     assert data["storage"]["data"]["path"] == str(storage_root)
     assert set(data["storage"]["data"]) == {"path", "device", "filesystem"}
     assert data["facts"]["cpu"]
@@ -154,6 +170,7 @@ def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
     assert all(catalogue["settings"] for catalogue in data["catalogues"].values())
     heartbeat = events_of_type(shared_redis, stream, "heartbeat")[0]
     assert heartbeat["data"] == {"running": None}
+    assert verify("event", heartbeat, agent.identity.secret)
     assert heartbeat["seq"] > registration["seq"]
 
 
@@ -165,7 +182,7 @@ def test_a_job_sent_twice_runs_once_and_streams_its_events(
     dispatch(lab, agent, spec)
 
     result = wait_for_result(shared_redis, stream, run_id)
-    wait_until(lambda: "already claimed" in agent.log(), timeout=30)
+    wait_for(lambda: "already claimed" in agent.log(), timeout=30)
 
     events = run_events(shared_redis, stream, run_id)
     assert result["data"]["status"] == "succeeded", result["data"]["error"]
@@ -174,6 +191,8 @@ def test_a_job_sent_twice_runs_once_and_streams_its_events(
     assert events[-1]["type"] == "result"
     assert {event["token"] for event in events} == {spec["token"]}
     assert {event["agent"] for event in events} == {agent.name}
+    assert all(verify("event", event, agent.identity.secret) for event in events)
+    assert agent.identity.confirmed, "a signed job shows the lab has the agent's secret"
     assert len(result["data"]["points"]) == 1
     assert shared_redis.get(claim_key(dispatch_key(run_id, spec["token"]))) == agent.name
 
@@ -193,7 +212,7 @@ def test_a_run_cancelled_while_measuring_stops_within_seconds(
     agent, lab, shared_redis, stream, run_id
 ):
     dispatch(lab, agent, tiny_spec(run_id, duration_s=30))
-    wait_until(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+    wait_for(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
 
     shared_redis.set(cancel_key(dispatch_key(run_id, f"tok-{run_id}")), "1", ex=600)
     cancelled_at = time.monotonic()
@@ -203,13 +222,26 @@ def test_a_run_cancelled_while_measuring_stops_within_seconds(
     assert result["data"]["status"] == "cancelled"
 
 
+def test_a_job_not_signed_with_the_agent_secret_is_refused_before_anything(
+    agent, lab, shared_redis, stream, run_id
+):
+    dispatch(lab, agent, tiny_spec(run_id), secret=new_secret())
+    unsigned = tiny_spec(run_id)
+    lab.send_task("benchlab.agent.run_job", args=[unsigned], queue=agent.queue)
+
+    wait_for(lambda: agent.log().count("refused: the job is not signed") == 2, timeout=30)
+    assert not shared_redis.exists(claim_key(dispatch_key(run_id, unsigned["token"])))
+    assert run_events(shared_redis, stream, run_id) == []
+    assert not agent.identity.confirmed
+
+
 def test_a_spec_without_run_id_is_dropped(agent, lab, shared_redis, stream):
     spec = tiny_spec("unused")
     del spec["run_id"]
 
     dispatch(lab, agent, spec)
 
-    wait_until(lambda: "without a run_id" in agent.log(), timeout=30)
+    wait_for(lambda: "without a run_id" in agent.log(), timeout=30)
     assert {event["type"] for event in stream_events(shared_redis, stream)} <= {
         "agent_register",
         "heartbeat",
@@ -220,7 +252,7 @@ def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(
     agent, lab, shared_redis, stream, run_id
 ):
     dispatch(lab, agent, tiny_spec(run_id))
-    wait_until(lambda: run_events(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+    wait_for(lambda: run_events(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
 
     exit_code = agent.stop()
 
@@ -245,7 +277,7 @@ def test_a_redis_outage_mid_run_neither_stops_the_job_nor_loses_its_events(
             if e["type"] == "status" and e["data"]["state"] == "running"
         ]
 
-    wait_until(measuring, timeout=JOB_TIMEOUT_S)
+    wait_for(measuring, timeout=JOB_TIMEOUT_S)
     spare_redis.stop()
     time.sleep(2)
     spare_redis.start()

@@ -3,15 +3,15 @@
 import json
 import logging
 import threading
-import time
 
 import pytest
 from django.db import OperationalError, connection
 
-from runs.ingest import EventConsumer
+from runs.control.consumer import EventConsumer
 from runs.models import Run, RunEvent
 from tests.runs import events
 from tests.runs.factories import RunFactory
+from tests.waiting import wait_for
 
 
 def publish(lab_redis, stream: str, event) -> str:
@@ -65,7 +65,7 @@ def test_a_bad_event_is_logged_and_kept_with_its_reason_then_acknowledged(
     publish(lab_redis, events_stream, "{not json")
     publish(lab_redis, events_stream, {"version": 1, "type": "progress", "seq": 1, "data": {}})
 
-    with caplog.at_level(logging.ERROR, logger="runs.ingest"):
+    with caplog.at_level(logging.ERROR, logger="runs.control.consumer"):
         assert consumer.run_round() == 2
 
     reasons = [r.getMessage() for r in caplog.records if "not a valid event" in r.getMessage()]
@@ -137,9 +137,7 @@ def test_the_loop_stores_events_until_it_is_stopped(consumer, lab_redis, events_
     loop.start()
     try:
         publish(lab_redis, events_stream, events.run_event(run, 1, "status", {"state": "initdb"}))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not RunEvent.objects.filter(run=run).exists():
-            time.sleep(0.05)
+        wait_for(RunEvent.objects.filter(run=run).exists, what="the event to be stored")
     finally:
         stop.set()
         loop.join(timeout=10)

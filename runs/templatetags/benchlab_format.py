@@ -6,6 +6,7 @@ import shlex
 
 from django import template
 
+from agents.contract.latency import describe_percentiles
 from runs.compare import setting_text
 
 register = template.Library()
@@ -79,6 +80,12 @@ def pretty_json(value) -> str:
 def shell_join(argv: list | None) -> str:
     """An argv list as one copyable command line."""
     return shlex.join(str(part) for part in argv or [])
+
+
+@register.filter
+def percentile_source(percentiles: dict | None) -> str:
+    """Where a point's percentiles come from: "from a 2 % sample, 41,000 transactions"."""
+    return describe_percentiles(percentiles)
 
 
 @register.filter

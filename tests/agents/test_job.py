@@ -97,7 +97,8 @@ def test_sweep_reports_the_tps_pgbench_printed(config, storage_root):
         assert point["tps"] == printed
         assert point["argv"][0].endswith("/pgbench")
         assert {"-P", "-r", "-l"} <= set(point["argv"])
-        assert point["latency_percentiles_ms"]["count"] == point["transactions"]
+        percentiles = point["latency_percentiles_ms"]
+        assert 0 < percentiles["sampled_transactions"] <= point["transactions"]
         assert len(point["progress"]) >= 1
         assert point["host_samples"] and point["server_samples"]
     effective = {row["name"]: row for row in result["settings"]["effective"]}

@@ -1,17 +1,63 @@
-"""The fidelity benchmark runs end to end (its targets are checked by running it, not here)."""
+"""The fidelity benchmark: the lab's pgbench command against the plain one a user would type.
+
+This machine is shared and noisy, so the end-to-end test asserts what noise cannot fake:
+the rounds' 95 % confidence interval of the ratio lab/plain must reach the 1 % budget
+(a lab command that costs more, such as the former full `-l` log at about 7 %, leaves
+the whole interval below it), and the agent's own CPU share must stay small.
+"""
+
+import pytest
 
 from agents.config import AgentConfig
-from agents.selfcheck import run_selfcheck
+from agents.selfcheck import RATIO_TARGET, WORKLOADS, ratio_estimate, run_selfcheck
+
+# Windows of a few seconds carry the samplers' start-up cost; 20 s windows stay under 0.5 %.
+SHORT_WINDOW_CPU_PERCENT = 2.0
 
 
-def test_selfcheck_measures_agent_and_bare_runs_in_one_cluster():
-    messages = []
+def test_rounds_all_slower_by_seven_percent_are_over_budget():
+    estimate = ratio_estimate([0.93, 0.935, 0.925, 0.94])
+    assert estimate.verdict == "over budget"
+    assert estimate.low < 0.93 < estimate.high < RATIO_TARGET
 
-    report = run_selfcheck(AgentConfig(), rounds=2, duration_s=2, log=messages.append)
 
-    assert len(report["agent_runs"]) == len(report["bare_runs"]) == 2
-    assert all(run["tps"] > 0 for run in report["agent_runs"] + report["bare_runs"])
-    assert report["tps_ratio"] > 0
-    assert 0 <= report["agent_cpu_percent_of_window"] < 100
-    assert isinstance(report["passed"], bool)
-    assert any("round 2" in message for message in messages)
+def test_rounds_scattered_around_one_are_inconclusive():
+    estimate = ratio_estimate([1.05, 0.94, 1.02, 0.97])
+    assert estimate.verdict == "inconclusive"
+    assert estimate.low < RATIO_TARGET < 1.0 < estimate.high
+
+
+def test_tight_rounds_at_one_are_within_budget():
+    estimate = ratio_estimate([1.001, 0.999, 1.002, 1.0, 0.998, 1.001])
+    assert estimate.verdict == "within budget"
+    assert estimate.ratio == pytest.approx(1.0, abs=0.001)
+
+
+def test_one_round_gives_no_interval():
+    with pytest.raises(ValueError, match="at least 2 rounds"):
+        ratio_estimate([1.0])
+
+
+def test_lab_command_is_not_measurably_slower_than_plain_pgbench():
+    messages: list[str] = []
+
+    report = run_selfcheck(AgentConfig(), rounds=3, duration_s=4, log=messages.append)
+
+    assert [workload["workload"] for workload in report["workloads"]] == list(WORKLOADS)
+    for workload in report["workloads"]:
+        assert not {"-P", "-r", "-l", "--failures-detailed"} & set(workload["plain_argv"])
+        assert {"-P", "-r", "-l"} <= set(workload["lab_argv"])
+        assert [r["order"] for r in workload["rounds"]] == [
+            ["lab", "plain"],
+            ["plain", "lab"],
+            ["lab", "plain"],
+        ]
+        low, high = workload["ratio_ci95"]
+        assert low <= workload["ratio"] <= high
+        assert high >= RATIO_TARGET, f"the lab's command costs more than 1 %: {workload}"
+        assert workload["agent_cpu_percent_of_window"] < SHORT_WINDOW_CPU_PERCENT
+    select_only = report["workloads"][0]
+    assert any(arg.startswith("--sampling-rate=") for arg in select_only["lab_argv"])
+    assert select_only["latency_percentiles_ms"]["source"] == "sample"
+    assert any("95 % CI" in message for message in messages)
+    assert len(report["load_average_before"]) == 3

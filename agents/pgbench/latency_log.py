@@ -1,0 +1,212 @@
+"""What a measured point asks pgbench to log, where, and what its percentiles rest on.
+
+Writing a line per transaction costs pgbench throughput (about 7 % for
+select-only at 2 clients on a 2-vCPU VM, docs/notes/fidelity.md), so by
+default (`workload.latency_log: "sampled"`) pgbench logs a random sample of
+the transactions (`--sampling-rate`) at a rate chosen to keep the log near
+TARGET_LOG_LINES_PER_S lines a second. The rate comes from the throughput
+the point is expected to reach: the previous point's or the warm-up's tps,
+scaled up to this point's clients, the rate limit (-R), or a first guess
+that errs high (a lower rate: a smaller sample, never a costlier log).
+
+Logs go to a private directory under the agent's state directory, never under
+a storage target being measured, and are read after pgbench has ended, so
+reading them takes no CPU from the measured window.
+"""
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.contract.errors import JobError
+from agents.contract.latency import (
+    FULL_LOG_WARNING,
+    ExpectedFrom,
+    LatencyPercentiles,
+    PercentileSource,
+)
+from agents.contract.vocabulary import LatencyLog
+from agents.pgbench.txlog import TransactionLogError, latency_percentiles, merge_aggregate_logs
+from agents.postgres.installs import make_dirs
+from agents.postgres.osuser import OsUser, chown_tree
+
+logger = logging.getLogger(__name__)
+
+TARGET_LOG_LINES_PER_S = 1000
+# Local select-only reaches about 30k tps per core on current servers: a guess
+# above that picks a smaller sample rather than a costlier log.
+FIRST_GUESS_TPS_PER_CPU = 50_000
+LOG_DIR_NAME = "txlog"
+LOG_FILE_PREFIX = "pgbench_log"
+
+
+@dataclass(frozen=True)
+class ExpectedThroughput:
+    """The tps a point is expected to reach, and what that expectation rests on."""
+
+    tps: float
+    source: ExpectedFrom
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A throughput already measured in this cluster: at `clients` clients, `tps`."""
+
+    clients: int
+    tps: float
+    source: ExpectedFrom
+
+
+def expected_throughput(
+    clients: int, measured: Measured | None, rate_tps: float | None, cpu_count: int
+) -> ExpectedThroughput:
+    """The expected tps at `clients`: from a measurement scaled linearly up (never
+    down) with the client count, else a first guess; capped by a rate limit."""
+    if measured is not None and measured.tps > 0:
+        scale = max(1.0, clients / measured.clients)
+        expected = ExpectedThroughput(measured.tps * scale, measured.source)
+    else:
+        guess = FIRST_GUESS_TPS_PER_CPU * max(1, min(clients, cpu_count))
+        expected = ExpectedThroughput(float(guess), "first_guess")
+    if rate_tps and rate_tps < expected.tps:
+        return ExpectedThroughput(float(rate_tps), "rate_limit")
+    return expected
+
+
+def sampling_rate_for(expected_tps: float) -> float:
+    """The fraction of transactions to log so the log holds ~TARGET_LOG_LINES_PER_S lines/s.
+
+    Two significant digits; 1.0 (every transaction) when the expected tps is that low.
+    """
+    if expected_tps <= TARGET_LOG_LINES_PER_S:
+        return 1.0
+    return float(f"{TARGET_LOG_LINES_PER_S / expected_tps:.2g}")
+
+
+@dataclass(frozen=True)
+class LogPlan:
+    """The log one measured point writes: mode, sampling rate and why that rate."""
+
+    mode: LatencyLog
+    sampling_rate: float | None = None
+    expected: ExpectedThroughput | None = None
+
+    @classmethod
+    def for_point(cls, mode: LatencyLog, expected: ExpectedThroughput) -> "LogPlan":
+        if mode != "sampled":
+            return cls(mode)
+        return cls(mode, sampling_rate_for(expected.tps), expected)
+
+    @property
+    def source(self) -> PercentileSource:
+        if self.mode == "aggregate":
+            return "aggregate"
+        if self.mode == "full" or self.sampling_rate == 1.0:
+            return "full"
+        return "sample"
+
+    def args(self, log_prefix: Path) -> list[str]:
+        """pgbench options for this log (none for mode "none")."""
+        if self.mode == "none":
+            return []
+        argv = ["-l", f"--log-prefix={log_prefix}"]
+        if self.mode == "aggregate":
+            argv.append("--aggregate-interval=1")
+        elif self.source == "sample":
+            argv.append(f"--sampling-rate={self.sampling_rate}")
+        return argv
+
+    def summarise(self, log_files: list[Path]) -> LatencyPercentiles:
+        """The point's percentiles from its log files; an unreadable log gives no
+        percentiles and an `error` saying why (the point itself is kept)."""
+        summary = self._empty()
+        try:
+            if self.mode == "aggregate":
+                summary.update(_aggregate_summary(log_files))
+            else:
+                summary.update(latency_percentiles(log_files))
+        except (TransactionLogError, OSError) as error:
+            logger.warning("transaction log unreadable, point kept without percentiles: %s", error)
+            summary["error"] = f"transaction log unreadable: {error}"
+        return summary
+
+    def _empty(self) -> LatencyPercentiles:
+        summary = LatencyPercentiles(
+            p50=None,
+            p90=None,
+            p95=None,
+            p99=None,
+            max=None,
+            source=self.source,
+            sampling_rate=1.0 if self.source == "full" else self.sampling_rate,
+            sampled_transactions=0,
+            failed_count=0,
+            skipped_count=0,
+            error=None,
+            warning=FULL_LOG_WARNING if self.mode == "full" else None,
+        )
+        if self.expected is not None:
+            summary["expected_tps"] = round(self.expected.tps, 1)
+            summary["expected_from"] = self.expected.source
+        return summary
+
+
+def _aggregate_summary(log_files: list[Path]) -> dict:
+    """Exact maximum and counts from per-second aggregates (no percentiles there)."""
+    rows = merge_aggregate_logs(log_files)
+    transactions = sum(row["transactions"] for row in rows)
+    failures = sum(row["serialization_failures"] + row["deadlock_failures"] for row in rows)
+    busy = [row["max_latency_us"] for row in rows if row["transactions"]]
+    return {
+        "max": round(max(busy) / 1000, 3) if busy else None,
+        "sampled_transactions": transactions,
+        "failed_count": failures,
+        "skipped_count": sum(row["skipped"] for row in rows),
+    }
+
+
+def log_root(state_dir: Path, storage: dict[str, Path], mode: LatencyLog) -> Path:
+    """The directory for this agent's transaction logs, `<state_dir>/txlog`.
+
+    Refused (a user error naming the fix) when it lies inside a storage target
+    of the job: the log would be written to the disk being measured.
+    """
+    root = Path(state_dir).resolve() / LOG_DIR_NAME
+    if mode == "none":
+        return root
+    for role, target in storage.items():
+        if root.is_relative_to(Path(target).resolve()):
+            raise JobError(
+                "invalid_spec",
+                f"the agent's state directory {state_dir} lies inside the {role} storage "
+                f"target {target}: pgbench's transaction log would be written to the disk "
+                "being measured. Give the agent a --state-dir outside its storage targets, "
+                'or set workload.latency_log to "none"',
+                field="workload.latency_log",
+            )
+    return root
+
+
+@contextmanager
+def point_log_dir(root: Path, label: str, os_user: OsUser) -> Iterator[Path]:
+    """A private directory for one point's log, owned by pgbench's OS user; removed after."""
+    make_dirs(root)
+    directory = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=root))
+    chown_tree(directory, os_user)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, onerror=_log_removal_error)
+
+
+def _log_removal_error(function: object, path: str, exc_info: tuple) -> None:
+    logger.warning("could not remove transaction log %s: %s", path, exc_info[1])
+
+
+def log_files(directory: Path) -> list[Path]:
+    """The files pgbench wrote for one run (one per thread)."""
+    return sorted(directory.glob(f"{LOG_FILE_PREFIX}.*"))

@@ -1,0 +1,121 @@
+"""How a point's transaction log is planned, placed and summarised."""
+
+from pathlib import Path
+
+import pytest
+
+from agents.contract.errors import JobError
+from agents.contract.latency import describe_percentiles
+from agents.pgbench.latency_log import (
+    FIRST_GUESS_TPS_PER_CPU,
+    TARGET_LOG_LINES_PER_S,
+    ExpectedThroughput,
+    LogPlan,
+    Measured,
+    expected_throughput,
+    log_root,
+    sampling_rate_for,
+)
+from tests.agents.pgbench.captures import capture
+
+
+def test_first_point_without_measurement_guesses_high_for_a_small_sample() -> None:
+    expected = expected_throughput(clients=8, measured=None, rate_tps=None, cpu_count=4)
+    assert expected == ExpectedThroughput(4 * FIRST_GUESS_TPS_PER_CPU, "first_guess")
+
+
+def test_measured_throughput_scales_up_with_clients_never_down() -> None:
+    warmup = Measured(clients=2, tps=20_000.0, source="warmup")
+    assert expected_throughput(8, warmup, None, 2) == ExpectedThroughput(80_000.0, "warmup")
+    previous = Measured(clients=16, tps=30_000.0, source="previous_point")
+    assert expected_throughput(4, previous, None, 2).tps == 30_000.0
+
+
+def test_rate_limit_caps_the_expected_throughput() -> None:
+    measured = Measured(clients=2, tps=20_000.0, source="warmup")
+    assert expected_throughput(2, measured, 500.0, 2) == ExpectedThroughput(500.0, "rate_limit")
+    assert expected_throughput(2, measured, 90_000.0, 2).source == "warmup"
+
+
+@pytest.mark.parametrize(
+    ("tps", "rate"), [(150_000.0, 0.0067), (26_000.0, 0.038), (2_000.0, 0.5), (800.0, 1.0)]
+)
+def test_sampling_rate_keeps_the_log_near_its_target(tps: float, rate: float) -> None:
+    assert sampling_rate_for(tps) == rate
+    assert tps * rate <= TARGET_LOG_LINES_PER_S * 1.05 or rate == 1.0
+
+
+def test_sampled_plan_passes_its_rate_to_pgbench(tmp_path: Path) -> None:
+    plan = LogPlan.for_point("sampled", ExpectedThroughput(50_000.0, "warmup"))
+    assert plan.args(tmp_path / "log") == [
+        "-l",
+        f"--log-prefix={tmp_path / 'log'}",
+        "--sampling-rate=0.02",
+    ]
+    assert plan.source == "sample"
+
+
+def test_sample_of_every_transaction_is_a_full_log(tmp_path: Path) -> None:
+    plan = LogPlan.for_point("sampled", ExpectedThroughput(300.0, "previous_point"))
+    assert plan.args(tmp_path / "log") == ["-l", f"--log-prefix={tmp_path / 'log'}"]
+    assert plan.source == "full"
+
+
+def test_other_modes_need_no_expected_throughput(tmp_path: Path) -> None:
+    expected = ExpectedThroughput(1e6, "first_guess")
+    assert LogPlan.for_point("none", expected).args(tmp_path / "x") == []
+    assert LogPlan.for_point("full", expected).args(tmp_path / "x")[-1].startswith("--log-prefix")
+    assert "--aggregate-interval=1" in LogPlan.for_point("aggregate", expected).args(tmp_path)
+
+
+def test_percentiles_say_how_they_were_obtained() -> None:
+    plan = LogPlan.for_point("sampled", ExpectedThroughput(100_000.0, "warmup"))
+    run = capture("pg16", "log_per_transaction_t300")
+    percentiles = plan.summarise(run.log_files)
+    assert percentiles["source"] == "sample"
+    assert percentiles["sampling_rate"] == 0.01
+    assert percentiles["sampled_transactions"] == 600
+    assert (percentiles["expected_tps"], percentiles["expected_from"]) == (100_000.0, "warmup")
+    assert percentiles["p99"] is not None and percentiles["error"] is None
+    assert describe_percentiles(percentiles) == "from a 1 % sample, 600 transactions"
+
+
+def test_full_log_carries_a_warning_about_its_cost() -> None:
+    plan = LogPlan.for_point("full", ExpectedThroughput(1.0, "first_guess"))
+    percentiles = plan.summarise(capture("pg16", "log_per_transaction_t300").log_files)
+    assert percentiles["source"] == "full" and percentiles["sampling_rate"] == 1.0
+    assert "costs throughput" in percentiles["warning"]
+    assert describe_percentiles(percentiles) == "from every transaction, 600"
+
+
+def test_aggregate_log_gives_the_exact_max_and_no_percentiles() -> None:
+    plan = LogPlan.for_point("aggregate", ExpectedThroughput(1.0, "first_guess"))
+    run = capture("pg16", "log_aggregate_T2")
+    percentiles = plan.summarise(run.log_files)
+    maxima = [int(line.split()[5]) for path in run.log_files for line in path.open()]
+    assert percentiles["max"] == max(maxima) / 1000
+    assert percentiles["p99"] is None and percentiles["source"] == "aggregate"
+    assert describe_percentiles(percentiles).startswith("max from per-second aggregates")
+
+
+def test_malformed_line_loses_the_percentiles_with_a_message(tmp_path: Path) -> None:
+    log = tmp_path / "pgbench_log.123"
+    log.write_text("0 1 534 0 1795315403 517576\n0 2 garbage 0 1795315403 517577\n")
+    plan = LogPlan.for_point("sampled", ExpectedThroughput(50_000.0, "warmup"))
+    percentiles = plan.summarise([log])
+    assert percentiles["p50"] is None and percentiles["p99"] is None
+    assert f"{log}:2" in percentiles["error"]
+    assert describe_percentiles(percentiles).startswith("no percentiles: transaction log")
+
+
+def test_logs_are_refused_inside_a_storage_target(tmp_path: Path) -> None:
+    storage = {"data": tmp_path / "data", "wal": tmp_path}
+    with pytest.raises(JobError, match="wal storage target") as raised:
+        log_root(tmp_path / "state", storage, "sampled")
+    assert raised.value.field == "workload.latency_log"
+    assert log_root(tmp_path / "state", storage, "none") == tmp_path.resolve() / "state" / "txlog"
+
+
+def test_logs_go_to_the_state_directory_beside_the_targets(tmp_path: Path) -> None:
+    storage = {"data": tmp_path / "data", "wal": tmp_path / "wal"}
+    assert log_root(tmp_path / "state", storage, "full") == tmp_path.resolve() / "state" / "txlog"

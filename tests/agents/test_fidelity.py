@@ -1,0 +1,211 @@
+"""The lab's latency log on real PostgreSQL 16 and pgbench: where it goes, what it costs in
+memory, and how close a sample's percentiles are to those of every transaction."""
+
+import math
+import random
+import subprocess
+from pathlib import Path
+
+import numpy
+import pytest
+
+from agents.config import AgentConfig
+from agents.contract.errors import JobError
+from agents.contract.spec import validate_spec
+from agents.events import EventEmitter
+from agents.job import run_job
+from agents.pgbench import command
+from agents.pgbench.latency_log import LOG_FILE_PREFIX, ExpectedThroughput, LogPlan, log_files
+from agents.pgbench.txlog import read_transaction_logs
+from agents.postgres.cluster import Cluster
+from agents.postgres.osuser import chown_tree
+
+PERCENTILES = (50, 90, 95, 99)
+# A sampled percentile's position in the full log's distribution may differ from
+# its nominal level by 4 binomial standard errors (false alarm about 1 in 16,000).
+STANDARD_ERRORS = 4
+# HdrHistogram keeps 3 significant digits: a reported value is within 0.1 % of a latency.
+RESOLUTION = 0.001
+
+
+def spec(**workload) -> dict:
+    return {
+        "version": 1,
+        "run_id": "fidelity",
+        "postgres": {"version": "16", "source": "prebuilt"},
+        "storage": {"data": "data", "wal": "wal"},
+        "dataset": {"scale": 1},
+        "workload": {
+            "scripts": [{"builtin": "select-only", "weight": 1}],
+            "query_mode": "prepared",
+            **workload,
+        },
+        "sweep": {
+            "clients": [1, 2],
+            "duration_s": 3,
+            "warmup_s": 2,
+            "between_points": "checkpoint",
+        },
+    }
+
+
+def files_under(root: Path, prefix: str) -> list[Path]:
+    return [path for path in root.rglob(f"{prefix}*") if path.is_file()]
+
+
+def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_root: Path):
+    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+    log_dir = config.state_dir.resolve() / "txlog"
+    seen_in_storage: list[Path] = []
+    seen_in_state: list[Path] = []
+
+    def watch(event: dict) -> None:
+        if event["type"] == "progress":
+            seen_in_storage.extend(files_under(storage_root, LOG_FILE_PREFIX))
+            seen_in_state.extend(files_under(log_dir, LOG_FILE_PREFIX))
+
+    result = run_job(spec(), config, EventEmitter([watch], run_id="fidelity"))
+
+    assert result["status"] == "succeeded", result["error"]
+    assert seen_in_state, "pgbench wrote its sampled log under the state directory while it ran"
+    assert seen_in_storage == [] and files_under(storage_root, LOG_FILE_PREFIX) == []
+    for point in result["points"]:
+        prefix = next(arg for arg in point["argv"] if arg.startswith("--log-prefix="))
+        path = Path(prefix.removeprefix("--log-prefix="))
+        assert path.is_relative_to(log_dir) and not path.is_relative_to(storage_root)
+        assert not path.parent.exists(), "the point's log is removed once it is read"
+    assert not set(seen_in_state) & set(files_under(log_dir, LOG_FILE_PREFIX))
+
+
+def test_sample_size_and_rate_follow_the_measured_throughput(storage_root: Path):
+    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+    result = run_job(spec(), config, EventEmitter([], run_id="fidelity"))
+
+    assert result["status"] == "succeeded", result["error"]
+    first, second = result["points"]
+    assert first["latency_percentiles_ms"]["expected_from"] == "warmup"
+    assert second["latency_percentiles_ms"]["expected_from"] == "previous_point"
+    for point in result["points"]:
+        percentiles = point["latency_percentiles_ms"]
+        rate, transactions = percentiles["sampling_rate"], point["transactions"]
+        assert f"--sampling-rate={rate}" in point["argv"] or percentiles["source"] == "full"
+        spread = STANDARD_ERRORS * math.sqrt(transactions * rate * (1 - rate)) + 1
+        assert abs(percentiles["sampled_transactions"] - transactions * rate) <= spread
+        assert percentiles["p50"] <= percentiles["p99"] <= percentiles["max"]
+    assert {"-P", "-r", "-l"} <= set(first["argv"])
+
+
+def sweep_mark(event: dict) -> str | None:
+    """ "point" for a finished point, the step name for a warm-up or between-points step."""
+    if event["type"] == "point":
+        return "point"
+    if event["type"] == "step" and event["data"]["name"] in ("warmup", "between_points"):
+        return event["data"]["name"]
+    return None
+
+
+def test_between_points_action_runs_before_the_first_point_too(storage_root: Path):
+    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+    events: list[dict] = []
+    result = run_job(spec(latency_log="none"), config, EventEmitter([events.append]))
+
+    assert result["status"] == "succeeded", result["error"]
+    marks = [mark for mark in map(sweep_mark, events) if mark]
+    assert marks == ["warmup", "between_points", "point", "between_points", "point"]
+    assert all(point["latency_percentiles_ms"] is None for point in result["points"])
+    assert not any(arg.startswith("--log-prefix") for arg in result["points"][0]["argv"])
+
+
+def test_state_directory_inside_a_storage_target_is_refused_before_provisioning(
+    storage_root: Path,
+):
+    config = AgentConfig(
+        state_dir=storage_root / "data" / "agent",
+        storage={"data": storage_root / "data", "wal": storage_root / "wal"},
+    )
+    result = run_job(spec(), config, EventEmitter([]))
+
+    assert result["error"]["code"] == "invalid_spec"
+    assert result["error"]["field"] == "workload.latency_log"
+    assert result["install"] is None and result["points"] == []
+
+
+def test_latency_log_mode_is_checked_with_the_spec():
+    assert validate_spec(spec())["workload"]["latency_log"] == "sampled"
+    with pytest.raises(JobError, match="sampled, aggregate, full, none") as raised:
+        validate_spec(spec(latency_log="everything"))
+    assert raised.value.field == "workload.latency_log"
+
+
+def run_full_log(cluster: Cluster, log_dir: Path, seconds: int) -> list[Path]:
+    """Initialise pgbench at scale 1 and run select-only for `seconds` with a full `-l` log."""
+    job = validate_spec(spec(latency_log="full") | {"sweep": {"clients": [2], "duration_s": 1}})
+    pgbench = cluster.install.bindir / "pgbench"
+    conn = command.Connection(host=str(cluster.socket_dir), port=cluster.port)
+    kwargs = cluster.os_user.subprocess_kwargs(**cluster.client_env())
+    subprocess.run(command.init_argv(pgbench, job["dataset"], conn), check=True, **kwargs)
+    workload = command.workload_args(pgbench, 16, job, 2, 2, {}, duration_s=seconds)
+    log_args = LogPlan("full").args(log_dir / LOG_FILE_PREFIX)
+    argv = command.run_argv(workload, 16, log_args, conn)
+    finished = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    assert finished.returncode == 0, finished.stderr
+    return log_files(log_dir)
+
+
+def bernoulli_sample(paths: list[Path], rate: float, target: Path, seed: int) -> Path:
+    """Keep each line with probability `rate`, as pgbench's --sampling-rate does."""
+    draw = random.Random(seed).random
+    with open(target, "w") as out:
+        for path in paths:
+            out.writelines(line for line in path.open() if draw() < rate)
+    return target
+
+
+def position_interval(latencies: numpy.ndarray, value_ms: float) -> tuple[float, float]:
+    """Where a reported value lies in the sorted full log, allowing for its resolution."""
+    low = numpy.searchsorted(latencies, value_ms * 1000 * (1 - RESOLUTION) - 1, side="left")
+    high = numpy.searchsorted(latencies, value_ms * 1000 * (1 + RESOLUTION) + 1, side="right")
+    return low / len(latencies), high / len(latencies)
+
+
+def test_sampled_percentiles_agree_with_the_full_log_of_the_same_run(
+    make_cluster, storage_root: Path, tmp_path: Path
+):
+    """pgbench cannot write a sampled and a full log in one run: the sample is drawn from the
+    full log the way pgbench draws it (each transaction kept with probability `rate`)."""
+    cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    log_dir = storage_root / "log"
+    log_dir.mkdir()
+    chown_tree(log_dir, cluster.os_user)
+    paths = run_full_log(cluster, log_dir, seconds=5)
+    latencies = numpy.sort(
+        numpy.array([int(line.split()[2]) for path in paths for line in path.open()])
+    )
+    assert_same_footprint(paths, tmp_path / "one-line.log")
+    full = LogPlan("full").summarise(paths)
+    assert full["sampled_transactions"] == len(latencies) > 20_000
+    for p in PERCENTILES:
+        exact = latencies[math.ceil(p / 100 * len(latencies)) - 1] / 1000
+        assert abs(full[f"p{p}"] - exact) <= exact * RESOLUTION + 0.001
+
+    rate = 0.05
+    sample = bernoulli_sample(paths, rate, tmp_path / f"{LOG_FILE_PREFIX}.1", seed=12)
+    sampled = LogPlan("sampled", rate, ExpectedThroughput(20_000.0, "warmup")).summarise([sample])
+    n = sampled["sampled_transactions"]
+    assert sampled["source"] == "sample" and n > 1_000
+    for p in PERCENTILES:
+        level = p / 100
+        tolerance = STANDARD_ERRORS * math.sqrt(level * (1 - level) / n)
+        low, high = position_interval(latencies, sampled[f"p{p}"])
+        assert low - tolerance <= level <= high + tolerance, (p, sampled[f"p{p}"], low, high)
+
+
+def assert_same_footprint(full_log: list[Path], one_line: Path) -> None:
+    """The histogram of a whole real log is the size of the histogram of one line."""
+    one_line.write_text(full_log[0].open().readline())
+    small, large = read_transaction_logs([one_line]), read_transaction_logs(full_log)
+    assert large.histogram.get_total_count() > 10_000 * small.histogram.get_total_count()
+    assert large.histogram.counts_len == small.histogram.counts_len
+    assert len(large.histogram.counts) == len(small.histogram.counts)

@@ -15,15 +15,26 @@ row exactly once.
 """
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
-from typing import cast
+from typing import TypeVar, cast
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.contract.events import AgentEvent, is_agent_event, validate_event
+from agents.contract.events import (
+    AgentEvent,
+    LogData,
+    ProgressData,
+    RegistrationData,
+    SampleData,
+    StatusData,
+    StepData,
+    is_agent_event,
+    validate_event,
+)
 from agents.contract.events import RunEvent as RunEventDocument
-from agents.contract.results import PointResult
+from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from runs.models import (
     Host,
     HostSample,
@@ -50,7 +61,7 @@ def record_event(document: object) -> bool:
     return run_record_event(cast(RunEventDocument, event))
 
 
-def _parse_time(value) -> datetime | None:
+def _parse_time(value: object) -> datetime | None:
     parsed = parse_datetime(value) if isinstance(value, str) else None
     return parsed if parsed is None or timezone.is_aware(parsed) else None
 
@@ -81,15 +92,33 @@ def run_record_event(event: RunEventDocument) -> bool:
         payload=event["data"],
     )
     Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
-    APPLY[event["type"]](run, event["data"])
+    _apply(run, event)
     return True
 
 
-def _locked_run(run_id) -> Run | None:
+def _apply(run: Run, event: RunEventDocument) -> None:
+    """What an event of each type changes, besides its own RunEvent row."""
+    if event["type"] == "status":
+        _apply_status(run, event["data"])
+    elif event["type"] == "step":
+        _apply_step(run, event["data"])
+    elif event["type"] == "progress":
+        _apply_progress(run, event["data"])
+    elif event["type"] == "sample":
+        _apply_sample(run, event["data"])
+    elif event["type"] == "point":
+        store_point(run, event["data"])
+    elif event["type"] == "log":
+        _apply_log(run, event["data"])
+    else:
+        _apply_result(run, event["data"])
+
+
+def _locked_run(run_id: str | None) -> Run | None:
     """The run, locked for this transaction so events of one run apply one at a time."""
     try:
-        pk = int(run_id)
-    except (TypeError, ValueError):
+        pk = int(run_id or "")
+    except ValueError:
         return None
     return Run.objects.select_for_update().filter(pk=pk).select_related("host").first()
 
@@ -100,25 +129,25 @@ def _set_step(run: Run, text: str) -> None:
     Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(step=text[:300])
 
 
-def _apply_status(run: Run, data: dict) -> None:
+def _apply_status(run: Run, data: StatusData) -> None:
     message = data.get("message") or ""
     _set_step(run, f"{data.get('state', '')}: {message}" if message else data.get("state", ""))
 
 
-def _apply_step(run: Run, data: dict) -> None:
+def _apply_step(run: Run, data: StepData) -> None:
     percent = data.get("percent")
     parts = [data.get("name", ""), f"{percent:g}%" if isinstance(percent, int | float) else ""]
     parts.append(data.get("message") or "")
     _set_step(run, " ".join(part for part in parts if part))
 
 
-def _apply_progress(run: Run, data: dict) -> None:
+def _apply_progress(run: Run, data: ProgressData) -> None:
     if run.status == Run.Status.QUEUED:
         run_mark_running(run)
     _add_progress(run, data.get("point", 0), [data])
 
 
-def _add_progress(run: Run, point: int, lines: list[dict]) -> None:
+def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     """Store the progress lines of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(ProgressSample, run, point, lines)
     ProgressSample.objects.bulk_create(
@@ -135,13 +164,24 @@ def _add_progress(run: Run, point: int, lines: list[dict]) -> None:
     )
 
 
-def _add_samples(run: Run, model: type[HostSample | ServerSample], point: int, samples) -> None:
+def _add_samples(
+    run: Run, model: type[HostSample] | type[ServerSample], point: int, samples: list[Sample]
+) -> None:
     """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(model, run, point, samples)
-    model.objects.bulk_create(model(run=run, point=point, t=s.get("t"), data=s) for s in new)
+    rows = [model(run=run, point=point, t=s.get("t"), data=s) for s in new]
+    model.objects.bulk_create(rows)  # type: ignore[arg-type]  # rows of `model`, whichever
 
 
-def _not_stored(model, run: Run, point: int, rows: list[dict]) -> list[dict]:
+Row = TypeVar("Row", ProgressLine, Sample)
+
+
+def _not_stored(
+    model: type[ProgressSample] | type[HostSample] | type[ServerSample],
+    run: Run,
+    point: int,
+    rows: Sequence[Row],
+) -> list[Row]:
     """The rows whose `t` this run's `point` has not stored yet (the run row is locked)."""
     stored = set(model.objects.filter(run=run, point=point).values_list("t", flat=True))
     new = []
@@ -152,7 +192,7 @@ def _not_stored(model, run: Run, point: int, rows: list[dict]) -> list[dict]:
     return new
 
 
-def _apply_sample(run: Run, data: dict) -> None:
+def _apply_sample(run: Run, data: SampleData) -> None:
     point = data.get("point", 0)
     if isinstance(data.get("host"), dict):
         _add_samples(run, HostSample, point, [data["host"]])
@@ -160,22 +200,18 @@ def _apply_sample(run: Run, data: dict) -> None:
         _add_samples(run, ServerSample, point, [data["server"]])
 
 
-def _apply_point(run: Run, data: dict) -> None:
-    store_point(run, data)
-
-
-def _apply_log(run: Run, data: dict) -> None:
+def _apply_log(run: Run, data: LogData) -> None:
     log = logger.warning if data.get("level") in ("warning", "error") else logger.debug
     log("run %s: agent says: %s", run.pk, data.get("message", ""))
 
 
-def _apply_result(run: Run, data: dict) -> None:
+def _apply_result(run: Run, data: ResultDocument) -> None:
     stored = set(Result.objects.filter(run=run).values_list("index", flat=True))
     for point in data.get("points") or []:
         if point["index"] not in stored:
             store_point(run, point)
     settings = data.get("settings") or {}
-    snapshot = {
+    snapshot: dict[str, object] = {
         "install": data.get("install") or {},
         "facts": data.get("facts") or {},
         "storage_facts": data.get("storage") or {},
@@ -185,24 +221,12 @@ def _apply_result(run: Run, data: dict) -> None:
         "step": "",
     }
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
-    finished = run_finish(
-        run, status, error=data.get("error"), when=_parse_time(data.get("finished_at")), **snapshot
-    )
+    when = _parse_time(data.get("finished_at"))
+    finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
     if not finished:
         # Already final (cancelled, or failed as agent_lost): keep what the agent measured.
         Run.objects.filter(pk=run.pk).update(**snapshot)
     Host.objects.filter(pk=run.host_id, current_run=run).update(current_run=None)
-
-
-APPLY = {
-    "status": _apply_status,
-    "step": _apply_step,
-    "progress": _apply_progress,
-    "sample": _apply_sample,
-    "point": _apply_point,
-    "log": _apply_log,
-    "result": _apply_result,
-}
 
 
 def store_point(run: Run, point: PointResult) -> Result:
@@ -215,13 +239,13 @@ def store_point(run: Run, point: PointResult) -> Result:
     result, _created = Result.objects.get_or_create(
         run=run, index=index, defaults=_result_values(point)
     )
-    _add_progress(run, index, list(point.get("progress") or []))
+    _add_progress(run, index, point.get("progress") or [])
     _add_samples(run, HostSample, index, point.get("host_samples") or [])
     _add_samples(run, ServerSample, index, point.get("server_samples") or [])
     return result
 
 
-def _result_values(point: PointResult) -> dict:
+def _result_values(point: PointResult) -> dict[str, object]:
     return {
         "clients": point.get("clients") or 0,
         "threads": point.get("threads"),
@@ -254,14 +278,14 @@ def agent_record_event(event: AgentEvent) -> bool:
     return True
 
 
-def _known_run(run_id) -> Run | None:
+def _known_run(run_id: str | None) -> Run | None:
     try:
-        return Run.objects.filter(pk=int(run_id)).first()
-    except (TypeError, ValueError):
+        return Run.objects.filter(pk=int(run_id or "")).first()
+    except ValueError:
         return None
 
 
-def _register(host: Host, data: dict) -> None:
+def _register(host: Host, data: RegistrationData) -> None:
     host.facts = data.get("facts") or {}
     host.installs = data.get("installs") or []
     host.registered_at = timezone.now()

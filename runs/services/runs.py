@@ -1,6 +1,9 @@
 """Runs: cancel, re-run, and the compare-and-set state changes everything else uses."""
 
 import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -30,12 +33,12 @@ def run_mark_running(run: Run, when=None) -> bool:
 def run_finish(
     run: Run,
     status: str,
-    error: dict | None = None,
-    when=None,
+    error: Mapping[str, Any] | None = None,
+    when: datetime | None = None,
     from_states: tuple[str, ...] = ACTIVE_STATES,
-    **snapshot,
+    snapshot: Mapping[str, object] | None = None,
 ) -> bool:
-    """`from_states` (queued or running) -> a final state with its error and snapshot fields.
+    """`from_states` (queued or running) -> a final state with its error and `snapshot` fields.
 
     False, and nothing changed, when the run is in none of `from_states`:
     final states never change.
@@ -48,7 +51,7 @@ def run_finish(
         error_category=error.get("category") or "",
         error_field=error.get("field") or "",
         error_message=error.get("message") or "",
-        **snapshot,
+        **(snapshot or {}),
     )
     if changed:
         logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")

@@ -1,4 +1,7 @@
-"""The agent's command line: `python -m agents run|parse|facts|installs|worker|selfcheck`."""
+"""The agent's command line.
+
+`python -m agents run|parse|facts|installs|worker|identity|selfcheck`
+"""
 
 import argparse
 import json
@@ -115,6 +118,21 @@ def command_worker(args) -> int:
     return 0
 
 
+def command_identity(args) -> int:
+    from agents.identity import load_or_create_identity
+
+    config = load_config(args)
+    identity = load_or_create_identity(config.state_dir, args.name)
+    cli_output.print_json(
+        {
+            "name": identity.name,
+            "fingerprint": identity.fingerprint,
+            "secret_file": str(identity.path),
+        }
+    )
+    return 0
+
+
 def command_selfcheck(args) -> int:
     from agents.selfcheck import run_selfcheck
 
@@ -154,10 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="serve jobs from the lab (Celery worker)")
     worker.add_argument("--name", required=True, help="agent name; its queue is agent.NAME")
-    worker.add_argument("--redis-url", help="Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379/0)")
+    worker.add_argument(
+        "--redis-url", help="Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379/0)"
+    )
     worker.add_argument("--loglevel", default="info")
     add_config_options(worker)
     worker.set_defaults(handler=command_worker)
+
+    identity = commands.add_parser(
+        "identity", help="print the agent's fingerprint (creating its secret on first use)"
+    )
+    identity.add_argument("--name", required=True, help="agent name, as given to worker")
+    add_config_options(identity)
+    identity.set_defaults(handler=command_identity)
 
     selfcheck = commands.add_parser(
         "selfcheck", help="benchmark the agent's overhead against bare pgbench"

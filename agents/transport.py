@@ -21,6 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from agents.contract.signing import sign
 from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
     EVENT_FIELD,
@@ -278,6 +279,15 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def signing_sink(sink: Sink, secret: str) -> Sink:
+    """A sink that signs each event with the agent's secret, then hands it to `sink`."""
+
+    def send(event: dict) -> None:
+        sink(sign("event", event, secret))
+
+    return send
 
 
 class AgentEventEmitter(EventEmitter):

@@ -6,10 +6,15 @@ installed, kombu's JSON module imports django.utils.functional; nothing more.)
 
 Delivery (docs/decisions.md): a task is acknowledged when the job starts, not
 when it ends. A benchmark can run for hours, longer than Redis' visibility
-timeout, and an unacknowledged task would be delivered again mid-run. A task
-lost with a dying agent is not redelivered; the control worker's reaper fails
-the run once the agent's heartbeats stop. A second delivery anyway (a resend,
-two workers of one name) finds the run already claimed and is dropped.
+timeout, and an unacknowledged task would be delivered again mid-run. A job
+lost before it was claimed (Redis lost its data, the agent died holding it)
+is sent once more, with a new token, by the control worker's reaper; a
+claimed run fails once the agent's heartbeats stop. A second delivery anyway
+(a resend, two workers of one name) finds the run already claimed and is
+dropped.
+
+Authentication (docs/notes/enroll.md): the agent signs every event with its
+own secret (agents.identity) and runs only jobs signed with it.
 
 The pool is `threads` with one thread: the job runs in the worker process,
 next to the heartbeat thread and the event sink it shares with them (nothing
@@ -37,6 +42,7 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
 from agents.config import AgentConfig
+from agents.contract.signing import unsigned, verify
 from agents.contract.wire import (
     EVENTS_STREAM,
     EVENTS_STREAM_ENV,
@@ -44,7 +50,8 @@ from agents.contract.wire import (
     agent_queue,
     dispatch_key,
 )
-from agents.events import EventEmitter
+from agents.events import EventEmitter, Sink
+from agents.identity import Identity, load_or_create_identity
 from agents.job import run_job
 from agents.observe.facts import collect_facts
 from agents.postgres.cluster import remove_leftover_clusters
@@ -58,6 +65,7 @@ from agents.transport import (
     RedisStreamSink,
     claim_run,
     redis_client,
+    signing_sink,
 )
 
 logger = logging.getLogger(__name__)
@@ -83,23 +91,33 @@ app.conf.update(
 
 @dataclass
 class Agent:
-    """What the worker process keeps for its jobs: config, Redis, the event sink, the heartbeat."""
+    """What the worker process keeps for its jobs: config, identity, Redis, the event
+    sink (`signed` signs each event before `sink` sends it), the heartbeat."""
 
     config: AgentConfig
+    identity: Identity
     redis: redis.Redis
     sink: RedisStreamSink
+    signed: Sink
     heartbeat: Heartbeat
 
     @classmethod
     def create(cls, config: AgentConfig, stream: str) -> "Agent":
+        identity = load_or_create_identity(config.state_dir, config.name)
         sink = RedisStreamSink(config.redis_url, config.spool_dir, stream=stream)
-        heartbeat = Heartbeat(AgentEventEmitter([sink], config.name))
-        return cls(config, redis_client(config.redis_url), sink, heartbeat)
+        signed = signing_sink(sink, identity.secret)
+        heartbeat = Heartbeat(AgentEventEmitter([signed], config.name))
+        return cls(config, identity, redis_client(config.redis_url), sink, signed, heartbeat)
 
     def start(self) -> None:
         """Send what the spool holds, register with the lab, start beating."""
         name, queue = self.config.name, agent_queue(self.config.name)
         logger.info("agent %s: serving queue %s, events to %s", name, queue, self.sink.stream)
+        logger.warning(
+            "agent %s: identity fingerprint %s (the hosts page shows it before approval)",
+            name,
+            self.identity.fingerprint,
+        )
         self.sink.start()
         removed = remove_leftover_clusters(
             self.config.storage_targets(), ensure_os_user(self.config.os_user)
@@ -107,7 +125,7 @@ class Agent:
         if removed:
             logger.warning("agent %s: removed clusters left behind: %s", name, removed)
         try:
-            register_agent(self.heartbeat.emitter, self.config)
+            register_agent(self.heartbeat.emitter, self.config, self.identity)
         except Exception:
             # Heartbeats still tell the lab the agent is alive; a silent agent
             # would get its runs failed by the reaper.
@@ -171,17 +189,26 @@ def run_job_task(spec: dict) -> dict:
 
 
 def execute(agent: Agent, spec: dict) -> dict:
-    """The task's body; returns a short summary for the worker log."""
+    """The task's body; returns a short summary for the worker log.
+
+    A job whose signature does not match this agent's secret is refused before
+    anything else: it did not come from a lab that enrolled this agent.
+    """
     run_id = spec.get("run_id") if isinstance(spec, dict) else None
     if not isinstance(run_id, str) or not run_id:
         logger.error("dropping a job spec without a run_id")
         return {"run_id": None, "status": "dropped"}
+    if not verify("job", spec, agent.identity.secret):
+        logger.error("run %s: refused: the job is not signed with this agent's secret", run_id)
+        return {"run_id": run_id, "status": "refused"}
+    agent.identity.confirm()
+    spec = unsigned(spec)
     dispatch = dispatch_key(run_id, spec.get("token"))
     if not claim_run(agent.redis, dispatch, agent.config.name):
         logger.warning("run %s: already claimed, dropping this delivery", run_id)
         return {"run_id": run_id, "status": "duplicate"}
     emitter = EventEmitter(
-        [agent.sink], run_id=run_id, token=spec.get("token"), agent=agent.config.name
+        [agent.signed], run_id=run_id, token=spec.get("token"), agent=agent.config.name
     )
     agent.heartbeat.running = run_id
     try:
@@ -193,8 +220,9 @@ def execute(agent: Agent, spec: dict) -> dict:
     return {"run_id": run_id, "status": result["status"], "error": code}
 
 
-def register_agent(emitter: EventEmitter, config: AgentConfig) -> dict:
-    """Emit `agent_register`: this host's facts, installs, storage targets and catalogues."""
+def register_agent(emitter: EventEmitter, config: AgentConfig, identity: Identity) -> dict:
+    """Emit `agent_register`: this host's facts, installs, storage targets and catalogues,
+    and the agent's secret until a job signed with it showed the lab has it."""
     facts = collect_facts(config.storage_targets())
     installs = find_system_installs() + find_cached_installs(config.cache_dir)
     storage = {
@@ -208,6 +236,7 @@ def register_agent(emitter: EventEmitter, config: AgentConfig) -> dict:
             "installs": [install.as_dict() for install in installs],
             "storage": storage,
             "catalogues": cached_catalogues(config.cache_dir),
+            **({} if identity.confirmed else {"secret": identity.secret}),
         },
     )
 

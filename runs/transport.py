@@ -5,18 +5,21 @@ the agent's Celery app. Cancel requests are a Redis key the agent polls. The
 names on the wire are the contract's (agents.contract.wire).
 """
 
+import json
 import logging
 from functools import lru_cache
 
 import redis
 from django.conf import settings
 
+from agents.contract.signing import sign
 from agents.contract.spec import JobSpec
 from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
     RUN_JOB_TASK,
     agent_queue,
     cancel_key,
+    claim_key,
     dispatch_key,
 )
 from benchlab.celery import app
@@ -34,10 +37,14 @@ def redis_connection() -> redis.Redis:
     return _connection(settings.REDIS_URL)
 
 
-def send_job(spec: JobSpec, host_name: str, task_id: str) -> None:
-    """Queue one job spec for an agent; `task_id` was stored on the Run beforehand."""
+def send_job(spec: JobSpec, host_name: str, task_id: str, secret: str) -> None:
+    """Queue one job spec for an agent, signed with the agent's secret.
+
+    `task_id` was stored on the Run beforehand.
+    """
     queue = agent_queue(host_name)
-    app.send_task(RUN_JOB_TASK, args=[spec], queue=queue, task_id=task_id)
+    signed = sign("job", spec, secret)
+    app.send_task(RUN_JOB_TASK, args=[signed], queue=queue, task_id=task_id)
     logger.info("run %s: job sent to %s (task %s)", spec["run_id"], queue, task_id)
 
 
@@ -46,3 +53,31 @@ def request_cancel(run_id: str, token: str) -> None:
     key = cancel_key(dispatch_key(run_id, token))
     redis_connection().set(key, "1", ex=DISPATCH_KEY_TTL_S)
     logger.info("run %s: cancel requested", run_id)
+
+
+# kombu keeps a queue as one Redis list per priority step; a message sent without
+# a priority waits in the list named like the queue.
+PRIORITY_SEPARATOR = "\x06\x16"
+PRIORITY_STEPS = (3, 6, 9)
+
+
+def job_waiting(host_name: str, task_id: str) -> bool:
+    """Whether the job with Celery id `task_id` still waits in the agent's queue."""
+    queue = agent_queue(host_name)
+    pipeline = redis_connection().pipeline(transaction=False)
+    for key in [queue, *(f"{queue}{PRIORITY_SEPARATOR}{step}" for step in PRIORITY_STEPS)]:
+        pipeline.lrange(key, 0, -1)
+    waiting = (message for messages in pipeline.execute() for message in messages)
+    return any(_message_task_id(message) == task_id for message in waiting)
+
+
+def _message_task_id(message: str) -> str | None:
+    try:
+        return json.loads(message)["headers"]["id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def dispatch_claimed(run_id: str, token: str) -> bool:
+    """Whether an agent has claimed this dispatch of the run."""
+    return bool(redis_connection().exists(claim_key(dispatch_key(run_id, token))))

@@ -3,7 +3,7 @@
 from django.urls import path, register_converter
 
 from runs import sse
-from runs.views import assets, catalogue, comparisons, experiments, runs, sharing
+from runs.views import assets, catalogue, comparisons, experiments, hosts, runs, sharing
 
 
 class ExportFormat:
@@ -65,6 +65,8 @@ urlpatterns = [
     path("s/<str:token>/results.<fmt:fmt>", sharing.shared_export, name="shared-export"),
     path("hosts/", catalogue.host_list, name="host-list"),
     path("hosts/<int:pk>/", catalogue.host_detail, name="host-detail"),
+    path("hosts/<int:pk>/approve", hosts.host_approve, name="host-approve"),
+    path("hosts/<int:pk>/revoke", hosts.host_revoke, name="host-revoke"),
     path("builds/", catalogue.build_list, name="build-list"),
     path("configs/", catalogue.config_list, name="config-list"),
     path("configs/new", catalogue.config_edit, name="config-new"),

@@ -33,6 +33,8 @@ ApplicationErrorCode = Literal[
     "pgbench_failed",
     "server_died",
     "agent_lost",
+    # Raised by the lab only: a job Redis no longer holds, sent again and lost again.
+    "job_lost",
     "internal_error",
 ]
 ErrorCode = Literal[UserErrorCode, ApplicationErrorCode, "cancelled"]

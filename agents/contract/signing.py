@@ -15,7 +15,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 SECRET_BYTES = 32
 SIGNATURE_FIELD = "sig"
@@ -41,7 +41,7 @@ def is_secret(value: object) -> bool:
     return True
 
 
-def canonical_json(document: Mapping[str, Any]) -> bytes:
+def canonical_json(document: Mapping[str, object]) -> bytes:
     """The bytes both sides sign: keys sorted, no whitespace, ASCII only.
 
     A document parsed from the JSON the other side sent and dumped again gives
@@ -50,19 +50,19 @@ def canonical_json(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def signature(kind: Kind, document: Mapping[str, Any], secret: str) -> str:
+def signature(kind: Kind, document: Mapping[str, object], secret: str) -> str:
     """HMAC-SHA256 (hex) of `document` without its `sig` field."""
     unsigned = {key: value for key, value in document.items() if key != SIGNATURE_FIELD}
     message = LABELS[kind] + canonical_json(unsigned)
     return hmac.new(bytes.fromhex(secret), message, hashlib.sha256).hexdigest()
 
 
-def sign(kind: Kind, document: Mapping[str, Any], secret: str) -> dict[str, Any]:
+def sign(kind: Kind, document: Mapping[str, object], secret: str) -> dict[str, object]:
     """A copy of `document` with its `sig`."""
     return {**document, SIGNATURE_FIELD: signature(kind, document, secret)}
 
 
-def verify(kind: Kind, document: Mapping[str, Any], secret: str) -> bool:
+def verify(kind: Kind, document: Mapping[str, object], secret: str) -> bool:
     """Whether `document` carries a valid `sig` made with `secret` (constant-time compare)."""
     given = document.get(SIGNATURE_FIELD)
     if not isinstance(given, str) or not is_secret(secret):
@@ -70,7 +70,7 @@ def verify(kind: Kind, document: Mapping[str, Any], secret: str) -> bool:
     return hmac.compare_digest(given, signature(kind, document, secret))
 
 
-def unsigned(document: Mapping[str, Any]) -> dict[str, Any]:
+def unsigned(document: Mapping[str, object]) -> dict[str, object]:
     """A copy of `document` without its `sig` field."""
     return {key: value for key, value in document.items() if key != SIGNATURE_FIELD}
 

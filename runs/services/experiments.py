@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as DjangoUser
 from django.db import transaction
 
 from agents.contract.errors import JobError
@@ -140,8 +141,9 @@ def _experiment_create(user: User, data: dict) -> Experiment:
     return experiment
 
 
-def _owner(user: User) -> AbstractBaseUser | None:
-    return user if isinstance(user, AbstractBaseUser) else None
+def _owner(user: User) -> DjangoUser | None:
+    """The owner to record: the signed-in user, none for an anonymous or absent one."""
+    return user if isinstance(user, DjangoUser) else None
 
 
 def experiment_cells(experiment: Experiment) -> list[Cell]:

@@ -1,7 +1,8 @@
 """`scripts/lab` itself, started with REDIS_URL on a Redis of the test's own.
 
 Everything it starts (web, control worker, local agent) must use that Redis:
-the local agent registering through it proves the agent got the same URL.
+the local agent's heartbeats arriving through it prove the agent got the same
+URL (and that the lab approved its own agent: other hosts' heartbeats are refused).
 The lab database is a throw-away SQLite file, read here with sqlite3.
 """
 
@@ -17,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.agents.worker.conftest import SpareRedis, free_port
-from tests.integration.conftest import REPO, wait_for
+from tests.integration.conftest import REPO
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 LAB_START_TIMEOUT_S = 180
-HEARD_FROM_HOST = "SELECT name, last_seen FROM runs_host WHERE name = ? AND last_seen IS NOT NULL"
+HEARD_FROM_HOST = "SELECT name, enrollment FROM runs_host WHERE name = ? AND last_seen IS NOT NULL"
 
 
 @dataclass
@@ -119,10 +121,11 @@ def test_scripts_lab_gives_the_local_agent_the_redis_of_redis_url(scripts_lab, o
         assert scripts_lab.process.poll() is None, "scripts/lab exited\n" + scripts_lab.logs()
         return scripts_lab.host_row()
 
-    name, last_seen = wait_for(
+    name, enrollment = wait_for(
         registered, LAB_START_TIMEOUT_S, "the local agent to register", scripts_lab.logs, 1.0
     )
 
     assert name == scripts_lab.agent_name
+    assert enrollment == "approved", "the lab's own agent is approved at start"
     queues = own_redis.client().keys("_kombu.binding.*")
     assert f"_kombu.binding.agent.{name}" in queues, "the agent listens on the test's Redis"

@@ -2,9 +2,12 @@
 
 from datetime import UTC, datetime
 
+from agents.contract.signing import is_secret, sign
+
 
 def run_event(run, seq: int, event_type: str, data: dict, token: str | None = None) -> dict:
-    return {
+    """A run's event as its host's agent sends it: signed with the host's secret."""
+    event = {
         "version": 1,
         "run_id": str(run.pk),
         "token": run.token if token is None else token,
@@ -14,10 +17,14 @@ def run_event(run, seq: int, event_type: str, data: dict, token: str | None = No
         "type": event_type,
         "data": data,
     }
+    return sign("event", event, run.host.secret) if is_secret(run.host.secret) else event
 
 
-def agent_event(agent: str, seq: int, event_type: str, data: dict) -> dict:
-    return {
+def agent_event(
+    agent: str, seq: int, event_type: str, data: dict, secret: str | None = None
+) -> dict:
+    """An agent-level event, signed with `secret` when given."""
+    event = {
         "version": 1,
         "run_id": None,
         "token": None,
@@ -27,6 +34,7 @@ def agent_event(agent: str, seq: int, event_type: str, data: dict) -> dict:
         "type": event_type,
         "data": data,
     }
+    return sign("event", event, secret) if secret else event
 
 
 def point(index: int, clients: int = 1, tps: float = 500.0) -> dict:

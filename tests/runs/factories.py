@@ -6,6 +6,7 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from agents.contract.signing import new_secret
 from runs import models
 
 
@@ -25,6 +26,9 @@ class HostFactory(factory.django.DjangoModelFactory):
     name = factory.LazyFunction(lambda: f"host-{uuid.uuid4().hex[:10]}")
     facts = factory.LazyFunction(lambda: {"cpu": {"count": 2}})
     last_seen = factory.LazyFunction(timezone.now)
+    # An enrolled agent, as most tests need; enrollment tests ask for pending ones.
+    enrollment = models.Host.Enrollment.APPROVED
+    secret = factory.LazyFunction(new_secret)
 
 
 class PgBuildFactory(factory.django.DjangoModelFactory):
@@ -96,3 +100,70 @@ class RunFactory(factory.django.DjangoModelFactory):
     workload = factory.SubFactory(WorkloadFactory)
     storage_data = "default"
     token = factory.Sequence(lambda n: f"token-{n}")
+
+
+class ResultFactory(factory.django.DjangoModelFactory):
+    """A measured point of a run: 10 s at 4 clients, 1000 tps, no failures."""
+
+    class Meta:
+        model = models.Result
+
+    run = factory.SubFactory(RunFactory, status=models.Run.Status.SUCCEEDED)
+    index = factory.Sequence(lambda n: n)
+    clients = 4
+    threads = 4
+    repeat = 1
+    tps = 1000.0
+    latency_avg_ms = 4.0
+    duration_s = 10.0
+    exit_code = 0
+
+
+class ProgressSampleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.ProgressSample
+
+    point = 0
+    t = 1.0
+    tps = 1000.0
+    latency_ms = 4.0
+
+
+class HostSampleFactory(factory.django.DjangoModelFactory):
+    """A host sample; `data` as agents/observe/host.py reports it."""
+
+    class Meta:
+        model = models.HostSample
+
+    point = 0
+    t = 1.0
+    data = factory.LazyAttribute(
+        lambda s: {
+            "t": s.t,
+            "cpu_user": 40.0,
+            "cpu_system": 10.0,
+            "cpu_iowait": 1.0,
+            "cpu_idle": 49.0,
+        }
+    )
+
+
+class ServerSampleFactory(factory.django.DjangoModelFactory):
+    """A server sample; `data` as agents/observe/server.py reports it (no checkpoint running)."""
+
+    class Meta:
+        model = models.ServerSample
+
+    point = 0
+    t = 1.0
+    data = factory.LazyAttribute(
+        lambda s: {
+            "t": s.t,
+            "checkpoints_timed": 1,
+            "checkpoints_req": 2,
+            "buffers_checkpoint_per_s": 0.0,
+            "buffers_clean_per_s": 0.0,
+            "buffers_backend_per_s": 0.0,
+            "wait_events": {"CPU": 2},
+        }
+    )

@@ -8,14 +8,15 @@ publishes to a Redis Stream.
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any, TextIO
 
 from agents.contract.events import EVENT_TYPES, EVENT_VERSION, InvalidEvent
 
 logger = logging.getLogger(__name__)
 
-Sink = Callable[[dict], None]
+Sink = Callable[[dict[str, Any]], None]
 
 
 def now_iso() -> str:
@@ -40,7 +41,7 @@ class EventEmitter:
         self._seq = first_seq - 1
         self._lock = threading.Lock()
 
-    def emit(self, event_type: str, data: dict) -> dict:
+    def emit(self, event_type: str, data: Mapping[str, Any]) -> dict[str, Any]:
         """Build the next event and deliver it; thread-safe (samplers emit from their threads)."""
         if event_type not in EVENT_TYPES:
             raise InvalidEvent(f"unknown event type {event_type!r}")
@@ -61,10 +62,10 @@ class EventEmitter:
         return event
 
 
-def json_lines_sink(stream) -> Sink:
+def json_lines_sink(stream: TextIO) -> Sink:
     """A sink writing each event as one JSON line (the CLI's --json-events)."""
 
-    def write(event: dict) -> None:
+    def write(event: dict[str, Any]) -> None:
         stream.write(json.dumps(event, separators=(",", ":")) + "\n")
         stream.flush()
 

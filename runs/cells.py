@@ -66,7 +66,7 @@ def _round_results(keys: set[CellKey]) -> dict[CellKey, list[Result]]:
         cell__in={cell for _experiment, cell in keys},
         round__isnull=False,
     ).values_list("pk", "experiment_id", "cell", "round")
-    newest: dict[tuple[int, int, int], int] = {}
+    newest: dict[tuple[int, int, int | None], int] = {}
     for pk, experiment, cell, round_number in candidates.order_by("pk"):
         if (experiment, cell) in keys:
             newest[(experiment, cell, round_number)] = pk

@@ -1,8 +1,11 @@
 """Forms of the pages. They parse and check input; writes go through runs.services."""
 
 import re
+from collections.abc import Callable
+from typing import Any, cast
 
 from django import forms
+from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
 from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN
@@ -16,11 +19,22 @@ SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 class CheckboxList(forms.CheckboxSelectMultiple):
     """Checkboxes that carry per-option data attributes for the live estimate."""
 
-    def __init__(self, option_data=None, **kwargs):
+    def __init__(
+        self, option_data: Callable[[Any], dict[str, Any]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.option_data = option_data or (lambda instance: {})
 
-    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+    def create_option(  # type: ignore[override]
+        self,
+        name: str,
+        value: Any,
+        label: str,
+        selected: bool,
+        index: int,
+        subindex: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         option = super().create_option(name, value, label, selected, index, subindex, attrs)
         instance = getattr(value, "instance", None)
         if instance is not None:
@@ -163,8 +177,8 @@ class ScheduleForm(forms.Form):
     def clean_storage(self) -> list[dict]:
         return parse_storage_layouts(self.cleaned_data["storage"])
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
         duration, transactions = cleaned.get("duration_s"), cleaned.get("transactions")
         if duration and transactions:
             self.add_error("transactions", "give a duration or a transaction count, not both")
@@ -253,18 +267,19 @@ class ConfigProfileForm(forms.ModelForm):
         fields = ["name", "description", "parent"]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.notes: list[str] = []
         if self.instance.pk:
             self.fields["settings_text"].initial = format_settings(self.instance.settings)
-            self.fields["parent"].queryset = ConfigProfile.objects.exclude(pk=self.instance.pk)
+            parent = cast(forms.ModelChoiceField, self.fields["parent"])
+            parent.queryset = ConfigProfile.objects.exclude(pk=self.instance.pk)
 
     def clean_settings_text(self) -> dict:
         return parse_settings(self.cleaned_data["settings_text"])
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
         parent, values = cleaned.get("parent"), cleaned.get("settings_text")
         if self.instance.pk and parent and self.instance in [parent, *parent.ancestors()]:
             self.add_error("parent", "a profile cannot build on itself")
@@ -332,7 +347,7 @@ class WorkloadForm(forms.ModelForm):
         }
         labels = {"setup_sql": "Setup SQL (after pgbench -i)", "rate_tps": "Rate limit (tps)"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         scripts = self.instance.scripts or []
         self.fields["builtins"].initial = [s["builtin"] for s in scripts if "builtin" in s]
@@ -363,8 +378,8 @@ class WorkloadForm(forms.ModelForm):
             scripts.append({"name": "custom", "text": data["script_text"], "weight": 1})
         return scripts
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
         scripts = self.scripts()
         if not scripts:
             self.add_error("builtins", "choose a built-in script or write a custom one")
@@ -407,7 +422,7 @@ class HostNotesForm(forms.ModelForm):
         fields = ["notes"]
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["labels_text"].initial = ", ".join(self.instance.labels or [])
 
@@ -426,7 +441,7 @@ class CompareForm(forms.Form):
     baseline = forms.ModelChoiceField(Run.objects.all(), required=False)
     name = forms.CharField(max_length=200, required=False)
 
-    def clean_runs(self):
+    def clean_runs(self) -> QuerySet[Run]:
         runs = self.cleaned_data["runs"]
         if len(runs) < 2:
             raise forms.ValidationError("tick at least two runs to compare")

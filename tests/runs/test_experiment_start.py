@@ -7,6 +7,7 @@ import json
 import pytest
 
 from agents.contract.errors import JobError
+from agents.contract.signing import unsigned, verify
 from agents.contract.spec import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
@@ -162,7 +163,10 @@ def test_jobs_reach_the_agent_queue_only_after_the_commit(
 
     for callback in callbacks:
         callback()
-    assert queued_jobs(lab_redis, host.name) == [{"task": RUN_JOB_TASK, "args": [run.spec]}]
+    (job,) = queued_jobs(lab_redis, host.name)
+    assert job["task"] == RUN_JOB_TASK
+    assert verify("job", job["args"][0], host.secret)
+    assert unsigned(job["args"][0]) == run.spec
 
 
 def test_setting_with_a_bad_value_is_refused_naming_the_field(pg_catalogue, lab_redis):

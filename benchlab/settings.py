@@ -7,6 +7,7 @@ SECRET_KEY (or SECRET_KEY_FILE), DATABASE_URL, REDIS_URL and ALLOWED_HOSTS.
 
 import os
 from pathlib import Path
+from typing import overload
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -19,6 +20,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     """A string from `NAME`, or from the file named by `NAME_FILE` (for secrets)."""
     file_name = os.environ.get(f"{name}_FILE")

@@ -26,6 +26,7 @@ import logging
 import os
 import socket
 import threading
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -40,6 +41,15 @@ from runs.transport import redis_connection
 logger = logging.getLogger(__name__)
 
 DEAD_LETTER_MAX_ENTRIES = 100_000
+
+# A stream entry: its id and its fields (the client decodes responses to str).
+Fields = dict[str, str]
+Entry = tuple[str, Fields | None]
+
+
+def _stream_entries(reply: Any) -> list[Entry]:
+    """The entries of an XREADGROUP reply for one stream (empty when nothing came)."""
+    return reply[0][1] if reply else []
 
 
 def default_consumer_name() -> str:
@@ -60,8 +70,8 @@ class EventConsumer:
         claim_idle_ms: int = 60_000,
     ):
         self.client = client or redis_connection()
-        self.stream = stream or settings.BENCHLAB_EVENTS_STREAM
-        self.group = group or settings.BENCHLAB_EVENTS_GROUP
+        self.stream: str = stream or settings.BENCHLAB_EVENTS_STREAM
+        self.group: str = group or settings.BENCHLAB_EVENTS_GROUP
         self.consumer = consumer or default_consumer_name()
         self.block_ms = block_ms
         self.batch = batch
@@ -82,28 +92,28 @@ class EventConsumer:
             self.handle(entry_id, fields)
         return len(entries)
 
-    def _own_pending(self) -> list:
+    def _own_pending(self) -> list[Entry]:
         reply = self.client.xreadgroup(
             self.group, self.consumer, {self.stream: "0"}, count=self.batch
         )
-        return reply[0][1] if reply else []
+        return _stream_entries(reply)
 
-    def _reclaimed(self) -> list:
-        reply = self.client.xautoclaim(
+    def _reclaimed(self) -> list[Entry]:
+        reply: Any = self.client.xautoclaim(
             self.stream, self.group, self.consumer, self.claim_idle_ms, "0-0", count=self.batch
         )
-        entries = reply[1]
+        entries: list[Entry] = reply[1]
         if entries:
             logger.info("reclaimed %d events left pending by other consumers", len(entries))
         return entries
 
-    def _new(self) -> list:
+    def _new(self) -> list[Entry]:
         reply = self.client.xreadgroup(
             self.group, self.consumer, {self.stream: ">"}, count=self.batch, block=self.block_ms
         )
-        return reply[0][1] if reply else []
+        return _stream_entries(reply)
 
-    def handle(self, entry_id: str, fields: dict | None) -> None:
+    def handle(self, entry_id: str, fields: Fields | None) -> None:
         """Store one entry and acknowledge it after the commit.
 
         Raises the database's error when it cannot be reached; the entry then

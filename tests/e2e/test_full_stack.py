@@ -36,6 +36,7 @@ COUNT_PROGRESS = """() => {
 @pytest.fixture
 def stack(transactional_db, tmp_path):
     lab = Lab(tmp_path)
+    lab.approve()
     lab.start_control()
     lab.start_agent()
     web = None

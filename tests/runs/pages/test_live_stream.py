@@ -34,7 +34,8 @@ def events_of(body: str) -> list[dict]:
 async def read_stream(client: AsyncClient, url: str, **headers) -> list[dict]:
     response = await client.get(url, headers=headers)
     assert response["Content-Type"] == "text/event-stream"
-    chunks = [chunk async for chunk in response.streaming_content]
+    async with asyncio.timeout(STREAM_TIMEOUT_S):
+        chunks = [chunk async for chunk in response.streaming_content]
     return events_of(b"".join(chunks).decode())
 
 
@@ -91,14 +92,15 @@ async def follow_while_samples_arrive(client: AsyncClient, run: Run) -> None:
     response = await client.get(reverse("run-events", args=[run.pk]))
     stream = aiter(response.streaming_content)
     seen = b""
-    while b"event: status" not in seen:
-        seen += await anext(stream)
-    await ProgressSample.objects.acreate(run=run, point=1, t=1.0, tps=777.0, latency_ms=1.0)
-    while b"777.0" not in seen:
-        seen += await anext(stream)
-    await Run.objects.filter(pk=run.pk).aupdate(status=Run.Status.SUCCEEDED)
-    async for chunk in stream:
-        seen += chunk
+    async with asyncio.timeout(STREAM_TIMEOUT_S):
+        while b"event: status" not in seen:
+            seen += await anext(stream)
+        await ProgressSample.objects.acreate(run=run, point=1, t=1.0, tps=777.0, latency_ms=1.0)
+        while b"777.0" not in seen:
+            seen += await anext(stream)
+        await Run.objects.filter(pk=run.pk).aupdate(status=Run.Status.SUCCEEDED)
+        async for chunk in stream:
+            seen += chunk
     assert seen.decode().rstrip().splitlines()[0].startswith("retry:")
     assert "event: end" in seen.decode()
 

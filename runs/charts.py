@@ -1,19 +1,30 @@
 """Plotly figures for the pages, built server-side and drawn by plotly.js.
 
 Timelines put the points of a run one after another on one time axis: a
-point starts where the previous one ended, with a gap between them. The page's
-live script (frontend/live.js) extends the same traces with the same rule.
+point starts where the previous one ended, with a gap between them. A point
+lasts as long as the longest of its stored timelines (progress, host and
+server samples), so tps, latency, host and server charts share that axis. The
+page's live script (frontend/live.js) extends the same traces with the same rule.
+
+Charts against clients draw the mean of the repeats with its 95 % confidence
+interval, points with validity warnings with an open marker (the warnings,
+naming the repeats, in the hover), and each run's peak as an annotation.
 """
 
 import json
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from agents.contract.spec import sweep_points
-from runs.compare import METRICS, Spread, run_spreads
-from runs.models import HostSample, ProgressSample, Result, Run
+from runs.compare import METRICS, Peak, run_summaries
+from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.stats import Summary
+from runs.warnings import CheckpointEvent, ValidityWarning, checkpoint_events
 
 COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
+WARN_COLOR = "#b7791f"
+CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#868e96"}
 HOST_SERIES = (
     ("cpu_user", "CPU user %"),
     ("cpu_system", "CPU system %"),
@@ -21,7 +32,14 @@ HOST_SERIES = (
     ("disk_data_util", "disk util % (data)"),
     ("disk_wal_util", "disk util % (WAL)"),
 )
+BUFFER_SERIES = (
+    ("buffers_checkpoint_per_s", "by checkpointer"),
+    ("buffers_clean_per_s", "by background writer"),
+    ("buffers_backend_per_s", "by backends"),
+)
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
+
+Samples = list[tuple[int, float]]
 
 
 def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
@@ -43,21 +61,42 @@ def figure_json(figure: go.Figure, filename: str) -> dict:
     return {**json.loads(figure.to_json()), "config": config}
 
 
-def sequential_times(samples: list[tuple[int, float]]) -> list[float | None]:
-    """x for each (point, t), points laid end to end; None marks the gap before a new point."""
+def point_offsets(*series: Samples) -> dict[int, float]:
+    """Point -> where it starts on the shared axis: the points before it, end to end."""
+    lengths: dict[int, float] = {}
+    for samples in series:
+        for point, t in samples:
+            lengths[point] = max(lengths.get(point, 0.0), t or 0.0)
+    offsets, start = {}, 0.0
+    for point in sorted(lengths):
+        offsets[point] = start
+        start += lengths[point]
+    return offsets
+
+
+def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[int, float]:
+    """A run's point offsets from all of its stored timelines."""
+    return point_offsets(_times(progress), _times(host), _times(server))
+
+
+def timeline_xs(samples: Samples, offsets: dict[int, float]) -> list[float | None]:
+    """x for each (point, t) on the shared axis; None marks the gap before a new point."""
     xs: list[float | None] = []
-    last_x, offset, current = 0.0, 0.0, None
+    current = None
     for point, t in samples:
-        if point != current:
-            if current is not None:
-                xs.append(None)
-            offset, current = last_x, point
-        last_x = offset + (t or 0.0)
-        xs.append(last_x)
+        if current is not None and point != current:
+            xs.append(None)
+        current = point
+        xs.append(offsets.get(point, 0.0) + (t or 0.0))
     return xs
 
 
-def _with_gaps(samples: list[tuple[int, float]], values: list) -> list:
+def sequential_times(samples: Samples) -> list[float | None]:
+    """x for each (point, t) with the points of these samples alone laid end to end."""
+    return timeline_xs(samples, point_offsets(samples))
+
+
+def _with_gaps(samples: Samples, values: list) -> list:
     out, current = [], None
     for (point, _t), value in zip(samples, values, strict=True):
         if current is not None and point != current:
@@ -67,9 +106,9 @@ def _with_gaps(samples: list[tuple[int, float]], values: list) -> list:
     return out
 
 
-def _timeline_trace(samples, values, name: str, color: str, labels=None) -> go.Scatter:
+def _timeline_trace(samples, values, name: str, color: str, offsets, labels=None) -> go.Scatter:
     return go.Scatter(
-        x=sequential_times(samples),
+        x=timeline_xs(samples, offsets),
         y=_with_gaps(samples, values),
         mode="lines+markers",
         name=name,
@@ -83,12 +122,16 @@ def _timeline_trace(samples, values, name: str, color: str, labels=None) -> go.S
     )
 
 
-def progress_traces(progress: list[ProgressSample], labels: dict[int, str], name: str, color: str):
+def _times(samples: Sequence) -> Samples:
+    return [(s.point, s.t or 0.0) for s in samples]
+
+
+def progress_traces(progress: list[ProgressSample], labels, name: str, color: str, offsets):
     """(tps trace, latency trace) of one run's progress samples."""
-    samples = [(p.point, p.t) for p in progress]
+    samples = _times(progress)
     text = [labels.get(p.point, "") for p in progress]
-    tps = _timeline_trace(samples, [p.tps for p in progress], name, color, text)
-    latency = _timeline_trace(samples, [p.latency_ms for p in progress], name, color, text)
+    tps = _timeline_trace(samples, [p.tps for p in progress], name, color, offsets, text)
+    latency = _timeline_trace(samples, [p.latency_ms for p in progress], name, color, offsets, text)
     return tps, latency
 
 
@@ -96,22 +139,86 @@ def point_labels(results: list[Result], spec: dict) -> dict[int, str]:
     """Point index -> `4 clients, repeat 1`, from results and the sweep in the spec."""
     labels = {r.index: f"{r.clients} clients, repeat {r.repeat}" for r in results}
     sweep = spec.get("sweep") or {}
-    # Specs stored by older labs or written by hand may lack the defaults.
-    planned = (
-        sweep_points({"repeats": 1, "order": "ascending", **sweep}) if sweep.get("clients") else []
-    )
+    clients, repeats = sweep.get("clients") or [], sweep.get("repeats") or 1
+    planned = [(c, r) for c in clients for r in range(1, repeats + 1)]
+    if sweep.get("order") == "interleaved":
+        planned = [(c, r) for r in range(1, repeats + 1) for c in clients]
     for index, (c, r) in enumerate(planned):
         labels.setdefault(index, f"{c} clients, repeat {r}")
     return labels
 
 
-def run_timelines(run: Run, progress: list[ProgressSample], results: list[Result]) -> dict:
-    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0)."""
-    tps, latency = progress_traces(progress, point_labels(results, run.spec), "run", COLORS[0])
-    tps_fig = go.Figure([tps], _layout("tps over time", "seconds", "tps"))
+def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]:
+    """Every checkpoint start and end seen in a run's server samples, point by point."""
+    by_point: dict[int, list[ServerSample]] = {}
+    for sample in server_samples:
+        by_point.setdefault(sample.point, []).append(sample)
+    return [e for point, rows in sorted(by_point.items()) for e in checkpoint_events(point, rows)]
+
+
+def _checkpoint_shapes(events: list[CheckpointEvent], offsets) -> list[dict]:
+    """Vertical lines at checkpoint starts (solid) and ends (dotted), coloured by cause."""
+    return [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": offsets.get(e.point, 0.0) + e.t,
+            "x1": offsets.get(e.point, 0.0) + e.t,
+            "y0": 0,
+            "y1": 1,
+            "line": {
+                "color": CHECKPOINT_COLORS[e.kind],
+                "width": 1,
+                "dash": "solid" if e.edge == "start" else "dot",
+            },
+        }
+        for e in events
+    ]
+
+
+def _warning_marks(progress, point_warnings: dict[int, list[ValidityWarning]], offsets):
+    """A marker above each warned point of a timeline, its warnings in the hover text."""
+    xs, ys, text = [], [], []
+    for point, found in sorted(point_warnings.items()):
+        rows = [p for p in progress if p.point == point and p.tps is not None]
+        if not found or not rows:
+            continue
+        xs.append(offsets.get(point, 0.0) + max(p.t for p in rows) / 2)
+        ys.append(max(p.tps for p in rows))
+        text.append("<br>".join(f"{w.title}: {w.detail}" for w in found))
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        text=text,
+        mode="markers",
+        name="validity warning",
+        marker={"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
+        hovertemplate="%{text}<extra></extra>",
+        showlegend=bool(xs),
+    )
+
+
+def run_timelines(
+    run: Run,
+    progress: list[ProgressSample],
+    results: list[Result],
+    offsets: dict[int, float],
+    checkpoints: list[CheckpointEvent],
+    point_warnings: dict[int, list[ValidityWarning]],
+) -> dict:
+    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
+
+    Checkpoints are vertical lines; warned points get a marker on the tps chart.
+    """
+    labels = point_labels(results, run.spec)
+    tps, latency = progress_traces(progress, labels, "run", COLORS[0], offsets)
+    marks = _warning_marks(progress, point_warnings, offsets)
+    shapes = _checkpoint_shapes(checkpoints, offsets)
+    tps_fig = go.Figure([tps, marks], _layout("tps over time", "seconds", "tps"))
     latency_fig = go.Figure([latency], _layout("latency over time", "seconds", "ms"))
-    tps_fig.update_layout(showlegend=False)
-    latency_fig.update_layout(showlegend=False)
+    for figure in (tps_fig, latency_fig):
+        figure.update_layout(showlegend=False, shapes=shapes)
     return {
         "tps": figure_json(tps_fig, f"run-{run.pk}-tps"),
         "latency": figure_json(latency_fig, f"run-{run.pk}-latency"),
@@ -130,12 +237,12 @@ def host_sample_values(sample: dict) -> dict[str, float | None]:
     }
 
 
-def host_figure(run: Run, host_samples: list[HostSample]) -> dict:
+def host_figure(run: Run, host_samples: list[HostSample], offsets: dict[int, float]) -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series."""
-    samples = [(s.point, s.t or 0.0) for s in host_samples]
+    samples = _times(host_samples)
     values = [host_sample_values(s.data) for s in host_samples]
     traces = [
-        _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)])
+        _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)], offsets)
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
     layout = _layout("host", "seconds", "%", height=260)
@@ -143,13 +250,93 @@ def host_figure(run: Run, host_samples: list[HostSample]) -> dict:
     return figure_json(go.Figure(traces, layout), f"run-{run.pk}-host")
 
 
-def _error_bars(spreads: list[Spread]) -> dict:
+def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
+    """Wait-event type -> sampled backends per sample (`CPU`: active, not waiting)."""
+    types = sorted(
+        {key.split(":")[0] for s in server_samples for key in (s.data.get("wait_events") or {})}
+    )
+    stacked: dict[str, list[int]] = {name: [] for name in types}
+    for sample in server_samples:
+        counts = dict.fromkeys(types, 0)
+        for key, backends in (sample.data.get("wait_events") or {}).items():
+            counts[key.split(":")[0]] += backends
+        for name in types:
+            stacked[name].append(counts[name])
+    return stacked
+
+
+def _checkpoint_markers(events, offsets, name: str, color: str | None = None, row_y=0.0):
+    """Checkpoint starts (triangle up) and ends (triangle down) as one marker trace."""
+    return go.Scatter(
+        x=[offsets.get(e.point, 0.0) + e.t for e in events],
+        y=[row_y] * len(events),
+        mode="markers",
+        name=name,
+        text=[f"{e.kind} checkpoint {e.edge}" for e in events],
+        marker={
+            "symbol": ["triangle-up" if e.edge == "start" else "triangle-down" for e in events],
+            "size": 11,
+            "color": [color or CHECKPOINT_COLORS[e.kind] for e in events],
+        },
+        hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+        showlegend=bool(events),
+    )
+
+
+def server_figure(run: Run, server_samples: list[ServerSample], offsets, checkpoints) -> dict:
+    """Buffers written per second with checkpoint markers (top) and sampled wait events
+    stacked by wait-event type (bottom), on the run's shared time axis."""
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    samples = _times(server_samples)
+    for n, (key, label) in enumerate(BUFFER_SERIES):
+        values = [s.data.get(key) for s in server_samples]
+        color = COLORS[n % len(COLORS)]
+        figure.add_trace(_timeline_trace(samples, values, label, color, offsets), row=1, col=1)
+    figure.add_trace(_checkpoint_markers(checkpoints, offsets, "checkpoints"), row=1, col=1)
+    for n, (kind, counts) in enumerate(wait_event_types(server_samples).items()):
+        trace = _timeline_trace(samples, counts, kind, COLORS[(n + 3) % len(COLORS)], offsets)
+        trace.update(stackgroup="waits", mode="lines", line={"width": 0.5})
+        figure.add_trace(trace, row=2, col=1)
+    layout = _layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
+    layout["yaxis2"] = {"title": {"text": "backends"}, "rangemode": "tozero"}
+    layout["xaxis2"] = {"title": {"text": "seconds"}}
+    layout["xaxis"] = {"zeroline": False}
+    figure.update_layout(layout)
+    return figure_json(figure, f"run-{run.pk}-server")
+
+
+def _ci_bars(summaries: list[Summary]) -> dict:
     return {
         "type": "data",
         "symmetric": False,
-        "array": [s.maximum - s.mean for s in spreads],
-        "arrayminus": [s.mean - s.minimum for s in spreads],
-        "visible": any(s.n > 1 for s in spreads),
+        "array": [s.ci_high - s.mean if s.ci_high is not None else 0.0 for s in summaries],
+        "arrayminus": [s.mean - s.ci_low if s.ci_low is not None else 0.0 for s in summaries],
+        "visible": any(s.n > 1 for s in summaries),
+    }
+
+
+def _hover(clients: int, summary: Summary, found: list[ValidityWarning]) -> str:
+    interval = (
+        f"95 % CI {summary.ci_low:,.3f} to {summary.ci_high:,.3f}"
+        if summary.ci_low is not None
+        else "one repeat: no interval"
+    )
+    lines = [f"{clients} clients, n={summary.n}", interval]
+    lines += [f"⚠ {w.title}: {w.detail}" for w in found]
+    return "<br>".join(lines)
+
+
+def _peak_annotation(peak: Peak, x, color: str, label: str) -> dict:
+    return {
+        "x": x,
+        "y": peak.summary.mean,
+        "text": f"{peak.word} {peak.summary.mean:,.1f} @ {peak.clients}",
+        "showarrow": True,
+        "arrowhead": 2,
+        "ax": 0,
+        "ay": -28,
+        "font": {"size": 11, "color": color},
+        "hovertext": f"{label}: {peak.word} at {peak.clients} clients",
     }
 
 
@@ -159,28 +346,56 @@ def clients_figure(
     metric: str,
     labels: dict[int, str],
     name: str,
+    cell_warnings: dict[tuple[int, int], list[ValidityWarning]] | None = None,
+    peaks: dict[int, Peak] | None = None,
 ) -> dict:
     """`metric` against clients, one line per run (bars for a single client count).
 
-    Markers are the mean over repeats; error bars span min to max.
+    Markers are the mean over repeats with 95 % CI error bars; a cell with
+    warnings has an open diamond marker (bars: a cross pattern) and its
+    warnings, naming the repeats, in the hover; the peak of each run is
+    annotated. `cell_warnings` is keyed by (run id, clients), `peaks` by run id.
     """
+    cell_warnings, peaks = cell_warnings or {}, peaks or {}
     client_counts = {r.clients for rs in results.values() for r in rs}
     as_bars = len(client_counts) == 1
-    traces = []
+
+    def x_of(clients: int):
+        return f"{clients} clients" if as_bars else clients
+
+    traces, annotations = [], []
     for n, run in enumerate(runs):
-        spreads = run_spreads(results.get(run.pk, []), metric)
-        x = [f"{c} clients" for c in spreads] if as_bars else list(spreads)
+        color = COLORS[n % len(COLORS)]
+        summaries = run_summaries(results.get(run.pk, []), metric)
+        found = [cell_warnings.get((run.pk, c), []) for c in summaries]
         common = {
-            "x": x,
-            "y": [s.mean for s in spreads.values()],
+            "x": [x_of(c) for c in summaries],
+            "y": [s.mean for s in summaries.values()],
             "name": labels[run.pk],
-            "error_y": _error_bars(list(spreads.values())),
-            "marker": {"color": COLORS[n % len(COLORS)]},
+            "legendgroup": str(run.pk),
+            "error_y": _ci_bars(list(summaries.values())),
+            "text": [_hover(c, s, f) for (c, s), f in zip(summaries.items(), found, strict=True)],
+            "hovertemplate": "%{y:,.3f}<br>%{text}<extra>%{fullData.name}</extra>",
         }
-        traces.append(go.Bar(**common) if as_bars else go.Scatter(mode="lines+markers", **common))
-    title = f"{METRICS[metric]} against clients"
-    layout = _layout(title, "clients", METRICS[metric], height=360)
+        if as_bars:
+            shapes = ["x" if f else "" for f in found]
+            traces.append(go.Bar(marker={"color": color, "pattern": {"shape": shapes}}, **common))
+        else:
+            marker = {
+                "color": color,
+                "size": [12 if f else 7 for f in found],
+                "symbol": ["diamond-open" if f else "circle" for f in found],
+                "line": {"width": 2},
+            }
+            traces.append(go.Scatter(mode="lines+markers", marker=marker, **common))
+        if run.pk in peaks:
+            annotations.append(
+                _peak_annotation(peaks[run.pk], x_of(peaks[run.pk].clients), color, labels[run.pk])
+            )
+    title = f"{METRICS[metric]} against clients (mean, 95 % CI)"
+    layout = _layout(title, "clients", METRICS[metric], height=380)
     layout["hovermode"] = "closest"
+    layout["annotations"] = annotations
     if not as_bars:
         layout["xaxis"]["type"] = "log" if len(client_counts) > 3 else "linear"
         layout["xaxis"]["tickvals"] = sorted(client_counts)
@@ -188,14 +403,23 @@ def clients_figure(
 
 
 def overlaid_timelines(
-    runs: list[Run], progress: dict[int, list[ProgressSample]], results, labels, name: str
+    runs: list[Run],
+    progress: dict[int, list[ProgressSample]],
+    results,
+    labels,
+    name: str,
+    offsets: dict[int, dict[int, float]],
 ) -> dict:
     """tps and latency timelines of several runs on one axis each, one line per run."""
     tps_traces, latency_traces = [], []
     for n, run in enumerate(runs):
         point_names = point_labels(results.get(run.pk, []), run.spec)
         tps, latency = progress_traces(
-            progress.get(run.pk, []), point_names, labels[run.pk], COLORS[n % len(COLORS)]
+            progress.get(run.pk, []),
+            point_names,
+            labels[run.pk],
+            COLORS[n % len(COLORS)],
+            offsets[run.pk],
         )
         tps_traces.append(tps)
         latency_traces.append(latency)
@@ -208,3 +432,33 @@ def overlaid_timelines(
             f"{name}-latency-time",
         ),
     }
+
+
+def written_per_second(sample: ServerSample) -> float | None:
+    """Buffers written per second by checkpointer, background writer and backends together."""
+    values = [sample.data.get(key) for key, _label in BUFFER_SERIES]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def overlaid_server(
+    runs: list[Run],
+    server: dict[int, list[ServerSample]],
+    labels,
+    name: str,
+    offsets: dict[int, dict[int, float]],
+) -> dict:
+    """Buffers written per second of several runs on one axis, with each run's checkpoints."""
+    traces = []
+    for n, run in enumerate(runs):
+        color, samples = COLORS[n % len(COLORS)], server.get(run.pk, [])
+        values = [written_per_second(s) for s in samples]
+        traces.append(
+            _timeline_trace(_times(samples), values, labels[run.pk], color, offsets[run.pk])
+        )
+        events = [e for e in run_checkpoints(samples) if e.edge == "start"]
+        traces.append(
+            _checkpoint_markers(events, offsets[run.pk], f"checkpoints {labels[run.pk]}", color)
+        )
+    layout = _layout("buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s")
+    return figure_json(go.Figure(traces, layout), f"{name}-server-time")

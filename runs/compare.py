@@ -1,15 +1,20 @@
-"""Comparison logic: statistics over repeats, deltas to a baseline, and what differs.
+"""Comparison logic: statistics per point, verdicts against a baseline, warnings, peaks,
+and what differs between runs.
 
-Pure functions over model instances already loaded; no queries of their own
-beyond the ones the caller's prefetching answers.
+Pure functions over model instances already loaded (the numbers come from
+`runs.stats`, the warnings from `runs.warnings`); no queries of their own.
 """
 
 import json
 import re
-import statistics
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from runs import stats
+from runs import warnings as checks
 from runs.models import Result, Run
+from runs.stats import Judgement, Question, Summary
+from runs.warnings import PointSamples, ValidityWarning
 
 METRICS = {
     "tps": "tps",
@@ -18,8 +23,8 @@ METRICS = {
 }
 # Larger is better for tps, smaller for latencies.
 HIGHER_IS_BETTER = {"tps": True, "latency_avg_ms": False, "p95": False}
-# A coefficient of variation above this across repeats marks a point unstable.
-UNSTABLE_CV = 0.10
+# The metrics a comparison table judges (each one a comparison per cell).
+COMPARED_METRICS = ("tps", "latency_avg_ms")
 # Settings every throw-away cluster has its own value for, and facts that move
 # from one second to the next: they differ between any two runs and say nothing.
 PER_CLUSTER_SETTINGS = {
@@ -42,101 +47,242 @@ def metric_value(result: Result, metric: str) -> float | None:
     return (result.percentiles or {}).get(metric)
 
 
-@dataclass(frozen=True)
-class Spread:
-    """A metric at one client count over the repeats of a run."""
-
-    n: int
-    mean: float
-    minimum: float
-    maximum: float
-    stddev: float | None
-
-    @property
-    def unstable(self) -> bool:
-        """Repeats disagree by more than UNSTABLE_CV (only with two or more)."""
-        return bool(self.stddev and self.mean and self.stddev / abs(self.mean) > UNSTABLE_CV)
-
-
-def spread(values: list[float]) -> Spread | None:
-    """Mean, range and sample standard deviation of the measured values (None: nothing)."""
-    if not values:
-        return None
-    stddev = statistics.stdev(values) if len(values) > 1 else None
-    return Spread(len(values), statistics.fmean(values), min(values), max(values), stddev)
-
-
-def run_spreads(results: list[Result], metric: str) -> dict[int, Spread]:
-    """Client count -> spread of `metric` over the repeats, in client order."""
+def repeat_values(results: Sequence[Result], metric: str) -> dict[int, list[float]]:
+    """Client count -> the measured values of `metric` over the repeats, in client order."""
     by_clients: dict[int, list[float]] = {}
     for result in results:
         value = metric_value(result, metric)
         if value is not None:
             by_clients.setdefault(result.clients, []).append(value)
-    return {clients: spread(values) for clients, values in sorted(by_clients.items())}
+    return dict(sorted(by_clients.items()))
 
 
-def delta_percent(value: float | None, base: float | None) -> float | None:
-    """(value - base) / base in percent; None when either is missing or base is 0."""
-    if value is None or not base:
-        return None
-    return (value - base) / base * 100.0
-
-
-def beyond_spread(one: Spread | None, other: Spread | None) -> bool | None:
-    """Whether the ranges of the repeats do not overlap.
-
-    None when either side has a single repeat: there is no spread to judge by.
-    """
-    if one is None or other is None or one.n < 2 or other.n < 2:
-        return None
-    return one.minimum > other.maximum or one.maximum < other.minimum
+def run_summaries(results: Sequence[Result], metric: str) -> dict[int, Summary]:
+    """Client count -> summary of `metric` over the repeats."""
+    return {c: stats.summarize(v) for c, v in repeat_values(results, metric).items()}
 
 
 @dataclass(frozen=True)
-class ComparedPoint:
-    """One row of a comparison table: a run at a client count, against the baseline."""
+class Peak:
+    """The best mean of a metric over a run's client counts (highest tps, lowest latency)."""
+
+    metric: str
+    clients: int
+    summary: Summary
+
+    @property
+    def word(self) -> str:
+        return "peak" if HIGHER_IS_BETTER[self.metric] else "lowest"
+
+
+def peak(summaries: dict[int, Summary], metric: str) -> Peak | None:
+    """Where the run scales to: None without any point."""
+    if not summaries:
+        return None
+    pick = max if HIGHER_IS_BETTER[metric] else min
+    clients = pick(summaries, key=lambda c: summaries[c].mean)
+    return Peak(metric, clients, summaries[clients])
+
+
+def run_peaks(results: Sequence[Result], metrics: Sequence[str]) -> dict[str, Peak]:
+    found = {m: peak(run_summaries(results, m), m) for m in metrics}
+    return {m: p for m, p in found.items() if p is not None}
+
+
+def point_warnings(
+    results: Sequence[Result], samples: dict[tuple[int, int], PointSamples]
+) -> dict[tuple[int, int], list[ValidityWarning]]:
+    """(run id, point index) -> the warnings of that measured point (run-wide ones apart)."""
+    return {
+        (r.run_id, r.index): checks.point_warnings(
+            r, samples.get((r.run_id, r.index), PointSamples())
+        )
+        for r in results
+    }
+
+
+def cell_warnings(
+    results: Sequence[Result],
+    by_point: dict[tuple[int, int], list[ValidityWarning]],
+    summaries: dict[str, Summary | None],
+) -> list[ValidityWarning]:
+    """A cell's warnings: its repeats' (one per code, naming the repeats) and its own."""
+    merged = checks.merge_repeats(
+        {r.repeat: by_point.get((r.run_id, r.index), []) for r in results}
+    )
+    codes = {w.code for w in merged}
+    for metric, summary in summaries.items():
+        for warning in checks.cell_warnings(summary):
+            if warning.code not in codes:
+                codes.add(warning.code)
+                merged.append(ValidityWarning(warning.code, f"{METRICS[metric]}: {warning.detail}"))
+    return merged
+
+
+@dataclass(frozen=True)
+class MetricCell:
+    """One metric of a table row: its summary and, against the baseline, its judgement."""
+
+    metric: str
+    summary: Summary | None
+    judgement: Judgement | None = None
+    mde_pct: float | None = None
+
+    @property
+    def difference(self) -> stats.Difference | None:
+        return self.judgement.difference if self.judgement else None
+
+    @property
+    def verdict(self) -> str:
+        return str(self.judgement.verdict) if self.judgement and self.judgement.verdict else ""
+
+
+@dataclass
+class PointRow:
+    """One row of a statistics table: a run at a client count."""
 
     run: Run
     clients: int
-    tps: Spread | None
-    latency: Spread | None
-    tps_delta: float | None
-    latency_delta: float | None
-    tps_beyond: bool | None
-    latency_beyond: bool | None
     is_baseline: bool
+    cells: dict[str, MetricCell]
+    warnings: list[ValidityWarning] = field(default_factory=list)
+
+    @property
+    def tps(self) -> MetricCell:
+        return self.cells["tps"]
+
+    @property
+    def latency(self) -> MetricCell:
+        return self.cells["latency_avg_ms"]
+
+    @property
+    def warning_codes(self) -> list[str]:
+        return [w.code for w in self.warnings]
 
 
-def compare_points(runs: list[Run], baseline: Run, results: dict[int, list[Result]]) -> list:
-    """Every (run, client count) with its deltas to the baseline at the same client count.
+@dataclass
+class StatsTable:
+    """Rows with their verdicts; `comparisons` is the size of the BH family."""
 
-    `results` maps run id to its results. Deltas are None where the baseline
-    has no point at that client count.
-    """
-    base_tps = run_spreads(results.get(baseline.pk, []), "tps")
-    base_latency = run_spreads(results.get(baseline.pk, []), "latency_avg_ms")
-    rows = []
+    rows: list[PointRow]
+    metrics: tuple[str, ...]
+    min_effect_pct: float
+    comparisons: int
+    peaks: dict[int, dict[str, Peak]]
+    point_warnings: dict[tuple[int, int], list[ValidityWarning]]
+    fdr_q: float = stats.FDR_Q
+
+    def checks_present(self) -> list[checks.Check]:
+        """The checks some row of the table failed, in their defined order (the legend)."""
+        codes = {w.code for row in self.rows for w in row.warnings}
+        return [check for code, check in checks.CHECKS.items() if code in codes]
+
+    def cell_warnings(self) -> dict[tuple[int, int], list[ValidityWarning]]:
+        """(run id, clients) -> the row's warnings, for the charts."""
+        return {(row.run.pk, row.clients): row.warnings for row in self.rows}
+
+
+def _rows(runs, baseline, results, samples, metrics) -> tuple[list[PointRow], dict]:
+    rows, by_run_point = [], {}
     for run in runs:
-        tps_by_clients = run_spreads(results.get(run.pk, []), "tps")
-        latency_by_clients = run_spreads(results.get(run.pk, []), "latency_avg_ms")
-        for clients in sorted(set(tps_by_clients) | set(latency_by_clients)):
-            tps, latency = tps_by_clients.get(clients), latency_by_clients.get(clients)
-            base_t, base_l = base_tps.get(clients), base_latency.get(clients)
-            rows.append(
-                ComparedPoint(
-                    run=run,
-                    clients=clients,
-                    tps=tps,
-                    latency=latency,
-                    tps_delta=delta_percent(tps and tps.mean, base_t and base_t.mean),
-                    latency_delta=delta_percent(latency and latency.mean, base_l and base_l.mean),
-                    tps_beyond=beyond_spread(tps, base_t),
-                    latency_beyond=beyond_spread(latency, base_l),
-                    is_baseline=run.pk == baseline.pk,
-                )
+        run_results = results.get(run.pk, [])
+        by_point = point_warnings(run_results, samples)
+        by_run_point |= by_point
+        run_wide = checks.run_warnings(run, run_results)
+        summaries = {m: run_summaries(run_results, m) for m in metrics}
+        for clients in sorted({r.clients for r in run_results}):
+            at = [r for r in run_results if r.clients == clients]
+            cell_summaries = {m: summaries[m].get(clients) for m in metrics}
+            row = PointRow(
+                run=run,
+                clients=clients,
+                is_baseline=baseline is not None and run.pk == baseline.pk,
+                cells={
+                    m: MetricCell(m, s, mde_pct=s and s.mde_pct) for m, s in cell_summaries.items()
+                },
+                warnings=[*run_wide, *cell_warnings(at, by_point, cell_summaries)],
             )
-    return rows
+            rows.append(row)
+    return rows, by_run_point
+
+
+def _cell_mde(values: list[float], base: list[float]) -> float | None:
+    """MDE of this comparison at 80 % power from both sides' log spreads."""
+    one, other = stats.summarize(values), stats.summarize(base)
+    if not one or not other or one.log_sd is None or other.log_sd is None:
+        return None
+    return stats.detectable_effect_pct(one.log_sd, one.n, other.log_sd, other.n)
+
+
+def _judge_rows(rows, baseline, results, metrics, min_effect_pct: float) -> int:
+    """Fill each non-baseline cell's judgement; returns the number of tested comparisons."""
+    base_values = {m: repeat_values(results.get(baseline.pk, []), m) for m in metrics}
+    targets, questions = [], []
+    for row in rows:
+        if row.is_baseline:
+            continue
+        own = {m: repeat_values(results.get(row.run.pk, []), m) for m in metrics}
+        for metric in metrics:
+            values, base = own[metric].get(row.clients), base_values[metric].get(row.clients)
+            if values and base:
+                targets.append((row, metric, values, base))
+                questions.append(Question(values, base, HIGHER_IS_BETTER[metric]))
+    judgements = stats.judge(questions, min_effect_pct)
+    for (row, metric, values, base), judgement in zip(targets, judgements, strict=True):
+        cell = row.cells[metric]
+        row.cells[metric] = MetricCell(metric, cell.summary, judgement, _cell_mde(values, base))
+    return sum(1 for j in judgements if j.q is not None)
+
+
+def stats_table(
+    runs: list[Run],
+    baseline: Run | None,
+    results: dict[int, list[Result]],
+    samples: dict[tuple[int, int], PointSamples],
+    min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
+    metrics: Sequence[str] = COMPARED_METRICS,
+) -> StatsTable:
+    """Every (run, client count) with its statistics, warnings and, if a baseline is
+    given, its difference, q-value and verdict against the baseline at the same clients."""
+    rows, by_point = _rows(runs, baseline, results, samples, metrics)
+    comparisons = _judge_rows(rows, baseline, results, metrics, min_effect_pct) if baseline else 0
+    peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}
+    return StatsTable(rows, tuple(metrics), min_effect_pct, comparisons, peaks, by_point)
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def cell_record(row: PointRow, cell: MetricCell) -> dict:
+    """One (run, clients, metric) of a table as plain JSON-able values (API, exports)."""
+    summary, difference, judgement = cell.summary, cell.difference, cell.judgement
+    return {
+        "run_id": row.run.pk,
+        "clients": row.clients,
+        "metric": cell.metric,
+        "is_baseline": row.is_baseline,
+        "n": summary.n if summary else 0,
+        "mean": _number(summary and summary.mean),
+        "median": _number(summary and summary.median),
+        "sd": _number(summary and summary.sd),
+        "ci_low": _number(summary and summary.ci_low),
+        "ci_high": _number(summary and summary.ci_high),
+        "mde_pct": _number(cell.mde_pct),
+        "diff_pct": _number(difference and difference.pct),
+        "diff_ci_low_pct": _number(difference and difference.ci_low_pct),
+        "diff_ci_high_pct": _number(difference and difference.ci_high_pct),
+        "p": _number(difference and difference.p),
+        "q": _number(judgement and judgement.q),
+        "verdict": cell.verdict or None,
+        "verdict_note": judgement.explanation if judgement else "",
+        "warnings": [w.as_dict() for w in row.warnings],
+    }
+
+
+def table_records(table: StatsTable) -> list[dict]:
+    """Every cell of the table, row by row, metric by metric."""
+    return [cell_record(row, row.cells[m]) for row in table.rows for m in table.metrics]
 
 
 def _flatten(prefix: str, value, into: dict[str, str]) -> None:

@@ -13,7 +13,9 @@ from runs.models import (
     Result,
     Run,
     RunEvent,
+    ServerSample,
 )
+from runs.warnings import PointSamples
 
 RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
 
@@ -57,6 +59,42 @@ def progress_by_run(runs: list[Run]) -> dict[int, list[ProgressSample]]:
     for sample in ProgressSample.objects.filter(run__in=runs).order_by("run_id", "point", "t"):
         grouped[sample.run_id].append(sample)
     return grouped
+
+
+def timelines_by_run(
+    run_ids: set[int],
+) -> tuple[
+    dict[int, list[ProgressSample]], dict[int, list[HostSample]], dict[int, list[ServerSample]]
+]:
+    """(progress, host samples, server samples), each run id -> its rows in point and time order."""
+    found = []
+    for model in (ProgressSample, HostSample, ServerSample):
+        grouped: dict[int, list] = {pk: [] for pk in run_ids}
+        rows = model.objects.filter(run_id__in=run_ids).order_by("run_id", "point", "t", "pk")
+        for row in rows:
+            grouped[row.run_id].append(row)
+        found.append(grouped)
+    return found[0], found[1], found[2]
+
+
+def samples_by_point(
+    progress: dict[int, list[ProgressSample]],
+    host: dict[int, list[HostSample]],
+    server: dict[int, list[ServerSample]],
+) -> dict[tuple[int, int], PointSamples]:
+    """(run id, point) -> the point's timelines, for the validity checks."""
+    points: dict[tuple[int, int], PointSamples] = {}
+    for kind, grouped in (("progress", progress), ("host", host), ("server", server)):
+        for run_id, samples in grouped.items():
+            for sample in samples:
+                getattr(points.setdefault((run_id, sample.point), PointSamples()), kind).append(
+                    sample
+                )
+    return points
+
+
+def run_server_samples(run: Run) -> list[ServerSample]:
+    return list(run.server_samples.order_by("point", "t", "pk"))
 
 
 def run_progress(run: Run) -> list[ProgressSample]:

@@ -211,7 +211,9 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
     trend = scipy_stats.linregress(t, tps)
     change = trend.slope * (t[-1] - t[0]) / mean
     if trend.pvalue < TREND_P and abs(change) >= TREND_SHARE:
-        seen.append(f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})")
+        seen.append(
+            f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})"
+        )
     cv = float(tps.std(ddof=1)) / mean
     if cv > PROGRESS_CV_ABOVE:
         seen.append(f"per-second tps varies by {cv * 100:.0f} % (CV)")
@@ -284,7 +286,9 @@ def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:
         return []
     found = []
     if summary.cv is not None and summary.cv > REPEATS_CV_ABOVE:
-        found.append(ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats"))
+        found.append(
+            ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats")
+        )
     if summary.n < MIN_REPEATS:
         found.append(ValidityWarning("too_few_repeats", f"{summary.n} of {MIN_REPEATS} needed"))
     return found

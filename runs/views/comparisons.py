@@ -45,7 +45,9 @@ def comparison_create(request: HttpRequest) -> HttpResponse:
 def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
-    context = saved_comparison_context(comparison, read_only=False, urls=urls)
+    context = saved_comparison_context(
+        comparison, read_only=False, urls=urls, min_effect_raw=request.GET.get("min_effect")
+    )
     context["share_links"] = comparison.share_links.all()
     return render(request, "runs/comparison_detail.html", context)
 
@@ -70,4 +72,6 @@ def comparison_baseline(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def comparison_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
-    return export_response(selectors.comparison_runs(comparison), fmt, f"comparison-{pk}")
+    runs = selectors.comparison_runs(comparison)
+    baseline = comparison.baseline or runs[0]
+    return export_response(runs, fmt, f"comparison-{pk}", request.GET, baseline)

@@ -6,10 +6,12 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors
-from runs.cells import cell_runs, results_by_cell, standing_for
-from runs.compare import METRICS, compare_points, differences
+from runs import charts, selectors, stats
+from runs import warnings as checks
+from runs.cells import standing_for
+from runs.compare import METRICS, StatsTable, differences, point_warnings, stats_table
 from runs.models import Comparison, Experiment, Run
+from runs.tables import load_inputs
 
 
 def run_label(run: Run) -> str:
@@ -22,18 +24,29 @@ def run_label(run: Run) -> str:
 
 
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
-    """The run page: status, results, timelines, host samples, snapshot and logs."""
+    """The run page: status, results with their warnings, timelines with the server's
+    activity on the same axis, host samples, snapshot and logs."""
     progress = selectors.run_progress(run)
+    host, server = selectors.run_host_samples(run), selectors.run_server_samples(run)
     results = list(run.results.order_by("index"))
+    samples = selectors.samples_by_point({run.pk: progress}, {run.pk: host}, {run.pk: server})
+    by_point = {index: found for (_run, index), found in point_warnings(results, samples).items()}
+    offsets = charts.offsets_for(progress, host, server)
+    checkpoints = charts.run_checkpoints(server)
     cursor = selectors.live_cursor(run)
     return {
         "run": run,
         "results": results,
+        "point_warnings": by_point,
+        "run_warnings": checks.run_warnings(run, results),
+        "checkpoints": [e for e in checkpoints if e.edge == "start"],
         "figures": {
-            **charts.run_timelines(run, progress, results),
-            "host": charts.host_figure(run, selectors.run_host_samples(run)),
+            **charts.run_timelines(run, progress, results, offsets, checkpoints, by_point),
+            "host": charts.host_figure(run, host, offsets),
+            "server": charts.server_figure(run, server, offsets, checkpoints),
         },
         "has_progress": bool(progress),
+        "has_server_samples": bool(server),
         "cursor": f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}",
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
@@ -43,63 +56,104 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
     }
 
 
+def _clients_chart(loaded, table: StatsTable, metric: str, labels, name: str) -> dict:
+    peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
+    return charts.clients_figure(
+        loaded["cells"],
+        loaded["results"],
+        metric,
+        labels,
+        name,
+        cell_warnings=table.cell_warnings(),
+        peaks=peaks,
+    )
+
+
 def experiment_context(
     experiment: Experiment, metric: str, read_only: bool, urls: dict[str, str]
 ) -> dict:
     """The experiment page: its runs in queue order, and the chosen metric against
-    clients per cell (`cells`: one run stands for each cell measured in rounds)."""
+    clients per cell (`cells`: one run stands for each cell measured in rounds)
+    with its statistics, warnings and peaks."""
     runs = selectors.experiment_runs(experiment)
-    cells = cell_runs(runs)
-    results = results_by_cell(cells)
+    loaded = load_inputs(runs)
+    cells = loaded["cells"]
     labels = {run.pk: run_label(run) for run in cells}
+    table = stats_table(cells, None, loaded["results"], loaded["samples"], metrics=(metric,))
     name = f"experiment-{experiment.pk}"
     return {
         "experiment": experiment,
         "runs": runs,
         "cells": cells,
+        "labels": labels,
         "metric": metric,
         "metrics": METRICS,
-        "figure": charts.clients_figure(cells, results, metric, labels, name) if runs else None,
-        "has_results": any(results.values()),
+        "table": table,
+        "figure": _clients_chart(loaded, table, metric, labels, name) if runs else None,
+        "has_results": any(loaded["results"].values()),
         "read_only": read_only,
         "urls": urls,
     }
 
 
-def comparison_context(
-    runs: list[Run], baseline: Run, read_only: bool, urls: dict[str, str], name: str
-) -> dict:
-    """The compare page: charts, the table of deltas, what differs, timelines.
+def min_effect_from(raw: str | None) -> tuple[float, str]:
+    """(minimum effect in percent, error text): the default with the error on bad input."""
+    try:
+        return stats.parse_min_effect(raw), ""
+    except ValueError as exc:
+        return stats.DEFAULT_MIN_EFFECT_PCT, str(exc)
 
-    Runs measured in rounds are compared as their cells (runs/cells.py).
+
+def comparison_context(
+    runs: list[Run],
+    baseline: Run,
+    read_only: bool,
+    urls: dict[str, str],
+    name: str,
+    min_effect_raw: str | None = None,
+) -> dict:
+    """The compare page: charts, the statistics table against the baseline, what differs,
+    timelines and the server's activity overlaid.
+
+    Runs measured in rounds are compared as their cells (runs/cells.py); a
+    cell's timelines are those of the run standing for it (one cluster's story).
     """
-    runs = cell_runs(runs)
+    min_effect, min_effect_error = min_effect_from(min_effect_raw)
+    loaded = load_inputs(runs)
+    runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
-    results = results_by_cell(runs)
     labels = {run.pk: run_label(run) for run in runs}
+    table = stats_table(runs, baseline, loaded["results"], loaded["samples"], min_effect)
+    progress, offsets = loaded["progress"], loaded["offsets"]
     return {
         "runs": runs,
         "baseline": baseline,
         "labels": labels,
+        "metrics": METRICS,
+        "table": table,
+        "min_effect_error": min_effect_error,
         "figures": {
-            "tps": charts.clients_figure(runs, results, "tps", labels, name),
-            "latency": charts.clients_figure(runs, results, "latency_avg_ms", labels, name),
-            # A cell in rounds draws the timeline of the run standing for it.
+            "tps": _clients_chart(loaded, table, "tps", labels, name),
+            "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
             "timelines": charts.overlaid_timelines(
-                runs, selectors.progress_by_run(runs), selectors.results_by_run(runs), labels, name
+                runs, progress, loaded["own_results"], labels, name, offsets
             ),
+            "server": charts.overlaid_server(runs, loaded["server"], labels, name, offsets),
         },
-        "points": compare_points(runs, baseline, results),
+        "has_server_samples": any(loaded["server"].get(run.pk) for run in runs),
         "differences": differences(runs),
         "read_only": read_only,
         "urls": urls,
     }
 
 
-def saved_comparison_context(comparison: Comparison, read_only: bool, urls: dict[str, str]) -> dict:
+def saved_comparison_context(
+    comparison: Comparison, read_only: bool, urls: dict[str, str], min_effect_raw: str | None = None
+) -> dict:
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
-    context = comparison_context(runs, baseline, read_only, urls, f"comparison-{comparison.pk}")
+    name = f"comparison-{comparison.pk}"
+    context = comparison_context(runs, baseline, read_only, urls, name, min_effect_raw)
     return {**context, "comparison": comparison}
 
 

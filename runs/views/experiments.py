@@ -66,7 +66,9 @@ def _schedule(request: HttpRequest, form: ScheduleForm) -> Experiment | None:
 @login_required
 def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     experiment = get_object_or_404(Experiment, pk=pk)
-    metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "tps"
+    metric = request.GET.get("metric", "tps")
+    if metric not in METRICS:
+        metric = "tps"
     urls = export_urls(lambda fmt: reverse("experiment-export", args=[pk, fmt]))
     context = experiment_context(experiment, metric, read_only=False, urls=urls)
     context["share_links"] = experiment.share_links.all()
@@ -90,4 +92,6 @@ def experiment_start(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def experiment_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     experiment = get_object_or_404(Experiment, pk=pk)
-    return export_response(selectors.experiment_runs(experiment), fmt, f"experiment-{pk}")
+    return export_response(
+        selectors.experiment_runs(experiment), fmt, f"experiment-{pk}", request.GET
+    )

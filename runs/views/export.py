@@ -1,14 +1,27 @@
-"""CSV and JSON exports of results: the stored numbers, unrounded, one row per point."""
+"""CSV and JSON exports: the stored numbers, unrounded, and their statistics.
+
+- CSV `?rows=points` (default): one row per measured point, with the codes of
+  its validity warnings (its own, its cell's and its run's).
+- CSV `?rows=stats`: one row per run, client count and metric: n, mean,
+  median, sd, 95 % CI, MDE and, against a baseline (comparisons), the
+  difference with its CI, p, q (Benjamini-Hochberg) and the verdict.
+- JSON: the runs with their points and warnings, the statistics rows, and
+  what every warning code means.
+"""
 
 import csv
 
 from django.http import HttpResponse, JsonResponse
 
-from runs import selectors
+from runs import warnings as checks
+from runs.cells import standing_for
+from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
 from runs.models import Result, Run
+from runs.tables import load_inputs, statistics_document
+from runs.views.context import min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
-COLUMNS = [
+RUN_COLUMNS = [
     "run_id",
     "experiment_id",
     "host",
@@ -19,6 +32,9 @@ COLUMNS = [
     "storage_data",
     "storage_wal",
     "status",
+]
+COLUMNS = [
+    *RUN_COLUMNS,
     "point",
     "clients",
     "threads",
@@ -30,7 +46,30 @@ COLUMNS = [
     "transactions",
     "failed",
     "duration_s",
+    "warnings",
 ]
+STATS_COLUMNS = [
+    *RUN_COLUMNS,
+    "clients",
+    "metric",
+    "is_baseline",
+    "n",
+    "mean",
+    "median",
+    "sd",
+    "ci_low",
+    "ci_high",
+    "mde_pct",
+    "diff_pct",
+    "diff_ci_low_pct",
+    "diff_ci_high_pct",
+    "p",
+    "q",
+    "verdict",
+    "verdict_note",
+    "warnings",
+]
+ROW_KINDS = ("points", "stats")
 
 
 def run_fields(run: Run) -> dict:
@@ -67,23 +106,87 @@ def point_fields(result: Result) -> dict:
     }
 
 
-def export_response(runs: list[Run], fmt: str, filename: str) -> HttpResponse:
-    """`fmt` is `csv` (one row per point) or `json` (runs with their points)."""
-    results = selectors.results_by_run(runs)
+def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[str]:
+    """The codes of a point's own warnings, then those of its cell and run, once each.
+
+    `cell` is the run standing for the point's cell (runs/cells.py).
+    """
+    row = next(r for r in table.rows if r.run.pk == cell.pk and r.clients == result.clients)
+    own = table.point_warnings.get((result.run_id, result.index), [])
+    return list(dict.fromkeys([w.code for w in own] + row.warning_codes))
+
+
+def _json_body(runs: list[Run], loaded: dict, table: StatsTable, baseline: Run | None) -> dict:
+    cells, results = loaded["cells"], loaded["own_results"]
+    return {
+        "runs": [
+            {
+                **run_fields(run),
+                "points": [
+                    {
+                        **point_fields(r),
+                        "warnings": point_warning_codes(table, standing_for(run, cells), r),
+                    }
+                    for r in results[run.pk]
+                ],
+            }
+            for run in runs
+        ],
+        "statistics": statistics_document(table, baseline),
+        "warning_codes": {
+            code: {"title": check.title, "why": check.why} for code, check in checks.CHECKS.items()
+        },
+    }
+
+
+def _csv_points(response: HttpResponse, runs: list[Run], loaded: dict, table: StatsTable) -> None:
+    writer = csv.DictWriter(response, fieldnames=COLUMNS)
+    writer.writeheader()
+    for run in runs:
+        cell = standing_for(run, loaded["cells"])
+        for result in loaded["own_results"][run.pk]:
+            codes = " ".join(point_warning_codes(table, cell, result))
+            writer.writerow({**run_fields(run), **point_fields(result), "warnings": codes})
+
+
+def _csv_stats(response: HttpResponse, cells: list[Run], table: StatsTable) -> None:
+    by_pk = {run.pk: run for run in cells}
+    writer = csv.DictWriter(response, fieldnames=STATS_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for record in table_records(table):
+        codes = " ".join(w["code"] for w in record["warnings"])
+        writer.writerow({**run_fields(by_pk[record["run_id"]]), **record, "warnings": codes})
+
+
+def export_response(
+    runs: list[Run],
+    fmt: str,
+    filename: str,
+    query: dict | None = None,
+    baseline: Run | None = None,
+) -> HttpResponse:
+    """`fmt` is `csv` or `json`; `query` may hold `rows` (CSV) and `min_effect` (percent)."""
+    query = query or {}
+    rows = query.get("rows") or "points"
+    min_effect, error = min_effect_from(query.get("min_effect"))
+    if rows not in ROW_KINDS or error:
+        message = error or f"rows must be one of {', '.join(ROW_KINDS)}, not {rows!r}"
+        return JsonResponse({"error": message}, status=400)
+    loaded = load_inputs(runs)
+    cells = loaded["cells"]
+    base = standing_for(baseline, cells) if baseline else None
+    table = stats_table(
+        cells, base, loaded["results"], loaded["samples"], min_effect, COMPARED_METRICS
+    )
     if fmt == "json":
-        body = {
-            "runs": [
-                {**run_fields(run), "points": [point_fields(r) for r in results[run.pk]]}
-                for run in runs
-            ]
-        }
+        body = _json_body(runs, loaded, table, base)
         response = JsonResponse(body, json_dumps_params={"indent": 2})
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.DictWriter(response, fieldnames=COLUMNS)
-        writer.writeheader()
-        for run in runs:
-            for result in results[run.pk]:
-                writer.writerow({**run_fields(run), **point_fields(result)})
+        if rows == "stats":
+            _csv_stats(response, cells, table)
+        else:
+            _csv_points(response, runs, loaded, table)
+        filename = f"{filename}-stats" if rows == "stats" else filename
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response

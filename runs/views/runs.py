@@ -76,4 +76,4 @@ def run_rerun(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def run_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    return export_response([_run_or_404(pk)], fmt, f"run-{pk}")
+    return export_response([_run_or_404(pk)], fmt, f"run-{pk}", request.GET)

@@ -69,7 +69,9 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "tps"
         context = experiment_context(link.experiment, metric, read_only=True, urls=urls)
     else:
-        context = saved_comparison_context(link.comparison, read_only=True, urls=urls)
+        context = saved_comparison_context(
+            link.comparison, True, urls, min_effect_raw=request.GET.get("min_effect")
+        )
     return render(request, TEMPLATES[kind], context)
 
 
@@ -77,10 +79,12 @@ def shared_export(request: HttpRequest, token: str, fmt: str) -> HttpResponse:
     link = _active_link(request, token)
     if isinstance(link, HttpResponse):
         return link
+    baseline = None
     if link.run_id:
         runs = [selectors.run_get(link.run_id)]
     elif link.experiment_id:
         runs = selectors.experiment_runs(link.experiment)
     else:
         runs = selectors.comparison_runs(link.comparison)
-    return export_response(runs, fmt, f"shared-{link.target_kind}")
+        baseline = link.comparison.baseline or runs[0]
+    return export_response(runs, fmt, f"shared-{link.target_kind}", request.GET, baseline)

@@ -1,50 +1,152 @@
-"""Comparisons: deltas to the baseline, the spread of repeats, and what differs."""
+"""Comparisons: statistics against the baseline, verdicts, warnings, and what differs."""
+
+import json
+import re
 
 import pytest
 from django.urls import reverse
 
-from runs.compare import beyond_spread, compare_points, differences, setting_text, spread
-from runs.models import Comparison
+from runs.compare import differences, setting_text, stats_table
+from runs.models import Comparison, ServerSample
 from runs.selectors import results_by_run
-from tests.runs.factories import ConfigProfileFactory
+from runs.stats import relative_difference
+from tests.runs.factories import ConfigProfileFactory, ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db
 
+BASE = [(1, 1, 1000.0, 1.0), (1, 2, 1100.0, 1.1), (4, 1, 3000.0, 1.3), (4, 2, 3100.0, 1.4)]
+TUNED = [(1, 1, 1050.0, 0.9), (1, 2, 1080.0, 0.95), (4, 1, 4000.0, 1.0), (4, 2, 4200.0, 0.98)]
+
 
 @pytest.fixture
 def two_runs():
-    base = finished_run(
-        [(1, 1, 1000.0, 1.0), (1, 2, 1100.0, 1.1), (4, 1, 3000.0, 1.3), (4, 2, 3100.0, 1.4)],
-        settings={"shared_buffers": "128MB"},
-    )
+    base = finished_run(BASE, settings={"shared_buffers": "128MB"})
     tuned = finished_run(
-        [(1, 1, 1050.0, 0.9), (1, 2, 1080.0, 0.95), (4, 1, 4000.0, 1.0), (4, 2, 4200.0, 0.98)],
+        TUNED,
         settings={"shared_buffers": "1GB"},
         config_profile=ConfigProfileFactory(name="big buffers"),
     )
     return base, tuned
 
 
-def test_delta_is_the_mean_against_the_baseline_mean_in_percent(two_runs):
+def three_repeats(tps: float, latency: float, spread: float = 0.01) -> list[tuple]:
+    """Points at 4 clients, three repeats within +-`spread` of the given values."""
+    factors = (1 - spread, 1.0, 1 + spread)
+    return [(4, r, tps * f, latency / f) for r, f in enumerate(factors, start=1)]
+
+
+def figure(page: str, element_id: str) -> dict:
+    match = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', page)
+    return json.loads(match.group(1))
+
+
+def table_of(runs, baseline, min_effect=1.0):
+    return stats_table(runs, baseline, results_by_run(runs), {}, min_effect)
+
+
+def test_difference_is_the_ratio_of_geometric_means_with_its_interval(two_runs):
     base, tuned = two_runs
-    rows = compare_points([base, tuned], base, results_by_run([base, tuned]))
-    tuned_at_4 = next(r for r in rows if r.run == tuned and r.clients == 4)
-    assert tuned_at_4.tps.mean == 4100.0
-    assert tuned_at_4.tps_delta == pytest.approx((4100.0 - 3050.0) / 3050.0 * 100)
-    assert tuned_at_4.tps_beyond is True
-    tuned_at_1 = next(r for r in rows if r.run == tuned and r.clients == 1)
-    assert tuned_at_1.tps_delta == pytest.approx((1065.0 - 1050.0) / 1050.0 * 100)
-    assert tuned_at_1.tps_beyond is False  # 1050..1080 overlaps 1000..1100
+    table = table_of([base, tuned], base)
+    tuned_at_4 = next(r for r in table.rows if r.run == tuned and r.clients == 4)
+    assert tuned_at_4.tps.summary.mean == 4100.0
+    expected = relative_difference([4000.0, 4200.0], [3000.0, 3100.0])
+    assert tuned_at_4.tps.difference == expected
+    assert expected.pct == pytest.approx(((4000 * 4200) ** 0.5 / (3000 * 3100) ** 0.5 - 1) * 100)
+    assert expected.ci_low_pct < expected.pct < expected.ci_high_pct
 
 
-def test_one_repeat_has_no_spread_to_judge_by():
-    assert beyond_spread(spread([10.0]), spread([20.0, 21.0])) is None
+def test_two_repeats_are_too_few_for_a_verdict_and_say_how_many_are_needed(two_runs):
+    base, tuned = two_runs
+    row = next(r for r in table_of([base, tuned], base).rows if r.run == tuned and r.clients == 4)
+    assert row.tps.verdict == "too few repeats"
+    assert "repeats per run" in row.tps.judgement.explanation
+    assert "too_few_repeats" in row.warning_codes
 
 
-def test_unstable_repeats_are_flagged():
-    assert spread([1214.0, 2010.0]).unstable
-    assert not spread([1000.0, 1010.0]).unstable
+def test_three_clearly_faster_repeats_get_the_verdict_faster_and_better_latency():
+    base = finished_run(three_repeats(1000.0, 4.0))
+    faster = finished_run(three_repeats(1200.0, 3.3), experiment=base.experiment)
+    row = next(r for r in table_of([base, faster], base).rows if r.run == faster)
+    assert (row.tps.verdict, row.latency.verdict) == ("faster", "better")
+    assert row.tps.judgement.q < 0.05
+    assert row.tps.mde_pct is not None and row.tps.mde_pct < 20
+
+
+def test_a_difference_below_the_minimum_effect_gets_no_verdict():
+    base = finished_run(three_repeats(1000.0, 4.0, spread=0.001))
+    near = finished_run(three_repeats(1020.0, 3.95, spread=0.001), experiment=base.experiment)
+    assert (
+        next(r for r in table_of([base, near], base).rows if r.run == near).tps.verdict == "faster"
+    )
+    row = next(r for r in table_of([base, near], base, 5.0).rows if r.run == near)
+    assert row.tps.verdict == "no significant difference"
+
+
+def test_repeats_that_disagree_are_a_warning_of_the_cell():
+    run = finished_run([(1, 1, 1214.0, 1.0), (1, 2, 2010.0, 1.0), (1, 3, 1500.0, 1.0)])
+    (row,) = table_of([run], None).rows
+    assert "repeats_disagree" in row.warning_codes
+
+
+def test_the_table_counts_only_comparisons_with_enough_repeats(two_runs):
+    base, tuned = two_runs
+    assert table_of([base, tuned], base).comparisons == 0
+    base3 = finished_run(three_repeats(1000.0, 4.0))
+    other = finished_run(three_repeats(1010.0, 4.0), experiment=base3.experiment)
+    assert table_of([base3, other], base3).comparisons == 2  # tps and latency at 4 clients
+
+
+def test_compare_page_shows_the_interval_the_verdict_and_the_number_of_comparisons(signed_in):
+    base = finished_run(three_repeats(1000.0, 4.0))
+    faster = finished_run(three_repeats(1200.0, 3.3), experiment=base.experiment)
+    signed_in.post(reverse("comparison-create"), {"runs": [base.pk, faster.pk]})
+    page = signed_in.get(reverse("comparison-detail", args=[Comparison.objects.get().pk]))
+    html = page.content.decode()
+    assert re.search(r'<span class="verdict verdict-faster">faster</span>', html)
+    assert re.search(r'class="num diff-ci"[^>]*>\+20\.0 % \[\+\d+\.\d, \+\d+\.\d\]', html)
+    assert '<strong id="comparison-count">2</strong> comparisons' in html
+    assert "Benjamini–Hochberg at q = 0.05" in html
+    assert "Beyond spread" not in html
+
+
+def test_minimum_effect_is_set_on_the_page_and_a_bad_one_is_explained(signed_in):
+    base = finished_run(three_repeats(1000.0, 4.0, spread=0.001))
+    near = finished_run(three_repeats(1020.0, 3.95, spread=0.001), experiment=base.experiment)
+    signed_in.post(reverse("comparison-create"), {"runs": [base.pk, near.pk]})
+    url = reverse("comparison-detail", args=[Comparison.objects.get().pk])
+    assert ">faster</span>" in signed_in.get(url).content.decode()
+    assert "no significant difference" in signed_in.get(url, {"min_effect": "5"}).content.decode()
+    refused = signed_in.get(url, {"min_effect": "lots"})
+    assert refused.status_code == 200
+    assert "min_effect must be a number of percent" in refused.content.decode()
+
+
+def test_compare_charts_draw_confidence_intervals_and_mark_warned_points(signed_in, two_runs):
+    base, tuned = two_runs
+    signed_in.post(reverse("comparison-create"), {"runs": [base.pk, tuned.pk]})
+    page = signed_in.get(reverse("comparison-detail", args=[Comparison.objects.get().pk]))
+    html = page.content.decode()
+    tps = figure(html, "fig-cmp-tps")
+    summary = table_of([base, tuned], base).rows[0].tps.summary  # base at 1 client
+    assert tps["data"][0]["error_y"]["array"][0] == pytest.approx(summary.ci_high - summary.mean)
+    assert tps["data"][0]["marker"]["symbol"] == ["diamond-open", "diamond-open"]  # too few repeats
+    assert "too few repeats" in tps["data"][0]["text"][0]
+    peaks = [a["text"] for a in tps["layout"]["annotations"]]
+    assert peaks == ["peak 3,050.0 @ 4", "peak 4,100.0 @ 4"]
+
+
+def test_compare_page_overlays_buffers_written_and_checkpoints_per_run(signed_in, two_runs):
+    base, tuned = two_runs
+    ServerSampleFactory(run=base, point=0, t=1.0)
+    data = {"checkpoints_timed": 2, "checkpoints_req": 2, "buffers_checkpoint_per_s": 300.0}
+    ServerSampleFactory(run=base, point=0, t=2.0, data={"t": 2.0, **data})
+    signed_in.post(reverse("comparison-create"), {"runs": [base.pk, tuned.pk]})
+    page = signed_in.get(reverse("comparison-detail", args=[Comparison.objects.get().pk]))
+    server = figure(page.content.decode(), "fig-cmp-server-time")["data"]
+    assert server[0]["y"] == [0.0, 300.0]
+    assert server[1]["x"] == [2.0] and server[1]["text"] == ["timed checkpoint start"]
+    assert ServerSample.objects.count() == 2
 
 
 def test_differences_list_only_what_differs(two_runs):
@@ -63,7 +165,7 @@ def test_comparing_ticked_runs_saves_a_comparison_and_shows_deltas(signed_in, tw
     assert response["Location"] == reverse("comparison-detail", args=[comparison.pk])
     assert comparison.baseline == base  # the lowest id unless a baseline is picked
     page = signed_in.get(response["Location"]).content.decode()
-    assert "+34.4 %" in page  # tps at 4 clients: 4100 against 3050
+    assert "+34.4 % [" in page  # tps at 4 clients: 4100 against 3050, with its interval
     assert "settings.shared_buffers" in page and "1GB" in page
     assert 'id="diff-table"' in page
 

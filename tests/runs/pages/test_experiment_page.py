@@ -5,6 +5,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from scipy import stats
 
 from tests.runs.factories import ExperimentFactory
 from tests.runs.pages.conftest import finished_run
@@ -17,7 +18,7 @@ def figure(page: str, element_id: str) -> dict:
     return json.loads(match.group(1))
 
 
-def test_chart_has_one_line_per_run_with_the_mean_and_error_bars(signed_in):
+def test_chart_has_one_line_per_run_with_the_mean_and_confidence_intervals(signed_in):
     experiment = ExperimentFactory()
     finished_run(
         [(1, 1, 100.0, 1.0), (1, 2, 120.0, 1.0), (4, 1, 300.0, 1.0)], experiment=experiment
@@ -28,7 +29,56 @@ def test_chart_has_one_line_per_run_with_the_mean_and_error_bars(signed_in):
     assert len(data) == 2
     assert data[0]["type"] == "scatter" and data[0]["x"] == [1, 4]
     assert data[0]["y"] == [110.0, 300.0]
-    assert data[0]["error_y"]["array"] == [10.0, 0.0]
+    # t(0.975, 1) x sd / sqrt(2): the 95 % interval of two repeats, not their range.
+    half = stats.t.ppf(0.975, 1) * stats.sem([100.0, 120.0])
+    assert data[0]["error_y"]["array"] == [pytest.approx(half), 0.0]
+
+
+def test_statistics_table_lists_each_point_with_its_interval_and_mde(signed_in):
+    experiment = ExperimentFactory()
+    run = finished_run(
+        [(4, 1, 1000.0, 1.0), (4, 2, 1020.0, 1.0), (4, 3, 1010.0, 1.0)], experiment=experiment
+    )
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    row = re.search(rf'<tr data-run="{run.pk}" data-clients="4"[^>]*>(.*?)</tr>', page, re.S).group(
+        1
+    )
+    low, high = stats.t.interval(0.95, 2, loc=1010.0, scale=stats.sem([1000.0, 1020.0, 1010.0]))
+    assert '<td class="num" data-col="n">3</td>' in row
+    assert f"{low:,.1f} – {high:,.1f}" in row
+    assert re.search(r'data-col="mde">±\d+\.\d %', row)
+
+
+def test_a_point_with_a_warning_is_marked_in_the_chart_and_the_table(signed_in):
+    experiment = ExperimentFactory()
+    run = finished_run(
+        [(4, 1, 1000.0, 1.0), (4, 2, 1020.0, 1.0), (4, 3, 1010.0, 1.0)],
+        experiment=experiment,
+        effective_settings=[{"name": "fsync", "setting": "off", "unit": None}],
+    )
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    (trace,) = figure(page, "fig-experiment")["data"]
+    assert trace["type"] == "bar" and trace["marker"]["pattern"]["shape"] == ["x"]
+    assert "unsafe settings: fsync=off" in trace["text"][0]
+    row = re.search(
+        rf'<tr data-run="{run.pk}" data-clients="4" class="warned">(.*?)</tr>', page, re.S
+    )
+    assert 'data-warning="unsafe_settings"' in row.group(1)
+    assert "without crash safety" in page  # the legend says why it matters
+
+
+def test_the_peak_is_annotated_and_listed(signed_in):
+    experiment = ExperimentFactory()
+    run = finished_run(
+        [(1, 1, 500.0, 1.0), (8, 1, 2500.0, 3.0), (32, 1, 2100.0, 9.0)], experiment=experiment
+    )
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    (annotation,) = figure(page, "fig-experiment")["layout"]["annotations"]
+    assert (annotation["x"], annotation["y"], annotation["text"]) == (8, 2500.0, "peak 2,500.0 @ 8")
+    peaks = re.search(
+        rf'<tr data-run="{run.pk}">(.*?)</tr>', page.split('id="peaks-table"')[1], re.S
+    )
+    assert 'data-col="peak-tps">peak 2,500.0</td>' in peaks.group(1)
 
 
 def test_one_client_count_is_drawn_as_bars_and_latency_can_be_chosen(signed_in):

@@ -1,0 +1,62 @@
+"""Statistics tables as pages, the API and exports read them: one query per kind of
+row for a set of runs, grouped by cell (runs/cells.py), then `runs.compare.stats_table`."""
+
+from runs import charts, selectors
+from runs.cells import cell_runs, results_by_cell, standing_for
+from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.models import Comparison, Run
+from runs.stats import CONFIDENCE
+
+
+def load_inputs(runs: list[Run]) -> dict:
+    """Everything the statistics of these runs read, in one query per kind.
+
+    `cells` has one run per cell (runs/cells.py): its `results` are the points
+    of every round of that cell. `own_results` are each given run's own points;
+    the timelines (and their offsets) are each run's own, for every run whose
+    points count.
+    """
+    cells = cell_runs(runs)
+    results = results_by_cell(cells)
+    run_ids = {run.pk for run in runs} | {r.run_id for rs in results.values() for r in rs}
+    progress, host, server = selectors.timelines_by_run(run_ids)
+    return {
+        "cells": cells,
+        "results": results,
+        "own_results": selectors.results_by_run(runs),
+        "progress": progress,
+        "server": server,
+        "samples": selectors.samples_by_point(progress, host, server),
+        "offsets": {pk: charts.offsets_for(progress[pk], host[pk], server[pk]) for pk in run_ids},
+    }
+
+
+def statistics(
+    runs: list[Run], baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+) -> StatsTable:
+    """The statistics table of these runs' cells (the API uses it as the pages do)."""
+    loaded = load_inputs(runs)
+    cells = loaded["cells"]
+    base = standing_for(baseline, cells) if baseline else None
+    return stats_table(cells, base, loaded["results"], loaded["samples"], min_effect_pct, metrics)
+
+
+def statistics_document(table: StatsTable, baseline: Run | None) -> dict:
+    """A statistics table as the API and the JSON exports answer it."""
+    base_row = next((row for row in table.rows if row.is_baseline), None)
+    return {
+        "baseline_run_id": base_row.run.pk if base_row else baseline and baseline.pk,
+        "min_effect_pct": table.min_effect_pct,
+        "confidence": CONFIDENCE,
+        "comparisons": table.comparisons,
+        "false_discovery_control": f"Benjamini-Hochberg, q={table.fdr_q:g}",
+        "rows": table_records(table),
+    }
+
+
+def comparison_statistics(comparison: Comparison, min_effect_pct: float) -> dict:
+    """The statistics document of a saved comparison against its baseline."""
+    runs = selectors.comparison_runs(comparison)
+    baseline = comparison.baseline or runs[0]
+    table = statistics(runs, baseline, min_effect_pct, COMPARED_METRICS)
+    return statistics_document(table, baseline)

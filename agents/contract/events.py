@@ -3,8 +3,9 @@
 Each event is an envelope (`version`, `run_id`, `token`, `agent`, `seq`,
 `ts`) around a `type` tag and its `data`. Run events carry the run's id and
 token; agent events (registration, heartbeats) carry the agent's name.
-`validate_event` checks a document received from elsewhere once and returns
-it as the typed union `Event`.
+`validate_event` checks a document received from elsewhere once (the
+envelope, and the data fields the lab relies on) and returns it as the typed
+union `Event`.
 """
 
 from typing import Any, Literal, TypedDict, cast, get_args
@@ -152,7 +153,34 @@ def validate_event(event: object) -> Event:
         raise InvalidEvent(f"a {event_type} event needs an agent name")
     if not isinstance(event.get("data"), dict):
         raise InvalidEvent("data must be a JSON object")
+    _check_data(event_type, event["data"])
     return cast(Event, event)
+
+
+# The data fields the lab relies on, by event type; the rest is read with defaults.
+REQUIRED_DATA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "status": {"state": str},
+    "progress": {"point": int, "t": (int, float)},
+    "sample": {"point": int},
+    "point": {"index": int},
+    "result": {"status": str, "points": list},
+}
+
+
+def _check_data(event_type: str, data: dict[str, Any]) -> None:
+    for name, kind in REQUIRED_DATA.get(event_type, {}).items():
+        value = data.get(name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise InvalidEvent(f"a {event_type} event needs data.{name} ({_kind_name(kind)})")
+    if event_type == "result":
+        for index, point in enumerate(data["points"]):
+            if not isinstance(point, dict) or not isinstance(point.get("index"), int):
+                raise InvalidEvent(f"data.points[{index}] must be a point with an index")
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
 
 
 def is_agent_event(event: Event) -> bool:

@@ -1,6 +1,6 @@
 """The control-plane Celery app: queue `control`, JSON only.
 
-Jobs for agents are sent by name (`benchlab.agent.run_job`) with
+Jobs for agents are sent by name (agents.contract.wire.RUN_JOB_TASK) with
 `app.send_task`; the control plane never imports the agent's Celery app.
 """
 

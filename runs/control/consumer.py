@@ -1,19 +1,19 @@
 """The control worker's event consumer (docs/contracts.md, section 4).
 
-Reads the stream `benchlab:events` (BENCHLAB_EVENTS_STREAM) as a member of the
-consumer group `control`, stores each event in its own transaction and
-acknowledges and deletes the entry only after the commit. Order of work in
-each round: this consumer's own pending entries (left by a database error),
-then entries other consumers left pending for too long (they died), then new
-entries.
+Reads the events stream (BENCHLAB_EVENTS_STREAM, by default the contract's
+EVENTS_STREAM) as a member of the consumer group `control`, stores each event
+in its own transaction and acknowledges and deletes the entry only after the
+commit. Order of work in each round: this consumer's own pending entries
+(left by a database error), then entries other consumers left pending for too
+long (they died), then new entries.
 
 - An event that is not from an approved agent or not signed with its
   secret (runs.services.enrollment) is stored nowhere but the dead-letter
   stream, with the reason.
 - A bad event (not JSON, not the contract) or one whose storing failed (our
   bug) is logged with the reason, copied with that reason to the dead-letter
-  stream `<stream>:dead` (kept, so it can be replayed once fixed) and then
-  acknowledged: it would fail the same way forever. Events of unknown runs or
+  stream (`wire.dead_letter_stream`: kept, so it can be replayed once fixed)
+  and then acknowledged: it would fail the same way forever. Events of unknown runs or
   with a wrong token are dropped by the services, and logged there.
 - A database that cannot be reached leaves the entry pending, unacknowledged;
   the loop waits and retries it, so nothing is lost.

@@ -147,7 +147,7 @@ class PgCatalogue(models.Model):
     """The `pg_settings` catalogue of one exact PostgreSQL version.
 
     Sent by agents at registration; `catalogue` is the JSON that
-    `agents.postgres.settings.Catalogue.from_json` reads. Config profiles are
+    `agents.contract.catalogue.Catalogue.from_json` reads. Config profiles are
     validated against it before anything is queued.
     """
 

@@ -42,6 +42,9 @@ class AgentConfig:
     os_user: str = DEFAULT_OS_USER
     allow_settings: set[str] = field(default_factory=set)
     allow_shell_scripts: bool = False
+    # Workload SQL (pgbench -i, setup SQL, scripts) as the superuser instead of the
+    # non-superuser role that owns the benchmark database; only this config can allow it.
+    allow_superuser_sql: bool = False
     redis_url: str = field(default_factory=default_redis_url)
 
     @property

@@ -19,6 +19,7 @@ from agents.contract.errors import Cancelled, JobError
 from agents.contract.results import RESULT_VERSION
 from agents.contract.scripts import check_scripts
 from agents.contract.spec import validate_spec
+from agents.contract.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
 from agents.pgbench.latency_log import log_root
@@ -112,6 +113,7 @@ class Job:
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
         check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
+        check_workload_sql(spec, self.config.allow_superuser_sql)
         refuse_settings(spec["settings"], self.config.allow_settings)
         storage = self._resolve_storage(spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
@@ -203,6 +205,8 @@ class Job:
             pg_settings.apply_settings(self.cluster, requested)
         with self.cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
+        access = self.cluster.create_workload_database(self.config.allow_superuser_sql)
+        self.result["dataset"]["workload"] = access.as_dict()
 
     def _validate_settings(self, requested: dict, catalogue) -> None:
         warnings = validate_settings(requested, catalogue, self.config.allow_settings)

@@ -9,10 +9,7 @@ default (agents/pgbench/latency_log.py says how and where).
 import logging
 import os
 import secrets
-import time
 from pathlib import Path
-
-import psycopg
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom
@@ -32,6 +29,7 @@ from agents.pgbench.latency_log import (
 from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.pgbench.process import run_pgbench
 from agents.postgres.osuser import chown_tree
+from agents.postgres.workload import run_setup_sql, script_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +37,8 @@ logger = logging.getLogger(__name__)
 CLIENT_ORDER_SEEDS = 2**31
 
 PROGRESS_PREFIX = "progress:"
-# --verbose-errors can print thousands of lines; the full text stays in `stderr`.
+# --verbose-errors can print thousands of lines (notices), interleaved threads
+# or a crashed server many unknown ones (messages); the full text stays in `stderr`.
 MAX_NOTICES = 50
 
 
@@ -52,7 +51,10 @@ class Sweep:
         self.spec = spec
         self.cluster = job.cluster
         self.workdir = self.cluster.job_dir / "pgbench"
-        self.conn = command.Connection(host=str(self.cluster.socket_dir), port=self.cluster.port)
+        workload = self.cluster.require_workload()
+        self.conn = command.Connection(
+            str(self.cluster.socket_dir), self.cluster.port, workload.user, workload.dbname
+        )
         self.script_paths: dict[int, Path] = {}
         storage = {role: Path(entry["path"]) for role, entry in job.result["storage"].items()}
         self.log_root = log_root(job.config.state_dir, storage, spec["workload"]["latency_log"])
@@ -97,7 +99,7 @@ class Sweep:
         chown_tree(self.workdir, self.cluster.os_user)
 
     def _pgbench(self, name: str, argv: list[str], on_line, timed: bool):
-        env = self.cluster.client_env()
+        env = self.cluster.workload_env()
         finished = run_pgbench(
             argv,
             cwd=self.workdir,
@@ -136,15 +138,7 @@ class Sweep:
         if not sql:
             return
         self.job.step("setup_sql", "running setup SQL")
-        started = time.monotonic()
-        try:
-            with self.cluster.connect() as conn:
-                conn.execute(sql)
-        except psycopg.Error as error:
-            raise JobError(
-                "setup_sql_failed", f"setup SQL failed: {error}".strip(), field="dataset.setup_sql"
-            ) from error
-        seconds = round(time.monotonic() - started, 3)
+        seconds = run_setup_sql(self.cluster, sql)
         self.job.result["dataset"]["setup_sql_seconds"] = seconds
         self.job.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
 
@@ -160,7 +154,7 @@ class Sweep:
         if not statements:
             return
         self.job.step("between_points", f"running {' and '.join(statements)}")
-        with self.cluster.connect() as conn:
+        with self.cluster.connect_maintenance() as conn:
             for statement in statements:
                 conn.execute(statement)
 
@@ -298,6 +292,7 @@ class Sweep:
         except PgbenchParseError as error:
             point["parse_error"] = str(error)
         point["notices"] = point.get("notices", [])[:MAX_NOTICES]
+        point["messages"] = point.get("messages", [])[:MAX_NOTICES]
         return point
 
     def _keep_point(self, point: dict, finished) -> None:
@@ -321,6 +316,10 @@ class Sweep:
                 f"the PostgreSQL server stopped during point {point['index'] + 1}; "
                 f"server log: {_last_lines(self.cluster.log_tail(5))}",
             )
+        scripts = self.spec["workload"]["scripts"]
+        refusal = script_refusal(point, scripts, self.cluster.require_workload())
+        if refusal is not None:
+            raise refusal
         reason = point["parse_error"] or _last_lines(finished.stderr)
         raise JobError(
             "pgbench_failed",

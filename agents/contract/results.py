@@ -75,6 +75,8 @@ class PointResult(TypedDict):
     scale: NotRequired[int | None]
     notices: NotRequired[list[str]]
     errors: NotRequired[list[str]]
+    # stderr/stdout lines of no known kind (interleaved threads, multi-line server messages).
+    messages: NotRequired[list[str]]
     aborted: NotRequired[bool]
 
 

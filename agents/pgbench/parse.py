@@ -354,11 +354,11 @@ class _Reader:
             return False
         try:
             latency = float(fields[0])
-            counts = [int(value) for value in fields[1 : self.statement_columns]]
+            counts: list[int | None] = [int(value) for value in fields[1 : self.statement_columns]]
         except ValueError:
             return False
-        counts += [None] * (2 - len(counts))
-        self._add_statement(latency, counts[0], counts[1], fields[-1])
+        failures, retries = [*counts, None, None][:2]
+        self._add_statement(latency, failures, retries, fields[-1])
         return True
 
     def _add_statement(

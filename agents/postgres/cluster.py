@@ -387,20 +387,21 @@ class Cluster:
         self.workload = WorkloadAccess(owner, WORKLOAD_DATABASE, superuser_sql)
         return self.workload
 
-    def _require_workload(self) -> WorkloadAccess:
+    def require_workload(self) -> WorkloadAccess:
+        """How the workload is reached; RuntimeError before create_workload_database()."""
         if self.workload is None:
             raise RuntimeError("the workload database has not been created")
         return self.workload
 
     def workload_conninfo(self) -> str:
         """libpq connection string for the workload's role and database."""
-        workload = self._require_workload()
+        workload = self.require_workload()
         conninfo = self.conninfo(workload.dbname)
         return make_conninfo(conninfo, user=workload.user)
 
     def workload_env(self) -> dict[str, str]:
         """PG* variables that point pgbench at the workload's database as its role."""
-        workload = self._require_workload()
+        workload = self.require_workload()
         return {**self.client_env(workload.dbname), "PGUSER": workload.user}
 
     def connect_workload(self) -> psycopg.Connection:
@@ -409,7 +410,7 @@ class Cluster:
 
     def connect_maintenance(self) -> psycopg.Connection:
         """The agent's own superuser connection to the workload's database (VACUUM, CHECKPOINT)."""
-        workload = self._require_workload()
+        workload = self.require_workload()
         conninfo = make_conninfo(self.conninfo(workload.dbname), options=MAINTENANCE_OPTIONS)
         return psycopg.connect(conninfo, autocommit=True)
 

@@ -12,7 +12,8 @@ import logging
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import JobError
 from agents.contract.scripts import check_scripts
-from agents.contract.spec import validate_spec
+from agents.contract.spec import JobSpec, validate_spec
+from agents.contract.workload_sql import check_workload_sql
 from runs.models import PgBuild, PgCatalogue, Workload
 from runs.services.specs import workload_spec
 
@@ -44,12 +45,14 @@ def refuse_unsafe_settings(requested: dict) -> None:
 def workload_check(workload: Workload) -> None:
     """Check a workload's dataset and scripts as the agent will; raise JobError naming the field.
 
-    Scripts with \\shell or \\setshell are always refused here: the web tier
-    cannot know whether an agent's local configuration allows them.
+    Scripts with \\shell or \\setshell, and server-side COPY in the setup SQL or a
+    script, are always refused here: the web tier cannot know whether an agent's
+    local configuration allows them.
     """
     spec = {"version": 1, **workload_spec(workload), "sweep": {"clients": [1], "duration_s": 1}}
     normalised = validate_spec(spec)
     check_scripts(normalised["workload"]["scripts"], allow_shell=False)
+    check_workload_sql(normalised, allow_superuser_sql=False)
 
 
 def check_settings(requested: dict, version: str) -> list[str]:
@@ -90,9 +93,10 @@ def config_profile_check(requested: dict) -> list[str]:
     return notes
 
 
-def check_job_spec(spec: dict) -> tuple[dict, list[str]]:
+def check_job_spec(spec: dict) -> tuple[JobSpec, list[str]]:
     """Return the normalised spec and notes, or raise JobError naming the field to fix."""
     normalised = validate_spec(spec)
     check_scripts(normalised["workload"]["scripts"], allow_shell=False)
+    check_workload_sql(normalised, allow_superuser_sql=False)
     notes = check_settings(normalised["settings"], normalised["postgres"]["version"])
     return normalised, notes

@@ -1,15 +1,27 @@
-"""Throw-away clusters with real initdb, postgres and pg_ctl."""
+"""Throw-away clusters with real initdb, postgres and pg_ctl (the workload role on 14 to 18)."""
 
 import os
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
-from agents.postgres.cluster import MARKER, Cluster, remove_leftover_clusters
+from agents.postgres.cluster import (
+    MARKER,
+    SUPERUSER,
+    WORKLOAD_DATABASE,
+    WORKLOAD_ROLE,
+    Cluster,
+    WorkloadAccess,
+    remove_leftover_clusters,
+)
+from agents.postgres.installs import ensure_install
 from tests.agents.conftest import unique_job_id
 
 
@@ -208,3 +220,120 @@ def test_leftovers_of_a_killed_agent_are_removed_and_others_kept(
     assert not orphan.job_dir.exists()
     assert not orphan.wal_container.exists()
     assert stranger.exists()
+
+
+@pytest.fixture(scope="module", params=["14", "15", "16", "17", "18"])
+def workload_cluster(request, agent_cache_dir, os_user, cluster_root) -> Iterator[Cluster]:
+    """A started cluster of each major version the agent supports, with its workload database."""
+    install = ensure_install(request.param, "prebuilt", agent_cache_dir)
+    job_id = unique_job_id()
+    with Cluster(install, os_user, cluster_root / job_id, job_id=job_id) as cluster:
+        cluster.initdb()
+        cluster.start()
+        cluster.create_workload_database()
+        yield cluster
+
+
+def _refused(conn: psycopg.Connection, sql: str) -> str:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+        conn.execute(sql)
+    return str(refused.value)
+
+
+def test_workload_role_owns_its_database_and_nothing_more(workload_cluster: Cluster) -> None:
+    access = WorkloadAccess(WORKLOAD_ROLE, WORKLOAD_DATABASE, superuser=False)
+    assert workload_cluster.workload == access
+    with workload_cluster.connect(WORKLOAD_DATABASE) as admin:
+        role = admin.execute(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls,"
+            " pg_has_role(oid, 'pg_execute_server_program', 'MEMBER'),"
+            " pg_has_role(oid, 'pg_read_server_files', 'MEMBER'),"
+            " pg_has_role(oid, 'pg_write_server_files', 'MEMBER')"
+            " FROM pg_roles WHERE rolname = %s",
+            [WORKLOAD_ROLE],
+        ).fetchone()
+        owners = admin.execute(
+            "SELECT pg_get_userbyid(d.datdba), pg_get_userbyid(n.nspowner)"
+            " FROM pg_database d, pg_namespace n"
+            " WHERE d.datname = current_database() AND n.nspname = 'public'"
+        ).fetchone()
+    assert role == (False,) * 8
+    assert owners == (WORKLOAD_ROLE, WORKLOAD_ROLE)
+
+
+def test_workload_role_cannot_touch_the_host(workload_cluster: Cluster) -> None:
+    written = workload_cluster.job_dir / "written-by-the-workload"
+
+    with workload_cluster.connect_workload() as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (WORKLOAD_ROLE,)
+        conn.execute("CREATE TABLE t (line text)")
+        program = _refused(conn, f"COPY t TO PROGRAM 'cat > {written}'")
+        write = _refused(conn, f"COPY (SELECT 1) TO '{written}'")
+        read = _refused(conn, f"COPY t FROM '{workload_cluster.data_dir / 'PG_VERSION'}'")
+        hidden = _refused(
+            conn, f"DO $$ BEGIN EXECUTE 'COPY t TO PROGRAM ''id > {written}'''; END $$"
+        )
+        language = _refused(conn, "CREATE FUNCTION f() RETURNS int LANGUAGE c AS 'libc', 'getpid'")
+        read_file = _refused(conn, "SELECT pg_read_file('PG_VERSION')")
+
+    assert "external program" in program and "external program" in hidden
+    assert "file" in write and "file" in read
+    assert "language c" in language
+    assert "pg_read_file" in read_file
+    assert not written.exists()
+
+
+def test_workload_role_runs_plpgsql(workload_cluster: Cluster) -> None:
+    with workload_cluster.connect_workload() as conn:
+        conn.execute("CREATE TABLE kv (id int PRIMARY KEY, v int)")
+        conn.execute(
+            "CREATE FUNCTION bump(i int) RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+            "INSERT INTO kv VALUES (i, 1) ON CONFLICT (id) DO UPDATE SET v = kv.v + 1; END $$"
+        )
+        conn.execute("SELECT bump(1), bump(1)")
+        assert conn.execute("SELECT v FROM kv").fetchone() == (2,)
+
+
+def test_workload_role_reaches_only_its_database_and_only_by_socket(
+    workload_cluster: Cluster,
+) -> None:
+    other_database = make_conninfo(workload_cluster.workload_conninfo(), dbname="postgres")
+    over_tcp = make_conninfo(workload_cluster.conninfo(), host="127.0.0.1")
+
+    with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+        psycopg.connect(other_database).close()
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(over_tcp).close()
+
+
+def test_agent_maintenance_connection_ignores_the_owners_search_path(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    cluster.create_workload_database()
+    with cluster.connect_workload() as conn:
+        conn.execute(f"ALTER DATABASE {WORKLOAD_DATABASE} SET search_path = public")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CHECKPOINT")
+    with cluster.connect_workload() as conn:
+        assert conn.execute("SHOW search_path").fetchone() == ("public",)
+
+    with cluster.connect_maintenance() as conn:
+        assert conn.execute("SHOW search_path").fetchone() == ("pg_catalog,pg_temp",)
+        assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+        conn.execute("VACUUM")
+        conn.execute("CHECKPOINT")
+
+
+def test_superuser_sql_allowed_by_the_agent_runs_as_the_superuser(make_cluster) -> None:
+    cluster: Cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    written = cluster.job_dir / "written-by-the-workload"
+
+    access = cluster.create_workload_database(superuser_sql=True)
+    with cluster.connect_workload() as conn:
+        conn.execute(f"COPY (SELECT 'hello') TO PROGRAM 'cat > {written}'")
+
+    assert access == WorkloadAccess(SUPERUSER, WORKLOAD_DATABASE, superuser=True)
+    assert written.read_text() == "hello\n"

@@ -6,7 +6,8 @@ import io
 import pytest
 from django.urls import reverse
 
-from runs.models import Result
+from runs.models import Comparison, Result
+from runs.stats import relative_difference
 from tests.runs.factories import ExperimentFactory
 from tests.runs.pages.conftest import finished_run
 
@@ -47,3 +48,75 @@ def test_experiment_export_has_every_run(signed_in):
 def test_unknown_export_format_is_404(signed_in, run_with_results):
     url = f"/runs/{run_with_results.pk}/results.xml"
     assert signed_in.get(url).status_code == 404
+
+
+def three_repeats(tps: float, latency: float = 4.0) -> list[tuple]:
+    return [
+        (4, repeat, tps * factor, latency / factor)
+        for repeat, factor in ((1, 0.99), (2, 1.0), (3, 1.01))
+    ]
+
+
+def test_point_rows_carry_the_codes_of_their_warnings(signed_in):
+    run = finished_run([(1, 1, 100.0, 1.0)])
+    Result.objects.filter(run=run).update(failed=3)
+    response = signed_in.get(reverse("run-export", args=[run.pk, "csv"]))
+    (row,) = csv.DictReader(io.StringIO(response.content.decode()))
+    assert row["warnings"].split() == [
+        "failed_transactions",
+        "window_shorter_than_checkpoint_timeout",
+        "too_few_repeats",
+    ]
+
+
+def test_statistics_csv_has_the_interval_difference_q_and_verdict_per_cell(signed_in):
+    base = finished_run(three_repeats(1000.0))
+    faster = finished_run(three_repeats(1200.0, 3.3), experiment=base.experiment)
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, faster])
+    url = reverse("comparison-export", args=[comparison.pk, "csv"])
+    response = signed_in.get(url, {"rows": "stats", "min_effect": "2"})
+    assert f"comparison-{comparison.pk}-stats.csv" in response["Content-Disposition"]
+    rows = {
+        (int(r["run_id"]), r["metric"]): r
+        for r in csv.DictReader(io.StringIO(response.content.decode()))
+    }
+    tps = rows[(faster.pk, "tps")]
+    difference = relative_difference([990.0 * 1.2, 1200.0, 1010.0 * 1.2], [990.0, 1000.0, 1010.0])
+    assert int(tps["n"]) == 3 and float(tps["mean"]) == pytest.approx(1200.0)
+    assert float(tps["ci_low"]) < 1200.0 < float(tps["ci_high"])
+    assert float(tps["diff_pct"]) == pytest.approx(difference.pct)
+    assert float(tps["diff_ci_low_pct"]) == pytest.approx(difference.ci_low_pct)
+    assert float(tps["p"]) == pytest.approx(difference.p)
+    assert float(tps["q"]) >= float(tps["p"])
+    assert tps["verdict"] == "faster" and rows[(faster.pk, "latency_avg_ms")]["verdict"] == "better"
+    assert rows[(base.pk, "tps")]["verdict"] == "" and float(rows[(base.pk, "tps")]["mde_pct"]) > 0
+
+
+def test_json_export_has_the_statistics_and_what_each_warning_code_means(signed_in):
+    base = finished_run(three_repeats(1000.0))
+    other = finished_run(three_repeats(1005.0), experiment=base.experiment)
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, other])
+    body = signed_in.get(reverse("comparison-export", args=[comparison.pk, "json"])).json()
+    statistics = body["statistics"]
+    assert statistics["baseline_run_id"] == base.pk
+    assert statistics["comparisons"] == 2
+    assert statistics["false_discovery_control"] == "Benjamini-Hochberg, q=0.05"
+    verdicts = {(r["run_id"], r["metric"]): r["verdict"] for r in statistics["rows"]}
+    assert verdicts[(other.pk, "tps")] == "no significant difference"
+    assert body["runs"][0]["points"][0]["warnings"] == ["window_shorter_than_checkpoint_timeout"]
+    assert (
+        "checkpoint_timeout"
+        in body["warning_codes"]["window_shorter_than_checkpoint_timeout"]["title"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [({"rows": "cells"}, "rows must be one of"), ({"min_effect": "x"}, "min_effect")],
+)
+def test_a_bad_export_option_is_refused_naming_it(signed_in, run_with_results, query, message):
+    response = signed_in.get(reverse("run-export", args=[run_with_results.pk, "csv"]), query)
+    assert response.status_code == 400
+    assert message in response.json()["error"]

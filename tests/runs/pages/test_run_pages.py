@@ -1,10 +1,14 @@
 """The run list and the run page."""
 
+import json
+import re
+
 import pytest
 from django.urls import reverse
 
 from runs.models import Run
-from tests.runs.factories import HostFactory, RunFactory
+from tests.runs.factories import HostFactory, RunFactory, ServerSampleFactory
+from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +91,58 @@ def test_rerun_queues_a_new_run_linked_to_the_original(signed_in, lab_redis):
 
 def test_unknown_run_is_404(signed_in):
     assert signed_in.get(reverse("run-detail", args=[999999])).status_code == 404
+
+
+def figure(page: str, element_id: str) -> dict:
+    match = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', page)
+    return json.loads(match.group(1))
+
+
+def server_sample(run: Run, point: int, t: float, timed: int, written: float, waits: dict):
+    data = {"checkpoints_timed": timed, "checkpoints_req": 1, "buffers_checkpoint_per_s": written}
+    return ServerSampleFactory(
+        run=run, point=point, t=t, data={"t": t, **data, "wait_events": waits}
+    )
+
+
+@pytest.fixture
+def run_with_a_checkpoint(db) -> Run:
+    """Two points of two seconds; a timed checkpoint starts at t=2 of the second point."""
+    run = finished_run([(1, 1, 1000.0, 1.0), (1, 2, 1010.0, 1.0)])
+    server_sample(run, 0, 1.0, 4, 0.0, {"CPU": 1})
+    server_sample(run, 0, 2.0, 4, 0.0, {"CPU": 1})
+    server_sample(run, 1, 1.0, 4, 0.0, {"LWLock:BufferMapping": 2, "CPU": 1})
+    server_sample(run, 1, 2.0, 5, 250.0, {"LWLock:WALWrite": 1, "IO:DataFileWrite": 2})
+    return run
+
+
+def test_run_page_draws_checkpoints_buffers_and_wait_events_on_the_tps_time_axis(
+    signed_in, run_with_a_checkpoint
+):
+    page = signed_in.get(reverse("run-detail", args=[run_with_a_checkpoint.pk])).content.decode()
+    server = figure(page, "fig-server")["data"]
+    buffers, checkpoints = server[0], server[3]
+    assert buffers["x"] == figure(page, "fig-tps")["data"][0]["x"] == [1.0, 2.0, None, 3.0, 4.0]
+    assert buffers["y"] == [0.0, 0.0, None, 0.0, 250.0]
+    assert (checkpoints["x"], checkpoints["text"]) == ([4.0], ["timed checkpoint start"])
+    waits = {trace["name"]: trace["y"] for trace in server[4:]}
+    assert waits == {
+        "CPU": [1, 1, None, 1, 0],
+        "IO": [0, 0, None, 0, 2],
+        "LWLock": [0, 0, None, 2, 1],
+    }
+    assert all(trace["stackgroup"] == "waits" for trace in server[4:])
+    (line,) = figure(page, "fig-tps")["layout"]["shapes"]
+    assert line["x0"] == 4.0  # the checkpoint start, drawn on the tps chart too
+
+
+def test_run_page_lists_warnings_per_point_and_for_the_whole_run(signed_in, run_with_a_checkpoint):
+    page = signed_in.get(reverse("run-detail", args=[run_with_a_checkpoint.pk])).content.decode()
+    rows = dict(re.findall(r'<tr data-index="(\d+)"[^>]*>(.*?)</tr>', page, re.S))
+    assert 'data-warning="checkpoint_in_window"' in rows["1"]
+    assert "timed checkpoint started at 2 s" in rows["1"]
+    assert "data-warning" not in rows["0"]
+    notice = page.split('id="run-warnings"')[1].split("</div>")[0]
+    assert "window shorter than checkpoint_timeout" in notice  # 2 s points, 300 s default
+    marks = figure(page, "fig-tps")["data"][1]
+    assert marks["name"] == "validity warning" and marks["x"] == [3.0]

@@ -1,39 +1,30 @@
-"""Builders of agent events as docs/contracts.md describes them, for tests."""
+"""Agent events for tests, built by the agent's own emitter (agents.events)."""
 
 from datetime import UTC, datetime
 
 from agents.contract.signing import is_secret, sign
+from agents.events import EventEmitter
 
 
 def run_event(run, seq: int, event_type: str, data: dict, token: str | None = None) -> dict:
-    """A run's event as its host's agent sends it: signed with the host's secret."""
-    event = {
-        "version": 1,
-        "run_id": str(run.pk),
-        "token": run.token if token is None else token,
-        "agent": run.host.name,
-        "seq": seq,
-        "ts": datetime.now(UTC).isoformat(),
-        "type": event_type,
-        "data": data,
-    }
+    """A run's event as its host's agent sends it: built by the agent's emitter, signed with
+    the host's secret."""
+    emitter = EventEmitter(
+        [],
+        run_id=str(run.pk),
+        token=run.token if token is None else token,
+        agent=run.host.name,
+        first_seq=seq,
+    )
+    event = emitter.emit(event_type, data)
     return sign("event", event, run.host.secret) if is_secret(run.host.secret) else event
 
 
 def agent_event(
     agent: str, seq: int, event_type: str, data: dict, secret: str | None = None
 ) -> dict:
-    """An agent-level event, signed with `secret` when given."""
-    event = {
-        "version": 1,
-        "run_id": None,
-        "token": None,
-        "agent": agent,
-        "seq": seq,
-        "ts": datetime.now(UTC).isoformat(),
-        "type": event_type,
-        "data": data,
-    }
+    """An agent-level event built by the agent's emitter, signed with `secret` when given."""
+    event = EventEmitter([], agent=agent, first_seq=seq).emit(event_type, data)
     return sign("event", event, secret) if secret else event
 
 

@@ -152,7 +152,19 @@ class Cluster:
 
     @property
     def postmaster_pid(self) -> int | None:
-        return self._process.pid if self.is_running() else None
+        return self._process.pid if self._process is not None and self.is_running() else None
+
+    @property
+    def binaries(self) -> Install:
+        """The install this cluster runs; only clusters made to be destroyed have none."""
+        if self.install is None:
+            raise RuntimeError(f"{self} has no install: it can only be destroyed")
+        return self.install
+
+    def _postmaster(self) -> subprocess.Popen:
+        if self._process is None:
+            raise RuntimeError(f"{self} has not been started")
+        return self._process
 
     def is_running(self) -> bool:
         """True while the postmaster this object started is alive."""
@@ -162,7 +174,7 @@ class Cluster:
 
     def initdb(self) -> None:
         """Create the directories and the cluster; write its connection settings."""
-        self._require_reachable(self.install.bindir, "the PostgreSQL binaries")
+        self._require_reachable(self.binaries.bindir, "the PostgreSQL binaries")
         self._create_owned_dir(self.job_dir)
         if self.wal_container is not None:
             self._create_owned_dir(self.wal_container)
@@ -173,7 +185,7 @@ class Cluster:
         # --no-sync skips only initdb's own fsync of the files it writes: the cluster
         # is throw-away, and the running server still syncs exactly as configured.
         argv = [
-            str(self.install.program("initdb")),
+            str(self.binaries.program("initdb")),
             "-D", str(self.data_dir),
             "-U", SUPERUSER,
             "--auth-local=trust",
@@ -257,7 +269,7 @@ class Cluster:
 
     def _start_once(self, timeout: float) -> None:
         argv = [
-            str(self.install.program("postgres")),
+            str(self.binaries.program("postgres")),
             "-D",
             str(self.data_dir),
             "-p",
@@ -285,8 +297,8 @@ class Cluster:
     def _wait_ready(self, deadline: float) -> int | None:
         """0 once the server accepts connections; its exit code, or None on timeout."""
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                return self._process.returncode
+            if self._postmaster().poll() is not None:
+                return self._postmaster().returncode
             try:
                 with psycopg.connect(self.conninfo(), connect_timeout=5):
                     return 0
@@ -303,7 +315,7 @@ class Cluster:
             self._reap()
             return
         argv = [
-            str(self.install.program("pg_ctl")), "stop", "-D", str(self.data_dir),
+            str(self.binaries.program("pg_ctl")), "stop", "-D", str(self.data_dir),
             "-m", mode, "-w", "-t", str(int(timeout)),
         ]  # fmt: skip
         result = self._run("stop", argv, timeout=timeout + 10)
@@ -325,9 +337,10 @@ class Cluster:
             self._signal_and_reap(signal.SIGKILL)
 
     def _signal_and_reap(self, signum: int) -> None:
+        postmaster = self._postmaster()
         with contextlib.suppress(ProcessLookupError):
-            self._process.send_signal(signum)
-        self._process.wait(timeout=30)
+            postmaster.send_signal(signum)
+        postmaster.wait(timeout=30)
 
     def _reap(self) -> None:
         if self._process is None:

@@ -9,10 +9,60 @@ PostgreSQL's jsonb and text cannot store one.
 
 import re
 
+from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.vocabulary import BUILTIN_SCRIPTS
+
+
+class JsonTyped:
+    """Refuse a value of the wrong JSON type instead of coercing it (DRF reads 0 as "0")."""
+
+    json_types: tuple[type, ...] = ()
+
+    def to_internal_value(self, data: object) -> object:
+        if isinstance(data, bool) != (bool in self.json_types) or not isinstance(
+            data, self.json_types
+        ):
+            self.fail("invalid")  # type: ignore[attr-defined]
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class StrictCharField(JsonTyped, serializers.CharField):
+    json_types = (str,)
+
+
+class StrictRegexField(JsonTyped, serializers.RegexField):
+    json_types = (str,)
+
+
+class StrictIntegerField(JsonTyped, serializers.IntegerField):
+    json_types = (int,)
+
+
+class StrictFloatField(JsonTyped, serializers.FloatField):
+    json_types = (int, float)
+
+
+class StrictBooleanField(JsonTyped, serializers.BooleanField):
+    json_types = (bool,)
+
+
+class StrictModelSerializer(serializers.ModelSerializer):
+    """A ModelSerializer whose model fields take only their own JSON type."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+        models.IntegerField: StrictIntegerField,
+        models.PositiveIntegerField: StrictIntegerField,
+        models.BigIntegerField: StrictIntegerField,
+        models.FloatField: StrictFloatField,
+        models.BooleanField: StrictBooleanField,
+    }
+
 
 SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -75,9 +125,9 @@ class ScriptSerializer(serializers.Serializer):
     """A built-in pgbench script (`builtin`) or a custom one (`name` and `text`), with a weight."""
 
     builtin = serializers.ChoiceField(choices=BUILTIN_SCRIPTS, required=False)
-    name = serializers.CharField(max_length=64, required=False)
-    text = serializers.CharField(max_length=100_000, required=False, trim_whitespace=False)
-    weight = serializers.IntegerField(min_value=0, max_value=1_000_000, default=1)
+    name = StrictCharField(max_length=64, required=False)
+    text = StrictCharField(max_length=100_000, required=False, trim_whitespace=False)
+    weight = StrictIntegerField(min_value=0, max_value=1_000_000, default=1)
 
     def validate(self, attrs: dict) -> dict:
         if ("builtin" in attrs) == ("text" in attrs):
@@ -88,5 +138,5 @@ class ScriptSerializer(serializers.Serializer):
 class StorageLayoutSerializer(serializers.Serializer):
     """Where a run keeps its data and (optionally, on another target) its WAL."""
 
-    data = serializers.CharField(max_length=100)
-    wal = serializers.CharField(max_length=100, allow_null=True, required=False, default=None)
+    data = StrictCharField(max_length=100)
+    wal = StrictCharField(max_length=100, allow_null=True, required=False, default=None)

@@ -6,21 +6,45 @@ reference that must exist).
 """
 
 import django_filters
+from django import forms
+from django.http import QueryDict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from runs.models import Run, ShareLink
 
-ID_FILTER = {"min_value": 1, "max_value": 2**63 - 1}
+
+@extend_schema_field(OpenApiTypes.INT)
+class IdFilter(django_filters.NumberFilter):
+    """An object id; one that names nothing matches nothing."""
+
+    field_class = forms.IntegerField
 
 
-class RunFilter(django_filters.FilterSet):
+class StrictFilterSet(django_filters.FilterSet):
+    """An empty value for a typed filter (`?queued_before=`) is an error, not "no filter"."""
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        for name, declared in self.filters.items():
+            if isinstance(declared, django_filters.CharFilter):
+                continue
+            values = self.data.getlist(name) if isinstance(self.data, QueryDict) else []
+            if "" in values:
+                self.form.add_error(name, "give a value, or leave this filter out")
+                valid = False
+        return valid
+
+
+class RunFilter(StrictFilterSet):
     """Runs by host (name), build (name), status, experiment and queued date range."""
 
     host = django_filters.CharFilter(field_name="host__name")
     build = django_filters.CharFilter(field_name="build__name")
     status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices)
-    experiment = django_filters.NumberFilter(field_name="experiment_id", **ID_FILTER)
-    config_profile = django_filters.NumberFilter(field_name="config_profile_id", **ID_FILTER)
-    workload = django_filters.NumberFilter(field_name="workload_id", **ID_FILTER)
+    experiment = IdFilter(field_name="experiment_id")
+    config_profile = IdFilter(field_name="config_profile_id")
+    workload = IdFilter(field_name="workload_id")
     queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
     queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lt")
 
@@ -29,12 +53,12 @@ class RunFilter(django_filters.FilterSet):
         fields = ["host", "build", "status", "experiment", "config_profile", "workload"]
 
 
-class ShareLinkFilter(django_filters.FilterSet):
+class ShareLinkFilter(StrictFilterSet):
     """Share links by the id of what they share."""
 
-    run = django_filters.NumberFilter(field_name="run_id", **ID_FILTER)
-    experiment = django_filters.NumberFilter(field_name="experiment_id", **ID_FILTER)
-    comparison = django_filters.NumberFilter(field_name="comparison_id", **ID_FILTER)
+    run = IdFilter(field_name="run_id")
+    experiment = IdFilter(field_name="experiment_id")
+    comparison = IdFilter(field_name="comparison_id")
 
     class Meta:
         model = ShareLink

@@ -6,7 +6,8 @@ error responses each operation can give (all with `ErrorSerializer`):
 - 401 and 403 everywhere: no or bad credentials; not allowed (not the owner).
 - 400 and 415 where a request body is read; 400 on lists (bad filter values).
 - 404 where the path names an object, and on lists (a page past the end).
-- 409 on DELETE (in use) and on actions that declare it (`cancel`).
+- 409 where a body is read (a unique name taken), on DELETE (in use) and
+  on actions whose object's state may not allow them (`cancel`).
 """
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
@@ -40,14 +41,15 @@ class AutoSchema(SpectacularAutoSchema):
 
     def error_codes(self) -> list[int]:
         """The error statuses this operation can answer."""
-        codes = [401, 403]
-        is_list = self._is_list_view() and "{" not in self.path
+        codes = {401, 403}
+        is_list = self.method == "GET" and self._is_list_view()
+        takes_body = self.method in WRITE_METHODS and self.get_request_serializer() is not None
         if self.method in WRITE_METHODS or is_list:
-            codes.append(400)
+            codes.add(400)
         if "{" in self.path or is_list:
-            codes.append(404)
-        if self.method == "DELETE" or getattr(self.view, "action", None) in CONFLICT_ACTIONS:
-            codes.append(409)
-        if self.method in WRITE_METHODS and self.get_request_serializer() is not None:
-            codes.append(415)
+            codes.add(404)
+        if takes_body or self.method == "DELETE" or self.view.action in CONFLICT_ACTIONS:
+            codes.add(409)
+        if takes_body:
+            codes.add(415)
         return sorted(codes)

@@ -7,10 +7,14 @@ from rest_framework import serializers
 
 from agents.contract.errors import JobError
 from agents.contract.spec import VERSION_PATTERN
-from runs import services
+from runs import services, stats
 from runs.api.fields import (
     ScriptSerializer,
     StorageLayoutSerializer,
+    StrictCharField,
+    StrictIntegerField,
+    StrictModelSerializer,
+    StrictRegexField,
     defines_field,
     settings_field,
 )
@@ -28,6 +32,8 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.stats import Verdict
+from runs.warnings import CHECKS
 
 
 def job_error_detail(exc: JobError) -> dict:
@@ -35,7 +41,7 @@ def job_error_detail(exc: JobError) -> dict:
     return {exc.field or "non_field_errors": [exc.message]}
 
 
-class StorageTargetSerializer(serializers.ModelSerializer):
+class StorageTargetSerializer(StrictModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
@@ -44,11 +50,11 @@ class StorageTargetSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class HostSerializer(serializers.ModelSerializer):
+class HostSerializer(StrictModelSerializer):
     is_online = serializers.BooleanField(read_only=True)
     storage_targets = StorageTargetSerializer(many=True, read_only=True)
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=100), max_length=50, required=False
+        child=StrictCharField(max_length=100), max_length=50, required=False
     )
 
     class Meta:
@@ -69,13 +75,13 @@ class HostSerializer(serializers.ModelSerializer):
         read_only_fields = [f for f in fields if f not in ("notes", "labels")]
 
 
-class PgBuildSerializer(serializers.ModelSerializer):
-    version = serializers.RegexField(
+class PgBuildSerializer(StrictModelSerializer):
+    version = StrictRegexField(
         VERSION_PATTERN,
         max_length=20,
         error_messages={"invalid": "a version looks like 16 or 16.15"},
     )
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = PgBuild
@@ -83,11 +89,11 @@ class PgBuildSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_by", "created_at"]
 
 
-class ConfigProfileSerializer(serializers.ModelSerializer):
+class ConfigProfileSerializer(StrictModelSerializer):
     settings = settings_field(required=False)
     effective_settings = serializers.SerializerMethodField()
     validation_notes = serializers.SerializerMethodField()
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = ConfigProfile
@@ -136,10 +142,10 @@ class ConfigProfileDiffSerializer(serializers.Serializer):
     changed = serializers.DictField()
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
+class WorkloadSerializer(StrictModelSerializer):
     scripts = ScriptSerializer(many=True, max_length=128, min_length=1, required=False)
     defines = defines_field(required=False)
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = Workload
@@ -178,7 +184,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class ExperimentSerializer(serializers.ModelSerializer):
+class ExperimentSerializer(StrictModelSerializer):
     hosts = serializers.PrimaryKeyRelatedField(
         queryset=Host.objects.all(), many=True, allow_empty=False
     )
@@ -193,7 +199,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
     )
     storage_layouts = StorageLayoutSerializer(many=True, required=False, max_length=64)
     clients = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
+        child=StrictIntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
     )
     seed = serializers.IntegerField(
         min_value=0,
@@ -209,7 +215,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
         help_text="Queue the runs at once (otherwise POST .../start/ later).",
     )
     status = serializers.CharField(read_only=True)
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = Experiment
@@ -261,7 +267,7 @@ class EstimateSerializer(serializers.Serializer):
     estimated_seconds = serializers.IntegerField(allow_null=True)
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(StrictModelSerializer):
     host = serializers.SlugRelatedField(slug_field="name", read_only=True)
     build = serializers.SlugRelatedField(slug_field="name", read_only=True)
     config_profile = serializers.SlugRelatedField(slug_field="name", read_only=True)
@@ -316,13 +322,13 @@ class RunDetailSerializer(RunSerializer):
         return data
 
 
-class ResultSerializer(serializers.ModelSerializer):
+class ResultSerializer(StrictModelSerializer):
     class Meta:
         model = Result
         exclude = ["id", "run"]
 
 
-class ProgressSampleSerializer(serializers.ModelSerializer):
+class ProgressSampleSerializer(StrictModelSerializer):
     class Meta:
         model = ProgressSample
         fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
@@ -349,14 +355,65 @@ class RunResultsSerializer(serializers.Serializer):
     server_samples = SampleSerializer(many=True)
 
 
-class ComparisonSerializer(serializers.ModelSerializer):
+class StatisticsQuerySerializer(serializers.Serializer):
+    min_effect = serializers.FloatField(
+        min_value=0.0,
+        max_value=stats.MAX_MIN_EFFECT_PCT,
+        default=stats.DEFAULT_MIN_EFFECT_PCT,
+        help_text="smallest difference in percent that earns a verdict word",
+    )
+
+
+class ValidityWarningSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=sorted(CHECKS))
+    title = serializers.CharField()
+    detail = serializers.CharField()
+    why = serializers.CharField()
+
+
+class StatisticsRowSerializer(serializers.Serializer):
+    """One run (or cell in rounds), client count and metric (`runs.compare.cell_record`)."""
+
+    run_id = serializers.IntegerField()
+    clients = serializers.IntegerField()
+    metric = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+    n = serializers.IntegerField()
+    mean = serializers.FloatField(allow_null=True)
+    median = serializers.FloatField(allow_null=True)
+    sd = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    mde_pct = serializers.FloatField(allow_null=True)
+    diff_pct = serializers.FloatField(allow_null=True)
+    diff_ci_low_pct = serializers.FloatField(allow_null=True)
+    diff_ci_high_pct = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True)
+    q = serializers.FloatField(allow_null=True)
+    verdict = serializers.ChoiceField(choices=[v.value for v in Verdict], allow_null=True)
+    verdict_note = serializers.CharField(allow_blank=True)
+    warnings = ValidityWarningSerializer(many=True)
+
+
+class ComparisonStatisticsSerializer(serializers.Serializer):
+    """A comparison's statistics table (`runs.api.views.ComparisonViewSet.statistics`)."""
+
+    baseline_run_id = serializers.IntegerField()
+    min_effect_pct = serializers.FloatField()
+    confidence = serializers.FloatField()
+    comparisons = serializers.IntegerField(help_text="how many p-values BH adjusts together")
+    false_discovery_control = serializers.CharField()
+    rows = StatisticsRowSerializer(many=True)
+
+
+class ComparisonSerializer(StrictModelSerializer):
     runs = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), many=True, allow_empty=False
     )
     baseline = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), required=False, allow_null=True
     )
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = Comparison
@@ -370,7 +427,7 @@ class ComparisonSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(job_error_detail(exc), code="invalid") from exc
 
 
-class ShareLinkSerializer(serializers.ModelSerializer):
+class ShareLinkSerializer(StrictModelSerializer):
     run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
     experiment = serializers.PrimaryKeyRelatedField(
         queryset=Experiment.objects.all(), required=False
@@ -380,7 +437,7 @@ class ShareLinkSerializer(serializers.ModelSerializer):
     )
     target_kind = serializers.CharField(read_only=True)
     is_active = serializers.BooleanField(read_only=True)
-    created_by = serializers.StringRelatedField()
+    created_by = serializers.StringRelatedField(allow_null=True)
 
     class Meta:
         model = ShareLink

@@ -23,6 +23,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.tables import comparison_statistics
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
 
@@ -141,7 +142,7 @@ class ExperimentViewSet(
     @extend_schema(responses=serializers.RunSerializer(many=True))
     @action(detail=True, methods=["get"])
     def runs(self, request: Request, pk: str | None = None) -> Response:
-        """The experiment's runs in matrix order."""
+        """The experiment's runs in the order they were queued, with their cell and round."""
         runs = self.get_object().runs.select_related(*RUN_JOINS).order_by("position", "pk")
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(serializers.RunSerializer(page, many=True).data)
@@ -181,7 +182,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[serializers.RunResultsQuerySerializer],
-        responses=serializers.RunResultsSerializer,
+        responses={200: serializers.RunResultsSerializer, 400: serializers.ErrorSerializer},
     )
     @action(detail=True, methods=["get"])
     def results(self, request: Request, pk: str | None = None) -> Response:
@@ -207,6 +208,22 @@ class ComparisonViewSet(
 
     def perform_destroy(self, instance: Comparison) -> None:
         services.object_delete(instance, self.request.user)
+
+    @extend_schema(
+        parameters=[serializers.StatisticsQuerySerializer],
+        responses={
+            200: serializers.ComparisonStatisticsSerializer,
+            400: serializers.ErrorSerializer,
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def statistics(self, request: Request, pk: str | None = None) -> Response:
+        """Per point n, mean, median, sd, 95 % CI, MDE and warnings; per cell against the
+        baseline the difference with its CI, p, q (Benjamini-Hochberg) and the verdict."""
+        query = serializers.StatisticsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        comparison = self.get_object()
+        return Response(comparison_statistics(comparison, query.validated_data["min_effect"]))
 
 
 class ShareLinkViewSet(

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from runs import selectors
 from runs.forms import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
 from runs.models import ConfigProfile, PgBuild, PgCatalogue, Workload
+from runs.services.permissions import can_change, check_can_change
 
 AGENT_COMMAND = "python -m agents worker --name NAME"
 
@@ -37,7 +38,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def build_list(request: HttpRequest) -> HttpResponse:
-    form = PgBuildForm(request.POST or None)
+    form = PgBuildForm(request.POST or None, instance=PgBuild(created_by=request.user))
     if request.method == "POST" and form.is_valid():
         build = form.save()
         messages.success(request, f"Build {build.name} added.")
@@ -62,14 +63,17 @@ def config_list(request: HttpRequest) -> HttpResponse:
 def config_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """Create (no pk) or edit a profile; the page shows the diff against its parent."""
     profile = get_object_or_404(ConfigProfile, pk=pk) if pk else None
-    form = ConfigProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and profile is not None:
+        check_can_change(request.user, profile, "change")
+    instance = profile or ConfigProfile(created_by=request.user)
+    form = ConfigProfileForm(request.POST or None, instance=instance)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
         for note in form.notes:
             messages.info(request, note)
         messages.success(request, f"Config profile {saved.name} saved.")
         return redirect("config-detail", pk=saved.pk)
-    context = {"form": form, "profile": profile}
+    context = {"form": form, "profile": profile, "may_save": can_change(request.user, instance)}
     if profile:
         context["diff"] = profile.diff_against_parent()
         context["effective"] = profile.effective_settings()
@@ -84,9 +88,13 @@ def workload_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def workload_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     workload = get_object_or_404(Workload, pk=pk) if pk else None
-    form = WorkloadForm(request.POST or None, instance=workload)
+    if request.method == "POST" and workload is not None:
+        check_can_change(request.user, workload, "change")
+    instance = workload or Workload(created_by=request.user)
+    form = WorkloadForm(request.POST or None, instance=instance)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
         messages.success(request, f"Workload {saved.name} saved.")
         return redirect("workload-detail", pk=saved.pk)
-    return render(request, "runs/workload_edit.html", {"form": form, "workload": workload})
+    context = {"form": form, "workload": workload, "may_save": can_change(request.user, instance)}
+    return render(request, "runs/workload_edit.html", context)

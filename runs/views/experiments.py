@@ -14,6 +14,7 @@ from runs.forms import ScheduleForm
 from runs.models import Experiment, Host
 from runs.services.errors import Conflict
 from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
+from runs.services.permissions import check_can_change
 from runs.views.context import experiment_context, export_urls
 from runs.views.export import export_response
 
@@ -81,6 +82,7 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def experiment_start(request: HttpRequest, pk: int) -> HttpResponse:
     experiment = get_object_or_404(Experiment, pk=pk)
+    check_can_change(request.user, experiment, "start")
     try:
         runs = services.experiment_start(experiment, request.user)
         messages.success(request, f"Started: {len(runs)} run(s) queued.")

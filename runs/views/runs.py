@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from runs import selectors, services
 from runs.models import Host, Run
 from runs.services.errors import Conflict
+from runs.services.permissions import check_can_change
 from runs.views.context import export_urls, run_context
 from runs.views.export import export_response
 
@@ -57,6 +58,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run_or_404(pk)
+    check_can_change(request.user, run, "cancel")
     try:
         services.run_cancel(run, request.user)
         messages.success(request, f"Run #{pk}: cancel requested.")

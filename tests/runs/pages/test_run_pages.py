@@ -48,8 +48,8 @@ def test_run_page_shows_points_with_units_and_the_commands(signed_in, run_with_r
     assert "Re-run" in page and ">Cancel<" not in page
 
 
-def test_run_page_of_a_running_run_is_live_with_a_cancel_button(signed_in):
-    run = RunFactory(status=Run.Status.RUNNING, step="pgbench_init 40%")
+def test_run_page_of_a_running_run_is_live_with_a_cancel_button(signed_in, user):
+    run = RunFactory(status=Run.Status.RUNNING, step="pgbench_init 40%", created_by=user)
     page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "data-live" in page and f'data-events-url="/runs/{run.pk}/events"' in page
     assert ">Cancel<" in page
@@ -62,15 +62,16 @@ def test_run_page_hides_the_dispatch_token(signed_in):
     assert "secret-dispatch-token" not in page
 
 
-def test_cancel_of_a_queued_run_cancels_it(signed_in, lab_redis):
-    run = RunFactory()
+def test_cancel_of_a_queued_run_cancels_it(signed_in, user, lab_redis):
+    run = RunFactory(created_by=user)
     response = signed_in.post(reverse("run-cancel", args=[run.pk]))
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED
 
 
-def test_cancel_of_a_finished_run_says_why_it_cannot(signed_in, run_with_results):
+def test_cancel_of_a_finished_run_says_why_it_cannot(signed_in, user, run_with_results):
+    Run.objects.filter(pk=run_with_results.pk).update(created_by=user)
     response = signed_in.post(reverse("run-cancel", args=[run_with_results.pk]), follow=True)
     assert "already succeeded" in response.content.decode()
 

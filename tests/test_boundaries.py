@@ -51,20 +51,20 @@ def offending_imports(
     return found
 
 
-def test_the_lab_imports_nothing_from_the_agents_but_the_contract():
+def test_the_lab_imports_nothing_from_the_agents_but_the_contract() -> None:
     lab = python_files("runs", "benchlab")
 
     assert lab, "no lab sources found"
     assert offending_imports(lab, refused=("agents",), allowed="agents.contract") == []
 
 
-def test_the_agents_import_neither_django_nor_the_lab():
+def test_the_agents_import_neither_django_nor_the_lab() -> None:
     agents = python_files("agents")
 
     assert offending_imports(agents, refused=("django", "rest_framework", "runs", "benchlab")) == []
 
 
-def test_the_contract_imports_only_the_standard_library_and_itself():
+def test_the_contract_imports_only_the_standard_library_and_itself() -> None:
     outside = []
     for path in python_files("agents/contract"):
         for line, module in imported_modules(path):
@@ -76,7 +76,7 @@ def test_the_contract_imports_only_the_standard_library_and_itself():
 
 
 @pytest.mark.parametrize("module", ["agents.worker", "agents.__main__"])
-def test_loading_the_agent_loads_neither_django_settings_nor_the_web_code(module):
+def test_loading_the_agent_loads_neither_django_settings_nor_the_web_code(module: str) -> None:
     probe = (
         f"import sys, {module}; "
         "print([m for m in sys.modules if m.startswith(('django.conf', 'django.db', "
@@ -94,7 +94,7 @@ def test_loading_the_agent_loads_neither_django_settings_nor_the_web_code(module
     assert output.strip() == "[]"
 
 
-def test_the_boundary_check_finds_an_agent_import_inside_a_function(tmp_path):
+def test_the_boundary_check_finds_an_agent_import_inside_a_function(tmp_path: Path) -> None:
     leaky = tmp_path / "leaky.py"
     leaky.write_text(
         "from agents.contract.spec import validate_spec\n"

@@ -8,7 +8,7 @@ from runs.choices import text_choices
 from runs.models import Experiment, PgBuild, Run, Workload
 
 
-def test_each_vocabulary_is_the_values_of_its_model_choices():
+def test_each_vocabulary_is_the_values_of_its_model_choices() -> None:
     assert PgBuild.Source.values == list(vocabulary.SOURCES)
     assert Workload.QueryMode.values == list(vocabulary.QUERY_MODES)
     assert Workload.PartitionMethod.values == list(vocabulary.PARTITION_METHODS)
@@ -17,7 +17,7 @@ def test_each_vocabulary_is_the_values_of_its_model_choices():
     assert Run.Status.values == [*vocabulary.PENDING_STATES, *vocabulary.JOB_OUTCOMES]
 
 
-def test_members_are_named_after_their_values_and_labelled_where_the_contract_says():
+def test_members_are_named_after_their_values_and_labelled_where_the_contract_says() -> None:
     choices = text_choices("Example", ("tpcb-like", "vacuum_checkpoint"), {"tpcb-like": "TPC-B"})
 
     assert choices.TPCB_LIKE == "tpcb-like"
@@ -27,5 +27,5 @@ def test_members_are_named_after_their_values_and_labelled_where_the_contract_sa
 
 
 @pytest.mark.django_db
-def test_the_migrations_match_the_models():
+def test_the_migrations_match_the_models() -> None:
     call_command("makemigrations", "runs", "--check", "--dry-run", verbosity=0)

@@ -2,10 +2,13 @@
 
 import threading
 from datetime import timedelta
+from typing import cast
 
 import pytest
+import redis
 from django.conf import settings
 from django.utils import timezone
+from pytest_django.fixtures import Settings
 
 from runs.control import worker
 from runs.control.reaper import Reaper
@@ -19,14 +22,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def silent_run() -> Run:
     """A running run whose agent sent nothing for longer than the grace period."""
     long_ago = timezone.now() - timedelta(seconds=settings.AGENT_LOST_GRACE_S + 60)
-    return RunFactory(status=Run.Status.RUNNING, host__last_seen=long_ago)
+    return cast(Run, RunFactory(status=Run.Status.RUNNING, host__last_seen=long_ago))
 
 
 def status_of(run: Run) -> str:
     return Run.objects.values_list("status", flat=True).get(pk=run.pk)
 
 
-def test_the_reaper_fails_the_run_of_a_silent_agent_and_stops_when_told(lab_redis):
+def test_the_reaper_fails_the_run_of_a_silent_agent_and_stops_when_told(
+    lab_redis: redis.Redis,
+) -> None:
     silent = silent_run()
     stop = threading.Event()
     loop = threading.Thread(target=Reaper(interval_s=0.1).run_forever, args=(stop,))
@@ -43,8 +48,8 @@ def test_the_reaper_fails_the_run_of_a_silent_agent_and_stops_when_told(lab_redi
 
 
 def test_the_control_worker_runs_the_consumer_and_the_reaper_until_it_stops(
-    lab_redis, events_stream, settings
-):
+    lab_redis: redis.Redis, events_stream: str, settings: Settings
+) -> None:
     settings.BENCHLAB_INGEST_IN_WORKER = True
     settings.REAPER_INTERVAL_S = 0.1
     silent = silent_run()

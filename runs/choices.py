@@ -7,7 +7,7 @@ that name, as it does for a class written out by hand.
 """
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import models
 
@@ -17,7 +17,12 @@ def member_name(value: str) -> str:
     return value.upper().replace("-", "_")
 
 
-def text_choices(name: str, values: Iterable[str], labels: Mapping[str, str] | None = None) -> Any:
+Value = TypeVar("Value", bound=str)
+
+
+def text_choices(
+    name: str, values: Iterable[Value], labels: Mapping[Value, str] | None = None
+) -> Any:
     """A `TextChoices` class with one member per value, labelled by `labels` where given.
 
     Typed `Any`: its members exist only at run time, so a type checker could
@@ -27,4 +32,6 @@ def text_choices(name: str, values: Iterable[str], labels: Mapping[str, str] | N
         (member_name(value), (value, labels[value]) if labels and value in labels else value)
         for value in values
     ]
-    return models.TextChoices(name, members)
+    # django-stubs types only the class syntax, not Enum's functional API.
+    functional: Any = models.TextChoices
+    return functional(name, members)

@@ -178,6 +178,11 @@ def _enum_matches(text: str, info: SettingInfo) -> bool:
     return "on" in allowed and "off" in allowed and text.lower() in hidden
 
 
+def _bounds(info: SettingInfo) -> tuple[str, str]:
+    """A numeric setting's range as text; pg_settings fills both ends for numbers."""
+    return info.min_val or "-inf", info.max_val or "inf"
+
+
 def _range_text(info: SettingInfo) -> str:
     def bound(raw: str) -> str:
         number = float(raw)
@@ -185,7 +190,8 @@ def _range_text(info: SettingInfo) -> str:
             return f"{raw} ({guc_values.humanize(number, info.unit)})"
         return raw
 
-    text = f"must be between {bound(info.min_val)} and {bound(info.max_val)}"
+    low, high = _bounds(info)
+    text = f"must be between {bound(low)} and {bound(high)}"
     return f"{text} in units of {info.unit}" if info.unit else text
 
 
@@ -210,7 +216,8 @@ def _check_value(name: str, value: object, info: SettingInfo) -> str | None:
         elif info.vartype in ("integer", "real"):
             parse = guc_values.parse_integer if info.vartype == "integer" else guc_values.parse_real
             number = parse(text, info.unit)
-            if not float(info.min_val) <= number <= float(info.max_val):
+            low, high = _bounds(info)
+            if not float(low) <= number <= float(high):
                 return f"{name}: {shown} is out of range: {_range_text(info)}"
     except ValueError as error:
         return f"{name}: {shown} {error}"

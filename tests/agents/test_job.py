@@ -167,7 +167,7 @@ def test_missing_version_names_what_is_available(config):
     assert "16.15" in result["error"]["message"]
 
 
-def test_custom_script_with_setup_sql_and_per_statement_latencies(config):
+def test_plpgsql_setup_sql_and_custom_script_run_without_superuser_rights(config):
     setup = (
         "CREATE TABLE kv (id int PRIMARY KEY, v int);"
         "CREATE FUNCTION bump(i int) RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
@@ -186,6 +186,8 @@ def test_custom_script_with_setup_sql_and_per_statement_latencies(config):
     commands = [statement["command"] for statement in result["points"][0]["statements"]]
     assert any("SELECT bump(:id);" in command for command in commands)
     assert "setup_sql_seconds" in result["dataset"]
+    assert result["dataset"]["workload"]["user"] == "benchlab_workload"
+    assert result["dataset"]["workload"]["superuser"] is False
 
 
 def test_server_killed_mid_sweep_keeps_finished_points(config, storage_root):

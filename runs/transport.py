@@ -81,3 +81,17 @@ def _message_task_id(message: str) -> str | None:
 def dispatch_claimed(run_id: str, token: str) -> bool:
     """Whether an agent has claimed this dispatch of the run."""
     return bool(redis_connection().exists(claim_key(dispatch_key(run_id, token))))
+
+
+def events_backlog_age_s(stream: str) -> float:
+    """How long the oldest event still in `stream` has waited, by Redis' clock; 0 when none.
+
+    The consumer deletes each entry once stored, so what is left waits for it.
+    """
+    client = redis_connection()
+    oldest = client.xrange(stream, count=1)
+    if not oldest:
+        return 0.0
+    seconds, microseconds = client.time()
+    sent_ms = int(oldest[0][0].split("-")[0])
+    return max(0.0, seconds + microseconds / 1e6 - sent_ms / 1000)

@@ -8,7 +8,9 @@ write an unapproved agent causes is its pending host: a new agent's first
 registration creates it with the secret the registration carries, and later
 registrations signed with that secret refresh what it reported. A
 registration under an existing host's name with another identity changes
-nothing.
+nothing, unless the host was revoked: then it becomes pending again with the
+new identity (a new machine or a lost identity file), for an administrator to
+approve after comparing the fingerprint.
 
 `host_approve` and `host_revoke` are the administrator's side; `host_enroll`
 approves an agent whose secret the lab's operator hands over directly (the
@@ -69,6 +71,12 @@ def _agent_event_refusal(event: AgentEvent) -> str | None:
 def _registration_refusal(event: AgentEvent, name: str, host: Host | None) -> str | None:
     offered = event["data"].get("secret")
     known = host.secret if host is not None else ""
+    if (
+        host is not None
+        and host.enrollment == Enrollment.REVOKED
+        and not verify("event", event, known)
+    ):
+        known = ""  # a revoked host may come back with a new identity, to be approved anew
     if not known:
         if not is_secret(offered):
             return f"agent {name!r} is not enrolled and sent no secret to enroll with"

@@ -6,23 +6,25 @@
 """
 
 import logging
-import secrets
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.contract.errors import JobError
 from runs import transport
 from runs.models import Host, Run
+from runs.services.dispatch import run_redispatch
 from runs.services.runs import run_finish
 
 logger = logging.getLogger(__name__)
+
+# The consumer stores events within milliseconds; an older one waiting means it is behind.
+EVENTS_LAG_TOLERANCE_S = 5.0
 
 
 def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
@@ -30,8 +32,12 @@ def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
 
     A run counts as silent when neither its host's heartbeat nor its own
     events arrived within the grace period. Returns the ids of the runs failed.
-    Queued runs stay queued: their jobs wait in the agent's queue.
+    Queued runs stay queued: their jobs wait in the agent's queue. Nothing is
+    judged while the event consumer is behind (`events_caught_up`): the events
+    that would show the agent alive may be waiting in the stream.
     """
+    if not events_caught_up():
+        return []
     now = now or timezone.now()
     grace = settings.AGENT_LOST_GRACE_S
     cutoff = now - timedelta(seconds=grace)
@@ -52,6 +58,19 @@ def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
     if failed:
         logger.warning("runs %s failed: their agents went silent", failed)
     return failed
+
+
+def events_caught_up() -> bool:
+    """Whether the event consumer has stored what agents sent up to a few seconds ago.
+
+    After the control worker was down, the reaper would otherwise find every
+    running run silent before the consumer has stored the backlog of its events.
+    """
+    waited = transport.events_backlog_age_s(settings.BENCHLAB_EVENTS_STREAM)
+    if waited > EVENTS_LAG_TOLERANCE_S:
+        logger.info("events have waited %.0f s in the stream: silence is judged later", waited)
+        return False
+    return True
 
 
 # A job is sent at most this often: once, and once more after Redis lost it.
@@ -108,7 +127,7 @@ def _job_accounted_for(run: Run) -> bool:
 
 def _recover(run: Run, recovery: JobRecovery) -> None:
     if run.dispatches < MAX_DISPATCHES:
-        if _redispatch(run):
+        if run_redispatch(run):
             recovery.redispatched.append(run.pk)
         return
     message = (
@@ -124,6 +143,8 @@ def _fail_if_agent_silent(run: Run, now: datetime, recovery: JobRecovery) -> Non
     grace = settings.AGENT_LOST_GRACE_S
     last_seen = run.host.last_seen
     if last_seen is not None and now - last_seen <= timedelta(seconds=grace):
+        return
+    if not events_caught_up():
         return
     message = f"agent {run.host.name} claimed the job, then sent nothing for more than {grace} s"
     if _fail_queued(run, JobError("agent_lost", message)):
@@ -142,28 +163,3 @@ def _fail_queued(run: Run, error: JobError) -> bool:
     if failed:
         logger.warning("run %s failed: %s", run.pk, error.message)
     return failed
-
-
-def _redispatch(run: Run) -> bool:
-    """Send the run's job again with a new token; False when the run changed meanwhile."""
-    old_token, token, task_id = run.token, secrets.token_urlsafe(24), str(uuid.uuid4())
-    spec = {**run.spec, "token": token}
-    with transaction.atomic():
-        changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED, token=old_token).update(
-            token=token,
-            celery_task_id=task_id,
-            spec=spec,
-            queued_at=timezone.now(),
-            dispatches=F("dispatches") + 1,
-        )
-        if changed:
-            host, secret = run.host.name, run.host.secret
-            transaction.on_commit(lambda: transport.request_cancel(run.run_id, old_token))
-            transaction.on_commit(lambda: transport.send_job(spec, host, task_id, secret))
-    if changed:
-        logger.warning(
-            "run %s: its job is neither waiting in queue %s nor claimed; sent again",
-            run.pk,
-            transport.agent_queue(run.host.name),
-        )
-    return bool(changed)

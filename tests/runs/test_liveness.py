@@ -172,3 +172,18 @@ def test_a_run_queued_moments_ago_is_not_checked_yet(
 
     assert (recovery.redispatched, recovery.failed) == ([], [])
     assert Run.objects.get(pk=run.pk).token == run.token
+
+
+def test_silence_is_not_judged_while_events_wait_for_the_consumer(
+    events_stream, lab_redis, settings
+):
+    settings.AGENT_LOST_GRACE_S = 90
+    run = RunFactory(status=Run.Status.RUNNING)
+    long_ago = timezone.now() - timedelta(seconds=120)
+    Host.objects.filter(pk=run.host.pk).update(last_seen=long_ago)
+    seconds, _micro = lab_redis.time()
+    waiting = lab_redis.xadd(events_stream, {"event": "{}"}, id=f"{(seconds - 60) * 1000}-0")
+
+    assert services.runs_fail_agent_lost() == [], "its heartbeats may be among the waiting events"
+    lab_redis.xdel(events_stream, waiting)
+    assert services.runs_fail_agent_lost() == [run.pk]

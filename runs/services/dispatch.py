@@ -5,23 +5,61 @@ name the dispatch (run id and token), and events carrying another token are
 dropped. The transport (runs.transport) puts the job on the wire.
 """
 
+import logging
 import secrets
 import uuid
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agents.contract.spec import JobSpec
+from agents.contract.wire import agent_queue
 from runs import transport
 from runs.models import Run
+
+logger = logging.getLogger(__name__)
+
+
+def new_dispatch() -> tuple[str, str]:
+    """A fresh dispatch token and Celery task id."""
+    return secrets.token_urlsafe(24), str(uuid.uuid4())
 
 
 def run_dispatch(run: Run, spec: JobSpec) -> None:
     """Give the run its spec, token and task id, and send the job once the transaction commits."""
-    run.token = secrets.token_urlsafe(24)
-    run.celery_task_id = str(uuid.uuid4())
+    run.token, run.celery_task_id = new_dispatch()
     run.spec = {**spec, "run_id": run.run_id, "token": run.token}
     run.queued_at = timezone.now()
     run.save(update_fields=["token", "celery_task_id", "spec", "queued_at"])
     job, host_name, task_id, secret = run.spec, run.host.name, run.celery_task_id, run.host.secret
     transaction.on_commit(lambda: transport.send_job(job, host_name, task_id, secret))
+
+
+def run_redispatch(run: Run) -> bool:
+    """Send a queued run's job again with a new token; False when the run changed meanwhile.
+
+    The old dispatch is cancelled, so a copy of its job turning up later is
+    dropped by the agent.
+    """
+    old_token, (token, task_id) = run.token, new_dispatch()
+    spec = {**run.spec, "token": token}
+    with transaction.atomic():
+        changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED, token=old_token).update(
+            token=token,
+            celery_task_id=task_id,
+            spec=spec,
+            queued_at=timezone.now(),
+            dispatches=F("dispatches") + 1,
+        )
+        if changed:
+            host, secret = run.host.name, run.host.secret
+            transaction.on_commit(lambda: transport.request_cancel(run.run_id, old_token))
+            transaction.on_commit(lambda: transport.send_job(spec, host, task_id, secret))
+    if changed:
+        logger.warning(
+            "run %s: its job is neither waiting in queue %s nor claimed; sent again",
+            run.pk,
+            agent_queue(run.host.name),
+        )
+    return bool(changed)

@@ -1,11 +1,17 @@
 """Validity warnings, each triggered by a crafted point or by real pgbench output."""
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from agents.config import AgentConfig
+from agents.events import EventEmitter
+from agents.job import run_job
 from runs import warnings
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.services.events import store_point
 from runs.stats import summarize
 from runs.warnings import PointSamples, point_warnings, run_warnings
 from tests.runs.factories import RunFactory
@@ -194,3 +200,49 @@ def test_warnings_of_repeats_merge_into_one_per_code_naming_the_repeats():
     two = warnings.ValidityWarning("failed_transactions", "1 failed")
     (merged,) = warnings.merge_repeats({2: [two], 1: [one]})
     assert merged.detail == "repeat 1: 3 failed; repeat 2: 1 failed"
+
+
+@pytest.fixture
+def storage_root():
+    """Storage targets PostgreSQL's OS user can reach, as tests/agents/conftest.py makes them."""
+    root = Path(tempfile.mkdtemp(prefix="benchlab-test-", dir="/var/tmp"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_real_run_without_crash_safety_and_short_points_is_flagged(storage_root):
+    """A real PostgreSQL 16 and pgbench job, stored as the control worker stores it."""
+    spec = {
+        "version": 1,
+        "run_id": "warnings",
+        "postgres": {"version": "16", "source": "prebuilt"},
+        "storage": {"data": "data", "wal": "data"},
+        "dataset": {"scale": 1},
+        "settings": {"fsync": "off", "checkpoint_timeout": "45s"},
+        "workload": {"scripts": [{"builtin": "select-only", "weight": 1}]},
+        "sweep": {"clients": [1], "duration_s": 2, "repeats": 1},
+    }
+    config = AgentConfig(storage={"data": storage_root / "data"})
+    result = run_job(
+        spec, config, EventEmitter([lambda event: None], run_id="warnings"), lambda: False
+    )
+    assert result["status"] == "succeeded", result["error"]
+
+    run = RunFactory(status=Run.Status.SUCCEEDED, spec=spec)
+    run.effective_settings = result["settings"]["effective"]
+    run.save()
+    stored = [store_point(run, point) for point in result["points"]]
+
+    found = {w.code: w.detail for w in run_warnings(run, stored)}
+    assert found == {
+        "unsafe_settings": "fsync=off",
+        "window_shorter_than_checkpoint_timeout": "2 s window, checkpoint_timeout 45 s",
+    }
+    samples = PointSamples(
+        progress=list(run.progress.all()),
+        host=list(run.host_samples.all()),
+        server=list(run.server_samples.all()),
+    )
+    assert samples.server, "the agent stores server samples of the point"
+    assert "failed_transactions" not in codes(point_warnings(stored[0], samples))

@@ -208,3 +208,34 @@ def test_free_space_and_cluster_paths_are_not_differences(two_runs):
     keys = dict(differences([base, tuned]))
     assert not any("free_bytes" in key or "data_directory" in key for key in keys)
     assert "settings.shared_buffers" not in keys
+
+
+def test_api_answers_the_statistics_of_a_comparison(api_client):
+    base = finished_run(three_repeats(1000.0, 4.0))
+    faster = finished_run(three_repeats(1200.0, 3.3), experiment=base.experiment)
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, faster])
+    response = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/", {"min_effect": 2})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["baseline_run_id"], body["min_effect_pct"], body["comparisons"]) == (
+        base.pk,
+        2.0,
+        2,
+    )
+    rows = {(r["run_id"], r["metric"]): r for r in body["rows"]}
+    tps = rows[(faster.pk, "tps")]
+    assert tps["verdict"] == "faster" and tps["n"] == 3
+    assert tps["diff_ci_low_pct"] < tps["diff_pct"] < tps["diff_ci_high_pct"]
+    assert tps["q"] >= tps["p"]
+    assert {w["code"] for w in tps["warnings"]} == {"window_shorter_than_checkpoint_timeout"}
+    assert tps["warnings"][0]["why"]
+
+
+def test_api_refuses_a_bad_minimum_effect_naming_the_field(api_client, two_runs):
+    base, tuned = two_runs
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, tuned])
+    response = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/", {"min_effect": 90})
+    assert response.status_code == 400
+    assert "min_effect" in response.json()["error"]["fields"]

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 WORD = re.compile(r"[A-Za-z_\x80-\uffff][A-Za-z_0-9$\x80-\uffff]*")
 NUMBER = re.compile(r"\d[\d.eE_]*")
 DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_\x80-\uffff][A-Za-z_0-9\x80-\uffff]*)?\$")
-STRING_PREFIXES = {"e", "b", "x", "n", "u&"}
+# E'...' (backslash escapes), B'...', X'...', N'...'; U&'...' is read apart.
+STRING_PREFIXES = {"e", "b", "x", "n"}
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class _Splitter:
         elif number := NUMBER.match(text, pos):
             self._add("number", number.group(), number.end())
         else:
-            self.parens += {"(": 1, ")": -1}.get(char, 0)
+            # A stray ")" does not make every later semicolon part of a parenthesis.
+            self.parens = max(0, self.parens + {"(": 1, ")": -1}.get(char, 0))
             self._add("symbol", char, pos + 1)
 
     def _word(self, word: re.Match) -> None:

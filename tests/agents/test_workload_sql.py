@@ -163,3 +163,11 @@ def test_no_spec_field_can_turn_superuser_sql_on(document: dict) -> None:
 
     assert invalid.value.code == "invalid_spec"
     assert "unknown field" in invalid.value.message
+
+
+def test_a_stray_closing_parenthesis_does_not_swallow_the_statements_after_it() -> None:
+    assert texts("SELECT 1);\nSELECT U&'semi;colon';\nSELECT 3") == [
+        "SELECT 1)",
+        "SELECT U&'semi;colon'",
+        "SELECT 3",
+    ]

@@ -7,14 +7,16 @@ the run's status, and sends them as events. Every event's `id` is the cursor
 with `Last-Event-ID` resumes where it left off. Those rows are only ever
 added, never rewritten (runs/services/events.py), so each is sent once. The
 stream ends with an `end` event once the run is final and everything stored
-has been sent.
+has been sent. A shared stream re-checks its link every SHARE_RECHECK_S and
+ends with `end` (status `revoked`) once the link is revoked.
 """
 
 import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -23,11 +25,12 @@ from django.template.loader import render_to_string
 
 from runs import selectors, services
 from runs.charts import host_sample_values
-from runs.models import Run
+from runs.models import Run, ShareLink
 
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.7
+SHARE_RECHECK_S = 2.0
 KEEPALIVE_S = 15.0
 CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)$")
 
@@ -76,13 +79,40 @@ def _messages(batch: dict, cursor: dict[str, int]) -> list[str]:
     return out
 
 
-async def run_stream(run_id: int, cursor: dict[str, int]) -> AsyncIterator[str]:
-    """Messages for one run until it is final and drained (or deleted)."""
+class Recheck:
+    """Asks `still_open` again every SHARE_RECHECK_S (a shared stream's link may be revoked)."""
+
+    def __init__(self, still_open: Callable[[], Awaitable[bool]] | None):
+        self.still_open = still_open
+        self.next_at = 0.0
+
+    async def closed(self) -> bool:
+        if self.still_open is None or time.monotonic() < self.next_at:
+            return False
+        self.next_at = time.monotonic() + SHARE_RECHECK_S
+        return not await self.still_open()
+
+
+async def run_stream(
+    run_id: int,
+    cursor: dict[str, int],
+    still_open: Callable[[], Awaitable[bool]] | None = None,
+) -> AsyncIterator[str]:
+    """Messages for one run until it is final and drained (or deleted).
+
+    With `still_open` (a shared stream: is its link still active?) the stream
+    also ends, with `end` status `revoked`, within SHARE_RECHECK_S of it
+    turning false.
+    """
     fetch = sync_to_async(selectors.rows_after)
     last_state, idle = None, 0.0
+    recheck = Recheck(still_open)
     yield "retry: 2000\n\n"
     try:
         while True:
+            if await recheck.closed():
+                yield sse_message("end", {"status": "revoked"})
+                return
             batch = await fetch(run_id, dict(cursor))
             if batch["run"] is None:
                 yield sse_message("end", {"status": "gone"})
@@ -107,9 +137,14 @@ async def run_stream(run_id: int, cursor: dict[str, int]) -> AsyncIterator[str]:
         await sync_to_async(close_old_connections)()
 
 
-def _stream_response(request: HttpRequest, run_id: int) -> HttpResponse:
+def _stream_response(
+    request: HttpRequest,
+    run_id: int,
+    still_open: Callable[[], Awaitable[bool]] | None = None,
+) -> HttpResponse:
     cursor = parse_cursor(request.headers.get("Last-Event-ID") or request.GET.get("after"))
-    response = StreamingHttpResponse(run_stream(run_id, cursor), content_type="text/event-stream")
+    stream = run_stream(run_id, cursor, still_open)
+    response = StreamingHttpResponse(stream, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -126,8 +161,12 @@ async def run_events(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 async def shared_run_events(request: HttpRequest, token: str) -> HttpResponse:
-    """The live stream of a run shared by an active link."""
+    """The live stream of a run shared by an active link; it ends soon after a revoke."""
     link = await sync_to_async(services.share_link_resolve)(token)
     if link is None or link.run_id is None:
         raise Http404("This share link does not exist or was revoked.")
-    return _stream_response(request, link.run_id)
+
+    async def still_open() -> bool:
+        return await ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).aexists()
+
+    return _stream_response(request, link.run_id, still_open)

@@ -1,13 +1,17 @@
-"""Share links open read-only views for anyone, until they are revoked."""
+"""Share links open read-only views for anyone, until their owner (or staff) revokes them."""
 
 import re
+import time
 
 import pytest
-from django.test import Client
+from asgiref.sync import async_to_sync, sync_to_async
+from django.test import AsyncClient, Client
 from django.urls import reverse
 
 from runs import services
-from runs.models import ShareLink
+from runs.models import Run, ShareLink
+from runs.sse import POLL_S, SHARE_RECHECK_S
+from tests.runs.factories import UserFactory
 from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +78,44 @@ def test_revoking_needs_a_signed_in_user(user, run_with_results):
     Client().post(reverse("share-revoke", args=[link.token]))
     link.refresh_from_db()
     assert link.is_active
+
+
+def test_a_non_owner_sees_no_revoke_button_and_cannot_revoke(user, run_with_results):
+    link = services.share_link_create(user, run_with_results)
+    other = Client()
+    other.force_login(UserFactory(username="someone-else"))
+
+    page = other.get(reverse("run-detail", args=[run_with_results.pk])).content.decode()
+    response = other.post(reverse("share-revoke", args=[link.token]))
+
+    assert f"/s/{link.token}/" in page
+    assert reverse("share-revoke", args=[link.token]) not in page
+    assert response.status_code == 403
+    link.refresh_from_db()
+    assert link.is_active
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_open_shared_stream_ends_within_seconds_of_a_revoke(user):
+    run = finished_run([(1, 1, 500.0, 2.0)])
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    link = services.share_link_create(user, run)
+
+    seen, waited = async_to_sync(follow_shared_stream_through_a_revoke)(link, user)
+
+    assert 'event: end\ndata: {"status":"revoked"}' in seen
+    assert waited < SHARE_RECHECK_S + POLL_S + 2
+
+
+async def follow_shared_stream_through_a_revoke(link: ShareLink, user) -> tuple[str, float]:
+    """Read the shared stream until its status event, revoke, read until it ends."""
+    response = await AsyncClient().get(reverse("shared-events", args=[link.token]))
+    stream = aiter(response.streaming_content)
+    seen = b""
+    while b"event: status" not in seen:
+        seen += await anext(stream)
+    await sync_to_async(services.share_link_revoke)(link, user)
+    revoked_at = time.monotonic()
+    async for chunk in stream:
+        seen += chunk
+    return seen.decode(), time.monotonic() - revoked_at

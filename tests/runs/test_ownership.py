@@ -1,6 +1,10 @@
-"""Ownership: everyone signed in reads; only the owner or staff change, delete, start or revoke."""
+"""Ownership: everyone signed in reads; only the owner or staff change, delete, start or revoke.
+
+Through the API and through the pages."""
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -262,3 +266,44 @@ def test_an_unknown_api_path_answers_a_json_404(owner):
 
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+@pytest.fixture
+def other_signed_in(other) -> Client:
+    client = Client()
+    client.force_login(other)
+    return client
+
+
+def test_pages_hide_start_cancel_and_save_from_a_non_owner(owner, other_signed_in):
+    experiment = ExperimentFactory(created_by=owner)
+    run = RunFactory(experiment=experiment, status=Run.Status.RUNNING, created_by=owner)
+    profile = ConfigProfileFactory(created_by=owner)
+
+    experiment_page = other_signed_in.get(reverse("experiment-detail", args=[experiment.pk]))
+    run_page = other_signed_in.get(reverse("run-detail", args=[run.pk]))
+    profile_page = other_signed_in.get(reverse("config-detail", args=[profile.pk]))
+
+    assert reverse("experiment-start", args=[experiment.pk]) not in experiment_page.content.decode()
+    assert reverse("run-cancel", args=[run.pk]) not in run_page.content.decode()
+    assert "Only its owner or staff may change this profile." in profile_page.content.decode()
+
+
+def test_pages_refuse_a_non_owners_start_cancel_and_save_with_403(
+    owner, other_signed_in, lab_redis
+):
+    experiment = ExperimentFactory(created_by=owner)
+    run = RunFactory(experiment=experiment, created_by=owner)
+    workload = WorkloadFactory(created_by=owner, description="kept")
+
+    started = other_signed_in.post(reverse("experiment-start", args=[experiment.pk]))
+    cancelled = other_signed_in.post(reverse("run-cancel", args=[run.pk]))
+    saved = other_signed_in.post(
+        reverse("workload-detail", args=[workload.pk]), {"name": "taken", "description": "x"}
+    )
+
+    assert (started.status_code, cancelled.status_code, saved.status_code) == (403, 403, 403)
+    run.refresh_from_db()
+    workload.refresh_from_db()
+    assert (run.status, workload.description) == (Run.Status.QUEUED, "kept")
+    assert experiment.runs.count() == 1

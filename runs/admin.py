@@ -7,8 +7,11 @@ from runs import models
 
 @admin.register(models.Host)
 class HostAdmin(admin.ModelAdmin):
-    list_display = ["name", "last_seen", "registered_at"]
+    list_display = ["name", "enrollment", "last_seen", "registered_at"]
     search_fields = ["name"]
+    # Enrollment changes go through the hosts page (services); the secret is never shown.
+    exclude = ["secret"]
+    readonly_fields = ["enrollment", "enrollment_changed_at", "enrollment_changed_by"]
 
 
 @admin.register(models.Run)

@@ -40,6 +40,7 @@ BUFFER_SERIES = (
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 
 Samples = list[tuple[int, float]]
+Offsets = dict[int, float]
 
 
 def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
@@ -96,7 +97,7 @@ def sequential_times(samples: Samples) -> list[float | None]:
     return timeline_xs(samples, point_offsets(samples))
 
 
-def _with_gaps(samples: Samples, values: list) -> list:
+def _with_gaps(samples: Samples, values: Sequence) -> list:
     out, current = [], None
     for (point, _t), value in zip(samples, values, strict=True):
         if current is not None and point != current:
@@ -106,7 +107,14 @@ def _with_gaps(samples: Samples, values: list) -> list:
     return out
 
 
-def _timeline_trace(samples, values, name: str, color: str, offsets, labels=None) -> go.Scatter:
+def _timeline_trace(
+    samples: Samples,
+    values: Sequence[float | None],
+    name: str,
+    color: str,
+    offsets: Offsets,
+    labels: list[str] | None = None,
+) -> go.Scatter:
     return go.Scatter(
         x=timeline_xs(samples, offsets),
         y=_with_gaps(samples, values),
@@ -126,7 +134,9 @@ def _times(samples: Sequence) -> Samples:
     return [(s.point, s.t or 0.0) for s in samples]
 
 
-def progress_traces(progress: list[ProgressSample], labels, name: str, color: str, offsets):
+def progress_traces(
+    progress: list[ProgressSample], labels: dict[int, str], name: str, color: str, offsets: Offsets
+) -> tuple[go.Scatter, go.Scatter]:
     """(tps trace, latency trace) of one run's progress samples."""
     samples = _times(progress)
     text = [labels.get(p.point, "") for p in progress]
@@ -156,7 +166,7 @@ def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]
     return [e for point, rows in sorted(by_point.items()) for e in checkpoint_events(point, rows)]
 
 
-def _checkpoint_shapes(events: list[CheckpointEvent], offsets) -> list[dict]:
+def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[dict]:
     """Vertical lines at checkpoint starts (solid) and ends (dotted), coloured by cause."""
     return [
         {
@@ -177,15 +187,19 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets) -> list[dict]:
     ]
 
 
-def _warning_marks(progress, point_warnings: dict[int, list[ValidityWarning]], offsets):
+def _warning_marks(
+    progress: list[ProgressSample],
+    point_warnings: dict[int, list[ValidityWarning]],
+    offsets: Offsets,
+) -> go.Scatter:
     """A marker above each warned point of a timeline, its warnings in the hover text."""
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
         rows = [p for p in progress if p.point == point and p.tps is not None]
         if not found or not rows:
             continue
-        xs.append(offsets.get(point, 0.0) + max(p.t for p in rows) / 2)
-        ys.append(max(p.tps for p in rows))
+        xs.append(offsets.get(point, 0.0) + max(p.t or 0.0 for p in rows) / 2)
+        ys.append(max(p.tps or 0.0 for p in rows))
         text.append("<br>".join(f"{w.title}: {w.detail}" for w in found))
     return go.Scatter(
         x=xs,
@@ -265,11 +279,13 @@ def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]
     return stacked
 
 
-def _checkpoint_markers(events, offsets, name: str, color: str | None = None, row_y=0.0):
+def _checkpoint_markers(
+    events: list[CheckpointEvent], offsets: Offsets, name: str, color: str | None = None
+) -> go.Scatter:
     """Checkpoint starts (triangle up) and ends (triangle down) as one marker trace."""
     return go.Scatter(
         x=[offsets.get(e.point, 0.0) + e.t for e in events],
-        y=[row_y] * len(events),
+        y=[0.0] * len(events),
         mode="markers",
         name=name,
         text=[f"{e.kind} checkpoint {e.edge}" for e in events],
@@ -283,7 +299,12 @@ def _checkpoint_markers(events, offsets, name: str, color: str | None = None, ro
     )
 
 
-def server_figure(run: Run, server_samples: list[ServerSample], offsets, checkpoints) -> dict:
+def server_figure(
+    run: Run,
+    server_samples: list[ServerSample],
+    offsets: Offsets,
+    checkpoints: list[CheckpointEvent],
+) -> dict:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
@@ -326,7 +347,7 @@ def _hover(clients: int, summary: Summary, found: list[ValidityWarning]) -> str:
     return "<br>".join(lines)
 
 
-def _peak_annotation(peak: Peak, x, color: str, label: str) -> dict:
+def _peak_annotation(peak: Peak, x: int | str, color: str, label: str) -> dict:
     return {
         "x": x,
         "y": peak.summary.mean,
@@ -360,7 +381,7 @@ def clients_figure(
     client_counts = {r.clients for rs in results.values() for r in rs}
     as_bars = len(client_counts) == 1
 
-    def x_of(clients: int):
+    def x_of(clients: int) -> int | str:
         return f"{clients} clients" if as_bars else clients
 
     traces, annotations = [], []
@@ -405,10 +426,10 @@ def clients_figure(
 def overlaid_timelines(
     runs: list[Run],
     progress: dict[int, list[ProgressSample]],
-    results,
-    labels,
+    results: dict[int, list[Result]],
+    labels: dict[int, str],
     name: str,
-    offsets: dict[int, dict[int, float]],
+    offsets: dict[int, Offsets],
 ) -> dict:
     """tps and latency timelines of several runs on one axis each, one line per run."""
     tps_traces, latency_traces = [], []
@@ -444,9 +465,9 @@ def written_per_second(sample: ServerSample) -> float | None:
 def overlaid_server(
     runs: list[Run],
     server: dict[int, list[ServerSample]],
-    labels,
+    labels: dict[int, str],
     name: str,
-    offsets: dict[int, dict[int, float]],
+    offsets: dict[int, Offsets],
 ) -> dict:
     """Buffers written per second of several runs on one axis, with each run's checkpoints."""
     traces = []

@@ -59,7 +59,8 @@ def repeat_values(results: Sequence[Result], metric: str) -> dict[int, list[floa
 
 def run_summaries(results: Sequence[Result], metric: str) -> dict[int, Summary]:
     """Client count -> summary of `metric` over the repeats."""
-    return {c: stats.summarize(v) for c, v in repeat_values(results, metric).items()}
+    summaries = {c: stats.summarize(v) for c, v in repeat_values(results, metric).items()}
+    return {c: s for c, s in summaries.items() if s is not None}
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,20 @@ class StatsTable:
         return {(row.run.pk, row.clients): row.warnings for row in self.rows}
 
 
-def _rows(runs, baseline, results, samples, metrics) -> tuple[list[PointRow], dict]:
-    rows, by_run_point = [], {}
+Results = dict[int, list[Result]]
+Samples = dict[tuple[int, int], PointSamples]
+PointWarnings = dict[tuple[int, int], list[ValidityWarning]]
+
+
+def _rows(
+    runs: list[Run],
+    baseline: Run | None,
+    results: Results,
+    samples: Samples,
+    metrics: Sequence[str],
+) -> tuple[list[PointRow], PointWarnings]:
+    rows: list[PointRow] = []
+    by_run_point: PointWarnings = {}
     for run in runs:
         run_results = results.get(run.pk, [])
         by_point = point_warnings(run_results, samples)
@@ -198,7 +211,8 @@ def _rows(runs, baseline, results, samples, metrics) -> tuple[list[PointRow], di
                 clients=clients,
                 is_baseline=baseline is not None and run.pk == baseline.pk,
                 cells={
-                    m: MetricCell(m, s, mde_pct=s and s.mde_pct) for m, s in cell_summaries.items()
+                    m: MetricCell(m, s, mde_pct=s.mde_pct if s else None)
+                    for m, s in cell_summaries.items()
                 },
                 warnings=[*run_wide, *cell_warnings(at, by_point, cell_summaries)],
             )
@@ -214,7 +228,13 @@ def _cell_mde(values: list[float], base: list[float]) -> float | None:
     return stats.detectable_effect_pct(one.log_sd, one.n, other.log_sd, other.n)
 
 
-def _judge_rows(rows, baseline, results, metrics, min_effect_pct: float) -> int:
+def _judge_rows(
+    rows: list[PointRow],
+    baseline: Run,
+    results: Results,
+    metrics: Sequence[str],
+    min_effect_pct: float,
+) -> int:
     """Fill each non-baseline cell's judgement; returns the number of tested comparisons."""
     base_values = {m: repeat_values(results.get(baseline.pk, []), m) for m in metrics}
     targets, questions = [], []
@@ -254,6 +274,15 @@ def _number(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
+SUMMARY_FIELDS = ("mean", "median", "sd", "ci_low", "ci_high")
+DIFFERENCE_FIELDS = {
+    "diff_pct": "pct",
+    "diff_ci_low_pct": "ci_low_pct",
+    "diff_ci_high_pct": "ci_high_pct",
+    "p": "p",
+}
+
+
 def cell_record(row: PointRow, cell: MetricCell) -> dict:
     """One (run, clients, metric) of a table as plain JSON-able values (API, exports)."""
     summary, difference, judgement = cell.summary, cell.difference, cell.judgement
@@ -263,17 +292,10 @@ def cell_record(row: PointRow, cell: MetricCell) -> dict:
         "metric": cell.metric,
         "is_baseline": row.is_baseline,
         "n": summary.n if summary else 0,
-        "mean": _number(summary and summary.mean),
-        "median": _number(summary and summary.median),
-        "sd": _number(summary and summary.sd),
-        "ci_low": _number(summary and summary.ci_low),
-        "ci_high": _number(summary and summary.ci_high),
+        **{name: _number(getattr(summary, name, None)) for name in SUMMARY_FIELDS},
         "mde_pct": _number(cell.mde_pct),
-        "diff_pct": _number(difference and difference.pct),
-        "diff_ci_low_pct": _number(difference and difference.ci_low_pct),
-        "diff_ci_high_pct": _number(difference and difference.ci_high_pct),
-        "p": _number(difference and difference.p),
-        "q": _number(judgement and judgement.q),
+        **{k: _number(getattr(difference, v, None)) for k, v in DIFFERENCE_FIELDS.items()},
+        "q": _number(judgement.q if judgement else None),
         "verdict": cell.verdict or None,
         "verdict_note": judgement.explanation if judgement else "",
         "warnings": [w.as_dict() for w in row.warnings],
@@ -285,7 +307,7 @@ def table_records(table: StatsTable) -> list[dict]:
     return [cell_record(row, row.cells[m]) for row in table.rows for m in table.metrics]
 
 
-def _flatten(prefix: str, value, into: dict[str, str]) -> None:
+def _flatten(prefix: str, value: object, into: dict[str, str]) -> None:
     if isinstance(value, dict) and value:
         for key in sorted(value):
             if key in NOISY_FACTS:
@@ -301,12 +323,12 @@ def _flatten(prefix: str, value, into: dict[str, str]) -> None:
 MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
-def setting_text(setting, unit: str | None) -> str:
+def setting_text(setting: str | int | None, unit: str | None) -> str:
     """A pg_settings value with its unit as people write it: 16384 x 8kB -> `128MB`."""
     match = re.fullmatch(r"(\d*)(B|kB|MB|GB|TB)", unit or "")
     if not match or not re.fullmatch(r"\d+", str(setting)):
         return f"{setting} {unit}" if unit else str(setting)
-    total = int(setting) * int(match[1] or 1) * MEMORY_UNITS[match[2]]
+    total = int(str(setting)) * int(match[1] or 1) * MEMORY_UNITS[match[2]]
     for name in ("TB", "GB", "MB", "kB"):
         if total and total % MEMORY_UNITS[name] == 0:
             return f"{total // MEMORY_UNITS[name]}{name}"

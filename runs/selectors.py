@@ -1,6 +1,8 @@
 """Reads the pages need, kept out of the views: querysets with their joins,
 results grouped per run, and the run-page payloads the live stream shares."""
 
+from typing import Any
+
 from django.db.models import Count, Max, QuerySet
 
 from runs.models import (
@@ -119,7 +121,7 @@ def live_cursor(run: Run) -> dict[str, int]:
     }
 
 
-def rows_after(run_id: int, cursor: dict[str, int]) -> dict[str, list]:
+def rows_after(run_id: int, cursor: dict[str, int]) -> dict[str, Any]:
     """Rows stored after `cursor` for the live stream, oldest first, and the run's state."""
     run = Run.objects.filter(pk=run_id).values("status", "step", "error_message").first()
     return {

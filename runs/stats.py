@@ -110,7 +110,7 @@ class Judgement:
         return f"needs {self.repeats_needed} repeats per run to see the minimum effect"
 
 
-def _positive_logs(values: Sequence[float]) -> np.ndarray | None:
+def _positive_logs(values: Sequence[float] | np.ndarray) -> np.ndarray | None:
     data = np.asarray(values, dtype=float)
     return np.log(data) if data.size and np.all(data > 0) else None
 
@@ -209,13 +209,15 @@ def relative_differences(
 
     None for a pair below two repeats a side or with non-positive values.
     """
-    logs = [(_positive_logs(values), _positive_logs(base)) for values, base in pairs]
-    usable = [i for i, (a, b) in enumerate(logs) if a is not None and b is not None]
-    usable = [i for i in usable if logs[i][0].size >= 2 and logs[i][1].size >= 2]
+    usable: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for i, (values, base) in enumerate(pairs):
+        logs, base_logs = _positive_logs(values), _positive_logs(base)
+        if logs is not None and base_logs is not None and min(logs.size, base_logs.size) >= 2:
+            usable.append((i, logs, base_logs))
     if not usable:
         return [None] * len(pairs)
-    mean_a, sd_a, n_a = _moments([logs[i][0] for i in usable])
-    mean_b, sd_b, n_b = _moments([logs[i][1] for i in usable])
+    mean_a, sd_a, n_a = _moments([logs for _i, logs, _base in usable])
+    mean_b, sd_b, n_b = _moments([base for _i, _logs, base in usable])
     with np.errstate(divide="ignore", invalid="ignore"):  # zero spread: handled below
         test = stats.ttest_ind_from_stats(mean_a, sd_a, n_a, mean_b, sd_b, n_b, equal_var=False)
     estimate, se = mean_a - mean_b, np.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
@@ -224,7 +226,7 @@ def relative_differences(
     # No spread on either side: the difference is exact (never so with real measurements).
     p = np.where(se > 0, test.pvalue, np.where(estimate == 0, 1.0, 0.0))
     found: list[Difference | None] = [None] * len(pairs)
-    for row, i in enumerate(usable):
+    for row, (i, _logs, _base) in enumerate(usable):
         found[i] = Difference(
             pct=math.expm1(estimate[row]) * 100.0,
             ci_low_pct=math.expm1(estimate[row] - half[row]) * 100.0,
@@ -247,7 +249,9 @@ def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     return [float(q) for q in stats.false_discovery_control(np.asarray(p_values), method="bh")]
 
 
-def decide(difference: Difference, q: float, min_effect_pct: float, higher_is_better: bool):
+def decide(
+    difference: Difference, q: float, min_effect_pct: float, higher_is_better: bool
+) -> Verdict:
     """The verdict word of a cell with at least MIN_REPEATS repeats on both sides."""
     if q > FDR_Q or abs(difference.pct) < min_effect_pct:
         return Verdict.NO_DIFFERENCE
@@ -256,7 +260,7 @@ def decide(difference: Difference, q: float, min_effect_pct: float, higher_is_be
     return Verdict.BETTER if difference.pct < 0 else Verdict.WORSE
 
 
-def _too_few(question: Question, difference: Difference | None, min_effect_pct: float):
+def _too_few(question: Question, difference: Difference | None, min_effect_pct: float) -> Judgement:
     sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
     spreads = [_positive_logs(side) for side in sides if side.size >= 2]
     log_vars = [float(logs.var(ddof=1)) for logs in spreads if logs is not None]
@@ -280,15 +284,20 @@ def judge(questions: Sequence[Question], min_effect_pct: float) -> list[Judgemen
     gets no verdict.
     """
     differences = relative_differences([(q.values, q.baseline) for q in questions])
-    tested = [i for i, q in enumerate(questions) if differences[i] and is_testable(q)]
-    q_values = dict(zip(tested, adjust_p_values([differences[i].p for i in tested]), strict=True))
+    tested = {
+        i: difference
+        for i, (question, difference) in enumerate(zip(questions, differences, strict=True))
+        if difference is not None and is_testable(question)
+    }
+    q_values = dict(zip(tested, adjust_p_values([d.p for d in tested.values()]), strict=True))
     judgements = []
     for i, (question, difference) in enumerate(zip(questions, differences, strict=True)):
         if not is_testable(question):
             judgements.append(_too_few(question, difference, min_effect_pct))
-        elif i in q_values:
-            verdict = decide(difference, q_values[i], min_effect_pct, question.higher_is_better)
-            judgements.append(Judgement(difference, q_values[i], verdict))
+        elif i in tested:
+            q = q_values[i]
+            verdict = decide(tested[i], q, min_effect_pct, question.higher_is_better)
+            judgements.append(Judgement(difference, q, verdict))
         else:
             judgements.append(Judgement(difference, None, None))
     return judgements

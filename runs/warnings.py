@@ -6,6 +6,7 @@ timeline, host and server samples; a run's effective settings; a cell's
 summary over repeats. They never change a number, they stand beside it.
 """
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -135,25 +136,33 @@ def _by_time(samples: Iterable) -> list:
     return sorted(samples, key=lambda s: s.t if s.t is not None else 0.0)
 
 
+def _checkpoint_writes(data: dict) -> float:
+    return data.get("buffers_checkpoint_per_s") or 0.0
+
+
+def _started(before: dict, after: dict) -> list[str]:
+    """The kinds of checkpoint whose counter went up between two samples."""
+    counters = (("timed", "checkpoints_timed"), ("requested", "checkpoints_req"))
+    return [kind for kind, key in counters if (after.get(key) or 0) > (before.get(key) or 0)]
+
+
 def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEvent]:
     """Checkpoint starts (a counter went up) and ends (writes stopped) within one point."""
+    ordered = _by_time(server_samples)
     events: list[CheckpointEvent] = []
-    previous, writing = None, None
-    for sample in _by_time(server_samples):
-        data, t = sample.data, sample.t or 0.0
-        if previous is not None:
-            for kind, counter in (("timed", "checkpoints_timed"), ("requested", "checkpoints_req")):
-                if (data.get(counter) or 0) > (previous.get(counter) or 0):
-                    events.append(CheckpointEvent(point, t, kind, "start"))
-                    writing = kind
-        rate = data.get("buffers_checkpoint_per_s") or 0
-        if previous is None and rate > 0:
-            events.append(CheckpointEvent(point, t, "running", "start"))
-            writing = "running"
-        elif writing and rate == 0 and (previous.get("buffers_checkpoint_per_s") or 0) > 0:
+    writing: str | None = None
+    if ordered and _checkpoint_writes(ordered[0].data) > 0:
+        events.append(CheckpointEvent(point, ordered[0].t or 0.0, "running", "start"))
+        writing = "running"
+    for before, after in itertools.pairwise(ordered):
+        t = after.t or 0.0
+        for kind in _started(before.data, after.data):
+            events.append(CheckpointEvent(point, t, kind, "start"))
+            writing = kind
+        stopped = _checkpoint_writes(after.data) == 0 < _checkpoint_writes(before.data)
+        if writing and stopped:
             events.append(CheckpointEvent(point, t, writing, "end"))
             writing = None
-        previous = data
     return events
 
 

@@ -19,7 +19,8 @@ def interval(summary: Summary | str | None, decimals: int = 1) -> str:
     # A missing value reaches a filter as "" (the template's invalid-variable text).
     if not isinstance(summary, Summary) or summary.ci_low is None:
         return NOTHING
-    return f"{_number(summary.ci_low, decimals)} – {_number(summary.ci_high, decimals)}"
+    low, high = summary.ci_low, summary.ci_high or summary.ci_low
+    return f"{_number(low, decimals)} – {_number(high, decimals)}"
 
 
 @register.filter

@@ -28,7 +28,7 @@ def comparison_create(request: HttpRequest) -> HttpResponse:
     form = CompareForm(request.POST)
     if not form.is_valid():
         for errors in form.errors.values():
-            messages.error(request, " ".join(errors))
+            messages.error(request, " ".join(str(error) for error in errors))
         return redirect("run-list")
     runs = selectors.runs_in_order(sorted(run.pk for run in form.cleaned_data["runs"]))
     baseline = form.cleaned_data["baseline"] or runs[0]

@@ -56,7 +56,9 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
     }
 
 
-def _clients_chart(loaded, table: StatsTable, metric: str, labels, name: str) -> dict:
+def _clients_chart(
+    loaded: dict, table: StatsTable, metric: str, labels: dict[int, str], name: str
+) -> dict:
     peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
     return charts.clients_figure(
         loaded["cells"],

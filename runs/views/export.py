@@ -178,6 +178,7 @@ def export_response(
     table = stats_table(
         cells, base, loaded["results"], loaded["samples"], min_effect, COMPARED_METRICS
     )
+    response: HttpResponse
     if fmt == "json":
         body = _json_body(runs, loaded, table, base)
         response = JsonResponse(body, json_dumps_params={"indent": 2})

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import redis
 from redis.backoff import NoBackoff
@@ -228,7 +229,7 @@ class RedisStreamSink:
         finally:
             os.close(fd)
 
-    def _keep_spool_from(self, spool, offset: int) -> None:
+    def _keep_spool_from(self, spool: BinaryIO, offset: int) -> None:
         """Atomically replace the spool with its part from `offset` on (what was not sent)."""
         spool.seek(offset)
         remainder = self.spool_path.with_name(self.spool_path.name + ".tmp")
@@ -257,7 +258,7 @@ class RedisStreamSink:
             _fsync_dir(self.spool_path.parent)
 
 
-def _read_batch(spool, size: int) -> list[str]:
+def _read_batch(spool: BinaryIO, size: int) -> list[str]:
     """Up to `size` complete events from the spool; torn lines are logged and skipped."""
     batch: list[str] = []
     while len(batch) < size and (line := spool.readline()):

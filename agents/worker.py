@@ -174,18 +174,24 @@ def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
     app.worker_main(argv=worker_argv(config.name, loglevel))
 
 
-def _start_agent(**_signal) -> None:
-    _agent.start()
+def _current_agent() -> Agent:
+    if _agent is None:
+        raise RuntimeError("the agent worker has not been started (start_worker)")
+    return _agent
 
 
-def _stop_agent(**_signal) -> None:
-    _agent.stop()
+def _start_agent(**_signal: object) -> None:
+    _current_agent().start()
+
+
+def _stop_agent(**_signal: object) -> None:
+    _current_agent().stop()
 
 
 @app.task(name=RUN_JOB_TASK)
 def run_job_task(spec: dict) -> dict:
     """Claim the run, execute it and stream its events; a second delivery is dropped."""
-    return execute(_agent, spec)
+    return execute(_current_agent(), spec)
 
 
 def execute(agent: Agent, spec: dict) -> dict:

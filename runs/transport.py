@@ -93,5 +93,5 @@ def events_backlog_age_s(stream: str) -> float:
     if not oldest:
         return 0.0
     seconds, microseconds = client.time()
-    sent_ms = int(oldest[0][0].split("-")[0])
+    sent_ms = int(str(oldest[0][0]).split("-")[0])
     return max(0.0, seconds + microseconds / 1e6 - sent_ms / 1000)

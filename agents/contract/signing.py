@@ -15,7 +15,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 SECRET_BYTES = 32
 SIGNATURE_FIELD = "sig"
@@ -57,7 +57,7 @@ def signature(kind: Kind, document: Mapping[str, object], secret: str) -> str:
     return hmac.new(bytes.fromhex(secret), message, hashlib.sha256).hexdigest()
 
 
-def sign(kind: Kind, document: Mapping[str, object], secret: str) -> dict[str, object]:
+def sign(kind: Kind, document: Mapping[str, object], secret: str) -> dict[str, Any]:
     """A copy of `document` with its `sig`."""
     return {**document, SIGNATURE_FIELD: signature(kind, document, secret)}
 
@@ -70,7 +70,7 @@ def verify(kind: Kind, document: Mapping[str, object], secret: str) -> bool:
     return hmac.compare_digest(given, signature(kind, document, secret))
 
 
-def unsigned(document: Mapping[str, object]) -> dict[str, object]:
+def unsigned(document: Mapping[str, object]) -> dict[str, Any]:
     """A copy of `document` without its `sig` field."""
     return {key: value for key, value in document.items() if key != SIGNATURE_FIELD}
 

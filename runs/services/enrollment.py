@@ -20,7 +20,7 @@ lab's own local agent).
 import logging
 from typing import cast
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -49,7 +49,8 @@ def event_refusal(document: object) -> str | None:
 
 def _run_event_refusal(event: Event) -> str | None:
     run_id = event["run_id"]
-    run = Run.objects.filter(pk=_as_int(run_id)).select_related("host").first()
+    pk = _as_int(run_id)
+    run = None if pk is None else Run.objects.filter(pk=pk).select_related("host").first()
     if run is None:
         return f"no run {run_id}: the event cannot be authenticated"
     host = run.host
@@ -78,7 +79,7 @@ def _registration_refusal(event: AgentEvent, name: str, host: Host | None) -> st
     ):
         known = ""  # a revoked host may come back with a new identity, to be approved anew
     if not known:
-        if not is_secret(offered):
+        if not isinstance(offered, str) or not is_secret(offered):
             return f"agent {name!r} is not enrolled and sent no secret to enroll with"
         if not verify("event", event, offered):
             return f"agent {name!r}: the registration is not signed with the secret it carries"
@@ -139,7 +140,7 @@ def _as_int(value: object) -> int | None:
         return None
 
 
-def host_approve(host: Host, user: AbstractBaseUser) -> Host:
+def host_approve(host: Host, user: User) -> Host:
     """pending or revoked -> approved; the registration it sent while pending is applied.
 
     Raises Conflict when the host has no secret yet (its agent never registered).
@@ -170,7 +171,7 @@ def _registration_event(host: Host) -> AgentEvent:
     }
 
 
-def host_revoke(host: Host, user: AbstractBaseUser) -> Host:
+def host_revoke(host: Host, user: User) -> Host:
     """approved or pending -> revoked: its events are refused from now on and its
     queued runs are cancelled (a running one fails as agent_lost once the grace
     period passes without an accepted event)."""
@@ -191,7 +192,7 @@ def _cancel_queued(run: Run, message: str) -> None:
         transaction.on_commit(lambda: transport.request_cancel(run_id, token))
 
 
-def _set_enrollment(host: Host, enrollment: str, user: AbstractBaseUser | None) -> None:
+def _set_enrollment(host: Host, enrollment: str, user: User | None) -> None:
     if host.enrollment == enrollment:
         raise Conflict(f"host {host.name} is already {enrollment}")
     host.enrollment = enrollment

@@ -88,7 +88,13 @@ def run_cancel(run: Run, user) -> Run:
 
 
 def run_rerun(run: Run, user) -> Run:
-    """Queue a new run with the same definition (the original's spec), linked by `rerun_of`."""
+    """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.
+
+    Raises Conflict when the run's host is not approved (any more): only an
+    approved agent shares a secret with the lab.
+    """
+    if not run.host.is_approved:
+        raise Conflict(f"host {run.host.name} is {run.host.enrollment}; approve it to run again")
     definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token")}
     spec, _notes = check_job_spec(definition)
     with transaction.atomic():

@@ -4,7 +4,8 @@ import pytest
 
 from agents.contract.signing import fingerprint, new_secret, sign
 from runs import services
-from runs.models import Host
+from runs.models import Host, Run
+from runs.services.errors import Conflict
 from tests.runs import events
 from tests.runs.factories import HostFactory, RunFactory
 
@@ -101,3 +102,11 @@ def test_events_of_a_revoked_host_are_refused():
     event = events.run_event(run, 1, "log", {"level": "info", "message": "hi"})
 
     assert services.event_refusal(event) == f"host '{run.host.name}' is revoked"
+
+
+def test_a_run_of_a_revoked_host_is_not_run_again():
+    run = RunFactory(host=HostFactory(enrollment=Host.Enrollment.REVOKED), status=Run.Status.FAILED)
+
+    with pytest.raises(Conflict, match="is revoked; approve it to run again"):
+        services.run_rerun(run, None)
+    assert Run.objects.count() == 1

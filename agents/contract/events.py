@@ -8,7 +8,7 @@ envelope, and the data fields the lab relies on) and returns it as the typed
 union `Event`.
 """
 
-from typing import Any, Literal, TypedDict, cast, get_args
+from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
@@ -63,12 +63,14 @@ class LogData(TypedDict):
 
 
 class RegistrationData(TypedDict):
-    """What an agent reports on start: facts, installs, storage targets, catalogues."""
+    """What an agent reports on start: facts, installs, storage targets, catalogues,
+    and its secret (agents.contract.signing) until a job signed with it arrived."""
 
     facts: dict[str, Any]
     installs: list[dict[str, Any]]
     storage: dict[str, dict[str, Any]]
     catalogues: dict[str, dict[str, Any]]
+    secret: NotRequired[str]
 
 
 class HeartbeatData(TypedDict):

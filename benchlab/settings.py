@@ -5,6 +5,7 @@ var/benchlab.sqlite3, Redis on 127.0.0.1. Production sets at least
 SECRET_KEY (or SECRET_KEY_FILE), DATABASE_URL, REDIS_URL and ALLOWED_HOSTS.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import overload
@@ -66,7 +67,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+def is_loopback(address: str) -> bool:
+    """`127.0.0.1`, `::1`, `[::1]` and `localhost` are loopback; `0.0.0.0` is not."""
+    host = address.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# The address the web server listens on; scripts/lab and the container pass
+# the same value to uvicorn. DEBUG (tracebacks, settings and SQL on error
+# pages) is on by default only on loopback, and refused anywhere else.
+BENCHLAB_BIND = env_str("BENCHLAB_BIND", "127.0.0.1") or "127.0.0.1"
+DEBUG = env_bool("DEBUG", is_loopback(BENCHLAB_BIND))
+if DEBUG and not is_loopback(BENCHLAB_BIND):
+    raise ImproperlyConfigured(
+        f"DEBUG=true would show tracebacks to anyone who can reach {BENCHLAB_BIND}: "
+        "set DEBUG=false, or bind the web server to 127.0.0.1 (BENCHLAB_BIND)"
+    )
 
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
@@ -74,7 +95,8 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) is required when DEBUG is off")
     SECRET_KEY = "django-insecure-benchlab-local-development-only"
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", LOOPBACK_HOSTS if is_loopback(BENCHLAB_BIND) else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -92,7 +114,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    *(["benchlab.debug_guard.LoopbackOnlyWhileDebug"] if DEBUG else []),
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -164,6 +188,16 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "runs.staticfiles.PlotlyFinder",
+]
+# whitenoise serves frontend/, the admin's files and plotly.js straight from
+# the finders (indexed once at start), so no collectstatic step is needed;
+# files collected into STATIC_ROOT are served too.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_MAX_AGE = env_int("STATIC_MAX_AGE_S", 3600)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

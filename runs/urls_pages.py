@@ -3,7 +3,7 @@
 from django.urls import path, register_converter
 
 from runs import sse
-from runs.views import assets, catalogue, comparisons, experiments, hosts, runs, sharing
+from runs.views import catalogue, comparisons, experiments, hosts, runs, sharing
 
 
 class ExportFormat:
@@ -74,6 +74,4 @@ urlpatterns = [
     path("workloads/", catalogue.workload_list, name="workload-list"),
     path("workloads/new", catalogue.workload_edit, name="workload-new"),
     path("workloads/<int:pk>/", catalogue.workload_edit, name="workload-detail"),
-    path("static/vendor/plotly.min.js", assets.plotly_js, name="plotly-js"),
-    path("static/<path:path>", assets.frontend_file, name="frontend-file"),
 ]

@@ -94,9 +94,3 @@ def test_experiment_list_links_each_experiment(signed_in):
     experiment = ExperimentFactory(name="versions")
     page = signed_in.get(reverse("experiment-list")).content.decode()
     assert "versions" in page and reverse("experiment-detail", args=[experiment.pk]) in page
-
-
-def test_plotly_is_served_from_the_python_package(signed_in):
-    response = signed_in.get(reverse("plotly-js"))
-    assert response.status_code == 200
-    assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()

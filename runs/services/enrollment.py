@@ -80,7 +80,11 @@ def _registration_refusal(event: AgentEvent, name: str, host: Host | None) -> st
         known = ""  # a revoked host may come back with a new identity, to be approved anew
     if not known:
         if not isinstance(offered, str) or not is_secret(offered):
-            return f"agent {name!r} is not enrolled and sent no secret to enroll with"
+            return (
+                f"agent {name!r} is not enrolled and sent no secret to enroll with (enrolled "
+                f"with another lab before? delete identity/{name}.confirmed in its state "
+                "directory and restart it)"
+            )
         if not verify("event", event, offered):
             return f"agent {name!r}: the registration is not signed with the secret it carries"
         return _enroll_pending(event, name, host, offered)

@@ -40,7 +40,8 @@ def test_an_unknown_agent_without_a_secret_creates_nothing():
 
     refusal = services.event_refusal(event)
 
-    assert refusal == "agent 'stranger' is not enrolled and sent no secret to enroll with"
+    assert refusal.startswith("agent 'stranger' is not enrolled and sent no secret to enroll with")
+    assert "delete identity/stranger.confirmed" in refusal
     assert not Host.objects.filter(name="stranger").exists()
 
 

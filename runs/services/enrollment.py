@@ -70,45 +70,40 @@ def _agent_event_refusal(event: AgentEvent) -> str | None:
 
 
 def _registration_refusal(event: AgentEvent, name: str, host: Host | None) -> str | None:
-    offered = event["data"].get("secret")
-    known = host.secret if host is not None else ""
-    if (
-        host is not None
-        and host.enrollment == Enrollment.REVOKED
-        and not verify("event", event, known)
-    ):
-        known = ""  # a revoked host may come back with a new identity, to be approved anew
-    if not known:
-        if not isinstance(offered, str) or not is_secret(offered):
-            return (
-                f"agent {name!r} is not enrolled and sent no secret to enroll with (enrolled "
-                f"with another lab before? delete identity/{name}.confirmed in its state "
-                "directory and restart it)"
-            )
-        if not verify("event", event, offered):
-            return f"agent {name!r}: the registration is not signed with the secret it carries"
-        return _enroll_pending(event, name, host, offered)
-    if not verify("event", event, known):
+    if host is not None and verify("event", event, host.secret):
+        if host.enrollment == Enrollment.PENDING:
+            host.pending_registration = _reported(event)
+            host.save(update_fields=["pending_registration"])
+        return _host_refusal(host)
+    if host is not None and host.secret and host.enrollment != Enrollment.REVOKED:
+        offered = event["data"].get("secret")
         return (
             f"registration for host {name!r} with another identity (fingerprint "
-            f"{_fingerprint_of(offered)}); the host keeps its own ({fingerprint(known)})"
+            f"{_fingerprint_of(offered)}); the host keeps its own ({host.fingerprint})"
         )
-    assert host is not None  # a known secret belongs to a host
-    if host.enrollment == Enrollment.PENDING:
-        host.pending_registration = _reported(event)
-        host.save(update_fields=["pending_registration"])
-    return _host_refusal(host)
+    # A new name, or a revoked host coming back with a new identity (a new
+    # machine, a lost identity file): pending, for an administrator to approve.
+    return _enrollment_refusal(event, name, host)
 
 
-def _enroll_pending(event: AgentEvent, name: str, host: Host | None, secret: str) -> str:
+def _enrollment_refusal(event: AgentEvent, name: str, host: Host | None) -> str:
+    offered = event["data"].get("secret")
+    if not isinstance(offered, str) or not is_secret(offered):
+        return (
+            f"agent {name!r} is not enrolled and sent no secret to enroll with (enrolled "
+            f"with another lab before? delete identity/{name}.confirmed in its state "
+            "directory and restart it)"
+        )
+    if not verify("event", event, offered):
+        return f"agent {name!r}: the registration is not signed with the secret it carries"
     host = host or Host(name=name)
-    host.secret = secret
+    host.secret = offered
     host.enrollment = Enrollment.PENDING
     host.pending_registration = _reported(event)
     host.registered_at = timezone.now()
     host.save()
     logger.warning("agent %s asks to be enrolled, fingerprint %s", name, host.fingerprint)
-    return _host_refusal(host) or ""
+    return _pending_reason(host)
 
 
 def _reported(event: AgentEvent) -> dict:
@@ -121,6 +116,10 @@ def _host_refusal(host: Host) -> str | None:
         return None
     if host.enrollment == Enrollment.REVOKED:
         return f"host {host.name!r} is revoked"
+    return _pending_reason(host)
+
+
+def _pending_reason(host: Host) -> str:
     return (
         f"host {host.name!r} is pending approval (fingerprint {host.fingerprint}); "
         "an administrator approves it on the hosts page"

@@ -347,7 +347,7 @@ def _hover(clients: int, summary: Summary, found: list[ValidityWarning]) -> str:
     return "<br>".join(lines)
 
 
-def _peak_annotation(peak: Peak, x: int | str, color: str, label: str) -> dict:
+def _peak_annotation(peak: Peak, x: int | str, color: str, label: str, nth: int) -> dict:
     return {
         "x": x,
         "y": peak.summary.mean,
@@ -355,7 +355,7 @@ def _peak_annotation(peak: Peak, x: int | str, color: str, label: str) -> dict:
         "showarrow": True,
         "arrowhead": 2,
         "ax": 0,
-        "ay": -28,
+        "ay": -24 - 16 * nth,  # stacked, so peaks at the same client count stay readable
         "font": {"size": 11, "color": color},
         "hovertext": f"{label}: {peak.word} at {peak.clients} clients",
     }
@@ -410,8 +410,9 @@ def clients_figure(
             }
             traces.append(go.Scatter(mode="lines+markers", marker=marker, **common))
         if run.pk in peaks:
+            peak = peaks[run.pk]
             annotations.append(
-                _peak_annotation(peaks[run.pk], x_of(peaks[run.pk].clients), color, labels[run.pk])
+                _peak_annotation(peak, x_of(peak.clients), color, labels[run.pk], len(annotations))
             )
     title = f"{METRICS[metric]} against clients (mean, 95 % CI)"
     layout = _layout(title, "clients", METRICS[metric], height=380)

@@ -178,6 +178,14 @@ class StatsTable:
         codes = {w.code for row in self.rows for w in row.warnings}
         return [check for code, check in checks.CHECKS.items() if code in codes]
 
+    def findings(self) -> list[tuple[checks.Check, list[tuple[PointRow, str]]]]:
+        """Each failed check with the rows that failed it and what was seen there."""
+        found = []
+        for check in self.checks_present():
+            rows = [(r, w.detail) for r in self.rows for w in r.warnings if w.code == check.code]
+            found.append((check, rows))
+        return found
+
     def cell_warnings(self) -> dict[tuple[int, int], list[ValidityWarning]]:
         """(run id, clients) -> the row's warnings, for the charts."""
         return {(row.run.pk, row.clients): row.warnings for row in self.rows}

@@ -11,7 +11,7 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -251,24 +251,34 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
     if experiment.duration_s is None or not cells:
         return estimate
     busiest = max(
-        _host_seconds(experiment, host_cells, lifecycles, points_per_run)
-        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
+        (
+            _host_time(experiment, host_cells, lifecycles, points_per_run)
+            for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
+        ),
+        key=lambda time: time.total,
     )
-    estimate["setup_seconds"], estimate["estimated_seconds"] = round(busiest[0]), round(busiest[1])
+    estimate["setup_seconds"] = round(busiest.setup)
+    estimate["estimated_seconds"] = round(busiest.total)
     return estimate
 
 
-def _host_seconds(
+class HostTime(NamedTuple):
+    """Seconds one host spends on its runs: in cluster setups, and in all."""
+
+    setup: float
+    total: float
+
+
+def _host_time(
     experiment: Experiment, cells: Iterable[Cell], lifecycles: int, points: int
-) -> tuple[float, float]:
-    """(setup seconds, total seconds) of one host's runs."""
+) -> HostTime:
     setup = total = 0.0
     for cell in cells:
         cell_setup = RUN_OVERHEAD_S + cell.workload.scale * SCALE_LOAD_S_PER_UNIT
         measured = experiment.warmup_s + points * (experiment.duration_s or 0)
         setup += lifecycles * cell_setup
         total += lifecycles * (cell_setup + measured)
-    return setup, total
+    return HostTime(setup, total)
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:

@@ -61,6 +61,8 @@ def _schedule(request: HttpRequest, form: ScheduleForm) -> Experiment | None:
         return None
     if start:
         messages.success(request, f"Started: {len(scheduled.runs)} run(s) queued.")
+    for note in scheduled.notes:
+        messages.info(request, note)
     return scheduled.experiment
 
 

@@ -134,6 +134,8 @@ def test_job_spec_follows_the_contract(lab_redis):
             "max_tries": None,
             "defines": {"nrows": "100"},
             "latency_log": "sampled",
+            "progress": True,
+            "statement_latencies": False,
         },
         "sweep": {
             "clients": [1, 2, 4],

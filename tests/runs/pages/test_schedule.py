@@ -159,3 +159,8 @@ def test_review_first_in_rounds_counts_a_cluster_setup_per_repeat(signed_in, cat
     page = signed_in.post(reverse("schedule"), data, follow=True).content.decode()
     assert re.search(r"<strong>3</strong> runs \(one cluster setup each\)", page)
     assert "in cluster setups" in page
+
+
+def test_what_the_check_could_not_cover_is_said_after_scheduling(signed_in, catalogue):
+    response = signed_in.post(reverse("schedule"), form_data(catalogue, review="1"), follow=True)
+    assert "the agent validates the rest" in response.content.decode()

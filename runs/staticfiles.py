@@ -7,7 +7,7 @@ other static file, with no copy kept in the repository. Only that one file
 of the package is exposed.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,13 @@ class PlotlyFinder(BaseFinder):
         self.storage = FileSystemStorage(location=PLOTLY_DIR)
         self.storage.prefix = PREFIX  # type: ignore[attr-defined]
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> Any:
         if path != f"{PREFIX}/{BUNDLE}":
             return [] if find_all else ""
         found = str(PLOTLY_DIR / BUNDLE)
         return [found] if find_all else found
 
-    def list(self, ignore_patterns: list[str] | None) -> Iterator[tuple[str, FileSystemStorage]]:
+    def list(
+        self, ignore_patterns: Iterable[str] | None
+    ) -> Iterator[tuple[str, FileSystemStorage]]:
         yield BUNDLE, self.storage

@@ -8,6 +8,7 @@ PostgreSQL's jsonb and text cannot store one.
 """
 
 import re
+from typing import Any
 
 from django.db import models
 from drf_spectacular.utils import extend_schema_field
@@ -21,7 +22,7 @@ class JsonTyped:
 
     json_types: tuple[type, ...] = ()
 
-    def to_internal_value(self, data: object) -> object:
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, bool) != (bool in self.json_types) or not isinstance(
             data, self.json_types
         ):
@@ -96,12 +97,12 @@ class NamedScalarsField(serializers.DictField):
 
     child = ScalarField()
 
-    def __init__(self, pattern: re.Pattern[str], what: str, **kwargs: object) -> None:
+    def __init__(self, pattern: re.Pattern[str], what: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pattern = pattern
         self.what = what
 
-    def to_internal_value(self, data: object) -> dict:
+    def to_internal_value(self, data: Any) -> dict:
         values = super().to_internal_value(data)
         bad = [name for name in values if not self.pattern.match(name)]
         if bad:
@@ -111,12 +112,12 @@ class NamedScalarsField(serializers.DictField):
         return values
 
 
-def settings_field(**kwargs: object) -> NamedScalarsField:
+def settings_field(**kwargs: Any) -> NamedScalarsField:
     """postgresql.conf settings: {"shared_buffers": "1GB", "jit": false}."""
     return NamedScalarsField(SETTING_NAME, "setting name", **kwargs)
 
 
-def defines_field(**kwargs: object) -> NamedScalarsField:
+def defines_field(**kwargs: Any) -> NamedScalarsField:
     """pgbench `-D` variables: {"aid_max": 100000}."""
     return NamedScalarsField(VARIABLE_NAME, "pgbench variable name", **kwargs)
 
@@ -138,5 +139,6 @@ class ScriptSerializer(serializers.Serializer):
 class StorageLayoutSerializer(serializers.Serializer):
     """Where a run keeps its data and (optionally, on another target) its WAL."""
 
-    data = StrictCharField(max_length=100)
+    # The key is `data`, which shadows Serializer.data for the type checker only.
+    data = StrictCharField(max_length=100)  # type: ignore[assignment]
     wal = StrictCharField(max_length=100, allow_null=True, required=False, default=None)

@@ -1,6 +1,7 @@
 """Page-number pagination that refuses a `page` that is not a page number."""
 
 import re
+from collections.abc import Sequence
 
 from django.db.models import QuerySet
 from rest_framework.exceptions import ValidationError
@@ -17,7 +18,7 @@ class StrictPageNumberPagination(PageNumberPagination):
     """
 
     def paginate_queryset(
-        self, queryset: QuerySet, request: Request, view: APIView | None = None
+        self, queryset: QuerySet | Sequence, request: Request, view: APIView | None = None
     ) -> list | None:
         pages = request.query_params.getlist(self.page_query_param)
         if len(pages) > 1 or (pages and not _is_page_number(pages[0])):

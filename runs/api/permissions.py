@@ -3,6 +3,7 @@
 The rule itself is `runs.services.permissions`.
 """
 
+from django.db.models import Model
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -24,7 +25,7 @@ class OwnerOrStaffMayChange(IsAuthenticated):
     whose message says who may.
     """
 
-    def has_object_permission(self, request: Request, view: APIView, obj: object) -> bool:
+    def has_object_permission(self, request: Request, view: APIView, obj: Model) -> bool:
         action = getattr(view, "action", None) or ""
         if request.method in SAFE_METHODS or action in getattr(view, "open_actions", ()):
             return True

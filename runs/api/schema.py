@@ -10,6 +10,8 @@ error responses each operation can give (all with `ErrorSerializer`):
   on actions whose object's state may not allow them (`cancel`).
 """
 
+from typing import Literal
+
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 
 from runs.api.serializers import ErrorSerializer
@@ -24,12 +26,13 @@ ERROR_DESCRIPTIONS = {
 }
 WRITE_METHODS = ("POST", "PUT", "PATCH")
 CONFLICT_ACTIONS = ("cancel",)
+Direction = Literal["request", "response"]
 
 
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's AutoSchema plus the error responses of `ERROR_DESCRIPTIONS`."""
 
-    def _get_response_bodies(self, direction: str = "response") -> dict:
+    def _get_response_bodies(self, direction: Direction = "response") -> dict:
         responses = super()._get_response_bodies(direction)
         for code in self.error_codes():
             if str(code) in responses:
@@ -48,7 +51,11 @@ class AutoSchema(SpectacularAutoSchema):
             codes.add(400)
         if "{" in self.path or is_list:
             codes.add(404)
-        if takes_body or self.method == "DELETE" or self.view.action in CONFLICT_ACTIONS:
+        if (
+            takes_body
+            or self.method == "DELETE"
+            or getattr(self.view, "action", None) in CONFLICT_ACTIONS
+        ):
             codes.add(409)
         if takes_body:
             codes.add(415)

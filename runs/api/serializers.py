@@ -122,7 +122,7 @@ class ConfigProfileSerializer(StrictModelSerializer):
         except JobError as exc:
             return [str(exc)]
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict) -> dict:
         """Check the merged settings against the catalogues of the lab's build versions."""
         values = dict(attrs.get("settings", getattr(self.instance, "settings", {})))
         parent = attrs.get("parent", getattr(self.instance, "parent", None))
@@ -173,7 +173,7 @@ class WorkloadSerializer(StrictModelSerializer):
         ]
         read_only_fields = ["created_by", "created_at"]
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict) -> dict:
         """Check the dataset options and scripts as the agent will (\\shell is refused)."""
         stored = model_to_dict(self.instance, exclude=["id", "created_by"]) if self.instance else {}
         values = {**stored, **attrs}
@@ -248,7 +248,7 @@ class ExperimentSerializer(StrictModelSerializer):
     def validate_storage_layouts(self, value: list[dict]) -> list[dict]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
 
-    def create(self, validated_data):
+    def create(self, validated_data: dict) -> Experiment:
         user = self.context["request"].user
         try:
             start = validated_data.pop("start")
@@ -316,7 +316,7 @@ class RunDetailSerializer(RunSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance):
+    def to_representation(self, instance: Run) -> dict:
         data = super().to_representation(instance)
         data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
         return data
@@ -420,7 +420,7 @@ class ComparisonSerializer(StrictModelSerializer):
         fields = ["id", "name", "description", "runs", "baseline", "created_by", "created_at"]
         read_only_fields = ["created_by", "created_at"]
 
-    def create(self, validated_data):
+    def create(self, validated_data: dict) -> Comparison:
         try:
             return services.comparison_create(self.context["request"].user, **validated_data)
         except JobError as exc:
@@ -455,7 +455,7 @@ class ShareLinkSerializer(StrictModelSerializer):
         ]
         read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict) -> dict:
         targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
         if len(targets) != 1:
             raise serializers.ValidationError(
@@ -463,7 +463,7 @@ class ShareLinkSerializer(StrictModelSerializer):
             )
         return {"target": targets[0]}
 
-    def create(self, validated_data):
+    def create(self, validated_data: dict) -> ShareLink:
         return services.share_link_create(self.context["request"].user, validated_data["target"])
 
 
@@ -472,7 +472,10 @@ class ErrorDetailSerializer(serializers.Serializer):
 
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    # The key is `fields`, which shadows Serializer.fields for the type checker only.
+    fields = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField())
+    )
     used_by = serializers.DictField(
         child=serializers.ListField(child=serializers.IntegerField()),
         required=False,

@@ -1,6 +1,6 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from django.db.models import Model, Prefetch
+from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -23,6 +23,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.services.deletion import Deletable
 from runs.tables import comparison_statistics
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
@@ -73,7 +74,7 @@ class OwnedModelViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer: BaseSerializer) -> None:
         serializer.save(created_by=self.request.user)
 
-    def perform_destroy(self, instance: Model) -> None:
+    def perform_destroy(self, instance: Deletable) -> None:
         services.object_delete(instance, self.request.user)
 
 

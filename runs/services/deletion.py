@@ -66,7 +66,7 @@ def _protecting(exc: ProtectedError) -> dict[str, list[int]]:
     """The objects that blocked a delete, as {"runs": [ids], ...}."""
     found: dict[str, list[int]] = {}
     for protecting in exc.protected_objects:
-        key = PROTECTING_KEYS.get(type(protecting), protecting._meta.model_name)
+        key = PROTECTING_KEYS.get(type(protecting)) or type(protecting).__name__.lower()
         found.setdefault(key, []).append(protecting.pk)
     return found
 

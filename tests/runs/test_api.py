@@ -213,5 +213,14 @@ def test_schema_endpoint_serves_a_valid_openapi_document(api_client, tmp_path):
     response = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
 
     assert response.status_code == 200
-    assert "/api/experiments/{id}/start/" in response.json()["paths"]
+    paths = response.json()["paths"]
+    started = paths["/api/experiments/{id}/start/"]["post"]["responses"]["201"]
+    assert started["content"]["application/json"]["schema"]["type"] == "array"
+    assert set(paths["/api/workloads/{id}/"]["delete"]["responses"]) == {
+        "204",
+        "401",
+        "403",
+        "404",
+        "409",
+    }
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yml"))

@@ -3,7 +3,7 @@
 Per workload (select-only `-M prepared` at 2 clients, the costliest case on a
 small host, and tpcb-like at 2 clients), in one throw-away cluster after a
 warm-up, each round runs the workload twice: the lab's command through the
-agent (`-P 1 -r --failures-detailed`, the sampled transaction log, progress
+agent (`-P 1 --failures-detailed`, the sampled transaction log, progress
 parsing, host and server samplers, events) and the plain command a user would
 type (no `-P`, `-r`, `-l`) with nothing watching. The order flips every round.
 
@@ -170,7 +170,7 @@ def _plain_tps(sweep: Sweep) -> float:
         capture_output=True,
         text=True,
         check=True,
-        **sweep.cluster.os_user.subprocess_kwargs(**sweep.cluster.client_env()),
+        **sweep.process_kwargs(),
     )
     return parse_output(finished.stdout + finished.stderr)["tps"]
 

@@ -98,12 +98,15 @@ class Sweep:
                 self.script_paths[index] = path
         chown_tree(self.workdir, self.cluster.os_user)
 
+    def process_kwargs(self) -> dict:
+        """Environment and OS user of every pgbench this sweep runs."""
+        return self.cluster.os_user.subprocess_kwargs(**self.cluster.workload_env())
+
     def _pgbench(self, name: str, argv: list[str], on_line, timed: bool):
-        env = self.cluster.workload_env()
         finished = run_pgbench(
             argv,
             cwd=self.workdir,
-            process_kwargs=self.cluster.os_user.subprocess_kwargs(**env),
+            process_kwargs=self.process_kwargs(),
             on_stderr_line=on_line,
             should_stop=self.job.should_cancel,
             timed=timed,
@@ -205,7 +208,8 @@ class Sweep:
         self, clients: int, log_args: list[str], duration_s: int | None = None
     ) -> list[str]:
         workload = self.workload_args(clients, duration_s)
-        return command.run_argv(workload, self.install.major, log_args, self.conn)
+        reporting = command.reporting_args(self.spec["workload"], self.install.major)
+        return command.run_argv(workload, reporting, log_args, self.conn)
 
     def log_plan(self, clients: int) -> LogPlan:
         """This point's log: its mode, and for a sample the rate the expected tps calls for."""

@@ -15,7 +15,8 @@ ExpectedFrom = Literal["warmup", "previous_point", "rate_limit", "first_guess"]
 
 FULL_LOG_WARNING = (
     "latency_log full: pgbench writes a line per transaction, which costs throughput "
-    "(about 7 % for select-only at 2 clients here): these tps are lower than plain pgbench's"
+    "(5 to 7 % for select-only at 2 clients on a small host): these tps are lower than plain "
+    "pgbench's"
 )
 
 

@@ -83,6 +83,8 @@ class WorkloadSpec(TypedDict):
     max_tries: int | None
     defines: dict[str, str | int | float]
     latency_log: LatencyLog
+    progress: bool
+    statement_latencies: bool
 
 
 class SweepSpec(TypedDict):
@@ -150,6 +152,8 @@ DEFAULTS: dict[str, Any] = {
         "max_tries": None,
         "defines": {},
         "latency_log": "sampled",
+        "progress": True,
+        "statement_latencies": False,
     },
     "sweep": {
         "clients": [1],
@@ -297,6 +301,8 @@ def _check_workload(workload: WorkloadSpec) -> None:
         raise invalid("workload.scripts", "the weights must add up to more than 0")
     _choice(workload["query_mode"], "workload.query_mode", QUERY_MODES)
     _choice(workload["latency_log"], "workload.latency_log", LATENCY_LOGS)
+    _boolean(workload["progress"], "workload.progress")
+    _boolean(workload["statement_latencies"], "workload.statement_latencies")
     _boolean(workload["no_vacuum"], "workload.no_vacuum")
     _number(workload["rate_tps"], "workload.rate_tps")
     _number(workload["latency_limit_ms"], "workload.latency_limit_ms")

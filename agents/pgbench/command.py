@@ -1,9 +1,9 @@
 """Building pgbench command lines (argv lists, never shell text).
 
 `plain_argv` is the command a user would type for the job's workload;
-`run_argv` adds what the lab reports from: `-P 1` (progress timeline), `-r`
-(per-statement latencies), `--failures-detailed` (15+) and the transaction
-log the point's LogPlan asks for (agents/pgbench/latency_log.py).
+`run_argv` adds what the lab reports from (`reporting_args`: `-P 1`, `-r` on
+request, `--failures-detailed`) and the transaction log the point's LogPlan
+asks for (agents/pgbench/latency_log.py).
 `python -m agents selfcheck` measures what these additions cost.
 """
 
@@ -98,14 +98,24 @@ def plain_argv(workload: list[str], conn: Connection) -> list[str]:
     return workload + conn.args() + [conn.dbname]
 
 
-def run_argv(
-    workload: list[str], pgbench_major: int, log_args: list[str], conn: Connection
-) -> list[str]:
-    """The lab's command: the workload plus progress, per-statement latencies,
-    detailed failures (15+) and `log_args`."""
-    reporting = ["-P", "1", "-r"]
+def reporting_args(workload: dict, pgbench_major: int) -> list[str]:
+    """What the lab reports from besides the log: `-P 1` (the per-second timeline, on
+    by default), `-r` (per-statement latencies, off by default: it costs throughput),
+    `--failures-detailed` (15+, free: it only splits the failure counts)."""
+    argv = []
+    if workload["progress"]:
+        argv += ["-P", "1"]
+    if workload["statement_latencies"]:
+        argv.append("-r")
     if pgbench_major >= FIRST_MAJOR_WITH_RETRIES:
-        reporting.append("--failures-detailed")
+        argv.append("--failures-detailed")
+    return argv
+
+
+def run_argv(
+    workload: list[str], reporting: list[str], log_args: list[str], conn: Connection
+) -> list[str]:
+    """The lab's command: the workload plus its reporting options and `log_args`."""
     return workload + reporting + log_args + conn.args() + [conn.dbname]
 
 

@@ -53,6 +53,15 @@ def files_under(root: Path, prefix: str) -> list[Path]:
     return [path for path in root.rglob(f"{prefix}*") if path.is_file()]
 
 
+def this_jobs_logs(log_dir: Path) -> list[Path]:
+    """Log files of this test's job (other jobs on this machine share the state directory)."""
+    return [
+        path
+        for path in files_under(log_dir, LOG_FILE_PREFIX)
+        if path.parent.name.startswith("fidelity-point-")
+    ]
+
+
 def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_root: Path):
     config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
     log_dir = config.state_dir.resolve() / "txlog"
@@ -62,7 +71,7 @@ def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_
     def watch(event: dict) -> None:
         if event["type"] == "progress":
             seen_in_storage.extend(files_under(storage_root, LOG_FILE_PREFIX))
-            seen_in_state.extend(files_under(log_dir, LOG_FILE_PREFIX))
+            seen_in_state.extend(this_jobs_logs(log_dir))
 
     result = run_job(spec(), config, EventEmitter([watch], run_id="fidelity"))
 
@@ -74,7 +83,7 @@ def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_
         path = Path(prefix.removeprefix("--log-prefix="))
         assert path.is_relative_to(log_dir) and not path.is_relative_to(storage_root)
         assert not path.parent.exists(), "the point's log is removed once it is read"
-    assert not set(seen_in_state) & set(files_under(log_dir, LOG_FILE_PREFIX))
+    assert this_jobs_logs(log_dir) == []
 
 
 def test_sample_size_and_rate_follow_the_measured_throughput(storage_root: Path):
@@ -92,7 +101,7 @@ def test_sample_size_and_rate_follow_the_measured_throughput(storage_root: Path)
         spread = STANDARD_ERRORS * math.sqrt(transactions * rate * (1 - rate)) + 1
         assert abs(percentiles["sampled_transactions"] - transactions * rate) <= spread
         assert percentiles["p50"] <= percentiles["p99"] <= percentiles["max"]
-    assert {"-P", "-r", "-l"} <= set(first["argv"])
+    assert {"-P", "-l"} <= set(first["argv"]) and "-r" not in first["argv"]
 
 
 def sweep_mark(event: dict) -> str | None:
@@ -107,13 +116,17 @@ def sweep_mark(event: dict) -> str | None:
 def test_between_points_action_runs_before_the_first_point_too(storage_root: Path):
     config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
     events: list[dict] = []
-    result = run_job(spec(latency_log="none"), config, EventEmitter([events.append]))
+    job = spec(latency_log="none", progress=False, statement_latencies=True)
+    result = run_job(job, config, EventEmitter([events.append]))
 
     assert result["status"] == "succeeded", result["error"]
     marks = [mark for mark in map(sweep_mark, events) if mark]
     assert marks == ["warmup", "between_points", "point", "between_points", "point"]
-    assert all(point["latency_percentiles_ms"] is None for point in result["points"])
-    assert not any(arg.startswith("--log-prefix") for arg in result["points"][0]["argv"])
+    for point in result["points"]:
+        assert point["latency_percentiles_ms"] is None and point["progress"] == []
+        assert point["statements"], "-r on request gives per-statement latencies"
+        assert "-r" in point["argv"] and "-P" not in point["argv"]
+        assert not any(arg.startswith("--log-prefix") for arg in point["argv"])
 
 
 def test_state_directory_inside_a_storage_target_is_refused_before_provisioning(
@@ -135,18 +148,23 @@ def test_latency_log_mode_is_checked_with_the_spec():
     with pytest.raises(JobError, match="sampled, aggregate, full, none") as raised:
         validate_spec(spec(latency_log="everything"))
     assert raised.value.field == "workload.latency_log"
+    with pytest.raises(JobError, match="true or false") as raised:
+        validate_spec(spec(statement_latencies="yes"))
+    assert raised.value.field == "workload.statement_latencies"
 
 
-def run_full_log(cluster: Cluster, log_dir: Path, seconds: int) -> list[Path]:
-    """Initialise pgbench at scale 1 and run select-only for `seconds` with a full `-l` log."""
-    job = validate_spec(spec(latency_log="full") | {"sweep": {"clients": [2], "duration_s": 1}})
+def run_full_log(cluster: Cluster, log_dir: Path, per_client: int) -> list[Path]:
+    """Initialise pgbench at scale 1 and run select-only at 2 clients, `per_client`
+    transactions each, with a full `-l` log."""
+    sweep = {"clients": [2], "transactions": per_client}
+    job = validate_spec(spec(latency_log="full") | {"sweep": sweep})
     pgbench = cluster.install.bindir / "pgbench"
     conn = command.Connection(host=str(cluster.socket_dir), port=cluster.port)
     kwargs = cluster.os_user.subprocess_kwargs(**cluster.client_env())
     subprocess.run(command.init_argv(pgbench, job["dataset"], conn), check=True, **kwargs)
-    workload = command.workload_args(pgbench, 16, job, 2, 2, {}, duration_s=seconds)
+    workload = command.workload_args(pgbench, 16, job, 2, 2, {})
     log_args = LogPlan("full").args(log_dir / LOG_FILE_PREFIX)
-    argv = command.run_argv(workload, 16, log_args, conn)
+    argv = command.run_argv(workload, command.reporting_args(job["workload"], 16), log_args, conn)
     finished = subprocess.run(argv, capture_output=True, text=True, **kwargs)
     assert finished.returncode == 0, finished.stderr
     return log_files(log_dir)
@@ -179,13 +197,13 @@ def test_sampled_percentiles_agree_with_the_full_log_of_the_same_run(
     log_dir = storage_root / "log"
     log_dir.mkdir()
     chown_tree(log_dir, cluster.os_user)
-    paths = run_full_log(cluster, log_dir, seconds=5)
+    paths = run_full_log(cluster, log_dir, per_client=15_000)
     latencies = numpy.sort(
         numpy.array([int(line.split()[2]) for path in paths for line in path.open()])
     )
     assert_same_footprint(paths, tmp_path / "one-line.log")
     full = LogPlan("full").summarise(paths)
-    assert full["sampled_transactions"] == len(latencies) > 20_000
+    assert full["sampled_transactions"] == len(latencies) == 30_000
     for p in PERCENTILES:
         exact = latencies[math.ceil(p / 100 * len(latencies)) - 1] / 1000
         assert abs(full[f"p{p}"] - exact) <= exact * RESOLUTION + 0.001
@@ -194,7 +212,7 @@ def test_sampled_percentiles_agree_with_the_full_log_of_the_same_run(
     sample = bernoulli_sample(paths, rate, tmp_path / f"{LOG_FILE_PREFIX}.1", seed=12)
     sampled = LogPlan("sampled", rate, ExpectedThroughput(20_000.0, "warmup")).summarise([sample])
     n = sampled["sampled_transactions"]
-    assert sampled["source"] == "sample" and n > 1_000
+    assert sampled["source"] == "sample" and n > 1_200
     for p in PERCENTILES:
         level = p / 100
         tolerance = STANDARD_ERRORS * math.sqrt(level * (1 - level) / n)

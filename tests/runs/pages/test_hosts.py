@@ -88,3 +88,12 @@ def test_a_host_whose_agent_never_sent_an_identity_cannot_be_approved(admin_clie
 
     assert "has sent no identity yet: start its agent first" in response.content.decode()
     assert Host.objects.get(pk=host.pk).enrollment == Host.Enrollment.PENDING
+
+
+def test_the_schedule_form_offers_approved_hosts_only(admin_client, pending_host):
+    approved = HostFactory()
+
+    page = admin_client.get("/experiments/new").content.decode()
+
+    assert f'data-host="{approved.name}"' in page
+    assert f'data-host="{pending_host.name}"' not in page

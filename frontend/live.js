@@ -1,6 +1,6 @@
 // Live run page: follows the run's Server-Sent Events and extends the
 // server-built figures in place. Points are laid end to end on one time axis
-// with a gap between them, the same rule as runs/charts.py sequential_times.
+// with a gap between them, the same rule as runs/charts.py timeline_xs.
 
 const head = document.getElementById("run-head");
 

@@ -92,11 +92,6 @@ def timeline_xs(samples: Samples, offsets: dict[int, float]) -> list[float | Non
     return xs
 
 
-def sequential_times(samples: Samples) -> list[float | None]:
-    """x for each (point, t) with the points of these samples alone laid end to end."""
-    return timeline_xs(samples, point_offsets(samples))
-
-
 def _with_gaps(samples: Samples, values: Sequence) -> list:
     out, current = [], None
     for (point, _t), value in zip(samples, values, strict=True):

@@ -55,14 +55,6 @@ def results_by_run(runs: list[Run]) -> dict[int, list[Result]]:
     return grouped
 
 
-def progress_by_run(runs: list[Run]) -> dict[int, list[ProgressSample]]:
-    """Run id -> its progress samples in point and time order."""
-    grouped: dict[int, list[ProgressSample]] = {run.pk: [] for run in runs}
-    for sample in ProgressSample.objects.filter(run__in=runs).order_by("run_id", "point", "t"):
-        grouped[sample.run_id].append(sample)
-    return grouped
-
-
 def timelines_by_run(
     run_ids: set[int],
 ) -> tuple[

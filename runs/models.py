@@ -572,7 +572,10 @@ class ShareLink(models.Model):
     @property
     def target(self) -> "Run | Experiment | Comparison":
         """The shared object."""
-        return self.run or self.experiment or self.comparison
+        target = self.run or self.experiment or self.comparison
+        if target is None:
+            raise ValueError(f"share link {self.pk} has no target")
+        return target
 
     @property
     def target_kind(self) -> str:

@@ -8,9 +8,12 @@ form then starts from `form_initial(preset)`.
 
 import logging
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from django.db import transaction
 
+from agents.contract.spec import ScriptSpec, SettingValue
+from agents.contract.vocabulary import BuiltinScript, QueryMode
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 
 logger = logging.getLogger(__name__)
@@ -39,10 +42,23 @@ SELECT count(*) FROM pgbench_branches b JOIN pgbench_accounts a ON a.bid = b.bid
 
 @dataclass(frozen=True)
 class Profile:
+    """A config profile a preset needs, created by name if missing."""
+
     name: str
-    settings: dict
+    settings: dict[str, SettingValue]
     parent: str | None = None
     description: str = ""
+
+
+class WorkloadPreset(TypedDict):
+    """A workload a preset needs: the catalogue Workload's field values, by name."""
+
+    name: str
+    scale: int
+    scripts: list[ScriptSpec]
+    setup_sql: NotRequired[str]
+    query_mode: NotRequired[QueryMode]
+    no_vacuum: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -54,7 +70,7 @@ class Preset:
     description: str
     builds: list[tuple[str, str]]
     profiles: list[Profile]
-    workloads: list[dict]
+    workloads: list[WorkloadPreset]
     clients: str
     duration_s: int | None = None
     transactions: int | None = None
@@ -63,8 +79,8 @@ class Preset:
     between_points: str = "checkpoint"
 
 
-def _builtin(name: str, title: str, scale: int, **options) -> dict:
-    return {"name": title, "scale": scale, "scripts": [{"builtin": name, "weight": 1}], **options}
+def _builtin(name: BuiltinScript, title: str, scale: int) -> WorkloadPreset:
+    return {"name": title, "scale": scale, "scripts": [{"builtin": name, "weight": 1}]}
 
 
 PG16 = ("PostgreSQL 16", "16")
@@ -230,11 +246,11 @@ def load_presets() -> dict[str, int]:
     return created
 
 
-def _pks(model, names: list[str]) -> list[int]:
+def _pks(model: type[PgBuild | ConfigProfile | Workload], names: list[str]) -> list[int]:
     return list(model.objects.filter(name__in=names).values_list("pk", flat=True))
 
 
-def form_initial(preset: Preset) -> dict:
+def form_initial(preset: Preset) -> dict[str, object]:
     """The schedule form's starting values for a preset (its catalogue entries by name)."""
     hosts = list(Host.objects.values_list("pk", flat=True)[:2])
     return {

@@ -3,47 +3,53 @@ thousands separators, milliseconds with three decimals, a dash for nothing."""
 
 import json
 import shlex
+from collections.abc import Iterable, Mapping
+from typing import TypeGuard, TypeVar
 
 from django import template
 
-from agents.contract.latency import describe_percentiles
+from agents.contract.latency import LatencyPercentiles, describe_percentiles
+from agents.contract.results import EffectiveSetting
 from runs.compare import setting_text
 
 register = template.Library()
 
 NOTHING = "—"
 
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 
-def _is_number(value) -> bool:
+
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @register.filter
-def tps(value) -> str:
+def tps(value: object) -> str:
     """`12,345.6` (one decimal, thousands separated)."""
     return f"{value:,.1f}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def ms(value) -> str:
+def ms(value: object) -> str:
     """`1.234` (three decimals; the unit is in the column header)."""
     return f"{value:,.3f}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def count(value) -> str:
+def count(value: object) -> str:
     """`1,234,567`."""
     return f"{value:,}" if _is_number(value) else NOTHING
 
 
 @register.filter
-def percent(value) -> str:
+def percent(value: object) -> str:
     """`+12.3 %` with an explicit sign, for deltas."""
     return f"{value:+.1f} %" if _is_number(value) else NOTHING
 
 
 @register.filter
-def size(value) -> str:
+def size(value: object) -> str:
     """Bytes as KiB, MiB, GiB."""
     if not _is_number(value):
         return NOTHING
@@ -56,7 +62,7 @@ def size(value) -> str:
 
 
 @register.filter
-def seconds(value) -> str:
+def seconds(value: object) -> str:
     """A duration as `1 h 02 min`, `3 min 05 s` or `12 s`."""
     if not _is_number(value):
         return NOTHING
@@ -71,30 +77,30 @@ def seconds(value) -> str:
 
 
 @register.filter
-def pretty_json(value) -> str:
+def pretty_json(value: object) -> str:
     """Indented JSON for <pre> blocks."""
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 
 
 @register.filter
-def shell_join(argv: list | None) -> str:
+def shell_join(argv: Iterable[object] | None) -> str:
     """An argv list as one copyable command line."""
     return shlex.join(str(part) for part in argv or [])
 
 
 @register.filter
-def percentile_source(percentiles: dict | None) -> str:
+def percentile_source(percentiles: LatencyPercentiles | None) -> str:
     """Where a point's percentiles come from: "from a 2 % sample, 41,000 transactions"."""
     return describe_percentiles(percentiles)
 
 
 @register.filter
-def lookup(mapping: dict | None, key):
+def lookup(mapping: Mapping[Key, Value] | None, key: Key) -> Value | None:
     """`mapping[key]` in a template, or None."""
     return (mapping or {}).get(key)
 
 
 @register.filter
-def pg_value(row: dict) -> str:
+def pg_value(row: EffectiveSetting) -> str:
     """An effective-settings row's value with its unit: `128MB`, `200 ms`, `on`."""
     return setting_text(row.get("setting"), row.get("unit"))

@@ -9,6 +9,7 @@ from runs import selectors
 from runs.forms import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
 from runs.models import ConfigProfile, PgBuild, PgCatalogue, Workload
 from runs.services.permissions import can_change, check_can_change
+from runs.views.auth import AuthenticatedHttpRequest
 
 AGENT_COMMAND = "python -m agents worker --name NAME"
 
@@ -37,7 +38,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def build_list(request: HttpRequest) -> HttpResponse:
+def build_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = PgBuildForm(request.POST or None, instance=PgBuild(created_by=request.user))
     if request.method == "POST" and form.is_valid():
         build = form.save()
@@ -60,7 +61,7 @@ def config_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def config_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+def config_edit(request: AuthenticatedHttpRequest, pk: int | None = None) -> HttpResponse:
     """Create (no pk) or edit a profile; the page shows the diff against its parent."""
     profile = get_object_or_404(ConfigProfile, pk=pk) if pk else None
     if request.method == "POST" and profile is not None:
@@ -73,7 +74,11 @@ def config_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             messages.info(request, note)
         messages.success(request, f"Config profile {saved.name} saved.")
         return redirect("config-detail", pk=saved.pk)
-    context = {"form": form, "profile": profile, "may_save": can_change(request.user, instance)}
+    context: dict[str, object] = {
+        "form": form,
+        "profile": profile,
+        "may_save": can_change(request.user, instance),
+    }
     if profile:
         context["diff"] = profile.diff_against_parent()
         context["effective"] = profile.effective_settings()
@@ -86,7 +91,7 @@ def workload_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def workload_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+def workload_edit(request: AuthenticatedHttpRequest, pk: int | None = None) -> HttpResponse:
     workload = get_object_or_404(Workload, pk=pk) if pk else None
     if request.method == "POST" and workload is not None:
         check_can_change(request.user, workload, "change")

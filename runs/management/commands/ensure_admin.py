@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = "Create the admin user of a local lab if no user exists yet."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: object, **options: object) -> None:
         users = get_user_model()
         if users.objects.exists():
             self.stdout.write("ensure_admin: users exist; nothing to do")

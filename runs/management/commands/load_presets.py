@@ -8,7 +8,7 @@ from runs.presets import PRESETS, load_presets
 class Command(BaseCommand):
     help = "Create the catalogue entries the experiment presets use (idempotent)."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         created = load_presets()
         summary = ", ".join(f"{count} {kind}" for kind, count in created.items())
         self.stdout.write(f"{len(PRESETS)} presets; created {summary}.")

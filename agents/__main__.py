@@ -55,7 +55,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_config(args, **extra) -> AgentConfig:
+def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
     return AgentConfig.load(
         args.config,
         storage=dict(args.storage),
@@ -68,7 +68,7 @@ def load_config(args, **extra) -> AgentConfig:
     )
 
 
-def command_run(args) -> int:
+def command_run(args: argparse.Namespace) -> int:
     from agents.job import run_job
 
     spec = json.loads(args.spec.read_text())
@@ -82,7 +82,7 @@ def command_run(args) -> int:
     return 0 if result["status"] == "succeeded" else 1
 
 
-def command_parse(args) -> int:
+def command_parse(args: argparse.Namespace) -> int:
     from agents.pgbench.parse import PgbenchParseError, parse_output
 
     try:
@@ -94,7 +94,7 @@ def command_parse(args) -> int:
     return 0
 
 
-def command_facts(args) -> int:
+def command_facts(args: argparse.Namespace) -> int:
     from agents.observe.facts import collect_facts
 
     config = load_config(args)
@@ -102,7 +102,7 @@ def command_facts(args) -> int:
     return 0
 
 
-def command_installs(args) -> int:
+def command_installs(args: argparse.Namespace) -> int:
     from agents.postgres.installs import list_installs
 
     config = load_config(args)
@@ -110,7 +110,7 @@ def command_installs(args) -> int:
     return 0
 
 
-def command_worker(args) -> int:
+def command_worker(args: argparse.Namespace) -> int:
     from agents.worker import start_worker
 
     config = load_config(args, name=args.name, redis_url=args.redis_url)
@@ -118,7 +118,7 @@ def command_worker(args) -> int:
     return 0
 
 
-def command_identity(args) -> int:
+def command_identity(args: argparse.Namespace) -> int:
     from agents.identity import load_or_create_identity
 
     config = load_config(args)
@@ -133,7 +133,7 @@ def command_identity(args) -> int:
     return 0
 
 
-def command_selfcheck(args) -> int:
+def command_selfcheck(args: argparse.Namespace) -> int:
     from agents.selfcheck import run_selfcheck
 
     config = load_config(args)
@@ -141,10 +141,14 @@ def command_selfcheck(args) -> int:
         config,
         rounds=args.rounds,
         duration_s=args.duration,
-        log=lambda message: sys.stderr.write(f"selfcheck: {message}\n"),
+        log=_selfcheck_log,
     )
     cli_output.print_json(report)
     return 0 if report["passed"] else 1
+
+
+def _selfcheck_log(message: str) -> None:
+    sys.stderr.write(f"selfcheck: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

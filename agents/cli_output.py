@@ -2,12 +2,17 @@
 
 import json
 import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from agents.contract.results import ResultDocument
+from agents.events import Sink
 
 
-def human_sink(stream=sys.stderr):
+def human_sink(stream: TextIO = sys.stderr) -> Sink:
     """A sink printing status, steps, live tps and finished points for a person to read."""
 
-    def write(event: dict) -> None:
+    def write(event: Mapping[str, Any]) -> None:
         line = describe(event)
         if line:
             stream.write(line + "\n")
@@ -16,7 +21,8 @@ def human_sink(stream=sys.stderr):
     return write
 
 
-def describe(event: dict) -> str | None:
+def describe(event: Mapping[str, Any]) -> str | None:
+    """One line for a person, or None for events a person need not see (samples, result)."""
     data, kind = event["data"], event["type"]
     if kind == "status":
         return f"[{data['state']}] {data['message']}"
@@ -38,23 +44,32 @@ def describe(event: dict) -> str | None:
     return None
 
 
-def print_json(document) -> None:
+def print_json(document: object) -> None:
     print(json.dumps(document, indent=2, default=str))
 
 
-def print_summary(result: dict) -> None:
+def print_summary(result: ResultDocument) -> None:
     """A short table of the points after the JSON, on stderr so stdout stays pure JSON."""
     lines = [f"status: {result['status']}"]
-    if result.get("error"):
-        error = result["error"]
-        field = f" ({error['field']})" if error.get("field") else ""
+    error = result["error"]
+    if error:
+        field = f" ({error['field']})" if error["field"] else ""
         lines.append(f"error: {error['code']}{field}: {error['message']}")
     if result["points"]:
         lines.append(f"{'clients':>8} {'run':>4} {'tps':>12} {'lat avg ms':>11} {'p95 ms':>9}")
     for point in result["points"]:
-        p95 = (point.get("latency_percentiles_ms") or {}).get("p95")
+        percentiles = point["latency_percentiles_ms"]
+        p95 = percentiles["p95"] if percentiles else None
         lines.append(
-            f"{point['clients']:>8} {point['repeat']:>4} {point['tps']:>12.2f} "
-            f"{point['latency_avg_ms'] or 0:>11.3f} {p95 if p95 is not None else '-':>9}"
+            f"{point['clients']:>8} {point['repeat']:>4} {_number(point['tps'], 12, 2)} "
+            f"{_number(point['latency_avg_ms'], 11, 3)} {_number(p95, 9)}"
         )
     sys.stderr.write("\n".join(lines) + "\n")
+
+
+def _number(value: float | None, width: int, decimals: int | None = None) -> str:
+    """`value` right-aligned in `width` (to `decimals` places), or a dash for a point without it."""
+    if value is None:
+        return "-".rjust(width)
+    text = str(value) if decimals is None else f"{value:.{decimals}f}"
+    return text.rjust(width)

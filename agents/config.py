@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_OS_USER = "benchlab"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -62,9 +63,9 @@ class AgentConfig:
         return targets
 
     @classmethod
-    def load(cls, path: Path | None = None, **overrides) -> "AgentConfig":
+    def load(cls, path: Path | None = None, **overrides: object) -> "AgentConfig":
         """Read a JSON config file (if given) and apply non-empty overrides from flags."""
-        values: dict = {}
+        values: dict[str, Any] = {}
         if path is not None:
             values = json.loads(Path(path).read_text())
         values.update({k: v for k, v in overrides.items() if v not in (None, {}, set(), [])})

@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from agents.contract.results import Sample
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 from agents.observe.procfs import (
     SECTOR_BYTES,
@@ -111,7 +112,9 @@ class HostSampler(PeriodicSampler):
         self._previous = self._read()
         return True
 
-    def _sample(self) -> dict:
+    def _sample(self) -> Sample:
+        if self._previous is None:
+            raise RuntimeError("host sampler: _sample before _begin read the baseline")
         at, cpu, disks = current = self._read()
         previous_at, previous_cpu, previous_disks = self._previous
         self._previous = current

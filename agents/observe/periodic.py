@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from agents.contract.results import Sample
+
 logger = logging.getLogger(__name__)
 
-SampleCallback = Callable[[dict], None]
+SampleCallback = Callable[[Sample], None]
 StepResult = TypeVar("StepResult")
 
 
@@ -35,7 +37,7 @@ class PeriodicSampler:
         self.on_sample = on_sample
         self.cpu_seconds = 0.0  # CPU time the thread spent sampling (callbacks excluded)
         self.error: str | None = None  # why sampling stopped on its own, if it did
-        self._samples: list[dict] = []
+        self._samples: list[Sample] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
@@ -48,7 +50,7 @@ class PeriodicSampler:
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self._thread.start()
 
-    def stop(self) -> list[dict]:
+    def stop(self) -> list[Sample]:
         """Stop sampling, wait for the thread, and return all samples taken."""
         self._stopping.set()
         if self._thread is not None:
@@ -68,7 +70,7 @@ class PeriodicSampler:
         """Prepare (connect, read a baseline); False ends the thread without sampling."""
         return True
 
-    def _sample(self) -> dict | None:
+    def _sample(self) -> Sample | None:
         """Take one sample; None ends sampling."""
         raise NotImplementedError
 
@@ -110,7 +112,7 @@ class PeriodicSampler:
         finally:
             self.cpu_seconds += time.thread_time() - cpu_before
 
-    def _deliver(self, sample: dict) -> None:
+    def _deliver(self, sample: Sample) -> None:
         if self.on_sample is None:
             return
         try:

@@ -9,8 +9,9 @@ import logging
 import time
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 
+from agents.contract.results import Sample
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,11 @@ def counters_sql(server_major: int) -> str:
     return COUNTERS_SQL_17_PLUS
 
 
-def counter_rates(before: dict, after: dict, seconds: float) -> dict:
+def counter_rates(
+    before: dict[str, int], after: dict[str, int], seconds: float
+) -> dict[str, float | None]:
     """`<name>_per_s` for the counters whose rate matters; None across a statistics reset."""
-    rates = {}
+    rates: dict[str, float | None] = {}
     for name in RATED_COUNTERS:
         delta = after[name] - before[name]
         rates[f"{name}_per_s"] = round(delta / seconds, 1) if delta >= 0 else None
@@ -102,8 +105,8 @@ class ServerSampler(PeriodicSampler):
         self.conninfo = conninfo
         self.server_major = server_major
         self._counters_sql = counters_sql(server_major)
-        self._connection: psycopg.Connection | None = None
-        self._previous: tuple[float, dict] | None = None
+        self._connection: psycopg.Connection[DictRow] | None = None
+        self._previous: tuple[float, dict[str, int]] | None = None
 
     def _begin(self) -> bool:
         try:
@@ -121,7 +124,9 @@ class ServerSampler(PeriodicSampler):
             return False
         return True
 
-    def _sample(self) -> dict | None:
+    def _sample(self) -> Sample | None:
+        if self._previous is None:
+            raise RuntimeError("server sampler: _sample before _begin read the baseline")
         try:
             at, counters = current = self._read_counters()
             wait_events = self._read_wait_events()
@@ -142,13 +147,20 @@ class ServerSampler(PeriodicSampler):
         if self._connection is not None:
             self._connection.close()
 
-    def _read_counters(self) -> tuple[float, dict]:
-        row = self._connection.execute(self._counters_sql).fetchone()
+    def _read_counters(self) -> tuple[float, dict[str, int]]:
+        row = self._connected().execute(self._counters_sql).fetchone()
+        if row is None:
+            raise RuntimeError("the counters query returned no row")
         return time.monotonic(), {name: int(row[name]) for name in COUNTERS}
 
     def _read_wait_events(self) -> dict[str, int]:
-        rows = self._connection.execute(WAIT_EVENTS_SQL).fetchall()
+        rows = self._connected().execute(WAIT_EVENTS_SQL).fetchall()
         return {row["wait_event"]: row["backends"] for row in rows}
+
+    def _connected(self) -> psycopg.Connection[DictRow]:
+        if self._connection is None:
+            raise RuntimeError("server sampler: queried before _begin connected")
+        return self._connection
 
     def _record_error(self, error: psycopg.OperationalError) -> None:
         self.error = str(error).strip() or type(error).__name__

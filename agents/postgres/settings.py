@@ -75,7 +75,7 @@ def read_catalogue(cluster: "Cluster") -> Catalogue:
     """The pg_settings catalogue of a running cluster."""
     with cluster.connect() as conn:
         rows = conn.execute(CATALOGUE_QUERY).fetchall()
-    return catalogue_from_rows(cluster.install.version, rows)
+    return catalogue_from_rows(cluster.binaries.version, rows)
 
 
 def catalogue_path(cache_dir: Path, version: str) -> Path:

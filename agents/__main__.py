@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     identity.set_defaults(handler=command_identity)
 
     selfcheck = commands.add_parser(
-        "selfcheck", help="benchmark the agent's overhead against bare pgbench"
+        "selfcheck", help="measure the lab's pgbench command against the plain one"
     )
     selfcheck.add_argument("--rounds", type=int, default=6)
     selfcheck.add_argument("--duration", type=int, default=20, help="seconds per measured run")

@@ -227,3 +227,20 @@ def assert_same_footprint(full_log: list[Path], one_line: Path) -> None:
     assert large.histogram.get_total_count() > 10_000 * small.histogram.get_total_count()
     assert large.histogram.counts_len == small.histogram.counts_len
     assert len(large.histogram.counts) == len(small.histogram.counts)
+
+
+def test_full_log_is_available_with_a_warning_about_its_cost(storage_root: Path):
+    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+    events: list[dict] = []
+    job = spec(latency_log="full") | {"sweep": {"clients": [2], "duration_s": 2}}
+    result = run_job(job, config, EventEmitter([events.append]))
+
+    assert result["status"] == "succeeded", result["error"]
+    warnings = [e["data"]["message"] for e in events if e["type"] == "log"]
+    assert any("costs throughput" in message for message in warnings)
+    (point,) = result["points"]
+    percentiles = point["latency_percentiles_ms"]
+    assert (percentiles["source"], percentiles["sampling_rate"]) == ("full", 1.0)
+    assert percentiles["sampled_transactions"] == point["transactions"]
+    assert "costs throughput" in percentiles["warning"]
+    assert not any(arg.startswith("--sampling-rate") for arg in point["argv"])

@@ -7,7 +7,8 @@ error responses each operation can give (all with `ErrorSerializer`):
 - 400 and 415 where a request body is read; 400 on lists (bad filter values).
 - 404 where the path names an object, and on lists (a page past the end).
 - 409 where a body is read (a unique name taken), on DELETE (in use) and
-  on actions whose object's state may not allow them (`cancel`).
+  on actions whose object's state may not allow them (`cancel`, `rerun`,
+  `approve`, `revoke`).
 """
 
 from typing import Literal
@@ -25,7 +26,7 @@ ERROR_DESCRIPTIONS = {
     415: "The request body's content type is not JSON, a form or multipart.",
 }
 WRITE_METHODS = ("POST", "PUT", "PATCH")
-CONFLICT_ACTIONS = ("cancel",)
+CONFLICT_ACTIONS = ("cancel", "rerun", "approve", "revoke")
 Direction = Literal["request", "response"]
 
 

@@ -52,6 +52,9 @@ class StorageTargetSerializer(StrictModelSerializer):
 
 class HostSerializer(StrictModelSerializer):
     is_online = serializers.BooleanField(read_only=True)
+    fingerprint = serializers.CharField(
+        read_only=True, help_text="Digest of the agent's secret, compared before approving."
+    )
     storage_targets = StorageTargetSerializer(many=True, read_only=True)
     labels = serializers.ListField(
         child=StrictCharField(max_length=100), max_length=50, required=False
@@ -62,6 +65,8 @@ class HostSerializer(StrictModelSerializer):
         fields = [
             "id",
             "name",
+            "enrollment",
+            "fingerprint",
             "is_online",
             "last_seen",
             "registered_at",

@@ -4,6 +4,7 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -53,6 +54,20 @@ class HostViewSet(
     )
     serializer_class = serializers.HostSerializer
     filterset_fields = ["name"]
+
+    @extend_schema(request=None, responses=serializers.HostSerializer)
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve the host's agent (staff only): its events count and it gets jobs."""
+        host = services.host_approve(self.get_object(), request.user)
+        return Response(self.get_serializer(host).data)
+
+    @extend_schema(request=None, responses=serializers.HostSerializer)
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def revoke(self, request: Request, pk: str | None = None) -> Response:
+        """Stop trusting the host's agent (staff only); its queued runs are cancelled."""
+        host = services.host_revoke(self.get_object(), request.user)
+        return Response(self.get_serializer(host).data)
 
 
 class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):

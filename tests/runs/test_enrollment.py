@@ -1,13 +1,14 @@
 """Which events the lab stores: only an approved host's, signed with its secret."""
 
 import pytest
+from rest_framework.test import APIClient
 
 from agents.contract.signing import fingerprint, new_secret, sign
 from runs import services
 from runs.models import Host, Run
 from runs.services.errors import Conflict
 from tests.runs import events
-from tests.runs.factories import HostFactory, RunFactory
+from tests.runs.factories import HostFactory, RunFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +112,23 @@ def test_a_run_of_a_revoked_host_is_not_run_again():
     with pytest.raises(Conflict, match="is revoked; approve it to run again"):
         services.run_rerun(run, None)
     assert Run.objects.count() == 1
+
+
+def test_staff_approve_and_revoke_through_the_api_and_nobody_else_may():
+    host = HostFactory(enrollment=Host.Enrollment.PENDING, pending_registration=REPORTED)
+    staff, member = APIClient(), APIClient()
+    staff.force_authenticate(UserFactory(is_staff=True))
+    member.force_authenticate(UserFactory(is_staff=False))
+
+    refused = member.post(f"/api/hosts/{host.pk}/approve/")
+    approved = staff.post(f"/api/hosts/{host.pk}/approve/")
+    again = staff.post(f"/api/hosts/{host.pk}/approve/")
+    revoked = staff.post(f"/api/hosts/{host.pk}/revoke/")
+
+    assert refused.status_code == 403
+    assert approved.status_code == 200, approved.content
+    assert approved.json()["enrollment"] == "approved"
+    assert approved.json()["fingerprint"] == fingerprint(host.secret)
+    assert host.secret not in approved.content.decode()
+    assert again.status_code == 409
+    assert revoked.json()["enrollment"] == "revoked"

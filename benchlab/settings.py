@@ -162,7 +162,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
+            "NAME": str(SQLITE_PATH),
             "OPTIONS": dict(SQLITE_OPTIONS),
         }
     }
@@ -186,7 +186,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Only for an optional `collectstatic` (e.g. behind a CDN); unset, nothing is collected.
+_STATIC_ROOT = env_str("STATIC_ROOT")
+STATIC_ROOT = Path(_STATIC_ROOT) if _STATIC_ROOT else None
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
@@ -195,7 +197,7 @@ STATICFILES_FINDERS = [
 ]
 # whitenoise serves frontend/, the admin's files and plotly.js straight from
 # the finders (indexed once at start), so no collectstatic step is needed;
-# files collected into STATIC_ROOT are served too.
+# files collected into STATIC_ROOT (when set) are served too.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_MAX_AGE = env_int("STATIC_MAX_AGE_S", 3600)
 

@@ -8,6 +8,7 @@ derived properties only.
 
 import secrets
 from datetime import timedelta
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from agents.contract import vocabulary
 from agents.contract.signing import fingerprint, is_secret
+from agents.contract.spec import SettingValue
 from runs.choices import text_choices
 from runs.execution import BLOCKS, ROUNDS, draw_seed
 
@@ -164,6 +166,17 @@ class PgCatalogue(models.Model):
         return self.version
 
 
+# A setting whose value a profile changes from its parent's (`from` is a keyword).
+SettingChange = TypedDict("SettingChange", {"from": SettingValue, "to": SettingValue})
+
+
+class SettingsDiff(TypedDict):
+    """What a config profile adds to (`added`) or changes in (`changed`) its parent's settings."""
+
+    added: dict[str, SettingValue]
+    changed: dict[str, SettingChange]
+
+
 class ConfigProfile(models.Model):
     """A named set of postgresql.conf settings, optionally on top of a parent profile."""
 
@@ -194,21 +207,18 @@ class ConfigProfile(models.Model):
             parent = parent.parent
         return list(reversed(chain))
 
-    def effective_settings(self) -> dict:
+    def effective_settings(self) -> dict[str, SettingValue]:
         """The settings of the parent chain merged root first, this profile last."""
-        merged: dict = {}
+        merged: dict[str, SettingValue] = {}
         for profile in [*self.ancestors(), self]:
             merged.update(profile.settings)
         return merged
 
-    def diff_against_parent(self) -> dict:
-        """What this profile adds to or changes in its parent's effective settings.
-
-        Returns `{"added": {name: value}, "changed": {name: {"from": v, "to": v}}}`.
-        """
+    def diff_against_parent(self) -> "SettingsDiff":
+        """What this profile adds to or changes in its parent's effective settings."""
         base = self.parent.effective_settings() if self.parent else {}
         added = {k: v for k, v in self.settings.items() if k not in base}
-        changed = {
+        changed: dict[str, SettingChange] = {
             k: {"from": base[k], "to": v}
             for k, v in self.settings.items()
             if k in base and base[k] != v

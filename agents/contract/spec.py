@@ -9,7 +9,7 @@ fix. Pure Python: the web tier calls it before it queues anything.
 import copy
 import random
 import re
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast, final
 
 from agents.contract.errors import JobError
 from agents.contract.vocabulary import (
@@ -60,11 +60,14 @@ class DatasetSpec(TypedDict):
     setup_sql: str
 
 
+# Final, so that `"builtin" in script` tells mypy which of the two a script is.
+@final
 class BuiltinScriptSpec(TypedDict):
     builtin: BuiltinScript
     weight: int
 
 
+@final
 class CustomScriptSpec(TypedDict):
     name: str
     text: str

@@ -17,9 +17,12 @@ multi-line server message, wording of a future release) is kept verbatim in
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Literal, NotRequired, TypedDict
 
-__all__ = ["PgbenchParseError", "parse_init_progress", "parse_output"]
+from agents.contract.results import ProgressLine, StatementLatency
+
+__all__ = ["PgbenchOutput", "PgbenchParseError", "parse_init_progress", "parse_output"]
 
 NUM = r"(-?(?:\d+(?:\.\d+)?|(?i:nan|inf)))"
 PCT = r"\(" + NUM + r" ?%\)"
@@ -46,9 +49,110 @@ def _float_or_none(text: str | None) -> float | None:
     return None if text is None else float(text)
 
 
+# The counters and times both the summary and a per-script block print.
+SharedCount = Literal[
+    "failed", "serialization_failures", "deadlock_failures", "retried", "retries", "skipped"
+]
+SharedTime = Literal["latency_avg_ms", "latency_stddev_ms"]
+# Those only the summary prints.
+SummaryCount = Literal[
+    "scale",
+    "partitions",
+    "clients",
+    "threads",
+    "max_tries",
+    "transactions_per_client",
+    "duration_s",
+    "zipfian_overflows",
+]
+SummaryTime = Literal["initial_connection_ms", "average_connection_ms"]
+SummaryText = Literal["transaction_type", "partition_method", "query_mode"]
+TpsKey = Literal["tps", "tps_including_connections"]
+SummaryCountKey = Literal[SummaryCount, SharedCount]
+SummaryTimeKey = Literal[SummaryTime, SharedTime]
+
+
+class ScriptSummary(TypedDict):
+    """One per-script block (`SQL script N: name`, or 9.x's `script statistics:`)."""
+
+    number: int
+    name: str | None
+    weight: int | None
+    weight_percent: float | None
+    transactions: int | None
+    percent_of_total: float | None
+    processed: int | None
+    tps: float | None
+    failed: int | None
+    serialization_failures: int | None
+    deadlock_failures: int | None
+    retried: int | None
+    retries: int | None
+    skipped: int | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+
+
+class PgbenchOutput(TypedDict):
+    """What `parse_output` read (the document `python -m agents parse` prints)."""
+
+    pgbench_version: str | None
+    server_version: str | None
+    transaction_type: str | None
+    scale: int | None
+    partition_method: str | None
+    partitions: int | None
+    query_mode: str | None
+    clients: int | None
+    threads: int | None
+    max_tries: int | None
+    duration_s: int | None
+    transactions_per_client: int | None
+    transactions: int | None
+    transactions_planned: int | None
+    failed: int | None
+    serialization_failures: int | None
+    deadlock_failures: int | None
+    retried: int | None
+    retries: int | None
+    skipped: int | None
+    late: int | None
+    latency_limit_ms: float | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    lag_avg_ms: float | None
+    lag_max_ms: float | None
+    initial_connection_ms: float | None
+    average_connection_ms: float | None
+    tps: float | None
+    tps_including_connections: float | None
+    latency_includes_failures: bool
+    statements: list[StatementLatency]
+    scripts: list[ScriptSummary]
+    progress: list[ProgressLine]
+    aborted: bool
+    errors: list[str]
+    notices: list[str]
+    messages: list[str]
+    zipfian_overflows: NotRequired[int]
+
+
+class InitProgress(TypedDict):
+    """One `pgbench -i` stderr line: see `parse_init_progress`."""
+
+    percent: float | None
+    table: str | None
+    message: str
+    step_seconds: dict[str, float]
+
+
+SummaryStore = Callable[[PgbenchOutput, re.Match[str]], None]
+ScriptStore = Callable[[ScriptSummary, re.Match[str]], None]
+
+
 HEADER = re.compile(r"pgbench \((.+?)(?:, server ([^,]+))?\)")
 
-TPS_KEYS = {
+TPS_KEYS: dict[str, TpsKey] = {
     "including connections establishing": "tps_including_connections",
     "excluding connections establishing": "tps",
     "without initial connection time": "tps",
@@ -56,51 +160,94 @@ TPS_KEYS = {
 }
 
 
-def put(key: str, convert: Callable = int) -> Callable[[dict, re.Match], None]:
-    """A store that puts the first group of the match, converted, under `key`."""
-    return lambda target, match: target.__setitem__(key, convert(match.group(1)))
+def summary_count(key: SummaryCountKey) -> SummaryStore:
+    """A store that puts the first group of the match, an integer, under `key`."""
+
+    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
+        result[key] = int(match.group(1))
+
+    return store
 
 
-def _summary_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
+def summary_time(key: SummaryTimeKey) -> SummaryStore:
+    """A store that puts the first group of the match, milliseconds, under `key`."""
+
+    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
+        result[key] = float(match.group(1))
+
+    return store
+
+
+def summary_text(key: SummaryText) -> SummaryStore:
+    """A store that puts the first group of the match, as it reads, under `key`."""
+
+    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
+        result[key] = match.group(1)
+
+    return store
+
+
+def script_count(key: SharedCount) -> ScriptStore:
+    """A per-script store that puts the first group of the match, an integer, under `key`."""
+
+    def store(script: ScriptSummary, match: re.Match[str]) -> None:
+        script[key] = int(match.group(1))
+
+    return store
+
+
+def script_time(key: SharedTime) -> ScriptStore:
+    """A per-script store that puts the first group of the match, milliseconds, under `key`."""
+
+    def store(script: ScriptSummary, match: re.Match[str]) -> None:
+        script[key] = float(match.group(1))
+
+    return store
+
+
+def _summary_rules() -> list[tuple[re.Pattern[str], SummaryStore]]:
     """(regex, store) pairs for the lines of the summary block, all versions together."""
 
-    def processed(result: dict, match: re.Match) -> None:
+    def processed(result: PgbenchOutput, match: re.Match[str]) -> None:
         result["transactions"] = int(match.group(1))
         result["transactions_planned"] = _int_or_none(match.group(2))
 
-    def late(result: dict, match: re.Match) -> None:
+    def late(result: PgbenchOutput, match: re.Match[str]) -> None:
         result["latency_limit_ms"] = float(match.group(1))
         result["late"] = int(match.group(2))
 
-    def latency(result: dict, match: re.Match) -> None:
+    def latency(result: PgbenchOutput, match: re.Match[str]) -> None:
         result["latency_avg_ms"] = float(match.group(1))
         result["latency_includes_failures"] = match.group(2) is not None
 
-    def lag(result: dict, match: re.Match) -> None:
+    def lag(result: PgbenchOutput, match: re.Match[str]) -> None:
         result["lag_avg_ms"] = float(match.group(1))
         result["lag_max_ms"] = float(match.group(2))
 
-    def tps(result: dict, match: re.Match) -> None:
+    def tps(result: PgbenchOutput, match: re.Match[str]) -> None:
         result[TPS_KEYS[match.group(2)]] = float(match.group(1))
 
-    rules = [
-        (r"transaction type: (.+)", put("transaction_type", str)),
-        (r"scaling factor: " + INT, put("scale")),
-        (r"partition method: (\w+)", put("partition_method", str)),
-        (r"partitions: " + INT, put("partitions")),
-        (r"query mode: (\w+)", put("query_mode", str)),
-        (r"number of clients: " + INT, put("clients")),
-        (r"number of threads: " + INT, put("threads")),
-        (r"maximum number of tries: " + INT, put("max_tries")),
-        (r"number of transactions per client: " + INT, put("transactions_per_client")),
-        (r"duration: " + INT + " s", put("duration_s")),
+    rules: list[tuple[str, SummaryStore]] = [
+        (r"transaction type: (.+)", summary_text("transaction_type")),
+        (r"scaling factor: " + INT, summary_count("scale")),
+        (r"partition method: (\w+)", summary_text("partition_method")),
+        (r"partitions: " + INT, summary_count("partitions")),
+        (r"query mode: (\w+)", summary_text("query_mode")),
+        (r"number of clients: " + INT, summary_count("clients")),
+        (r"number of threads: " + INT, summary_count("threads")),
+        (r"maximum number of tries: " + INT, summary_count("max_tries")),
+        (r"number of transactions per client: " + INT, summary_count("transactions_per_client")),
+        (r"duration: " + INT + " s", summary_count("duration_s")),
         (r"number of transactions actually processed: " + INT + r"(?:/(\d+))?", processed),
-        (r"number of failed transactions: " + INT + " " + PCT, put("failed")),
-        (r"number of serialization failures: " + INT + " " + PCT, put("serialization_failures")),
-        (r"number of deadlock failures: " + INT + " " + PCT, put("deadlock_failures")),
-        (r"number of transactions retried: " + INT + " " + PCT, put("retried")),
-        (r"total number of retries: " + INT, put("retries")),
-        (r"number of transactions skipped: " + INT + " " + PCT, put("skipped")),
+        (r"number of failed transactions: " + INT + " " + PCT, summary_count("failed")),
+        (
+            r"number of serialization failures: " + INT + " " + PCT,
+            summary_count("serialization_failures"),
+        ),
+        (r"number of deadlock failures: " + INT + " " + PCT, summary_count("deadlock_failures")),
+        (r"number of transactions retried: " + INT + " " + PCT, summary_count("retried")),
+        (r"total number of retries: " + INT, summary_count("retries")),
+        (r"number of transactions skipped: " + INT + " " + PCT, summary_count("skipped")),
         (
             r"number of transactions above the "
             + NUM
@@ -110,49 +257,55 @@ def _summary_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]
             + PCT,
             late,
         ),
-        (r"zipfian cache array overflowed " + INT + r" time\(s\)", put("zipfian_overflows")),
+        (
+            r"zipfian cache array overflowed " + INT + r" time\(s\)",
+            summary_count("zipfian_overflows"),
+        ),
         (r"latency average(?::|\s=) " + NUM + r" ms( \(including failures\))?", latency),
-        (r"latency stddev(?::|\s=) " + NUM + " ms", put("latency_stddev_ms", float)),
+        (r"latency stddev(?::|\s=) " + NUM + " ms", summary_time("latency_stddev_ms")),
         (r"rate limit schedule lag: avg " + NUM + r" \(max " + NUM + r"\) ms", lag),
-        (r"initial connection time = " + NUM + " ms", put("initial_connection_ms", float)),
-        (r"average connection time = " + NUM + " ms", put("average_connection_ms", float)),
+        (r"initial connection time = " + NUM + " ms", summary_time("initial_connection_ms")),
+        (r"average connection time = " + NUM + " ms", summary_time("average_connection_ms")),
         (r"tps = " + NUM + r" \((" + "|".join(TPS_KEYS) + r")\)", tps),
     ]
     return [(re.compile(pattern), store) for pattern, store in rules]
 
 
-def _script_rules() -> list[tuple[re.Pattern, Callable[[dict, re.Match], None]]]:
+def _script_rules() -> list[tuple[re.Pattern[str], ScriptStore]]:
     """(regex, store) pairs for the ` - ` lines of a per-script block."""
 
-    def weight(script: dict, match: re.Match) -> None:
+    def weight(script: ScriptSummary, match: re.Match[str]) -> None:
         script["weight"] = int(match.group(1))
         script["weight_percent"] = float(match.group(2))
 
-    def transactions(script: dict, match: re.Match) -> None:
+    def transactions(script: ScriptSummary, match: re.Match[str]) -> None:
         script["transactions"] = int(match.group(1))
         script["percent_of_total"] = float(match.group(2))
         if match.group(3) is not None:
             script["tps"] = float(match.group(3))
 
-    def processed(script: dict, match: re.Match) -> None:
+    def processed(script: ScriptSummary, match: re.Match[str]) -> None:
         script["processed"] = int(match.group(1))
         script["tps"] = float(match.group(2))
 
-    rules = [
+    rules: list[tuple[str, ScriptStore]] = [
         (r"weight: " + INT + r" \(targets " + NUM + "% of total\\)", weight),
         (INT + r" transactions \(" + NUM + r"% of total(?:, tps = " + NUM + r")?\)", transactions),
         (
             r"number of transactions actually processed: " + INT + r" \(tps = " + NUM + r"\)",
             processed,
         ),
-        (r"number of failed transactions: " + INT + " " + PCT, put("failed")),
-        (r"number of serialization failures: " + INT + " " + PCT, put("serialization_failures")),
-        (r"number of deadlock failures: " + INT + " " + PCT, put("deadlock_failures")),
-        (r"number of transactions retried: " + INT + " " + PCT, put("retried")),
-        (r"total number of retries: " + INT, put("retries")),
-        (r"number of transactions skipped: " + INT + " " + PCT, put("skipped")),
-        (r"latency average = " + NUM + " ms", put("latency_avg_ms", float)),
-        (r"latency stddev = " + NUM + " ms", put("latency_stddev_ms", float)),
+        (r"number of failed transactions: " + INT + " " + PCT, script_count("failed")),
+        (
+            r"number of serialization failures: " + INT + " " + PCT,
+            script_count("serialization_failures"),
+        ),
+        (r"number of deadlock failures: " + INT + " " + PCT, script_count("deadlock_failures")),
+        (r"number of transactions retried: " + INT + " " + PCT, script_count("retried")),
+        (r"total number of retries: " + INT, script_count("retries")),
+        (r"number of transactions skipped: " + INT + " " + PCT, script_count("skipped")),
+        (r"latency average = " + NUM + " ms", script_time("latency_avg_ms")),
+        (r"latency stddev = " + NUM + " ms", script_time("latency_stddev_ms")),
     ]
     return [(re.compile(r" - " + pattern), store) for pattern, store in rules]
 
@@ -161,7 +314,7 @@ SUMMARY_RULES = _summary_rules()
 SCRIPT_RULES = _script_rules()
 
 
-def _line_starts(rules: list[tuple[re.Pattern, Callable]]) -> list[str]:
+def _line_starts(rules: Sequence[tuple[re.Pattern[str], object]]) -> list[str]:
     """How the lines of `rules` begin: the literal words before each rule's first value."""
     starts = {re.match(r"(?: - )?[A-Za-z][- A-Za-z:=]*", rule.pattern) for rule, _ in rules}
     return [re.escape(start.group()) for start in starts if start]
@@ -214,26 +367,47 @@ PLAIN_NOTICE = re.compile(
 VACUUM = re.compile(r"starting vacuum\.\.\.(.*)")
 
 
-def _empty_result() -> dict:
-    keys = (
-        "pgbench_version server_version transaction_type scale partition_method partitions"
-        " query_mode clients threads max_tries duration_s transactions_per_client transactions"
-        " transactions_planned failed serialization_failures deadlock_failures retried retries"
-        " skipped late latency_limit_ms latency_avg_ms latency_stddev_ms lag_avg_ms lag_max_ms"
-        " initial_connection_ms average_connection_ms tps tps_including_connections"
-    )
-    result: dict = dict.fromkeys(keys.split())
-    result.update(
-        latency_includes_failures=False,
-        statements=[],
-        scripts=[],
-        progress=[],
-        aborted=False,
-        errors=[],
-        notices=[],
-        messages=[],
-    )
-    return result
+def _empty_result() -> PgbenchOutput:
+    return {
+        "pgbench_version": None,
+        "server_version": None,
+        "transaction_type": None,
+        "scale": None,
+        "partition_method": None,
+        "partitions": None,
+        "query_mode": None,
+        "clients": None,
+        "threads": None,
+        "max_tries": None,
+        "duration_s": None,
+        "transactions_per_client": None,
+        "transactions": None,
+        "transactions_planned": None,
+        "failed": None,
+        "serialization_failures": None,
+        "deadlock_failures": None,
+        "retried": None,
+        "retries": None,
+        "skipped": None,
+        "late": None,
+        "latency_limit_ms": None,
+        "latency_avg_ms": None,
+        "latency_stddev_ms": None,
+        "lag_avg_ms": None,
+        "lag_max_ms": None,
+        "initial_connection_ms": None,
+        "average_connection_ms": None,
+        "tps": None,
+        "tps_including_connections": None,
+        "latency_includes_failures": False,
+        "statements": [],
+        "scripts": [],
+        "progress": [],
+        "aborted": False,
+        "errors": [],
+        "notices": [],
+        "messages": [],
+    }
 
 
 class _Reader:
@@ -242,7 +416,7 @@ class _Reader:
     def __init__(self) -> None:
         self.result = _empty_result()
         self.seen_summary = False
-        self.script: dict | None = None
+        self.script: ScriptSummary | None = None
         self.statement_columns = 0
         self.statement_script: int | None = None
 
@@ -403,15 +577,26 @@ def _plain_version(version: str) -> str:
     return version.split(" ", 1)[0]
 
 
-def _new_script(header: re.Match) -> dict:
+def _new_script(header: re.Match[str]) -> ScriptSummary:
     number, name = header.groups()
-    script: dict = dict.fromkeys(
-        "weight weight_percent transactions percent_of_total processed tps failed"
-        " serialization_failures deadlock_failures retried retries skipped"
-        " latency_avg_ms latency_stddev_ms".split()
-    )
-    script.update(number=int(number) if number else 1, name=name)
-    return script
+    return {
+        "number": int(number) if number else 1,
+        "name": name,
+        "weight": None,
+        "weight_percent": None,
+        "transactions": None,
+        "percent_of_total": None,
+        "processed": None,
+        "tps": None,
+        "failed": None,
+        "serialization_failures": None,
+        "deadlock_failures": None,
+        "retried": None,
+        "retries": None,
+        "skipped": None,
+        "latency_avg_ms": None,
+        "latency_stddev_ms": None,
+    }
 
 
 def _major(version: str | None) -> int | None:
@@ -419,14 +604,14 @@ def _major(version: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _fill_known_failures(result: dict) -> None:
+def _fill_known_failures(result: PgbenchOutput) -> None:
     """18 stops the summary after "processed" when nothing ran: then no transaction failed."""
     counts_failures = (_major(result["pgbench_version"]) or 0) >= 15 or result["max_tries"]
     if result["failed"] is None and counts_failures and result["transactions"] == 0:
         result["failed"] = 0
 
 
-def parse_output(text: str) -> dict:
+def parse_output(text: str) -> PgbenchOutput:
     """Parse one pgbench run's stdout and stderr; raise PgbenchParseError on a bad summary line.
 
     `tps` excludes the initial connection time: the "excluding connections
@@ -472,7 +657,7 @@ INIT_STEP = re.compile(
 STEP_TIME = re.compile(r"(.+?) ([\d.]+) s")
 
 
-def parse_init_progress(line: str) -> dict | None:
+def parse_init_progress(line: str) -> InitProgress | None:
     """Read one stderr line of `pgbench -i`; None when the line is not an init message.
 
     Returns {"percent", "table", "message", "step_seconds"}: percent is the
@@ -483,7 +668,12 @@ def parse_init_progress(line: str) -> dict | None:
     """
     segments = [part.strip() for part in line.split("\r")]
     message = next((part for part in reversed(segments) if part), "")
-    progress: dict = {"percent": None, "table": None, "message": message, "step_seconds": {}}
+    progress: InitProgress = {
+        "percent": None,
+        "table": None,
+        "message": message,
+        "step_seconds": {},
+    }
     tuples = INIT_TUPLES.fullmatch(message)
     if tuples:
         done, total = int(tuples.group(1)), int(tuples.group(2))

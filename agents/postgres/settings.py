@@ -12,16 +12,19 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agents.contract.catalogue import CATALOGUE_QUERY, Catalogue, catalogue_from_rows, value_text
 from agents.contract.errors import JobError
+from agents.contract.results import EffectiveSetting
+from agents.contract.spec import SettingValue
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.rows import TupleRow
 
     from agents.postgres.cluster import Cluster
     from agents.postgres.installs import Install
@@ -131,14 +134,14 @@ def _conf_line(name: str, value: object) -> str:
     return f"{name.lower()} = '{text}'"
 
 
-def settings_file_text(requested: dict) -> str:
+def settings_file_text(requested: Mapping[str, SettingValue]) -> str:
     """The include file for `requested` settings (already validated)."""
     lines = ["# Settings requested for this job (written by the BenchLab agent)."]
     lines += [_conf_line(name, value) for name, value in requested.items()]
     return "\n".join(lines) + "\n"
 
 
-def apply_settings(cluster: "Cluster", requested: dict) -> None:
+def apply_settings(cluster: "Cluster", requested: Mapping[str, SettingValue]) -> None:
     """Write `requested` into the cluster's include file, (re)start it and verify.
 
     Raises JobError(invalid_setting_value) naming the setting when the server
@@ -168,12 +171,14 @@ def apply_settings(cluster: "Cluster", requested: dict) -> None:
         )
 
 
-def _requested_name(name: str | None, requested: dict) -> str:
+def _requested_name(name: str | None, requested: Mapping[str, SettingValue]) -> str:
     by_lower = {key.lower(): key for key in requested}
     return by_lower.get((name or "").lower(), name or "?")
 
 
-def _start_failure(error: JobError, cluster: "Cluster", requested: dict) -> JobError:
+def _start_failure(
+    error: JobError, cluster: "Cluster", requested: Mapping[str, SettingValue]
+) -> JobError:
     """A start failure that the server blamed on one of the requested settings."""
     by_lower = {key.lower() for key in requested}
     for line in reversed(cluster.log_tail(30).splitlines()):
@@ -188,7 +193,7 @@ def _start_failure(error: JobError, cluster: "Cluster", requested: dict) -> JobE
     return error
 
 
-def read_effective_settings(conn: "psycopg.Connection") -> list[dict]:
+def read_effective_settings(conn: "psycopg.Connection[TupleRow]") -> list[EffectiveSetting]:
     """Every setting not at its default, plus the benchmark-relevant ones, by name."""
     rows = conn.execute(
         "SELECT name, setting, unit, source FROM pg_settings "

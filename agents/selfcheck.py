@@ -31,6 +31,7 @@ from typing import Literal, TypedDict
 from scipy import stats
 
 from agents.config import AgentConfig
+from agents.contract.errors import JobError
 from agents.contract.spec import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
@@ -172,10 +173,15 @@ def _plain_tps(sweep: Sweep) -> float:
         check=True,
         **sweep.process_kwargs(),
     )
-    return parse_output(finished.stdout + finished.stderr)["tps"]
+    tps = parse_output(finished.stdout + finished.stderr)["tps"]
+    if tps is None:
+        raise JobError("pgbench_failed", f"plain pgbench printed no tps: {finished.stdout}")
+    return tps
 
 
-def _workload_report(name: str, sweep: Sweep, results: list[RoundResult], lab_points) -> dict:
+def _workload_report(
+    name: str, sweep: Sweep, results: list[RoundResult], lab_points: list[dict]
+) -> dict:
     estimate = ratio_estimate([result["ratio"] for result in results])
     cpu_s = sum(point["agent_cpu_s"] for point in lab_points)
     window_s = sum(point["seconds"] for point in lab_points)
@@ -204,7 +210,13 @@ def _describe(workload: dict) -> str:
     )
 
 
-def _report(workloads: list[dict], version: str, duration_s: int, rounds: int, load_before):
+def _report(
+    workloads: list[dict],
+    version: str,
+    duration_s: int,
+    rounds: int,
+    load_before: tuple[float, float, float],
+) -> dict:
     over = any(workload["verdict"] == "over budget" for workload in workloads)
     cpu_ok = all(w["agent_cpu_percent_of_window"] < CPU_BUDGET_PERCENT for w in workloads)
     return {

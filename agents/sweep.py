@@ -9,11 +9,12 @@ default (agents/pgbench/latency_log.py says how and where).
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from agents.contract.errors import JobError
-from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom
-from agents.contract.spec import SweepSpec, sweep_points
+from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
+from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
@@ -27,7 +28,7 @@ from agents.pgbench.latency_log import (
     point_log_dir,
 )
 from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
-from agents.pgbench.process import run_pgbench
+from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.osuser import chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
 
@@ -45,7 +46,7 @@ MAX_NOTICES = 50
 class Sweep:
     """Runs the dataset steps and every point of one job inside its cluster."""
 
-    def __init__(self, job, install, spec: dict):
+    def __init__(self, job, install, spec: JobSpec):
         self.job = job
         self.install = install
         self.spec = spec
@@ -102,7 +103,9 @@ class Sweep:
         """Environment and OS user of every pgbench this sweep runs."""
         return self.cluster.os_user.subprocess_kwargs(**self.cluster.workload_env())
 
-    def _pgbench(self, name: str, argv: list[str], on_line, timed: bool):
+    def _pgbench(
+        self, name: str, argv: list[str], on_line: Callable[[str], None], timed: bool
+    ) -> Finished:
         finished = run_pgbench(
             argv,
             cwd=self.workdir,
@@ -238,7 +241,7 @@ class Sweep:
             self.measured = Measured(clients, point["tps"], "previous_point")
         return point
 
-    def _measure(self, argv: list[str], point_base: dict):
+    def _measure(self, argv: list[str], point_base: dict) -> tuple[Finished, dict, float]:
         """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
         samplers = PointSamplers(self, point_base)
         samplers.start()
@@ -252,7 +255,7 @@ class Sweep:
             samples = samplers.stop()
         return finished, samples, agent_cpu_s
 
-    def _percentiles(self, plan: LogPlan, log_dir: Path):
+    def _percentiles(self, plan: LogPlan, log_dir: Path) -> LatencyPercentiles | None:
         """Read after pgbench ended, so it takes no CPU from the measured window."""
         if plan.mode == "none":
             return None
@@ -261,7 +264,7 @@ class Sweep:
             self.job.emit("log", {"level": "warning", "message": percentiles["error"]})
         return percentiles
 
-    def _progress_emitter(self, point_base: dict):
+    def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
         def on_line(line: str) -> None:
             if not line.startswith(PROGRESS_PREFIX):
                 return
@@ -275,7 +278,9 @@ class Sweep:
 
         return on_line
 
-    def _point_result(self, index, clients, repeat, finished, samples) -> dict:
+    def _point_result(
+        self, index: int, clients: int, repeat: int, finished: Finished, samples: dict
+    ) -> dict:
         point = {
             "index": index,
             "clients": clients,
@@ -299,7 +304,7 @@ class Sweep:
         point["messages"] = point.get("messages", [])[:MAX_NOTICES]
         return point
 
-    def _keep_point(self, point: dict, finished) -> None:
+    def _keep_point(self, point: dict, finished: Finished) -> None:
         """Keep a complete point; a broken run fails the job, keeping the earlier points."""
         complete = (
             finished.exit_code == 0

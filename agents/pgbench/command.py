@@ -7,10 +7,12 @@ asks for (agents/pgbench/latency_log.py).
 `python -m agents selfcheck` measures what these additions cost.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
+from agents.contract.spec import DatasetSpec, JobSpec, WorkloadSpec
 
 FIRST_MAJOR_WITH_RETRIES = 15
 
@@ -28,7 +30,7 @@ class Connection:
         return ["-h", self.host, "-p", str(self.port), "-U", self.user]
 
 
-def init_argv(pgbench: Path, dataset: dict, conn: Connection) -> list[str]:
+def init_argv(pgbench: Path, dataset: DatasetSpec, conn: Connection) -> list[str]:
     """`pgbench -i` with the dataset's scale and init options."""
     argv = [str(pgbench), "-i", "-s", str(dataset["scale"])]
     if dataset["init_steps"]:
@@ -46,7 +48,9 @@ def init_argv(pgbench: Path, dataset: dict, conn: Connection) -> list[str]:
     return argv + conn.args() + [conn.dbname]
 
 
-def script_args(scripts: list[dict], script_paths: dict[int, Path]) -> list[str]:
+def script_args(
+    scripts: Sequence[Mapping[str, object]], script_paths: dict[int, Path]
+) -> list[str]:
     """`-b name@weight` for builtins, `-f path@weight` for custom scripts written to disk."""
     argv = []
     for index, script in enumerate(scripts):
@@ -60,7 +64,7 @@ def script_args(scripts: list[dict], script_paths: dict[int, Path]) -> list[str]
 def workload_args(
     pgbench: Path,
     pgbench_major: int,
-    spec: dict,
+    spec: JobSpec,
     clients: int,
     threads: int,
     script_paths: dict[int, Path],
@@ -98,7 +102,7 @@ def plain_argv(workload: list[str], conn: Connection) -> list[str]:
     return workload + conn.args() + [conn.dbname]
 
 
-def reporting_args(workload: dict, pgbench_major: int) -> list[str]:
+def reporting_args(workload: WorkloadSpec, pgbench_major: int) -> list[str]:
     """What the lab reports from besides the log: `-P 1` (the per-second timeline, on
     by default), `-r` (per-statement latencies, off by default: it costs throughput),
     `--failures-detailed` (15+, free: it only splits the failure counts)."""
@@ -119,7 +123,7 @@ def run_argv(
     return workload + reporting + log_args + conn.args() + [conn.dbname]
 
 
-def _max_tries_args(workload: dict, pgbench_major: int) -> list[str]:
+def _max_tries_args(workload: WorkloadSpec, pgbench_major: int) -> list[str]:
     if workload["max_tries"] is None:
         return []
     if pgbench_major < FIRST_MAJOR_WITH_RETRIES:

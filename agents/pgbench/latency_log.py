@@ -129,7 +129,7 @@ class LogPlan:
         summary = self._empty()
         try:
             if self.mode == "aggregate":
-                summary.update(_aggregate_summary(log_files))
+                _add_aggregates(summary, log_files)
             else:
                 summary.update(latency_percentiles(log_files))
         except (TransactionLogError, OSError) as error:
@@ -158,18 +158,16 @@ class LogPlan:
         return summary
 
 
-def _aggregate_summary(log_files: list[Path]) -> dict:
+def _add_aggregates(summary: LatencyPercentiles, log_files: list[Path]) -> None:
     """Exact maximum and counts from per-second aggregates (no percentiles there)."""
     rows = merge_aggregate_logs(log_files)
-    transactions = sum(row["transactions"] for row in rows)
-    failures = sum(row["serialization_failures"] + row["deadlock_failures"] for row in rows)
     busy = [row["max_latency_us"] for row in rows if row["transactions"]]
-    return {
-        "max": round(max(busy) / 1000, 3) if busy else None,
-        "sampled_transactions": transactions,
-        "failed_count": failures,
-        "skipped_count": sum(row["skipped"] for row in rows),
-    }
+    summary["max"] = round(max(busy) / 1000, 3) if busy else None
+    summary["sampled_transactions"] = sum(row["transactions"] for row in rows)
+    summary["failed_count"] = sum(
+        row["serialization_failures"] + row["deadlock_failures"] for row in rows
+    )
+    summary["skipped_count"] = sum(row["skipped"] for row in rows)
 
 
 def log_root(state_dir: Path, storage: dict[str, Path], mode: LatencyLog) -> Path:

@@ -18,6 +18,7 @@ reading them takes no CPU from the measured window.
 import logging
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ TARGET_LOG_LINES_PER_S = 500
 FIRST_GUESS_TPS_PER_CPU = 50_000
 LOG_DIR_NAME = "txlog"
 LOG_FILE_PREFIX = "pgbench_log"
+STALE_AFTER_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -194,14 +196,42 @@ def log_root(state_dir: Path, storage: dict[str, Path], mode: LatencyLog) -> Pat
 
 @contextmanager
 def point_log_dir(root: Path, label: str, os_user: OsUser) -> Iterator[Path]:
-    """A private directory for one point's log, owned by pgbench's OS user; removed after."""
+    """A private directory for one point's log, owned by pgbench's OS user; removed after.
+
+    Directories a killed agent left behind are removed first (remove_stale_logs).
+    """
     make_dirs(root)
+    remove_stale_logs(root)
     directory = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=root))
     chown_tree(directory, os_user)
     try:
         yield directory
     finally:
         shutil.rmtree(directory, onerror=_log_removal_error)
+
+
+def remove_stale_logs(root: Path, now: float | None = None) -> list[Path]:
+    """Remove point directories nothing was written to for STALE_AFTER_S (a killed agent's);
+    a running point's log is written to far more often. Returns what was removed."""
+    now = time.time() if now is None else now
+    stale = [
+        directory
+        for directory in root.iterdir()
+        if directory.is_dir() and now - _last_write(directory) > STALE_AFTER_S
+    ]
+    for directory in stale:
+        logger.warning("removing a transaction log left behind: %s", directory)
+        shutil.rmtree(directory, onerror=_log_removal_error)
+    return stale
+
+
+def _last_write(directory: Path) -> float:
+    try:
+        return max(
+            [directory.stat().st_mtime] + [path.stat().st_mtime for path in directory.iterdir()]
+        )
+    except FileNotFoundError:  # its own point has just removed it
+        return time.time()
 
 
 def _log_removal_error(function: object, path: str, exc_info: tuple) -> None:

@@ -1,5 +1,7 @@
 """How a point's transaction log is planned, placed and summarised."""
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -8,12 +10,14 @@ from agents.contract.errors import JobError
 from agents.contract.latency import describe_percentiles
 from agents.pgbench.latency_log import (
     FIRST_GUESS_TPS_PER_CPU,
+    STALE_AFTER_S,
     TARGET_LOG_LINES_PER_S,
     ExpectedThroughput,
     LogPlan,
     Measured,
     expected_throughput,
     log_root,
+    remove_stale_logs,
     sampling_rate_for,
 )
 from tests.agents.pgbench.captures import capture
@@ -120,3 +124,16 @@ def test_logs_are_refused_inside_a_storage_target(tmp_path: Path) -> None:
 def test_logs_go_to_the_state_directory_beside_the_targets(tmp_path: Path) -> None:
     storage = {"data": tmp_path / "data", "wal": tmp_path / "wal"}
     assert log_root(tmp_path / "state", storage, "full") == tmp_path.resolve() / "state" / "txlog"
+
+
+def test_logs_a_killed_agent_left_are_removed_and_running_ones_kept(tmp_path: Path) -> None:
+    left, running = tmp_path / "7-point-0-abc", tmp_path / "8-point-3-def"
+    for directory in (left, running):
+        directory.mkdir()
+        (directory / "pgbench_log.1234").write_text("0 1 534 0 1795315403 517576\n")
+    day_ago = time.time() - STALE_AFTER_S - 60
+    os.utime(left / "pgbench_log.1234", (day_ago, day_ago))
+    os.utime(left, (day_ago, day_ago))
+
+    assert remove_stale_logs(tmp_path) == [left]
+    assert not left.exists() and running.exists()

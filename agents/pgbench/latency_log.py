@@ -38,11 +38,11 @@ from agents.postgres.osuser import OsUser, chown_tree
 
 logger = logging.getLogger(__name__)
 
-# 500 lines/s cost about 0.05 % of select-only's work here and give 30,000
-# latencies a minute (p99's rank known to about ±0.06 percentile points).
+# 500 lines/s cost about 0.1 % of select-only's work here (docs/benchmarks.md)
+# and give 30,000 latencies a minute (p99's rank known to ±0.06 percentile points).
 TARGET_LOG_LINES_PER_S = 500
-# Local select-only reaches about 30k tps per core on current servers: a guess
-# above that picks a smaller sample rather than a costlier log.
+# Above what select-only reaches per core here (about 13,000 tps): a guess that
+# errs high picks a smaller sample rather than a costlier log.
 FIRST_GUESS_TPS_PER_CPU = 50_000
 LOG_DIR_NAME = "txlog"
 LOG_FILE_PREFIX = "pgbench_log"

@@ -11,11 +11,14 @@ the agent's local config can change that.
 
 import re
 import time
+from collections.abc import Sequence
 
 import psycopg
 from psycopg import errors as pg_errors
 
 from agents.contract.errors import JobError
+from agents.contract.results import PointResult
+from agents.contract.spec import ScriptSpec
 from agents.contract.sql_text import Statement, split_statements
 from agents.contract.workload_sql import SETUP_SQL_FIELD, describe, read_statements
 from agents.postgres.cluster import Cluster, WorkloadAccess
@@ -64,7 +67,9 @@ def setup_sql_error(statement: Statement, error: psycopg.Error, access: Workload
     return JobError("setup_sql_failed", message, field=SETUP_SQL_FIELD)
 
 
-def script_refusal(point: dict, scripts: list[dict], access: WorkloadAccess) -> JobError | None:
+def script_refusal(
+    point: PointResult, scripts: Sequence[ScriptSpec], access: WorkloadAccess
+) -> JobError | None:
     """JobError("refused_sql") when pgbench aborted a client on a privilege error, else None.
 
     `point` is a parsed point (its `errors`), `scripts` the spec's scripts in
@@ -79,19 +84,29 @@ def script_refusal(point: dict, scripts: list[dict], access: WorkloadAccess) -> 
     return None
 
 
-def _script_error(scripts: list[dict], access: WorkloadAccess, abort: re.Match) -> JobError:
+def _script_error(
+    scripts: Sequence[ScriptSpec], access: WorkloadAccess, abort: re.Match[str]
+) -> JobError:
     """Name the script and the command pgbench aborted on (pgbench numbers both from 0)."""
     script_index, command_index = int(abort.group(1)), int(abort.group(2))
-    script = scripts[script_index] if script_index < len(scripts) else {}
-    commands = split_statements(script.get("text", ""), meta_commands=True)
+    name, text = f"#{script_index + 1}", ""
+    if script_index < len(scripts):
+        name, text = _script_name_and_text(scripts[script_index], name)
+    commands = split_statements(text, meta_commands=True)
     command = f" `{commands[command_index].summary()}`" if command_index < len(commands) else ""
-    name = script.get("name") or script.get("builtin") or f"#{script_index + 1}"
     return JobError(
         "refused_sql",
         f"script {name!r} command {command_index + 1}{command} failed: "
         f"{' '.join(abort.group(3).split())} — {why_refused(access)}",
         field=f"workload.scripts[{script_index}].text",
     )
+
+
+def _script_name_and_text(script: ScriptSpec, fallback: str) -> tuple[str, str]:
+    """A custom script's name and text; a built-in's name (its text is pgbench's own)."""
+    if "builtin" in script:
+        return script["builtin"], ""
+    return script["name"] or fallback, script["text"]
 
 
 def _first_line(text: str) -> str:

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -137,7 +137,7 @@ class RedisStreamSink:
         self._stopping = threading.Event()
         self._flusher: threading.Thread | None = None
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: Mapping[str, object]) -> None:
         payload = json.dumps(event, separators=(",", ":"))
         with self._lock:
             if self._drain() and self._send([payload]):
@@ -285,7 +285,7 @@ def _fsync_dir(path: Path) -> None:
 def signing_sink(sink: Sink, secret: str) -> Sink:
     """A sink that signs each event with the agent's secret, then hands it to `sink`."""
 
-    def send(event: dict) -> None:
+    def send(event: Mapping[str, object]) -> None:
         sink(sign("event", event, secret))
 
     return send

@@ -36,6 +36,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, NotRequired, TypedDict
 
 import redis
 from celery import Celery
@@ -43,6 +44,7 @@ from celery.signals import worker_ready, worker_shutdown
 
 from agents.config import AgentConfig
 from agents.contract.signing import unsigned, verify
+from agents.contract.vocabulary import JobOutcome
 from agents.contract.wire import (
     EVENTS_STREAM,
     EVENTS_STREAM_ENV,
@@ -184,26 +186,34 @@ def _start_agent(**_signal: object) -> None:
     _current_agent().start()
 
 
+class TaskSummary(TypedDict):
+    """What the task returns, for the worker log (the lab reads events, not this)."""
+
+    run_id: str | None
+    status: JobOutcome | Literal["dropped", "refused", "duplicate"]
+    error: NotRequired[str | None]
+
+
 def _stop_agent(**_signal: object) -> None:
     _current_agent().stop()
 
 
 @app.task(name=RUN_JOB_TASK)
-def run_job_task(spec: dict) -> dict:
+def run_job_task(spec: object) -> TaskSummary:
     """Claim the run, execute it and stream its events; a second delivery is dropped."""
     return execute(_current_agent(), spec)
 
 
-def execute(agent: Agent, spec: dict) -> dict:
+def execute(agent: Agent, spec: object) -> TaskSummary:
     """The task's body; returns a short summary for the worker log.
 
     A job whose signature does not match this agent's secret is refused before
     anything else: it did not come from a lab that enrolled this agent.
     """
-    run_id = spec.get("run_id") if isinstance(spec, dict) else None
-    if not isinstance(run_id, str) or not run_id:
+    if not isinstance(spec, dict) or not isinstance(spec.get("run_id"), str) or not spec["run_id"]:
         logger.error("dropping a job spec without a run_id")
         return {"run_id": None, "status": "dropped"}
+    run_id: str = spec["run_id"]
     if not verify("job", spec, agent.identity.secret):
         logger.error("run %s: refused: the job is not signed with this agent's secret", run_id)
         return {"run_id": run_id, "status": "refused"}

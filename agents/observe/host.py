@@ -8,6 +8,7 @@ process table: the sampler must not compete with pgbench for CPU.
 import os
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from agents.contract.results import Sample
 from agents.observe.periodic import PeriodicSampler, SampleCallback
@@ -28,11 +29,23 @@ def process_cpu_seconds() -> float:
     return times.user + times.system
 
 
+class DiskRates(TypedDict):
+    """One role's device over one interval; all None for a role with no block device."""
+
+    device: str | None
+    read_bytes_per_s: int | None
+    write_bytes_per_s: int | None
+    read_iops: float | None
+    write_iops: float | None
+    util_percent: float | None
+    queue_depth: float | None
+
+
 def _percent(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 2) if whole > 0 else 0.0
 
 
-def cpu_split(before: CpuTimes, after: CpuTimes) -> dict:
+def cpu_split(before: CpuTimes, after: CpuTimes) -> dict[str, float]:
     """Percent of CPU time between two readings.
 
     user includes nice; system includes hard and soft interrupts.
@@ -52,7 +65,7 @@ def cpu_split(before: CpuTimes, after: CpuTimes) -> dict:
     }
 
 
-def disk_rates(device: str, before: DiskCounters, after: DiskCounters, seconds: float) -> dict:
+def disk_rates(device: str, before: DiskCounters, after: DiskCounters, seconds: float) -> DiskRates:
     """Throughput, IOPS, utilisation and average queue depth (iostat's aqu-sz) of one device."""
     milliseconds = seconds * 1000.0
     return {
@@ -72,10 +85,17 @@ def disk_rates(device: str, before: DiskCounters, after: DiskCounters, seconds: 
     }
 
 
-def _no_device_rates() -> dict:
-    """A role whose path has no block device (tmpfs): nothing to measure."""
-    keys = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
-    return {"device": None, **dict.fromkeys(keys), "util_percent": None, "queue_depth": None}
+def _no_device_rates(device: str | None) -> DiskRates:
+    """A role whose path has no block device (tmpfs), or one missing from diskstats."""
+    return {
+        "device": device,
+        "read_bytes_per_s": None,
+        "write_bytes_per_s": None,
+        "read_iops": None,
+        "write_iops": None,
+        "util_percent": None,
+        "queue_depth": None,
+    }
 
 
 class HostSampler(PeriodicSampler):
@@ -138,7 +158,7 @@ class HostSampler(PeriodicSampler):
         before: dict[str, DiskCounters],
         after: dict[str, DiskCounters],
         seconds: float,
-    ) -> dict:
+    ) -> DiskRates:
         if device is None or device not in before or device not in after:
-            return {**_no_device_rates(), "device": device}
+            return _no_device_rates(device)
         return disk_rates(device, before[device], after[device], seconds)

@@ -12,12 +12,22 @@ import pwd
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from agents.contract.errors import JobError
 
 logger = logging.getLogger(__name__)
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class SubprocessKwargs(TypedDict):
+    """subprocess.run/Popen keyword arguments: the environment, and the user to switch to."""
+
+    env: dict[str, str]
+    user: NotRequired[int]
+    group: NotRequired[int]
+    extra_groups: NotRequired[list[int]]
 
 
 @dataclass(frozen=True)
@@ -41,12 +51,12 @@ class OsUser:
         env.update(extra)
         return env
 
-    def subprocess_kwargs(self, **extra_env: str) -> dict:
+    def subprocess_kwargs(self, **extra_env: str) -> "SubprocessKwargs":
         """Keyword arguments for subprocess.run/Popen that run a program as this user."""
-        kwargs: dict = {"env": self.env(**extra_env)}
-        if not self.is_current:
-            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
-        return kwargs
+        env = self.env(**extra_env)
+        if self.is_current:
+            return {"env": env}
+        return {"env": env, "user": self.uid, "group": self.gid, "extra_groups": []}
 
 
 def _from_passwd(entry: pwd.struct_passwd) -> OsUser:

@@ -72,7 +72,8 @@ from agents.transport import (
 
 logger = logging.getLogger(__name__)
 
-STORAGE_KEYS = ("path", "device", "filesystem")
+# What the lab keeps of each storage target when an agent registers.
+STORAGE_KEYS: tuple[Literal["path", "device", "filesystem"], ...] = ("path", "device", "filesystem")
 
 app = Celery("benchlab_agent", fixups=[])
 app.conf.update(

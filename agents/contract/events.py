@@ -10,6 +10,7 @@ union `Event`.
 
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
+from agents.contract.facts import Facts
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
 
@@ -66,7 +67,7 @@ class RegistrationData(TypedDict):
     """What an agent reports on start: facts, installs, storage targets, catalogues,
     and its secret (agents.contract.signing) until a job signed with it arrived."""
 
-    facts: dict[str, Any]
+    facts: Facts
     installs: list[dict[str, Any]]
     storage: dict[str, dict[str, Any]]
     catalogues: dict[str, dict[str, Any]]

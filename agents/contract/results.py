@@ -9,6 +9,7 @@ point also travels alone in a `point` event. Samples are open dictionaries
 from typing import Any, Literal, NotRequired, TypedDict
 
 from agents.contract.errors import ErrorDocument
+from agents.contract.facts import Facts
 from agents.contract.latency import LatencyPercentiles
 from agents.contract.spec import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
@@ -113,7 +114,7 @@ class ResultDocument(TypedDict):
     finished_at: str | None
     spec: JobSpec | dict[str, Any]
     install: dict[str, Any] | None
-    facts: dict[str, Any] | None
+    facts: Facts | None
     storage: dict[str, Any]
     settings: SettingsRecord
     steps: list[CommandRecord]

@@ -14,6 +14,7 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agents.contract.facts import CpuClock, CpuFacts, DiskFacts, Facts, MemoryFacts, OsFacts
 from agents.observe.procfs import (
     SECTOR_BYTES,
     read_int,
@@ -43,7 +44,7 @@ SYSCTLS = (
 )
 
 
-def collect_facts(storage: dict[str, Path]) -> dict:
+def collect_facts(storage: dict[str, Path]) -> Facts:
     """The hardware profile of this host, with each named storage target described."""
     mounts = read_mounts()
     return {
@@ -76,7 +77,7 @@ def _online_cpu_dirs() -> list[Path]:
     )
 
 
-def _cpu_mhz(cpuinfo: dict[str, str]) -> dict:
+def _cpu_mhz(cpuinfo: dict[str, str]) -> CpuClock:
     cpufreq = SYS_CPU / "cpu0" / "cpufreq"
     minimum = read_int(cpufreq / "cpuinfo_min_freq")
     maximum = read_int(cpufreq / "cpuinfo_max_freq")
@@ -92,7 +93,7 @@ def _cpu_mhz(cpuinfo: dict[str, str]) -> dict:
     }
 
 
-def cpu_facts() -> dict:
+def cpu_facts() -> CpuFacts:
     """Model, vendor, topology (sockets, cores, threads), clock and NUMA nodes."""
     cpuinfo = _cpuinfo_first_values()
     topology = [
@@ -111,7 +112,7 @@ def cpu_facts() -> dict:
     }
 
 
-def memory_facts() -> dict:
+def memory_facts() -> MemoryFacts:
     """Total memory, swap and the huge page pool."""
     meminfo = read_meminfo()
     return {
@@ -131,7 +132,7 @@ def _raid_membership() -> dict[str, list[str]]:
     return membership
 
 
-def _disk(device: Path, raid_membership: dict[str, list[str]]) -> dict:
+def _disk(device: Path, raid_membership: dict[str, list[str]]) -> DiskFacts:
     sectors = read_int(device / "size")
     rotational = read_int(device / "queue/rotational")
     return {
@@ -148,7 +149,7 @@ def _disk(device: Path, raid_membership: dict[str, list[str]]) -> dict:
     }
 
 
-def disk_facts() -> list[dict]:
+def disk_facts() -> list[DiskFacts]:
     """Every block device except loop and RAM disks, with its queue settings and RAID role."""
     raid_membership = _raid_membership()
     return [
@@ -189,7 +190,7 @@ def _virtualization() -> str | None:
     return read_text("/sys/class/dmi/id/product_name") or None
 
 
-def os_facts() -> dict:
+def os_facts() -> OsFacts:
     """Kernel, distribution, architecture, hostname, boot time and virtualization."""
     uname = platform.uname()
     release = _os_release()
@@ -216,9 +217,9 @@ def _sysctl(name: str) -> int | str | None:
         return text
 
 
-def sysctl_facts() -> dict:
+def sysctl_facts() -> dict[str, int | str | None]:
     """The kernel settings that change PostgreSQL results; None where the kernel lacks one."""
-    values: dict = {name: _sysctl(name) for name in SYSCTLS}
+    values: dict[str, int | str | None] = {name: _sysctl(name) for name in SYSCTLS}
     thp = Path("/sys/kernel/mm/transparent_hugepage")
     values["transparent_hugepage.enabled"] = selected_choice(read_text(thp / "enabled"))
     values["transparent_hugepage.defrag"] = selected_choice(read_text(thp / "defrag"))
@@ -229,7 +230,7 @@ def _limit(value: int) -> int | str:
     return "unlimited" if value == resource.RLIM_INFINITY else value
 
 
-def limit_facts() -> dict:
+def limit_facts() -> dict[str, int | str]:
     """Resource limits of the agent process (PostgreSQL children inherit them)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return {"nofile_soft": _limit(soft), "nofile_hard": _limit(hard)}

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.contract.facts import Space, StorageFacts
 from agents.observe.procfs import read_text
 
 SYS_CLASS_BLOCK = Path("/sys/class/block")
@@ -132,7 +133,7 @@ def sampling_device(path: Path) -> str | None:
     return whole_device(device) if device else None
 
 
-def _space(path: Path) -> dict:
+def _space(path: Path) -> Space:
     try:
         stats = os.statvfs(path)
     except OSError:
@@ -143,7 +144,7 @@ def _space(path: Path) -> dict:
     }
 
 
-def describe_storage(path: Path, mounts: list[Mount]) -> dict:
+def describe_storage(path: Path, mounts: list[Mount]) -> StorageFacts:
     """Mount point, filesystem, device and space of the directory a storage target names."""
     existing = nearest_existing(path)
     mount = mount_of(existing, mounts)

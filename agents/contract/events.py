@@ -11,6 +11,7 @@ union `Event`.
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from agents.contract.facts import Facts
+from agents.contract.installs import InstallRecord
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
 
@@ -68,7 +69,7 @@ class RegistrationData(TypedDict):
     and its secret (agents.contract.signing) until a job signed with it arrived."""
 
     facts: Facts
-    installs: list[dict[str, Any]]
+    installs: list[InstallRecord]
     storage: dict[str, dict[str, Any]]
     catalogues: dict[str, dict[str, Any]]
     secret: NotRequired[str]

@@ -10,6 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from agents.contract.errors import ErrorDocument
 from agents.contract.facts import Facts
+from agents.contract.installs import InstallRecord
 from agents.contract.latency import LatencyPercentiles
 from agents.contract.spec import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
@@ -113,7 +114,7 @@ class ResultDocument(TypedDict):
     started_at: str
     finished_at: str | None
     spec: JobSpec | dict[str, Any]
-    install: dict[str, Any] | None
+    install: InstallRecord | None
     facts: Facts | None
     storage: dict[str, Any]
     settings: SettingsRecord

@@ -18,10 +18,12 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from agents.contract.errors import JobError
+from agents.contract.installs import InstallRecord
 from agents.contract.vocabulary import SOURCES
 
 logger = logging.getLogger(__name__)
@@ -55,11 +57,16 @@ class Install:
         """Path of one of this install's programs, e.g. `install.program("initdb")`."""
         return self.bindir / name
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> InstallRecord:
         """The install as it appears in the result document."""
-        values = asdict(self)
-        values["bindir"] = str(self.bindir)
-        return values
+        return {
+            "version": self.version,
+            "major": self.major,
+            "source": self.source,
+            "bindir": str(self.bindir),
+            "postgres_version": self.postgres_version,
+            "pgbench_version": self.pgbench_version,
+        }
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -388,7 +395,15 @@ def _make_world_readable(root: Path) -> None:
             path.chmod(0o755 if mode & 0o100 else 0o644)
 
 
-def list_installs(cache_dir: Path) -> dict:
+class InstallsListing(TypedDict):
+    """What `python -m agents installs` prints."""
+
+    installed: list[InstallRecord]
+    prebuilt_available: list[str]
+    prebuilt_error: str | None
+
+
+def list_installs(cache_dir: Path) -> InstallsListing:
     """What `python -m agents installs` prints: installed binaries and prebuilt releases.
 
     `prebuilt_error` says why `prebuilt_available` is empty when the index cannot be read.

@@ -1,0 +1,20 @@
+"""A PostgreSQL install as the agent reports it: in `agent_register`, in the result
+document (`install`) and in `python -m agents installs`."""
+
+from typing import TypedDict
+
+
+class InstallRecord(TypedDict):
+    """One usable set of PostgreSQL binaries.
+
+    `version` is the exact version (e.g. "16.9"), `source` where the binaries
+    came from ("system" or "prebuilt"), `bindir` their directory and
+    `*_version` the programs' own `--version` lines.
+    """
+
+    version: str
+    major: int
+    source: str
+    bindir: str
+    postgres_version: str
+    pgbench_version: str

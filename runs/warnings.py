@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
-from agents.pgbench.parse import CLIENT_ABORT, PgbenchParseError, parse_output
 from runs.models import Result, Run
 from runs.stats import MIN_REPEATS, Summary
 
@@ -188,16 +187,12 @@ def _saturation_warning(samples: PointSamples) -> list[ValidityWarning]:
 
 
 def _failure_counts(result: Result) -> dict[str, int]:
-    """failed (stored), retried and aborted clients (read from the stored pgbench output)."""
-    counts = {"failed": result.failed or 0, "retried": 0, "aborted": 0}  # aborted: clients
-    if result.stdout:
-        try:
-            parsed = parse_output(result.stdout + "\n" + result.stderr)
-        except PgbenchParseError:
-            return counts  # output without a summary: the stored counter is all there is
-        counts["retried"] = parsed.get("retried") or 0
-        counts["aborted"] = sum(1 for line in parsed["errors"] if CLIENT_ABORT.match(line))
-    return counts
+    """Failed and retried transactions and aborted clients, as the agent stored them."""
+    return {
+        "failed": result.failed or 0,
+        "retried": result.retried or 0,
+        "aborted clients": result.aborted_clients,
+    }
 
 
 def _failure_warning(result: Result) -> list[ValidityWarning]:

@@ -80,6 +80,9 @@ class PointResult(TypedDict):
     # stderr/stdout lines of no known kind (interleaved threads, multi-line server messages).
     messages: NotRequired[list[str]]
     aborted: NotRequired[bool]
+    # Clients that pgbench reported as aborted, and transactions retried (--max-tries).
+    aborted_clients: NotRequired[int]
+    retried: NotRequired[int | None]
 
 
 class CommandRecord(TypedDict):

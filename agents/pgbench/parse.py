@@ -131,6 +131,7 @@ class PgbenchOutput(TypedDict):
     scripts: list[ScriptSummary]
     progress: list[ProgressLine]
     aborted: bool
+    aborted_clients: int
     errors: list[str]
     notices: list[str]
     messages: list[str]
@@ -404,6 +405,7 @@ def _empty_result() -> PgbenchOutput:
         "scripts": [],
         "progress": [],
         "aborted": False,
+        "aborted_clients": 0,
         "errors": [],
         "notices": [],
         "messages": [],
@@ -558,6 +560,7 @@ class _Reader:
         is_abort = bool(CLIENT_ABORT.match(line) or RUN_ABORTED.match(line))
         if is_abort or SERVER_ERROR.match(line) or PGBENCH_ERROR.match(line):
             self.result["aborted"] = self.result["aborted"] or is_abort
+            self.result["aborted_clients"] += bool(CLIENT_ABORT.match(line))
             self.result["errors"].append(line)
             return True
         if PLAIN_ERROR.match(line):

@@ -9,6 +9,7 @@ import pytest
 from agents.config import AgentConfig
 from agents.events import EventEmitter
 from agents.job import run_job
+from agents.pgbench.parse import parse_output
 from runs import warnings
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 from runs.services.events import store_point
@@ -100,28 +101,24 @@ def test_failed_transactions_are_flagged(run):
     assert (warning.code, warning.detail) == ("failed_transactions", "12 failed")
 
 
+def stored_capture(name: str) -> Result:
+    """A point as the agent reports it for a real pgbench 16 capture, stored by the lab."""
+    stdout = (FIXTURES / f"{name}.stdout").read_text()
+    stderr = (FIXTURES / f"{name}.stderr").read_text()
+    point = {"index": 0, "clients": 8, "repeat": 1, "stdout": stdout, "stderr": stderr}
+    return store_point(RunFactory(), {**point, **parse_output(stdout + stderr)})
+
+
 def test_retries_in_real_pgbench_output_are_flagged():
-    name = "run_repeatable_read_c8j4_maxtries3_verbose_errors_T3_P1_r"
-    run = RunFactory()
-    result = make_point(
-        run,
-        failed=253,
-        stdout=(FIXTURES / f"{name}.stdout").read_text(),
-        stderr=(FIXTURES / f"{name}.stderr").read_text(),
-    )
+    result = stored_capture("run_repeatable_read_c8j4_maxtries3_verbose_errors_T3_P1_r")
     (warning,) = point_warnings(result, PointSamples())
     assert warning.detail == "253 failed, 755 retried"
 
 
 def test_aborted_clients_in_real_pgbench_output_are_flagged():
-    name = "run_err_sometimes_div0_c8j4_T3_P1_r"
-    result = make_point(
-        RunFactory(),
-        stdout=(FIXTURES / f"{name}.stdout").read_text(),
-        stderr=(FIXTURES / f"{name}.stderr").read_text(),
-    )
+    result = stored_capture("run_err_sometimes_div0_c8j4_T3_P1_r")
     (warning,) = point_warnings(result, PointSamples())
-    assert warning.code == "failed_transactions" and "8 aborted" in warning.detail
+    assert warning.code == "failed_transactions" and "8 aborted clients" in warning.detail
 
 
 def test_a_drifting_timeline_is_unsteady(run):

@@ -147,3 +147,13 @@ def test_run_page_lists_warnings_per_point_and_for_the_whole_run(signed_in, run_
     assert "window shorter than checkpoint_timeout" in notice  # 2 s points, 300 s default
     marks = figure(page, "fig-tps")["data"][1]
     assert marks["name"] == "validity warning" and marks["x"] == [3.0]
+
+
+def test_run_page_shows_the_messages_pgbench_printed_that_the_parser_does_not_know(signed_in):
+    run = RunFactory(status=Run.Status.SUCCEEDED)
+    run.results.create(
+        index=0, clients=8, tps=512.0, messages=["\tThis probably means the server terminated"]
+    )
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "does not know, point 0" in page
+    assert "This probably means the server terminated" in page

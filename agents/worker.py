@@ -36,7 +36,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import redis
 from celery import Celery
@@ -237,7 +237,9 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     return {"run_id": run_id, "status": result["status"], "error": code}
 
 
-def register_agent(emitter: EventEmitter, config: AgentConfig, identity: Identity) -> dict:
+def register_agent(
+    emitter: EventEmitter, config: AgentConfig, identity: Identity
+) -> dict[str, Any]:
     """Emit `agent_register`: this host's facts, installs, storage targets and catalogues,
     and the agent's secret until a job signed with it showed the lab has it."""
     facts = collect_facts(config.storage_targets())
@@ -258,7 +260,7 @@ def register_agent(emitter: EventEmitter, config: AgentConfig, identity: Identit
     )
 
 
-def cached_catalogues(cache_dir: Path) -> dict[str, dict]:
+def cached_catalogues(cache_dir: Path) -> dict[str, dict[str, Any]]:
     """The pg_settings catalogues this agent has cached, by exact PostgreSQL version."""
     catalogues = {}
     for path in sorted(cache_dir.glob(catalogue_path(cache_dir, "*").name)):

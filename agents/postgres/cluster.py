@@ -76,7 +76,8 @@ class WorkloadAccess:
     dbname: str
     superuser: bool
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | bool]:
+        """How the result document's `dataset.workload` says who ran the workload."""
         return {"user": self.user, "dbname": self.dbname, "superuser": self.superuser}
 
 
@@ -132,7 +133,7 @@ class Cluster:
         self.wal_container = Path(wal_parent) / f"benchlab-{job_id}-wal" if wal_parent else None
         self.port: int | None = None
         self.workload: WorkloadAccess | None = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> "Cluster":
         return self
@@ -161,7 +162,7 @@ class Cluster:
             raise RuntimeError(f"{self} has no install: it can only be destroyed")
         return self.install
 
-    def _postmaster(self) -> subprocess.Popen:
+    def _postmaster(self) -> subprocess.Popen[bytes]:
         if self._process is None:
             raise RuntimeError(f"{self} has not been started")
         return self._process

@@ -1,9 +1,10 @@
 """Read pgbench output of every version from 9.2 to 18.
 
 `parse_output` reads the stdout and stderr of one benchmark run (concatenated
-or interleaved in any order) and returns one dict: the summary block, the
-per-script blocks, the `-r` per-statement rows, the `-P` progress lines, and
-the error and abort lines seen on stderr. The formats it knows are those of
+or interleaved in any order) and returns one `PgbenchOutput`
+(agents/pgbench/output.py): the summary block, the per-script blocks, the
+`-r` per-statement rows, the `-P` progress lines, and the error and abort
+lines seen on stderr. The formats it knows are those of
 ../shared/pgbench-notes.md sections 1 to 6.
 
 Only the summary block is read strictly: a line that starts like one of its
@@ -18,9 +19,20 @@ multi-line server message, wording of a future release) is kept verbatim in
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Literal, NotRequired, TypedDict
 
-from agents.contract.results import ProgressLine, StatementLatency
+from agents.pgbench.output import (
+    InitProgress,
+    PgbenchOutput,
+    ScriptSummary,
+    SharedCount,
+    SharedTime,
+    SummaryCountKey,
+    SummaryText,
+    SummaryTimeKey,
+    TpsKey,
+    empty_output,
+    empty_script,
+)
 
 __all__ = ["PgbenchOutput", "PgbenchParseError", "parse_init_progress", "parse_output"]
 
@@ -47,104 +59,6 @@ def _int_or_none(text: str | None) -> int | None:
 
 def _float_or_none(text: str | None) -> float | None:
     return None if text is None else float(text)
-
-
-# The counters and times both the summary and a per-script block print.
-SharedCount = Literal[
-    "failed", "serialization_failures", "deadlock_failures", "retried", "retries", "skipped"
-]
-SharedTime = Literal["latency_avg_ms", "latency_stddev_ms"]
-# Those only the summary prints.
-SummaryCount = Literal[
-    "scale",
-    "partitions",
-    "clients",
-    "threads",
-    "max_tries",
-    "transactions_per_client",
-    "duration_s",
-    "zipfian_overflows",
-]
-SummaryTime = Literal["initial_connection_ms", "average_connection_ms"]
-SummaryText = Literal["transaction_type", "partition_method", "query_mode"]
-TpsKey = Literal["tps", "tps_including_connections"]
-SummaryCountKey = Literal[SummaryCount, SharedCount]
-SummaryTimeKey = Literal[SummaryTime, SharedTime]
-
-
-class ScriptSummary(TypedDict):
-    """One per-script block (`SQL script N: name`, or 9.x's `script statistics:`)."""
-
-    number: int
-    name: str | None
-    weight: int | None
-    weight_percent: float | None
-    transactions: int | None
-    percent_of_total: float | None
-    processed: int | None
-    tps: float | None
-    failed: int | None
-    serialization_failures: int | None
-    deadlock_failures: int | None
-    retried: int | None
-    retries: int | None
-    skipped: int | None
-    latency_avg_ms: float | None
-    latency_stddev_ms: float | None
-
-
-class PgbenchOutput(TypedDict):
-    """What `parse_output` read (the document `python -m agents parse` prints)."""
-
-    pgbench_version: str | None
-    server_version: str | None
-    transaction_type: str | None
-    scale: int | None
-    partition_method: str | None
-    partitions: int | None
-    query_mode: str | None
-    clients: int | None
-    threads: int | None
-    max_tries: int | None
-    duration_s: int | None
-    transactions_per_client: int | None
-    transactions: int | None
-    transactions_planned: int | None
-    failed: int | None
-    serialization_failures: int | None
-    deadlock_failures: int | None
-    retried: int | None
-    retries: int | None
-    skipped: int | None
-    late: int | None
-    latency_limit_ms: float | None
-    latency_avg_ms: float | None
-    latency_stddev_ms: float | None
-    lag_avg_ms: float | None
-    lag_max_ms: float | None
-    initial_connection_ms: float | None
-    average_connection_ms: float | None
-    tps: float | None
-    tps_including_connections: float | None
-    latency_includes_failures: bool
-    statements: list[StatementLatency]
-    scripts: list[ScriptSummary]
-    progress: list[ProgressLine]
-    aborted: bool
-    aborted_clients: int
-    errors: list[str]
-    notices: list[str]
-    messages: list[str]
-    zipfian_overflows: NotRequired[int]
-
-
-class InitProgress(TypedDict):
-    """One `pgbench -i` stderr line: see `parse_init_progress`."""
-
-    percent: float | None
-    table: str | None
-    message: str
-    step_seconds: dict[str, float]
 
 
 SummaryStore = Callable[[PgbenchOutput, re.Match[str]], None]
@@ -368,55 +282,11 @@ PLAIN_NOTICE = re.compile(
 VACUUM = re.compile(r"starting vacuum\.\.\.(.*)")
 
 
-def _empty_result() -> PgbenchOutput:
-    return {
-        "pgbench_version": None,
-        "server_version": None,
-        "transaction_type": None,
-        "scale": None,
-        "partition_method": None,
-        "partitions": None,
-        "query_mode": None,
-        "clients": None,
-        "threads": None,
-        "max_tries": None,
-        "duration_s": None,
-        "transactions_per_client": None,
-        "transactions": None,
-        "transactions_planned": None,
-        "failed": None,
-        "serialization_failures": None,
-        "deadlock_failures": None,
-        "retried": None,
-        "retries": None,
-        "skipped": None,
-        "late": None,
-        "latency_limit_ms": None,
-        "latency_avg_ms": None,
-        "latency_stddev_ms": None,
-        "lag_avg_ms": None,
-        "lag_max_ms": None,
-        "initial_connection_ms": None,
-        "average_connection_ms": None,
-        "tps": None,
-        "tps_including_connections": None,
-        "latency_includes_failures": False,
-        "statements": [],
-        "scripts": [],
-        "progress": [],
-        "aborted": False,
-        "aborted_clients": 0,
-        "errors": [],
-        "notices": [],
-        "messages": [],
-    }
-
-
 class _Reader:
     """Walks the lines once; remembers which block (summary, script, statements) it is in."""
 
     def __init__(self) -> None:
-        self.result = _empty_result()
+        self.result = empty_output()
         self.seen_summary = False
         self.script: ScriptSummary | None = None
         self.statement_columns = 0
@@ -491,7 +361,8 @@ class _Reader:
     def _script_line(self, line: str) -> bool:
         header = SCRIPT_HEADER.fullmatch(line)
         if header:
-            self.script = _new_script(header)
+            number, name = header.groups()
+            self.script = empty_script(int(number) if number else 1, name)
             self.result["scripts"].append(self.script)
             self.statement_columns = 0
             return True
@@ -578,28 +449,6 @@ class _Reader:
 def _plain_version(version: str) -> str:
     """The server version when the header shows only one: pgbench and server match exactly."""
     return version.split(" ", 1)[0]
-
-
-def _new_script(header: re.Match[str]) -> ScriptSummary:
-    number, name = header.groups()
-    return {
-        "number": int(number) if number else 1,
-        "name": name,
-        "weight": None,
-        "weight_percent": None,
-        "transactions": None,
-        "percent_of_total": None,
-        "processed": None,
-        "tps": None,
-        "failed": None,
-        "serialization_failures": None,
-        "deadlock_failures": None,
-        "retried": None,
-        "retries": None,
-        "skipped": None,
-        "latency_avg_ms": None,
-        "latency_stddev_ms": None,
-    }
 
 
 def _major(version: str | None) -> int | None:

@@ -166,16 +166,14 @@ def _plain_tps(sweep: Sweep) -> float:
     """The plain command, run bare: no progress reader, no samplers, no log."""
     argv = sweep.plain_argv(CLIENTS)
     finished = subprocess.run(
-        argv,
-        cwd=sweep.workdir,
-        capture_output=True,
-        text=True,
-        check=True,
-        **sweep.process_kwargs(),
+        argv, cwd=sweep.workdir, capture_output=True, text=True, **sweep.process_kwargs()
     )
-    tps = parse_output(finished.stdout + finished.stderr)["tps"]
+    tps = (
+        parse_output(finished.stdout + finished.stderr)["tps"] if not finished.returncode else None
+    )
     if tps is None:
-        raise JobError("pgbench_failed", f"plain pgbench printed no tps: {finished.stdout}")
+        message = f"plain pgbench exited with {finished.returncode}: {finished.stderr.strip()}"
+        raise JobError("pgbench_failed", message)
     return tps
 
 

@@ -76,6 +76,8 @@ def load_or_create_identity(state_dir: Path, name: str) -> Identity:
         except FileExistsError:
             pass  # another process of this agent created it just now
         else:
+            # A confirmation belongs to the secret it confirmed: a new secret is sent again.
+            path.with_suffix(".confirmed").unlink(missing_ok=True)
             logger.warning("agent %s: new identity, fingerprint %s", name, fingerprint(_read(path)))
     return Identity(name, _read(path), path)
 

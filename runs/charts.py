@@ -342,7 +342,9 @@ def _hover(clients: int, summary: Summary, found: list[ValidityWarning]) -> str:
     return "<br>".join(lines)
 
 
-def _peak_annotation(peak: Peak, x: int | str, color: str, label: str, nth: int) -> dict:
+def _peak_annotation(
+    peak: Peak, x: int | str, color: str, label: str, nth: int
+) -> dict[str, object]:
     return {
         "x": x,
         "y": peak.summary.mean,
@@ -379,7 +381,8 @@ def clients_figure(
     def x_of(clients: int) -> int | str:
         return f"{clients} clients" if as_bars else clients
 
-    traces, annotations = [], []
+    traces: list[go.Bar | go.Scatter] = []
+    annotations: list[dict[str, object]] = []
     for n, run in enumerate(runs):
         color = COLORS[n % len(COLORS)]
         summaries = run_summaries(results.get(run.pk, []), metric)

@@ -141,7 +141,7 @@ def _stream_response(
     request: HttpRequest,
     run_id: int,
     still_open: Callable[[], Awaitable[bool]] | None = None,
-) -> HttpResponse:
+) -> StreamingHttpResponse:
     cursor = parse_cursor(request.headers.get("Last-Event-ID") or request.GET.get("after"))
     stream = run_stream(run_id, cursor, still_open)
     response = StreamingHttpResponse(stream, content_type="text/event-stream")
@@ -150,7 +150,7 @@ def _stream_response(
     return response
 
 
-async def run_events(request: HttpRequest, pk: int) -> HttpResponse:
+async def run_events(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpResponse:
     """The live stream of a run, for signed-in users."""
     user = await request.auser()
     if not user.is_authenticated:
@@ -160,7 +160,7 @@ async def run_events(request: HttpRequest, pk: int) -> HttpResponse:
     return _stream_response(request, pk)
 
 
-async def shared_run_events(request: HttpRequest, token: str) -> HttpResponse:
+async def shared_run_events(request: HttpRequest, token: str) -> StreamingHttpResponse:
     """The live stream of a run shared by an active link; it ends soon after a revoke."""
     link = await sync_to_async(services.share_link_resolve)(token)
     if link is None or link.run_id is None:

@@ -1,12 +1,13 @@
 """API representations. Writes that are more than a plain definition go
 through runs.services; serializers only shape and check input."""
 
+from django.contrib.auth.models import User
 from django.forms.models import model_to_dict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
-from agents.contract.spec import VERSION_PATTERN
+from agents.contract.spec import VERSION_PATTERN, ScriptSpec, StorageSpec
 from runs import services, stats
 from runs.api.fields import (
     ScriptSerializer,
@@ -18,6 +19,7 @@ from runs.api.fields import (
     defines_field,
     settings_field,
 )
+from runs.api.permissions import signed_in_user
 from runs.execution import SEED_LIMIT
 from runs.models import (
     Comparison,
@@ -36,13 +38,20 @@ from runs.stats import Verdict
 from runs.warnings import CHECKS
 
 
+def owner_name() -> "serializers.StringRelatedField[User]":
+    """`created_by` as the owner's username, read-only; null for a row without an owner."""
+    return serializers.StringRelatedField(allow_null=True)
+
+
 def job_error_detail(exc: JobError) -> dict:
     """A JobError as DRF validation detail: {field: [message]}."""
     return {exc.field or "non_field_errors": [exc.message]}
 
 
 class StorageTargetSerializer(StrictModelSerializer):
-    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
 
     class Meta:
         model = StorageTarget
@@ -86,7 +95,7 @@ class PgBuildSerializer(StrictModelSerializer):
         max_length=20,
         error_messages={"invalid": "a version looks like 16 or 16.15"},
     )
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = PgBuild
@@ -98,7 +107,7 @@ class ConfigProfileSerializer(StrictModelSerializer):
     settings = settings_field(required=False)
     effective_settings = serializers.SerializerMethodField()
     validation_notes = serializers.SerializerMethodField()
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = ConfigProfile
@@ -148,9 +157,11 @@ class ConfigProfileDiffSerializer(serializers.Serializer):
 
 
 class WorkloadSerializer(StrictModelSerializer):
-    scripts = ScriptSerializer(many=True, max_length=128, min_length=1, required=False)
+    scripts: "serializers.ListSerializer[list[ScriptSpec]]" = serializers.ListSerializer(
+        child=ScriptSerializer(), max_length=128, min_length=1, required=False
+    )
     defines = defines_field(required=False)
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = Workload
@@ -202,7 +213,9 @@ class ExperimentSerializer(StrictModelSerializer):
     workloads = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.all(), many=True, allow_empty=False
     )
-    storage_layouts = StorageLayoutSerializer(many=True, required=False, max_length=64)
+    storage_layouts: "serializers.ListSerializer[list[StorageSpec]]" = serializers.ListSerializer(
+        child=StorageLayoutSerializer(), required=False, max_length=64
+    )
     clients = serializers.ListField(
         child=StrictIntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
     )
@@ -220,7 +233,7 @@ class ExperimentSerializer(StrictModelSerializer):
         help_text="Queue the runs at once (otherwise POST .../start/ later).",
     )
     status = serializers.CharField(read_only=True)
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = Experiment
@@ -254,7 +267,7 @@ class ExperimentSerializer(StrictModelSerializer):
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
 
     def create(self, validated_data: dict) -> Experiment:
-        user = self.context["request"].user
+        user = signed_in_user(self.context["request"])
         try:
             start = validated_data.pop("start")
             return services.experiment_schedule(user, validated_data, start).experiment
@@ -273,10 +286,18 @@ class EstimateSerializer(serializers.Serializer):
 
 
 class RunSerializer(StrictModelSerializer):
-    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    build = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    config_profile = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    workload = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    build: "serializers.SlugRelatedField[PgBuild]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    config_profile: "serializers.SlugRelatedField[ConfigProfile]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    workload: "serializers.SlugRelatedField[Workload]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
 
     class Meta:
         model = Run
@@ -342,7 +363,8 @@ class ProgressSampleSerializer(StrictModelSerializer):
 class SampleSerializer(serializers.Serializer):
     point = serializers.IntegerField()
     t = serializers.FloatField(allow_null=True)
-    data = serializers.DictField()
+    # The key is `data`, which shadows Serializer.data for the type checker only.
+    data = serializers.DictField()  # type: ignore[assignment]
 
 
 class RunResultsQuerySerializer(serializers.Serializer):
@@ -418,7 +440,7 @@ class ComparisonSerializer(StrictModelSerializer):
     baseline = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), required=False, allow_null=True
     )
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = Comparison
@@ -427,7 +449,9 @@ class ComparisonSerializer(StrictModelSerializer):
 
     def create(self, validated_data: dict) -> Comparison:
         try:
-            return services.comparison_create(self.context["request"].user, **validated_data)
+            return services.comparison_create(
+                signed_in_user(self.context["request"]), **validated_data
+            )
         except JobError as exc:
             raise serializers.ValidationError(job_error_detail(exc), code="invalid") from exc
 
@@ -442,7 +466,7 @@ class ShareLinkSerializer(StrictModelSerializer):
     )
     target_kind = serializers.CharField(read_only=True)
     is_active = serializers.BooleanField(read_only=True)
-    created_by = serializers.StringRelatedField(allow_null=True)
+    created_by = owner_name()
 
     class Meta:
         model = ShareLink
@@ -469,7 +493,8 @@ class ShareLinkSerializer(StrictModelSerializer):
         return {"target": targets[0]}
 
     def create(self, validated_data: dict) -> ShareLink:
-        return services.share_link_create(self.context["request"].user, validated_data["target"])
+        user = signed_in_user(self.context["request"])
+        return services.share_link_create(user, validated_data["target"])
 
 
 class ErrorDetailSerializer(serializers.Serializer):

@@ -12,7 +12,7 @@ from rest_framework.serializers import BaseSerializer
 from runs import services
 from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
-from runs.api.permissions import OwnerOrStaffMayChange
+from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.models import (
     Comparison,
     ConfigProfile,
@@ -59,14 +59,14 @@ class HostViewSet(
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
     def approve(self, request: Request, pk: str | None = None) -> Response:
         """Approve the host's agent (staff only): its events count and it gets jobs."""
-        host = services.host_approve(self.get_object(), request.user)
+        host = services.host_approve(self.get_object(), signed_in_user(request))
         return Response(self.get_serializer(host).data)
 
     @extend_schema(request=None, responses=serializers.HostSerializer)
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
     def revoke(self, request: Request, pk: str | None = None) -> Response:
         """Stop trusting the host's agent (staff only); its queued runs are cancelled."""
-        host = services.host_revoke(self.get_object(), request.user)
+        host = services.host_revoke(self.get_object(), signed_in_user(request))
         return Response(self.get_serializer(host).data)
 
 
@@ -87,7 +87,7 @@ class OwnedModelViewSet(viewsets.ModelViewSet):
     permission_classes = [OwnerOrStaffMayChange]
 
     def perform_create(self, serializer: BaseSerializer) -> None:
-        serializer.save(created_by=self.request.user)
+        serializer.save(created_by=signed_in_user(self.request))
 
     def perform_destroy(self, instance: Deletable) -> None:
         services.object_delete(instance, self.request.user)
@@ -193,7 +193,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         """Queue a new run with the same spec, linked to this one."""
-        run = services.run_rerun(self.get_object(), request.user)
+        run = services.run_rerun(self.get_object(), signed_in_user(request))
         return Response(serializers.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -43,7 +43,8 @@ def run_redispatch(run: Run) -> bool:
     dropped by the agent.
     """
     old_token, (token, task_id) = run.token, new_dispatch()
-    spec = {**run.spec, "token": token}
+    dispatched: JobSpec = run.spec  # run_dispatch stored the checked spec
+    spec: JobSpec = {**dispatched, "token": token}
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED, token=old_token).update(
             token=token,

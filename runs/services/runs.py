@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,6 +14,7 @@ from runs import transport
 from runs.models import Run
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.permissions import AnyUser
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
@@ -20,7 +22,7 @@ logger = logging.getLogger(__name__)
 ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
-def run_mark_running(run: Run, when=None) -> bool:
+def run_mark_running(run: Run, when: datetime | None = None) -> bool:
     """queued -> running; False (and nothing changed) when the run was not queued."""
     changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
         status=Run.Status.RUNNING, started_at=when or timezone.now()
@@ -64,7 +66,7 @@ def _status_of(run: Run) -> str:
     return Run.objects.filter(pk=run.pk).values_list("status", flat=True).first() or "gone"
 
 
-def run_cancel(run: Run, user) -> Run:
+def run_cancel(run: Run, user: AnyUser) -> Run:
     """Cancel a run: a queued one at once, a running one by the flag the agent polls.
 
     The flag is set in both cases (after the commit), so an agent that already
@@ -87,7 +89,7 @@ def run_cancel(run: Run, user) -> Run:
     return run
 
 
-def run_rerun(run: Run, user) -> Run:
+def run_rerun(run: Run, user: User) -> Run:
     """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.
 
     Raises Conflict when the run's host is not approved (any more): only an

@@ -2,6 +2,7 @@
 
 import logging
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 
 def comparison_create(
-    user, name: str, runs: list[Run], baseline: Run | None = None, description: str = ""
+    user: User, name: str, runs: list[Run], baseline: Run | None = None, description: str = ""
 ) -> Comparison:
     """Save a selection of runs; the baseline defaults to the first run and must be one of them."""
     if not runs:
@@ -31,7 +32,7 @@ def comparison_create(
     return comparison
 
 
-def share_link_create(user, target: Run | Experiment | Comparison) -> ShareLink:
+def share_link_create(user: User, target: Run | Experiment | Comparison) -> ShareLink:
     """A new read-only link to a run, an experiment or a comparison."""
     kind = {Run: "run", Experiment: "experiment", Comparison: "comparison"}[type(target)]
     link = ShareLink.objects.create(created_by=user, **{kind: target})

@@ -8,11 +8,12 @@ with 400 (see runs.api.errors).
 """
 
 import logging
+from collections.abc import Mapping
 
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import JobError
 from agents.contract.scripts import check_scripts
-from agents.contract.spec import JobSpec, validate_spec
+from agents.contract.spec import JobSpec, SettingValue, validate_spec
 from agents.contract.workload_sql import check_workload_sql
 from runs.models import PgBuild, PgCatalogue, Workload
 from runs.services.specs import workload_spec
@@ -34,7 +35,7 @@ def find_catalogue(version: str) -> PgCatalogue | None:
     return max(minors, key=lambda c: [int(part) for part in c.version.split(".")], default=None)
 
 
-def refuse_unsafe_settings(requested: dict) -> None:
+def refuse_unsafe_settings(requested: Mapping[str, SettingValue]) -> None:
     """Refuse settings that run commands or load code (the agent refuses them too).
 
     The web tier cannot know an agent's local allow list, so it allows nothing.
@@ -55,7 +56,7 @@ def workload_check(workload: Workload) -> None:
     check_workload_sql(normalised, allow_superuser_sql=False)
 
 
-def check_settings(requested: dict, version: str) -> list[str]:
+def check_settings(requested: Mapping[str, SettingValue], version: str) -> list[str]:
     """Validate settings for a PostgreSQL version; return notes for the user.
 
     With a known catalogue every name and value is checked (notes then warn
@@ -76,7 +77,7 @@ def load_catalogue(stored: PgCatalogue) -> Catalogue:
     return Catalogue.from_dict(stored.catalogue)
 
 
-def config_profile_check(requested: dict) -> list[str]:
+def config_profile_check(requested: Mapping[str, SettingValue]) -> list[str]:
     """Validate a profile's effective settings for every PostgreSQL version the lab's builds use.
 
     Raises JobError (its message names the version); returns notes for
@@ -93,7 +94,7 @@ def config_profile_check(requested: dict) -> list[str]:
     return notes
 
 
-def check_job_spec(spec: dict) -> tuple[JobSpec, list[str]]:
+def check_job_spec(spec: dict[str, object]) -> tuple[JobSpec, list[str]]:
     """Return the normalised spec and notes, or raise JobError naming the field to fix."""
     normalised = validate_spec(spec)
     check_scripts(normalised["workload"]["scripts"], allow_shell=False)

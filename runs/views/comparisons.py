@@ -11,6 +11,7 @@ from agents.contract.errors import JobError
 from runs import selectors, services
 from runs.forms import CompareForm
 from runs.models import Comparison
+from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import export_urls, saved_comparison_context
 from runs.views.export import export_response
 
@@ -23,7 +24,7 @@ def comparison_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def comparison_create(request: HttpRequest) -> HttpResponse:
+def comparison_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Save the ticked runs as a comparison and open it."""
     form = CompareForm(request.POST)
     if not form.is_valid():
@@ -54,7 +55,7 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def comparison_baseline(request: HttpRequest, pk: int) -> HttpResponse:
+def comparison_baseline(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Save a different baseline among the compared runs, as a new comparison."""
     comparison = get_object_or_404(Comparison, pk=pk)
     runs = selectors.comparison_runs(comparison)

@@ -12,6 +12,7 @@ from runs import selectors, services
 from runs.models import Host, Run
 from runs.services.errors import Conflict
 from runs.services.permissions import check_can_change
+from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import export_urls, run_context
 from runs.views.export import export_response
 
@@ -69,7 +70,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+def run_rerun(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = _run_or_404(pk)
     rerun = services.run_rerun(run, request.user)
     messages.success(request, f"Re-run of #{pk} queued as #{rerun.pk}.")

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from runs import selectors, services
 from runs.compare import METRICS
 from runs.models import Comparison, Experiment, Run, ShareLink
+from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import (
     experiment_context,
     export_urls,
@@ -18,7 +19,6 @@ from runs.views.context import (
 )
 from runs.views.export import export_response
 
-TARGETS = {"run": Run, "experiment": Experiment, "comparison": Comparison}
 TEMPLATES = {
     "run": "runs/run_detail.html",
     "experiment": "runs/experiment_detail.html",
@@ -28,12 +28,20 @@ TEMPLATES = {
 
 @login_required
 @require_POST
-def share_create(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
-    target = get_object_or_404(TARGETS[kind], pk=pk)
-    link = services.share_link_create(request.user, target)
+def share_create(request: AuthenticatedHttpRequest, kind: str, pk: int) -> HttpResponse:
+    link = services.share_link_create(request.user, _share_target(kind, pk))
     url = request.build_absolute_uri(reverse("shared", args=[link.token]))
     messages.success(request, f"Share link created: {url}")
     return redirect(f"{kind}-detail", pk=pk)
+
+
+def _share_target(kind: str, pk: int) -> Run | Experiment | Comparison:
+    """What a new link shares (`kind` is run, experiment or comparison); 404 when it is gone."""
+    if kind == "run":
+        return get_object_or_404(Run, pk=pk)
+    if kind == "experiment":
+        return get_object_or_404(Experiment, pk=pk)
+    return get_object_or_404(Comparison, pk=pk)
 
 
 @login_required
@@ -61,30 +69,32 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     if isinstance(link, HttpResponse):
         return link
     urls = export_urls(lambda fmt: reverse("shared-export", args=[token, fmt]))
-    kind = link.target_kind
-    if kind == "run":
+    target = link.target
+    if isinstance(target, Run):
         urls["events"] = reverse("shared-events", args=[token])
-        context = run_context(selectors.run_get(link.run_id), read_only=True, urls=urls)
-    elif kind == "experiment":
-        metric = request.GET.get("metric") if request.GET.get("metric") in METRICS else "tps"
-        context = experiment_context(link.experiment, metric, read_only=True, urls=urls)
+        context = run_context(selectors.run_get(target.pk), read_only=True, urls=urls)
+    elif isinstance(target, Experiment):
+        metric = request.GET.get("metric", "tps")
+        metric = metric if metric in METRICS else "tps"
+        context = experiment_context(target, metric, read_only=True, urls=urls)
     else:
         context = saved_comparison_context(
-            link.comparison, True, urls, min_effect_raw=request.GET.get("min_effect")
+            target, True, urls, min_effect_raw=request.GET.get("min_effect")
         )
-    return render(request, TEMPLATES[kind], context)
+    return render(request, TEMPLATES[link.target_kind], context)
 
 
 def shared_export(request: HttpRequest, token: str, fmt: str) -> HttpResponse:
     link = _active_link(request, token)
     if isinstance(link, HttpResponse):
         return link
+    target = link.target
     baseline = None
-    if link.run_id:
-        runs = [selectors.run_get(link.run_id)]
-    elif link.experiment_id:
-        runs = selectors.experiment_runs(link.experiment)
+    if isinstance(target, Run):
+        runs = [selectors.run_get(target.pk)]
+    elif isinstance(target, Experiment):
+        runs = selectors.experiment_runs(target)
     else:
-        runs = selectors.comparison_runs(link.comparison)
-        baseline = link.comparison.baseline or runs[0]
+        runs = selectors.comparison_runs(target)
+        baseline = target.baseline or runs[0]
     return export_response(runs, fmt, f"shared-{link.target_kind}", request.GET, baseline)

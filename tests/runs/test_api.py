@@ -1,9 +1,14 @@
 """The DRF API: authentication, validation naming the field, actions, schema."""
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 
 from runs import services
+from runs.api.permissions import signed_in_user
 from runs.models import Run, ShareLink
 from tests.runs import events
 from tests.runs.factories import (
@@ -224,3 +229,11 @@ def test_schema_endpoint_serves_a_valid_openapi_document(api_client, tmp_path):
         "409",
     }
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yml"))
+
+
+def test_an_anonymous_request_past_the_permissions_is_refused_not_recorded_as_owner():
+    request = Request(APIRequestFactory().post("/api/builds/"))
+    request.user = AnonymousUser()
+
+    with pytest.raises(NotAuthenticated):
+        signed_in_user(request)

@@ -1,14 +1,29 @@
 """Statistics tables as pages, the API and exports read them: one query per kind of
 row for a set of runs, grouped by cell (runs/cells.py), then `runs.compare.stats_table`."""
 
+from typing import TypedDict
+
 from runs import charts, selectors
 from runs.cells import cell_runs, results_by_cell, standing_for
 from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
-from runs.models import Comparison, Run
+from runs.models import Comparison, ProgressSample, Result, Run, ServerSample
 from runs.stats import CONFIDENCE
+from runs.warnings import PointSamples
 
 
-def load_inputs(runs: list[Run]) -> dict:
+class StatsInputs(TypedDict):
+    """What `load_inputs` read, each keyed by run id (`samples` by run id and point)."""
+
+    cells: list[Run]
+    results: dict[int, list[Result]]
+    own_results: dict[int, list[Result]]
+    progress: dict[int, list[ProgressSample]]
+    server: dict[int, list[ServerSample]]
+    samples: dict[tuple[int, int], PointSamples]
+    offsets: dict[int, charts.Offsets]
+
+
+def load_inputs(runs: list[Run]) -> StatsInputs:
     """Everything the statistics of these runs read, in one query per kind.
 
     `cells` has one run per cell (runs/cells.py): its `results` are the points

@@ -11,7 +11,7 @@ from runs import warnings as checks
 from runs.cells import standing_for
 from runs.compare import METRICS, StatsTable, differences, point_warnings, stats_table
 from runs.models import Comparison, Experiment, Run
-from runs.tables import load_inputs
+from runs.tables import StatsInputs, load_inputs
 
 
 def run_label(run: Run) -> str:
@@ -23,7 +23,7 @@ def run_label(run: Run) -> str:
     return f"#{run.pk} {what}"
 
 
-def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
+def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, object]:
     """The run page: status, results with their warnings, timelines with the server's
     activity on the same axis, host samples, snapshot and logs."""
     progress = selectors.run_progress(run)
@@ -57,7 +57,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict:
 
 
 def _clients_chart(
-    loaded: dict, table: StatsTable, metric: str, labels: dict[int, str], name: str
+    loaded: StatsInputs, table: StatsTable, metric: str, labels: dict[int, str], name: str
 ) -> dict:
     peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
     return charts.clients_figure(
@@ -73,7 +73,7 @@ def _clients_chart(
 
 def experiment_context(
     experiment: Experiment, metric: str, read_only: bool, urls: dict[str, str]
-) -> dict:
+) -> dict[str, object]:
     """The experiment page: its runs in queue order, and the chosen metric against
     clients per cell (`cells`: one run stands for each cell measured in rounds)
     with its statistics, warnings and peaks."""
@@ -113,7 +113,7 @@ def comparison_context(
     urls: dict[str, str],
     name: str,
     min_effect_raw: str | None = None,
-) -> dict:
+) -> dict[str, object]:
     """The compare page: charts, the statistics table against the baseline, what differs,
     timelines and the server's activity overlaid.
 
@@ -151,7 +151,7 @@ def comparison_context(
 
 def saved_comparison_context(
     comparison: Comparison, read_only: bool, urls: dict[str, str], min_effect_raw: str | None = None
-) -> dict:
+) -> dict[str, object]:
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
     name = f"comparison-{comparison.pk}"

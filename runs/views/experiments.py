@@ -75,7 +75,7 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     urls = export_urls(lambda fmt: reverse("experiment-export", args=[pk, fmt]))
     context = experiment_context(experiment, metric, read_only=False, urls=urls)
     context["share_links"] = experiment.share_links.all()
-    if context["experiment"].status == "draft":
+    if experiment.status == "draft":
         context["estimate"] = services.experiment_estimate(experiment)
     return render(request, "runs/experiment_detail.html", context)
 

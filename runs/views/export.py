@@ -17,7 +17,7 @@ from runs import warnings as checks
 from runs.cells import standing_for
 from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
 from runs.models import Result, Run
-from runs.tables import load_inputs, statistics_document
+from runs.tables import StatsInputs, load_inputs, statistics_document
 from runs.views.context import min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -116,7 +116,9 @@ def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[st
     return list(dict.fromkeys([w.code for w in own] + row.warning_codes))
 
 
-def _json_body(runs: list[Run], loaded: dict, table: StatsTable, baseline: Run | None) -> dict:
+def _json_body(
+    runs: list[Run], loaded: StatsInputs, table: StatsTable, baseline: Run | None
+) -> dict:
     cells, results = loaded["cells"], loaded["own_results"]
     return {
         "runs": [
@@ -139,7 +141,9 @@ def _json_body(runs: list[Run], loaded: dict, table: StatsTable, baseline: Run |
     }
 
 
-def _csv_points(response: HttpResponse, runs: list[Run], loaded: dict, table: StatsTable) -> None:
+def _csv_points(
+    response: HttpResponse, runs: list[Run], loaded: StatsInputs, table: StatsTable
+) -> None:
     writer = csv.DictWriter(response, fieldnames=COLUMNS)
     writer.writeheader()
     for run in runs:

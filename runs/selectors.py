@@ -1,7 +1,7 @@
 """Reads the pages need, kept out of the views: querysets with their joins,
 results grouped per run, and the run-page payloads the live stream shares."""
 
-from typing import Any
+from typing import TypedDict
 
 from django.db.models import Count, Max, QuerySet
 
@@ -20,6 +20,32 @@ from runs.models import (
 from runs.warnings import PointSamples
 
 RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
+
+
+class LiveCursor(TypedDict):
+    """The highest row ids a live page has: progress samples, host samples, results."""
+
+    p: int
+    h: int
+    r: int
+
+
+class RunState(TypedDict):
+    """The run fields the live stream sends when they change."""
+
+    status: str
+    step: str
+    error_message: str
+
+
+class LiveRows(TypedDict):
+    """What the live stream sends next: rows stored after a cursor, and the run's state
+    (None once the run is deleted)."""
+
+    run: RunState | None
+    progress: list[ProgressSample]
+    host: list[HostSample]
+    results: list[Result]
 
 
 def run_list(status: str = "", host: str = "", experiment: str = "") -> QuerySet[Run]:
@@ -104,7 +130,7 @@ def run_logs(run: Run) -> list[RunEvent]:
     return list(run.events.filter(type__in=("log", "status", "step")).order_by("seq"))
 
 
-def live_cursor(run: Run) -> dict[str, int]:
+def live_cursor(run: Run) -> LiveCursor:
     """The highest stored row ids the page was rendered with; the stream starts after them."""
     return {
         "p": run.progress.aggregate(m=Max("pk"))["m"] or 0,
@@ -113,7 +139,7 @@ def live_cursor(run: Run) -> dict[str, int]:
     }
 
 
-def rows_after(run_id: int, cursor: dict[str, int]) -> dict[str, Any]:
+def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
     """Rows stored after `cursor` for the live stream, oldest first, and the run's state."""
     run = Run.objects.filter(pk=run_id).values("status", "step", "error_message").first()
     return {

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -26,6 +26,7 @@ from django.template.loader import render_to_string
 from runs import selectors, services
 from runs.charts import host_sample_values
 from runs.models import Run, ShareLink
+from runs.selectors import LiveCursor, LiveRows
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ KEEPALIVE_S = 15.0
 CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)$")
 
 
-def parse_cursor(text: str | None) -> dict[str, int]:
+def parse_cursor(text: str | None) -> LiveCursor:
     """`p12.h3.r1` -> {"p": 12, "h": 3, "r": 1}; anything else starts from the beginning."""
     match = CURSOR.match(text or "")
     if not match:
@@ -43,11 +44,11 @@ def parse_cursor(text: str | None) -> dict[str, int]:
     return {"p": int(match[1]), "h": int(match[2]), "r": int(match[3])}
 
 
-def format_cursor(cursor: dict[str, int]) -> str:
+def format_cursor(cursor: LiveCursor) -> str:
     return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}"
 
 
-def sse_message(event: str, data: dict, cursor: dict[str, int] | None = None) -> str:
+def sse_message(event: str, data: Mapping[str, object], cursor: LiveCursor | None = None) -> str:
     """One SSE message; `id` only when there is a cursor to resume from."""
     lines = [f"event: {event}"]
     if cursor is not None:
@@ -56,22 +57,22 @@ def sse_message(event: str, data: dict, cursor: dict[str, int] | None = None) ->
     return "\n".join(lines) + "\n\n"
 
 
-def _messages(batch: dict, cursor: dict[str, int]) -> list[str]:
+def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
     """The batch's rows as messages, advancing `cursor` row by row."""
     out = []
-    for sample in batch["progress"]:
-        cursor["p"] = sample.pk
+    for progress in batch["progress"]:
+        cursor["p"] = progress.pk
         data = {
-            "point": sample.point,
-            "t": sample.t,
-            "tps": sample.tps,
-            "latency_ms": sample.latency_ms,
+            "point": progress.point,
+            "t": progress.t,
+            "tps": progress.tps,
+            "latency_ms": progress.latency_ms,
         }
         out.append(sse_message("progress", data, cursor))
-    for sample in batch["host"]:
-        cursor["h"] = sample.pk
-        data = {"point": sample.point, "t": sample.t or 0.0, **host_sample_values(sample.data)}
-        out.append(sse_message("host", data, cursor))
+    for host in batch["host"]:
+        cursor["h"] = host.pk
+        values = {"point": host.point, "t": host.t or 0.0, **host_sample_values(host.data)}
+        out.append(sse_message("host", values, cursor))
     for result in batch["results"]:
         cursor["r"] = result.pk
         row = render_to_string("runs/_result_row.html", {"result": result, "fresh": True})
@@ -95,7 +96,7 @@ class Recheck:
 
 async def run_stream(
     run_id: int,
-    cursor: dict[str, int],
+    cursor: LiveCursor,
     still_open: Callable[[], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[str]:
     """Messages for one run until it is final and drained (or deleted).
@@ -113,7 +114,7 @@ async def run_stream(
             if await recheck.closed():
                 yield sse_message("end", {"status": "revoked"})
                 return
-            batch = await fetch(run_id, dict(cursor))
+            batch = await fetch(run_id, cursor.copy())
             if batch["run"] is None:
                 yield sse_message("end", {"status": "gone"})
                 return

@@ -11,6 +11,7 @@ from runs import warnings as checks
 from runs.cells import standing_for
 from runs.compare import METRICS, StatsTable, differences, point_warnings, stats_table
 from runs.models import Comparison, Experiment, Run
+from runs.sse import format_cursor
 from runs.tables import StatsInputs, load_inputs
 
 
@@ -33,7 +34,6 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
     by_point = {index: found for (_run, index), found in point_warnings(results, samples).items()}
     offsets = charts.offsets_for(progress, host, server)
     checkpoints = charts.run_checkpoints(server)
-    cursor = selectors.live_cursor(run)
     return {
         "run": run,
         "results": results,
@@ -47,7 +47,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         },
         "has_progress": bool(progress),
         "has_server_samples": bool(server),
-        "cursor": f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}",
+        "cursor": format_cursor(selectors.live_cursor(run)),
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
         "commands": [step for step in run.steps if step.get("argv")],

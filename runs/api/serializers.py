@@ -43,7 +43,7 @@ def owner_name() -> "serializers.StringRelatedField[User]":
     return serializers.StringRelatedField(allow_null=True)
 
 
-def job_error_detail(exc: JobError) -> dict:
+def job_error_detail(exc: JobError) -> dict[str, list[str]]:
     """A JobError as DRF validation detail: {field: [message]}."""
     return {exc.field or "non_field_errors": [exc.message]}
 

@@ -1,6 +1,8 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from django.db.models import Prefetch
+from typing import TypedDict
+
+from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -18,8 +20,12 @@ from runs.models import (
     ConfigProfile,
     Experiment,
     Host,
+    HostSample,
     PgBuild,
+    ProgressSample,
+    Result,
     Run,
+    ServerSample,
     ShareLink,
     StorageTarget,
     Workload,
@@ -30,7 +36,16 @@ from runs.tables import comparison_statistics
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
 
 
-def run_results(run: Run, point: int | None) -> dict:
+class RunResults(TypedDict):
+    """A run's points and timelines, as `serializers.RunResultsSerializer` shows them."""
+
+    results: QuerySet[Result]
+    progress: QuerySet[ProgressSample]
+    host_samples: QuerySet[HostSample]
+    server_samples: QuerySet[ServerSample]
+
+
+def run_results(run: Run, point: int | None) -> RunResults:
     """Every point of a run, with the timelines of all points or of `point` only."""
     only = {"point": point} if point is not None else {}
     return {

@@ -6,6 +6,8 @@ the rounds' 95 % confidence interval of the ratio lab/plain must reach the 1 % b
 the whole interval below it), and the agent's own CPU share must stay small.
 """
 
+from pathlib import Path
+
 import pytest
 
 from agents.config import AgentConfig
@@ -38,10 +40,13 @@ def test_one_round_gives_no_interval():
         ratio_estimate([1.0])
 
 
-def test_lab_command_is_not_measurably_slower_than_plain_pgbench():
+def test_lab_command_is_not_measurably_slower_than_plain_pgbench(storage_root: Path):
     messages: list[str] = []
+    # A storage target of its own: a worker starting elsewhere on this machine removes
+    # the clusters it finds in the default target as an earlier agent's leftovers.
+    config = AgentConfig(storage={"default": storage_root})
 
-    report = run_selfcheck(AgentConfig(), rounds=3, duration_s=4, log=messages.append)
+    report = run_selfcheck(config, rounds=3, duration_s=4, log=messages.append)
 
     assert [workload["workload"] for workload in report["workloads"]] == list(WORKLOADS)
     for workload in report["workloads"]:

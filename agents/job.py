@@ -8,24 +8,26 @@ before the failure is kept. Only bugs raise.
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from agents import sweep as sweep_module
 from agents.config import AgentConfig
-from agents.contract.catalogue import refuse_settings, validate_settings
+from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
-from agents.contract.results import RESULT_VERSION
+from agents.contract.results import RESULT_VERSION, ResultDocument
 from agents.contract.scripts import check_scripts
-from agents.contract.spec import validate_spec
+from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
+from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
 from agents.pgbench.latency_log import log_root
 from agents.postgres import settings as pg_settings
 from agents.postgres.cluster import Cluster
-from agents.postgres.installs import ensure_install, make_dirs
+from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import ensure_os_user
 
 logger = logging.getLogger(__name__)
@@ -36,24 +38,24 @@ class Job:
 
     def __init__(
         self,
-        spec_doc: dict,
+        spec_doc: object,
         config: AgentConfig,
         emitter: EventEmitter,
         should_cancel: Callable[[], bool],
-    ):
+    ) -> None:
         self.spec_doc = spec_doc
         self.config = config
         self.emitter = emitter
         self.should_cancel = should_cancel
         self.cluster: Cluster | None = None
-        self.result = {
+        self.result: ResultDocument = {
             "version": RESULT_VERSION,
-            "run_id": spec_doc.get("run_id") if isinstance(spec_doc, dict) else None,
+            "run_id": _run_id(spec_doc),
             "status": "running",
             "error": None,
             "started_at": now_iso(),
             "finished_at": None,
-            "spec": spec_doc,
+            "spec": spec_doc if isinstance(spec_doc, dict) else {},
             "install": None,
             "facts": None,
             "storage": {},
@@ -64,7 +66,7 @@ class Job:
             "server_log_tail": "",
         }
 
-    def run(self) -> dict:
+    def run(self) -> ResultDocument:
         try:
             self._run()
             self.result["status"] = "succeeded"
@@ -84,7 +86,7 @@ class Job:
         self.emit("result", self.result)
         return self.result
 
-    def emit(self, event_type: str, data: dict) -> None:
+    def emit(self, event_type: str, data: Mapping[str, Any]) -> None:
         self.emitter.emit(event_type, data)
 
     def status(self, state: str, message: str) -> None:
@@ -98,16 +100,21 @@ class Job:
         if self.should_cancel():
             raise Cancelled()
 
-    def record_command(self, name: str, argv: list[str], seconds: float, exit_code: int) -> None:
+    def record_command(
+        self, name: str, argv: list[str], seconds: float, exit_code: int | None
+    ) -> None:
         """Every command the job runs is kept with its exact argv (cluster steps come here too)."""
-        entry = {"name": name, "argv": argv, "seconds": seconds, "exit_code": exit_code}
-        self.result["steps"].append(entry)
+        self.result["steps"].append(
+            {"name": name, "argv": argv, "seconds": seconds, "exit_code": exit_code}
+        )
 
     def _run(self) -> None:
         install, spec = self.prepare()
-        sweep_module.Sweep(self, install, spec).run()
+        if self.cluster is None:
+            raise RuntimeError("prepare() returned without a running cluster")
+        sweep_module.Sweep(self, install, spec, self.cluster).run()
 
-    def prepare(self):
+    def prepare(self) -> tuple[Install, JobSpec]:
         """Validate, provision binaries, start the cluster with its settings: (install, spec)."""
         spec = validate_spec(self.spec_doc)
         self.result["spec"] = spec
@@ -120,16 +127,16 @@ class Job:
         self.check_cancel()
         install = self._provision(spec["postgres"])
         self.result["facts"] = collect_facts({role: path for role, path in storage.items()})
-        self._record_storage(storage)
+        self._record_storage(storage, spec["storage"])
         self.check_cancel()
         self._start_cluster(install, storage, spec["settings"])
         return install, spec
 
-    def _resolve_storage(self, wanted: dict) -> dict[str, Path]:
+    def _resolve_storage(self, wanted: StorageSpec) -> dict[str, Path]:
         targets = self.config.storage_targets()
-        resolved = {}
+        resolved: dict[str, Path] = {}
         for role in ("data", "wal"):
-            name = wanted[role]
+            name = wanted["data"] if role == "data" else wanted["wal"]
             if name is None:
                 continue
             if name not in targets:
@@ -142,19 +149,20 @@ class Job:
             resolved[role] = targets[name]
         return resolved
 
-    def _record_storage(self, storage: dict[str, Path]) -> None:
-        facts_storage = (self.result["facts"] or {}).get("storage") or {}
+    def _record_storage(self, storage: dict[str, Path], names: StorageSpec) -> None:
+        facts = self.result["facts"]
+        facts_storage = facts["storage"] if facts else {}
         for role, path in storage.items():
-            detected = facts_storage.get(role) or {}
+            detected: Mapping[str, Any] = facts_storage.get(role) or {}
             self.result["storage"][role] = {
-                "name": self.result["spec"]["storage"][role],
+                "name": names["data"] if role == "data" else names["wal"],
                 "path": str(path),
                 "device": detected.get("device"),
                 "filesystem": detected.get("filesystem"),
                 "mount_options": detected.get("mount_options"),
             }
 
-    def _provision(self, postgres: dict):
+    def _provision(self, postgres: PostgresSpec) -> Install:
         self.status("provisioning", f"finding PostgreSQL {postgres['version']}")
 
         def progress(message: str, percent: float | None) -> None:
@@ -167,7 +175,9 @@ class Job:
         self.step("install", f"using {install.postgres_version} from {install.bindir}", 100.0)
         return install
 
-    def _start_cluster(self, install, storage: dict[str, Path], requested: dict) -> None:
+    def _start_cluster(
+        self, install: Install, storage: dict[str, Path], requested: Mapping[str, SettingValue]
+    ) -> None:
         """initdb, start, validate and apply the settings, read back the effective ones.
 
         With a cached catalogue of this exact version the settings are validated
@@ -182,7 +192,7 @@ class Job:
         job_id = self.result["run_id"] or f"local-{secrets.token_hex(4)}"
         for path in storage.values():
             make_dirs(path)
-        self.cluster = Cluster(
+        cluster = self.cluster = Cluster(
             install,
             os_user,
             data_parent=storage["data"],
@@ -191,30 +201,32 @@ class Job:
             on_step=self.record_command,
         )
         self.status("initdb", "creating a throw-away cluster")
-        self.cluster.initdb()
+        cluster.initdb()
         self.check_cancel()
         self.status("starting", "starting PostgreSQL")
-        self.cluster.start()
+        cluster.start()
         if catalogue is None:
             catalogue = pg_settings.load_or_read_catalogue(
-                install, self.config.cache_dir, lambda: nullcontext(self.cluster)
+                install, self.config.cache_dir, lambda: nullcontext(cluster)
             )
             self._validate_settings(requested, catalogue)
         if requested:
             self.status("starting", "applying settings and restarting")
-            pg_settings.apply_settings(self.cluster, requested)
-        with self.cluster.connect() as conn:
+            pg_settings.apply_settings(cluster, requested)
+        with cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
-        access = self.cluster.create_workload_database(self.config.allow_superuser_sql)
+        access = cluster.create_workload_database(self.config.allow_superuser_sql)
         self.result["dataset"]["workload"] = access.as_dict()
 
-    def _validate_settings(self, requested: dict, catalogue) -> None:
+    def _validate_settings(
+        self, requested: Mapping[str, SettingValue], catalogue: Catalogue
+    ) -> None:
         warnings = validate_settings(requested, catalogue, self.config.allow_settings)
         self.result["settings"]["warnings"] = warnings
         for warning in warnings:
             self.emit("log", {"level": "warning", "message": warning})
 
-    def _fail(self, error: JobError, status: str) -> None:
+    def _fail(self, error: JobError, status: JobOutcome) -> None:
         self.result["status"] = status
         self.result["error"] = error.as_dict()
         level = "warning" if status == "cancelled" else "error"
@@ -230,15 +242,21 @@ class Job:
         self.cluster = None
 
 
+def _run_id(spec_doc: object) -> str | None:
+    """The run id of a spec not validated yet (a failed validation still names its run)."""
+    run_id = spec_doc.get("run_id") if isinstance(spec_doc, dict) else None
+    return run_id if isinstance(run_id, str) else None
+
+
 def _safe_id(job_id: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in str(job_id))[:48]
 
 
 def run_job(
-    spec: dict,
+    spec: object,
     config: AgentConfig,
     emitter: EventEmitter,
     should_cancel: Callable[[], bool] = lambda: False,
-) -> dict:
+) -> ResultDocument:
     """Run one job; return the result document (also emitted as a `result` event)."""
     return Job(spec, config, emitter, should_cancel).run()

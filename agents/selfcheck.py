@@ -117,10 +117,13 @@ def run_selfcheck(
     job = Job(selfcheck_spec(first, duration_s), config, EventEmitter([]), lambda: False)
     try:
         install, spec = job.prepare()
-        Sweep(job, install, spec).prepare_dataset()
+        cluster = job.cluster
+        if cluster is None:
+            raise RuntimeError("prepare() returned without a running cluster")
+        Sweep(job, install, spec, cluster).prepare_dataset()
         workloads = [
             _check_workload(
-                Sweep(job, install, validate_spec(selfcheck_spec(name, duration_s))),
+                Sweep(job, install, validate_spec(selfcheck_spec(name, duration_s)), cluster),
                 name,
                 rounds,
                 say,

@@ -11,9 +11,11 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
+from agents.contract.results import PointResult
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
@@ -29,8 +31,13 @@ from agents.pgbench.latency_log import (
 )
 from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.pgbench.process import Finished, run_pgbench
-from agents.postgres.osuser import chown_tree
+from agents.postgres.cluster import Cluster
+from agents.postgres.osuser import SubprocessKwargs, chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
+
+if TYPE_CHECKING:
+    from agents.job import Job
+    from agents.postgres.installs import Install
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +53,15 @@ MAX_NOTICES = 50
 class Sweep:
     """Runs the dataset steps and every point of one job inside its cluster."""
 
-    def __init__(self, job, install, spec: JobSpec):
+    def __init__(self, job: "Job", install: "Install", spec: JobSpec, cluster: Cluster) -> None:
         self.job = job
         self.install = install
         self.spec = spec
-        self.cluster = job.cluster
+        self.cluster = cluster
         self.workdir = self.cluster.job_dir / "pgbench"
         workload = self.cluster.require_workload()
-        self.conn = command.Connection(
-            str(self.cluster.socket_dir), self.cluster.port, workload.user, workload.dbname
-        )
+        socket_dir, port = str(cluster.socket_dir), cluster.started_port()
+        self.conn = command.Connection(socket_dir, port, workload.user, workload.dbname)
         self.script_paths: dict[int, Path] = {}
         storage = {role: Path(entry["path"]) for role, entry in job.result["storage"].items()}
         self.log_root = log_root(job.config.state_dir, storage, spec["workload"]["latency_log"])
@@ -99,7 +105,7 @@ class Sweep:
                 self.script_paths[index] = path
         chown_tree(self.workdir, self.cluster.os_user)
 
-    def process_kwargs(self) -> dict:
+    def process_kwargs(self) -> SubprocessKwargs:
         """Environment and OS user of every pgbench this sweep runs."""
         return self.cluster.os_user.subprocess_kwargs(**self.cluster.workload_env())
 
@@ -280,8 +286,8 @@ class Sweep:
 
     def _point_result(
         self, index: int, clients: int, repeat: int, finished: Finished, samples: dict
-    ) -> dict:
-        point = {
+    ) -> dict[str, Any]:
+        point: dict[str, Any] = {
             "index": index,
             "clients": clients,
             "threads": self._threads(clients),
@@ -304,7 +310,7 @@ class Sweep:
         point["messages"] = point.get("messages", [])[:MAX_NOTICES]
         return point
 
-    def _keep_point(self, point: dict, finished: Finished) -> None:
+    def _keep_point(self, point: dict[str, Any], finished: Finished) -> None:
         """Keep a complete point; a broken run fails the job, keeping the earlier points."""
         complete = (
             finished.exit_code == 0
@@ -314,10 +320,10 @@ class Sweep:
             and not point.get("aborted")
         )
         if complete:
-            self.job.result["points"].append(point)
+            self.job.result["points"].append(as_point_result(point))
             self.job.emit("point", point)
             return
-        self.job.result["failed_point"] = point
+        self.job.result["failed_point"] = as_point_result(point)
         self.job.check_cancel()
         if not self.cluster.is_running():
             raise JobError(
@@ -363,3 +369,28 @@ class PointSamplers:
 def _last_lines(text: str, count: int = 3) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-count:]) or "(no output)"
+
+
+# The summary keys a point result always has; an unparsed point has them as None.
+POINT_SUMMARY_KEYS = (
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "latency_percentiles_ms",
+    "transactions",
+    "failed",
+    "duration_s",
+)
+
+
+def as_point_result(point: dict[str, Any]) -> PointResult:
+    """The point as the contract's PointResult: every summary key present, None if unread.
+
+    The point also carries the parser's other keys (scripts, lag, notices, ...),
+    which the contract leaves open.
+    """
+    for key in POINT_SUMMARY_KEYS:
+        point.setdefault(key, None)
+    for key in ("statements", "progress"):
+        point.setdefault(key, [])
+    return cast(PointResult, point)

@@ -232,9 +232,12 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
         result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, dispatch))
     finally:
         agent.heartbeat.running = None
-    code = (result.get("error") or {}).get("code")
-    logger.info("run %s: %s%s", run_id, result["status"], f" ({code})" if code else "")
-    return {"run_id": run_id, "status": result["status"], "error": code}
+    error, status = result["error"], result["status"]
+    if status == "running":
+        raise RuntimeError(f"run {run_id}: the job returned without an outcome")
+    code = error["code"] if error else None
+    logger.info("run %s: %s%s", run_id, status, f" ({code})" if code else "")
+    return {"run_id": run_id, "status": status, "error": code}
 
 
 def register_agent(

@@ -15,7 +15,7 @@ from agents.contract.latency import LatencyPercentiles
 from agents.contract.spec import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
 
-RESULT_VERSION = 1
+RESULT_VERSION: Literal[1] = 1
 
 # One host or server sample: `t` (seconds into the point) and its measurements.
 Sample = dict[str, Any]
@@ -91,7 +91,7 @@ class CommandRecord(TypedDict):
     name: str
     argv: list[str]
     seconds: float
-    exit_code: int
+    exit_code: int | None
 
 
 class EffectiveSetting(TypedDict):

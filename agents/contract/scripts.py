@@ -7,8 +7,10 @@ the same.
 """
 
 import re
+from collections.abc import Sequence
 
 from agents.contract.errors import JobError
+from agents.contract.spec import ScriptSpec
 
 SHELL_META = re.compile(r"^\s*\\(shell|setshell)\b", re.IGNORECASE | re.MULTILINE)
 
@@ -28,7 +30,7 @@ def check_script(text: str, allow_shell: bool, field: str = "workload.scripts") 
         )
 
 
-def check_scripts(scripts: list[dict], allow_shell: bool) -> None:
+def check_scripts(scripts: Sequence[ScriptSpec], allow_shell: bool) -> None:
     """Check every custom script of a workload; the error names the script's field."""
     for index, script in enumerate(scripts):
         if "text" in script:

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
+
+from agents.postgres.osuser import SubprocessKwargs
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ def run_pgbench(
     argv: list[str],
     *,
     cwd: Path,
-    process_kwargs: dict,
+    process_kwargs: SubprocessKwargs,
     on_stderr_line: Callable[[str], None],
     should_stop: Callable[[], bool],
     timed: bool,
@@ -113,7 +116,7 @@ def _stop(process: subprocess.Popen, timed: bool) -> None:
             continue
 
 
-def _collect(stream, sink: Callable[[str], None]) -> None:
+def _collect(stream: IO[str], sink: Callable[[str], None]) -> None:
     for line in stream:
         sink(line)
     stream.close()

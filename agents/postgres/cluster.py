@@ -353,12 +353,16 @@ class Cluster:
 
     # Clients
 
-    def conninfo(self, dbname: str = "postgres") -> str:
-        """libpq connection string for the superuser over the private Unix socket."""
+    def started_port(self) -> int:
+        """The port of a started cluster (the server listens there and on its socket)."""
         if self.port is None:
             raise RuntimeError("the cluster has not been started")
+        return self.port
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        """libpq connection string for the superuser over the private Unix socket."""
         return make_conninfo(
-            host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname
+            host=str(self.socket_dir), port=self.started_port(), user=SUPERUSER, dbname=dbname
         )
 
     def client_env(self, dbname: str = "postgres") -> dict[str, str]:

@@ -11,13 +11,13 @@ the agent's local config can change that.
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 
 from agents.contract.errors import JobError
-from agents.contract.results import PointResult
 from agents.contract.spec import ScriptSpec
 from agents.contract.sql_text import Statement, split_statements
 from agents.contract.workload_sql import SETUP_SQL_FIELD, describe, read_statements
@@ -68,7 +68,7 @@ def setup_sql_error(statement: Statement, error: psycopg.Error, access: Workload
 
 
 def script_refusal(
-    point: PointResult, scripts: Sequence[ScriptSpec], access: WorkloadAccess
+    point: Mapping[str, Any], scripts: Sequence[ScriptSpec], access: WorkloadAccess
 ) -> JobError | None:
     """JobError("refused_sql") when pgbench aborted a client on a privilege error, else None.
 

@@ -18,8 +18,7 @@ from playwright.sync_api import expect
 
 from runs.models import Run
 from runs.presets import load_presets
-from tests.e2e.conftest import PASSWORD, Web, sign_in
-from tests.integration.conftest import Lab
+from tests.e2e.conftest import PASSWORD, sign_in
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for
 
@@ -31,23 +30,6 @@ COUNT_PROGRESS = """() => {
   window.progressEvents = 0;
   window.benchlabLive.addEventListener("progress", () => { window.progressEvents += 1; });
 }"""
-
-
-@pytest.fixture
-def stack(transactional_db, tmp_path):
-    lab = Lab(tmp_path)
-    lab.approve()
-    lab.start_control()
-    lab.start_agent()
-    web = None
-    try:
-        lab.wait_registered()
-        web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
-        yield lab, web
-    finally:
-        if web is not None:
-            web.close()
-        lab.close()
 
 
 def test_schedule_watch_compare_share_and_revoke(stack, page, browser):

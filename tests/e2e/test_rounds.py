@@ -16,7 +16,6 @@ from runs.execution import execution_plan
 from runs.models import Experiment, Run
 from runs.presets import load_presets
 from tests.e2e.conftest import PASSWORD, Web, sign_in
-from tests.integration.conftest import Lab
 from tests.runs.factories import ConfigProfileFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(360)]
@@ -24,23 +23,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(360)
 SEED = 7
 VERDICTS = re.compile(r"^(faster|slower|better|worse|no significant difference)$")
 INTERVAL = re.compile(r"^[+-]\d+\.\d % \[[+-]\d+\.\d, [+-]\d+\.\d\]")
-
-
-@pytest.fixture
-def stack(transactional_db, tmp_path):
-    lab = Lab(tmp_path)
-    lab.approve()
-    lab.start_control()
-    lab.start_agent()
-    web = None
-    try:
-        lab.wait_registered()
-        web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
-        yield lab, web
-    finally:
-        if web is not None:
-            web.close()
-        lab.close()
 
 
 def schedule_rounds(page, web: Web, host_name: str) -> None:

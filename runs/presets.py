@@ -59,6 +59,7 @@ class WorkloadPreset(TypedDict):
     setup_sql: NotRequired[str]
     query_mode: NotRequired[QueryMode]
     no_vacuum: NotRequired[bool]
+    statement_latencies: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ PRESETS = [
                 "scripts": [{"name": "upsert", "text": UPSERT_SCRIPT, "weight": 1}],
                 "query_mode": "prepared",
                 "no_vacuum": True,
+                # The write-up ran `-M prepared -n -r`: its table has per-statement latencies.
+                "statement_latencies": True,
             }
         ],
         clients="8",

@@ -157,3 +157,21 @@ def test_run_page_shows_the_messages_pgbench_printed_that_the_parser_does_not_kn
     page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "does not know, point 0" in page
     assert "This probably means the server terminated" in page
+
+
+def test_per_statement_latencies_are_shown_only_for_points_that_have_them(signed_in):
+    run = finished_run([(1, 1, 1000.0, 1.0), (2, 1, 1900.0, 1.05)])
+    measured_with_r = run.results.get(index=1)
+    measured_with_r.statements = [
+        {"latency_ms": 0.002, "command": "\\set aid random(1, 100000 * :scale)"},
+        {"latency_ms": 0.871, "command": "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"},
+    ]
+    measured_with_r.save()
+
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    commands = page.split('id="commands"')[1].split("</details>")[0]
+    point_0, point_1 = commands.split("<h3>Point 1:")
+    assert "Statement</th>" not in point_0
+    assert "Statement</th>" in point_1
+    assert "0.871" in point_1 and "SELECT abalance FROM pgbench_accounts" in point_1

@@ -130,7 +130,8 @@ PRESETS = [
         key="wal-sync-storage",
         title="wal_sync_method x storage with a PL/pgSQL upsert workload",
         description="One profile per wal_sync_method on each storage target; a PL/pgSQL "
-        "function updates or inserts a random id. List your targets in Storage.",
+        "function updates or inserts a random id, with per-statement latencies (-r). List your "
+        "targets in Storage.",
         builds=[PG16],
         profiles=[
             Profile(f"wal_sync_method={method}", {"wal_sync_method": method})

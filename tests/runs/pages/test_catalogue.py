@@ -6,7 +6,12 @@ import pytest
 from django.urls import reverse
 
 from runs.models import ConfigProfile, PgBuild, Workload
-from tests.runs.factories import ConfigProfileFactory, HostFactory, PgBuildFactory
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    HostFactory,
+    PgBuildFactory,
+    WorkloadFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +175,17 @@ def test_workload_with_an_unknown_latency_log_is_refused_next_to_the_field(signe
     ).content.decode()
     assert '<div class="field has-error" id="field-latency_log">' in page
     assert not Workload.objects.filter(name="odd").exists()
+
+
+def test_workload_list_says_what_each_workload_measures(signed_in):
+    WorkloadFactory(name="plain")
+    WorkloadFactory(name="diagnosis", latency_log="full", statement_latencies=True, progress=False)
+
+    page = signed_in.get(reverse("workload-list")).content.decode()
+
+    rows = dict(
+        re.findall(
+            r'<a href="/workloads/\d+/">(\w+)</a>.*?<td class="mono small">(.*?)</td>', page, re.S
+        )
+    )
+    assert rows == {"plain": "sampled log · -P 1", "diagnosis": "full log · -r"}

@@ -341,6 +341,9 @@ class WorkloadForm(forms.ModelForm):
             "rate_tps",
             "latency_limit_ms",
             "max_tries",
+            "latency_log",
+            "statement_latencies",
+            "progress",
         ]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),

@@ -235,6 +235,7 @@ class Workload(models.Model):
 
     QueryMode = text_choices("QueryMode", vocabulary.QUERY_MODES)
     PartitionMethod = text_choices("PartitionMethod", vocabulary.PARTITION_METHODS)
+    LatencyLog = text_choices("LatencyLog", vocabulary.LATENCY_LOGS, vocabulary.LATENCY_LOG_LABELS)
 
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
@@ -255,6 +256,31 @@ class Workload(models.Model):
     latency_limit_ms = models.FloatField(null=True, blank=True)
     max_tries = models.PositiveIntegerField(null=True, blank=True)
     defines = models.JSONField(default=dict, blank=True)
+    # What the lab measures besides tps (docs/benchmarks.md, "What each pgbench
+    # option costs"): each costs throughput, so only the cheap ones are on by default.
+    latency_log = models.CharField(
+        max_length=10,
+        choices=LatencyLog.choices,
+        default=LatencyLog.SAMPLED,
+        help_text="The transaction log the latency percentiles come from. Sampled: about 500 "
+        "lines a second, about 0.5 % of throughput. Aggregate: per-second summaries, the "
+        "maximum but no percentiles. Full log: every transaction, costs 5-13 % of select-only "
+        "tps: for studying single slow transactions only. None: no percentiles.",
+    )
+    progress = models.BooleanField(
+        default=True,
+        verbose_name="Progress every second (-P 1)",
+        help_text="The per-second timeline behind the live chart and the timeline warnings; "
+        "costs about 0.3 % of throughput. Turn it off only when those tenths of a percent "
+        "matter more than the timeline.",
+    )
+    statement_latencies = models.BooleanField(
+        default=False,
+        verbose_name="Per-statement latencies (-r)",
+        help_text="The average latency of each script statement, shown with each point's "
+        "command. -r costs about 0.25 % of throughput on the shortest "
+        "transactions (select-only): a diagnosis tool, off unless asked for.",
+    )
     created_by = owner_field("workloads")
     created_at = models.DateTimeField(default=timezone.now)
 

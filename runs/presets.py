@@ -59,6 +59,7 @@ class WorkloadPreset(TypedDict):
     setup_sql: NotRequired[str]
     query_mode: NotRequired[QueryMode]
     no_vacuum: NotRequired[bool]
+    statement_latencies: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ PRESETS = [
         key="wal-sync-storage",
         title="wal_sync_method x storage with a PL/pgSQL upsert workload",
         description="One profile per wal_sync_method on each storage target; a PL/pgSQL "
-        "function updates or inserts a random id. List your targets in Storage.",
+        "function updates or inserts a random id, with per-statement latencies (-r). List your "
+        "targets in Storage.",
         builds=[PG16],
         profiles=[
             Profile(f"wal_sync_method={method}", {"wal_sync_method": method})
@@ -143,6 +145,8 @@ PRESETS = [
                 "scripts": [{"name": "upsert", "text": UPSERT_SCRIPT, "weight": 1}],
                 "query_mode": "prepared",
                 "no_vacuum": True,
+                # The write-up ran `-M prepared -n -r`: its table has per-statement latencies.
+                "statement_latencies": True,
             }
         ],
         clients="8",

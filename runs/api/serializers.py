@@ -184,10 +184,21 @@ class WorkloadSerializer(StrictModelSerializer):
             "latency_limit_ms",
             "max_tries",
             "defines",
+            "latency_log",
+            "progress",
+            "statement_latencies",
             "created_by",
             "created_at",
         ]
         read_only_fields = ["created_by", "created_at"]
+        extra_kwargs = {
+            "latency_log": {
+                "error_messages": {
+                    "invalid_choice": f'"{{input}}" is not a latency log: use one of '
+                    f"{', '.join(Workload.LatencyLog.values)}."
+                }
+            }
+        }
 
     def validate(self, attrs: dict) -> dict:
         """Check the dataset options and scripts as the agent will (\\shell is refused)."""

@@ -24,5 +24,8 @@ def workload_spec(workload: Workload) -> dict:
             "latency_limit_ms": workload.latency_limit_ms,
             "max_tries": workload.max_tries,
             "defines": workload.defines,
+            "latency_log": workload.latency_log,
+            "progress": workload.progress,
+            "statement_latencies": workload.statement_latencies,
         },
     }

@@ -1,10 +1,17 @@
 """Hosts, builds, config profiles and workloads."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from runs.models import ConfigProfile, PgBuild, Workload
-from tests.runs.factories import ConfigProfileFactory, HostFactory, PgBuildFactory
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    HostFactory,
+    PgBuildFactory,
+    WorkloadFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -86,6 +93,7 @@ def test_workload_with_a_custom_script_and_setup_sql_is_saved(signed_in):
             "scale": "1",
             "init_steps": "dtgvp",
             "query_mode": "prepared",
+            "latency_log": "sampled",
             "setup_sql": "CREATE TABLE kv (id int);",
             "script_text": "\\set id random(1, 1000)\nSELECT :id;\n",
             "defines_text": "nrows=1000",
@@ -107,8 +115,77 @@ def test_workload_script_with_shell_is_refused_next_to_the_script(signed_in):
             "scale": "1",
             "init_steps": "dtgvp",
             "query_mode": "simple",
+            "latency_log": "sampled",
             "script_text": "\\shell rm -rf /\nSELECT 1;\n",
         },
     ).content.decode()
     assert '<div class="field has-error" id="field-script_text">' in page
     assert not Workload.objects.filter(name="evil").exists()
+
+
+def is_ticked(page: str, name: str) -> bool:
+    """Whether the page's checkbox `name` is ticked (it must be on the page)."""
+    (tag,) = re.findall(rf'<input type="checkbox" name="{name}"[^>]*>', page)
+    return re.search(r"\schecked[\s>]", tag) is not None
+
+
+def test_workload_measurement_options_are_saved_and_shown_with_their_cost(signed_in):
+    signed_in.post(
+        reverse("workload-new"),
+        {
+            "name": "diagnosis",
+            "scale": "1",
+            "init_steps": "dtgvp",
+            "query_mode": "simple",
+            "builtins": ["select-only"],
+            "latency_log": "full",
+            "statement_latencies": "on",
+        },
+    )
+    workload = Workload.objects.get(name="diagnosis")
+    assert workload.latency_log == "full"
+    assert workload.statement_latencies is True
+    assert workload.progress is False  # an unticked checkbox is not sent
+
+    page = signed_in.get(reverse("workload-detail", args=[workload.pk])).content.decode()
+    assert is_ticked(page, "statement_latencies")
+    assert '<option value="full" selected>' in page
+    assert "-r costs about 0.25 % of throughput on the shortest transactions" in page
+    assert "costs 5-13 % of select-only tps: for studying single slow transactions only" in page
+
+
+def test_new_workload_form_starts_from_the_cheap_measurement_defaults(signed_in):
+    page = signed_in.get(reverse("workload-new")).content.decode()
+    assert '<option value="sampled" selected>' in page
+    assert is_ticked(page, "progress")
+    assert not is_ticked(page, "statement_latencies")
+
+
+def test_workload_with_an_unknown_latency_log_is_refused_next_to_the_field(signed_in):
+    page = signed_in.post(
+        reverse("workload-new"),
+        {
+            "name": "odd",
+            "scale": "1",
+            "init_steps": "dtgvp",
+            "query_mode": "simple",
+            "builtins": ["tpcb-like"],
+            "latency_log": "everything",
+        },
+    ).content.decode()
+    assert '<div class="field has-error" id="field-latency_log">' in page
+    assert not Workload.objects.filter(name="odd").exists()
+
+
+def test_workload_list_says_what_each_workload_measures(signed_in):
+    WorkloadFactory(name="plain")
+    WorkloadFactory(name="diagnosis", latency_log="full", statement_latencies=True, progress=False)
+
+    page = signed_in.get(reverse("workload-list")).content.decode()
+
+    rows = dict(
+        re.findall(
+            r'<a href="/workloads/\d+/">(\w+)</a>.*?<td class="mono small">(.*?)</td>', page, re.S
+        )
+    )
+    assert rows == {"plain": "sampled log · -P 1", "diagnosis": "full log · -r"}

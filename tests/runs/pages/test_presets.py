@@ -33,6 +33,14 @@ def test_upsert_workload_has_setup_sql_and_a_custom_script():
     assert "upsert_kv(:id)" in upsert.scripts[0]["text"]
 
 
+def test_only_the_upsert_workload_asks_for_per_statement_latencies_as_its_write_up_did():
+    load_presets()
+    with_r = Workload.objects.filter(statement_latencies=True)
+    assert list(with_r.values_list("name", flat=True)) == ["PL/pgSQL upsert"]
+    assert not Workload.objects.exclude(latency_log="sampled").exists()
+    assert not Workload.objects.filter(progress=False).exists()
+
+
 def test_every_preset_opens_the_schedule_form_filled_in(signed_in):
     load_presets()
     for preset in PRESETS:

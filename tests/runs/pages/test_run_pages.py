@@ -157,3 +157,52 @@ def test_run_page_shows_the_messages_pgbench_printed_that_the_parser_does_not_kn
     page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "does not know, point 0" in page
     assert "This probably means the server terminated" in page
+
+
+def test_per_statement_latencies_are_shown_only_for_points_that_have_them(signed_in):
+    run = finished_run([(1, 1, 1000.0, 1.0), (2, 1, 1900.0, 1.05)])
+    measured_with_r = run.results.get(index=1)
+    measured_with_r.statements = [
+        {"latency_ms": 0.002, "command": "\\set aid random(1, 100000 * :scale)"},
+        {"latency_ms": 0.871, "command": "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"},
+    ]
+    measured_with_r.save()
+
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    commands = page.split('id="commands"')[1].split("</details>")[0]
+    point_0, point_1 = commands.split("<h3>Point 1:")
+    assert "Statement</th>" not in point_0
+    assert "Statement</th>" in point_1
+    assert "0.871" in point_1 and "SELECT abalance FROM pgbench_accounts" in point_1
+
+
+def test_per_statement_table_splits_scripts_and_shows_failures_and_retries_when_printed(
+    signed_in,
+):
+    run = finished_run([(8, 1, 1736.2, 0.78)])
+    point = run.results.get()
+    point.statements = [
+        {"latency_ms": 0.079, "command": "BEGIN;", "failures": 0, "retries": 0, "script": 1},
+        {
+            "latency_ms": 0.165,
+            "command": "UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = :tid;",
+            "failures": 2182,
+            "retries": 4980,
+            "script": 1,
+        },
+        {"latency_ms": 0.119, "command": "SELECT 1;", "failures": 0, "retries": 0, "script": 2},
+    ]
+    point.save()
+
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    table = page.split('<table class="statements">')[1].split("</table>")[0]
+    headers = re.findall(r"<th(?: [^>]*)?>(.*?)</th>", table)
+    assert headers == ["Script", "Latency (ms)", "Failures", "Retries", "Statement"]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)]
+    assert [row[:4] for row in rows[1:]] == [
+        ["1", "0.079", "0", "0"],
+        ["1", "0.165", "2,182", "4,980"],
+        ["2", "0.119", "0", "0"],
+    ]

@@ -8,10 +8,13 @@ PostgreSQL server on the machine.
 """
 
 import json
+import secrets
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -37,8 +40,11 @@ def start(directory: Path) -> str:
     log(f"starting PostgreSQL {install.version} in {cluster.data_dir}")
     cluster.initdb()
     cluster.start()
+    # The cluster asks a password on TCP (SCRAM); the suite's password lives as long as it.
+    password = secrets.token_hex(16)
     with cluster.connect() as conn:
         conn.execute("CREATE DATABASE benchlab")
+        conn.execute(sql.SQL("ALTER ROLE postgres PASSWORD {}").format(sql.Literal(password)))
     state = {
         "pg_ctl": str(install.program("pg_ctl")),
         "data_dir": str(cluster.data_dir),
@@ -46,7 +52,7 @@ def start(directory: Path) -> str:
         "user": os_user.name,
     }
     (directory / STATE_FILE).write_text(json.dumps(state))
-    return f"postgres://postgres@127.0.0.1:{cluster.port}/benchlab"
+    return f"postgres://postgres:{password}@127.0.0.1:{cluster.port}/benchlab"
 
 
 def stop(directory: Path) -> None:

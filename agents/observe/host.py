@@ -6,11 +6,11 @@ process table: the sampler must not compete with pgbench for CPU.
 """
 
 import os
-import time
 from pathlib import Path
 from typing import TypedDict
 
 from agents.contract.results import Sample
+from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 from agents.observe.procfs import (
     SECTOR_BYTES,
@@ -112,8 +112,9 @@ class HostSampler(PeriodicSampler):
         devices: dict[str, Path],
         interval: float = 1.0,
         on_sample: SampleCallback | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ):
-        super().__init__(interval, on_sample)
+        super().__init__(interval, on_sample, clock)
         self.role_paths = dict(devices)
         self.role_devices: dict[str, str | None] = {}
         self._device_names: set[str] = set()
@@ -126,7 +127,7 @@ class HostSampler(PeriodicSampler):
         super().start()
 
     def _read(self) -> tuple[float, CpuTimes, dict[str, DiskCounters]]:
-        return time.monotonic(), read_cpu_times(), read_diskstats(self._device_names)
+        return self.clock.monotonic(), read_cpu_times(), read_diskstats(self._device_names)
 
     def _begin(self) -> bool:
         self._previous = self._read()

@@ -3,7 +3,8 @@
 Subclasses say how to begin (take a baseline), how to take one sample and how
 to end. Ticks are aligned to the start time on the monotonic clock: a slow
 sample delays one tick, never every later one, and a missed tick is skipped
-rather than taken late.
+rather than taken late. Time comes from a `Clock` (the system's by default),
+so tests can drive the schedule without sleeping.
 """
 
 import logging
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from agents.contract.results import Sample
+from agents.observe.clock import SYSTEM_CLOCK, Clock
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +32,16 @@ class PeriodicSampler:
 
     thread_name = "benchlab-sampler"
 
-    def __init__(self, interval: float = 1.0, on_sample: SampleCallback | None = None):
+    def __init__(
+        self,
+        interval: float = 1.0,
+        on_sample: SampleCallback | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ):
         if interval <= 0:
             raise ValueError(f"sampling interval must be positive, got {interval}")
         self.interval = interval
+        self.clock = clock
         self.on_sample = on_sample
         self.cpu_seconds = 0.0  # CPU time the thread spent sampling (callbacks excluded)
         self.error: str | None = None  # why sampling stopped on its own, if it did
@@ -46,7 +54,7 @@ class PeriodicSampler:
         """Begin sampling in a daemon thread; the first sample comes one interval later."""
         if self._thread is not None:
             raise RuntimeError("sampler already started")
-        self._started_at = time.monotonic()
+        self._started_at = self.clock.monotonic()
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self._thread.start()
 
@@ -64,7 +72,7 @@ class PeriodicSampler:
 
     def elapsed(self) -> float:
         """Seconds since `start()`, rounded to milliseconds: the `t` of a sample."""
-        return round(time.monotonic() - self._started_at, 3)
+        return round(self.clock.monotonic() - self._started_at, 3)
 
     def _begin(self) -> bool:
         """Prepare (connect, read a baseline); False ends the thread without sampling."""
@@ -79,9 +87,9 @@ class PeriodicSampler:
 
     def _wait_for_next_tick(self) -> bool:
         """Sleep until the next tick on the schedule; False once stop was asked for."""
-        since_start = time.monotonic() - self._started_at
+        since_start = self.clock.monotonic() - self._started_at
         next_tick = (math.floor(since_start / self.interval) + 1) * self.interval
-        return not self._stopping.wait(next_tick - since_start)
+        return not self.clock.wait(next_tick - since_start, self._stopping)
 
     def _run(self) -> None:
         try:

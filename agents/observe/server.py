@@ -6,12 +6,12 @@ depending on the major version, so the SQL is chosen by major, explicitly.
 """
 
 import logging
-import time
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
 
 from agents.contract.results import Sample
+from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 
 logger = logging.getLogger(__name__)
@@ -100,8 +100,9 @@ class ServerSampler(PeriodicSampler):
         server_major: int,
         interval: float = 1.0,
         on_sample: SampleCallback | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ):
-        super().__init__(interval, on_sample)
+        super().__init__(interval, on_sample, clock)
         self.conninfo = conninfo
         self.server_major = server_major
         self._counters_sql = counters_sql(server_major)
@@ -151,7 +152,7 @@ class ServerSampler(PeriodicSampler):
         row = self._connected().execute(self._counters_sql).fetchone()
         if row is None:
             raise RuntimeError("the counters query returned no row")
-        return time.monotonic(), {name: int(row[name]) for name in COUNTERS}
+        return self.clock.monotonic(), {name: int(row[name]) for name in COUNTERS}
 
     def _read_wait_events(self) -> dict[str, int]:
         rows = self._connected().execute(WAIT_EVENTS_SQL).fetchall()

@@ -9,8 +9,10 @@ import pytest
 
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.storage import sampling_device
+from tests.agents.observe.fakes import FakeClock
 
 INTERVAL = 0.2
+FAKE_INTERVAL = 0.25  # exact in binary, so fake-clock ticks are exact
 
 
 def sample_for(sampler: HostSampler, seconds: float) -> list[dict]:
@@ -27,45 +29,59 @@ def write_and_fsync(directory: Path, megabytes: int) -> None:
         os.fsync(payload.fileno())
 
 
+def sample_on_fake_clock(sampler: HostSampler, clock: FakeClock, seconds: float) -> list[dict]:
+    sampler.start()
+    clock.run_for(seconds)
+    return sampler.stop()
+
+
 def test_samples_arrive_once_per_interval_on_the_schedule(tmp_path: Path) -> None:
-    samples = sample_for(HostSampler({"data": tmp_path}, interval=INTERVAL), 1.1)
-    assert len(samples) == 5
-    for tick, sample in enumerate(samples, start=1):
-        assert sample["t"] == pytest.approx(tick * INTERVAL, abs=0.08)
+    clock = FakeClock()
+    sampler = HostSampler({"data": tmp_path}, interval=FAKE_INTERVAL, clock=clock)
+    samples = sample_on_fake_clock(sampler, clock, 1.1)
+    assert [sample["t"] for sample in samples] == [0.25, 0.5, 0.75, 1.0]
 
 
 def test_slow_callback_skips_missed_ticks_without_drifting() -> None:
-    sampler = HostSampler({}, interval=INTERVAL, on_sample=lambda _: time.sleep(1.25 * INTERVAL))
-    samples = sample_for(sampler, 1.1)
-    ticks = [sample["t"] / INTERVAL for sample in samples]
-    assert [round(tick) for tick in ticks] == [1, 3, 5]
-    assert all(abs(tick - round(tick)) < 0.25 for tick in ticks)
+    clock = FakeClock()
+    sampler = HostSampler(
+        {},
+        interval=FAKE_INTERVAL,
+        on_sample=lambda _: clock.spend(1.25 * FAKE_INTERVAL),
+        clock=clock,
+    )
+    samples = sample_on_fake_clock(sampler, clock, 1.3)
+    assert [sample["t"] for sample in samples] == [0.25, 0.75, 1.25]
+
+
+def test_writing_and_fsyncing_shows_disk_writes_per_second_of_the_sampler_clock(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    sampler = HostSampler({"data": tmp_path}, interval=FAKE_INTERVAL, clock=clock)
+    sampler.start()
+    clock.run_for(FAKE_INTERVAL)
+    write_and_fsync(tmp_path, megabytes=8)
+    clock.run_for(FAKE_INTERVAL)
+    samples = sampler.stop()
+    before, during = (sample["disks"]["data"] for sample in samples)
+    if during["device"] is None:
+        pytest.skip("the test directory has no block device")
+    assert before["device"] == during["device"] == sampling_device(tmp_path)
+    # 8 MiB reached the disk in what the sampler's clock calls a quarter second.
+    assert during["write_bytes_per_s"] >= 4 * 8 * (1 << 20)
+    assert during["write_iops"] > 0
+    assert 0 <= during["util_percent"] <= 100
 
 
 def test_cpu_and_memory_fields_are_consistent(tmp_path: Path) -> None:
-    (sample,) = sample_for(HostSampler({"data": tmp_path}, interval=INTERVAL), 0.3)
+    sample = sample_for(HostSampler({"data": tmp_path}, interval=INTERVAL), 0.3)[0]
     shares = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "cpu_steal")
     assert all(sample[share] >= 0 for share in shares)
     assert sum(sample[share] for share in shares) <= 100.1
     assert sample["mem_used_bytes"] > 0
     assert sample["mem_available_bytes"] > 0
     assert sample["mem_dirty_bytes"] >= 0
-
-
-def test_writing_and_fsyncing_on_the_target_shows_disk_writes(tmp_path: Path) -> None:
-    device = sampling_device(tmp_path)
-    if device is None:
-        pytest.skip("the test directory has no block device")
-    sampler = HostSampler({"data": tmp_path}, interval=INTERVAL)
-    sampler.start()
-    write_and_fsync(tmp_path, megabytes=8)
-    time.sleep(2 * INTERVAL)
-    samples = sampler.stop()
-    data = [sample["disks"]["data"] for sample in samples]
-    assert {disk["device"] for disk in data} == {device}
-    assert max(disk["write_bytes_per_s"] for disk in data) > 0
-    assert max(disk["write_iops"] for disk in data) > 0
-    assert all(0 <= disk["util_percent"] <= 100 for disk in data)
 
 
 def test_roles_on_the_same_device_both_name_it(tmp_path: Path) -> None:
@@ -80,7 +96,9 @@ def test_roles_on_the_same_device_both_name_it(tmp_path: Path) -> None:
 def test_path_without_block_device_reports_no_numbers() -> None:
     if sampling_device(Path("/dev/shm")) is not None:
         pytest.skip("/dev/shm has a block device here")
-    (sample,) = sample_for(HostSampler({"data": Path("/dev/shm")}, interval=INTERVAL), 0.3)
+    clock = FakeClock()
+    sampler = HostSampler({"data": Path("/dev/shm")}, interval=FAKE_INTERVAL, clock=clock)
+    (sample,) = sample_on_fake_clock(sampler, clock, 0.3)
     assert sample["disks"]["data"]["device"] is None
     assert sample["disks"]["data"]["write_bytes_per_s"] is None
 
@@ -91,9 +109,12 @@ def test_failing_callback_is_logged_and_sampling_goes_on(
     def broken_consumer(sample: dict) -> None:
         raise RuntimeError("consumer bug")
 
+    clock = FakeClock()
     with caplog.at_level(logging.ERROR, logger="agents.observe.periodic"):
-        sampler = HostSampler({"data": tmp_path}, interval=INTERVAL, on_sample=broken_consumer)
-        samples = sample_for(sampler, 0.7)
+        sampler = HostSampler(
+            {"data": tmp_path}, interval=FAKE_INTERVAL, on_sample=broken_consumer, clock=clock
+        )
+        samples = sample_on_fake_clock(sampler, clock, 0.8)
     assert len(samples) == 3
     failures = [record for record in caplog.records if "callback failed" in record.message]
     assert len(failures) == 3

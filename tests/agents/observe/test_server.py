@@ -17,8 +17,10 @@ from agents.observe.server import (
     counters_sql,
 )
 from agents.postgres.installs import ensure_install
+from tests.agents.observe.fakes import FakeClock, wait_until
 
 INTERVAL = 0.2
+FAKE_INTERVAL = 0.25  # exact in binary, so fake-clock ticks are exact
 SLEEPERS = 3
 
 
@@ -65,27 +67,30 @@ def test_wait_events_of_sleeping_backends_are_counted(
 def test_idle_server_shows_no_active_backend_not_even_the_sampler(
     conninfo: str, server_major: int
 ) -> None:
-    sampler = ServerSampler(conninfo, server_major, interval=INTERVAL)
+    clock = FakeClock()
+    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
-    time.sleep(0.5)
+    clock.run_for(0.5)
     samples = sampler.stop()
-    assert samples
+    assert [sample["t"] for sample in samples] == [0.25, 0.5]
     assert all(sample["active_backends"] == 0 for sample in samples)
     assert all(sample["wait_events"] == {} for sample in samples)
 
 
 def sample_around_writes(conninfo: str, server_major: int) -> list[dict]:
-    """Samples taken before and after a table is written and a checkpoint requested."""
-    sampler = ServerSampler(conninfo, server_major, interval=INTERVAL)
+    """Two samples before and two after a table is written and a checkpoint requested."""
+    clock = FakeClock()
+    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
-    time.sleep(2.5 * INTERVAL)
+    clock.run_for(0.5)
     with psycopg.connect(conninfo, autocommit=True) as connection:
         connection.execute("CREATE TABLE sampled AS SELECT g FROM generate_series(1, 50000) g")
         connection.execute("CHECKPOINT")
         connection.execute("DROP TABLE sampled")
-    time.sleep(2 * INTERVAL)
+    clock.run_for(0.5)
     samples = sampler.stop()
     assert sampler.error is None
+    assert len(samples) == 4
     return samples
 
 
@@ -94,7 +99,8 @@ def assert_writes_counted(samples: list[dict]) -> None:
     assert last["checkpoints_req"] > first["checkpoints_req"]
     assert last["buffers_checkpoint"] > first["buffers_checkpoint"]
     assert last["wal_bytes"] > first["wal_bytes"]
-    assert max(sample["wal_bytes_per_s"] for sample in samples) > 0
+    wal_during_writes = samples[2]["wal_bytes"] - samples[1]["wal_bytes"]
+    assert samples[2]["wal_bytes_per_s"] == wal_during_writes / FAKE_INTERVAL
     for sample in samples:
         assert all(isinstance(sample[name], int) for name in COUNTERS)
 
@@ -106,18 +112,19 @@ def test_writes_show_up_as_wal_and_buffer_counters(conninfo: str, server_major: 
 def test_server_going_away_is_recorded_once_and_stops_quietly(
     conninfo: str, server_major: int
 ) -> None:
-    sampler = ServerSampler(conninfo, server_major, interval=INTERVAL)
+    clock = FakeClock()
+    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
-    time.sleep(0.5)
+    clock.run_for(0.5)
     with psycopg.connect(conninfo, autocommit=True) as connection:
         connection.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
             (APPLICATION_NAME,),
         )
-    time.sleep(3 * INTERVAL)
-    assert not sampler.running
+    clock.allow(10 * FAKE_INTERVAL)
+    wait_until(lambda: not sampler.running)
     samples = sampler.stop()
-    assert len(samples) == 2
+    assert [sample["t"] for sample in samples] == [0.25, 0.5]
     assert "terminating connection" in sampler.error
 
 
@@ -142,7 +149,6 @@ def test_sql_of_the_wrong_major_stops_sampling_with_a_logged_error(
     sampler = ServerSampler(conninfo, wrong_major, interval=INTERVAL)
     with caplog.at_level(logging.ERROR, logger="agents.observe.periodic"):
         sampler.start()
-        time.sleep(0.3)
         samples = sampler.stop()
     assert samples == []
     assert sampler.error.startswith("Undefined")

@@ -17,7 +17,7 @@ from agents import sweep as sweep_module
 from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
-from agents.contract.results import RESULT_VERSION, ResultDocument
+from agents.contract.results import RESULT_VERSION, PointResult, ResultDocument
 from agents.contract.scripts import check_scripts
 from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
@@ -108,11 +108,26 @@ class Job:
             {"name": name, "argv": argv, "seconds": seconds, "exit_code": exit_code}
         )
 
+    def record_dataset(self, key: str, value: object) -> None:
+        self.result["dataset"][key] = value
+
+    def keep_point(self, point: PointResult) -> None:
+        self.result["points"].append(point)
+        self.emit("point", point)
+
+    def keep_failed_point(self, point: PointResult) -> None:
+        self.result["failed_point"] = point
+
     def _run(self) -> None:
         install, spec = self.prepare()
+        sweep_module.Sweep(self, self.sweep_place(install), spec).run()
+
+    def sweep_place(self, install: Install) -> sweep_module.SweepPlace:
+        """Where the sweep runs: the started cluster and the storage targets it sits on."""
         if self.cluster is None:
             raise RuntimeError("prepare() returned without a running cluster")
-        sweep_module.Sweep(self, install, spec, self.cluster).run()
+        storage = {role: Path(entry["path"]) for role, entry in self.result["storage"].items()}
+        return sweep_module.SweepPlace(self.cluster, install, storage, self.config.state_dir)
 
     def prepare(self) -> tuple[Install, JobSpec]:
         """Validate, provision binaries, start the cluster with its settings: (install, spec)."""

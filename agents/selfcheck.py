@@ -32,6 +32,7 @@ from scipy import stats
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
+from agents.contract.results import PointResult
 from agents.contract.spec import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
@@ -117,13 +118,11 @@ def run_selfcheck(
     job = Job(selfcheck_spec(first, duration_s), config, EventEmitter([]), lambda: False)
     try:
         install, spec = job.prepare()
-        cluster = job.cluster
-        if cluster is None:
-            raise RuntimeError("prepare() returned without a running cluster")
-        Sweep(job, install, spec, cluster).prepare_dataset()
+        place = job.sweep_place(install)
+        Sweep(job, place, spec).prepare_dataset()
         workloads = [
             _check_workload(
-                Sweep(job, install, validate_spec(selfcheck_spec(name, duration_s)), cluster),
+                Sweep(job, place, validate_spec(selfcheck_spec(name, duration_s))),
                 name,
                 rounds,
                 say,
@@ -139,14 +138,14 @@ def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], N
     say(f"{name}: warming up for {sweep.spec['sweep']['warmup_s']} s")
     sweep.warm_up(CLIENTS)
     results: list[RoundResult] = []
-    lab_points = []
+    lab_points: list[PointResult] = []
     for round_no in range(1, rounds + 1):
         order = ["lab", "plain"] if round_no % 2 else ["plain", "lab"]
-        tps = {}
+        tps: dict[str, float] = {}
         for kind in order:
             if kind == "lab":
                 lab_points.append(sweep.run_point(round_no - 1, rounds, CLIENTS, round_no))
-                tps["lab"] = lab_points[-1]["tps"]
+                tps["lab"] = _measured_tps(lab_points[-1])
             else:
                 tps["plain"] = _plain_tps(sweep)
         ratio = tps["lab"] / tps["plain"]
@@ -165,6 +164,13 @@ def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], N
     return workload
 
 
+def _measured_tps(point: PointResult) -> float:
+    """A kept point always has its tps (an incomplete one ends the job); say so if not."""
+    if point["tps"] is None:
+        raise RuntimeError(f"the lab's point {point['index']} was kept without a tps")
+    return point["tps"]
+
+
 def _plain_tps(sweep: Sweep) -> float:
     """The plain command, run bare: no progress reader, no samplers, no log."""
     argv = sweep.plain_argv(CLIENTS)
@@ -181,7 +187,7 @@ def _plain_tps(sweep: Sweep) -> float:
 
 
 def _workload_report(
-    name: str, sweep: Sweep, results: list[RoundResult], lab_points: list[dict]
+    name: str, sweep: Sweep, results: list[RoundResult], lab_points: list[PointResult]
 ) -> dict:
     estimate = ratio_estimate([result["ratio"] for result in results])
     cpu_s = sum(point["agent_cpu_s"] for point in lab_points)

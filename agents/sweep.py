@@ -9,9 +9,10 @@ default (agents/pgbench/latency_log.py says how and where).
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
@@ -36,7 +37,6 @@ from agents.postgres.osuser import SubprocessKwargs, chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
 
 if TYPE_CHECKING:
-    from agents.job import Job
     from agents.postgres.installs import Install
 
 logger = logging.getLogger(__name__)
@@ -50,12 +50,52 @@ PROGRESS_PREFIX = "progress:"
 MAX_NOTICES = 50
 
 
+class SweepReporter(Protocol):
+    """What a sweep tells the job it runs in; the job owns the result document."""
+
+    def status(self, state: str, message: str) -> None: ...
+
+    def step(self, name: str, message: str, percent: float | None = None) -> None: ...
+
+    def emit(self, event_type: str, data: Mapping[str, Any]) -> None: ...
+
+    def should_cancel(self) -> bool: ...
+
+    def check_cancel(self) -> None:
+        """Raise Cancelled once the run was cancelled."""
+
+    def record_command(
+        self, name: str, argv: list[str], seconds: float, exit_code: int | None
+    ) -> None: ...
+
+    def record_dataset(self, key: str, value: object) -> None:
+        """One fact about the dataset's initialisation (step seconds, setup SQL time)."""
+
+    def keep_point(self, point: PointResult) -> None:
+        """A complete point: kept in the result and sent as a `point` event."""
+
+    def keep_failed_point(self, point: PointResult) -> None:
+        """The point a failed job was measuring, kept for the record."""
+
+
+@dataclass(frozen=True)
+class SweepPlace:
+    """Where a sweep runs: its cluster and binaries, its storage targets, the agent's state."""
+
+    cluster: Cluster
+    install: "Install"
+    storage: dict[str, Path]
+    state_dir: Path
+
+
 class Sweep:
     """Runs the dataset steps and every point of one job inside its cluster."""
 
-    def __init__(self, job: "Job", install: "Install", spec: JobSpec, cluster: Cluster) -> None:
-        self.job = job
-        self.install = install
+    def __init__(self, reporter: SweepReporter, place: SweepPlace, spec: JobSpec) -> None:
+        self.reporter = reporter
+        cluster = place.cluster
+        self.storage = place.storage
+        self.install = place.install
         self.spec = spec
         self.cluster = cluster
         self.workdir = self.cluster.job_dir / "pgbench"
@@ -63,21 +103,20 @@ class Sweep:
         socket_dir, port = str(cluster.socket_dir), cluster.started_port()
         self.conn = command.Connection(socket_dir, port, workload.user, workload.dbname)
         self.script_paths: dict[int, Path] = {}
-        storage = {role: Path(entry["path"]) for role, entry in job.result["storage"].items()}
-        self.log_root = log_root(job.config.state_dir, storage, spec["workload"]["latency_log"])
+        self.log_root = log_root(place.state_dir, place.storage, spec["workload"]["latency_log"])
         # The latest throughput measured in this cluster: it sets the next log's sampling rate.
         self.measured: Measured | None = None
 
     def run(self) -> None:
         self.prepare_dataset()
         points = sweep_points(self._seeded(self.spec["sweep"]))
-        self.job.status("running", f"running {len(points)} points")
+        self.reporter.status("running", f"running {len(points)} points")
         if self.spec["workload"]["latency_log"] == "full":
-            self.job.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
+            self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
         if self.spec["sweep"]["warmup_s"]:
             self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
-            self.job.check_cancel()
+            self.reporter.check_cancel()
             self.between_points()
             self.run_point(index, len(points), clients, repeat)
 
@@ -87,7 +126,7 @@ class Sweep:
         if sweep["order"] == "random" and sweep["seed"] is None:
             sweep["seed"] = secrets.randbelow(CLIENT_ORDER_SEEDS)
             message = f"random client order drawn from seed {sweep['seed']}"
-            self.job.emit("log", {"level": "info", "message": message})
+            self.reporter.emit("log", {"level": "info", "message": message})
         return sweep
 
     def prepare_dataset(self) -> None:
@@ -117,15 +156,15 @@ class Sweep:
             cwd=self.workdir,
             process_kwargs=self.process_kwargs(),
             on_stderr_line=on_line,
-            should_stop=self.job.should_cancel,
+            should_stop=self.reporter.should_cancel,
             timed=timed,
         )
-        self.job.record_command(name, argv, finished.seconds, finished.exit_code)
+        self.reporter.record_command(name, argv, finished.seconds, finished.exit_code)
         return finished
 
     def _initialise_dataset(self) -> None:
         dataset = self.spec["dataset"]
-        self.job.status("loading", f"pgbench -i at scale {dataset['scale']}")
+        self.reporter.status("loading", f"pgbench -i at scale {dataset['scale']}")
         argv = command.init_argv(self.install.bindir / "pgbench", dataset, self.conn)
 
         def on_line(line: str) -> None:
@@ -133,12 +172,12 @@ class Sweep:
             if progress is None:
                 return
             if progress.get("step_seconds"):
-                self.job.result["dataset"]["steps"] = progress["step_seconds"]
-            self.job.step("pgbench_init", progress["message"], progress.get("percent"))
+                self.reporter.record_dataset("steps", progress["step_seconds"])
+            self.reporter.step("pgbench_init", progress["message"], progress.get("percent"))
 
         finished = self._pgbench("pgbench_init", argv, on_line, timed=False)
-        self.job.check_cancel()
-        self.job.result["dataset"]["seconds"] = finished.seconds
+        self.reporter.check_cancel()
+        self.reporter.record_dataset("seconds", finished.seconds)
         if finished.exit_code != 0:
             raise JobError(
                 "pgbench_init_failed",
@@ -149,10 +188,10 @@ class Sweep:
         sql = self.spec["dataset"]["setup_sql"].strip()
         if not sql:
             return
-        self.job.step("setup_sql", "running setup SQL")
+        self.reporter.step("setup_sql", "running setup SQL")
         seconds = run_setup_sql(self.cluster, sql)
-        self.job.result["dataset"]["setup_sql_seconds"] = seconds
-        self.job.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
+        self.reporter.record_dataset("setup_sql_seconds", seconds)
+        self.reporter.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
 
     def between_points(self) -> None:
         """The spec's CHECKPOINT and/or VACUUM, before every measured point (the first too)."""
@@ -165,7 +204,7 @@ class Sweep:
         }[action]
         if not statements:
             return
-        self.job.step("between_points", f"running {' and '.join(statements)}")
+        self.reporter.step("between_points", f"running {' and '.join(statements)}")
         with self.cluster.connect_maintenance() as conn:
             for statement in statements:
                 conn.execute(statement)
@@ -178,10 +217,10 @@ class Sweep:
 
     def warm_up(self, clients: int) -> None:
         seconds = self.spec["sweep"]["warmup_s"]
-        self.job.step("warmup", f"warming up for {seconds} s at {clients} clients")
+        self.reporter.step("warmup", f"warming up for {seconds} s at {clients} clients")
         argv = self.run_argv(clients, log_args=[], duration_s=seconds)
         finished = self._pgbench("warmup", argv, lambda line: None, timed=True)
-        self.job.check_cancel()
+        self.reporter.check_cancel()
         if finished.exit_code != 0:
             raise JobError(
                 "pgbench_failed",
@@ -230,9 +269,10 @@ class Sweep:
         )
         return LogPlan.for_point(self.spec["workload"]["latency_log"], expected)
 
-    def run_point(self, index: int, total: int, clients: int, repeat: int) -> dict:
+    def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""
-        self.job.status("running", f"point {index + 1} of {total}: {clients} clients, run {repeat}")
+        message = f"point {index + 1} of {total}: {clients} clients, run {repeat}"
+        self.reporter.status("running", message)
         plan = self.log_plan(clients)
         label = f"{self.cluster.job_id}-point-{index}"
         with point_log_dir(self.log_root, label, self.cluster.os_user) as log_dir:
@@ -245,7 +285,7 @@ class Sweep:
         self._keep_point(point, finished)
         if point.get("tps"):
             self.measured = Measured(clients, point["tps"], "previous_point")
-        return point
+        return as_point_result(point)
 
     def _measure(self, argv: list[str], point_base: dict) -> tuple[Finished, dict, float]:
         """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
@@ -267,7 +307,7 @@ class Sweep:
             return None
         percentiles = plan.summarise(log_files(log_dir))
         if percentiles.get("error"):
-            self.job.emit("log", {"level": "warning", "message": percentiles["error"]})
+            self.reporter.emit("log", {"level": "warning", "message": percentiles["error"]})
         return percentiles
 
     def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
@@ -280,7 +320,7 @@ class Sweep:
                 logger.warning("unreadable progress line: %r", line)
                 return
             for sample in parsed:
-                self.job.emit("progress", {**point_base, **sample})
+                self.reporter.emit("progress", {**point_base, **sample})
 
         return on_line
 
@@ -320,11 +360,10 @@ class Sweep:
             and not point.get("aborted")
         )
         if complete:
-            self.job.result["points"].append(as_point_result(point))
-            self.job.emit("point", point)
+            self.reporter.keep_point(as_point_result(point))
             return
-        self.job.result["failed_point"] = as_point_result(point)
-        self.job.check_cancel()
+        self.reporter.keep_failed_point(as_point_result(point))
+        self.reporter.check_cancel()
         if not self.cluster.is_running():
             raise JobError(
                 "server_died",
@@ -346,11 +385,9 @@ class PointSamplers:
     """Host and server samplers around one point; each sample is also emitted live."""
 
     def __init__(self, sweep: Sweep, point_base: dict):
-        storage = sweep.job.result["storage"]
-        devices = {role: Path(entry["path"]) for role, entry in storage.items()}
-        emit = sweep.job.emit
+        emit = sweep.reporter.emit
         self.host = HostSampler(
-            devices, on_sample=lambda s: emit("sample", {**point_base, "host": s})
+            sweep.storage, on_sample=lambda s: emit("sample", {**point_base, "host": s})
         )
         self.server = ServerSampler(
             sweep.cluster.conninfo(),

@@ -1,0 +1,165 @@
+"""The numbers a comparison shows, recomputed from the raw repeats with scipy directly:
+the page, the API and both exports must say what a careful engineer would compute."""
+
+import csv
+import io
+import math
+import re
+
+import numpy as np
+import pytest
+from django.urls import reverse
+from scipy import stats as scipy_stats
+
+from runs.models import Comparison
+from tests.runs.pages.conftest import finished_run
+
+pytestmark = pytest.mark.django_db
+
+# clients -> (tps repeats, latency repeats): base with 4 repeats, tuned with 3.
+BASE = {
+    4: ([1000.0, 1031.0, 987.0, 1012.0], [4.00, 3.90, 4.10, 3.95]),
+    8: ([1900.0, 1950.0, 1880.0, 1930.0], [4.20, 4.10, 4.25, 4.15]),
+}
+TUNED = {
+    4: ([1085.0, 1120.0, 1062.0], [3.70, 3.75, 3.60]),
+    8: ([1910.0, 1940.0, 1905.0], [4.18, 4.16, 4.22]),
+}
+MIN_EFFECT_PCT = 2.0
+HIGHER_IS_BETTER = {"tps": True, "latency_avg_ms": False}
+
+
+def points(repeats: dict[int, tuple[list[float], list[float]]]) -> list[tuple]:
+    return [
+        (clients, repeat, tps, latency)
+        for clients, (tps_values, latencies) in repeats.items()
+        for repeat, (tps, latency) in enumerate(zip(tps_values, latencies, strict=True), start=1)
+    ]
+
+
+def raw(repeats: dict, clients: int, metric: str) -> np.ndarray:
+    return np.array(repeats[clients][0 if metric == "tps" else 1])
+
+
+def expected_summary(values: np.ndarray) -> dict[str, float]:
+    low, high = scipy_stats.t.interval(
+        0.95, values.size - 1, loc=values.mean(), scale=scipy_stats.sem(values)
+    )
+    return {"mean": values.mean(), "sd": values.std(ddof=1), "ci_low": low, "ci_high": high}
+
+
+def expected_comparisons() -> dict[tuple[int, str], dict]:
+    """(clients, metric) -> Welch's t-test on logs, its interval as a ratio, BH q, verdict."""
+    found = {}
+    for clients in TUNED:
+        for metric in HIGHER_IS_BETTER:
+            a, b = raw(TUNED, clients, metric), raw(BASE, clients, metric)
+            test = scipy_stats.ttest_ind(np.log(a), np.log(b), equal_var=False)
+            low, high = test.confidence_interval(0.95)
+            ratio = scipy_stats.gmean(a) / scipy_stats.gmean(b)
+            found[(clients, metric)] = {
+                "diff_pct": (ratio - 1) * 100,
+                "diff_ci_low_pct": math.expm1(low) * 100,
+                "diff_ci_high_pct": math.expm1(high) * 100,
+                "p": test.pvalue,
+            }
+    keys = list(found)
+    q_values = scipy_stats.false_discovery_control([found[k]["p"] for k in keys], method="bh")
+    for key, q in zip(keys, q_values, strict=True):
+        found[key]["q"] = q
+        found[key]["verdict"] = verdict_word(found[key]["diff_pct"], q, key[1])
+    return found
+
+
+def verdict_word(pct: float, q: float, metric: str) -> str:
+    if q > 0.05 or abs(pct) < MIN_EFFECT_PCT:
+        return "no significant difference"
+    if HIGHER_IS_BETTER[metric]:
+        return "faster" if pct > 0 else "slower"
+    return "better" if pct < 0 else "worse"
+
+
+@pytest.fixture
+def comparison() -> Comparison:
+    base = finished_run(points(BASE))
+    tuned = finished_run(points(TUNED), experiment=base.experiment)
+    saved = Comparison.objects.create(name="recomputed", baseline=base)
+    saved.runs.set([base, tuned])
+    return saved
+
+
+def tuned_of(comparison: Comparison) -> int:
+    return comparison.runs.exclude(pk=comparison.baseline_id).get().pk
+
+
+def test_the_chosen_numbers_give_both_a_verdict_and_none():
+    verdicts = {found["verdict"] for found in expected_comparisons().values()}
+    assert {"faster", "better", "no significant difference"} <= verdicts
+
+
+def assert_records_match_scipy(records: list[dict], comparison: Comparison) -> None:
+    tuned = tuned_of(comparison)
+    by_key = {(int(r["run_id"]), int(r["clients"]), r["metric"]): r for r in records}
+    for (clients, metric), expected in expected_comparisons().items():
+        record = by_key[(tuned, clients, metric)]
+        for name in ("diff_pct", "diff_ci_low_pct", "diff_ci_high_pct", "p", "q"):
+            assert float(record[name]) == pytest.approx(expected[name], rel=1e-9), name
+        assert record["verdict"] == expected["verdict"]
+    for run_id, repeats in ((comparison.baseline_id, BASE), (tuned, TUNED)):
+        for clients in repeats:
+            for metric in HIGHER_IS_BETTER:
+                record = by_key[(run_id, clients, metric)]
+                values = raw(repeats, clients, metric)
+                assert int(record["n"]) == values.size
+                for name, value in expected_summary(values).items():
+                    assert float(record[name]) == pytest.approx(value, rel=1e-9), name
+
+
+def test_api_statistics_equal_scipy_on_the_raw_repeats(api_client, comparison):
+    url = f"/api/comparisons/{comparison.pk}/statistics/"
+    body = api_client.get(url, {"min_effect": MIN_EFFECT_PCT}).json()
+    assert body["comparisons"] == len(expected_comparisons())
+    assert_records_match_scipy(body["rows"], comparison)
+
+
+def test_json_and_csv_exports_equal_scipy_on_the_raw_repeats(signed_in, comparison):
+    query = {"min_effect": str(MIN_EFFECT_PCT)}
+    url = reverse("comparison-export", args=[comparison.pk, "json"])
+    assert_records_match_scipy(signed_in.get(url, query).json()["statistics"]["rows"], comparison)
+    url = reverse("comparison-export", args=[comparison.pk, "csv"])
+    text = signed_in.get(url, {**query, "rows": "stats"}).content.decode()
+    assert_records_match_scipy(list(csv.DictReader(io.StringIO(text))), comparison)
+
+
+def page_row(html: str, run_id: int, clients: int) -> str:
+    match = re.search(
+        rf'<tr[^>]*data-run="{run_id}" data-clients="{clients}">(.*?)</tr>', html, re.S
+    )
+    assert match, f"no row for run {run_id} at {clients} clients"
+    return match.group(1)
+
+
+def page_cell(row: str, column: str) -> str:
+    match = re.search(rf'data-col="{column}"[^>]*>(.*?)</td>', row, re.S)
+    assert match, column
+    return re.sub(r"<[^>]+>", " ", match.group(1))
+
+
+def test_compare_page_shows_scipy_numbers_rounded(signed_in, comparison):
+    url = reverse("comparison-detail", args=[comparison.pk])
+    html = signed_in.get(url, {"min_effect": MIN_EFFECT_PCT}).content.decode()
+    tuned = tuned_of(comparison)
+    for (clients, metric), expected in expected_comparisons().items():
+        row = page_row(html, tuned, clients)
+        shown = (
+            f"{expected['diff_pct']:+.1f} % [{expected['diff_ci_low_pct']:+.1f}, "
+            f"{expected['diff_ci_high_pct']:+.1f}]"
+        )
+        assert shown in page_cell(row, f"{metric}-diff")
+        q = expected["q"]
+        assert ("<0.001" if q < 0.001 else f"{q:.3f}") in page_cell(row, f"{metric}-q")
+        assert expected["verdict"] in page_cell(row, f"{metric}-verdict")
+    for clients in TUNED:
+        summary = expected_summary(raw(TUNED, clients, "tps"))
+        shown = f"{summary['ci_low']:,.1f} – {summary['ci_high']:,.1f}"
+        assert page_cell(page_row(html, tuned, clients), "tps-ci").strip() == shown

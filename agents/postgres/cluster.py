@@ -9,9 +9,12 @@ Layout, all owned by the PostgreSQL OS user:
     <wal_parent>/benchlab-<job_id>-wal/       only when WAL goes elsewhere (marker file inside)
         pg_wal/                               initdb --waldir; data/pg_wal links here
 
-Every directory the cluster creates carries a marker file naming the job, and
-`destroy()` removes only directories whose marker names its own job, so it never
-touches a cluster it did not create. The postmaster runs in its own session, so
+Every directory the cluster creates carries a marker file naming the job and
+the process that created it (pid and start time), and `destroy()` removes only
+directories whose marker names its own job, so it never touches a cluster it
+did not create. `remove_leftover_clusters` removes only clusters whose creating
+process is gone, so agents (or a local `run`) sharing a storage directory never
+remove each other's live clusters. The postmaster runs in its own session, so
 a Ctrl-C on the agent's terminal does not reach it: stopping it is ours to do.
 
 Two kinds of connections: the agent's own, as the superuser `postgres`
@@ -57,6 +60,7 @@ WORKLOAD_DATABASE = "benchlab"
 # catalogue only, whatever the database owner sets there (ALTER DATABASE ... SET).
 MAINTENANCE_OPTIONS = "-c search_path=pg_catalog,pg_temp"
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+OWNER_LINE = re.compile(r"(?P<pid>[0-9]+) (?P<start>[0-9]+)")
 # sun_path holds 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
 STOP_MODES = ("smart", "fast", "immediate")
@@ -79,6 +83,55 @@ class WorkloadAccess:
     def as_dict(self) -> dict[str, str | bool]:
         """How the result document's `dataset.workload` says who ran the workload."""
         return {"user": self.user, "dbname": self.dbname, "superuser": self.superuser}
+
+
+def _process_start(pid: int) -> int | None:
+    """When a running process started, in clock ticks after boot (/proc/<pid>/stat field
+    22: unlike a wall-clock time, a clock step does not move it); None once it exited."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    state, *fields = stat.rpartition(")")[2].split()
+    return None if state in ("Z", "X") else int(fields[18])
+
+
+@dataclass(frozen=True)
+class ClusterMarker:
+    """The marker file in each directory a cluster creates: its job on the first line,
+    then the pid and start time of the process that created it (the start time tells
+    a reused pid apart). A marker without the second line has no known owner."""
+
+    job_id: str
+    owner_pid: int | None = None
+    owner_start: int | None = None
+
+    @classmethod
+    def for_this_process(cls, job_id: str) -> "ClusterMarker":
+        return cls(job_id, os.getpid(), _process_start(os.getpid()))
+
+    @classmethod
+    def read(cls, directory: Path) -> "ClusterMarker | None":
+        """The marker in `directory`, or None when there is no usable one."""
+        path = directory / MARKER
+        if path.is_symlink() or not path.is_file():
+            return None
+        job_id, _, owner = path.read_text().partition("\n")
+        if not JOB_ID.match(job_id):
+            return None
+        match = OWNER_LINE.fullmatch(owner.strip())
+        if match is None:
+            return cls(job_id)
+        return cls(job_id, int(match["pid"]), int(match["start"]))
+
+    def write(self, directory: Path) -> None:
+        (directory / MARKER).write_text(f"{self.job_id}\n{self.owner_pid} {self.owner_start}\n")
+
+    def owner_alive(self) -> bool:
+        """Whether the process that created the cluster still runs."""
+        if self.owner_pid is None:
+            return False
+        return _process_start(self.owner_pid) == self.owner_start
 
 
 def free_port() -> int:
@@ -219,7 +272,7 @@ class Cluster:
             path.mkdir(mode=0o700)
         except FileExistsError:
             raise JobError("initdb_failed", f"{path} already exists; not touching it") from None
-        (path / MARKER).write_text(f"{self.job_id}\n")
+        ClusterMarker.for_this_process(self.job_id).write(path)
         chown_tree(path, self.os_user)
 
     def _check_socket_path(self) -> None:
@@ -464,11 +517,11 @@ class Cluster:
             shutil.rmtree(directory)
 
     def _owns(self, directory: Path) -> bool:
-        marker = directory / MARKER
         try:
-            return not marker.is_symlink() and marker.read_text().strip() == self.job_id
+            marker = ClusterMarker.read(directory)
         except OSError:
             return False
+        return marker is not None and marker.job_id == self.job_id
 
     def _kill_stragglers(self) -> None:
         """Kill leftover server processes: those whose working directory is our data dir."""
@@ -517,32 +570,33 @@ def running_cluster(
 
 
 def remove_leftover_clusters(storage: dict[str, Path], os_user: OsUser) -> list[str]:
-    """Remove clusters an earlier agent process left behind; return their job ids.
+    """Remove clusters whose creating process is gone; return their job ids.
 
     An agent killed mid-job (SIGKILL, power loss) leaves its cluster's server
     running and its directories on disk. The worker calls this when it starts,
-    before it takes a job: every `benchlab-<job>` directory carrying the marker
-    of that job is destroyed as its own Cluster would (servers killed by their
-    working directory, WAL directory on any target removed). Storage targets
-    belong to one agent; directories without a matching marker are left alone.
+    before it takes a job: every `benchlab-<job>` directory whose marker names
+    that job and a process that no longer runs is destroyed as its own Cluster
+    would (servers killed by their working directory, WAL directory on any
+    target removed). Clusters of a live process (another agent, a local `run`
+    sharing the directory) and directories without a matching marker are left alone.
     """
     parents = sorted({Path(path) for path in storage.values() if Path(path).is_dir()})
     removed = []
     for parent in parents:
         for job_dir in sorted(parent.glob("benchlab-*")):
-            job_id = _marked_job(job_dir)
-            if job_id is None or job_dir.name != f"benchlab-{job_id}":
+            marker = ClusterMarker.read(job_dir) if job_dir.is_dir() else None
+            if marker is None or job_dir.name != f"benchlab-{marker.job_id}":
                 continue
+            if marker.owner_alive():
+                logger.info(
+                    "leaving %s: process %s that created it runs", job_dir, marker.owner_pid
+                )
+                continue
+            job_id = marker.job_id
             wal_parent = next((p for p in parents if (p / f"benchlab-{job_id}-wal").is_dir()), None)
-            logger.warning("removing cluster %s left behind by an earlier agent", job_dir)
+            logger.warning(
+                "removing cluster %s: process %s that created it is gone", job_dir, marker.owner_pid
+            )
             Cluster(None, os_user, parent, wal_parent, job_id).destroy()
             removed.append(job_id)
     return removed
-
-
-def _marked_job(directory: Path) -> str | None:
-    marker = directory / MARKER
-    if not directory.is_dir() or marker.is_symlink() or not marker.is_file():
-        return None
-    job_id = marker.read_text().strip()
-    return job_id if JOB_ID.match(job_id) else None

@@ -3,6 +3,7 @@
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from agents.postgres.cluster import (
     WORKLOAD_DATABASE,
     WORKLOAD_ROLE,
     Cluster,
+    ClusterMarker,
     WorkloadAccess,
     remove_leftover_clusters,
 )
@@ -56,7 +58,8 @@ def test_lifecycle_with_wal_elsewhere_leaves_no_process_and_no_directory(make_cl
     assert (cluster.data_dir / "pg_wal").resolve() == cluster.wal_dir
     assert cluster.wal_container.name == f"benchlab-{cluster.job_id}-wal"
     for directory in (cluster.job_dir, cluster.wal_container):
-        assert (directory / MARKER).read_text().strip() == cluster.job_id
+        marker = ClusterMarker.read(directory)
+        assert (marker.job_id, marker.owner_pid) == (cluster.job_id, os.getpid())
     assert stat.S_IMODE(cluster.data_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE(cluster.socket_dir.stat().st_mode) == 0o700
     assert cluster.data_dir.stat().st_uid == os_user.uid
@@ -200,26 +203,70 @@ def test_debian_install_runs_a_cluster_too(make_cluster, pg15_system_install) ->
     assert version.startswith(pg15_system_install.version)
 
 
-def test_leftovers_of_a_killed_agent_are_removed_and_others_kept(
+# A process that creates and starts a cluster, then dies without destroying it (as a
+# SIGKILLed agent would): argv is bindir, os user, data parent, wal parent, job id.
+ABANDON_A_CLUSTER = """
+import sys
+from pathlib import Path
+from agents.postgres.cluster import Cluster
+from agents.postgres.installs import inspect_bindir
+from agents.postgres.osuser import ensure_os_user
+bindir, user, data_parent, wal_parent, job_id = sys.argv[1:]
+install = inspect_bindir(Path(bindir), "prebuilt")
+cluster = Cluster(install, ensure_os_user(user), Path(data_parent), Path(wal_parent), job_id)
+cluster.initdb()
+cluster.start()
+print(cluster.postmaster_pid)
+"""
+
+
+def _abandon_a_cluster(install, os_user, data_parent: Path, wal_parent: Path) -> tuple[str, int]:
+    """A running cluster whose creating process has exited; its job id and postmaster pid."""
+    job_id = unique_job_id()
+    argv = [str(install.bindir), os_user.name, str(data_parent), str(wal_parent), job_id]
+    done = subprocess.run(
+        [sys.executable, "-c", ABANDON_A_CLUSTER, *argv], capture_output=True, text=True, check=True
+    )
+    return job_id, int(done.stdout)
+
+
+def test_leftovers_of_a_gone_process_are_removed_and_a_live_agents_cluster_kept(
     pg16_install, os_user, cluster_root
 ):
     data_parent = cluster_root / f"left-{unique_job_id()}"
     wal_parent = cluster_root / f"left-wal-{unique_job_id()}"
-    job_id = unique_job_id()
-    orphan = Cluster(pg16_install, os_user, data_parent, wal_parent, job_id)
-    orphan.initdb()
-    orphan.start()
-    postmaster = psutil.Process(orphan.postmaster_pid)
+    orphan_job, orphan_postmaster = _abandon_a_cluster(
+        pg16_install, os_user, data_parent, wal_parent
+    )
     stranger = data_parent / "benchlab-not-ours"
     stranger.mkdir()
+    # This test process is the other agent, in the middle of a job in the same directories.
+    with Cluster(pg16_install, os_user, data_parent, wal_parent, unique_job_id()) as live:
+        live.initdb()
+        live.start()
 
-    removed = remove_leftover_clusters({"data": data_parent, "wal": wal_parent}, os_user)
+        removed = remove_leftover_clusters({"data": data_parent, "wal": wal_parent}, os_user)
 
-    assert removed == [job_id]
-    assert not postmaster.is_running() or postmaster.status() == psutil.STATUS_ZOMBIE
-    assert not orphan.job_dir.exists()
-    assert not orphan.wal_container.exists()
-    assert stranger.exists()
+        assert removed == [orphan_job]
+        assert _gone(orphan_postmaster)
+        assert not (data_parent / f"benchlab-{orphan_job}").exists()
+        assert not (wal_parent / f"benchlab-{orphan_job}-wal").exists()
+        assert live.is_running() and live.job_dir.exists() and live.wal_container.exists()
+        assert stranger.exists()
+
+
+def test_a_marker_without_its_owner_counts_as_left_behind(tmp_path: Path) -> None:
+    (tmp_path / MARKER).write_text("old-job\n")
+
+    assert ClusterMarker.read(tmp_path) == ClusterMarker("old-job")
+    assert not ClusterMarker.read(tmp_path).owner_alive()
+
+
+def test_a_reused_pid_does_not_pass_for_the_marker_owner() -> None:
+    this = ClusterMarker.for_this_process("job")
+
+    assert this.owner_alive()
+    assert not ClusterMarker("job", this.owner_pid, this.owner_start - 1).owner_alive()
 
 
 @pytest.fixture(scope="module", params=["14", "15", "16", "17", "18"])

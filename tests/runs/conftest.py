@@ -7,9 +7,13 @@
 - `lab_redis`: a client for the test Redis database; the agent queues and
   cancel flags of the test's hosts and runs are deleted after the test.
 - `events_stream`: a unique stream name set as BENCHLAB_EVENTS_STREAM.
+- `experiment_payload`: builds a valid POST /api/experiments/ body (one new
+  host, build, config profile and workload; two client counts); keyword
+  arguments override its fields.
 """
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -20,7 +24,13 @@ from agents.contract.catalogue import CATALOGUE_QUERY, catalogue_from_rows
 from agents.contract.wire import agent_queue, cancel_key, dispatch_key
 from runs.models import Host, PgCatalogue, Run
 from runs.transport import redis_connection
-from tests.runs.factories import UserFactory
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    HostFactory,
+    PgBuildFactory,
+    UserFactory,
+    WorkloadFactory,
+)
 
 
 @pytest.fixture
@@ -71,3 +81,20 @@ def events_stream(settings, lab_redis):
     settings.BENCHLAB_EVENTS_STREAM = f"test:events:{uuid.uuid4().hex}"
     yield settings.BENCHLAB_EVENTS_STREAM
     lab_redis.delete(settings.BENCHLAB_EVENTS_STREAM)
+
+
+@pytest.fixture
+def experiment_payload(db) -> Callable[..., dict]:
+    def build(**overrides) -> dict:
+        payload = {
+            "name": "tuning",
+            "hosts": [HostFactory().pk],
+            "builds": [PgBuildFactory().pk],
+            "config_profiles": [ConfigProfileFactory().pk],
+            "workloads": [WorkloadFactory().pk],
+            "clients": [1, 2],
+            "duration_s": 2,
+        }
+        return {**payload, **overrides}
+
+    return build

@@ -17,23 +17,9 @@ from tests.runs.factories import (
     HostFactory,
     PgBuildFactory,
     RunFactory,
-    WorkloadFactory,
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def experiment_payload(**overrides) -> dict:
-    payload = {
-        "name": "tuning",
-        "hosts": [HostFactory().pk],
-        "builds": [PgBuildFactory().pk],
-        "config_profiles": [ConfigProfileFactory().pk],
-        "workloads": [WorkloadFactory().pk],
-        "clients": [1, 2],
-        "duration_s": 2,
-    }
-    return {**payload, **overrides}
 
 
 @pytest.mark.parametrize(
@@ -59,7 +45,7 @@ def test_session_login_works_for_reads(client, user):
     assert client.get("/api/runs/").status_code == 200
 
 
-def test_create_an_experiment_and_start_it(api_client, lab_redis):
+def test_create_an_experiment_and_start_it(api_client, lab_redis, experiment_payload):
     created = api_client.post("/api/experiments/", experiment_payload(), format="json")
     assert created.status_code == 201, created.json()
     experiment_id = created.json()["id"]
@@ -73,7 +59,7 @@ def test_create_an_experiment_and_start_it(api_client, lab_redis):
     assert api_client.get(f"/api/experiments/{experiment_id}/").json()["status"] == "queued"
 
 
-def test_a_refused_setting_answers_400_naming_the_field(api_client):
+def test_a_refused_setting_answers_400_naming_the_field(api_client, experiment_payload):
     profile = ConfigProfileFactory(settings={"shared_preload_libraries": "evil"})
 
     response = api_client.post(

@@ -1,36 +1,30 @@
 """Scheduling through the API: one service with the form, the order and seed in the answers."""
 
+from collections.abc import Callable
+
 import pytest
 
 from runs import services
 from runs.execution import execution_plan
 from runs.models import Experiment
-from tests.runs.factories import (
-    ConfigProfileFactory,
-    HostFactory,
-    PgBuildFactory,
-    WorkloadFactory,
-)
+from tests.runs.factories import ConfigProfileFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def payload(**overrides) -> dict:
-    values = {
-        "name": "rounds",
-        "hosts": [HostFactory().pk],
-        "builds": [PgBuildFactory().pk],
-        "config_profiles": [ConfigProfileFactory().pk, ConfigProfileFactory().pk],
-        "workloads": [WorkloadFactory().pk],
-        "clients": [1, 2],
-        "duration_s": 2,
-        "repeats": 3,
-    }
-    return {**values, **overrides}
+@pytest.fixture
+def payload(experiment_payload) -> Callable[..., dict]:
+    """Two cells (two config profiles) repeated three times."""
+
+    def build(**overrides) -> dict:
+        profiles = [ConfigProfileFactory().pk, ConfigProfileFactory().pk]
+        return experiment_payload(name="rounds", config_profiles=profiles, repeats=3, **overrides)
+
+    return build
 
 
 def test_create_with_start_queues_the_rounds_in_the_order_of_the_recorded_seed(
-    api_client, lab_redis, monkeypatch
+    api_client, lab_redis, monkeypatch, payload
 ):
     checked = []
     check = services.experiments.check_job_spec
@@ -51,7 +45,7 @@ def test_create_with_start_queues_the_rounds_in_the_order_of_the_recorded_seed(
     ]
 
 
-def test_create_without_start_is_a_draft_with_a_drawn_seed_and_an_estimate(api_client):
+def test_create_without_start_is_a_draft_with_a_drawn_seed_and_an_estimate(api_client, payload):
     created = api_client.post("/api/experiments/", payload(execution="blocks"), format="json")
 
     assert created.status_code == 201, created.json()
@@ -63,7 +57,7 @@ def test_create_without_start_is_a_draft_with_a_drawn_seed_and_an_estimate(api_c
     assert estimate["setup_seconds"] < estimate["estimated_seconds"]
 
 
-def test_starting_a_started_experiment_answers_409(api_client, lab_redis):
+def test_starting_a_started_experiment_answers_409(api_client, lab_redis, payload):
     experiment_id = api_client.post("/api/experiments/", payload(start=True), format="json").json()[
         "id"
     ]
@@ -77,7 +71,7 @@ def test_starting_a_started_experiment_answers_409(api_client, lab_redis):
 @pytest.mark.parametrize(
     ("field", "value"), [("execution", "shuffled"), ("seed", -3), ("order", "sideways")]
 )
-def test_bad_execution_fields_answer_400_naming_the_field(api_client, field, value):
+def test_bad_execution_fields_answer_400_naming_the_field(api_client, field, value, payload):
     response = api_client.post("/api/experiments/", payload(**{field: value}), format="json")
 
     assert response.status_code == 400

@@ -25,6 +25,10 @@ UserErrorCode = Literal[
     "setup_sql_failed",
     # Raised by the lab only: a comparison that cannot be saved as asked.
     "invalid_comparison",
+    # Raised by the lab only: an experiment with no host, build, config or workload to run.
+    "empty_matrix",
+    # Raised by the lab only: jobs for a host whose agent an administrator has not approved.
+    "host_not_approved",
 ]
 ApplicationErrorCode = Literal[
     "initdb_failed",

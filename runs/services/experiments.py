@@ -196,15 +196,18 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     Raises JobError naming the spec field to fix, its message saying which
     cell it is about.
     """
-    cells = experiment_cells(experiment)
-    if not cells:
-        raise JobError(
-            "invalid_spec",
-            "choose at least one host, build, config profile and workload",
-            field="matrix",
-        )
+    _require_a_matrix(experiment)
     _require_approved_hosts(experiment)
+    cells = experiment_cells(experiment)
     return [_check_cell(experiment, cell) for cell in cells]
+
+
+def _require_a_matrix(experiment: Experiment) -> None:
+    """Every axis of the matrix needs an entry; the first empty one is the field to fix."""
+    for axis in M2M_FIELDS:
+        if not getattr(experiment, axis).exists():
+            what = axis.replace("_", " ").removesuffix("s")
+            raise JobError("empty_matrix", f"choose at least one {what}", field=axis)
 
 
 def _require_approved_hosts(experiment: Experiment) -> None:
@@ -213,7 +216,7 @@ def _require_approved_hosts(experiment: Experiment) -> None:
     names = [host.name for host in others]
     if names:
         raise JobError(
-            "invalid_spec",
+            "host_not_approved",
             f"host {', '.join(names)} is not approved; an administrator approves a new agent "
             "on the hosts page",
             field="hosts",

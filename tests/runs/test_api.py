@@ -9,7 +9,7 @@ from rest_framework.test import APIRequestFactory
 
 from runs import services
 from runs.api.permissions import signed_in_user
-from runs.models import Run, ShareLink
+from runs.models import Experiment, Host, Run, ShareLink
 from tests.runs import events
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -70,6 +70,37 @@ def test_a_refused_setting_answers_400_naming_the_field(api_client, experiment_p
     error = response.json()["error"]
     assert error["code"] == "refused_setting"
     assert list(error["fields"]) == ["settings.shared_preload_libraries"]
+
+
+def test_a_host_awaiting_approval_answers_400_saying_who_approves_it(
+    api_client, experiment_payload
+):
+    host = HostFactory(enrollment=Host.Enrollment.PENDING)
+
+    response = api_client.post(
+        "/api/experiments/", experiment_payload(hosts=[host.pk]), format="json"
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "host_not_approved"
+    assert error["fields"]["hosts"] == [
+        f"host {host.name} is not approved; an administrator approves a new agent on the hosts page"
+    ]
+
+
+def test_starting_a_draft_left_without_workloads_answers_400_naming_the_workloads(
+    api_client, experiment_payload
+):
+    created = api_client.post("/api/experiments/", experiment_payload(), format="json").json()
+    Experiment.objects.get(pk=created["id"]).workloads.clear()
+
+    response = api_client.post(f"/api/experiments/{created['id']}/start/")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "empty_matrix"
+    assert error["fields"] == {"workloads": ["choose at least one workload"]}
 
 
 def test_a_config_profile_with_a_bad_value_is_refused_with_the_catalogue_message(

@@ -45,7 +45,6 @@ ErrorCode = Literal[UserErrorCode, ApplicationErrorCode, "cancelled"]
 
 USER_CODES: frozenset[str] = frozenset(get_args(UserErrorCode))
 APPLICATION_CODES: frozenset[str] = frozenset(get_args(ApplicationErrorCode))
-ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 
 
 class ErrorDocument(TypedDict):

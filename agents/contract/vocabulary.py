@@ -1,7 +1,8 @@
 """The words job specs and results use, each defined once.
 
-Every vocabulary is a `Literal` type (what mypy checks documents against) and
-the tuple of its values, read from that type, in the order forms list them.
+Every vocabulary is a `Literal` type (what mypy checks documents against) and,
+where the lab offers or stores its values, the tuple of them, read from that
+type, in the order forms list them.
 The lab's Django choices are built from these tuples (runs/choices.py), so a
 new value is added here and nowhere else.
 """
@@ -49,10 +50,8 @@ PendingState = Literal["queued", "running"]
 PENDING_STATES: tuple[PendingState, ...] = get_args(PendingState)
 
 LogLevel = Literal["debug", "info", "warning", "error"]
-LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
 
 # What a job is doing, as its `status` events say.
 JobState = Literal[
     "provisioning", "initdb", "starting", "loading", "running", "stopping", "finished"
 ]
-JOB_STATES: tuple[JobState, ...] = get_args(JobState)

@@ -107,7 +107,10 @@ class Judgement:
             return f"needs at least {MIN_REPEATS} repeats per run; one repeat shows no spread"
         if self.repeats_needed is None:
             return f"needs more than {MAX_REPEATS_ADVISED} repeats per run at this spread"
-        return f"needs {self.repeats_needed} repeats per run to see the minimum effect"
+        return (
+            f"needs {self.repeats_needed} repeats per run to find a difference "
+            f"of the minimum effect significant {POWER:.0%} of the time"
+        )
 
 
 def _positive_logs(values: Sequence[float] | np.ndarray) -> np.ndarray | None:
@@ -174,7 +177,12 @@ def detectable_effect_pct(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float
 
 
 def repeats_needed(log_sd: float, min_effect_pct: float) -> int | None:
-    """Repeats per run for POWER to see `min_effect_pct` at this spread; None: too many."""
+    """Repeats per run for POWER to find a true `min_effect_pct` significant; None: too many.
+
+    The verdict also asks the estimate to reach the minimum effect, which an
+    estimate of a true difference of exactly that size does about half the time:
+    this is the repeats for significance, a larger true difference gets the word.
+    """
     if log_sd == 0:
         return MIN_REPEATS
     if min_effect_pct <= 0:

@@ -183,3 +183,21 @@ def test_bad_minimum_effect_names_the_field_and_the_range(raw):
 def test_minimum_effect_defaults_to_one_percent_and_accepts_a_percent_sign():
     assert stats.parse_min_effect(None) == stats.parse_min_effect("") == 1.0
     assert stats.parse_min_effect("2.5 %") == 2.5
+
+
+def test_repeats_needed_find_the_minimum_effect_significant_eighty_percent_of_the_time():
+    """Brute force: simulate the advised repeats at a true difference of the minimum effect."""
+    rng = np.random.default_rng(2026)
+    log_sd, effect = 0.05, 5.0
+    n = stats.repeats_needed(log_sd, effect)
+
+    def significant_rate(repeats: int, trials: int = 1500) -> float:
+        verdicts = []
+        for _ in range(trials):
+            base = BASE_TPS * np.exp(rng.normal(0, log_sd, repeats))
+            new = BASE_TPS * np.exp(rng.normal(math.log1p(effect / 100), log_sd, repeats))
+            verdicts += [j.verdict for j in stats.judge([Question(new, base, True)], 0.0)]
+        return significant_share(verdicts)
+
+    assert significant_rate(n) == pytest.approx(0.8, abs=0.04)
+    assert significant_rate(max(stats.MIN_REPEATS, n // 2)) < 0.7

@@ -1,5 +1,6 @@
 """factory_boy factories for the lab's models."""
 
+import copy
 import uuid
 
 import factory
@@ -119,51 +120,50 @@ class ResultFactory(factory.django.DjangoModelFactory):
     exit_code = 0
 
 
-class ProgressSampleFactory(factory.django.DjangoModelFactory):
+class SampleFactory(factory.django.DjangoModelFactory):
+    """A sample one second into point 0."""
+
     class Meta:
-        model = models.ProgressSample
+        abstract = True
 
     point = 0
     t = 1.0
+
+
+def sample_data(**values: object) -> factory.LazyAttribute:
+    """A sample's `data` as an agent reports it: the given values (a fresh copy for each
+    sample) and the sample's own `t`."""
+    return factory.LazyAttribute(lambda sample: {"t": sample.t, **copy.deepcopy(values)})
+
+
+class ProgressSampleFactory(SampleFactory):
+    class Meta:
+        model = models.ProgressSample
+
     tps = 1000.0
     latency_ms = 4.0
 
 
-class HostSampleFactory(factory.django.DjangoModelFactory):
+class HostSampleFactory(SampleFactory):
     """A host sample; `data` as agents/observe/host.py reports it."""
 
     class Meta:
         model = models.HostSample
 
-    point = 0
-    t = 1.0
-    data = factory.LazyAttribute(
-        lambda s: {
-            "t": s.t,
-            "cpu_user": 40.0,
-            "cpu_system": 10.0,
-            "cpu_iowait": 1.0,
-            "cpu_idle": 49.0,
-        }
-    )
+    data = sample_data(cpu_user=40.0, cpu_system=10.0, cpu_iowait=1.0, cpu_idle=49.0)
 
 
-class ServerSampleFactory(factory.django.DjangoModelFactory):
+class ServerSampleFactory(SampleFactory):
     """A server sample; `data` as agents/observe/server.py reports it (no checkpoint running)."""
 
     class Meta:
         model = models.ServerSample
 
-    point = 0
-    t = 1.0
-    data = factory.LazyAttribute(
-        lambda s: {
-            "t": s.t,
-            "checkpoints_timed": 1,
-            "checkpoints_req": 2,
-            "buffers_checkpoint_per_s": 0.0,
-            "buffers_clean_per_s": 0.0,
-            "buffers_backend_per_s": 0.0,
-            "wait_events": {"CPU": 2},
-        }
+    data = sample_data(
+        checkpoints_timed=1,
+        checkpoints_req=2,
+        buffers_checkpoint_per_s=0.0,
+        buffers_clean_per_s=0.0,
+        buffers_backend_per_s=0.0,
+        wait_events={"CPU": 2},
     )

@@ -31,7 +31,18 @@ SummaryCountKey = Literal[SummaryCount, SharedCount]
 SummaryTimeKey = Literal[SummaryTime, SharedTime]
 
 
-class ScriptSummary(TypedDict):
+class FailureCounts(TypedDict):
+    """The failure counters (`SharedCount`) both the summary and a per-script block print."""
+
+    failed: int | None
+    serialization_failures: int | None
+    deadlock_failures: int | None
+    retried: int | None
+    retries: int | None
+    skipped: int | None
+
+
+class ScriptSummary(FailureCounts):
     """One per-script block (`SQL script N: name`, or 9.x's `script statistics:`)."""
 
     number: int
@@ -42,17 +53,11 @@ class ScriptSummary(TypedDict):
     percent_of_total: float | None
     processed: int | None
     tps: float | None
-    failed: int | None
-    serialization_failures: int | None
-    deadlock_failures: int | None
-    retried: int | None
-    retries: int | None
-    skipped: int | None
     latency_avg_ms: float | None
     latency_stddev_ms: float | None
 
 
-class PgbenchOutput(TypedDict):
+class PgbenchOutput(FailureCounts):
     """What `parse_output` read (the document `python -m agents parse` prints)."""
 
     pgbench_version: str | None
@@ -69,12 +74,6 @@ class PgbenchOutput(TypedDict):
     transactions_per_client: int | None
     transactions: int | None
     transactions_planned: int | None
-    failed: int | None
-    serialization_failures: int | None
-    deadlock_failures: int | None
-    retried: int | None
-    retries: int | None
-    skipped: int | None
     late: int | None
     latency_limit_ms: float | None
     latency_avg_ms: float | None
@@ -106,6 +105,16 @@ class InitProgress(TypedDict):
     step_seconds: dict[str, float]
 
 
+NO_FAILURE_COUNTS: FailureCounts = {
+    "failed": None,
+    "serialization_failures": None,
+    "deadlock_failures": None,
+    "retried": None,
+    "retries": None,
+    "skipped": None,
+}
+
+
 def empty_output() -> PgbenchOutput:
     """The document before any line is read: every value None, every list empty."""
     return {
@@ -123,12 +132,7 @@ def empty_output() -> PgbenchOutput:
         "transactions_per_client": None,
         "transactions": None,
         "transactions_planned": None,
-        "failed": None,
-        "serialization_failures": None,
-        "deadlock_failures": None,
-        "retried": None,
-        "retries": None,
-        "skipped": None,
+        **NO_FAILURE_COUNTS,
         "late": None,
         "latency_limit_ms": None,
         "latency_avg_ms": None,
@@ -162,12 +166,7 @@ def empty_script(number: int, name: str | None) -> ScriptSummary:
         "percent_of_total": None,
         "processed": None,
         "tps": None,
-        "failed": None,
-        "serialization_failures": None,
-        "deadlock_failures": None,
-        "retried": None,
-        "retries": None,
-        "skipped": None,
+        **NO_FAILURE_COUNTS,
         "latency_avg_ms": None,
         "latency_stddev_ms": None,
     }

@@ -39,6 +39,15 @@ __all__ = ["PgbenchOutput", "PgbenchParseError", "parse_init_progress", "parse_o
 NUM = r"(-?(?:\d+(?:\.\d+)?|(?i:nan|inf)))"
 PCT = r"\(" + NUM + r" ?%\)"
 INT = r"(\d+)"
+# The failure counters both the summary and a per-script block print (the latter after " - ").
+FAILURE_LINES: dict[SharedCount, str] = {
+    "failed": r"number of failed transactions: " + INT + " " + PCT,
+    "serialization_failures": r"number of serialization failures: " + INT + " " + PCT,
+    "deadlock_failures": r"number of deadlock failures: " + INT + " " + PCT,
+    "retried": r"number of transactions retried: " + INT + " " + PCT,
+    "retries": r"total number of retries: " + INT,
+    "skipped": r"number of transactions skipped: " + INT + " " + PCT,
+}
 
 
 class PgbenchParseError(ValueError):
@@ -154,15 +163,7 @@ def _summary_rules() -> list[tuple[re.Pattern[str], SummaryStore]]:
         (r"number of transactions per client: " + INT, summary_count("transactions_per_client")),
         (r"duration: " + INT + " s", summary_count("duration_s")),
         (r"number of transactions actually processed: " + INT + r"(?:/(\d+))?", processed),
-        (r"number of failed transactions: " + INT + " " + PCT, summary_count("failed")),
-        (
-            r"number of serialization failures: " + INT + " " + PCT,
-            summary_count("serialization_failures"),
-        ),
-        (r"number of deadlock failures: " + INT + " " + PCT, summary_count("deadlock_failures")),
-        (r"number of transactions retried: " + INT + " " + PCT, summary_count("retried")),
-        (r"total number of retries: " + INT, summary_count("retries")),
-        (r"number of transactions skipped: " + INT + " " + PCT, summary_count("skipped")),
+        *[(pattern, summary_count(key)) for key, pattern in FAILURE_LINES.items()],
         (
             r"number of transactions above the "
             + NUM
@@ -210,15 +211,7 @@ def _script_rules() -> list[tuple[re.Pattern[str], ScriptStore]]:
             r"number of transactions actually processed: " + INT + r" \(tps = " + NUM + r"\)",
             processed,
         ),
-        (r"number of failed transactions: " + INT + " " + PCT, script_count("failed")),
-        (
-            r"number of serialization failures: " + INT + " " + PCT,
-            script_count("serialization_failures"),
-        ),
-        (r"number of deadlock failures: " + INT + " " + PCT, script_count("deadlock_failures")),
-        (r"number of transactions retried: " + INT + " " + PCT, script_count("retried")),
-        (r"total number of retries: " + INT, script_count("retries")),
-        (r"number of transactions skipped: " + INT + " " + PCT, script_count("skipped")),
+        *[(pattern, script_count(key)) for key, pattern in FAILURE_LINES.items()],
         (r"latency average = " + NUM + " ms", script_time("latency_avg_ms")),
         (r"latency stddev = " + NUM + " ms", script_time("latency_stddev_ms")),
     ]

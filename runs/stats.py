@@ -270,12 +270,16 @@ def decide(
 
 def _too_few(question: Question, difference: Difference | None, min_effect_pct: float) -> Judgement:
     sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
-    spreads = [_positive_logs(side) for side in sides if side.size >= 2]
-    log_vars = [float(logs.var(ddof=1)) for logs in spreads if logs is not None]
+    log_vars = [float(np.log(side).var(ddof=1)) for side in sides if side.size >= 2]
     if not log_vars:
         return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, spread_known=False)
     needed = repeats_needed(math.sqrt(sum(log_vars) / len(log_vars)), min_effect_pct)
     return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, needed)
+
+
+def is_comparable(question: Question) -> bool:
+    """Every repeat on both sides is positive: the ratio of geometric means exists."""
+    return all(_positive_logs(side) is not None for side in (question.values, question.baseline))
 
 
 def is_testable(question: Question) -> bool:
@@ -289,7 +293,7 @@ def judge(questions: Sequence[Question], min_effect_pct: float) -> list[Judgemen
     Cells below MIN_REPEATS still get their difference (from two repeats a
     side) but no q-value and the verdict TOO_FEW_REPEATS with the repeats
     needed. A cell whose difference cannot be computed (non-positive values)
-    gets no verdict.
+    gets no verdict, whatever its repeats.
     """
     differences = relative_differences([(q.values, q.baseline) for q in questions])
     tested = {
@@ -300,14 +304,14 @@ def judge(questions: Sequence[Question], min_effect_pct: float) -> list[Judgemen
     q_values = dict(zip(tested, adjust_p_values([d.p for d in tested.values()]), strict=True))
     judgements = []
     for i, (question, difference) in enumerate(zip(questions, differences, strict=True)):
-        if not is_testable(question):
+        if not is_comparable(question):
+            judgements.append(Judgement(None, None, None))
+        elif not is_testable(question):
             judgements.append(_too_few(question, difference, min_effect_pct))
-        elif i in tested:
+        else:  # comparable and testable: its difference was tested
             q = q_values[i]
             verdict = decide(tested[i], q, min_effect_pct, question.higher_is_better)
             judgements.append(Judgement(difference, q, verdict))
-        else:
-            judgements.append(Judgement(difference, None, None))
     return judgements
 
 

@@ -201,3 +201,12 @@ def test_repeats_needed_find_the_minimum_effect_significant_eighty_percent_of_th
 
     assert significant_rate(n) == pytest.approx(0.8, abs=0.04)
     assert significant_rate(max(stats.MIN_REPEATS, n // 2)) < 0.7
+
+
+@pytest.mark.parametrize(
+    ("values", "baseline"),
+    [([0.0, 0.5, 0.4], [0.5, 0.5, 0.6]), ([0.0, 0.5], [0.5]), ([0.4, 0.5], [-0.1, 0.5, 0.6])],
+)
+def test_a_repeat_at_or_below_zero_gets_no_verdict_whatever_the_repeats(values, baseline):
+    (judged,) = stats.judge([Question(values, baseline, False)], 1.0)
+    assert (judged.difference, judged.q, judged.verdict) == (None, None, None)

@@ -178,11 +178,18 @@ def _checkpoint_warning(point: int, samples: PointSamples) -> list[ValidityWarni
     return [ValidityWarning("checkpoint_in_window", seen)]
 
 
+def _idle_percent(data: dict) -> float | None:
+    """CPU time nothing ran on: idle plus I/O wait (a CPU waiting on a disk is free for work)."""
+    if data.get("cpu_idle") is None:
+        return None
+    return data["cpu_idle"] + (data.get("cpu_iowait") or 0.0)
+
+
 def _saturation_warning(samples: PointSamples) -> list[ValidityWarning]:
-    idle = [s.data["cpu_idle"] for s in samples.host if s.data.get("cpu_idle") is not None]
+    idle = [p for s in samples.host if (p := _idle_percent(s.data)) is not None]
     if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
         return []
-    detail = f"host CPU idle {float(np.median(idle)):.1f} % (median over the window)"
+    detail = f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
     return [ValidityWarning("load_generator_saturated", detail)]
 
 

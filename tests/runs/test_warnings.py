@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 
 from agents.config import AgentConfig
-from agents.events import EventEmitter
-from agents.job import run_job
 from agents.pgbench.parse import parse_output
 from runs import warnings
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 from runs.services.events import store_point
 from runs.stats import summarize
 from runs.warnings import PointSamples, point_warnings, run_warnings
+from tests.agents import jobs
 from tests.runs.factories import RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -94,6 +93,14 @@ def test_a_host_without_idle_cpu_flags_a_saturated_load_generator(run):
     (warning,) = point_warnings(make_point(run), PointSamples(host=host))
     assert warning.code == "load_generator_saturated"
     assert "idle 2.5 %" in warning.detail
+
+
+def test_a_host_waiting_on_its_disks_is_not_a_saturated_load_generator(run):
+    host = [
+        HostSample(run=run, point=0, t=float(t), data={"cpu_idle": 1.0, "cpu_iowait": 70.0})
+        for t in range(1, 5)
+    ]
+    assert point_warnings(make_point(run), PointSamples(host=host)) == []
 
 
 def test_failed_transactions_are_flagged(run):
@@ -210,20 +217,14 @@ def storage_root():
 
 def test_a_real_run_without_crash_safety_and_short_points_is_flagged(storage_root):
     """A real PostgreSQL 16 and pgbench job, stored as the control worker stores it."""
-    spec = {
-        "version": 1,
-        "run_id": "warnings",
-        "postgres": {"version": "16", "source": "prebuilt"},
-        "storage": {"data": "data", "wal": "data"},
-        "dataset": {"scale": 1},
-        "settings": {"fsync": "off", "checkpoint_timeout": "45s"},
-        "workload": {"scripts": [{"builtin": "select-only", "weight": 1}]},
-        "sweep": {"clients": [1], "duration_s": 2, "repeats": 1},
-    }
-    config = AgentConfig(storage={"data": storage_root / "data"})
-    result = run_job(
-        spec, config, EventEmitter([lambda event: None], run_id="warnings"), lambda: False
+    spec = jobs.small_spec(
+        run_id="warnings",
+        storage={"wal": "data"},
+        settings={"fsync": "off", "checkpoint_timeout": "45s"},
+        workload={"scripts": [{"builtin": "select-only", "weight": 1}]},
+        sweep={"clients": [1]},
     )
+    result, _ = jobs.run(spec, AgentConfig(storage={"data": storage_root / "data"}))
     assert result["status"] == "succeeded", result["error"]
 
     run = RunFactory(status=Run.Status.SUCCEEDED, spec=spec)

@@ -55,7 +55,8 @@ CHECKS = {
         Check(
             "repeats_disagree",
             "repeats disagree",
-            "repeats more than 10 % apart point to an uncontrolled factor; the mean hides it",
+            "a spread across repeats above 10 % of their mean (CV) points to an uncontrolled "
+            "factor; the mean hides it",
         ),
         Check(
             "window_shorter_than_checkpoint_timeout",

@@ -244,3 +244,12 @@ def test_a_real_run_without_crash_safety_and_short_points_is_flagged(storage_roo
     )
     assert samples.server, "the agent stores server samples of the point"
     assert "failed_transactions" not in codes(point_warnings(stored[0], samples))
+
+
+@pytest.mark.parametrize(
+    ("repeats", "flagged"), [([900.0, 1000.0, 1100.0], False), ([890.0, 1000.0, 1110.0], True)]
+)
+def test_repeats_disagree_above_a_ten_percent_coefficient_of_variation(repeats, flagged):
+    # sd / mean is exactly 10 % for the first, 11 % for the second.
+    found = codes(warnings.cell_warnings(summarize(repeats)))
+    assert ("repeats_disagree" in found) is flagged

@@ -13,6 +13,8 @@
   must stay short); removed at the end of the session.
 - `storage_root` (function): a directory under /var/tmp for storage targets
   (`root / "data"`, `root / "wal"`), removed after the test.
+- `config` (function): an AgentConfig whose storage targets `data` and `wal` are
+  those two directories (for jobs: tests/agents/jobs.py).
 - `pg_cluster` (session): a running PostgreSQL 16.15 cluster shared by all agent
   tests. Use its `conninfo()`, `client_env()` or `connect()`. Do not stop or
   kill it; a test that changes its settings restores them before it ends
@@ -83,6 +85,11 @@ def storage_root() -> Iterator[Path]:
     root.chmod(0o755)
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def config(storage_root: Path) -> AgentConfig:
+    return AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
 
 
 @pytest.fixture(scope="session")

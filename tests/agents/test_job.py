@@ -12,59 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agents.config import AgentConfig
-from agents.events import EventEmitter
-from agents.job import run_job
 from agents.postgres import settings as pg_settings
+from tests.agents.jobs import run, small_spec
 
 REPO = Path(__file__).resolve().parents[2]
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
-
-
-@pytest.fixture
-def config(storage_root):
-    return AgentConfig(
-        storage={"data": storage_root / "data", "wal": storage_root / "wal"},
-    )
-
-
-def small_spec(**overrides) -> dict:
-    spec = {
-        "version": 1,
-        "run_id": "test",
-        "postgres": {"version": "16", "source": "prebuilt"},
-        "storage": {"data": "data", "wal": "wal"},
-        "dataset": {"scale": 1},
-        "workload": {"scripts": [{"builtin": "tpcb-like", "weight": 1}]},
-        "sweep": {"clients": [1, 2], "duration_s": 2, "repeats": 1},
-    }
-    for section, value in overrides.items():
-        spec[section] = {**spec.get(section, {}), **value} if isinstance(value, dict) else value
-    return spec
-
-
-class Recorder:
-    """An event sink keeping every event, with an optional hook per event."""
-
-    def __init__(self, hook=None):
-        self.events = []
-        self.hook = hook
-
-    def __call__(self, event):
-        self.events.append(event)
-        if self.hook:
-            self.hook(event)
-
-    def of_type(self, event_type):
-        return [event for event in self.events if event["type"] == event_type]
-
-
-def run(spec, config, hook=None, should_cancel=lambda: False):
-    recorder = Recorder(hook)
-    result = run_job(
-        spec, config, EventEmitter([recorder], run_id=spec.get("run_id")), should_cancel
-    )
-    return result, recorder
 
 
 def processes_mentioning(root: Path) -> list[str]:

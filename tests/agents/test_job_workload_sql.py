@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 
 from agents.__main__ import build_parser, load_config
-from agents.config import AgentConfig
 from agents.postgres.osuser import OsUser, chown_tree
-from tests.agents.test_job import run, small_spec
+from tests.agents.jobs import run, small_spec
 
 WORKLOAD = {"user": "benchlab_workload", "dbname": "benchlab", "superuser": False}
-
-
-@pytest.fixture
-def config(storage_root: Path) -> AgentConfig:
-    return AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
 
 
 @pytest.fixture

@@ -1,15 +1,7 @@
 """A real job with a random client order: the agent draws the seed, records it, follows it."""
 
-import pytest
-
-from agents.config import AgentConfig
 from agents.contract.spec import sweep_points
-from tests.agents.test_job import run, small_spec
-
-
-@pytest.fixture
-def config(storage_root):
-    return AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+from tests.agents.jobs import run, small_spec
 
 
 def test_random_order_without_a_seed_draws_one_records_it_and_follows_it(config):

@@ -7,6 +7,7 @@
   event stream, and stops both afterwards. The test process plays the web
   tier: it talks to the API in-process, and its commits reach the workers'
   database connections because the tests use `transactional_db`.
+- `own_redis`: a redis-server of the test's own on a free port.
 """
 
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -31,6 +33,7 @@ from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_str
 from agents.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, Run
+from tests.agents.worker.conftest import SpareRedis
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for
 
@@ -181,3 +184,11 @@ def api(transactional_db) -> APIClient:
     token = Token.objects.create(user=UserFactory())
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[SpareRedis]:
+    server = SpareRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()

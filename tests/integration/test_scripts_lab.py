@@ -85,14 +85,6 @@ def lab_environment(redis_url: str, workdir: Path, storage: Path, port: int) -> 
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[SpareRedis]:
-    server = SpareRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def scripts_lab(own_redis: SpareRedis, tmp_path: Path) -> Iterator[ScriptsLab]:
     storage = Path(tempfile.mkdtemp(prefix="benchlab-scripts-lab-", dir="/var/tmp"))
     env = lab_environment(own_redis.url, tmp_path, storage, free_port())

@@ -26,7 +26,7 @@ from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
 from agents.pgbench.latency_log import log_root
 from agents.postgres import settings as pg_settings
-from agents.postgres.cluster import Cluster
+from agents.postgres.cluster import Cluster, usable_job_id
 from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import ensure_os_user
 
@@ -212,7 +212,7 @@ class Job:
             os_user,
             data_parent=storage["data"],
             wal_parent=storage.get("wal"),
-            job_id=_safe_id(job_id),
+            job_id=usable_job_id(job_id),
             on_step=self.record_command,
         )
         self.status("initdb", "creating a throw-away cluster")
@@ -261,10 +261,6 @@ def _run_id(spec_doc: object) -> str | None:
     """The run id of a spec not validated yet (a failed validation still names its run)."""
     run_id = spec_doc.get("run_id") if isinstance(spec_doc, dict) else None
     return run_id if isinstance(run_id, str) else None
-
-
-def _safe_id(job_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in str(job_id))[:48]
 
 
 def run_job(

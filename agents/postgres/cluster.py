@@ -85,6 +85,13 @@ class WorkloadAccess:
         return {"user": self.user, "dbname": self.dbname, "superuser": self.superuser}
 
 
+def usable_job_id(name: str) -> str:
+    """`name` (a run id) as a job id JOB_ID accepts: characters other than ASCII letters,
+    digits, '-' and '_' become '-', leading '-' and '_' go, at most 48 characters (the
+    socket path must stay short); "local" when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name).lstrip("-_")[:48] or "local"
+
+
 def _process_start(pid: int) -> int | None:
     """When a running process started, in clock ticks after boot (/proc/<pid>/stat field
     22: unlike a wall-clock time, a clock step does not move it); None once it exited."""

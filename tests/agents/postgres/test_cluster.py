@@ -22,6 +22,7 @@ from agents.postgres.cluster import (
     ClusterMarker,
     WorkloadAccess,
     remove_leftover_clusters,
+    usable_job_id,
 )
 from agents.postgres.installs import ensure_install
 from tests.agents.conftest import unique_job_id
@@ -253,6 +254,16 @@ def test_leftovers_of_a_gone_process_are_removed_and_a_live_agents_cluster_kept(
         assert not (wal_parent / f"benchlab-{orphan_job}-wal").exists()
         assert live.is_running() and live.job_dir.exists() and live.wal_container.exists()
         assert stranger.exists()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "job_id"),
+    [("42", "42"), ("-1", "1"), ("café run", "caf--run"), ("__", "local"), ("x" * 80, "x" * 48)],
+)
+def test_any_run_id_becomes_a_job_id_a_cluster_accepts(run_id, job_id, os_user, tmp_path) -> None:
+    cluster = Cluster(None, os_user, tmp_path, job_id=usable_job_id(run_id))
+
+    assert cluster.job_id == job_id
 
 
 def test_a_marker_without_its_owner_counts_as_left_behind(tmp_path: Path) -> None:

@@ -278,7 +278,12 @@ class Cluster:
         try:
             path.mkdir(mode=0o700)
         except FileExistsError:
-            raise JobError("initdb_failed", f"{path} already exists; not touching it") from None
+            raise JobError(
+                "initdb_failed",
+                f"{path} already exists (left by an earlier run of job {self.job_id}, or not "
+                "BenchLab's) and is never reused: remove it if nothing uses it, or use another "
+                "run id or storage directory",
+            ) from None
         ClusterMarker.for_this_process(self.job_id).write(path)
         chown_tree(path, self.os_user)
 

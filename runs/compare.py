@@ -228,9 +228,8 @@ def _rows(
     return rows, by_run_point
 
 
-def _cell_mde(values: list[float], base: list[float]) -> float | None:
+def _cell_mde(one: Summary | None, other: Summary | None) -> float | None:
     """MDE of this comparison at 80 % power from both sides' log spreads."""
-    one, other = stats.summarize(values), stats.summarize(base)
     if not one or not other or one.log_sd is None or other.log_sd is None:
         return None
     return stats.detectable_effect_pct(one.log_sd, one.n, other.log_sd, other.n)
@@ -244,21 +243,25 @@ def _judge_rows(
     min_effect_pct: float,
 ) -> int:
     """Fill each non-baseline cell's judgement; returns the number of tested comparisons."""
-    base_values = {m: repeat_values(results.get(baseline.pk, []), m) for m in metrics}
+    values_of = {
+        pk: {m: repeat_values(results.get(pk, []), m) for m in metrics}
+        for pk in {baseline.pk} | {row.run.pk for row in rows}
+    }
+    base_summaries = {m: run_summaries(results.get(baseline.pk, []), m) for m in metrics}
     targets, questions = [], []
     for row in rows:
         if row.is_baseline:
             continue
-        own = {m: repeat_values(results.get(row.run.pk, []), m) for m in metrics}
         for metric in metrics:
-            values, base = own[metric].get(row.clients), base_values[metric].get(row.clients)
+            values = values_of[row.run.pk][metric].get(row.clients)
+            base = values_of[baseline.pk][metric].get(row.clients)
             if values and base:
-                targets.append((row, metric, values, base))
+                targets.append((row, metric, base_summaries[metric].get(row.clients)))
                 questions.append(Question(values, base, HIGHER_IS_BETTER[metric]))
     judgements = stats.judge(questions, min_effect_pct)
-    for (row, metric, values, base), judgement in zip(targets, judgements, strict=True):
-        cell = row.cells[metric]
-        row.cells[metric] = MetricCell(metric, cell.summary, judgement, _cell_mde(values, base))
+    for (row, metric, base_summary), judgement in zip(targets, judgements, strict=True):
+        summary = row.cells[metric].summary
+        row.cells[metric] = MetricCell(metric, summary, judgement, _cell_mde(summary, base_summary))
     return sum(1 for j in judgements if j.q is not None)
 
 
@@ -347,9 +350,9 @@ def _effective_settings(run: Run) -> dict:
     """Settings as read back from the server, else as requested in the spec."""
     if run.effective_settings:
         return {
-            row["name"]: setting_text(row.get("setting"), row.get("unit"))
-            for row in run.effective_settings
-            if isinstance(row, dict) and row.get("name") not in PER_CLUSTER_SETTINGS | {None}
+            name: setting_text(setting, unit)
+            for name, (setting, unit) in checks.run_settings(run).items()
+            if name not in PER_CLUSTER_SETTINGS
         }
     return dict(run.spec.get("settings") or {})
 

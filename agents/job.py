@@ -141,7 +141,7 @@ class Job:
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
-        self.result["facts"] = collect_facts({role: path for role, path in storage.items()})
+        self.result["facts"] = collect_facts(storage)
         self._record_storage(storage, spec["storage"])
         self.check_cancel()
         self._start_cluster(install, storage, spec["settings"])
@@ -151,7 +151,7 @@ class Job:
         targets = self.config.storage_targets()
         resolved: dict[str, Path] = {}
         for role in ("data", "wal"):
-            name = wanted["data"] if role == "data" else wanted["wal"]
+            name = wanted[role]
             if name is None:
                 continue
             if name not in targets:

@@ -102,6 +102,14 @@ def test_refused_setting_passes_when_the_agent_allows_it(config):
     assert result["status"] == "succeeded", result["error"]
 
 
+def test_an_unknown_storage_target_is_refused_naming_the_targets_there_are(config):
+    result, _ = run(small_spec(storage={"wal": "fast"}), config)
+
+    assert (result["error"]["code"], result["error"]["field"]) == ("storage_unknown", "storage.wal")
+    assert "it has data, default, wal (add one with --storage fast=PATH)" in result["error"]["message"]
+    assert result["install"] is None
+
+
 def test_shell_script_is_refused_before_provisioning(config):
     script = {"name": "evil", "text": "\\shell touch /tmp/owned\nSELECT 1;\n", "weight": 1}
     result, _ = run(small_spec(workload={"scripts": [script]}), config)

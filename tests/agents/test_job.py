@@ -106,7 +106,8 @@ def test_an_unknown_storage_target_is_refused_naming_the_targets_there_are(confi
     result, _ = run(small_spec(storage={"wal": "fast"}), config)
 
     assert (result["error"]["code"], result["error"]["field"]) == ("storage_unknown", "storage.wal")
-    assert "it has data, default, wal (add one with --storage fast=PATH)" in result["error"]["message"]
+    message = result["error"]["message"]
+    assert "it has data, default, wal (add one with --storage fast=PATH)" in message
     assert result["install"] is None
 
 

@@ -166,8 +166,24 @@ def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEv
     return events
 
 
+def _writes_from(start: CheckpointEvent, ordered: Sequence) -> bool:
+    """Whether a started checkpoint wrote within the window, or started at its last sample.
+
+    A timed checkpoint on a server that wrote no WAL since the last one is
+    skipped but still counted (up to PostgreSQL 16, and in 17's num_timed):
+    with no checkpoint writes it changed nothing the point measured.
+    """
+    later = [s for s in ordered if (s.t or 0.0) >= start.t]
+    return len(later) <= 1 or any(_checkpoint_writes(s.data) > 0 for s in later)
+
+
 def _checkpoint_warning(point: int, samples: PointSamples) -> list[ValidityWarning]:
-    starts = [e for e in checkpoint_events(point, samples.server) if e.edge == "start"]
+    ordered = _by_time(samples.server)
+    starts = [
+        e
+        for e in checkpoint_events(point, ordered)
+        if e.edge == "start" and _writes_from(e, ordered)
+    ]
     if not starts:
         return []
     seen = ", ".join(

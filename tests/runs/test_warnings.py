@@ -76,6 +76,24 @@ def test_a_timed_checkpoint_starting_inside_the_window_is_flagged_with_its_time(
     assert edges == [("timed", "start", 3.0), ("timed", "end", 4.0)]
 
 
+def test_a_timed_checkpoint_that_writes_nothing_is_not_flagged(run):
+    # An idle server's timed checkpoint is skipped, yet counted in checkpoints_timed.
+    rows = [
+        {"t": float(t), "checkpoints_timed": 3 if t < 3 else 4, "buffers_checkpoint_per_s": 0}
+        for t in range(1, 6)
+    ]
+    assert point_warnings(make_point(run), PointSamples(server=server_samples(run, rows))) == []
+
+
+def test_a_checkpoint_starting_at_the_last_sample_is_flagged_before_its_writes_show(run):
+    rows = [
+        {"t": 1.0, "checkpoints_timed": 3, "buffers_checkpoint_per_s": 0},
+        {"t": 2.0, "checkpoints_timed": 4, "buffers_checkpoint_per_s": 0},
+    ]
+    found = point_warnings(make_point(run), PointSamples(server=server_samples(run, rows)))
+    assert [w.detail for w in found] == ["timed checkpoint started at 2 s"]
+
+
 def test_a_checkpoint_already_writing_when_the_window_begins_is_flagged(run):
     rows = [
         {"t": 1.0, "checkpoints_timed": 3, "checkpoints_req": 7, "buffers_checkpoint_per_s": 80},

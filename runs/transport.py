@@ -61,14 +61,14 @@ PRIORITY_SEPARATOR = "\x06\x16"
 PRIORITY_STEPS = (3, 6, 9)
 
 
-def job_waiting(host_name: str, task_id: str) -> bool:
-    """Whether the job with Celery id `task_id` still waits in the agent's queue."""
+def waiting_task_ids(host_name: str) -> set[str]:
+    """The Celery ids of the jobs waiting in the agent's queue, read in one round trip."""
     queue = agent_queue(host_name)
     pipeline = redis_connection().pipeline(transaction=False)
     for key in [queue, *(f"{queue}{PRIORITY_SEPARATOR}{step}" for step in PRIORITY_STEPS)]:
         pipeline.lrange(key, 0, -1)
     waiting = (message for messages in pipeline.execute() for message in messages)
-    return any(_message_task_id(message) == task_id for message in waiting)
+    return {task_id for message in waiting if (task_id := _message_task_id(message))}
 
 
 def _message_task_id(message: str) -> str | None:

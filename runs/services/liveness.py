@@ -104,25 +104,28 @@ def runs_recover_lost_jobs(
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.JOB_LOST_AFTER_S)
     queued = Run.objects.filter(status=Run.Status.QUEUED, queued_at__lt=cutoff)
+    runs = list(queued.select_related("host"))
     recovery = JobRecovery()
     missing = []
-    for run in queued.select_related("host"):
+    waiting = _waiting_task_ids(runs)
+    for run in runs:
         if transport.dispatch_claimed(run.run_id, run.token):
             _fail_if_agent_silent(run, now, recovery)
-        elif not transport.job_waiting(run.host.name, run.celery_task_id):
+        elif run.celery_task_id not in waiting[run.host.name]:
             missing.append(run)
     if missing:
         time.sleep(recheck_after_s)
+        waiting = _waiting_task_ids(missing)
     for run in missing:
-        if not _job_accounted_for(run):
+        claimed = transport.dispatch_claimed(run.run_id, run.token)
+        if not claimed and run.celery_task_id not in waiting[run.host.name]:
             _recover(run, recovery)
     return recovery
 
 
-def _job_accounted_for(run: Run) -> bool:
-    return transport.dispatch_claimed(run.run_id, run.token) or transport.job_waiting(
-        run.host.name, run.celery_task_id
-    )
+def _waiting_task_ids(runs: list[Run]) -> dict[str, set[str]]:
+    """The jobs waiting in the queues of these runs' hosts: each queue read once a pass."""
+    return {name: transport.waiting_task_ids(name) for name in {run.host.name for run in runs}}
 
 
 def _recover(run: Run, recovery: JobRecovery) -> None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agents.contract.signing import verify
 from agents.contract.wire import agent_queue, cancel_key, claim_key, dispatch_key
-from runs import services
+from runs import services, transport
 from runs.models import Host, Run
 from runs.services.dispatch import run_dispatch
 from tests.runs import events
@@ -66,9 +66,11 @@ def test_a_host_is_offline_after_thirty_silent_seconds():
     assert not host.is_online
 
 
-def queued_long_ago(django_capture_on_commit_callbacks, seconds: int = 600) -> Run:
-    """A run whose job was sent to its agent's queue `seconds` ago."""
-    run = RunFactory()
+def queued_long_ago(
+    django_capture_on_commit_callbacks, seconds: int = 600, host: Host | None = None
+) -> Run:
+    """A run (on `host`, or a new one) whose job was sent to its agent's queue `seconds` ago."""
+    run = RunFactory(host=host) if host else RunFactory()
     with django_capture_on_commit_callbacks(execute=True):
         run_dispatch(run, {"version": 1, "storage": {"data": "default", "wal": None}})
     Run.objects.filter(pk=run.pk).update(queued_at=timezone.now() - timedelta(seconds=seconds))
@@ -89,6 +91,24 @@ def test_a_queued_run_whose_job_waits_in_its_queue_stays_queued(
 
     assert (recovery.redispatched, recovery.failed) == ([], [])
     assert Run.objects.get(pk=run.pk).token == run.token
+
+
+def test_a_pass_reads_a_host_queue_once_however_many_of_its_runs_wait(
+    lab_redis, django_capture_on_commit_callbacks, monkeypatch
+):
+    first = queued_long_ago(django_capture_on_commit_callbacks)
+    for _ in range(2):
+        queued_long_ago(django_capture_on_commit_callbacks, host=first.host)
+    reads: list[str] = []
+    read = transport.waiting_task_ids
+    monkeypatch.setattr(
+        transport, "waiting_task_ids", lambda name: reads.append(name) or read(name)
+    )
+
+    recovery = services.runs_recover_lost_jobs(recheck_after_s=0)
+
+    assert (recovery.redispatched, recovery.failed) == ([], [])
+    assert reads == [first.host.name]
 
 
 def test_a_job_redis_lost_is_sent_again_with_a_new_token_and_the_old_one_cancelled(

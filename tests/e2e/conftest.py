@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.integration.conftest import Lab, database_url
+from tests.integration.conftest import database_url, running_lab
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for
 
@@ -126,16 +126,9 @@ def signed_in_page(page, web):
 @pytest.fixture
 def stack(transactional_db, tmp_path):
     """The whole lab: a control worker, one approved agent and uvicorn (lab, web)."""
-    lab = Lab(tmp_path)
-    lab.approve()
-    lab.start_control()
-    lab.start_agent()
-    web = None
-    try:
-        lab.wait_registered()
+    with running_lab(tmp_path) as lab:
         web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
-        yield lab, web
-    finally:
-        if web is not None:
+        try:
+            yield lab, web
+        finally:
             web.close()
-        lab.close()

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -165,17 +166,24 @@ def _terminate(process: subprocess.Popen | None) -> None:
         process.wait(timeout=10)
 
 
-@pytest.fixture
-def lab(transactional_db, tmp_path):
+@contextmanager
+def running_lab(tmp_path: Path) -> Iterator[Lab]:
+    """A control worker and an approved agent that has registered; both stopped on exit."""
     lab = Lab(tmp_path)
-    lab.approve()
-    lab.start_control()
-    lab.start_agent()
     try:
+        lab.approve()
+        lab.start_control()
+        lab.start_agent()
         lab.wait_registered()
         yield lab
     finally:
         lab.close()
+
+
+@pytest.fixture
+def lab(transactional_db, tmp_path):
+    with running_lab(tmp_path) as lab:
+        yield lab
 
 
 @pytest.fixture

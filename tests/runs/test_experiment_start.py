@@ -245,6 +245,20 @@ def test_without_a_catalogue_the_check_says_the_agent_validates_the_rest():
     assert "the agent validates the rest" in notes[0]
 
 
+def expected_estimate(
+    execution: str, runs: int, busiest_runs: int, points_per_run: int, setup: float
+) -> dict:
+    """The estimate of `runs` runs of 10 s points after a 5 s warm-up, `busiest_runs` of
+    them on the busiest host, each run paying `setup` seconds."""
+    return {
+        "execution": execution,
+        "runs": runs,
+        "points": runs * points_per_run,
+        "setup_seconds": round(busiest_runs * setup),
+        "estimated_seconds": round(busiest_runs * (setup + 5 + points_per_run * 10)),
+    }
+
+
 def test_estimate_in_blocks_counts_one_setup_per_cell_on_the_busiest_host():
     experiment = ExperimentFactory(
         hosts=[HostFactory(), HostFactory()],
@@ -259,13 +273,7 @@ def test_estimate_in_blocks_counts_one_setup_per_cell_on_the_busiest_host():
     estimate = services.experiment_estimate(experiment)
 
     setup = services.experiments.RUN_OVERHEAD_S + 0.5
-    assert estimate == {
-        "execution": "blocks",
-        "runs": 4,
-        "points": 24,
-        "setup_seconds": round(2 * setup),
-        "estimated_seconds": round(2 * (setup + 5 + 6 * 10)),
-    }
+    assert estimate == expected_estimate("blocks", 4, busiest_runs=2, points_per_run=6, setup=setup)
 
 
 def test_estimate_in_rounds_adds_a_setup_and_warm_up_per_repeat_of_each_cell():
@@ -282,13 +290,7 @@ def test_estimate_in_rounds_adds_a_setup_and_warm_up_per_repeat_of_each_cell():
     estimate = services.experiment_estimate(experiment)
 
     setup = services.experiments.RUN_OVERHEAD_S + 10 * services.experiments.SCALE_LOAD_S_PER_UNIT
-    assert estimate == {
-        "execution": "rounds",
-        "runs": 6,
-        "points": 12,
-        "setup_seconds": round(6 * setup),
-        "estimated_seconds": round(6 * (setup + 5 + 2 * 10)),
-    }
+    assert estimate == expected_estimate("rounds", 6, busiest_runs=6, points_per_run=2, setup=setup)
 
 
 def test_estimate_of_a_transactions_sweep_has_no_seconds():

@@ -76,7 +76,6 @@ class Difference:
     ci_low_pct: float
     ci_high_pct: float
     p: float
-    df: float
 
 
 @dataclass(frozen=True)
@@ -240,7 +239,6 @@ def relative_differences(
             ci_low_pct=math.expm1(estimate[row] - half[row]) * 100.0,
             ci_high_pct=math.expm1(estimate[row] + half[row]) * 100.0,
             p=float(p[row]),
-            df=float(df[row]),
         )
     return found
 

@@ -32,11 +32,16 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra: Any
     return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
 
 
+def job_error_detail(exc: JobError) -> dict[str, list[str]]:
+    """A JobError as DRF validation detail: {field: [message]}."""
+    return {exc.field or "non_field_errors": [exc.message]}
+
+
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     """Answer JobError with 400 and Conflict with 409; reshape DRF's own errors."""
     if isinstance(exc, JobError):
-        fields = {exc.field or "non_field_errors": [exc.message]}
-        return Response(error_body(exc.code, exc.message, fields), status.HTTP_400_BAD_REQUEST)
+        body = error_body(exc.code, exc.message, job_error_detail(exc))
+        return Response(body, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, InUse):
         body = error_body(exc.code, exc.message, used_by=exc.used_by)
         return Response(body, status.HTTP_409_CONFLICT)

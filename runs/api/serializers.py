@@ -9,6 +9,7 @@ from rest_framework import serializers
 from agents.contract.errors import JobError
 from agents.contract.spec import VERSION_PATTERN, ScriptSpec, StorageSpec
 from runs import services, stats
+from runs.api.errors import job_error_detail
 from runs.api.fields import (
     ScriptSerializer,
     StorageLayoutSerializer,
@@ -41,11 +42,6 @@ from runs.warnings import CHECKS
 def owner_name() -> "serializers.StringRelatedField[User]":
     """`created_by` as the owner's username, read-only; null for a row without an owner."""
     return serializers.StringRelatedField(allow_null=True)
-
-
-def job_error_detail(exc: JobError) -> dict[str, list[str]]:
-    """A JobError as DRF validation detail: {field: [message]}."""
-    return {exc.field or "non_field_errors": [exc.message]}
 
 
 class StorageTargetSerializer(StrictModelSerializer):

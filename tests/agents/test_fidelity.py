@@ -12,13 +12,12 @@ import pytest
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
 from agents.contract.spec import validate_spec
-from agents.events import EventEmitter
-from agents.job import run_job
 from agents.pgbench import command
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, ExpectedThroughput, LogPlan, log_files
 from agents.pgbench.txlog import read_transaction_logs
 from agents.postgres.cluster import Cluster
 from agents.postgres.osuser import chown_tree
+from tests.agents.jobs import run, small_spec
 
 PERCENTILES = (50, 90, 95, 99)
 # A sampled percentile's position in the full log's distribution may differ from
@@ -29,24 +28,12 @@ RESOLUTION = 0.001
 
 
 def spec(**workload) -> dict:
-    return {
-        "version": 1,
-        "run_id": "fidelity",
-        "postgres": {"version": "16", "source": "prebuilt"},
-        "storage": {"data": "data", "wal": "wal"},
-        "dataset": {"scale": 1},
-        "workload": {
-            "scripts": [{"builtin": "select-only", "weight": 1}],
-            "query_mode": "prepared",
-            **workload,
-        },
-        "sweep": {
-            "clients": [1, 2],
-            "duration_s": 3,
-            "warmup_s": 2,
-            "between_points": "checkpoint",
-        },
-    }
+    return small_spec(
+        run_id="fidelity",
+        workload={"scripts": [{"builtin": "select-only", "weight": 1}], "query_mode": "prepared"}
+        | workload,
+        sweep={"duration_s": 3, "warmup_s": 2, "between_points": "checkpoint"},
+    )
 
 
 def files_under(root: Path, prefix: str) -> list[Path]:
@@ -62,8 +49,7 @@ def this_jobs_logs(log_dir: Path) -> list[Path]:
     ]
 
 
-def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_root: Path):
-    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
+def test_sampled_log_is_written_to_the_state_directory_never_to_storage(config, storage_root):
     log_dir = config.state_dir.resolve() / "txlog"
     seen_in_storage: list[Path] = []
     seen_in_state: list[Path] = []
@@ -73,7 +59,7 @@ def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_
             seen_in_storage.extend(files_under(storage_root, LOG_FILE_PREFIX))
             seen_in_state.extend(this_jobs_logs(log_dir))
 
-    result = run_job(spec(), config, EventEmitter([watch], run_id="fidelity"))
+    result, _ = run(spec(), config, hook=watch)
 
     assert result["status"] == "succeeded", result["error"]
     assert seen_in_state, "pgbench wrote its sampled log under the state directory while it ran"
@@ -86,9 +72,8 @@ def test_sampled_log_is_written_to_the_state_directory_never_to_storage(storage_
     assert this_jobs_logs(log_dir) == []
 
 
-def test_sample_size_and_rate_follow_the_measured_throughput(storage_root: Path):
-    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
-    result = run_job(spec(), config, EventEmitter([], run_id="fidelity"))
+def test_sample_size_and_rate_follow_the_measured_throughput(config):
+    result, _ = run(spec(), config)
 
     assert result["status"] == "succeeded", result["error"]
     first, second = result["points"]
@@ -113,14 +98,12 @@ def sweep_mark(event: dict) -> str | None:
     return None
 
 
-def test_between_points_action_runs_before_the_first_point_too(storage_root: Path):
-    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
-    events: list[dict] = []
+def test_between_points_action_runs_before_the_first_point_too(config):
     job = spec(latency_log="none", progress=False, statement_latencies=True)
-    result = run_job(job, config, EventEmitter([events.append]))
+    result, events = run(job, config)
 
     assert result["status"] == "succeeded", result["error"]
-    marks = [mark for mark in map(sweep_mark, events) if mark]
+    marks = [mark for mark in map(sweep_mark, events.events) if mark]
     assert marks == ["warmup", "between_points", "point", "between_points", "point"]
     for point in result["points"]:
         assert point["latency_percentiles_ms"] is None and point["progress"] == []
@@ -136,7 +119,7 @@ def test_state_directory_inside_a_storage_target_is_refused_before_provisioning(
         state_dir=storage_root / "data" / "agent",
         storage={"data": storage_root / "data", "wal": storage_root / "wal"},
     )
-    result = run_job(spec(), config, EventEmitter([]))
+    result, _ = run(spec(), config)
 
     assert result["error"]["code"] == "invalid_spec"
     assert result["error"]["field"] == "workload.latency_log"
@@ -229,14 +212,12 @@ def assert_same_footprint(full_log: list[Path], one_line: Path) -> None:
     assert len(large.histogram.counts) == len(small.histogram.counts)
 
 
-def test_full_log_is_available_with_a_warning_about_its_cost(storage_root: Path):
-    config = AgentConfig(storage={"data": storage_root / "data", "wal": storage_root / "wal"})
-    events: list[dict] = []
+def test_full_log_is_available_with_a_warning_about_its_cost(config):
     job = spec(latency_log="full") | {"sweep": {"clients": [2], "duration_s": 2}}
-    result = run_job(job, config, EventEmitter([events.append]))
+    result, events = run(job, config)
 
     assert result["status"] == "succeeded", result["error"]
-    warnings = [e["data"]["message"] for e in events if e["type"] == "log"]
+    warnings = [event["data"]["message"] for event in events.of_type("log")]
     assert any("costs throughput" in message for message in warnings)
     (point,) = result["points"]
     percentiles = point["latency_percentiles_ms"]

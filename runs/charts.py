@@ -188,9 +188,13 @@ def _warning_marks(
     offsets: Offsets,
 ) -> go.Scatter:
     """A marker above each warned point of a timeline, its warnings in the hover text."""
+    measured: dict[int, list[ProgressSample]] = {}
+    for sample in progress:
+        if sample.tps is not None:
+            measured.setdefault(sample.point, []).append(sample)
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
-        rows = [p for p in progress if p.point == point and p.tps is not None]
+        rows = measured.get(point, [])
         if not found or not rows:
             continue
         xs.append(offsets.get(point, 0.0) + max(p.t or 0.0 for p in rows) / 2)

@@ -41,13 +41,19 @@ def standing_for(run: Run, cells: list[Run]) -> Run:
     return next((c for c in cells if c.pk == run.pk or (key and cell_key(c) == key)), run)
 
 
-def results_by_cell(runs: list[Run]) -> dict[int, list[Result]]:
+def results_by_cell(
+    runs: list[Run], own_results: dict[int, list[Result]] | None = None
+) -> dict[int, list[Result]]:
     """Run id -> its results; for a run in rounds, the results of every round of its cell.
 
     A cell's points come in repeat (round) order. When a round was re-run,
     the newest run of that round counts: a re-run replaces what it repeats.
+    `own_results` (selectors.results_by_run of these runs or more), when
+    already read, saves reading each run's own results again.
     """
-    grouped = selectors.results_by_run(runs)
+    if own_results is None:
+        own_results = selectors.results_by_run(runs)
+    grouped = {run.pk: own_results[run.pk] for run in runs}
     keys = {key for run in runs if (key := cell_key(run)) is not None}
     if not keys:
         return grouped

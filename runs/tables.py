@@ -32,13 +32,14 @@ def load_inputs(runs: list[Run]) -> StatsInputs:
     points count.
     """
     cells = cell_runs(runs)
-    results = results_by_cell(cells)
+    own_results = selectors.results_by_run(runs)
+    results = results_by_cell(cells, own_results)
     run_ids = {run.pk for run in runs} | {r.run_id for rs in results.values() for r in rs}
     progress, host, server = selectors.timelines_by_run(run_ids)
     return {
         "cells": cells,
         "results": results,
-        "own_results": selectors.results_by_run(runs),
+        "own_results": own_results,
         "progress": progress,
         "server": server,
         "samples": selectors.samples_by_point(progress, host, server),

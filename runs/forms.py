@@ -185,24 +185,7 @@ class ScheduleForm(forms.Form):
             self.add_error("transactions", "give a duration or a transaction count, not both")
         elif not duration and not transactions and "duration_s" not in self.errors:
             self.add_error("duration_s", "give a duration in seconds or a transaction count")
-        self._check_storage_on_hosts(cleaned)
         return cleaned
-
-    def _check_storage_on_hosts(self, cleaned: dict) -> None:
-        """Each named target must exist on every chosen host that reported its targets."""
-        for host in cleaned.get("hosts") or []:
-            known = {target.name for target in host.storage_targets.all()}
-            if not known:
-                continue
-            for layout in cleaned.get("storage") or []:
-                for name in filter(None, (layout["data"], layout["wal"])):
-                    if name not in known:
-                        self.add_error(
-                            "storage",
-                            f"host {host.name} has no storage target “{name}” "
-                            f"(it has: {', '.join(sorted(known))})",
-                        )
-                        return
 
     def service_data(self) -> dict:
         """The values `services.experiment_schedule` takes."""

@@ -39,6 +39,7 @@ RUN_OVERHEAD_S = 30
 SCALE_LOAD_S_PER_UNIT = 0.5
 
 M2M_FIELDS = ("hosts", "builds", "config_profiles", "workloads")
+STORAGE_ROLES = ("data", "wal")
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     """
     _require_a_matrix(experiment)
     _require_approved_hosts(experiment)
+    _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     return [_check_cell(experiment, cell) for cell in cells]
 
@@ -221,6 +223,25 @@ def _require_approved_hosts(experiment: Experiment) -> None:
             "on the hosts page",
             field="hosts",
         )
+
+
+def _require_storage_targets(experiment: Experiment) -> None:
+    """Every target a layout names exists on each host that reported its targets.
+
+    The agent refuses the others as well, but only when their run's turn comes.
+    """
+    layouts = experiment.storage_layouts or [DEFAULT_STORAGE_LAYOUT]
+    named = [(role, lay[role]) for lay in layouts for role in STORAGE_ROLES if lay.get(role)]
+    for host in experiment.hosts.prefetch_related("storage_targets").order_by("name"):
+        known = {target.name for target in host.storage_targets.all()}
+        for role, name in named:
+            if known and name not in known:
+                raise JobError(
+                    "storage_unknown",
+                    f"host {host.name} has no storage target “{name}” "
+                    f"(it has: {', '.join(sorted(known))})",
+                    field=f"storage.{role}",
+                )
 
 
 def _check_cell(experiment: Experiment, cell: Cell) -> CheckedCell:

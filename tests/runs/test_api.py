@@ -89,6 +89,26 @@ def test_a_host_awaiting_approval_answers_400_saying_who_approves_it(
     ]
 
 
+def test_a_storage_target_the_host_lacks_answers_400_before_any_run_is_queued(
+    api_client, experiment_payload
+):
+    host = HostFactory()
+    host.storage_targets.create(name="nvme", path="/mnt/nvme")
+    body = experiment_payload(
+        hosts=[host.pk], storage_layouts=[{"data": "nvme", "wal": "sata"}], start=True
+    )
+
+    response = api_client.post("/api/experiments/", body, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "storage_unknown"
+    assert error["fields"] == {
+        "storage.wal": [f"host {host.name} has no storage target “sata” (it has: nvme)"]
+    }
+    assert not Experiment.objects.exists()
+
+
 def test_starting_a_draft_left_without_workloads_answers_400_naming_the_workloads(
     api_client, experiment_payload
 ):

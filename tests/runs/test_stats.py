@@ -210,3 +210,29 @@ def test_repeats_needed_find_the_minimum_effect_significant_eighty_percent_of_th
 def test_a_repeat_at_or_below_zero_gets_no_verdict_whatever_the_repeats(values, baseline):
     (judged,) = stats.judge([Question(values, baseline, False)], 1.0)
     assert (judged.difference, judged.q, judged.verdict) == (None, None, None)
+
+
+def test_identical_repeats_on_both_sides_give_an_exact_difference_and_no_nan():
+    same = Question([1000.0] * 3, [1000.0] * 3, True)
+    faster = Question([1100.0] * 3, [1000.0] * 3, True)
+    judged_same, judged_faster = stats.judge([same, faster], 1.0)
+    assert (judged_same.difference.pct, judged_same.q) == (0.0, 1.0)
+    assert judged_same.verdict is Verdict.NO_DIFFERENCE
+    difference = judged_faster.difference
+    assert difference.ci_low_pct == difference.pct == difference.ci_high_pct == pytest.approx(10.0)
+    assert judged_faster.verdict is Verdict.FASTER
+    summary = stats.summarize([1000.0] * 3)
+    assert (summary.sd, summary.ci_low, summary.ci_high, summary.mde_pct) == (0, 1000, 1000, 0)
+
+
+@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")  # scipy, on the 0 sd side
+def test_identical_repeats_on_one_side_are_welch_as_scipy_computes_it():
+    values, baseline = [1100.0, 1150.0, 1120.0, 1090.0], [1000.0, 1000.0]
+    difference = stats.relative_difference(values, baseline)
+    test = scipy_stats.ttest_ind(np.log(values), np.log(baseline), equal_var=False)
+    low, high = test.confidence_interval(0.95)
+    assert difference.p == pytest.approx(test.pvalue)
+    assert difference.ci_low_pct == pytest.approx(math.expm1(low) * 100)
+    assert difference.ci_high_pct == pytest.approx(math.expm1(high) * 100)
+    (judged,) = stats.judge([Question(values, baseline, True)], 1.0)
+    assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.repeats_needed is not None

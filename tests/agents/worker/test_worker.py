@@ -25,6 +25,7 @@ from agents.contract.wire import (
     dispatch_key,
 )
 from agents.identity import load_or_create_identity
+from tests.agents.jobs import small_spec
 from tests.agents.worker.conftest import SHARED_REDIS_URL
 from tests.waiting import wait_for
 
@@ -77,7 +78,8 @@ def start_agent(redis_client, redis_url: str, stream: str, storage_root: Path, l
     def registered():
         if process.process.poll() is not None:
             raise AssertionError(f"the agent worker exited:\n{process.log()}")
-        return events_of_type(redis_client, stream, "agent_register")
+        registrations = events_of_type(redis_client, stream, "agent_register")
+        return [event for event in registrations if event["agent"] == name]
 
     wait_for(registered, timeout=60)
     return process
@@ -125,16 +127,12 @@ def dispatch(lab: Celery, agent: AgentProcess, spec: dict, secret: str | None = 
 
 
 def tiny_spec(run_id: str, duration_s: int = 2) -> dict:
-    return {
-        "version": 1,
-        "run_id": run_id,
-        "token": "tok-" + run_id,
-        "postgres": {"version": "16", "source": "prebuilt"},
-        "storage": {"data": "data", "wal": None},
-        "dataset": {"scale": 1},
-        "workload": {"scripts": [{"builtin": "tpcb-like", "weight": 1}]},
-        "sweep": {"clients": [1], "duration_s": duration_s, "repeats": 1},
-    }
+    return small_spec(
+        run_id=run_id,
+        token="tok-" + run_id,
+        storage={"wal": None},
+        sweep={"clients": [1], "duration_s": duration_s},
+    )
 
 
 def measuring(client, stream: str, run_id: str) -> bool:
@@ -145,11 +143,15 @@ def measuring(client, stream: str, run_id: str) -> bool:
     )
 
 
-def wait_for_result(shared_redis, stream: str, run_id: str) -> dict:
-    def result_event():
-        return [e for e in run_events(shared_redis, stream, run_id) if e["type"] == "result"]
+def result_events(client, stream: str, run_id: str) -> list[dict]:
+    return [event for event in run_events(client, stream, run_id) if event["type"] == "result"]
 
-    return wait_for(result_event, timeout=JOB_TIMEOUT_S, interval=0.5)[0]
+
+def wait_for_result(shared_redis, stream: str, run_id: str) -> dict:
+    def results() -> list[dict]:
+        return result_events(shared_redis, stream, run_id)
+
+    return wait_for(results, timeout=JOB_TIMEOUT_S, interval=0.5)[0]
 
 
 def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
@@ -246,6 +248,25 @@ def test_a_spec_without_run_id_is_dropped(agent, lab, shared_redis, stream):
         "agent_register",
         "heartbeat",
     }
+
+
+def test_a_second_agent_starting_on_the_same_storage_leaves_the_running_job_alone(
+    agent, lab, shared_redis, stream, run_id, storage_root, tmp_path
+):
+    dispatch(lab, agent, tiny_spec(run_id, duration_s=20))
+    wait_for(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+
+    second = start_agent(shared_redis, SHARED_REDIS_URL, stream, storage_root, tmp_path / "log2")
+    try:
+        still_running = not result_events(shared_redis, stream, run_id)
+        result = wait_for_result(shared_redis, stream, run_id)
+    finally:
+        second.stop()
+        shared_redis.delete(second.queue, f"_kombu.binding.{second.queue}")
+
+    assert still_running, "the second agent started while the first one's point ran"
+    assert result["data"]["status"] == "succeeded", result["data"]["error"]
+    assert "removed clusters left behind" not in second.log()
 
 
 def test_sigterm_lets_the_running_job_finish_before_the_worker_exits(

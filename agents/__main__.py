@@ -208,10 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.handler(args)
-    except JobError as error:
-        sys.stderr.write(f"error: {error}\n")
-        return 2
-    except (OSError, ValueError) as error:
+    except (JobError, OSError, ValueError) as error:
         sys.stderr.write(f"error: {error}\n")
         return 2
 

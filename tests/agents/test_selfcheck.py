@@ -42,8 +42,7 @@ def test_one_round_gives_no_interval():
 
 def test_lab_command_is_not_measurably_slower_than_plain_pgbench(storage_root: Path):
     messages: list[str] = []
-    # A storage target of its own: a worker starting elsewhere on this machine removes
-    # the clusters it finds in the default target as an earlier agent's leftovers.
+    # A storage target of its own, removed after the test, not the shared default one.
     config = AgentConfig(storage={"default": storage_root})
 
     report = run_selfcheck(config, rounds=3, duration_s=4, log=messages.append)

@@ -178,15 +178,6 @@ class ScheduleForm(forms.Form):
     def clean_storage(self) -> list[dict]:
         return parse_storage_layouts(self.cleaned_data["storage"])
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        duration, transactions = cleaned.get("duration_s"), cleaned.get("transactions")
-        if duration and transactions:
-            self.add_error("transactions", "give a duration or a transaction count, not both")
-        elif not duration and not transactions and "duration_s" not in self.errors:
-            self.add_error("duration_s", "give a duration in seconds or a transaction count")
-        return cleaned
-
     def service_data(self) -> dict:
         """The values `services.experiment_schedule` takes."""
         data = self.cleaned_data

@@ -197,11 +197,23 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     Raises JobError naming the spec field to fix, its message saying which
     cell it is about.
     """
+    _require_one_stop_condition(experiment)
     _require_a_matrix(experiment)
     _require_approved_hosts(experiment)
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     return [_check_cell(experiment, cell) for cell in cells]
+
+
+def _require_one_stop_condition(experiment: Experiment) -> None:
+    """Points run for a duration or a transaction count: exactly one (a question about the
+    experiment, asked once rather than as each cell's spec check)."""
+    if experiment.duration_s and experiment.transactions:
+        message = "give a duration or a transaction count, not both"
+        raise JobError("invalid_spec", message, field="sweep.transactions")
+    if not experiment.duration_s and not experiment.transactions:
+        message = "give a duration in seconds or a transaction count"
+        raise JobError("invalid_spec", message, field="sweep.duration_s")
 
 
 def _require_a_matrix(experiment: Experiment) -> None:

@@ -89,6 +89,25 @@ def test_a_host_awaiting_approval_answers_400_saying_who_approves_it(
     ]
 
 
+@pytest.mark.parametrize(
+    ("stop", "field", "message"),
+    [
+        ({"duration_s": None}, "sweep.duration_s", "give a duration in seconds or a "),
+        ({"transactions": 100}, "sweep.transactions", "give a duration or a transaction count, "),
+    ],
+)
+def test_a_sweep_needs_exactly_one_of_duration_and_transactions(
+    api_client, experiment_payload, stop, field, message
+):
+    response = api_client.post("/api/experiments/", experiment_payload(**stop), format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], list(error["fields"])) == ("invalid_spec", [field])
+    assert error["fields"][field][0].startswith(message)
+    assert "(host" not in error["message"], "one answer for the experiment, not a cell's"
+
+
 def test_a_storage_target_the_host_lacks_answers_400_before_any_run_is_queued(
     api_client, experiment_payload
 ):

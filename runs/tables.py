@@ -47,14 +47,20 @@ def load_inputs(runs: list[Run]) -> StatsInputs:
     }
 
 
+def table_of(
+    loaded: StatsInputs, baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+) -> StatsTable:
+    """The statistics table of loaded runs' cells, against the cell `baseline` belongs to."""
+    cells = loaded["cells"]
+    base = standing_for(baseline, cells) if baseline else None
+    return stats_table(cells, base, loaded["results"], loaded["samples"], min_effect_pct, metrics)
+
+
 def statistics(
     runs: list[Run], baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
 ) -> StatsTable:
     """The statistics table of these runs' cells (the API uses it as the pages do)."""
-    loaded = load_inputs(runs)
-    cells = loaded["cells"]
-    base = standing_for(baseline, cells) if baseline else None
-    return stats_table(cells, base, loaded["results"], loaded["samples"], min_effect_pct, metrics)
+    return table_of(load_inputs(runs), baseline, min_effect_pct, metrics)
 
 
 def statistics_document(table: StatsTable, baseline: Run | None) -> dict:

@@ -9,10 +9,17 @@ from collections.abc import Callable
 from runs import charts, selectors, stats
 from runs import warnings as checks
 from runs.cells import standing_for
-from runs.compare import METRICS, StatsTable, differences, point_warnings, stats_table
+from runs.compare import (
+    COMPARED_METRICS,
+    METRICS,
+    StatsTable,
+    differences,
+    point_warnings,
+    stats_table,
+)
 from runs.models import Comparison, Experiment, Run
 from runs.sse import format_cursor
-from runs.tables import StatsInputs, load_inputs
+from runs.tables import StatsInputs, load_inputs, table_of
 
 
 def run_label(run: Run) -> str:
@@ -125,7 +132,7 @@ def comparison_context(
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}
-    table = stats_table(runs, baseline, loaded["results"], loaded["samples"], min_effect)
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS)
     progress, offsets = loaded["progress"], loaded["offsets"]
     return {
         "runs": runs,

@@ -15,9 +15,9 @@ from django.http import HttpResponse, JsonResponse
 
 from runs import warnings as checks
 from runs.cells import standing_for
-from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.compare import COMPARED_METRICS, StatsTable, table_records
 from runs.models import Result, Run
-from runs.tables import StatsInputs, load_inputs, statistics_document
+from runs.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.views.context import min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -177,19 +177,15 @@ def export_response(
         message = error or f"rows must be one of {', '.join(ROW_KINDS)}, not {rows!r}"
         return JsonResponse({"error": message}, status=400)
     loaded = load_inputs(runs)
-    cells = loaded["cells"]
-    base = standing_for(baseline, cells) if baseline else None
-    table = stats_table(
-        cells, base, loaded["results"], loaded["samples"], min_effect, COMPARED_METRICS
-    )
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS)
     response: HttpResponse
     if fmt == "json":
-        body = _json_body(runs, loaded, table, base)
+        body = _json_body(runs, loaded, table, baseline)
         response = JsonResponse(body, json_dumps_params={"indent": 2})
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         if rows == "stats":
-            _csv_stats(response, cells, table)
+            _csv_stats(response, loaded["cells"], table)
         else:
             _csv_points(response, runs, loaded, table)
         filename = f"{filename}-stats" if rows == "stats" else filename

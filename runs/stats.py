@@ -34,6 +34,8 @@ DEFAULT_MIN_EFFECT_PCT = 1.0
 MAX_MIN_EFFECT_PCT = 50.0
 # Beyond this many repeats per run the advice is "more than MAX_REPEATS_ADVISED".
 MAX_REPEATS_ADVISED = 1000
+ONE_REPEAT = "one repeat shows no spread"
+NO_MIN_EFFECT = "with a minimum effect of 0 there is no difference to size the repeats for"
 
 
 class Verdict(StrEnum):
@@ -95,15 +97,16 @@ class Judgement:
     q: float | None
     verdict: Verdict | None
     repeats_needed: int | None = None
-    spread_known: bool = True
+    # Why no number of repeats can be advised (too few repeats only), else "".
+    unsized_because: str = ""
 
     @property
     def explanation(self) -> str:
         """What stands behind the verdict, in one line for the page."""
         if self.verdict is not Verdict.TOO_FEW_REPEATS:
             return ""
-        if not self.spread_known:
-            return f"needs at least {MIN_REPEATS} repeats per run; one repeat shows no spread"
+        if self.unsized_because:
+            return f"needs at least {MIN_REPEATS} repeats per run; {self.unsized_because}"
         if self.repeats_needed is None:
             return f"needs more than {MAX_REPEATS_ADVISED} repeats per run at this spread"
         return (
@@ -270,7 +273,9 @@ def _too_few(question: Question, difference: Difference | None, min_effect_pct: 
     sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
     log_vars = [float(np.log(side).var(ddof=1)) for side in sides if side.size >= 2]
     if not log_vars:
-        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, spread_known=False)
+        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, ONE_REPEAT)
+    if min_effect_pct <= 0:
+        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, NO_MIN_EFFECT)
     needed = repeats_needed(math.sqrt(sum(log_vars) / len(log_vars)), min_effect_pct)
     return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, needed)
 

@@ -236,3 +236,12 @@ def test_identical_repeats_on_one_side_are_welch_as_scipy_computes_it():
     assert difference.ci_high_pct == pytest.approx(math.expm1(high) * 100)
     (judged,) = stats.judge([Question(values, baseline, True)], 1.0)
     assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.repeats_needed is not None
+
+
+def test_a_minimum_effect_of_zero_asks_for_the_minimum_repeats_without_a_count():
+    (judged,) = stats.judge([Question([1100.0, 1150.0], [1000.0, 1040.0], True)], 0.0)
+    assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.repeats_needed is None
+    assert judged.explanation == (
+        "needs at least 3 repeats per run; with a minimum effect of 0 there is no difference "
+        "to size the repeats for"
+    )

@@ -86,6 +86,8 @@ IDLE_CPU_PERCENT_BELOW = 5.0
 TREND_SHARE = 0.10
 TREND_P = 0.01
 # Per-second tps of a steady point varies by a few percent; a quarter is a swing.
+# At a few transactions per interval the count alone varies more (Poisson: a CV
+# of 1/sqrt(transactions)): the swing must exceed that too.
 PROGRESS_CV_ABOVE = 0.25
 MIN_PROGRESS_SAMPLES = 5
 REPEATS_CV_ABOVE = 0.10
@@ -243,7 +245,8 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
             f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})"
         )
     cv = float(tps.std(ddof=1)) / mean
-    if cv > PROGRESS_CV_ABOVE:
+    interval = float(np.median(np.diff(t))) or 1.0
+    if cv > PROGRESS_CV_ABOVE + 1 / np.sqrt(mean * interval):
         seen.append(f"per-second tps varies by {cv * 100:.0f} % (CV)")
     return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
 

@@ -164,6 +164,16 @@ def test_a_swinging_timeline_is_unsteady(run):
     assert warning.detail == "per-second tps varies by 53 % (CV)"
 
 
+def test_a_slow_workload_counting_a_few_transactions_a_second_is_not_unsteady(run):
+    # About 4 transactions a second: the per-second count alone varies by about half.
+    counts = [3, 5, 4, 2, 6, 4, 3, 5, 4, 4, 6, 2]
+    progress = [
+        ProgressSample(run=run, point=0, t=float(t), tps=float(n))
+        for t, n in enumerate(counts, start=1)
+    ]
+    assert point_warnings(make_point(run), PointSamples(progress=progress)) == []
+
+
 def test_a_steady_timeline_with_noise_is_not_unsteady(run):
     assert point_warnings(make_point(run), PointSamples(progress=steady_progress(run))) == []
 

@@ -167,9 +167,15 @@ def _terminate(process: subprocess.Popen | None) -> None:
 
 
 @contextmanager
-def running_lab(tmp_path: Path) -> Iterator[Lab]:
-    """A control worker and an approved agent that has registered; both stopped on exit."""
-    lab = Lab(tmp_path)
+def running_lab(
+    tmp_path: Path, redis_url: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[Lab]:
+    """A control worker and an approved agent that has registered; both stopped on exit.
+
+    `env` adds to (or overrides) the environment both processes start with.
+    """
+    lab = Lab(tmp_path, redis_url)
+    lab.env.update(env or {})
     try:
         lab.approve()
         lab.start_control()

@@ -12,21 +12,12 @@ import pytest
 from agents.contract.wire import agent_queue
 from benchlab.celery import app
 from runs.models import Run
-from tests.agents.worker.conftest import SpareRedis
-from tests.integration.conftest import Lab
+from tests.integration.conftest import Lab, running_lab
 from tests.integration.test_lab import experiment, start
 
 pytestmark = pytest.mark.integration
 
 JOB_LOST_AFTER_S = 3
-
-
-@pytest.fixture
-def own_redis(tmp_path) -> Iterator[SpareRedis]:
-    server = SpareRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -53,18 +44,10 @@ def use_broker(url: str) -> None:
 @pytest.fixture
 def lab_on_own_redis(transactional_db, tmp_path, own_redis, web_tier_on) -> Iterator[Lab]:
     """A lab whose agent is stopped once it has registered: jobs wait in its queue."""
-    lab = Lab(tmp_path, redis_url=own_redis.url)
-    lab.env["JOB_LOST_AFTER_S"] = str(JOB_LOST_AFTER_S)
-    lab.env["REAPER_INTERVAL_S"] = "1"
-    lab.approve()
-    lab.start_control()
-    lab.start_agent()
-    try:
-        lab.wait_registered()
+    env = {"JOB_LOST_AFTER_S": str(JOB_LOST_AFTER_S), "REAPER_INTERVAL_S": "1"}
+    with running_lab(tmp_path, own_redis.url, env) as lab:
         lab.kill_agent()  # idle: no job is in flight
         yield lab
-    finally:
-        lab.close()
 
 
 def queued_run(api, lab: Lab) -> Run:

@@ -51,7 +51,8 @@ class StrictBooleanField(JsonTyped, serializers.BooleanField):
 
 
 class StrictModelSerializer(serializers.ModelSerializer):
-    """A ModelSerializer whose model fields take only their own JSON type."""
+    """A ModelSerializer whose model fields take only their own JSON type, and that refuses
+    a field it does not have (a misspelt `repeat` would otherwise leave the default)."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
@@ -63,6 +64,17 @@ class StrictModelSerializer(serializers.ModelSerializer):
         models.FloatField: StrictFloatField,
         models.BooleanField: StrictBooleanField,
     }
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = ", ".join(name for name, field in self.fields.items() if not field.read_only)
+            unknown = {
+                name: [f"there is no field {name!r}; the fields are: {known}"]
+                for name in sorted(set(data) - set(self.fields))
+            }
+            if unknown:
+                raise serializers.ValidationError(unknown)
+        return super().to_internal_value(data)
 
 
 SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")

@@ -6,6 +6,8 @@ error responses each operation can give (all with `ErrorSerializer`):
 - 401 and 403 everywhere: no or bad credentials; not allowed (not the owner).
 - 400 and 415 where a request body is read; 400 on lists (bad filter values).
 - 404 where the path names an object, and on lists (a page past the end).
+- Request bodies of the model serializers take no property they do not list
+  (`additionalProperties: false`): a misspelt field answers 400.
 - 409 where a body is read (a unique name taken), on DELETE (in use) and
   on actions whose object's state may not allow them (`cancel`, `rerun`,
   `approve`, `revoke`).
@@ -15,6 +17,7 @@ from typing import Literal
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 
+from runs.api.fields import StrictModelSerializer
 from runs.api.serializers import ErrorSerializer
 
 ERROR_DESCRIPTIONS = {
@@ -42,6 +45,15 @@ class AutoSchema(SpectacularAutoSchema):
             body["description"] = ERROR_DESCRIPTIONS[code]
             responses[str(code)] = body
         return responses
+
+    def _map_serializer(
+        self, serializer: object, direction: Direction, bypass_extensions: bool = False
+    ) -> dict:
+        """Request bodies of a StrictModelSerializer say they take no other property."""
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and isinstance(serializer, StrictModelSerializer):
+            schema["additionalProperties"] = False
+        return schema
 
     def error_codes(self) -> list[int]:
         """The error statuses this operation can answer."""

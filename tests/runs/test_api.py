@@ -108,6 +108,16 @@ def test_a_sweep_needs_exactly_one_of_duration_and_transactions(
     assert "(host" not in error["message"], "one answer for the experiment, not a cell's"
 
 
+def test_a_misspelt_field_answers_400_listing_the_fields(api_client, experiment_payload):
+    response = api_client.post("/api/experiments/", experiment_payload(repeat=5), format="json")
+
+    assert response.status_code == 400
+    (message,) = response.json()["error"]["fields"]["repeat"]
+    assert message.startswith("there is no field 'repeat'; the fields are: name, description")
+    assert "repeats" in message and "created_by" not in message
+    assert not Experiment.objects.exists()
+
+
 def test_a_storage_target_the_host_lacks_answers_400_before_any_run_is_queued(
     api_client, experiment_payload
 ):
@@ -293,3 +303,20 @@ def test_an_anonymous_request_past_the_permissions_is_refused_not_recorded_as_ow
 
     with pytest.raises(NotAuthenticated):
         signed_in_user(request)
+
+
+@pytest.mark.parametrize(
+    ("page", "status", "code"),
+    [
+        ("abc", 400, "invalid"),
+        ("385623222932634542968668160", 404, "not_found"),
+        ("2", 404, "not_found"),
+    ],
+)
+def test_a_page_that_is_no_number_is_400_and_a_number_past_the_end_404(
+    api_client, page, status, code
+):
+    response = api_client.get(f"/api/hosts/?page={page}")
+
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code

@@ -69,15 +69,20 @@ def test_a_non_owner_may_read_but_not_delete(owner, other, collection):
     assert type(obj).objects.filter(pk=obj.pk).exists()
 
 
-@pytest.mark.parametrize("collection", ["builds", "config-profiles", "workloads"])
-def test_a_non_owner_cannot_change_a_definition_but_the_owner_can(owner, other, collection):
+@pytest.mark.parametrize(
+    ("collection", "text_field"),
+    [("builds", "notes"), ("config-profiles", "description"), ("workloads", "description")],
+)
+def test_a_non_owner_cannot_change_a_definition_but_the_owner_can(
+    owner, other, collection, text_field
+):
     obj = owned_objects(owner)[collection]
 
     refused = client_for(other).patch(
-        f"/api/{collection}/{obj.pk}/", {"description": "x", "notes": "x"}, format="json"
+        f"/api/{collection}/{obj.pk}/", {text_field: "x"}, format="json"
     )
     allowed = client_for(owner).patch(
-        f"/api/{collection}/{obj.pk}/", {"description": "x", "notes": "x"}, format="json"
+        f"/api/{collection}/{obj.pk}/", {text_field: "x"}, format="json"
     )
 
     assert refused.status_code == 403

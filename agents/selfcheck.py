@@ -10,6 +10,9 @@ type (no `-P`, `-r`, `-l`) with nothing watching. The order flips every round.
 The cost is the ratio lab/plain of each round; the report gives their
 geometric mean with a 95 % confidence interval (Student's t on the log
 ratios), and the agent's own CPU time as a share of its measured windows.
+Beside it stands pgbench's own CPU time per transaction on each side (from
+wait4): the work the lab's options add inside pgbench, which a neighbour's
+load moves much less than it moves tps.
 A workload is "within budget" when the interval's lower end is at least
 RATIO_TARGET, "over budget" when its upper end is below it, and
 "inconclusive" otherwise (the machine was too noisy for the rounds run). The
@@ -22,7 +25,6 @@ import logging
 import math
 import os
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from agents.contract.spec import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
 from agents.pgbench.parse import parse_output
+from agents.pgbench.process import run_pgbench
 from agents.sweep import Sweep
 
 logger = logging.getLogger(__name__)
@@ -64,6 +67,13 @@ class RoundResult(TypedDict):
     lab_tps: float
     plain_tps: float
     ratio: float
+    lab_pgbench_cpu_us_per_tx: float | None
+    plain_pgbench_cpu_us_per_tx: float | None
+
+
+class Measured(TypedDict):
+    tps: float
+    pgbench_cpu_us_per_tx: float | None
 
 
 @dataclass(frozen=True)
@@ -141,49 +151,78 @@ def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], N
     lab_points: list[PointResult] = []
     for round_no in range(1, rounds + 1):
         order = ["lab", "plain"] if round_no % 2 else ["plain", "lab"]
-        tps: dict[str, float] = {}
+        seen: dict[str, Measured] = {}
         for kind in order:
             if kind == "lab":
                 lab_points.append(sweep.run_point(round_no - 1, rounds, CLIENTS, round_no))
-                tps["lab"] = _measured_tps(lab_points[-1])
+                seen["lab"] = _lab_measured(lab_points[-1])
             else:
-                tps["plain"] = _plain_tps(sweep)
-        ratio = tps["lab"] / tps["plain"]
+                seen["plain"] = _plain_measured(sweep)
+        lab, plain = seen["lab"], seen["plain"]
         results.append(
             RoundResult(
                 round=round_no,
                 order=order,
-                lab_tps=tps["lab"],
-                plain_tps=tps["plain"],
-                ratio=round(ratio, 4),
+                lab_tps=lab["tps"],
+                plain_tps=plain["tps"],
+                ratio=round(lab["tps"] / plain["tps"], 4),
+                lab_pgbench_cpu_us_per_tx=lab["pgbench_cpu_us_per_tx"],
+                plain_pgbench_cpu_us_per_tx=plain["pgbench_cpu_us_per_tx"],
             )
         )
-        say(f"{name} round {round_no}: lab {tps['lab']:.0f} tps, plain {tps['plain']:.0f} tps")
+        say(f"{name} round {round_no}: lab {lab['tps']:.0f} tps, plain {plain['tps']:.0f} tps")
     workload = _workload_report(name, sweep, results, lab_points)
     say(_describe(workload))
     return workload
 
 
-def _measured_tps(point: PointResult) -> float:
+def _cpu_us_per_transaction(cpu_s: float | None, transactions: int | None) -> float | None:
+    if cpu_s is None or not transactions:
+        return None
+    return round(1e6 * cpu_s / transactions, 3)
+
+
+def _lab_measured(point: PointResult) -> Measured:
     """A kept point always has its tps (an incomplete one ends the job); say so if not."""
     if point["tps"] is None:
         raise RuntimeError(f"the lab's point {point['index']} was kept without a tps")
-    return point["tps"]
+    cpu = _cpu_us_per_transaction(point.get("pgbench_cpu_s"), point["transactions"])
+    return Measured(tps=point["tps"], pgbench_cpu_us_per_tx=cpu)
 
 
-def _plain_tps(sweep: Sweep) -> float:
+def _plain_measured(sweep: Sweep) -> Measured:
     """The plain command, run bare: no progress reader, no samplers, no log."""
-    argv = sweep.plain_argv(CLIENTS)
-    finished = subprocess.run(
-        argv, cwd=sweep.workdir, capture_output=True, text=True, **sweep.process_kwargs()
+    finished = run_pgbench(
+        sweep.plain_argv(CLIENTS),
+        cwd=sweep.workdir,
+        process_kwargs=sweep.process_kwargs(),
+        on_stderr_line=lambda line: None,
+        should_stop=lambda: False,
+        timed=True,
     )
-    tps = (
-        parse_output(finished.stdout + finished.stderr)["tps"] if not finished.returncode else None
-    )
-    if tps is None:
-        message = f"plain pgbench exited with {finished.returncode}: {finished.stderr.strip()}"
+    parsed = parse_output(finished.stdout + finished.stderr) if not finished.exit_code else None
+    if parsed is None or parsed["tps"] is None:
+        message = f"plain pgbench exited with {finished.exit_code}: {finished.stderr.strip()}"
         raise JobError("pgbench_failed", message)
-    return tps
+    cpu = _cpu_us_per_transaction(finished.cpu_s, parsed["transactions"])
+    return Measured(tps=parsed["tps"], pgbench_cpu_us_per_tx=cpu)
+
+
+def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
+    """pgbench's CPU per transaction on each side, and lab/plain with its interval."""
+    pairs = [
+        (r["lab_pgbench_cpu_us_per_tx"], r["plain_pgbench_cpu_us_per_tx"]) for r in results
+    ]
+    known = [(lab, plain) for lab, plain in pairs if lab and plain]
+    if len(known) < 2:
+        return None
+    estimate = ratio_estimate([lab / plain for lab, plain in known])
+    return {
+        "lab_us_per_tx": round(statistics.fmean(lab for lab, _ in known), 3),
+        "plain_us_per_tx": round(statistics.fmean(plain for _, plain in known), 3),
+        "ratio": round(estimate.ratio, 4),
+        "ratio_ci95": [round(estimate.low, 4), round(estimate.high, 4)],
+    }
 
 
 def _workload_report(
@@ -204,16 +243,26 @@ def _workload_report(
         "ratio_ci95": [round(estimate.low, 4), round(estimate.high, 4)],
         "verdict": estimate.verdict,
         "agent_cpu_percent_of_window": round(100.0 * cpu_s / window_s, 3),
+        "pgbench_cpu_per_transaction": _pgbench_cpu_report(results),
         "latency_percentiles_ms": lab_points[-1]["latency_percentiles_ms"],
     }
 
 
 def _describe(workload: dict) -> str:
     low, high = workload["ratio_ci95"]
+    cpu = workload["pgbench_cpu_per_transaction"]
+    pgbench_cpu = (
+        f"; pgbench CPU per transaction lab {cpu['lab_us_per_tx']:.2f} us, plain "
+        f"{cpu['plain_us_per_tx']:.2f} us (x{cpu['ratio']:.3f}, 95 % CI "
+        f"{cpu['ratio_ci95'][0]:.3f} to {cpu['ratio_ci95'][1]:.3f})"
+        if cpu
+        else ""
+    )
     return (
         f"{workload['workload']}, {workload['clients']} clients: lab/plain "
         f"{workload['ratio']:.3f} (95 % CI {low:.3f} to {high:.3f}), agent CPU "
         f"{workload['agent_cpu_percent_of_window']:.2f} % of the window: {workload['verdict']}"
+        f"{pgbench_cpu}"
     )
 
 

@@ -336,6 +336,7 @@ class Sweep:
             "exit_code": finished.exit_code,
             "seconds": finished.seconds,
             "stopped_early": finished.stopped_early,
+            "pgbench_cpu_s": finished.cpu_s,
             "stdout": finished.stdout,
             "stderr": finished.stderr,
             "host_samples": samples["host"],

@@ -457,6 +457,9 @@ class Result(models.Model):
     retried = models.BigIntegerField(null=True, blank=True)
     aborted_clients = models.PositiveIntegerField(default=0)
     duration_s = models.FloatField(null=True, blank=True)
+    # CPU seconds (user + system) of the pgbench process, and of the agent itself, in the window.
+    pgbench_cpu_s = models.FloatField(null=True, blank=True)
+    agent_cpu_s = models.FloatField(null=True, blank=True)
     statements = models.JSONField(default=list, blank=True)
     messages = models.JSONField(default=list, blank=True)
     argv = models.JSONField(default=list, blank=True)
@@ -470,6 +473,13 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.index}"
+
+    @property
+    def pgbench_busy_share(self) -> float | None:
+        """pgbench's CPU time over what its threads could use in the window (one CPU each)."""
+        if not (self.pgbench_cpu_s and self.duration_s and self.threads):
+            return None
+        return self.pgbench_cpu_s / (self.threads * self.duration_s)
 
 
 class ProgressSample(models.Model):

@@ -37,8 +37,8 @@ CHECKS = {
         Check(
             "load_generator_saturated",
             "load generator saturated",
-            "with no idle CPU left pgbench competes with the server, so the number may "
-            "show the client's limit, not PostgreSQL's",
+            "when pgbench's threads are busy all the time, or no CPU is left idle, the "
+            "number may show the client's limit, not PostgreSQL's",
         ),
         Check(
             "failed_transactions",
@@ -81,6 +81,8 @@ CHECKS = {
 # Thresholds, each with the reason for its value.
 # pgbench plus the server need some idle CPU; below this the host is the limit.
 IDLE_CPU_PERCENT_BELOW = 5.0
+# pgbench's CPU time over what its threads could use in the window (one CPU each at most).
+PGBENCH_THREAD_BUSY_ABOVE = 0.9
 # A least-squares trend that moves tps by this share over the window, and is
 # significant at TREND_P, is drift rather than noise.
 TREND_SHARE = 0.10
@@ -204,12 +206,20 @@ def _idle_percent(data: dict) -> float | None:
     return data["cpu_idle"] + (data.get("cpu_iowait") or 0.0)
 
 
-def _saturation_warning(samples: PointSamples) -> list[ValidityWarning]:
+def _saturation_warning(result: Result, samples: PointSamples) -> list[ValidityWarning]:
+    seen = []
+    busy = result.pgbench_busy_share
+    if busy is not None and busy > PGBENCH_THREAD_BUSY_ABOVE:
+        seen.append(
+            f"pgbench used {busy * 100:.0f} % of its {result.threads} thread(s) "
+            f"({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
+        )
     idle = [p for s in samples.host if (p := _idle_percent(s.data)) is not None]
-    if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
-        return []
-    detail = f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
-    return [ValidityWarning("load_generator_saturated", detail)]
+    if len(idle) >= 2 and float(np.median(idle)) < IDLE_CPU_PERCENT_BELOW:
+        seen.append(
+            f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
+        )
+    return [ValidityWarning("load_generator_saturated", "; ".join(seen))] if seen else []
 
 
 def _failure_counts(result: Result) -> dict[str, int]:
@@ -255,7 +265,7 @@ def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarnin
     """The checks one measured point can fail on its own."""
     return [
         *_checkpoint_warning(result.index, samples),
-        *_saturation_warning(samples),
+        *_saturation_warning(result, samples),
         *_failure_warning(result),
         *_timeline_warning(samples),
     ]

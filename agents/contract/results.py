@@ -73,6 +73,8 @@ class PointResult(TypedDict):
     stopped_early: NotRequired[bool]
     parse_error: NotRequired[str | None]
     agent_cpu_s: NotRequired[float]
+    # pgbench's own CPU time (user + system, all its threads) over the point.
+    pgbench_cpu_s: NotRequired[float | None]
     query_mode: NotRequired[str | None]
     scale: NotRequired[int | None]
     notices: NotRequired[list[str]]

@@ -1,8 +1,12 @@
-"""Running one pgbench process: live stderr lines, cooperative stop, exact argv.
+"""Running one pgbench process: live stderr lines, cooperative stop, exact argv, its CPU time.
 
 pgbench has no SIGINT handler (pgbench-notes section 6): SIGINT or SIGTERM
 lose the summary. A `-T` run stopped with SIGALRM ends gracefully and prints
 its summary, so a cancel sends SIGALRM to `-T` runs and SIGTERM to `-t` runs.
+
+The process is reaped with wait4 by one waiter thread (never by Popen), so its
+own CPU time (user + system, all its threads) is known exactly: that is what
+tells a saturated load generator from a busy host.
 """
 
 import logging
@@ -33,6 +37,34 @@ class Finished:
     stderr: str
     seconds: float
     stopped_early: bool
+    cpu_s: float | None
+
+
+class _Reaper:
+    """Waits for one child with wait4 and keeps its exit code and CPU seconds."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.cpu_s: float | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._reap, daemon=True)
+        self._thread.start()
+
+    def _reap(self) -> None:
+        try:
+            _, status, usage = os.wait4(self.process.pid, 0)
+        except ChildProcessError:
+            logger.exception("pgbench pid %s was reaped elsewhere", self.process.pid)
+            self.process.returncode = -1
+        else:
+            self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
+            self.process.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        """True once the process has ended and was reaped."""
+        return self.done.wait(timeout)
 
 
 def run_pgbench(
@@ -72,7 +104,8 @@ def run_pgbench(
     ]
     for reader in readers:
         reader.start()
-    stopped_early = _wait(process, should_stop, timed)
+    reaper = _Reaper(process)
+    stopped_early = _wait(process, reaper, should_stop, timed)
     for reader in readers:
         reader.join()
     return Finished(
@@ -82,38 +115,35 @@ def run_pgbench(
         stderr="".join(stderr_lines),
         seconds=round(time.monotonic() - started, 3),
         stopped_early=stopped_early,
+        cpu_s=reaper.cpu_s,
     )
 
 
-def _wait(process: subprocess.Popen, should_stop: Callable[[], bool], timed: bool) -> bool:
+def _wait(
+    process: subprocess.Popen, reaper: _Reaper, should_stop: Callable[[], bool], timed: bool
+) -> bool:
     """Wait for the process; stop it when asked. Returns True when it was stopped early."""
     try:
-        while True:
-            try:
-                process.wait(timeout=1.0)
-                return False
-            except subprocess.TimeoutExpired:
-                if should_stop():
-                    _stop(process, timed)
-                    return True
+        while not reaper.wait(timeout=1.0):
+            if should_stop():
+                _stop(process, reaper, timed)
+                return True
+        return False
     except BaseException:
-        _stop(process, timed)
+        _stop(process, reaper, timed)
         raise
 
 
-def _stop(process: subprocess.Popen, timed: bool) -> None:
+def _stop(process: subprocess.Popen, reaper: _Reaper, timed: bool) -> None:
     """SIGALRM for -T runs (summary kept), SIGTERM otherwise; SIGKILL if it lingers."""
     first = signal.SIGALRM if timed else signal.SIGTERM
-    for sig, grace in ((first, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
-        if process.poll() is not None:
+    for sig in (first, signal.SIGKILL):
+        if reaper.done.is_set():
             return
         logger.info("sending %s to pgbench pid %s", sig.name, process.pid)
         os.kill(process.pid, sig)
-        try:
-            process.wait(timeout=grace)
+        if reaper.wait(timeout=STOP_GRACE_S):
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _collect(stream: IO[str], sink: Callable[[str], None]) -> None:

@@ -46,6 +46,8 @@ COLUMNS = [
     "transactions",
     "failed",
     "duration_s",
+    "pgbench_cpu_s",
+    "agent_cpu_s",
     "warnings",
 ]
 STATS_COLUMNS = [
@@ -103,6 +105,8 @@ def point_fields(result: Result) -> dict:
         "transactions": result.transactions,
         "failed": result.failed,
         "duration_s": result.duration_s,
+        "pgbench_cpu_s": result.pgbench_cpu_s,
+        "agent_cpu_s": result.agent_cpu_s,
     }
 
 

@@ -15,6 +15,8 @@ from agents.selfcheck import RATIO_TARGET, WORKLOADS, ratio_estimate, run_selfch
 
 # Windows of a few seconds carry the samplers' start-up cost; 20 s windows stay under 0.5 %.
 SHORT_WINDOW_CPU_PERCENT = 2.0
+# The former full `-l` log took about 60 % more of pgbench's own CPU per transaction.
+FULL_LOG_PGBENCH_CPU_RATIO = 1.3
 
 
 def test_rounds_all_slower_by_seven_percent_are_over_budget():
@@ -60,6 +62,11 @@ def test_lab_command_is_not_measurably_slower_than_plain_pgbench(storage_root: P
         assert low <= workload["ratio"] <= high
         assert high >= RATIO_TARGET, f"the lab's command costs more than 1 %: {workload}"
         assert workload["agent_cpu_percent_of_window"] < SHORT_WINDOW_CPU_PERCENT
+        cpu = workload["pgbench_cpu_per_transaction"]
+        assert cpu["lab_us_per_tx"] > 0 and cpu["plain_us_per_tx"] > 0
+        assert cpu["ratio_ci95"][0] <= cpu["ratio"] <= cpu["ratio_ci95"][1]
+        # A full log as the default (about +60 % of pgbench's own work) puts the interval above.
+        assert cpu["ratio_ci95"][0] < FULL_LOG_PGBENCH_CPU_RATIO, f"pgbench works harder: {cpu}"
     select_only = report["workloads"][0]
     assert any(arg.startswith("--sampling-rate=") for arg in select_only["lab_argv"])
     assert select_only["latency_percentiles_ms"]["source"] == "sample"

@@ -113,6 +113,20 @@ def test_a_host_without_idle_cpu_flags_a_saturated_load_generator(run):
     assert "idle 2.5 %" in warning.detail
 
 
+def test_pgbench_busy_on_all_its_threads_flags_a_saturated_load_generator(run):
+    point = make_point(run, threads=2, duration_s=10.0, pgbench_cpu_s=19.2)
+
+    (warning,) = point_warnings(point, PointSamples())
+
+    assert warning.code == "load_generator_saturated"
+    assert warning.detail == "pgbench used 96 % of its 2 thread(s) (19.2 CPU s in 10 s)"
+
+
+def test_pgbench_with_idle_threads_is_not_a_saturated_load_generator(run):
+    point = make_point(run, threads=2, duration_s=10.0, pgbench_cpu_s=12.0)
+    assert point_warnings(point, PointSamples()) == []
+
+
 def test_a_host_waiting_on_its_disks_is_not_a_saturated_load_generator(run):
     host = [
         HostSample(run=run, point=0, t=float(t), data={"cpu_idle": 1.0, "cpu_iowait": 70.0})

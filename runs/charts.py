@@ -13,14 +13,19 @@ naming the repeats, in the hover), and each run's peak as an annotation.
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from runs.compare import METRICS, Peak, run_summaries
-from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.models import Result, Run, ServerSample
+from runs.series import CHART_SAMPLES, Series, trace_budget
 from runs.stats import Summary
 from runs.warnings import CheckpointEvent, ValidityWarning, checkpoint_events
+
+if TYPE_CHECKING:  # runs.timelines builds its digests with the helpers here
+    from runs.timelines import Digest
 
 COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
 WARN_COLOR = "#b7791f"
@@ -80,48 +85,22 @@ def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[in
     return point_offsets(_times(progress), _times(host), _times(server))
 
 
-def timeline_xs(samples: Samples, offsets: dict[int, float]) -> list[float | None]:
-    """x for each (point, t) on the shared axis; None marks the gap before a new point."""
-    xs: list[float | None] = []
-    current = None
-    for point, t in samples:
-        if current is not None and point != current:
-            xs.append(None)
-        current = point
-        xs.append(offsets.get(point, 0.0) + (t or 0.0))
-    return xs
-
-
-def _with_gaps(samples: Samples, values: Sequence) -> list:
-    out, current = [], None
-    for (point, _t), value in zip(samples, values, strict=True):
-        if current is not None and point != current:
-            out.append(None)
-        current = point
-        out.append(value)
-    return out
-
-
-def _timeline_trace(
-    samples: Samples,
-    values: Sequence[float | None],
-    name: str,
-    color: str,
-    offsets: Offsets,
-    labels: list[str] | None = None,
-) -> go.Scatter:
+def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> go.Scatter:
+    """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
+    says where the live script continues it (the last point and its t)."""
+    series = series or Series([], [], [])
+    xs, ys = series.gapped()
+    if series.last_point is not None:
+        meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}
     return go.Scatter(
-        x=timeline_xs(samples, offsets),
-        y=_with_gaps(samples, values),
+        x=xs,
+        y=ys,
         mode="lines+markers",
         name=name,
         line={"color": color, "width": 2},
-        marker={"size": 4},
-        text=_with_gaps(samples, labels) if labels else None,
+        marker={"size": 3},
         connectgaps=False,
-        # Where the live script continues this trace: the last point and its t.
-        meta={"last_point": samples[-1][0], "last_t": samples[-1][1] or 0.0} if samples else {},
-        hovertemplate="%{y:,.3f}<extra>%{fullData.name} %{text}</extra>" if labels else None,
+        meta=meta,
     )
 
 
@@ -130,27 +109,15 @@ def _times(samples: Sequence) -> Samples:
 
 
 def progress_traces(
-    progress: list[ProgressSample], labels: dict[int, str], name: str, color: str, offsets: Offsets
+    digest: "Digest", run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
 ) -> tuple[go.Scatter, go.Scatter]:
-    """(tps trace, latency trace) of one run's progress samples."""
-    samples = _times(progress)
-    text = [labels.get(p.point, "") for p in progress]
-    tps = _timeline_trace(samples, [p.tps for p in progress], name, color, offsets, text)
-    latency = _timeline_trace(samples, [p.latency_ms for p in progress], name, color, offsets, text)
-    return tps, latency
-
-
-def point_labels(results: list[Result], spec: dict) -> dict[int, str]:
-    """Point index -> `4 clients, repeat 1`, from results and the sweep in the spec."""
-    labels = {r.index: f"{r.clients} clients, repeat {r.repeat}" for r in results}
-    sweep = spec.get("sweep") or {}
-    clients, repeats = sweep.get("clients") or [], sweep.get("repeats") or 1
-    planned = [(c, r) for c in clients for r in range(1, repeats + 1)]
-    if sweep.get("order") == "interleaved":
-        planned = [(c, r) for r in range(1, repeats + 1) for c in clients]
-    for index, (c, r) in enumerate(planned):
-        labels.setdefault(index, f"{c} clients, repeat {r}")
-    return labels
+    """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
+    traces = []
+    for key in ("tps", "latency_ms"):
+        series = digest.series.get(key)
+        reduced = series.reduced(n_out) if series else None
+        traces.append(_timeline_trace(reduced, name, color, {"run": run_pk, "series": key}))
+    return traces[0], traces[1]
 
 
 def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]:
@@ -183,22 +150,15 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
 
 
 def _warning_marks(
-    progress: list[ProgressSample],
-    point_warnings: dict[int, list[ValidityWarning]],
-    offsets: Offsets,
+    marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
 ) -> go.Scatter:
     """A marker above each warned point of a timeline, its warnings in the hover text."""
-    measured: dict[int, list[ProgressSample]] = {}
-    for sample in progress:
-        if sample.tps is not None:
-            measured.setdefault(sample.point, []).append(sample)
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
-        rows = measured.get(point, [])
-        if not found or not rows:
+        if not found or point not in marks:
             continue
-        xs.append(offsets.get(point, 0.0) + max(p.t or 0.0 for p in rows) / 2)
-        ys.append(max(p.tps or 0.0 for p in rows))
+        xs.append(marks[point][0])
+        ys.append(marks[point][1])
         text.append("<br>".join(f"{w.title}: {w.detail}" for w in found))
     return go.Scatter(
         x=xs,
@@ -213,21 +173,15 @@ def _warning_marks(
 
 
 def run_timelines(
-    run: Run,
-    progress: list[ProgressSample],
-    results: list[Result],
-    offsets: dict[int, float],
-    checkpoints: list[CheckpointEvent],
-    point_warnings: dict[int, list[ValidityWarning]],
+    run: Run, digest: "Digest", point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
     Checkpoints are vertical lines; warned points get a marker on the tps chart.
     """
-    labels = point_labels(results, run.spec)
-    tps, latency = progress_traces(progress, labels, "run", COLORS[0], offsets)
-    marks = _warning_marks(progress, point_warnings, offsets)
-    shapes = _checkpoint_shapes(checkpoints, offsets)
+    tps, latency = progress_traces(digest, run.pk, "run", COLORS[0])
+    marks = _warning_marks(digest.marks, point_warnings)
+    shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
     tps_fig = go.Figure([tps, marks], _layout("tps over time", "seconds", "tps"))
     latency_fig = go.Figure([latency], _layout("latency over time", "seconds", "ms"))
     for figure in (tps_fig, latency_fig):
@@ -250,12 +204,15 @@ def host_sample_values(sample: dict) -> dict[str, float | None]:
     }
 
 
-def host_figure(run: Run, host_samples: list[HostSample], offsets: dict[int, float]) -> dict:
+def host_figure(run: Run, digest: "Digest") -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series."""
-    samples = _times(host_samples)
-    values = [host_sample_values(s.data) for s in host_samples]
     traces = [
-        _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)], offsets)
+        _timeline_trace(
+            digest.series.get(f"host.{key}"),
+            label,
+            COLORS[n % len(COLORS)],
+            {"run": run.pk, "series": f"host.{key}"},
+        )
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
     layout = _layout("host", "seconds", "%", height=260)
@@ -298,23 +255,23 @@ def _checkpoint_markers(
     )
 
 
-def server_figure(
-    run: Run,
-    server_samples: list[ServerSample],
-    offsets: Offsets,
-    checkpoints: list[CheckpointEvent],
-) -> dict:
+def server_figure(run: Run, digest: "Digest") -> dict:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    samples = _times(server_samples)
     for n, (key, label) in enumerate(BUFFER_SERIES):
-        values = [s.data.get(key) for s in server_samples]
-        color = COLORS[n % len(COLORS)]
-        figure.add_trace(_timeline_trace(samples, values, label, color, offsets), row=1, col=1)
-    figure.add_trace(_checkpoint_markers(checkpoints, offsets, "checkpoints"), row=1, col=1)
-    for n, (kind, counts) in enumerate(wait_event_types(server_samples).items()):
-        trace = _timeline_trace(samples, counts, kind, COLORS[(n + 3) % len(COLORS)], offsets)
+        name = f"server.{key}"
+        trace = _timeline_trace(
+            digest.series.get(name), label, COLORS[n % len(COLORS)], {"run": run.pk, "series": name}
+        )
+        figure.add_trace(trace, row=1, col=1)
+    markers = _checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints")
+    figure.add_trace(markers, row=1, col=1)
+    waits = sorted(name for name in digest.series if name.startswith("wait."))
+    for n, name in enumerate(waits):
+        color = COLORS[(n + 3) % len(COLORS)]
+        meta = {"run": run.pk, "series": name}
+        trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5})
         figure.add_trace(trace, row=2, col=1)
     layout = _layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
@@ -427,24 +384,15 @@ def clients_figure(
 
 
 def overlaid_timelines(
-    runs: list[Run],
-    progress: dict[int, list[ProgressSample]],
-    results: dict[int, list[Result]],
-    labels: dict[int, str],
-    name: str,
-    offsets: dict[int, Offsets],
+    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
 ) -> dict:
-    """tps and latency timelines of several runs on one axis each, one line per run."""
+    """tps and latency timelines of several runs on one axis each, one line per run,
+    each reduced to its share of what a chart shows."""
     tps_traces, latency_traces = [], []
+    n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
-        point_names = point_labels(results.get(run.pk, []), run.spec)
-        tps, latency = progress_traces(
-            progress.get(run.pk, []),
-            point_names,
-            labels[run.pk],
-            COLORS[n % len(COLORS)],
-            offsets[run.pk],
-        )
+        color = COLORS[n % len(COLORS)]
+        tps, latency = progress_traces(digests[run.pk], run.pk, labels[run.pk], color, n_out)
         tps_traces.append(tps)
         latency_traces.append(latency)
     return {
@@ -466,23 +414,20 @@ def written_per_second(sample: ServerSample) -> float | None:
 
 
 def overlaid_server(
-    runs: list[Run],
-    server: dict[int, list[ServerSample]],
-    labels: dict[int, str],
-    name: str,
-    offsets: dict[int, Offsets],
+    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
 ) -> dict:
     """Buffers written per second of several runs on one axis, with each run's checkpoints."""
     traces = []
+    n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
-        color, samples = COLORS[n % len(COLORS)], server.get(run.pk, [])
-        values = [written_per_second(s) for s in samples]
+        color, digest = COLORS[n % len(COLORS)], digests[run.pk]
+        written = digest.series.get("server.written")
+        meta = {"run": run.pk, "series": "server.written"}
+        reduced = written.reduced(n_out) if written else None
+        traces.append(_timeline_trace(reduced, labels[run.pk], color, meta))
+        events = [e for e in digest.checkpoints if e.edge == "start"]
         traces.append(
-            _timeline_trace(_times(samples), values, labels[run.pk], color, offsets[run.pk])
-        )
-        events = [e for e in run_checkpoints(samples) if e.edge == "start"]
-        traces.append(
-            _checkpoint_markers(events, offsets[run.pk], f"checkpoints {labels[run.pk]}", color)
+            _checkpoint_markers(events, digest.offsets, f"checkpoints {labels[run.pk]}", color)
         )
     layout = _layout("buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s")
     return figure_json(go.Figure(traces, layout), f"{name}-server-time")

@@ -251,14 +251,26 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
     return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
 
 
-def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
-    """The checks one measured point can fail on its own."""
+def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks a point's stored timelines can fail (kept with its timeline digest)."""
     return [
-        *_checkpoint_warning(result.index, samples),
+        *_checkpoint_warning(point, samples),
         *_saturation_warning(samples),
-        *_failure_warning(result),
         *_timeline_warning(samples),
     ]
+
+
+def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own: those found in its samples
+    (`sample_warnings`) and its result's, in the order CHECKS defines."""
+    order = list(CHECKS)
+    found = [*in_samples, *_failure_warning(result)]
+    return sorted(found, key=lambda warning: order.index(warning.code))
+
+
+def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own, from its samples and result."""
+    return result_warnings(result, sample_warnings(result.index, samples))
 
 
 def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:

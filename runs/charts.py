@@ -11,6 +11,7 @@ interval, points with validity warnings with an open marker (the warnings,
 naming the repeats, in the hover), and each run's peak as an annotation.
 """
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -42,6 +43,7 @@ BUFFER_SERIES = (
     ("buffers_clean_per_s", "by background writer"),
     ("buffers_backend_per_s", "by backends"),
 )
+TEMPLATE = "plotly_white"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 
 Samples = list[tuple[int, float]]
@@ -51,7 +53,6 @@ Offsets = dict[int, float]
 def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
     return {
         "title": {"text": title, "x": 0, "font": {"size": 14}},
-        "template": "plotly_white",
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
         "xaxis": {"title": {"text": x_title}, "zeroline": False},
@@ -61,10 +62,27 @@ def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
     }
 
 
-def figure_json(figure: go.Figure, filename: str) -> dict:
-    """The figure as a plain dict for `json_script`, with the modebar config (PNG name)."""
+@functools.cache
+def _template() -> dict:
+    """The `plotly_white` template as plotly.js takes it (it knows no template names)."""
+    return json.loads(go.Figure(layout={"template": TEMPLATE}).to_json())["layout"]["template"]
+
+
+@functools.cache
+def _two_rows() -> dict:
+    """The axes of two rows sharing their x axis, as plotly's make_subplots lays them out."""
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    return json.loads(figure.layout.to_json())
+
+
+def figure_json(traces: list[dict], layout: dict, filename: str) -> dict:
+    """A figure as a plain dict for `json_script`, with the modebar config (PNG name).
+
+    Traces and layout are plain dicts in plotly's figure schema: building
+    plotly's validated objects took most of a page's time with dozens of traces.
+    """
     config = {**PLOT_CONFIG, "toImageButtonOptions": {"scale": 2, "filename": filename}}
-    return {**json.loads(figure.to_json()), "config": config}
+    return {"data": traces, "layout": {**layout, "template": _template()}, "config": config}
 
 
 def point_offsets(*series: Samples) -> dict[int, float]:
@@ -85,23 +103,24 @@ def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[in
     return point_offsets(_times(progress), _times(host), _times(server))
 
 
-def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> go.Scatter:
+def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> dict:
     """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
     says where the live script continues it (the last point and its t)."""
     series = series or Series([], [], [])
     xs, ys = series.gapped()
     if series.last_point is not None:
         meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}
-    return go.Scatter(
-        x=xs,
-        y=ys,
-        mode="lines+markers",
-        name=name,
-        line={"color": color, "width": 2},
-        marker={"size": 3},
-        connectgaps=False,
-        meta=meta,
-    )
+    return {
+        "type": "scatter",
+        "x": xs,
+        "y": ys,
+        "mode": "lines+markers",
+        "name": name,
+        "line": {"color": color, "width": 2},
+        "marker": {"size": 3},
+        "connectgaps": False,
+        "meta": meta,
+    }
 
 
 def _times(samples: Sequence) -> Samples:
@@ -110,7 +129,7 @@ def _times(samples: Sequence) -> Samples:
 
 def progress_traces(
     digest: "Digest", run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
-) -> tuple[go.Scatter, go.Scatter]:
+) -> tuple[dict, dict]:
     """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
     traces = []
     for key in ("tps", "latency_ms"):
@@ -151,7 +170,7 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
 
 def _warning_marks(
     marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
-) -> go.Scatter:
+) -> dict:
     """A marker above each warned point of a timeline, its warnings in the hover text."""
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
@@ -160,16 +179,17 @@ def _warning_marks(
         xs.append(marks[point][0])
         ys.append(marks[point][1])
         text.append("<br>".join(f"{w.title}: {w.detail}" for w in found))
-    return go.Scatter(
-        x=xs,
-        y=ys,
-        text=text,
-        mode="markers",
-        name="validity warning",
-        marker={"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
-        hovertemplate="%{text}<extra></extra>",
-        showlegend=bool(xs),
-    )
+    return {
+        "type": "scatter",
+        "x": xs,
+        "y": ys,
+        "text": text,
+        "mode": "markers",
+        "name": "validity warning",
+        "marker": {"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
+        "hovertemplate": "%{text}<extra></extra>",
+        "showlegend": bool(xs),
+    }
 
 
 def run_timelines(
@@ -182,13 +202,12 @@ def run_timelines(
     tps, latency = progress_traces(digest, run.pk, "run", COLORS[0])
     marks = _warning_marks(digest.marks, point_warnings)
     shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
-    tps_fig = go.Figure([tps, marks], _layout("tps over time", "seconds", "tps"))
-    latency_fig = go.Figure([latency], _layout("latency over time", "seconds", "ms"))
-    for figure in (tps_fig, latency_fig):
-        figure.update_layout(showlegend=False, shapes=shapes)
+    extra = {"showlegend": False, "shapes": shapes}
+    tps_layout = {**_layout("tps over time", "seconds", "tps"), **extra}
+    latency_layout = {**_layout("latency over time", "seconds", "ms"), **extra}
     return {
-        "tps": figure_json(tps_fig, f"run-{run.pk}-tps"),
-        "latency": figure_json(latency_fig, f"run-{run.pk}-latency"),
+        "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
+        "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
     }
 
 
@@ -217,7 +236,7 @@ def host_figure(run: Run, digest: "Digest") -> dict:
     ]
     layout = _layout("host", "seconds", "%", height=260)
     layout["yaxis"]["range"] = [0, 100]
-    return figure_json(go.Figure(traces, layout), f"run-{run.pk}-host")
+    return figure_json(traces, layout, f"run-{run.pk}-host")
 
 
 def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
@@ -237,49 +256,54 @@ def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]
 
 def _checkpoint_markers(
     events: list[CheckpointEvent], offsets: Offsets, name: str, color: str | None = None
-) -> go.Scatter:
+) -> dict:
     """Checkpoint starts (triangle up) and ends (triangle down) as one marker trace."""
-    return go.Scatter(
-        x=[offsets.get(e.point, 0.0) + e.t for e in events],
-        y=[0.0] * len(events),
-        mode="markers",
-        name=name,
-        text=[f"{e.kind} checkpoint {e.edge}" for e in events],
-        marker={
+    return {
+        "type": "scatter",
+        "x": [offsets.get(e.point, 0.0) + e.t for e in events],
+        "y": [0.0] * len(events),
+        "mode": "markers",
+        "name": name,
+        "text": [f"{e.kind} checkpoint {e.edge}" for e in events],
+        "marker": {
             "symbol": ["triangle-up" if e.edge == "start" else "triangle-down" for e in events],
             "size": 11,
             "color": [color or CHECKPOINT_COLORS[e.kind] for e in events],
         },
-        hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-        showlegend=bool(events),
-    )
+        "hovertemplate": "%{text}<extra>%{fullData.name}</extra>",
+        "showlegend": bool(events),
+    }
 
 
 def server_figure(run: Run, digest: "Digest") -> dict:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    traces = []
     for n, (key, label) in enumerate(BUFFER_SERIES):
         name = f"server.{key}"
-        trace = _timeline_trace(
-            digest.series.get(name), label, COLORS[n % len(COLORS)], {"run": run.pk, "series": name}
+        traces.append(
+            _timeline_trace(
+                digest.series.get(name),
+                label,
+                COLORS[n % len(COLORS)],
+                {"run": run.pk, "series": name},
+            )
         )
-        figure.add_trace(trace, row=1, col=1)
-    markers = _checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints")
-    figure.add_trace(markers, row=1, col=1)
+    traces.append(_checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints"))
     waits = sorted(name for name in digest.series if name.startswith("wait."))
     for n, name in enumerate(waits):
         color = COLORS[(n + 3) % len(COLORS)]
         meta = {"run": run.pk, "series": name}
         trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
-        trace.update(stackgroup="waits", mode="lines", line={"width": 0.5})
-        figure.add_trace(trace, row=2, col=1)
+        trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
+        traces.append(trace)
+    rows = _two_rows()
     layout = _layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
-    layout["yaxis2"] = {"title": {"text": "backends"}, "rangemode": "tozero"}
-    layout["xaxis2"] = {"title": {"text": "seconds"}}
-    layout["xaxis"] = {"zeroline": False}
-    figure.update_layout(layout)
-    return figure_json(figure, f"run-{run.pk}-server")
+    layout["yaxis"] = {**layout["yaxis"], **rows["yaxis"]}
+    layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}
+    layout["xaxis2"] = {**rows["xaxis2"], "title": {"text": "seconds"}}
+    layout["xaxis"] = {**rows["xaxis"], "zeroline": False}
+    return figure_json(traces, layout, f"run-{run.pk}-server")
 
 
 def _ci_bars(summaries: list[Summary]) -> dict:
@@ -342,7 +366,7 @@ def clients_figure(
     def x_of(clients: int) -> int | str:
         return f"{clients} clients" if as_bars else clients
 
-    traces: list[go.Bar | go.Scatter] = []
+    traces: list[dict] = []
     annotations: list[dict[str, object]] = []
     for n, run in enumerate(runs):
         color = COLORS[n % len(COLORS)]
@@ -359,7 +383,8 @@ def clients_figure(
         }
         if as_bars:
             shapes = ["x" if f else "" for f in found]
-            traces.append(go.Bar(marker={"color": color, "pattern": {"shape": shapes}}, **common))
+            bar_marker = {"color": color, "pattern": {"shape": shapes}}
+            traces.append({"type": "bar", "marker": bar_marker, **common})
         else:
             marker = {
                 "color": color,
@@ -367,7 +392,7 @@ def clients_figure(
                 "symbol": ["diamond-open" if f else "circle" for f in found],
                 "line": {"width": 2},
             }
-            traces.append(go.Scatter(mode="lines+markers", marker=marker, **common))
+            traces.append({"type": "scatter", "mode": "lines+markers", "marker": marker, **common})
         if run.pk in peaks:
             peak = peaks[run.pk]
             annotations.append(
@@ -380,7 +405,7 @@ def clients_figure(
     if not as_bars:
         layout["xaxis"]["type"] = "log" if len(client_counts) > 3 else "linear"
         layout["xaxis"]["tickvals"] = sorted(client_counts)
-    return figure_json(go.Figure(traces, layout), f"{name}-{metric}")
+    return figure_json(traces, layout, f"{name}-{metric}")
 
 
 def overlaid_timelines(
@@ -397,11 +422,10 @@ def overlaid_timelines(
         latency_traces.append(latency)
     return {
         "tps": figure_json(
-            go.Figure(tps_traces, _layout("tps over time", "seconds", "tps")), f"{name}-tps-time"
+            tps_traces, _layout("tps over time", "seconds", "tps"), f"{name}-tps-time"
         ),
         "latency": figure_json(
-            go.Figure(latency_traces, _layout("latency over time", "seconds", "ms")),
-            f"{name}-latency-time",
+            latency_traces, _layout("latency over time", "seconds", "ms"), f"{name}-latency-time"
         ),
     }
 
@@ -430,4 +454,4 @@ def overlaid_server(
             _checkpoint_markers(events, digest.offsets, f"checkpoints {labels[run.pk]}", color)
         )
     layout = _layout("buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s")
-    return figure_json(go.Figure(traces, layout), f"{name}-server-time")
+    return figure_json(traces, layout, f"{name}-server-time")

@@ -58,19 +58,19 @@ class Series:
             self.last_t,
         )
 
-    def gapped(self, rounded: bool = True) -> tuple[list[float | None], list[float | None]]:
-        """(x, y) for plotly: a None between points so the line breaks there; values
-        `rounded` to DIGITS significant digits, or exactly as stored."""
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        breaks = set(self.starts)
-        keep = _rounded if rounded else float
-        for index, (x, y) in enumerate(zip(self.x, self.y, strict=True)):
-            if index in breaks:
-                xs.append(None)
-                ys.append(None)
-            xs.append(keep(x))
-            ys.append(keep(y))
+    def rounded(self) -> "Series":
+        """The same samples with DIGITS significant digits (what a page sends)."""
+        x = [_rounded(value) for value in self.x]
+        y = [_rounded(value) for value in self.y]
+        return Series(x, y, self.starts, self.last_point, self.last_t)
+
+    def gapped(self) -> tuple[list[float | None], list[float | None]]:
+        """(x, y) for plotly: a None between points so the line breaks there."""
+        xs: list[float | None] = list(self.x)
+        ys: list[float | None] = list(self.y)
+        for index in reversed(self.starts):
+            xs.insert(index, None)
+            ys.insert(index, None)
         return xs, ys
 
     def as_json(self) -> dict:

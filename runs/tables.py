@@ -22,20 +22,23 @@ class StatsInputs(TypedDict):
     in_samples: dict[tuple[int, int], list[ValidityWarning]]
 
 
-def load_inputs(runs: list[Run], series: Collection[str] = ()) -> StatsInputs:
+def load_inputs(
+    runs: list[Run], series: Collection[str] = (), overview: bool = False
+) -> StatsInputs:
     """Everything the statistics of these runs read, in one query per kind.
 
     `cells` has one run per cell (runs/cells.py): its `results` are the points
     of every round of that cell. `own_results` are each given run's own points;
     the timeline digests (runs/timelines.py, with the `series` named) are each
-    run's own, for every run whose points count; `in_samples` is what each
-    point's samples showed.
+    run's own, for every run whose points count (`overview`: their overviews,
+    runs.timelines.digests); `in_samples` is what each point's samples showed.
     """
     cells = cell_runs(runs)
     own_results = selectors.results_by_run(runs)
     results = results_by_cell(cells, own_results)
     counted = {r.run_id for rs in results.values() for r in rs} - {run.pk for run in runs}
-    digests = timelines.digests([*runs, *selectors.runs_in_order(sorted(counted))], series)
+    counted_runs = selectors.runs_in_order(sorted(counted))
+    digests = timelines.digests([*runs, *counted_runs], series, overview)
     return {
         "cells": cells,
         "results": results,

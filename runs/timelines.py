@@ -32,7 +32,7 @@ from runs.models import (
     ServerSample,
     TimelineSeries,
 )
-from runs.series import Series, build_series
+from runs.series import MIN_TRACE_SAMPLES, Series, build_series
 from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
@@ -44,6 +44,9 @@ PROGRESS_SERIES = ("tps", "latency_ms")
 HOST_KEYS = tuple(key for key, _label in charts.HOST_SERIES)
 BUFFER_KEYS = tuple(key for key, _label in charts.BUFFER_SERIES)
 COMPARE_SERIES = ("tps", "latency_ms", "server.written")
+# The compared series are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
+# a chart of many runs reads those instead of ten times the samples it would throw away.
+OVERVIEW = "~overview"
 
 Sample = ProgressSample | HostSample | ServerSample
 Source = tuple[type[ProgressSample] | type[HostSample] | type[ServerSample], Callable]
@@ -173,7 +176,9 @@ def build_digest(
     for name in _series_names(server):
         source = source_of(name)
         if source is not None:
-            series[name] = _series(name, rows_of[source[0]], offsets).reduced()
+            series[name] = _series(name, rows_of[source[0]], offsets).reduced().rounded()
+    for name in COMPARE_SERIES:
+        series[name + OVERVIEW] = series[name].reduced(MIN_TRACE_SAMPLES)
     return Digest(
         offsets=offsets,
         checkpoints=charts.run_checkpoints(server),
@@ -189,12 +194,17 @@ def digest_key(run: Run) -> str:
     return f"v{DIGEST_VERSION}|{run.status}|{last}"
 
 
-def digests(runs: Iterable[Run], names: Collection[str] | None = None) -> dict[int, Digest]:
-    """Run id -> its digest with the series named in `names` (every series with None).
+def digests(
+    runs: Iterable[Run], names: Collection[str] | None = None, overview: bool = False
+) -> dict[int, Digest]:
+    """Run id -> its digest with the series named in `names` (every series with None);
+    with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
 
     Reads two queries for runs whose stored digest is current; builds the
     others from their samples (three queries) and stores those of final runs.
     """
+    if overview and names is not None:
+        names = {name + OVERVIEW: name for name in names}
     by_pk = {run.pk: run for run in runs}
     stored = {row.run_id: row for row in RunTimeline.objects.filter(run_id__in=list(by_pk))}
     current = {
@@ -209,9 +219,16 @@ def digests(runs: Iterable[Run], names: Collection[str] | None = None) -> dict[i
         _store([run for run in missing if run.is_final], built)
         for pk, digest in built.items():
             if names is not None:
-                digest.series = {k: s for k, s in digest.series.items() if k in names}
+                digest.series = {
+                    _named(k, names): s for k, s in digest.series.items() if k in names
+                }
             current[pk] = digest
     return current
+
+
+def _named(stored: str, names: Collection[str]) -> str:
+    """The name a stored series goes by in a digest (an overview goes by its series' name)."""
+    return names[stored] if isinstance(names, dict) else stored
 
 
 def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | None) -> None:
@@ -221,7 +238,7 @@ def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | Non
     if names is not None:
         rows = rows.filter(name__in=list(names))
     for run_id, name, samples in rows.values_list("run_id", "name", "samples"):
-        found[run_id].series[name] = Series.from_json(samples)
+        found[run_id].series[_named(name, names or ())] = Series.from_json(samples)
 
 
 def _build(runs: list[Run]) -> dict[int, Digest]:

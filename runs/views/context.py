@@ -18,6 +18,7 @@ from runs.compare import (
     stats_table,
 )
 from runs.models import Comparison, Experiment, Run
+from runs.series import MIN_TRACE_SAMPLES, trace_budget
 from runs.sse import format_cursor
 from runs.tables import StatsInputs, load_inputs, table_of
 
@@ -130,7 +131,8 @@ def comparison_context(
     cell's timelines are those of the run standing for it (one cluster's story).
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)
-    loaded = load_inputs(runs, timelines.COMPARE_SERIES)
+    overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
+    loaded = load_inputs(runs, timelines.COMPARE_SERIES, overview)
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}

@@ -56,7 +56,7 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
     except Run.DoesNotExist:
         return _not_found(f"There is no run {run_id}.")
     found = timelines.window(run, name, x0, x1)
-    xs, ys = found.series.gapped(rounded=False)
+    xs, ys = found.series.gapped()
     body = {"run": run.pk, "series": name, "x0": x0, "x1": x1, "x": xs, "y": ys}
     return JsonResponse({**body, "samples": found.samples, "reduced": found.reduced})
 

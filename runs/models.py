@@ -485,7 +485,7 @@ class ProgressSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="progress_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="progress_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} t={self.t}"
@@ -501,7 +501,7 @@ class HostSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="host_sample_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="host_sample_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} host t={self.t}"
@@ -517,7 +517,7 @@ class ServerSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="server_sample_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="server_sample_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} server t={self.t}"

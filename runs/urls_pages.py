@@ -67,6 +67,7 @@ urlpatterns = [
     path("s/<str:token>/results.<fmt:fmt>", sharing.shared_export, name="shared-export"),
     path("hosts/", catalogue.host_list, name="host-list"),
     path("hosts/<int:pk>/", catalogue.host_detail, name="host-detail"),
+    path("hosts/<int:pk>/queue/", catalogue.host_queue, name="host-queue"),
     path("hosts/<int:pk>/approve", hosts.host_approve, name="host-approve"),
     path("hosts/<int:pk>/revoke", hosts.host_revoke, name="host-revoke"),
     path("builds/", catalogue.build_list, name="build-list"),

@@ -51,8 +51,14 @@ def _run_event_refusal(event: Event) -> str | None:
     run_id = event["run_id"]
     pk = _as_int(run_id)
     run = None if pk is None else Run.objects.filter(pk=pk).select_related("host").first()
+    return run_event_refusal(event, run)
+
+
+def run_event_refusal(event: Event, run: Run | None) -> str | None:
+    """Why a validated run event must not be stored, given its run (with its host) as
+    loaded, or None when its run's approved agent signed it."""
     if run is None:
-        return f"no run {run_id}: the event cannot be authenticated"
+        return f"no run {event['run_id']}: the event cannot be authenticated"
     host = run.host
     if event["agent"] != host.name:
         return f"run {run.pk} runs on host {host.name}, not on agent {event['agent']!r}"

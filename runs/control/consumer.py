@@ -28,6 +28,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -35,10 +36,15 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.contract import wire
-from agents.contract.events import InvalidEvent
+from agents.contract.events import InvalidEvent, is_agent_event
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.services import event_refusal, record_event
-from runs.services.ingest import is_live_event, record_live_events
+from runs.services.ingest import (
+    is_heartbeat,
+    is_live_event,
+    record_heartbeats,
+    record_live_events,
+)
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
@@ -69,7 +75,7 @@ class EventConsumer:
         group: str | None = None,
         consumer: str | None = None,
         block_ms: int = 1000,
-        batch: int = 100,
+        batch: int = 500,
         claim_idle_ms: int = 60_000,
     ):
         self.client = client or redis_connection()
@@ -119,8 +125,10 @@ class EventConsumer:
     def handle_batch(self, entries: list[Entry]) -> None:
         """Store a batch in one transaction and acknowledge it after the commit.
 
-        Consecutive progress and sample events are stored together
-        (runs.services.ingest); any other event on its own, in order. When
+        Progress and sample events are stored together (runs.services.ingest)
+        up to the next event of a run, which is stored on its own after them;
+        heartbeats are stored together at the end (they touch no run's samples),
+        registrations as they come. When
         anything but a lost database fails, the batch is rolled back and each
         entry is handled again on its own (`handle`), so only a bad one ends
         in the dead-letter stream, with its reason.
@@ -142,31 +150,37 @@ class EventConsumer:
         """Store the batch's events in one transaction; the refused ones, with the reason."""
         dead: list[tuple[Fields | None, str]] = []
         live: list[tuple[Fields | None, object]] = []
+        heartbeats: list[tuple[Fields | None, object]] = []
         with transaction.atomic():
             for entry_id, fields in entries:
                 event = json.loads((fields or {})[wire.EVENT_FIELD])
-                if is_live_event(event):
-                    live.append((fields, event))
+                if is_live_event(event) or is_heartbeat(event):
+                    (live if is_live_event(event) else heartbeats).append((fields, event))
                     continue
-                dead += self._store_live(live)
-                live = []
+                if not is_agent_event(event):  # it may change a run the live events write to
+                    dead += self._store_together(record_live_events, live)
+                    live = []
                 refusal = event_refusal(event)
                 if refusal is None:
                     record_event(event)
                 else:
                     logger.warning("event %s refused: %s", entry_id, refusal)
                     dead.append((fields, f"refused: {refusal}"))
-            dead += self._store_live(live)
+            dead += self._store_together(record_live_events, live)
+            dead += self._store_together(record_heartbeats, heartbeats)
         return dead
 
-    def _store_live(
-        self, live: list[tuple[Fields | None, object]]
+    def _store_together(
+        self,
+        store: Callable[[list[object]], list[str | None]],
+        entries: list[tuple[Fields | None, object]],
     ) -> list[tuple[Fields | None, str]]:
-        if not live:
+        """Store events with `store`; the refused ones with the reason."""
+        if not entries:
             return []
-        refusals = record_live_events([event for _fields, event in live])
+        refusals = store([event for _fields, event in entries])
         dead = []
-        for (fields, _event), refusal in zip(live, refusals, strict=True):
+        for (fields, _event), refusal in zip(entries, refusals, strict=True):
             if refusal is not None:
                 logger.warning("event refused: %s", refusal)
                 dead.append((fields, f"refused: {refusal}"))

@@ -70,8 +70,14 @@ def _agent_event_refusal(event: AgentEvent) -> str | None:
     host = Host.objects.select_for_update().filter(name=name).first()
     if event["type"] == "agent_register":
         return _registration_refusal(event, name, host)
+    return heartbeat_refusal(event, host)
+
+
+def heartbeat_refusal(event: AgentEvent, host: Host | None) -> str | None:
+    """Why a validated heartbeat must not be stored, given its agent's host (None when
+    none has its name), or None when that approved agent signed it."""
     if host is None:
-        return f"agent {name!r} is not enrolled: it has not registered yet"
+        return f"agent {event['agent']!r} is not enrolled: it has not registered yet"
     return _signature_refusal(event, host) or _host_refusal(host)
 
 

@@ -164,8 +164,13 @@ def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
     publish(lab_redis, events_stream, events.run_event(running[1], 9, "status", {"state": "x"}))
     forged = events.run_event(running[2], 5, "progress", {"point": 0, "t": 3.0})
     publish(lab_redis, events_stream, {**forged, "agent": "someone-else"})
+    host = running[2].host
+    beat = {"running": str(running[2].pk)}
+    publish(
+        lab_redis, events_stream, events.agent_event(host.name, 1, "heartbeat", beat, host.secret)
+    )
 
-    assert consumer.run_round() == 14
+    assert consumer.run_round() == 15
 
     for run in running:
         assert list(run.progress.values_list("t", "tps")) == [(1.0, 101.0), (2.0, 102.0)]
@@ -176,6 +181,9 @@ def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
     queued.refresh_from_db()
     assert queued.status == Run.Status.RUNNING and queued.progress.count() == 1
     assert RunEvent.objects.get(run=running[1], seq=9).payload == {"state": "x"}
+    seen_before = host.last_seen
+    host.refresh_from_db()
+    assert host.current_run == running[2] and host.last_seen > seen_before
     dead = lab_redis.xrange(consumer.dead_letter_stream)
     lab_redis.delete(consumer.dead_letter_stream)
     assert len(dead) == 1 and "not on agent 'someone-else'" in dead[0][1]["error"]

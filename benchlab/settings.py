@@ -248,6 +248,9 @@ REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 10)
 # after it was sent is sent again, then failed (runs.services.liveness).
 JOB_LOST_AFTER_S = env_int("JOB_LOST_AFTER_S", 60)
 BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
+# Event rows that only keep an event from being stored twice (progress, sample,
+# point, result) are deleted this many days after their run finished; 0 keeps them.
+BENCHLAB_EVENT_RETENTION_DAYS = env_int("BENCHLAB_EVENT_RETENTION_DAYS", 30)
 
 LOGGING = {
     "version": 1,

@@ -2,6 +2,8 @@
 // data-figure="ID" is drawn from the JSON in <script id="ID">.
 // Tables carry the numbers; charts add to them.
 
+import { followZoom } from "./zoom.js";
+
 export function figureData(id) {
   const script = document.getElementById(id);
   return script ? JSON.parse(script.textContent) : null;
@@ -14,6 +16,7 @@ export function drawAll(root = document) {
     const figure = figureData(element.dataset.figure);
     if (!figure) continue;
     window.Plotly.newPlot(element, figure.data, figure.layout, figure.config);
+    followZoom(element, figure);
     drawn.push(element);
   }
   return drawn;

@@ -11,16 +11,22 @@ interval, points with validity warnings with an open marker (the warnings,
 naming the repeats, in the hover), and each run's peak as an annotation.
 """
 
+import functools
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from runs.compare import METRICS, Peak, run_summaries
-from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.models import Result, Run, ServerSample
+from runs.series import CHART_SAMPLES, Series, trace_budget
 from runs.stats import Summary
 from runs.warnings import CheckpointEvent, ValidityWarning, checkpoint_events
+
+if TYPE_CHECKING:  # runs.timelines builds its digests with the helpers here
+    from runs.timelines import Digest
 
 COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
 WARN_COLOR = "#b7791f"
@@ -37,6 +43,7 @@ BUFFER_SERIES = (
     ("buffers_clean_per_s", "by background writer"),
     ("buffers_backend_per_s", "by backends"),
 )
+TEMPLATE = "plotly_white"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 
 Samples = list[tuple[int, float]]
@@ -46,7 +53,6 @@ Offsets = dict[int, float]
 def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
     return {
         "title": {"text": title, "x": 0, "font": {"size": 14}},
-        "template": "plotly_white",
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
         "xaxis": {"title": {"text": x_title}, "zeroline": False},
@@ -56,10 +62,27 @@ def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
     }
 
 
-def figure_json(figure: go.Figure, filename: str) -> dict:
-    """The figure as a plain dict for `json_script`, with the modebar config (PNG name)."""
+@functools.cache
+def _template() -> dict:
+    """The `plotly_white` template as plotly.js takes it (it knows no template names)."""
+    return json.loads(go.Figure(layout={"template": TEMPLATE}).to_json())["layout"]["template"]
+
+
+@functools.cache
+def _two_rows() -> dict:
+    """The axes of two rows sharing their x axis, as plotly's make_subplots lays them out."""
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    return json.loads(figure.layout.to_json())
+
+
+def figure_json(traces: list[dict], layout: dict, filename: str) -> dict:
+    """A figure as a plain dict for `json_script`, with the modebar config (PNG name).
+
+    Traces and layout are plain dicts in plotly's figure schema: building
+    plotly's validated objects took most of a page's time with dozens of traces.
+    """
     config = {**PLOT_CONFIG, "toImageButtonOptions": {"scale": 2, "filename": filename}}
-    return {**json.loads(figure.to_json()), "config": config}
+    return {"data": traces, "layout": {**layout, "template": _template()}, "config": config}
 
 
 def point_offsets(*series: Samples) -> dict[int, float]:
@@ -80,49 +103,24 @@ def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[in
     return point_offsets(_times(progress), _times(host), _times(server))
 
 
-def timeline_xs(samples: Samples, offsets: dict[int, float]) -> list[float | None]:
-    """x for each (point, t) on the shared axis; None marks the gap before a new point."""
-    xs: list[float | None] = []
-    current = None
-    for point, t in samples:
-        if current is not None and point != current:
-            xs.append(None)
-        current = point
-        xs.append(offsets.get(point, 0.0) + (t or 0.0))
-    return xs
-
-
-def _with_gaps(samples: Samples, values: Sequence) -> list:
-    out, current = [], None
-    for (point, _t), value in zip(samples, values, strict=True):
-        if current is not None and point != current:
-            out.append(None)
-        current = point
-        out.append(value)
-    return out
-
-
-def _timeline_trace(
-    samples: Samples,
-    values: Sequence[float | None],
-    name: str,
-    color: str,
-    offsets: Offsets,
-    labels: list[str] | None = None,
-) -> go.Scatter:
-    return go.Scatter(
-        x=timeline_xs(samples, offsets),
-        y=_with_gaps(samples, values),
-        mode="lines+markers",
-        name=name,
-        line={"color": color, "width": 2},
-        marker={"size": 4},
-        text=_with_gaps(samples, labels) if labels else None,
-        connectgaps=False,
-        # Where the live script continues this trace: the last point and its t.
-        meta={"last_point": samples[-1][0], "last_t": samples[-1][1] or 0.0} if samples else {},
-        hovertemplate="%{y:,.3f}<extra>%{fullData.name} %{text}</extra>" if labels else None,
-    )
+def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> dict:
+    """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
+    says where the live script continues it (the last point and its t)."""
+    series = series or Series([], [], [])
+    xs, ys = series.gapped()
+    if series.last_point is not None:
+        meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}
+    return {
+        "type": "scatter",
+        "x": xs,
+        "y": ys,
+        "mode": "lines+markers",
+        "name": name,
+        "line": {"color": color, "width": 2},
+        "marker": {"size": 3},
+        "connectgaps": False,
+        "meta": meta,
+    }
 
 
 def _times(samples: Sequence) -> Samples:
@@ -130,27 +128,15 @@ def _times(samples: Sequence) -> Samples:
 
 
 def progress_traces(
-    progress: list[ProgressSample], labels: dict[int, str], name: str, color: str, offsets: Offsets
-) -> tuple[go.Scatter, go.Scatter]:
-    """(tps trace, latency trace) of one run's progress samples."""
-    samples = _times(progress)
-    text = [labels.get(p.point, "") for p in progress]
-    tps = _timeline_trace(samples, [p.tps for p in progress], name, color, offsets, text)
-    latency = _timeline_trace(samples, [p.latency_ms for p in progress], name, color, offsets, text)
-    return tps, latency
-
-
-def point_labels(results: list[Result], spec: dict) -> dict[int, str]:
-    """Point index -> `4 clients, repeat 1`, from results and the sweep in the spec."""
-    labels = {r.index: f"{r.clients} clients, repeat {r.repeat}" for r in results}
-    sweep = spec.get("sweep") or {}
-    clients, repeats = sweep.get("clients") or [], sweep.get("repeats") or 1
-    planned = [(c, r) for c in clients for r in range(1, repeats + 1)]
-    if sweep.get("order") == "interleaved":
-        planned = [(c, r) for r in range(1, repeats + 1) for c in clients]
-    for index, (c, r) in enumerate(planned):
-        labels.setdefault(index, f"{c} clients, repeat {r}")
-    return labels
+    digest: "Digest", run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
+) -> tuple[dict, dict]:
+    """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
+    traces = []
+    for key in ("tps", "latency_ms"):
+        series = digest.series.get(key)
+        reduced = series.reduced(n_out) if series else None
+        traces.append(_timeline_trace(reduced, name, color, {"run": run_pk, "series": key}))
+    return traces[0], traces[1]
 
 
 def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]:
@@ -183,58 +169,45 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
 
 
 def _warning_marks(
-    progress: list[ProgressSample],
-    point_warnings: dict[int, list[ValidityWarning]],
-    offsets: Offsets,
-) -> go.Scatter:
+    marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
+) -> dict:
     """A marker above each warned point of a timeline, its warnings in the hover text."""
-    measured: dict[int, list[ProgressSample]] = {}
-    for sample in progress:
-        if sample.tps is not None:
-            measured.setdefault(sample.point, []).append(sample)
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
-        rows = measured.get(point, [])
-        if not found or not rows:
+        if not found or point not in marks:
             continue
-        xs.append(offsets.get(point, 0.0) + max(p.t or 0.0 for p in rows) / 2)
-        ys.append(max(p.tps or 0.0 for p in rows))
+        xs.append(marks[point][0])
+        ys.append(marks[point][1])
         text.append("<br>".join(f"{w.title}: {w.detail}" for w in found))
-    return go.Scatter(
-        x=xs,
-        y=ys,
-        text=text,
-        mode="markers",
-        name="validity warning",
-        marker={"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
-        hovertemplate="%{text}<extra></extra>",
-        showlegend=bool(xs),
-    )
+    return {
+        "type": "scatter",
+        "x": xs,
+        "y": ys,
+        "text": text,
+        "mode": "markers",
+        "name": "validity warning",
+        "marker": {"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
+        "hovertemplate": "%{text}<extra></extra>",
+        "showlegend": bool(xs),
+    }
 
 
 def run_timelines(
-    run: Run,
-    progress: list[ProgressSample],
-    results: list[Result],
-    offsets: dict[int, float],
-    checkpoints: list[CheckpointEvent],
-    point_warnings: dict[int, list[ValidityWarning]],
+    run: Run, digest: "Digest", point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
     Checkpoints are vertical lines; warned points get a marker on the tps chart.
     """
-    labels = point_labels(results, run.spec)
-    tps, latency = progress_traces(progress, labels, "run", COLORS[0], offsets)
-    marks = _warning_marks(progress, point_warnings, offsets)
-    shapes = _checkpoint_shapes(checkpoints, offsets)
-    tps_fig = go.Figure([tps, marks], _layout("tps over time", "seconds", "tps"))
-    latency_fig = go.Figure([latency], _layout("latency over time", "seconds", "ms"))
-    for figure in (tps_fig, latency_fig):
-        figure.update_layout(showlegend=False, shapes=shapes)
+    tps, latency = progress_traces(digest, run.pk, "run", COLORS[0])
+    marks = _warning_marks(digest.marks, point_warnings)
+    shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
+    extra = {"showlegend": False, "shapes": shapes}
+    tps_layout = {**_layout("tps over time", "seconds", "tps"), **extra}
+    latency_layout = {**_layout("latency over time", "seconds", "ms"), **extra}
     return {
-        "tps": figure_json(tps_fig, f"run-{run.pk}-tps"),
-        "latency": figure_json(latency_fig, f"run-{run.pk}-latency"),
+        "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
+        "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
     }
 
 
@@ -250,17 +223,20 @@ def host_sample_values(sample: dict) -> dict[str, float | None]:
     }
 
 
-def host_figure(run: Run, host_samples: list[HostSample], offsets: dict[int, float]) -> dict:
+def host_figure(run: Run, digest: "Digest") -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series."""
-    samples = _times(host_samples)
-    values = [host_sample_values(s.data) for s in host_samples]
     traces = [
-        _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)], offsets)
+        _timeline_trace(
+            digest.series.get(f"host.{key}"),
+            label,
+            COLORS[n % len(COLORS)],
+            {"run": run.pk, "series": f"host.{key}"},
+        )
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
     layout = _layout("host", "seconds", "%", height=260)
     layout["yaxis"]["range"] = [0, 100]
-    return figure_json(go.Figure(traces, layout), f"run-{run.pk}-host")
+    return figure_json(traces, layout, f"run-{run.pk}-host")
 
 
 def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
@@ -280,49 +256,54 @@ def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]
 
 def _checkpoint_markers(
     events: list[CheckpointEvent], offsets: Offsets, name: str, color: str | None = None
-) -> go.Scatter:
+) -> dict:
     """Checkpoint starts (triangle up) and ends (triangle down) as one marker trace."""
-    return go.Scatter(
-        x=[offsets.get(e.point, 0.0) + e.t for e in events],
-        y=[0.0] * len(events),
-        mode="markers",
-        name=name,
-        text=[f"{e.kind} checkpoint {e.edge}" for e in events],
-        marker={
+    return {
+        "type": "scatter",
+        "x": [offsets.get(e.point, 0.0) + e.t for e in events],
+        "y": [0.0] * len(events),
+        "mode": "markers",
+        "name": name,
+        "text": [f"{e.kind} checkpoint {e.edge}" for e in events],
+        "marker": {
             "symbol": ["triangle-up" if e.edge == "start" else "triangle-down" for e in events],
             "size": 11,
             "color": [color or CHECKPOINT_COLORS[e.kind] for e in events],
         },
-        hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-        showlegend=bool(events),
-    )
+        "hovertemplate": "%{text}<extra>%{fullData.name}</extra>",
+        "showlegend": bool(events),
+    }
 
 
-def server_figure(
-    run: Run,
-    server_samples: list[ServerSample],
-    offsets: Offsets,
-    checkpoints: list[CheckpointEvent],
-) -> dict:
+def server_figure(run: Run, digest: "Digest") -> dict:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    samples = _times(server_samples)
+    traces = []
     for n, (key, label) in enumerate(BUFFER_SERIES):
-        values = [s.data.get(key) for s in server_samples]
-        color = COLORS[n % len(COLORS)]
-        figure.add_trace(_timeline_trace(samples, values, label, color, offsets), row=1, col=1)
-    figure.add_trace(_checkpoint_markers(checkpoints, offsets, "checkpoints"), row=1, col=1)
-    for n, (kind, counts) in enumerate(wait_event_types(server_samples).items()):
-        trace = _timeline_trace(samples, counts, kind, COLORS[(n + 3) % len(COLORS)], offsets)
-        trace.update(stackgroup="waits", mode="lines", line={"width": 0.5})
-        figure.add_trace(trace, row=2, col=1)
+        name = f"server.{key}"
+        traces.append(
+            _timeline_trace(
+                digest.series.get(name),
+                label,
+                COLORS[n % len(COLORS)],
+                {"run": run.pk, "series": name},
+            )
+        )
+    traces.append(_checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints"))
+    waits = sorted(name for name in digest.series if name.startswith("wait."))
+    for n, name in enumerate(waits):
+        color = COLORS[(n + 3) % len(COLORS)]
+        meta = {"run": run.pk, "series": name}
+        trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
+        trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
+        traces.append(trace)
+    rows = _two_rows()
     layout = _layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
-    layout["yaxis2"] = {"title": {"text": "backends"}, "rangemode": "tozero"}
-    layout["xaxis2"] = {"title": {"text": "seconds"}}
-    layout["xaxis"] = {"zeroline": False}
-    figure.update_layout(layout)
-    return figure_json(figure, f"run-{run.pk}-server")
+    layout["yaxis"] = {**layout["yaxis"], **rows["yaxis"]}
+    layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}
+    layout["xaxis2"] = {**rows["xaxis2"], "title": {"text": "seconds"}}
+    layout["xaxis"] = {**rows["xaxis"], "zeroline": False}
+    return figure_json(traces, layout, f"run-{run.pk}-server")
 
 
 def _ci_bars(summaries: list[Summary]) -> dict:
@@ -385,7 +366,7 @@ def clients_figure(
     def x_of(clients: int) -> int | str:
         return f"{clients} clients" if as_bars else clients
 
-    traces: list[go.Bar | go.Scatter] = []
+    traces: list[dict] = []
     annotations: list[dict[str, object]] = []
     for n, run in enumerate(runs):
         color = COLORS[n % len(COLORS)]
@@ -402,7 +383,8 @@ def clients_figure(
         }
         if as_bars:
             shapes = ["x" if f else "" for f in found]
-            traces.append(go.Bar(marker={"color": color, "pattern": {"shape": shapes}}, **common))
+            bar_marker = {"color": color, "pattern": {"shape": shapes}}
+            traces.append({"type": "bar", "marker": bar_marker, **common})
         else:
             marker = {
                 "color": color,
@@ -410,7 +392,7 @@ def clients_figure(
                 "symbol": ["diamond-open" if f else "circle" for f in found],
                 "line": {"width": 2},
             }
-            traces.append(go.Scatter(mode="lines+markers", marker=marker, **common))
+            traces.append({"type": "scatter", "mode": "lines+markers", "marker": marker, **common})
         if run.pk in peaks:
             peak = peaks[run.pk]
             annotations.append(
@@ -423,37 +405,27 @@ def clients_figure(
     if not as_bars:
         layout["xaxis"]["type"] = "log" if len(client_counts) > 3 else "linear"
         layout["xaxis"]["tickvals"] = sorted(client_counts)
-    return figure_json(go.Figure(traces, layout), f"{name}-{metric}")
+    return figure_json(traces, layout, f"{name}-{metric}")
 
 
 def overlaid_timelines(
-    runs: list[Run],
-    progress: dict[int, list[ProgressSample]],
-    results: dict[int, list[Result]],
-    labels: dict[int, str],
-    name: str,
-    offsets: dict[int, Offsets],
+    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
 ) -> dict:
-    """tps and latency timelines of several runs on one axis each, one line per run."""
+    """tps and latency timelines of several runs on one axis each, one line per run,
+    each reduced to its share of what a chart shows."""
     tps_traces, latency_traces = [], []
+    n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
-        point_names = point_labels(results.get(run.pk, []), run.spec)
-        tps, latency = progress_traces(
-            progress.get(run.pk, []),
-            point_names,
-            labels[run.pk],
-            COLORS[n % len(COLORS)],
-            offsets[run.pk],
-        )
+        color = COLORS[n % len(COLORS)]
+        tps, latency = progress_traces(digests[run.pk], run.pk, labels[run.pk], color, n_out)
         tps_traces.append(tps)
         latency_traces.append(latency)
     return {
         "tps": figure_json(
-            go.Figure(tps_traces, _layout("tps over time", "seconds", "tps")), f"{name}-tps-time"
+            tps_traces, _layout("tps over time", "seconds", "tps"), f"{name}-tps-time"
         ),
         "latency": figure_json(
-            go.Figure(latency_traces, _layout("latency over time", "seconds", "ms")),
-            f"{name}-latency-time",
+            latency_traces, _layout("latency over time", "seconds", "ms"), f"{name}-latency-time"
         ),
     }
 
@@ -466,23 +438,20 @@ def written_per_second(sample: ServerSample) -> float | None:
 
 
 def overlaid_server(
-    runs: list[Run],
-    server: dict[int, list[ServerSample]],
-    labels: dict[int, str],
-    name: str,
-    offsets: dict[int, Offsets],
+    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
 ) -> dict:
     """Buffers written per second of several runs on one axis, with each run's checkpoints."""
     traces = []
+    n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
-        color, samples = COLORS[n % len(COLORS)], server.get(run.pk, [])
-        values = [written_per_second(s) for s in samples]
+        color, digest = COLORS[n % len(COLORS)], digests[run.pk]
+        written = digest.series.get("server.written")
+        meta = {"run": run.pk, "series": "server.written"}
+        reduced = written.reduced(n_out) if written else None
+        traces.append(_timeline_trace(reduced, labels[run.pk], color, meta))
+        events = [e for e in digest.checkpoints if e.edge == "start"]
         traces.append(
-            _timeline_trace(_times(samples), values, labels[run.pk], color, offsets[run.pk])
-        )
-        events = [e for e in run_checkpoints(samples) if e.edge == "start"]
-        traces.append(
-            _checkpoint_markers(events, offsets[run.pk], f"checkpoints {labels[run.pk]}", color)
+            _checkpoint_markers(events, digest.offsets, f"checkpoints {labels[run.pk]}", color)
         )
     layout = _layout("buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s")
-    return figure_json(go.Figure(traces, layout), f"{name}-server-time")
+    return figure_json(traces, layout, f"{name}-server-time")

@@ -14,7 +14,7 @@ from runs import stats
 from runs import warnings as checks
 from runs.models import Result, Run
 from runs.stats import Judgement, Question, Summary
-from runs.warnings import PointSamples, ValidityWarning
+from runs.warnings import ValidityWarning
 
 METRICS = {
     "tps": "tps",
@@ -91,13 +91,12 @@ def run_peaks(results: Sequence[Result], metrics: Sequence[str]) -> dict[str, Pe
 
 
 def point_warnings(
-    results: Sequence[Result], samples: dict[tuple[int, int], PointSamples]
+    results: Sequence[Result], in_samples: dict[tuple[int, int], list[ValidityWarning]]
 ) -> dict[tuple[int, int], list[ValidityWarning]]:
-    """(run id, point index) -> the warnings of that measured point (run-wide ones apart)."""
+    """(run id, point index) -> the warnings of that measured point (run-wide ones apart);
+    `in_samples` holds what each point's samples showed (runs.timelines digests)."""
     return {
-        (r.run_id, r.index): checks.point_warnings(
-            r, samples.get((r.run_id, r.index), PointSamples())
-        )
+        (r.run_id, r.index): checks.result_warnings(r, in_samples.get((r.run_id, r.index), []))
         for r in results
     }
 
@@ -192,7 +191,6 @@ class StatsTable:
 
 
 Results = dict[int, list[Result]]
-Samples = dict[tuple[int, int], PointSamples]
 PointWarnings = dict[tuple[int, int], list[ValidityWarning]]
 
 
@@ -200,14 +198,14 @@ def _rows(
     runs: list[Run],
     baseline: Run | None,
     results: Results,
-    samples: Samples,
+    in_samples: PointWarnings,
     metrics: Sequence[str],
 ) -> tuple[list[PointRow], PointWarnings]:
     rows: list[PointRow] = []
     by_run_point: PointWarnings = {}
     for run in runs:
         run_results = results.get(run.pk, [])
-        by_point = point_warnings(run_results, samples)
+        by_point = point_warnings(run_results, in_samples)
         by_run_point |= by_point
         run_wide = checks.run_warnings(run, run_results)
         summaries = {m: run_summaries(run_results, m) for m in metrics}
@@ -269,13 +267,14 @@ def stats_table(
     runs: list[Run],
     baseline: Run | None,
     results: dict[int, list[Result]],
-    samples: dict[tuple[int, int], PointSamples],
+    in_samples: dict[tuple[int, int], list[ValidityWarning]],
     min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
     metrics: Sequence[str] = COMPARED_METRICS,
 ) -> StatsTable:
     """Every (run, client count) with its statistics, warnings and, if a baseline is
-    given, its difference, q-value and verdict against the baseline at the same clients."""
-    rows, by_point = _rows(runs, baseline, results, samples, metrics)
+    given, its difference, q-value and verdict against the baseline at the same clients.
+    `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines)."""
+    rows, by_point = _rows(runs, baseline, results, in_samples, metrics)
     comparisons = _judge_rows(rows, baseline, results, metrics, min_effect_pct) if baseline else 0
     peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}
     return StatsTable(rows, tuple(metrics), min_effect_pct, comparisons, peaks, by_point)

@@ -495,7 +495,7 @@ class ProgressSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="progress_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="progress_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} t={self.t}"
@@ -511,7 +511,7 @@ class HostSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="host_sample_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="host_sample_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} host t={self.t}"
@@ -527,7 +527,7 @@ class ServerSample(models.Model):
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="server_sample_run_point")]
+        indexes = [models.Index(fields=["run", "point", "t"], name="server_sample_run_point_t")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} server t={self.t}"
@@ -632,3 +632,38 @@ class ShareLink(models.Model):
         if self.run_id:
             return "run"
         return "experiment" if self.experiment_id else "comparison"
+
+
+class RunTimeline(models.Model):
+    """What the pages read of a run's samples, built once (runs/timelines.py).
+
+    `facts` holds the point offsets on the time axis, the checkpoints, the
+    validity warnings found in each point's samples and where each point's
+    warning mark goes; the series (`TimelineSeries`) are the timelines reduced
+    to what a chart shows. `key` is the run state they were built from: a row
+    whose key no longer matches the run is built again.
+    """
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    key = models.CharField(max_length=100)
+    facts = models.JSONField(default=dict)
+    built_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"timeline of run {self.run_id}"
+
+
+class TimelineSeries(models.Model):
+    """One reduced timeline of a run (`tps`, `host.cpu_user`, ...), as runs.series stores it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    samples = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "name"], name="timeline_series_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.name}"

@@ -17,7 +17,6 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
-from runs.warnings import PointSamples
 
 RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
 
@@ -95,34 +94,6 @@ def timelines_by_run(
             grouped[row.run_id].append(row)
         found.append(grouped)
     return found[0], found[1], found[2]
-
-
-def samples_by_point(
-    progress: dict[int, list[ProgressSample]],
-    host: dict[int, list[HostSample]],
-    server: dict[int, list[ServerSample]],
-) -> dict[tuple[int, int], PointSamples]:
-    """(run id, point) -> the point's timelines, for the validity checks."""
-    points: dict[tuple[int, int], PointSamples] = {}
-    for kind, grouped in (("progress", progress), ("host", host), ("server", server)):
-        for run_id, samples in grouped.items():
-            for sample in samples:
-                getattr(points.setdefault((run_id, sample.point), PointSamples()), kind).append(
-                    sample
-                )
-    return points
-
-
-def run_server_samples(run: Run) -> list[ServerSample]:
-    return list(run.server_samples.order_by("point", "t", "pk"))
-
-
-def run_progress(run: Run) -> list[ProgressSample]:
-    return list(run.progress.order_by("point", "t", "pk"))
-
-
-def run_host_samples(run: Run) -> list[HostSample]:
-    return list(run.host_samples.order_by("point", "t", "pk"))
 
 
 def run_logs(run: Run) -> list[RunEvent]:

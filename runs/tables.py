@@ -1,49 +1,54 @@
 """Statistics tables as pages, the API and exports read them: one query per kind of
 row for a set of runs, grouped by cell (runs/cells.py), then `runs.compare.stats_table`."""
 
+from collections.abc import Collection
 from typing import TypedDict
 
-from runs import charts, selectors
+from runs import selectors, timelines
 from runs.cells import cell_runs, results_by_cell, standing_for
 from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
-from runs.models import Comparison, ProgressSample, Result, Run, ServerSample
+from runs.models import Comparison, Result, Run
 from runs.stats import CONFIDENCE
-from runs.warnings import PointSamples
+from runs.warnings import ValidityWarning
 
 
 class StatsInputs(TypedDict):
-    """What `load_inputs` read, each keyed by run id (`samples` by run id and point)."""
+    """What `load_inputs` read, each keyed by run id (`in_samples` by run id and point)."""
 
     cells: list[Run]
     results: dict[int, list[Result]]
     own_results: dict[int, list[Result]]
-    progress: dict[int, list[ProgressSample]]
-    server: dict[int, list[ServerSample]]
-    samples: dict[tuple[int, int], PointSamples]
-    offsets: dict[int, charts.Offsets]
+    digests: dict[int, timelines.Digest]
+    in_samples: dict[tuple[int, int], list[ValidityWarning]]
 
 
-def load_inputs(runs: list[Run]) -> StatsInputs:
+def load_inputs(
+    runs: list[Run], series: Collection[str] = (), overview: bool = False
+) -> StatsInputs:
     """Everything the statistics of these runs read, in one query per kind.
 
     `cells` has one run per cell (runs/cells.py): its `results` are the points
     of every round of that cell. `own_results` are each given run's own points;
-    the timelines (and their offsets) are each run's own, for every run whose
-    points count.
+    the timeline digests (runs/timelines.py, with the `series` named) are each
+    run's own, for every run whose points count (`overview`: their overviews,
+    runs.timelines.digests); `in_samples` is what each point's samples showed.
     """
     cells = cell_runs(runs)
     own_results = selectors.results_by_run(runs)
     results = results_by_cell(cells, own_results)
-    run_ids = {run.pk for run in runs} | {r.run_id for rs in results.values() for r in rs}
-    progress, host, server = selectors.timelines_by_run(run_ids)
+    counted = {r.run_id for rs in results.values() for r in rs} - {run.pk for run in runs}
+    counted_runs = selectors.runs_in_order(sorted(counted))
+    digests = timelines.digests([*runs, *counted_runs], series, overview)
     return {
         "cells": cells,
         "results": results,
         "own_results": own_results,
-        "progress": progress,
-        "server": server,
-        "samples": selectors.samples_by_point(progress, host, server),
-        "offsets": {pk: charts.offsets_for(progress[pk], host[pk], server[pk]) for pk in run_ids},
+        "digests": digests,
+        "in_samples": {
+            (pk, point): found
+            for pk, digest in digests.items()
+            for point, found in digest.warnings.items()
+        },
     }
 
 
@@ -53,7 +58,8 @@ def table_of(
     """The statistics table of loaded runs' cells, against the cell `baseline` belongs to."""
     cells = loaded["cells"]
     base = standing_for(baseline, cells) if baseline else None
-    return stats_table(cells, base, loaded["results"], loaded["samples"], min_effect_pct, metrics)
+    found = loaded["in_samples"]
+    return stats_table(cells, base, loaded["results"], found, min_effect_pct, metrics)
 
 
 def statistics(

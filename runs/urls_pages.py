@@ -3,7 +3,7 @@
 from django.urls import path, register_converter
 
 from runs import sse
-from runs.views import catalogue, comparisons, experiments, hosts, runs, sharing
+from runs.views import catalogue, comparisons, experiments, hosts, runs, sharing, timelines
 
 
 class ExportFormat:
@@ -32,6 +32,7 @@ register_converter(TargetKind, "kind")
 urlpatterns = [
     path("", runs.run_list, name="run-list"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
+    path("runs/timeline.json", timelines.run_timeline, name="run-timeline"),
     path("runs/<int:pk>/events", sse.run_events, name="run-events"),
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/rerun", runs.run_rerun, name="run-rerun"),
@@ -62,9 +63,11 @@ urlpatterns = [
     path("share/revoke/<str:token>", sharing.share_revoke, name="share-revoke"),
     path("s/<str:token>/", sharing.shared, name="shared"),
     path("s/<str:token>/events", sse.shared_run_events, name="shared-events"),
+    path("s/<str:token>/timeline.json", timelines.shared_timeline, name="shared-timeline"),
     path("s/<str:token>/results.<fmt:fmt>", sharing.shared_export, name="shared-export"),
     path("hosts/", catalogue.host_list, name="host-list"),
     path("hosts/<int:pk>/", catalogue.host_detail, name="host-detail"),
+    path("hosts/<int:pk>/queue/", catalogue.host_queue, name="host-queue"),
     path("hosts/<int:pk>/approve", hosts.host_approve, name="host-approve"),
     path("hosts/<int:pk>/revoke", hosts.host_revoke, name="host-revoke"),
     path("builds/", catalogue.build_list, name="build-list"),

@@ -206,20 +206,31 @@ def _idle_percent(data: dict) -> float | None:
     return data["cpu_idle"] + (data.get("cpu_iowait") or 0.0)
 
 
-def _saturation_warning(result: Result, samples: PointSamples) -> list[ValidityWarning]:
-    seen = []
-    busy = result.pgbench_busy_share
-    if busy is not None and busy > PGBENCH_THREAD_BUSY_ABOVE:
-        seen.append(
-            f"pgbench used {busy * 100:.0f} % of its {result.threads} thread(s) "
-            f"({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
-        )
+def _host_idle_warning(samples: PointSamples) -> list[ValidityWarning]:
     idle = [p for s in samples.host if (p := _idle_percent(s.data)) is not None]
-    if len(idle) >= 2 and float(np.median(idle)) < IDLE_CPU_PERCENT_BELOW:
-        seen.append(
-            f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
-        )
-    return [ValidityWarning("load_generator_saturated", "; ".join(seen))] if seen else []
+    if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
+        return []
+    detail = f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
+    return [ValidityWarning("load_generator_saturated", detail)]
+
+
+def _pgbench_busy_warning(result: Result) -> list[ValidityWarning]:
+    busy = result.pgbench_busy_share
+    if busy is None or busy <= PGBENCH_THREAD_BUSY_ABOVE:
+        return []
+    detail = (
+        f"pgbench used {busy * 100:.0f} % of its {result.threads} thread(s) "
+        f"({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
+    )
+    return [ValidityWarning("load_generator_saturated", detail)]
+
+
+def _joined(warnings: list[ValidityWarning]) -> list[ValidityWarning]:
+    """One warning per code, the details of several findings joined with '; '."""
+    details: dict[str, list[str]] = {}
+    for warning in warnings:
+        details.setdefault(warning.code, []).append(warning.detail)
+    return [ValidityWarning(code, "; ".join(seen)) for code, seen in details.items()]
 
 
 def _failure_counts(result: Result) -> dict[str, int]:
@@ -261,14 +272,26 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
     return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
 
 
-def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
-    """The checks one measured point can fail on its own."""
+def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks a point's stored timelines can fail (kept with its timeline digest)."""
     return [
-        *_checkpoint_warning(result.index, samples),
-        *_saturation_warning(result, samples),
-        *_failure_warning(result),
+        *_checkpoint_warning(point, samples),
+        *_host_idle_warning(samples),
         *_timeline_warning(samples),
     ]
+
+
+def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own: those found in its samples
+    (`sample_warnings`) and its result's, in the order CHECKS defines."""
+    order = list(CHECKS)
+    found = _joined([*_pgbench_busy_warning(result), *in_samples, *_failure_warning(result)])
+    return sorted(found, key=lambda warning: order.index(warning.code))
+
+
+def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own, from its samples and result."""
+    return result_warnings(result, sample_warnings(result.index, samples))
 
 
 def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:

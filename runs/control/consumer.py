@@ -1,9 +1,11 @@
 """The control worker's event consumer (docs/contracts.md, section 4).
 
 Reads the events stream (BENCHLAB_EVENTS_STREAM, by default the contract's
-EVENTS_STREAM) as a member of the consumer group `control`, stores each event
-in its own transaction and acknowledges and deletes the entry only after the
-commit. Order of work in each round: this consumer's own pending entries
+EVENTS_STREAM) as a member of the consumer group `control`, stores each batch
+of entries in one transaction (the per-second events of many runs together,
+runs.services.ingest) and acknowledges and deletes its entries only after the
+commit; a batch that fails is stored again entry by entry, each in its own
+transaction. Order of work in each round: this consumer's own pending entries
 (left by a database error), then entries other consumers left pending for too
 long (they died), then new entries.
 
@@ -26,6 +28,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -33,9 +36,15 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.contract import wire
-from agents.contract.events import InvalidEvent
+from agents.contract.events import InvalidEvent, is_agent_event
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.services import event_refusal, record_event
+from runs.services.ingest import (
+    is_heartbeat,
+    is_live_event,
+    record_heartbeats,
+    record_live_events,
+)
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
@@ -66,7 +75,7 @@ class EventConsumer:
         group: str | None = None,
         consumer: str | None = None,
         block_ms: int = 1000,
-        batch: int = 100,
+        batch: int = 500,
         claim_idle_ms: int = 60_000,
     ):
         self.client = client or redis_connection()
@@ -88,8 +97,8 @@ class EventConsumer:
     def run_round(self) -> int:
         """Handle one batch: own pending, else reclaimed, else new entries; return how many."""
         entries = self._own_pending() or self._reclaimed() or self._new()
-        for entry_id, fields in entries:
-            self.handle(entry_id, fields)
+        if entries:
+            self.handle_batch(entries)
         return len(entries)
 
     def _own_pending(self) -> list[Entry]:
@@ -112,6 +121,70 @@ class EventConsumer:
             self.group, self.consumer, {self.stream: ">"}, count=self.batch, block=self.block_ms
         )
         return _stream_entries(reply)
+
+    def handle_batch(self, entries: list[Entry]) -> None:
+        """Store a batch in one transaction and acknowledge it after the commit.
+
+        Progress and sample events are stored together (runs.services.ingest)
+        up to the next event of a run, which is stored on its own after them;
+        heartbeats are stored together at the end (they touch no run's samples),
+        registrations as they come. When
+        anything but a lost database fails, the batch is rolled back and each
+        entry is handled again on its own (`handle`), so only a bad one ends
+        in the dead-letter stream, with its reason.
+        """
+        try:
+            dead = self._store_batch(entries)
+        except DATABASE_DOWN:
+            raise
+        except Exception:
+            logger.warning("a batch of %d events failed; storing each on its own", len(entries))
+            for entry_id, fields in entries:
+                self.handle(entry_id, fields)
+            return
+        for fields, reason in dead:
+            self._keep_dead(fields, reason)
+        self._acknowledge(*(entry_id for entry_id, _fields in entries))
+
+    def _store_batch(self, entries: list[Entry]) -> list[tuple[Fields | None, str]]:
+        """Store the batch's events in one transaction; the refused ones, with the reason."""
+        dead: list[tuple[Fields | None, str]] = []
+        live: list[tuple[Fields | None, object]] = []
+        heartbeats: list[tuple[Fields | None, object]] = []
+        with transaction.atomic():
+            for entry_id, fields in entries:
+                event = json.loads((fields or {})[wire.EVENT_FIELD])
+                if is_live_event(event) or is_heartbeat(event):
+                    (live if is_live_event(event) else heartbeats).append((fields, event))
+                    continue
+                if not is_agent_event(event):  # it may change a run the live events write to
+                    dead += self._store_together(record_live_events, live)
+                    live = []
+                refusal = event_refusal(event)
+                if refusal is None:
+                    record_event(event)
+                else:
+                    logger.warning("event %s refused: %s", entry_id, refusal)
+                    dead.append((fields, f"refused: {refusal}"))
+            dead += self._store_together(record_live_events, live)
+            dead += self._store_together(record_heartbeats, heartbeats)
+        return dead
+
+    def _store_together(
+        self,
+        store: Callable[[list[object]], list[str | None]],
+        entries: list[tuple[Fields | None, object]],
+    ) -> list[tuple[Fields | None, str]]:
+        """Store events with `store`; the refused ones with the reason."""
+        if not entries:
+            return []
+        refusals = store([event for _fields, event in entries])
+        dead = []
+        for (fields, _event), refusal in zip(entries, refusals, strict=True):
+            if refusal is not None:
+                logger.warning("event refused: %s", refusal)
+                dead.append((fields, f"refused: {refusal}"))
+        return dead
 
     def handle(self, entry_id: str, fields: Fields | None) -> None:
         """Store one entry and acknowledge it after the commit.
@@ -151,10 +224,10 @@ class EventConsumer:
             self.dead_letter_stream, kept, maxlen=DEAD_LETTER_MAX_ENTRIES, approximate=True
         )
 
-    def _acknowledge(self, entry_id: str) -> None:
+    def _acknowledge(self, *entry_ids: str) -> None:
         pipe = self.client.pipeline()
-        pipe.xack(self.stream, self.group, entry_id)
-        pipe.xdel(self.stream, entry_id)
+        pipe.xack(self.stream, self.group, *entry_ids)
+        pipe.xdel(self.stream, *entry_ids)
         pipe.execute()
 
     def run_forever(self, stop: threading.Event) -> None:

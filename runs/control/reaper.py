@@ -2,7 +2,8 @@
 
 A running run whose agent went silent fails as `agent_lost` (its finished
 points kept); a queued run whose job Redis lost is sent again or fails
-(runs.services.liveness).
+(runs.services.liveness); event rows past their retention are deleted
+(runs.services.events.events_purge).
 """
 
 import logging
@@ -11,7 +12,7 @@ import threading
 from django.conf import settings
 
 from runs.control.loop import run_until_stopped
-from runs.services import runs_fail_agent_lost, runs_recover_lost_jobs
+from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ class Reaper:
     def reap(self) -> None:
         runs_fail_agent_lost()
         runs_recover_lost_jobs()
+        events_purge()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Reap now and every `interval_s` until `stop` is set."""

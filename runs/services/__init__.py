@@ -7,7 +7,13 @@ state does not allow.
 
 from runs.services.deletion import object_delete
 from runs.services.enrollment import event_refusal, host_approve, host_enroll, host_revoke
-from runs.services.events import agent_record_event, record_event, run_record_event, store_point
+from runs.services.events import (
+    agent_record_event,
+    events_purge,
+    record_event,
+    run_record_event,
+    store_point,
+)
 from runs.services.experiments import (
     build_job_spec,
     experiment_cells,
@@ -44,6 +50,7 @@ __all__ = [
     "experiment_schedule",
     "experiment_start",
     "event_refusal",
+    "events_purge",
     "host_approve",
     "host_enroll",
     "host_revoke",

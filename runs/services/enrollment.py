@@ -51,8 +51,14 @@ def _run_event_refusal(event: Event) -> str | None:
     run_id = event["run_id"]
     pk = _as_int(run_id)
     run = None if pk is None else Run.objects.filter(pk=pk).select_related("host").first()
+    return run_event_refusal(event, run)
+
+
+def run_event_refusal(event: Event, run: Run | None) -> str | None:
+    """Why a validated run event must not be stored, given its run (with its host) as
+    loaded, or None when its run's approved agent signed it."""
     if run is None:
-        return f"no run {run_id}: the event cannot be authenticated"
+        return f"no run {event['run_id']}: the event cannot be authenticated"
     host = run.host
     if event["agent"] != host.name:
         return f"run {run.pk} runs on host {host.name}, not on agent {event['agent']!r}"
@@ -64,8 +70,14 @@ def _agent_event_refusal(event: AgentEvent) -> str | None:
     host = Host.objects.select_for_update().filter(name=name).first()
     if event["type"] == "agent_register":
         return _registration_refusal(event, name, host)
+    return heartbeat_refusal(event, host)
+
+
+def heartbeat_refusal(event: AgentEvent, host: Host | None) -> str | None:
+    """Why a validated heartbeat must not be stored, given its agent's host (None when
+    none has its name), or None when that approved agent signed it."""
     if host is None:
-        return f"agent {name!r} is not enrolled: it has not registered yet"
+        return f"agent {event['agent']!r} is not enrolled: it has not registered yet"
     return _signature_refusal(event, host) or _host_refusal(host)
 
 

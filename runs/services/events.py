@@ -12,13 +12,21 @@ is stored when its event arrives; a point's own timelines, repeated by its
 event brought (one row per point and `t`), and a point result is stored once.
 Nothing is deleted and stored again, so the live page's cursor sends every
 row exactly once.
+
+A RunEvent row keeps what no typed row holds (`compact_payload`): a progress
+or sample event's data is one sample row, so its event row keeps none; a
+point or result event row keeps its scalars, not the point's timelines and
+output (Result, the sample rows) or the run's snapshot (the Run row). Event
+rows are the idempotency key; those holding nothing else are deleted
+BENCHLAB_EVENT_RETENTION_DAYS after their run finished (`events_purge`).
 """
 
 import logging
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import TypeVar, cast
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -61,7 +69,8 @@ def record_event(document: object) -> bool:
     return run_record_event(cast(RunEventDocument, event))
 
 
-def _parse_time(value: object) -> datetime | None:
+def parse_event_time(value: object) -> datetime | None:
+    """An event's aware ISO timestamp; None when missing, naive or unreadable."""
     parsed = parse_datetime(value) if isinstance(value, str) else None
     return parsed if parsed is None or timezone.is_aware(parsed) else None
 
@@ -88,12 +97,53 @@ def run_record_event(event: RunEventDocument) -> bool:
         agent=event.get("agent") or "",
         seq=event["seq"],
         type=event["type"],
-        ts=_parse_time(event.get("ts")),
-        payload=event["data"],
+        ts=parse_event_time(event.get("ts")),
+        payload=compact_payload(event["type"], event["data"]),
     )
     Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
     _apply(run, event)
     return True
+
+
+# What typed rows hold of each event type's data, left out of its RunEvent row.
+STORED_ELSEWHERE: dict[str, frozenset[str] | None] = {
+    "progress": None,  # all of it: one ProgressSample
+    "sample": None,  # all of it: a HostSample and/or a ServerSample
+    "point": frozenset({"progress", "host_samples", "server_samples", "stdout", "stderr"}),
+    "result": frozenset(
+        {"points", "facts", "install", "storage", "settings", "steps", "server_log_tail"}
+    ),
+}
+# The event types whose rows hold nothing once compacted but the idempotency key
+# (and a point's or result's scalars, which the Result and Run rows hold too).
+KEY_ONLY_TYPES = ("progress", "sample", "point", "result")
+PURGE_BATCH = 10_000
+
+
+def compact_payload(event_type: str, data: Mapping[str, object]) -> dict[str, object]:
+    """An event's data without what the typed rows it is stored in already hold."""
+    if event_type not in STORED_ELSEWHERE:
+        return dict(data)
+    elsewhere = STORED_ELSEWHERE[event_type]
+    if elsewhere is None:
+        return {}
+    return {key: value for key, value in data.items() if key not in elsewhere}
+
+
+def events_purge() -> int:
+    """Delete up to PURGE_BATCH key-only event rows (KEY_ONLY_TYPES) of runs that finished
+    more than BENCHLAB_EVENT_RETENTION_DAYS ago; how many were deleted. Log, status and
+    step events stay: they are the run's log."""
+    days = settings.BENCHLAB_EVENT_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=days)
+    old = RunEvent.objects.filter(type__in=KEY_ONLY_TYPES, run__finished_at__lt=cutoff)
+    ids = list(old.values_list("pk", flat=True)[:PURGE_BATCH])
+    deleted, _by_model = RunEvent.objects.filter(pk__in=ids).delete()
+    if deleted:
+        logger.info("deleted %d event rows of runs finished over %d days ago", deleted, days)
+    return deleted
 
 
 def _apply(run: Run, event: RunEventDocument) -> None:
@@ -183,7 +233,11 @@ def _not_stored(
     rows: Sequence[Row],
 ) -> list[Row]:
     """The rows whose `t` this run's `point` has not stored yet (the run row is locked)."""
-    stored = set(model.objects.filter(run=run, point=point).values_list("t", flat=True))
+    wanted = {row.get("t") for row in rows}
+    found = model.objects.filter(run=run, point=point, t__in=[t for t in wanted if t is not None])
+    stored = set(found.values_list("t", flat=True))
+    if None in wanted and model.objects.filter(run=run, point=point, t__isnull=True).exists():
+        stored.add(None)
     new = []
     for row in rows:
         if row.get("t") not in stored:
@@ -221,7 +275,7 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "step": "",
     }
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
-    when = _parse_time(data.get("finished_at"))
+    when = parse_event_time(data.get("finished_at"))
     finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
     if not finished:
         # Already final (cancelled, or failed as agent_lost): keep what the agent measured.

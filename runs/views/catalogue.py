@@ -7,7 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from runs import selectors
 from runs.forms import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
-from runs.models import ConfigProfile, PgBuild, PgCatalogue, Workload
+from runs.models import ConfigProfile, Host, PgBuild, PgCatalogue, Workload
+from runs.queues import host_queues
 from runs.services.permissions import can_change, check_can_change
 from runs.views.auth import AuthenticatedHttpRequest
 
@@ -16,11 +17,24 @@ AGENT_COMMAND = "python -m agents worker --name NAME"
 
 @login_required
 def host_list(request: HttpRequest) -> HttpResponse:
+    hosts = list(selectors.host_list())
+    queues = host_queues(hosts)
     return render(
         request,
         "runs/host_list.html",
-        {"hosts": selectors.host_list(), "agent_command": AGENT_COMMAND},
+        {
+            "hosts": [(host, queues[host.pk]) for host in hosts],
+            "agent_command": AGENT_COMMAND,
+        },
     )
+
+
+@login_required
+def host_queue(request: HttpRequest, pk: int) -> HttpResponse:
+    """The host's run in progress and its waiting runs in order, each with an estimated start."""
+    host = get_object_or_404(Host, pk=pk)
+    queue = host_queues([host])[host.pk]
+    return render(request, "runs/host_queue.html", {"host": host, "queue": queue})
 
 
 @login_required

@@ -46,6 +46,7 @@ def comparison_create(request: AuthenticatedHttpRequest) -> HttpResponse:
 def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
+    urls["zoom"] = reverse("run-timeline")
     context = saved_comparison_context(
         comparison, read_only=False, urls=urls, min_effect_raw=request.GET.get("min_effect")
     )

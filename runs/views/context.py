@@ -6,7 +6,7 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors, stats
+from runs import charts, selectors, stats, timelines
 from runs import warnings as checks
 from runs.cells import standing_for
 from runs.compare import (
@@ -18,6 +18,7 @@ from runs.compare import (
     stats_table,
 )
 from runs.models import Comparison, Experiment, Run
+from runs.series import MIN_TRACE_SAMPLES, trace_budget
 from runs.sse import format_cursor
 from runs.tables import StatsInputs, load_inputs, table_of
 
@@ -34,26 +35,24 @@ def run_label(run: Run) -> str:
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, object]:
     """The run page: status, results with their warnings, timelines with the server's
     activity on the same axis, host samples, snapshot and logs."""
-    progress = selectors.run_progress(run)
-    host, server = selectors.run_host_samples(run), selectors.run_server_samples(run)
+    digest = timelines.digests([run])[run.pk]
     results = list(run.results.order_by("index"))
-    samples = selectors.samples_by_point({run.pk: progress}, {run.pk: host}, {run.pk: server})
-    by_point = {index: found for (_run, index), found in point_warnings(results, samples).items()}
-    offsets = charts.offsets_for(progress, host, server)
-    checkpoints = charts.run_checkpoints(server)
+    in_samples = {(run.pk, point): found for point, found in digest.warnings.items()}
+    found = point_warnings(results, in_samples)
+    by_point = {index: warnings for (_run, index), warnings in found.items()}
     return {
         "run": run,
         "results": results,
         "point_warnings": by_point,
         "run_warnings": checks.run_warnings(run, results),
-        "checkpoints": [e for e in checkpoints if e.edge == "start"],
+        "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
         "figures": {
-            **charts.run_timelines(run, progress, results, offsets, checkpoints, by_point),
-            "host": charts.host_figure(run, host, offsets),
-            "server": charts.server_figure(run, server, offsets, checkpoints),
+            **charts.run_timelines(run, digest, by_point),
+            "host": charts.host_figure(run, digest),
+            "server": charts.server_figure(run, digest),
         },
-        "has_progress": bool(progress),
-        "has_server_samples": bool(server),
+        "has_progress": bool(digest.series.get("tps")),
+        "has_server_samples": _has_server_samples(digest),
         "cursor": format_cursor(selectors.live_cursor(run)),
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
@@ -61,6 +60,10 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "read_only": read_only,
         "urls": urls,
     }
+
+
+def _has_server_samples(digest: timelines.Digest) -> bool:
+    return any(len(s) for name, s in digest.series.items() if name.startswith(("server.", "wait.")))
 
 
 def _clients_chart(
@@ -88,7 +91,7 @@ def experiment_context(
     loaded = load_inputs(runs)
     cells = loaded["cells"]
     labels = {run.pk: run_label(run) for run in cells}
-    table = stats_table(cells, None, loaded["results"], loaded["samples"], metrics=(metric,))
+    table = stats_table(cells, None, loaded["results"], loaded["in_samples"], metrics=(metric,))
     name = f"experiment-{experiment.pk}"
     return {
         "experiment": experiment,
@@ -128,12 +131,13 @@ def comparison_context(
     cell's timelines are those of the run standing for it (one cluster's story).
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)
-    loaded = load_inputs(runs)
+    overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
+    loaded = load_inputs(runs, timelines.COMPARE_SERIES, overview)
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}
     table = table_of(loaded, baseline, min_effect, COMPARED_METRICS)
-    progress, offsets = loaded["progress"], loaded["offsets"]
+    digests = loaded["digests"]
     return {
         "runs": runs,
         "baseline": baseline,
@@ -144,12 +148,10 @@ def comparison_context(
         "figures": {
             "tps": _clients_chart(loaded, table, "tps", labels, name),
             "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
-            "timelines": charts.overlaid_timelines(
-                runs, progress, loaded["own_results"], labels, name, offsets
-            ),
-            "server": charts.overlaid_server(runs, loaded["server"], labels, name, offsets),
+            "timelines": charts.overlaid_timelines(runs, digests, labels, name),
+            "server": charts.overlaid_server(runs, digests, labels, name),
         },
-        "has_server_samples": any(loaded["server"].get(run.pk) for run in runs),
+        "has_server_samples": any(_has_server_samples(digests[run.pk]) for run in runs),
         "differences": differences(runs),
         "read_only": read_only,
         "urls": urls,

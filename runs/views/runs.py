@@ -48,6 +48,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run_or_404(pk)
     urls = {
         "events": reverse("run-events", args=[pk]),
+        "zoom": reverse("run-timeline"),
         **export_urls(lambda fmt: reverse("run-export", args=[pk, fmt])),
     }
     context = run_context(run, read_only=False, urls=urls)

@@ -69,6 +69,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     if isinstance(link, HttpResponse):
         return link
     urls = export_urls(lambda fmt: reverse("shared-export", args=[token, fmt]))
+    urls["zoom"] = reverse("shared-timeline", args=[token])
     target = link.target
     if isinstance(target, Run):
         urls["events"] = reverse("shared-events", args=[token])

@@ -145,3 +145,46 @@ def test_the_loop_stores_events_until_it_is_stopped(consumer, lab_redis, events_
     assert not loop.is_alive()
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
+    consumer, lab_redis, events_stream
+):
+    running = [RunFactory(status=Run.Status.RUNNING) for _ in range(3)]
+    queued = RunFactory()
+    for seq, t in enumerate((1.0, 2.0, 2.0), start=1):  # t=2.0 twice: one row
+        for run in running:
+            data = {"point": 0, "t": t, "tps": 100.0 + seq}
+            publish(lab_redis, events_stream, events.run_event(run, seq, "progress", data))
+    sample = {"point": 0, "host": {"t": 1.0, "cpu_user": 10.0}, "server": {"t": 1.0}}
+    publish(lab_redis, events_stream, events.run_event(running[0], 4, "sample", sample))
+    publish(lab_redis, events_stream, events.run_event(running[0], 4, "sample", sample))
+    publish(lab_redis, events_stream, events.run_event(queued, 1, "progress", {"point": 0, "t": 1}))
+    publish(lab_redis, events_stream, events.run_event(running[1], 9, "status", {"state": "x"}))
+    forged = events.run_event(running[2], 5, "progress", {"point": 0, "t": 3.0})
+    publish(lab_redis, events_stream, {**forged, "agent": "someone-else"})
+    host = running[2].host
+    beat = {"running": str(running[2].pk)}
+    publish(
+        lab_redis, events_stream, events.agent_event(host.name, 1, "heartbeat", beat, host.secret)
+    )
+
+    assert consumer.run_round() == 15
+
+    for run in running:
+        assert list(run.progress.values_list("t", "tps")) == [(1.0, 101.0), (2.0, 102.0)]
+        stored = RunEvent.objects.filter(run=run, type="progress")
+        assert stored.count() == 3 and not any(stored.values_list("payload", flat=True))
+    assert running[0].host_samples.count() == 1 and running[0].server_samples.count() == 1
+    assert RunEvent.objects.filter(run=running[0], type="sample").count() == 1
+    queued.refresh_from_db()
+    assert queued.status == Run.Status.RUNNING and queued.progress.count() == 1
+    assert RunEvent.objects.get(run=running[1], seq=9).payload == {"state": "x"}
+    seen_before = host.last_seen
+    host.refresh_from_db()
+    assert host.current_run == running[2] and host.last_seen > seen_before
+    dead = lab_redis.xrange(consumer.dead_letter_stream)
+    lab_redis.delete(consumer.dead_letter_stream)
+    assert len(dead) == 1 and "not on agent 'someone-else'" in dead[0][1]["error"]
+    assert lab_redis.xlen(events_stream) == 0 and pending_count(lab_redis, consumer) == 0

@@ -1,0 +1,49 @@
+// Zoom at full resolution: the server sends timelines reduced to what a chart
+// shows (runs/timelines.py). When the user zooms into a chart whose element
+// has data-zoom="URL", each timeline trace (its meta names the run and the
+// series) is fetched again for the visible range at full resolution; zooming
+// back out (double-click: autorange) restores the reduced lines.
+
+const RANGE_START = /^xaxis\d*\.range\[0\]$/;
+
+function visibleRange(event) {
+  const start = Object.keys(event).find((key) => RANGE_START.test(key));
+  if (!start) return null;
+  return [event[start], event[start.replace("[0]", "[1]")]];
+}
+
+function isAutorange(event) {
+  return Object.keys(event).some((key) => /^xaxis\d*\.autorange$/.test(key));
+}
+
+async function fetchWindow(url, meta, x0, x1) {
+  const query = new URLSearchParams({ run: meta.run, series: meta.series, x0, x1 });
+  const response = await fetch(`${url}?${query}`, { credentials: "same-origin" });
+  if (!response.ok) throw new Error(`zoom: ${response.status} for ${meta.series}`);
+  return response.json();
+}
+
+export function followZoom(element, figure) {
+  const url = element.dataset.zoom;
+  const zoomable = figure.data
+    .map((trace, index) => ({ meta: trace.meta || {}, index }))
+    .filter(({ meta }) => meta.series && meta.run !== undefined);
+  if (!url || !zoomable.length) return;
+  const original = zoomable.map(({ index }) => figure.data[index]);
+  let asked = 0;
+  element.on("plotly_relayout", async (event) => {
+    const indices = zoomable.map(({ index }) => index);
+    if (isAutorange(event)) {
+      asked += 1;
+      window.Plotly.restyle(element, { x: original.map((t) => t.x), y: original.map((t) => t.y) }, indices);
+      return;
+    }
+    const range = visibleRange(event);
+    if (!range) return;
+    const mine = ++asked;
+    const windows = await Promise.all(zoomable.map(({ meta }) => fetchWindow(url, meta, ...range)));
+    if (mine !== asked) return; // a newer zoom is under way
+    window.Plotly.restyle(element, { x: windows.map((w) => w.x), y: windows.map((w) => w.y) }, indices);
+    element.dataset.zoomed = windows.map((w) => w.samples).join(",");
+  });
+}

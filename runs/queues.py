@@ -1,0 +1,85 @@
+"""What each host is doing and what waits for it, with an estimated start per waiting run.
+
+`runs_occupying` is the one query saying which runs hold or wait for a host
+(a run that is queued or running on it); everything else here reads it. A
+host runs one job at a time (the agent's concurrency is 1) and takes its
+queue in the order the runs were sent, so a waiting run starts when the run
+in progress and every run before it have taken their estimated time.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from runs.models import Host, Run
+from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
+
+OCCUPYING = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
+    """The runs that hold or wait for these hosts, in the order each host takes them."""
+    return (
+        Run.objects.filter(host__in=hosts, status__in=OCCUPYING)
+        .select_related("experiment", "build", "config_profile", "workload")
+        .order_by("queued_at", "position", "pk")
+    )
+
+
+def estimated_seconds(run: Run) -> float | None:
+    """How long a run takes by its spec: a cluster setup, the dataset load, its warm-up and
+    every point's duration; None for runs measured by transactions (their time is unknown)."""
+    sweep = run.spec.get("sweep") or {}
+    duration = sweep.get("duration_s")
+    if not duration:
+        return None
+    points = len(sweep.get("clients") or [1]) * (sweep.get("repeats") or 1)
+    scale = (run.spec.get("dataset") or {}).get("scale") or 1
+    setup = RUN_OVERHEAD_S + scale * SCALE_LOAD_S_PER_UNIT
+    return setup + (sweep.get("warmup_s") or 0) + points * duration
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A queued run and when it should start (None once an earlier run's time is unknown)."""
+
+    run: Run
+    starts_at: datetime | None
+
+
+@dataclass
+class HostQueue:
+    """What one host does now and what waits for it, in order."""
+
+    current: Run | None = None
+    waiting: list[Waiting] = field(default_factory=list)
+
+
+def _busy_until(current: Run | None, now: datetime) -> datetime | None:
+    if current is None:
+        return now
+    seconds = estimated_seconds(current)
+    if seconds is None:
+        return None
+    return max(now, (current.started_at or now) + timedelta(seconds=seconds))
+
+
+def host_queues(hosts: list[Host]) -> dict[int, HostQueue]:
+    """Host id -> its running run and its waiting runs with their estimated starts."""
+    queues = {host.pk: HostQueue() for host in hosts}
+    occupying = list(runs_occupying(hosts))
+    for run in occupying:
+        if run.status == Run.Status.RUNNING and queues[run.host_id].current is None:
+            queues[run.host_id].current = run
+    now = timezone.now()
+    free_at = {pk: _busy_until(queue.current, now) for pk, queue in queues.items()}
+    for run in occupying:
+        if run.status != Run.Status.QUEUED:
+            continue
+        starts = free_at[run.host_id]
+        queues[run.host_id].waiting.append(Waiting(run, starts))
+        seconds = estimated_seconds(run)
+        free_at[run.host_id] = starts + timedelta(seconds=seconds) if starts and seconds else None
+    return queues

@@ -1,0 +1,246 @@
+"""The per-second events of many agents, stored a batch at a time.
+
+Nearly every event a control worker stores is a `progress` or `sample` event
+of a running run (about three a second per agent). `record_live_events`
+stores consecutive ones of a batch with the checks and effects of
+`event_refusal` and `run_record_event` (authenticated by the run's approved
+agent, the run's token, once per (run, seq), one sample row per point and
+`t`, the run's `last_event_at`), but with one query per kind of row for the
+whole batch instead of several per event. Live events of a run that is not
+running (its first progress marks it running; a final run keeps its status)
+go through `run_record_event` one by one. The caller keeps the stream's order
+by passing consecutive live events only, inside its transaction.
+`record_heartbeats` does the same for the agents' heartbeats (one every few
+seconds per agent): only the last one of each agent in a batch counts.
+"""
+
+import logging
+from collections.abc import Iterable
+from typing import cast
+
+from django.db import connection
+from django.db.models import Field, JSONField, Model
+from django.utils import timezone
+from psycopg.types.json import Jsonb
+
+from agents.contract.events import AgentEvent, validate_event
+from agents.contract.events import RunEvent as RunEventDocument
+from runs.models import Host, HostSample, ProgressSample, Run, RunEvent, ServerSample
+from runs.services.enrollment import heartbeat_refusal, run_event_refusal
+from runs.services.events import compact_payload, parse_event_time, run_record_event
+
+logger = logging.getLogger(__name__)
+
+LIVE_TYPES = frozenset({"progress", "sample"})
+
+Accepted = list[tuple[RunEventDocument, Run]]
+SampleModel = type[ProgressSample] | type[HostSample] | type[ServerSample]
+
+
+def is_live_event(document: object) -> bool:
+    """Whether a decoded stream entry is a progress or sample event (`record_live_events`)."""
+    return isinstance(document, dict) and document.get("type") in LIVE_TYPES
+
+
+def is_heartbeat(document: object) -> bool:
+    """Whether a decoded stream entry is a heartbeat (`record_heartbeats`)."""
+    return isinstance(document, dict) and document.get("type") == "heartbeat"
+
+
+def record_heartbeats(documents: list[object]) -> list[str | None]:
+    """Store a batch of heartbeats as `agent_record_event` does each (the host is seen now,
+    running what the agent last said) in three queries; for each, why it is refused or
+    None. Raises InvalidEvent for a document that is no event."""
+    events = [cast(AgentEvent, validate_event(document)) for document in documents]
+    names = sorted({event["agent"] or "" for event in events})
+    found = Host.objects.select_for_update().filter(name__in=names)
+    hosts = {h.name: h for h in found.only("name", "secret", "enrollment", "current_run")}
+    refusals = [heartbeat_refusal(event, hosts.get(event["agent"] or "")) for event in events]
+    accepted = [e for e, refusal in zip(events, refusals, strict=True) if refusal is None]
+    said = [
+        (hosts[event["agent"] or ""], _as_pk(event["data"].get("running"))) for event in accepted
+    ]
+    known = set(
+        Run.objects.filter(pk__in=[pk for _host, pk in said if pk]).values_list("pk", flat=True)
+    )
+    running = {host.pk: (host, pk if pk in known else None) for host, pk in said}
+    Host.objects.filter(pk__in=list(running)).update(last_seen=timezone.now())
+    for host, run_pk in running.values():
+        if host.current_run_id != run_pk:  # a job started or ended: rare
+            Host.objects.filter(pk=host.pk).update(current_run_id=run_pk)
+    return refusals
+
+
+def _as_pk(value: object) -> int | None:
+    try:
+        return int(str(value or ""))
+    except ValueError:
+        return None
+
+
+def _run_pk(event: RunEventDocument) -> int | None:
+    return _as_pk(event.get("run_id"))
+
+
+def _locked_runs(events: list[RunEventDocument]) -> dict[int, Run]:
+    """The events' runs with their hosts, locked (in id order) until the caller commits."""
+    pks = sorted({pk for event in events if (pk := _run_pk(event)) is not None})
+    found = (
+        Run.objects.select_for_update(of=("self",))
+        .select_related("host")
+        .only("status", "token", "host", "host__name", "host__secret", "host__enrollment")
+        .filter(pk__in=pks)
+    )
+    return {run.pk: run for run in found.order_by("pk")}
+
+
+def record_live_events(documents: list[object]) -> list[str | None]:
+    """Store a batch of progress and sample events; for each, why it is refused (for the
+    dead-letter stream) or None. Raises InvalidEvent for a document that is no event."""
+    events = [cast(RunEventDocument, validate_event(document)) for document in documents]
+    runs = _locked_runs(events)
+    refusals = [run_event_refusal(event, runs.get(_run_pk(event) or 0)) for event in events]
+    running: Accepted = []
+    for event, refusal in zip(events, refusals, strict=True):
+        if refusal is not None:
+            continue
+        run = runs[_run_pk(event) or 0]
+        if run.status == Run.Status.RUNNING:
+            running.append((event, run))
+        else:
+            run_record_event(event)
+    _store_running(running)
+    return refusals
+
+
+def _store_running(accepted: Accepted) -> None:
+    fresh = _new_events(_right_token(accepted))
+    if not fresh:
+        return
+    now = timezone.now()
+    insert_rows(
+        RunEvent,
+        [
+            RunEvent(
+                run=run,
+                agent=event.get("agent") or "",
+                seq=event["seq"],
+                type=event["type"],
+                ts=parse_event_time(event.get("ts")),
+                payload=compact_payload(event["type"], event["data"]),
+                received_at=now,
+            )
+            for event, run in fresh
+        ],
+    )
+    _store_samples(fresh)
+    Run.objects.filter(pk__in={run.pk for _event, run in fresh}).update(last_event_at=now)
+
+
+def _right_token(accepted: Accepted) -> Accepted:
+    kept = []
+    for event, run in accepted:
+        if event.get("token") == run.token:
+            kept.append((event, run))
+        else:
+            logger.warning("run %s: event %s with a wrong token dropped", run.pk, event["seq"])
+    return kept
+
+
+def _new_events(accepted: Accepted) -> Accepted:
+    """The events not stored yet (and each once, should the batch hold one twice)."""
+    if not accepted:
+        return []
+    stored = set(
+        RunEvent.objects.filter(
+            run_id__in={run.pk for _event, run in accepted},
+            seq__in={event["seq"] for event, _run in accepted},
+        ).values_list("run_id", "seq")
+    )
+    fresh = []
+    for event, run in accepted:
+        key = (run.pk, event["seq"])
+        if key in stored:
+            logger.info("run %s: event %s already stored", run.pk, event["seq"])
+            continue
+        stored.add(key)
+        fresh.append((event, run))
+    return fresh
+
+
+def _store_samples(fresh: Accepted) -> None:
+    """One sample row per (run, point, t) not stored yet, for each kind of sample."""
+    progress: list[ProgressSample] = []
+    host: list[HostSample] = []
+    server: list[ServerSample] = []
+    for event, run in fresh:
+        data = cast(dict, event["data"])
+        point = int(data.get("point") or 0)
+        if event["type"] == "progress":
+            progress.append(_progress_row(run, point, data))
+            continue
+        if isinstance(data.get("host"), dict):
+            host.append(
+                HostSample(run=run, point=point, t=data["host"].get("t"), data=data["host"])
+            )
+        if isinstance(data.get("server"), dict):
+            sample = data["server"]
+            server.append(ServerSample(run=run, point=point, t=sample.get("t"), data=sample))
+    insert_rows(ProgressSample, _not_stored(ProgressSample, progress))
+    insert_rows(HostSample, _not_stored(HostSample, host))
+    insert_rows(ServerSample, _not_stored(ServerSample, server))
+
+
+def insert_rows(model: type[Model], rows: list) -> None:
+    """Insert new rows of `model`: with COPY on PostgreSQL (several times faster than an
+    INSERT of many rows built in Python), with bulk_create elsewhere."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        model._default_manager.bulk_create(rows)
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column or f.name) for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+    ):
+        for row in rows:
+            copy.write_row([_copy_value(f, getattr(row, f.attname)) for f in fields])
+
+
+def _copy_value(field: Field, value: object) -> object:
+    return Jsonb(value) if isinstance(field, JSONField) and value is not None else value
+
+
+def _progress_row(run: Run, point: int, line: dict) -> ProgressSample:
+    return ProgressSample(
+        run=run,
+        point=point,
+        t=line.get("t", 0.0),
+        tps=line.get("tps"),
+        latency_ms=line.get("latency_ms"),
+        stddev_ms=line.get("stddev_ms"),
+        failed=line.get("failed") or 0,
+    )
+
+
+def _not_stored(model: SampleModel, candidates: Iterable) -> list:
+    candidates = list(candidates)
+    if not candidates:
+        return []
+    stored = set(
+        model.objects.filter(
+            run_id__in={row.run_id for row in candidates},
+            point__in={row.point for row in candidates},
+            t__in={row.t for row in candidates if row.t is not None},
+        ).values_list("run_id", "point", "t")
+    )
+    new = []
+    for row in candidates:
+        key = (row.run_id, row.point, row.t)
+        if key not in stored:
+            stored.add(key)
+            new.append(row)
+    return new

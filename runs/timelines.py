@@ -1,0 +1,307 @@
+"""A run's timelines as the pages read them: reduced once, kept, zoomed at full resolution.
+
+The pages never read every sample of a run. `digests` gives each run's
+`Digest`: where each point starts on the time axis, its checkpoints, the
+validity warnings found in each point's samples, where a point's warning mark
+goes, and its timelines reduced to about a thousand samples each with
+MinMax-LTTB (runs/series.py). A finished run's digest is built on first read
+and stored (RunTimeline, TimelineSeries) under a key of the run's state (status
+and the time of its last event): an event arriving later changes the key and
+the next read builds it again. A run still running is built on each read and
+not stored (the live stream extends its charts meanwhile).
+
+`window` reads one timeline of a run between two x positions at full
+resolution, for a chart the user zoomed into.
+"""
+
+import operator
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from runs import charts, selectors
+from runs import warnings as checks
+from runs.models import (
+    HostSample,
+    ProgressSample,
+    Run,
+    RunTimeline,
+    ServerSample,
+    TimelineSeries,
+)
+from runs.series import MIN_TRACE_SAMPLES, Series, build_series
+from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
+
+# Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
+DIGEST_VERSION = 1
+# A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
+ZOOM_MAX_SAMPLES = 5000
+
+PROGRESS_SERIES = ("tps", "latency_ms")
+HOST_KEYS = tuple(key for key, _label in charts.HOST_SERIES)
+BUFFER_KEYS = tuple(key for key, _label in charts.BUFFER_SERIES)
+COMPARE_SERIES = ("tps", "latency_ms", "server.written")
+# The compared series are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
+# a chart of many runs reads those instead of ten times the samples it would throw away.
+OVERVIEW = "~overview"
+
+Sample = ProgressSample | HostSample | ServerSample
+Source = tuple[type[ProgressSample] | type[HostSample] | type[ServerSample], Callable]
+
+
+@dataclass
+class Digest:
+    """What the pages read of one run's samples (see the module docstring)."""
+
+    offsets: dict[int, float]
+    checkpoints: list[CheckpointEvent]
+    warnings: dict[int, list[ValidityWarning]]
+    marks: dict[int, tuple[float, float]]
+    series: dict[str, Series] = field(default_factory=dict)
+
+    def facts(self) -> dict:
+        """The stored form of everything but the series (RunTimeline.facts)."""
+        return {
+            "offsets": {str(p): start for p, start in self.offsets.items()},
+            "checkpoints": [[e.point, e.t, e.kind, e.edge] for e in self.checkpoints],
+            "warnings": {
+                str(p): [[w.code, w.detail] for w in found] for p, found in self.warnings.items()
+            },
+            "marks": {str(p): list(mark) for p, mark in self.marks.items()},
+        }
+
+    @classmethod
+    def from_facts(cls, facts: dict) -> "Digest":
+        return cls(
+            offsets={int(p): start for p, start in facts["offsets"].items()},
+            checkpoints=[CheckpointEvent(*row) for row in facts["checkpoints"]],
+            warnings={
+                int(p): [ValidityWarning(code, detail) for code, detail in found]
+                for p, found in facts["warnings"].items()
+            },
+            marks={int(p): (mark[0], mark[1]) for p, mark in facts["marks"].items()},
+        )
+
+
+def _wait_count(kind: str) -> Callable[[ServerSample], int]:
+    def count(sample: ServerSample) -> int:
+        waits = sample.data.get("wait_events") or {}
+        return sum(n for key, n in waits.items() if key.split(":")[0] == kind)
+
+    return count
+
+
+def source_of(name: str) -> Source | None:
+    """The sample model and value behind a series name (`tps`, `host.cpu_user`,
+    `server.written`, `server.<buffer key>`, `wait.<wait-event type>`); None if unknown."""
+    kind, _dot, key = name.partition(".")
+    if name in PROGRESS_SERIES:
+        return ProgressSample, operator.attrgetter(name)
+    if kind == "host" and key in HOST_KEYS:
+        return HostSample, lambda s: charts.host_sample_values(s.data)[key]
+    if kind == "server" and key == "written":
+        return ServerSample, charts.written_per_second
+    if kind == "server" and key in BUFFER_KEYS:
+        return ServerSample, lambda s: s.data.get(key)
+    if kind == "wait" and key:
+        return ServerSample, _wait_count(key)
+    return None
+
+
+def _series_names(server: list[ServerSample]) -> list[str]:
+    waits = [f"wait.{kind}" for kind in charts.wait_event_types(server)]
+    return [
+        *PROGRESS_SERIES,
+        *(f"host.{key}" for key in HOST_KEYS),
+        *(f"server.{key}" for key in BUFFER_KEYS),
+        "server.written",
+        *waits,
+    ]
+
+
+def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Series:
+    source = source_of(name)
+    if source is None:
+        raise ValueError(f"unknown timeline {name!r}")
+    _model, value = source
+    rows = list(rows)
+    return build_series(
+        [r.point for r in rows], [r.t or 0.0 for r in rows], [value(r) for r in rows], offsets
+    )
+
+
+def _by_point(
+    progress: list[ProgressSample], host: list[HostSample], server: list[ServerSample]
+) -> dict[int, PointSamples]:
+    points: dict[int, PointSamples] = {}
+    for kind, rows in (("progress", progress), ("host", host), ("server", server)):
+        for row in rows:
+            getattr(points.setdefault(row.point, PointSamples()), kind).append(row)
+    return points
+
+
+def _marks(progress: list[ProgressSample], offsets: dict[int, float]) -> dict[int, tuple]:
+    """Point -> (x, y) of its warning mark: mid-window, above its highest tps."""
+    measured: dict[int, list[ProgressSample]] = {}
+    for sample in progress:
+        if sample.tps is not None:
+            measured.setdefault(sample.point, []).append(sample)
+    return {
+        point: (
+            offsets.get(point, 0.0) + max(s.t or 0.0 for s in rows) / 2,
+            max(s.tps or 0.0 for s in rows),
+        )
+        for point, rows in measured.items()
+    }
+
+
+def build_digest(
+    progress: list[ProgressSample], host: list[HostSample], server: list[ServerSample]
+) -> Digest:
+    """The digest of one run from all of its samples, in point and time order."""
+    offsets = charts.offsets_for(progress, host, server)
+    found = {
+        point: checks.sample_warnings(point, samples)
+        for point, samples in _by_point(progress, host, server).items()
+    }
+    rows_of: dict[type, list[Sample]] = {
+        ProgressSample: list(progress),
+        HostSample: list(host),
+        ServerSample: list(server),
+    }
+    series = {}
+    for name in _series_names(server):
+        source = source_of(name)
+        if source is not None:
+            series[name] = _series(name, rows_of[source[0]], offsets).reduced().rounded()
+    for name in COMPARE_SERIES:
+        series[name + OVERVIEW] = series[name].reduced(MIN_TRACE_SAMPLES)
+    return Digest(
+        offsets=offsets,
+        checkpoints=charts.run_checkpoints(server),
+        warnings={point: found_here for point, found_here in found.items() if found_here},
+        marks=_marks(progress, offsets),
+        series=series,
+    )
+
+
+def digest_key(run: Run) -> str:
+    """The run state a stored digest is valid for."""
+    last = run.last_event_at.isoformat() if run.last_event_at else ""
+    return f"v{DIGEST_VERSION}|{run.status}|{last}"
+
+
+def digests(
+    runs: Iterable[Run], names: Collection[str] | None = None, overview: bool = False
+) -> dict[int, Digest]:
+    """Run id -> its digest with the series named in `names` (every series with None);
+    with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
+
+    Reads two queries for runs whose stored digest is current; builds the
+    others from their samples (three queries) and stores those of final runs.
+    """
+    if overview and names is not None:
+        names = {name + OVERVIEW: name for name in names}
+    by_pk = {run.pk: run for run in runs}
+    stored = {row.run_id: row for row in RunTimeline.objects.filter(run_id__in=list(by_pk))}
+    current = {
+        pk: Digest.from_facts(row.facts)
+        for pk, row in stored.items()
+        if by_pk[pk].is_final and row.key == digest_key(by_pk[pk])
+    }
+    _attach_stored_series(current, names)
+    missing = [run for pk, run in by_pk.items() if pk not in current]
+    if missing:
+        built = _build(missing)
+        _store([run for run in missing if run.is_final], built)
+        for pk, digest in built.items():
+            if names is not None:
+                digest.series = {
+                    _named(k, names): s for k, s in digest.series.items() if k in names
+                }
+            current[pk] = digest
+    return current
+
+
+def _named(stored: str, names: Collection[str]) -> str:
+    """The name a stored series goes by in a digest (an overview goes by its series' name)."""
+    return names[stored] if isinstance(names, dict) else stored
+
+
+def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | None) -> None:
+    if not found:
+        return
+    rows = TimelineSeries.objects.filter(run_id__in=list(found))
+    if names is not None:
+        rows = rows.filter(name__in=list(names))
+    for run_id, name, samples in rows.values_list("run_id", "name", "samples"):
+        found[run_id].series[_named(name, names or ())] = Series.from_json(samples)
+
+
+def _build(runs: list[Run]) -> dict[int, Digest]:
+    progress, host, server = selectors.timelines_by_run({run.pk for run in runs})
+    return {run.pk: build_digest(progress[run.pk], host[run.pk], server[run.pk]) for run in runs}
+
+
+def _store(runs: list[Run], built: dict[int, Digest]) -> None:
+    """Keep the digests of final runs, replacing older ones; the runs are locked meanwhile
+    so two readers building the same run at once store one of them."""
+    if not runs:
+        return
+    ids = [run.pk for run in runs]
+    with transaction.atomic():
+        list(Run.objects.select_for_update().filter(pk__in=ids).values_list("pk"))
+        TimelineSeries.objects.filter(run_id__in=ids).delete()
+        RunTimeline.objects.filter(run_id__in=ids).delete()
+        now = timezone.now()
+        RunTimeline.objects.bulk_create(
+            RunTimeline(run=run, key=digest_key(run), facts=built[run.pk].facts(), built_at=now)
+            for run in runs
+        )
+        TimelineSeries.objects.bulk_create(
+            TimelineSeries(run=run, name=name, samples=series.as_json())
+            for run in runs
+            for name, series in built[run.pk].series.items()
+        )
+
+
+@dataclass(frozen=True)
+class Window:
+    """One timeline between two x positions: every sample, unless more than ZOOM_MAX_SAMPLES."""
+
+    series: Series
+    samples: int
+    reduced: bool
+
+
+def window(run: Run, name: str, x0: float, x1: float) -> Window:
+    """The samples of series `name` of `run` with x0 <= x <= x1 (raises ValueError for an
+    unknown series name)."""
+    source = source_of(name)
+    if source is None:
+        raise ValueError(f"unknown timeline {name!r}")
+    model, _value = source
+    offsets = digests([run], names=())[run.pk].offsets
+    rows: list[Sample] = list(
+        model.objects.filter(run=run)
+        .filter(_overlapping(offsets, x0, x1))
+        .order_by("point", "t", "pk")
+    )
+    series = _series(name, rows, offsets)
+    if len(series) > ZOOM_MAX_SAMPLES:
+        return Window(series.reduced(ZOOM_MAX_SAMPLES), len(series), True)
+    return Window(series, len(series), False)
+
+
+def _overlapping(offsets: dict[int, float], x0: float, x1: float) -> Q:
+    """Rows of the points that reach into [x0, x1], at the times that fall inside it."""
+    starts = sorted(offsets.items(), key=lambda item: item[1])
+    query = Q(pk__in=[])
+    for n, (point, start) in enumerate(starts):
+        end = starts[n + 1][1] if n + 1 < len(starts) else float("inf")
+        if start <= x1 and end >= x0:
+            query |= Q(point=point, t__gte=x0 - start, t__lte=x1 - start)
+    return query

@@ -83,7 +83,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_parse(args: argparse.Namespace) -> int:
-    from agents.pgbench.parse import PgbenchParseError, parse_output
+    from agents.contract.pgbench_parse import PgbenchParseError, parse_output
 
     try:
         parsed = parse_output(args.file.read_text(errors="replace"))

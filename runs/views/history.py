@@ -1,0 +1,119 @@
+"""History pages: importing pgbench outputs, series with their charts and alerts, notes."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runs.charts import figure_json
+from runs.forms_history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
+from runs.models import Alert, Host, Run, Series
+from runs.series_charts import series_figures
+from runs.services import series as series_service
+from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.permissions import check_can_change
+from runs.views.auth import AuthenticatedHttpRequest
+
+
+@login_required
+def import_outputs(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """GET: the upload form. POST: import every readable file, report each refused one."""
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        uploads = [UploadedOutput(f.name, f.read()) for f in data["outputs"]]
+        details = ImportDetails(
+            data["command_line"], data["pg_version"], data["notes"], data["host_name"]
+        )
+        outcome = pgbench_import(request.user, uploads, details)
+        for error in outcome.errors:
+            messages.error(request, f"Not imported: {error}")
+        if outcome.experiment is not None:
+            messages.success(request, f"Imported {len(outcome.runs)} of {len(uploads)} files.")
+            return redirect("experiment-detail", pk=outcome.experiment.pk)
+    return render(request, "runs/import.html", {"form": form})
+
+
+@login_required
+def series_list(request: AuthenticatedHttpRequest) -> HttpResponse:
+    form = SeriesForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        series = form.save(commit=False)
+        series.created_by = request.user
+        series_service.series_save(series)
+        return redirect("series-detail", pk=series.pk)
+    context = {"series_list": Series.objects.select_related("template"), "form": form}
+    return render(request, "runs/series_list.html", context)
+
+
+@login_required
+def series_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    series = get_object_or_404(Series, pk=pk)
+    occurrences = series.occurrences.select_related("experiment").order_by("-fired_at")
+    context = {
+        "series": series,
+        "occurrences": occurrences,
+        "alerts": series.alerts.select_related("occurrence", "acknowledged_by"),
+        "figures": [
+            {"id": f"fig-series-{metric}", "figure": figure_json(figure, f"series-{pk}-{metric}")}
+            for metric, figure in series_figures(series).items()
+        ],
+    }
+    return render(request, "runs/series_detail.html", context)
+
+
+@login_required
+@require_POST
+def series_fire_now(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    series = get_object_or_404(Series, pk=pk)
+    check_can_change(request.user, series, "start an occurrence of")
+    occurrence = series_service.series_fire(series)
+    return redirect("experiment-detail", pk=occurrence.experiment_id)
+
+
+@login_required
+def alert_list(request: AuthenticatedHttpRequest) -> HttpResponse:
+    alerts = Alert.objects.select_related("series", "occurrence", "acknowledged_by")[:200]
+    return render(
+        request, "runs/alert_list.html", {"alerts": alerts, "ack_form": AcknowledgeForm()}
+    )
+
+
+@login_required
+@require_POST
+def alert_acknowledge(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    alert = get_object_or_404(Alert, pk=pk)
+    form = AcknowledgeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Acknowledging needs a note: what you found or did.")
+    else:
+        series_service.alert_acknowledge(alert, request.user, form.cleaned_data["note"])
+    return redirect(request.POST.get("next") or "alert-list")
+
+
+@login_required
+@require_POST
+def run_note_add(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=pk)
+    _add_note(request, run=run)
+    return redirect("run-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def host_note_add(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff add notes to hosts.")
+    _add_note(request, host_id=host.pk)
+    return redirect("host-detail", pk=pk)
+
+
+def _add_note(request: AuthenticatedHttpRequest, **target: object) -> None:
+    form = NoteForm(request.POST)
+    if form.is_valid():
+        series_service.note_add(request.user, form.cleaned_data["text"], **target)  # type: ignore[arg-type]
+    else:
+        messages.error(request, "A note needs text (up to 2000 characters).")

@@ -39,6 +39,11 @@ class SeriesForm(forms.ModelForm):
     """A series: the experiment to repeat, its cron schedule, where alerts go."""
 
     template = forms.ModelChoiceField(queryset=Experiment.objects.all())
+    webhook_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="Alerts are POSTed here as JSON (http or https).",
+    )
 
     class Meta:
         model = Series
@@ -51,6 +56,12 @@ class SeriesForm(forms.ModelForm):
         except ValueError as error:
             raise forms.ValidationError(str(error)) from error
         return " ".join(schedule.split())
+
+    def clean_webhook_url(self) -> str:
+        url = self.cleaned_data["webhook_url"]
+        if url and not url.startswith(("http://", "https://")):
+            raise forms.ValidationError("Give an http:// or https:// address.")
+        return url
 
 
 class AcknowledgeForm(forms.Form):

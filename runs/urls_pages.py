@@ -83,4 +83,6 @@ urlpatterns = [
     path("alerts/<int:pk>/acknowledge", history.alert_acknowledge, name="alert-acknowledge"),
     path("runs/<int:pk>/notes", history.run_note_add, name="run-note-add"),
     path("hosts/<int:pk>/notes", history.host_note_add, name="host-note-add"),
+    path("runs/<int:pk>/manifest.json", history.run_manifest_json, name="run-manifest"),
+    path("runs/<int:pk>/reproduce.sh", history.run_reproduce_script, name="run-reproduce"),
 ]

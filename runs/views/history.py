@@ -3,13 +3,14 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.charts import figure_json
 from runs.forms_history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
 from runs.models import Alert, Host, Run, Series
+from runs.reproduce import reproduce_script, run_manifest
 from runs.series_charts import series_figures
 from runs.services import series as series_service
 from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
@@ -117,3 +118,21 @@ def _add_note(request: AuthenticatedHttpRequest, **target: object) -> None:
         series_service.note_add(request.user, form.cleaned_data["text"], **target)  # type: ignore[arg-type]
     else:
         messages.error(request, "A note needs text (up to 2000 characters).")
+
+
+@login_required
+def run_manifest_json(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The run's manifest, as a download (`python -m agents run --manifest FILE`)."""
+    manifest = run_manifest(get_object_or_404(Run, pk=pk))
+    response = JsonResponse(manifest, json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="run-{pk}-manifest.json"'
+    return response
+
+
+@login_required
+def run_reproduce_script(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The bash script that reproduces the run without the lab."""
+    script = reproduce_script(run_manifest(get_object_or_404(Run, pk=pk)))
+    response = HttpResponse(script, content_type="text/x-shellscript; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="reproduce-run-{pk}.sh"'
+    return response

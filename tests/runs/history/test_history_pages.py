@@ -1,0 +1,107 @@
+"""The history pages signed in: a run's notes, manifest and reproduce script, series and alerts."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from agents.contract.manifest import MANIFEST_KIND
+from runs.models import Note, Run, Series
+from tests.runs.factories import ExperimentFactory, ResultFactory, RunFactory
+
+pytestmark = pytest.mark.django_db
+
+STEPS = [
+    {"name": "initdb", "argv": ["/pg/bin/initdb", "-D", "/d", "-U", "postgres"], "seconds": 1.0,
+     "exit_code": 0},
+    {"name": "pgbench", "argv": ["/pg/bin/pgbench", "-c", "4", "-T", "10", "-h", "/s", "-p", "5"],
+     "seconds": 10.0, "exit_code": 0},
+]  # fmt: skip
+
+
+@pytest.fixture
+def finished_run() -> Run:
+    run = RunFactory(
+        status=Run.Status.SUCCEEDED,
+        spec={"version": 1, "token": "secret-token", "postgres": {"version": "16"}},
+        install={"version": "16.15", "bindir": "/pg/bin", "source": "prebuilt"},
+        steps=STEPS,
+        agent_version="0.1.0",
+    )
+    ResultFactory(run=run, clients=4, tps=1234.5)
+    return run
+
+
+def test_a_run_offers_its_manifest_without_its_token(client, user, finished_run):
+    client.force_login(user)
+
+    manifest = json.loads(client.get(reverse("run-manifest", args=[finished_run.pk])).content)
+
+    assert manifest["kind"] == MANIFEST_KIND
+    assert "token" not in manifest["spec"]
+    assert manifest["commands"] == STEPS
+    assert manifest["points"][0]["tps"] == 1234.5
+    assert len(manifest["build"]["digest"]) == 64
+
+
+def test_a_run_offers_a_reproduce_script_that_replays_its_pgbench(client, user, finished_run):
+    client.force_login(user)
+
+    script = client.get(reverse("run-reproduce", args=[finished_run.pk])).content.decode()
+
+    assert script.startswith("#!/usr/bin/env bash")
+    assert '"$bindir/pgbench" -c 4 -T 10 -h "$sock" -p "$port"' in script
+    assert "1234.50" in script
+
+
+def test_notes_on_a_run_and_its_host_show_on_the_run_page_and_in_comparisons(
+    client, user, finished_run
+):
+    client.force_login(user)
+    user.is_staff = True
+    user.save()
+
+    client.post(reverse("run-note-add", args=[finished_run.pk]), {"text": "firmware updated"})
+    client.post(reverse("host-note-add", args=[finished_run.host_id]), {"text": "kernel 6.8"})
+    page = client.get(reverse("run-detail", args=[finished_run.pk])).content.decode()
+
+    assert Note.objects.count() == 2
+    assert "firmware updated" in page and "kernel 6.8" in page
+
+
+def test_only_staff_add_notes_to_hosts(client, user, finished_run):
+    client.force_login(user)
+
+    response = client.post(reverse("host-note-add", args=[finished_run.host_id]), {"text": "x"})
+
+    assert response.status_code == 403
+    assert not Note.objects.exists()
+
+
+def test_a_series_is_created_with_its_schedule_and_its_page_charts_it(client, user):
+    client.force_login(user)
+    template = ExperimentFactory()
+
+    response = client.post(
+        reverse("series-list"),
+        {"name": "nightly", "template": template.pk, "schedule": "0 3 * * *", "enabled": "on"},
+    )
+
+    series = Series.objects.get()
+    assert response.url == reverse("series-detail", args=[series.pk])
+    assert series.periodic_task.crontab.hour == "3"
+    page = client.get(response.url).content.decode()
+    assert 'data-figure="fig-series-tps"' in page
+
+
+def test_a_bad_schedule_is_refused_naming_the_fix(client, user):
+    client.force_login(user)
+
+    response = client.post(
+        reverse("series-list"),
+        {"name": "nightly", "template": ExperimentFactory().pk, "schedule": "every night"},
+    )
+
+    assert response.status_code == 200
+    assert "give 5 cron fields" in response.content.decode()
+    assert not Series.objects.exists()

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from runs.charts import figure_json
@@ -91,7 +92,9 @@ def alert_acknowledge(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
         messages.error(request, "Acknowledging needs a note: what you found or did.")
     else:
         series_service.alert_acknowledge(alert, request.user, form.cleaned_data["note"])
-    return redirect(request.POST.get("next") or "alert-list")
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure())
+    return redirect(back if back and safe else "alert-list")
 
 
 @login_required

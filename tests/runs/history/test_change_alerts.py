@@ -122,3 +122,17 @@ def test_an_alert_is_acknowledged_with_a_note(series, user):
     alert.refresh_from_db()
     assert alert.acknowledged_by == user
     assert alert.acknowledgement == "kernel 6.8 rolled out that night"
+
+
+def test_the_api_lists_alerts_and_acknowledges_one_with_a_note(series, api_client):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    alert = series_detect(series)[0]
+
+    listed = api_client.get("/api/alerts/").json()
+    acknowledged = api_client.post(
+        f"/api/alerts/{alert.pk}/acknowledge/", {"note": "known: new kernel"}, format="json"
+    )
+
+    assert [a["id"] for a in listed["results"]] == [alert.pk]
+    assert acknowledged.status_code == 200
+    assert acknowledged.json()["acknowledgement"] == "known: new kernel"

@@ -105,3 +105,27 @@ def test_a_bad_schedule_is_refused_naming_the_fix(client, user):
     assert response.status_code == 200
     assert "give 5 cron fields" in response.content.decode()
     assert not Series.objects.exists()
+
+
+def test_the_api_creates_a_series_and_refuses_a_bad_schedule_naming_the_field(api_client):
+    template = ExperimentFactory()
+    body = {"name": "nightly", "template": template.pk, "schedule": "30 2 * * 1-5"}
+
+    created = api_client.post("/api/series/", body, format="json")
+    refused = api_client.post("/api/series/", {**body, "schedule": "61 * * * *"}, format="json")
+
+    assert created.status_code == 201, created.content
+    assert Series.objects.get().periodic_task.crontab.day_of_week == "1-5"
+    assert refused.status_code == 400
+    assert "schedule" in refused.json()["error"]["fields"]
+
+
+def test_the_api_adds_a_note_to_a_run_and_serves_its_manifest(api_client, finished_run):
+    noted = api_client.post(
+        "/api/notes/", {"run": finished_run.pk, "text": "BIOS 1.2"}, format="json"
+    )
+    manifest = api_client.get(f"/api/runs/{finished_run.pk}/manifest/")
+
+    assert noted.status_code == 201, noted.content
+    assert finished_run.run_notes.get().text == "BIOS 1.2"
+    assert manifest.json()["commands"] == STEPS

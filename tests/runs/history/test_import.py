@@ -118,3 +118,30 @@ def test_the_import_page_takes_several_files_and_lists_the_refused_one(client, u
     run = Run.objects.get(provenance__file_name="a.log")
     assert run.host.name == "old-laptop"
     assert run.build.version == "15.3"
+
+
+def test_the_api_imports_a_batch_and_names_the_refused_file(api_client):
+    files = [
+        {"name": "pg18.txt", "content": captured("pg18").decode()},
+        {"name": "empty.txt", "content": "\n"},
+    ]
+
+    response = api_client.post("/api/imports/", {"files": files}, format="json")
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert len(body["runs"]) == 1
+    assert body["refused"] == [body["refused"][0]]
+    assert body["refused"][0].startswith("empty.txt: lines 1-2: ")
+    run = api_client.get(f"/api/runs/{body['runs'][0]}/").json()
+    assert run["status"] == "succeeded"
+
+
+def test_the_api_answers_400_naming_every_file_when_none_imports(api_client):
+    files = [{"name": "a.txt", "content": "hello\n"}, {"name": "b.txt", "content": "x\n"}]
+
+    response = api_client.post("/api/imports/", {"files": files}, format="json")
+
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]
+    assert [message.split(":")[0] for message in fields["files"]] == ["a.txt", "b.txt"]

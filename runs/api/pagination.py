@@ -28,4 +28,4 @@ class StrictPageNumberPagination(PageNumberPagination):
 
 def _is_page_number(text: str) -> bool:
     """An integer or `last`; a number out of range is DRF's 404, not a 400."""
-    return text == "last" or re.fullmatch(r"-?[0-9]{1,18}", text) is not None
+    return text == "last" or re.fullmatch(r"-?[0-9]+", text) is not None

@@ -129,3 +129,10 @@ def test_the_api_adds_a_note_to_a_run_and_serves_its_manifest(api_client, finish
     assert noted.status_code == 201, noted.content
     assert finished_run.run_notes.get().text == "BIOS 1.2"
     assert manifest.json()["commands"] == STEPS
+
+
+@pytest.mark.parametrize("page", ["36893488147419103231", "9" * 5000])
+def test_a_page_past_the_end_is_404_however_long_its_number(api_client, page):
+    response = api_client.get("/api/notes/", {"page": page})
+
+    assert response.status_code == 404

@@ -145,3 +145,30 @@ def test_the_api_answers_400_naming_every_file_when_none_imports(api_client):
     assert response.status_code == 400
     fields = response.json()["error"]["fields"]
     assert [message.split(":")[0] for message in fields["files"]] == ["a.txt", "b.txt"]
+
+
+@pytest.mark.django_db
+def test_an_imported_run_compares_with_a_measured_one_with_the_notes_of_both(client, user):
+    from runs.models import Comparison
+    from runs.services.series import note_add
+    from tests.runs.pages.conftest import finished_run
+
+    client.force_login(user)
+    measured = finished_run([(2, 1, 1500.0, 1.2), (2, 2, 1510.0, 1.2)])
+    imported = pgbench_import(
+        user, [UploadedOutput("pg16.txt", captured("pg16"))], ImportDetails()
+    ).runs[0]
+    note_add(user, "the 2023 laptop", run=imported)
+    note_add(user, "kernel 6.8", host_id=measured.host_id)
+    comparison = Comparison.objects.create(name="then and now", baseline=measured)
+    comparison.runs.set([measured, imported])
+
+    page = client.get(reverse("comparison-detail", args=[comparison.pk]))
+    exported = client.get(reverse("comparison-export", args=[comparison.pk, "json"]))
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "the 2023 laptop" in text and "kernel 6.8" in text
+    assert exported.status_code == 200
+    tps = stated(captured("pg16").decode(), r"^tps = ([\d.]+) \(without")
+    assert str(tps) in exported.content.decode()

@@ -9,6 +9,17 @@ from django.db import models
 from django.utils import timezone
 
 
+def user_field(related_name: str) -> models.ForeignKey:
+    """A user who did something (imported, acknowledged); kept null when the user is deleted."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name=related_name,
+    )
+
+
 class Series(models.Model):
     """An experiment on a schedule (regression mode).
 
@@ -38,13 +49,7 @@ class Series(models.Model):
         on_delete=models.SET_NULL,
         related_name="benchlab_series",
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="series",
-    )
+    created_by = user_field("series")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -92,13 +97,7 @@ class Alert(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     delivery = models.TextField(blank=True, help_text="What happened to the webhook and mail.")
     acknowledged_at = models.DateTimeField(null=True, blank=True)
-    acknowledged_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="acknowledged_alerts",
-    )
+    acknowledged_by = user_field("acknowledged_alerts")
     acknowledgement = models.TextField(blank=True)
 
     class Meta:
@@ -123,13 +122,7 @@ class Note(models.Model):
         "runs.Host", null=True, blank=True, on_delete=models.CASCADE, related_name="host_notes"
     )
     text = models.TextField()
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="notes",
-    )
+    created_by = user_field("notes")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -159,13 +152,7 @@ class Provenance(models.Model):
     pg_version = models.CharField(max_length=40, blank=True)
     notes = models.TextField(blank=True)
     file_said = models.JSONField(default=dict, blank=True)
-    imported_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="imports",
-    )
+    imported_by = user_field("imports")
     imported_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

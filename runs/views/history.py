@@ -8,12 +8,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from agents.contract.errors import JobError
 from runs.charts import figure_json
 from runs.forms_history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
 from runs.models import Alert, Host, Run, Series
 from runs.reproduce import reproduce_script, run_manifest
 from runs.series_charts import series_figures
 from runs.services import series as series_service
+from runs.services.errors import Conflict
 from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
 from runs.services.permissions import check_can_change
 from runs.views.auth import AuthenticatedHttpRequest
@@ -71,7 +73,11 @@ def series_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def series_fire_now(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     series = get_object_or_404(Series, pk=pk)
     check_can_change(request.user, series, "start an occurrence of")
-    occurrence = series_service.series_fire(series)
+    try:
+        occurrence = series_service.series_fire(series)
+    except (JobError, Conflict) as error:
+        messages.error(request, f"The occurrence was created but could not start: {error}")
+        return redirect("series-detail", pk=pk)
     return redirect("experiment-detail", pk=occurrence.experiment_id)
 
 

@@ -12,7 +12,7 @@ from django.core import mail
 from django.utils import timezone
 
 from runs.models import Alert, Occurrence, Run, Series
-from runs.services.series import alert_acknowledge, series_detect, series_history
+from runs.services.series import alert_acknowledge, note_add, series_detect, series_history
 from tests.runs.factories import ExperimentFactory, ResultFactory, RunFactory
 
 REPEATS = 3
@@ -136,3 +136,24 @@ def test_the_api_lists_alerts_and_acknowledges_one_with_a_note(series, api_clien
     assert [a["id"] for a in listed["results"]] == [alert.pk]
     assert acknowledged.status_code == 200
     assert acknowledged.json()["acknowledgement"] == "known: new kernel"
+
+
+def test_the_series_page_marks_the_change_point_and_the_notes(series, client, user):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    series_detect(series)
+    run = Run.objects.filter(experiment__occurrence__series=series).last()
+    note_add(user, "BIOS 1.2 flashed", run=run)
+    client.force_login(user)
+
+    page = client.get(f"/series/{series.pk}/").content.decode()
+
+    tps_figure = json.loads(
+        page.split('id="fig-series-tps" type="application/json">')[1].split("</script>")[0]
+    )
+    annotations = [a["text"] for a in tps_figure["layout"]["annotations"]]
+    assert any(
+        text.startswith("change -") and "(cell 0, 4 clients)" in text for text in annotations
+    )
+    assert "BIOS 1.2 flashed" in annotations
+    assert len(tps_figure["data"][0]["x"]) == 18
+    assert "nightly tpcb #13" in page

@@ -13,15 +13,20 @@ from runs.services.series import SERIES_METRICS, HistoryPoint, notes_for_runs, s
 
 
 def series_figures(series: Series) -> dict[str, go.Figure]:
-    """Metric -> its figure over the series' history."""
+    """Metric -> its figure over the series' history, for each metric that was measured."""
     runs = list(Run.objects.filter(experiment__occurrence__series=series))
     notes = notes_for_runs(runs)
-    return {metric: _metric_figure(series, metric, notes) for metric in SERIES_METRICS}
+    histories = {metric: series_history(series, metric) for metric in SERIES_METRICS}
+    return {
+        metric: _metric_figure(metric, lines, notes) for metric, lines in histories.items() if lines
+    }
 
 
-def _metric_figure(series: Series, metric: str, notes: list[Note]) -> go.Figure:
+def _metric_figure(
+    metric: str, lines: dict[str, list[HistoryPoint]], notes: list[Note]
+) -> go.Figure:
     figure = go.Figure()
-    for key, points in series_history(series, metric).items():
+    for key, points in lines.items():
         figure.add_trace(_trace(key, points))
         for change in change_points([p.mean for p in points]):
             when = points[change.index].occurrence.fired_at

@@ -91,7 +91,7 @@ def test_a_series_is_created_with_its_schedule_and_its_page_charts_it(client, us
     assert response.url == reverse("series-detail", args=[series.pk])
     assert series.periodic_task.crontab.hour == "3"
     page = client.get(response.url).content.decode()
-    assert 'data-figure="fig-series-tps"' in page
+    assert "No finished occurrence yet." in page
 
 
 def test_a_bad_schedule_is_refused_naming_the_fix(client, user):

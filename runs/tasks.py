@@ -8,8 +8,10 @@ import logging
 
 from celery import shared_task
 
+from agents.contract.errors import JobError
 from runs.models import Series
 from runs.services import series as series_service
+from runs.services.errors import Conflict
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +23,11 @@ def series_fire(series_id: int) -> None:
     if series is None:
         logger.info("series %s: gone or disabled, not fired", series_id)
         return
-    series_service.series_fire(series)
+    try:
+        series_service.series_fire(series)
+    except (JobError, Conflict) as error:
+        # The occurrence stays as a draft experiment on the series page; the reason is here.
+        logger.error("series %s: occurrence created but not started: %s", series_id, error)
 
 
 @shared_task(name=series_service.DETECT_TASK, queue=series_service.CONTROL_QUEUE)

@@ -79,6 +79,7 @@ urlpatterns = [
     path("series/", history.series_list, name="series-list"),
     path("series/<int:pk>/", history.series_detail, name="series-detail"),
     path("series/<int:pk>/fire", history.series_fire_now, name="series-fire"),
+    path("series/<int:pk>/toggle", history.series_toggle, name="series-toggle"),
     path("alerts/", history.alert_list, name="alert-list"),
     path("alerts/<int:pk>/acknowledge", history.alert_acknowledge, name="alert-acknowledge"),
     path("runs/<int:pk>/notes", history.run_note_add, name="run-note-add"),

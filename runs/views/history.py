@@ -82,6 +82,17 @@ def series_fire_now(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def series_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """Pause or resume the series' schedule."""
+    series = get_object_or_404(Series, pk=pk)
+    check_can_change(request.user, series, "pause or resume")
+    series.enabled = not series.enabled
+    series_service.series_save(series)
+    return redirect("series-detail", pk=pk)
+
+
+@login_required
 def alert_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     alerts = Alert.objects.select_related("series", "occurrence", "acknowledged_by")[:200]
     return render(

@@ -6,8 +6,9 @@ import pytest
 from django.urls import reverse
 
 from agents.contract.manifest import MANIFEST_KIND
-from runs.models import Note, Run, Series
-from tests.runs.factories import ExperimentFactory, ResultFactory, RunFactory
+from runs.models import Host, Note, Run, Series
+from runs.services.series import series_save
+from tests.runs.factories import ExperimentFactory, HostFactory, ResultFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -136,3 +137,30 @@ def test_a_page_past_the_end_is_404_however_long_its_number(api_client, page):
     response = api_client.get("/api/notes/", {"page": page})
 
     assert response.status_code == 404
+
+
+def test_pausing_a_series_disables_its_beat_schedule(client, user):
+    client.force_login(user)
+    series = series_save(
+        Series(name="s", template=ExperimentFactory(), schedule="0 3 * * *", created_by=user)
+    )
+
+    client.post(reverse("series-toggle", args=[series.pk]))
+
+    series.refresh_from_db()
+    assert not series.enabled
+    assert not series.periodic_task.enabled
+
+
+def test_an_occurrence_that_cannot_start_is_reported_on_the_series_page(client, user):
+    client.force_login(user)
+    pending = HostFactory(enrollment=Host.Enrollment.PENDING)
+    template = ExperimentFactory(hosts=[pending])
+    series = series_save(Series(name="s", template=template, schedule="0 3 * * *", created_by=user))
+
+    response = client.post(reverse("series-fire", args=[series.pk]), follow=True)
+
+    assert response.status_code == 200
+    assert "could not start" in response.content.decode()
+    assert f"host {pending.name} is not approved" in response.content.decode()
+    assert series.occurrences.get().experiment.status == "draft"

@@ -1,5 +1,7 @@
 """Forms of the history pages: importing pgbench outputs, series, alerts and notes."""
 
+from typing import Any
+
 from django import forms
 
 from runs.models import Experiment, Series
@@ -13,11 +15,11 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """Several files from one input (Django's documented pattern)."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)
 
-    def clean(self, data: object, initial: object = None) -> list:
+    def clean(self, data: Any, initial: Any = None) -> list:
         if isinstance(data, list | tuple):
             return [super(MultipleFileField, self).clean(item, initial) for item in data]
         return [super().clean(data, initial)]

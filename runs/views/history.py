@@ -118,7 +118,9 @@ def alert_acknowledge(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
 @require_POST
 def run_note_add(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=pk)
-    _add_note(request, run=run)
+    text = _note_text(request)
+    if text:
+        series_service.note_add(request.user, text, run=run)
     return redirect("run-detail", pk=pk)
 
 
@@ -128,16 +130,19 @@ def host_note_add(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     host = get_object_or_404(Host, pk=pk)
     if not request.user.is_staff:
         raise PermissionDenied("Only staff add notes to hosts.")
-    _add_note(request, host_id=host.pk)
+    text = _note_text(request)
+    if text:
+        series_service.note_add(request.user, text, host_id=host.pk)
     return redirect("host-detail", pk=pk)
 
 
-def _add_note(request: AuthenticatedHttpRequest, **target: object) -> None:
+def _note_text(request: AuthenticatedHttpRequest) -> str:
+    """The posted note's text, or "" after telling the user what a note needs."""
     form = NoteForm(request.POST)
     if form.is_valid():
-        series_service.note_add(request.user, form.cleaned_data["text"], **target)  # type: ignore[arg-type]
-    else:
-        messages.error(request, "A note needs text (up to 2000 characters).")
+        return form.cleaned_data["text"]
+    messages.error(request, "A note needs text (up to 2000 characters).")
+    return ""
 
 
 @login_required

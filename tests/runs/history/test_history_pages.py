@@ -164,3 +164,13 @@ def test_an_occurrence_that_cannot_start_is_reported_on_the_series_page(client, 
     assert "could not start" in response.content.decode()
     assert f"host {pending.name} is not approved" in response.content.decode()
     assert series.occurrences.get().experiment.status == "draft"
+
+
+def test_an_experiment_a_series_repeats_is_not_deleted(api_client, user):
+    template = ExperimentFactory(created_by=user)
+    series = series_save(Series(name="s", template=template, schedule="0 3 * * *"))
+
+    response = api_client.delete(f"/api/experiments/{template.pk}/")
+
+    assert response.status_code == 409
+    assert response.json()["error"]["used_by"] == {"series": [series.pk]}

@@ -69,9 +69,13 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from agents.contract.manifest import manifest_spec
     from agents.job import run_job
 
-    spec = json.loads(args.spec.read_text())
+    if (args.spec is None) == (args.manifest is None):
+        raise ValueError("give either a job spec file or --manifest FILE")
+    manifest = json.loads(args.manifest.read_text()) if args.manifest else None
+    spec = manifest_spec(manifest) if manifest else json.loads(args.spec.read_text())
     config = load_config(args)
     sinks = [json_lines_sink(sys.stdout)] if args.json_events else [cli_output.human_sink()]
     emitter = EventEmitter(sinks, run_id=spec.get("run_id"), token=spec.get("token"))
@@ -79,11 +83,13 @@ def command_run(args: argparse.Namespace) -> int:
     if not args.json_events:
         cli_output.print_json(result)
         cli_output.print_summary(result)
+    if manifest:
+        cli_output.print_replay(manifest, result)
     return 0 if result["status"] == "succeeded" else 1
 
 
 def command_parse(args: argparse.Namespace) -> int:
-    from agents.pgbench.parse import PgbenchParseError, parse_output
+    from agents.contract.pgbench_parse import PgbenchParseError, parse_output
 
     try:
         parsed = parse_output(args.file.read_text(errors="replace"))
@@ -157,7 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run one job spec locally and print its results")
-    run.add_argument("spec", type=Path, help="job spec JSON file (docs/contracts.md)")
+    run.add_argument("spec", type=Path, nargs="?", help="job spec JSON file (docs/contracts.md)")
+    run.add_argument(
+        "--manifest",
+        type=Path,
+        help="replay a run manifest (from the lab's run page) instead of a job spec",
+    )
     run.add_argument("--json-events", action="store_true", help="print each event as a JSON line")
     add_config_options(run)
     run.set_defaults(handler=command_run)

@@ -5,6 +5,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from agents.contract.manifest import Manifest, command_shape
 from agents.contract.results import ResultDocument
 from agents.events import Sink
 
@@ -73,3 +74,19 @@ def _number(value: float | None, width: int, decimals: int | None = None) -> str
         return "-".rjust(width)
     text = str(value) if decimals is None else f"{value:.{decimals}f}"
     return text.rjust(width)
+
+
+def print_replay(manifest: Manifest, result: ResultDocument) -> None:
+    """On stderr: each replayed point next to the recorded one, and whether the commands match."""
+    recorded = {(p["clients"], p["repeat"]): p["tps"] for p in manifest["points"]}
+    lines = [f"{'clients':>8} {'run':>4} {'recorded tps':>13} {'replayed tps':>13}"]
+    for point in result["points"]:
+        before = recorded.get((point["clients"], point["repeat"]))
+        lines.append(
+            f"{point['clients']:>8} {point['repeat']:>4} {_number(before, 13, 2)} "
+            f"{_number(point['tps'], 13, 2)}"
+        )
+    shapes = [command_shape(c["argv"]) for c in manifest["commands"]]
+    same = shapes == [command_shape(c["argv"]) for c in result["steps"]]
+    lines.append(f"commands: {'same as recorded' if same else 'differ from the recorded ones'}")
+    sys.stderr.write("\n".join(lines) + "\n")

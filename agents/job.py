@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import agents
 from agents import sweep as sweep_module
 from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
@@ -64,6 +65,7 @@ class Job:
             "dataset": {"steps": {}},
             "points": [],
             "server_log_tail": "",
+            "agent_version": agents.__version__,
         }
 
     def run(self) -> ResultDocument:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
+from agents.contract.pgbench_parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.contract.results import PointResult
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
@@ -30,7 +31,6 @@ from agents.pgbench.latency_log import (
     log_root,
     point_log_dir,
 )
-from agents.pgbench.parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.cluster import Cluster
 from agents.postgres.osuser import SubprocessKwargs, chown_tree

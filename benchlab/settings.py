@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "django_celery_beat",
     "runs",
 ]
 
@@ -237,6 +238,15 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Regression mode (runs.services.series): series schedules live in the lab database
+# (django-celery-beat); the control worker runs the beat scheduler (scripts/lab).
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+DJANGO_CELERY_BEAT_TZ_AWARE = True
+# Alert mail (optional, per series): Django's SMTP mail.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "benchlab@localhost")
 
 # Event ingestion and liveness (docs/contracts.md, section 4).
 BENCHLAB_EVENTS_STREAM = env_str(EVENTS_STREAM_ENV, EVENTS_STREAM)

@@ -409,6 +409,7 @@ class Run(models.Model):
     effective_settings = models.JSONField(default=list, blank=True)
     steps = models.JSONField(default=list, blank=True)
     server_log_tail = models.TextField(blank=True)
+    agent_version = models.CharField(max_length=40, blank=True)
     rerun_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )
@@ -667,3 +668,7 @@ class TimelineSeries(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} {self.name}"
+
+
+# History (series, alerts, notes, imported runs) lives in its own module.
+from runs.models_history import Alert, Note, Occurrence, Provenance, Series  # noqa: E402, F401

@@ -3,7 +3,16 @@
 from django.urls import path, register_converter
 
 from runs import sse
-from runs.views import catalogue, comparisons, experiments, hosts, runs, sharing, timelines
+from runs.views import (
+    catalogue,
+    comparisons,
+    experiments,
+    history,
+    hosts,
+    runs,
+    sharing,
+    timelines,
+)
 
 
 class ExportFormat:
@@ -77,4 +86,16 @@ urlpatterns = [
     path("workloads/", catalogue.workload_list, name="workload-list"),
     path("workloads/new", catalogue.workload_edit, name="workload-new"),
     path("workloads/<int:pk>/", catalogue.workload_edit, name="workload-detail"),
+    # History: import, series, alerts, notes, reproduce.
+    path("import/", history.import_outputs, name="import"),
+    path("series/", history.series_list, name="series-list"),
+    path("series/<int:pk>/", history.series_detail, name="series-detail"),
+    path("series/<int:pk>/fire", history.series_fire_now, name="series-fire"),
+    path("series/<int:pk>/toggle", history.series_toggle, name="series-toggle"),
+    path("alerts/", history.alert_list, name="alert-list"),
+    path("alerts/<int:pk>/acknowledge", history.alert_acknowledge, name="alert-acknowledge"),
+    path("runs/<int:pk>/notes", history.run_note_add, name="run-note-add"),
+    path("hosts/<int:pk>/notes", history.host_note_add, name="host-note-add"),
+    path("runs/<int:pk>/manifest.json", history.run_manifest_json, name="run-manifest"),
+    path("runs/<int:pk>/reproduce.sh", history.run_reproduce_script, name="run-reproduce"),
 ]

@@ -128,3 +128,5 @@ class ResultDocument(TypedDict):
     points: list[PointResult]
     server_log_tail: str
     failed_point: NotRequired[PointResult]
+    # The version of the agent that ran the job (agents.__version__).
+    agent_version: NotRequired[str]

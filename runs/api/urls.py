@@ -3,7 +3,7 @@
 from django.urls import re_path
 from rest_framework.routers import DefaultRouter
 
-from runs.api import views
+from runs.api import history, views
 from runs.api.errors import api_not_found
 
 router = DefaultRouter()
@@ -17,5 +17,10 @@ router.register("experiments", views.ExperimentViewSet)
 router.register("runs", views.RunViewSet)
 router.register("comparisons", views.ComparisonViewSet)
 router.register("share-links", views.ShareLinkViewSet)
+# History: imports, series, alerts, notes.
+router.register("imports", history.ImportViewSet, basename="import")
+router.register("series", history.SeriesViewSet)
+router.register("alerts", history.AlertViewSet)
+router.register("notes", history.NoteViewSet, basename="note")
 
 urlpatterns = [*router.urls, re_path(r"^(?P<path>.*)$", api_not_found, name="not-found")]

@@ -3,6 +3,7 @@
 from typing import TypedDict
 
 from django.db.models import Prefetch, QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -30,6 +31,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.reproduce import run_manifest
 from runs.services.deletion import Deletable
 from runs.tables import comparison_statistics
 
@@ -210,6 +212,12 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Queue a new run with the same spec, linked to this one."""
         run = services.run_rerun(self.get_object(), signed_in_user(request))
         return Response(serializers.RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def manifest(self, request: Request, pk: str | None = None) -> Response:
+        """The run manifest: `python -m agents run --manifest FILE` replays it."""
+        return Response(run_manifest(self.get_object()))
 
     @extend_schema(
         parameters=[serializers.RunResultsQuerySerializer],

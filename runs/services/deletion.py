@@ -4,7 +4,7 @@ Something in use is refused with `InUse` (409) naming what uses it, so the
 caller knows what to delete or cancel first: a build, config profile or
 workload that runs or experiments use (runs keep a snapshot, but their rows
 point at it), a profile other profiles build on, an experiment with runs
-still queued or running or whose runs a comparison holds.
+still queued or running, whose runs a comparison holds or that a series repeats.
 """
 
 import logging
@@ -53,6 +53,7 @@ def _users(obj: Deletable) -> dict[str, QuerySet]:
         return {
             "active_runs": active,
             "comparisons": Comparison.objects.filter(runs__experiment=obj).distinct(),
+            "series": obj.series_templates.all(),
         }
     if isinstance(obj, Comparison):
         return {}

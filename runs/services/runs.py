@@ -15,6 +15,7 @@ from runs.models import Run
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.permissions import AnyUser
+from runs.services.series import occurrence_run_finished
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def run_finish(
     )
     if changed:
         logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")
+        occurrence_run_finished(run)
     else:
         logger.info("run %s: is %s, not made %s", run.pk, _status_of(run), status)
     return bool(changed)

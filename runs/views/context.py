@@ -19,6 +19,7 @@ from runs.compare import (
 )
 from runs.models import Comparison, Experiment, Run
 from runs.series import MIN_TRACE_SAMPLES, trace_budget
+from runs.services.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.tables import StatsInputs, load_inputs, table_of
 
@@ -57,6 +58,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
         "commands": [step for step in run.steps if step.get("argv")],
+        "run_notes": notes_for_runs([run]),
         "read_only": read_only,
         "urls": urls,
     }
@@ -165,7 +167,7 @@ def saved_comparison_context(
     baseline = comparison.baseline or runs[0]
     name = f"comparison-{comparison.pk}"
     context = comparison_context(runs, baseline, read_only, urls, name, min_effect_raw)
-    return {**context, "comparison": comparison}
+    return {**context, "comparison": comparison, "notes": notes_for_runs(runs)}
 
 
 def export_urls(make: Callable[[str], str]) -> dict[str, str]:

@@ -121,3 +121,11 @@ def test_scripts_lab_gives_the_local_agent_the_redis_of_redis_url(scripts_lab, o
     assert enrollment == "approved", "the lab's own agent is approved at start"
     queues = own_redis.client().keys("_kombu.binding.*")
     assert f"_kombu.binding.agent.{name}" in queues, "the agent listens on the test's Redis"
+
+    def beat_started() -> bool:
+        log = scripts_lab.log_dir / "control.log"
+        return log.exists() and "beat: Starting" in log.read_text(errors="replace")
+
+    wait_for(
+        beat_started, 60, "the control worker's beat (series schedules)", scripts_lab.logs, 1.0
+    )

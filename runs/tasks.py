@@ -1,0 +1,41 @@
+"""Control-plane tasks (queue `control`): regression-mode series.
+
+`series_fire` is what each series' beat schedule sends (runs.services.series);
+`series_detect` runs when an occurrence's last run has ended.
+"""
+
+import logging
+
+from celery import shared_task
+
+from agents.contract.errors import JobError
+from runs.models import Series
+from runs.services import series as series_service
+from runs.services.errors import Conflict
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name=series_service.FIRE_TASK, queue=series_service.CONTROL_QUEUE)
+def series_fire(series_id: int) -> None:
+    """Start the next occurrence of an enabled series (a disabled or deleted one: nothing)."""
+    series = Series.objects.filter(pk=series_id, enabled=True).select_related("template").first()
+    if series is None:
+        logger.info("series %s: gone or disabled, not fired", series_id)
+        return
+    try:
+        series_service.series_fire(series)
+    except (JobError, Conflict) as error:
+        # The occurrence stays as a draft experiment on the series page; the reason is here.
+        logger.error("series %s: occurrence created but not started: %s", series_id, error)
+
+
+@shared_task(name=series_service.DETECT_TASK, queue=series_service.CONTROL_QUEUE)
+def series_detect(series_id: int) -> None:
+    """Look for change points in the series and raise and deliver its new alerts."""
+    series = Series.objects.filter(pk=series_id).first()
+    if series is None:
+        logger.info("series %s: gone, no detection", series_id)
+        return
+    alerts = series_service.series_detect(series)
+    logger.info("series %s: %d new alerts", series_id, len(alerts))

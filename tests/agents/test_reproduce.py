@@ -1,0 +1,111 @@
+"""Runs anyone can reproduce: a recorded run's manifest replayed by `python -m agents run
+--manifest`, and its reproduce script run against a throw-away cluster of its own."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.config import AgentConfig
+from agents.contract.manifest import Manifest, command_shape, make_manifest
+from runs.reproduce import reproduce_script
+from tests.agents.jobs import run, small_spec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def place() -> Path:
+    """A directory PostgreSQL's unprivileged OS user can reach."""
+    root = Path(tempfile.mkdtemp(prefix="benchlab-reproduce-", dir="/var/tmp"))
+    root.chmod(0o755)
+    return root
+
+
+@pytest.fixture(scope="module")
+def manifest() -> Iterator[Manifest]:
+    """The manifest of a real two-point run (data and WAL apart, a setting, a checkpoint)."""
+    root = place()
+    spec = small_spec(
+        settings={"shared_buffers": "48MB"},
+        sweep={"duration_s": 1, "between_points": "checkpoint"},
+    )
+    config = AgentConfig(storage={"data": root / "data", "wal": root / "wal"})
+    result, _events = run(spec, config)
+    assert result["status"] == "succeeded", result["error"]
+    record = {
+        "steps": result["steps"],
+        "effective": result["settings"]["effective"],
+        "storage": result["storage"],
+        "facts": result["facts"],
+        "agent_version": result.get("agent_version"),
+    }
+    points = [
+        {k: p[k] for k in ("index", "clients", "repeat", "tps", "latency_avg_ms")}
+        for p in result["points"]
+    ]
+    yield make_manifest("42", result["spec"], result["install"] or {}, record, points)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_replayed_manifest_runs_the_recorded_commands(manifest, tmp_path):
+    root = place()
+    manifest_file = tmp_path / "manifest.json"
+    manifest_file.write_text(json.dumps(manifest))
+
+    replay = subprocess.run(
+        [sys.executable, "-m", "agents", "run", "--manifest", str(manifest_file),
+         "--storage", f"data={root / 'data'}", "--storage", f"wal={root / 'wal'}"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    shutil.rmtree(root, ignore_errors=True)
+
+    assert replay.returncode == 0, replay.stderr
+    result = json.loads(replay.stdout)
+    replayed = [(c["name"], command_shape(c["argv"])) for c in result["steps"]]
+    recorded = [(c["name"], command_shape(c["argv"])) for c in manifest["commands"]]
+    assert replayed == recorded
+    assert [name for name, _ in recorded].count("pgbench") == 2
+    assert "commands: same as recorded" in replay.stderr
+    assert manifest["agent_version"] and manifest["build"]["digest"]
+
+
+def test_a_manifest_that_is_none_is_refused_naming_what_is_wrong(tmp_path):
+    not_a_manifest = tmp_path / "spec.json"
+    not_a_manifest.write_text(json.dumps(small_spec()))
+
+    refused = subprocess.run(
+        [sys.executable, "-m", "agents", "run", "--manifest", str(not_a_manifest)],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert refused.returncode == 2
+    assert 'not a run manifest: expected "kind": "benchlab-run-manifest"' in refused.stderr
+
+
+def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_recorded(
+    manifest,
+):
+    root = place()
+    script = root / "reproduce.sh"
+    script.write_text(reproduce_script(manifest))
+
+    replay = subprocess.run(
+        ["bash", str(script), str(root / "work")], capture_output=True, text=True, timeout=300
+    )
+    conf = (root / "work" / "data" / "cluster" / "postgresql.conf").read_text()
+    wal_apart = (root / "work" / "data" / "cluster" / "pg_wal").is_symlink()
+    shutil.rmtree(root, ignore_errors=True)
+
+    assert replay.returncode == 0, replay.stderr
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)$", replay.stdout, re.MULTILINE)
+    recorded = [(str(p["clients"]), f"{p['tps']:.2f}") for p in manifest["points"]]
+    assert [(clients, before) for clients, _run, before, _now in rows] == recorded
+    assert all(float(now) > 0 for *_rest, now in rows)
+    assert "shared_buffers = '6144'" in conf
+    assert wal_apart

@@ -1,0 +1,174 @@
+"""Importing raw pgbench outputs: real captured outputs of several versions become runs."""
+
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from runs.models import Provenance, Result, Run
+from runs.services.imports import ImportDetails, UploadedOutput, parse_points, pgbench_import
+from tests.agents.pgbench.captures import FIXTURES
+
+VERSIONS = ["pg13", "pg14", "pg16", "pg18"]
+
+
+def captured(version: str, scenario: str = "run_plain_T2_P1_r") -> bytes:
+    """What a terminal shows: pgbench's stdout and stderr of one real run."""
+    base = FIXTURES / version / scenario
+    stderr = base.with_suffix(".stderr")
+    return base.with_suffix(".stdout").read_bytes() + (
+        stderr.read_bytes() if stderr.exists() else b""
+    )
+
+
+def stated(text: str, pattern: str) -> float:
+    """A number as the file states it, read independently of the lab's parser."""
+    match = re.search(pattern, text, re.MULTILINE)
+    assert match, pattern
+    return float(match.group(1))
+
+
+@pytest.mark.django_db
+def test_real_outputs_of_four_versions_import_with_the_numbers_the_files_state(user):
+    files = {
+        v: captured(v, "run_default_c4j2_T4_P1_r" if v == "pg13" else "run_plain_T2_P1_r")
+        for v in VERSIONS
+    }
+    uploads = [UploadedOutput(f"{v}.txt", content) for v, content in files.items()]
+
+    outcome = pgbench_import(user, uploads, ImportDetails(notes="from the 2023 write-up"))
+
+    assert outcome.errors == []
+    assert len(outcome.runs) == len(VERSIONS)
+    for version, run in zip(VERSIONS, outcome.runs, strict=True):
+        text = files[version].decode()
+        point = Result.objects.get(run=run)
+        assert point.tps == stated(text, r"^tps = ([\d.]+) \((?:without|excluding)")
+        assert point.latency_avg_ms == stated(text, r"^latency average = ([\d.]+) ms")
+        assert point.clients == stated(text, r"^number of clients: (\d+)")
+        assert point.transactions == stated(
+            text, r"^number of transactions actually processed: (\d+)"
+        )
+        assert run.status == Run.Status.SUCCEEDED
+        # pgbench prints its version from 14 on; a 13 output says nothing of it.
+        assert run.build.version.startswith(version[2:] if version != "pg13" else "unknown")
+        provenance = Provenance.objects.get(run=run)
+        assert provenance.file_name == f"{version}.txt"
+        assert provenance.imported_by == user
+        assert provenance.notes == "from the 2023 write-up"
+        assert provenance.file_said["runs_in_file"] == 1
+
+
+@pytest.mark.django_db
+def test_a_bad_file_is_reported_by_name_and_line_and_the_rest_of_the_batch_imports(user):
+    good = captured("pg16")
+    broken = good.replace(b"latency average = ", b"latency average = fast", 1)
+    lines = broken.decode().split("\n")
+    line_no = next(i for i, line in enumerate(lines, 1) if line.startswith("latency average"))
+    uploads = [
+        UploadedOutput("first.log", good),
+        UploadedOutput("broken.log", broken),
+        UploadedOutput("last.log", captured("pg18")),
+    ]
+
+    outcome = pgbench_import(user, uploads, ImportDetails())
+
+    assert [run.provenance.file_name for run in outcome.runs] == ["first.log", "last.log"]
+    assert len(outcome.errors) == 1
+    assert outcome.errors[0].startswith(f"broken.log: line {line_no}: ")
+    assert "latency average = fast" in outcome.errors[0]
+
+
+def test_a_sweep_written_to_one_log_becomes_one_point_per_pgbench_run():
+    runs = [captured("pg17", name) for name in ("run_plain_T2_P1_r", "run_t200", "run_connect_C")]
+
+    points = parse_points(UploadedOutput("sweep.log", b"".join(runs)))
+
+    assert [p["tps"] for p in points] == [
+        stated(run.decode(), r"^tps = ([\d.]+) \((?:without|including reconnection)")
+        for run in runs
+    ]
+    assert [p["clients"] for p in points] == [
+        stated(run.decode(), r"^number of clients: (\d+)") for run in runs
+    ]
+
+
+@pytest.mark.django_db
+def test_the_import_page_takes_several_files_and_lists_the_refused_one(client, user):
+    client.force_login(user)
+    files = [
+        ("a.log", captured("pg15")),
+        ("notes.txt", b"this is not pgbench output\n"),
+    ]
+    response = client.post(
+        reverse("import"),
+        {
+            "outputs": [SimpleUploadedFile(name, content) for name, content in files],
+            "host_name": "old-laptop",
+            "pg_version": "15.3",
+        },
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Imported 1 of 2 files" in page
+    assert "Not imported: notes.txt: lines 1-2: " in page
+    run = Run.objects.get(provenance__file_name="a.log")
+    assert run.host.name == "old-laptop"
+    assert run.build.version == "15.3"
+
+
+def test_the_api_imports_a_batch_and_names_the_refused_file(api_client):
+    files = [
+        {"name": "pg18.txt", "content": captured("pg18").decode()},
+        {"name": "empty.txt", "content": "\n"},
+    ]
+
+    response = api_client.post("/api/imports/", {"files": files}, format="json")
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert len(body["runs"]) == 1
+    assert body["refused"] == [body["refused"][0]]
+    assert body["refused"][0].startswith("empty.txt: lines 1-2: ")
+    run = api_client.get(f"/api/runs/{body['runs'][0]}/").json()
+    assert run["status"] == "succeeded"
+
+
+def test_the_api_answers_400_naming_every_file_when_none_imports(api_client):
+    files = [{"name": "a.txt", "content": "hello\n"}, {"name": "b.txt", "content": "x\n"}]
+
+    response = api_client.post("/api/imports/", {"files": files}, format="json")
+
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]
+    assert [message.split(":")[0] for message in fields["files"]] == ["a.txt", "b.txt"]
+
+
+@pytest.mark.django_db
+def test_an_imported_run_compares_with_a_measured_one_with_the_notes_of_both(client, user):
+    from runs.models import Comparison
+    from runs.services.series import note_add
+    from tests.runs.pages.conftest import finished_run
+
+    client.force_login(user)
+    measured = finished_run([(2, 1, 1500.0, 1.2), (2, 2, 1510.0, 1.2)])
+    imported = pgbench_import(
+        user, [UploadedOutput("pg16.txt", captured("pg16"))], ImportDetails()
+    ).runs[0]
+    note_add(user, "the 2023 laptop", run=imported)
+    note_add(user, "kernel 6.8", host_id=measured.host_id)
+    comparison = Comparison.objects.create(name="then and now", baseline=measured)
+    comparison.runs.set([measured, imported])
+
+    page = client.get(reverse("comparison-detail", args=[comparison.pk]))
+    exported = client.get(reverse("comparison-export", args=[comparison.pk, "json"]))
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "the 2023 laptop" in text and "kernel 6.8" in text
+    assert exported.status_code == 200
+    tps = stated(captured("pg16").decode(), r"^tps = ([\d.]+) \(without")
+    assert str(tps) in exported.content.decode()

@@ -18,7 +18,7 @@ from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.results import RESULT_VERSION, PointResult, ResultDocument
-from agents.contract.scripts import check_scripts
+from agents.contract.scripts import check_workload_scripts
 from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_sql import check_workload_sql
@@ -134,7 +134,7 @@ class Job:
         spec = validate_spec(self.spec_doc)
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
-        check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
+        check_workload_scripts(spec["workload"], self.config.allow_shell_scripts)
         check_workload_sql(spec, self.config.allow_superuser_sql)
         refuse_settings(spec["settings"], self.config.allow_settings)
         storage = self._resolve_storage(spec["storage"])

@@ -281,6 +281,20 @@ class Workload(models.Model):
         "command. -r costs about 0.25 % of throughput on the shortest "
         "transactions (select-only): a diagnosis tool, off unless asked for.",
     )
+    # Issue 13: -v, and several pgbench processes per point.
+    vacuum_all = models.BooleanField(
+        default=False,
+        verbose_name="Vacuum all tables first (-v)",
+        help_text="pgbench -v: vacuum the four standard pgbench tables before each point "
+        "(seed 4 before its read-write tests). Excludes -n.",
+    )
+    processes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Several pgbench processes per point, started together: a list of "
+        '{"scripts": [...], "clients": n or null, "threads": n or null} (null: the sweep\'s '
+        "client count). Empty: one process running the scripts above.",
+    )
     created_by = owner_field("workloads")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -463,6 +477,10 @@ class Result(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     stdout = models.TextField(blank=True)
     stderr = models.TextField(blank=True)
+    # Issue 13: pgbench's per-script blocks (per transaction type), and each process of a
+    # point of several (its own numbers, argv and output).
+    scripts = models.JSONField(default=list, blank=True)
+    processes = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "index"]

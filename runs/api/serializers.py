@@ -183,6 +183,8 @@ class WorkloadSerializer(StrictModelSerializer):
             "latency_log",
             "progress",
             "statement_latencies",
+            "vacuum_all",
+            "processes",
             "created_by",
             "created_at",
         ]

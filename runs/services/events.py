@@ -265,6 +265,8 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "exit_code": point.get("exit_code"),
         "stdout": point.get("stdout") or "",
         "stderr": point.get("stderr") or "",
+        "scripts": point.get("scripts") or [],
+        "processes": point.get("processes") or [],
     }
 
 

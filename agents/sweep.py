@@ -37,6 +37,7 @@ from agents.postgres.cluster import Cluster
 from agents.postgres.osuser import SubprocessKwargs, chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
 from agents.process_group import ProcessGroupPoint
+from agents.remote_points import RemotePoints
 
 if TYPE_CHECKING:
     from agents.postgres.installs import Install
@@ -89,7 +90,13 @@ class SweepPlace:
 
 
 class Sweep:
-    """Runs the dataset steps and every point of one job inside its cluster."""
+    """Runs the dataset steps and every point of one job inside its cluster.
+
+    With a client host the server half's points are measured there (`remote`,
+    agents/remote_points.py), and the client half's sweep samples no server.
+    """
+
+    samples_server = True
 
     def __init__(self, reporter: SweepReporter, place: SweepPlace, spec: JobSpec) -> None:
         self.reporter = reporter
@@ -100,14 +107,15 @@ class Sweep:
         self.cluster = cluster
         self.workdir = self.cluster.job_dir / "pgbench"
         workload = self.cluster.require_workload()
-        socket_dir, port = str(cluster.socket_dir), cluster.started_port()
-        self.conn = command.Connection(socket_dir, port, workload.user, workload.dbname)
+        host, port = cluster.pgbench_host(), cluster.started_port()
+        self.conn = command.Connection(host, port, workload.user, workload.dbname)
         self.script_paths: dict[int, Path] = {}
         # The script files of each of the point's processes (workload.processes).
         self.process_script_paths: list[dict[int, Path]] = []
         self.log_root = log_root(place.state_dir, place.storage, spec["workload"]["latency_log"])
         # The latest throughput measured in this cluster: it sets the next log's sampling rate.
         self.measured: Measured | None = None
+        self.remote: RemotePoints | None = None
 
     def run(self) -> None:
         self.prepare_dataset()
@@ -115,7 +123,9 @@ class Sweep:
         self.reporter.status("running", f"running {len(points)} points")
         if self.spec["workload"]["latency_log"] == "full":
             self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
-        if self.spec["sweep"]["warmup_s"]:
+        if self.spec["sweep"]["warmup_s"] and self.remote is not None:
+            self.remote.warm_up(points[0][0])
+        elif self.spec["sweep"]["warmup_s"]:
             self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.reporter.check_cancel()
@@ -133,11 +143,12 @@ class Sweep:
 
     def prepare_dataset(self) -> None:
         """Script files, `pgbench -i`, then the setup SQL."""
-        self._prepare_workdir()
+        self.prepare_workdir()
         self._initialise_dataset()
         self._run_setup_sql()
 
-    def _prepare_workdir(self) -> None:
+    def prepare_workdir(self) -> None:
+        """The scripts as files in the job's pgbench directory, owned by pgbench's OS user."""
         self.workdir.mkdir(mode=0o700, exist_ok=True)
         for index, script in enumerate(self.spec["workload"]["scripts"]):
             if "text" in script:
@@ -284,6 +295,8 @@ class Sweep:
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""
+        if self.remote is not None:
+            return self.remote.run_point(self, index, total, clients, repeat)
         message = f"point {index + 1} of {total}: {clients} clients, run {repeat}"
         self.reporter.status("running", message)
         plan = self.log_plan(clients)
@@ -410,18 +423,22 @@ class PointSamplers:
         self.host = HostSampler(
             sweep.storage, on_sample=lambda s: emit("sample", {**point_base, "host": s})
         )
-        self.server = ServerSampler(
-            sweep.cluster.conninfo(),
-            sweep.install.major,
-            on_sample=lambda s: emit("sample", {**point_base, "server": s}),
-        )
+        self.server = None
+        if sweep.samples_server:
+            self.server = ServerSampler(
+                sweep.cluster.conninfo(),
+                sweep.install.major,
+                on_sample=lambda s: emit("sample", {**point_base, "server": s}),
+            )
 
     def start(self) -> None:
         self.host.start()
-        self.server.start()
+        if self.server is not None:
+            self.server.start()
 
     def stop(self) -> dict:
-        return {"host": self.host.stop(), "server": self.server.stop()}
+        server = self.server.stop() if self.server is not None else []
+        return {"host": self.host.stop(), "server": server}
 
 
 def _last_lines(text: str, count: int = 3) -> str:

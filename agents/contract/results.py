@@ -103,6 +103,8 @@ class PointResult(TypedDict):
     # stderr/stdout lines of no known kind (interleaved threads, multi-line server messages).
     messages: NotRequired[list[str]]
     aborted: NotRequired[bool]
+    # A run with a client host: the client host's own samples (CPU, memory) during the point.
+    client_host_samples: NotRequired[list[Sample]]
     # Clients that pgbench reported as aborted, and transactions retried (--max-tries).
     aborted_clients: NotRequired[int]
     retried: NotRequired[int | None]
@@ -155,3 +157,6 @@ class ResultDocument(TypedDict):
     points: list[PointResult]
     server_log_tail: str
     failed_point: NotRequired[PointResult]
+    # A run with a client host: the addresses, the transport and the median `SELECT 1`
+    # round trip the client measured (`select1_ms`, over `select1_samples` queries).
+    network: NotRequired[dict[str, Any]]

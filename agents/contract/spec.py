@@ -16,6 +16,7 @@ from agents.contract.vocabulary import (
     BETWEEN_POINTS,
     BUILTIN_SCRIPTS,
     LATENCY_LOGS,
+    PAIR_ROLES,
     PARTITION_METHODS,
     QUERY_MODES,
     SOURCES,
@@ -23,6 +24,7 @@ from agents.contract.vocabulary import (
     BetweenPoints,
     BuiltinScript,
     LatencyLog,
+    PairRole,
     PartitionMethod,
     QueryMode,
     Source,
@@ -121,6 +123,17 @@ class SweepSpec(TypedDict):
     seed: int | None
 
 
+class NetworkSpec(TypedDict):
+    """Where pgbench runs: on the server's host (`local`), or on a client host. A run with
+    a client host is two jobs of one spec: `server` (cluster, dataset, server samples) on
+    the server host naming its `peer` the client, `client` (pgbench over TCP) on the client
+    host naming the server. Each waits at most `join_timeout_s` for the other to start."""
+
+    role: PairRole
+    peer: str | None
+    join_timeout_s: int
+
+
 class JobSpec(TypedDict):
     """A validated job spec: every section present, every default filled in."""
 
@@ -133,6 +146,7 @@ class JobSpec(TypedDict):
     dataset: DatasetSpec
     workload: WorkloadSpec
     sweep: SweepSpec
+    network: NetworkSpec
 
 
 class SweepShape(TypedDict):
@@ -188,6 +202,7 @@ DEFAULTS: dict[str, Any] = {
         "first_repeat": 1,
         "seed": None,
     },
+    "network": {"role": "local", "peer": None, "join_timeout_s": 3600},
 }
 
 
@@ -214,6 +229,7 @@ def validate_spec(doc: object) -> JobSpec:
     _check_dataset(spec["dataset"])
     _check_workload(spec["workload"])
     _check_sweep(spec["sweep"])
+    _check_network(spec["network"])
     return spec
 
 
@@ -409,6 +425,17 @@ def _check_sweep(sweep: SweepSpec) -> None:
     _choice(sweep["between_points"], "sweep.between_points", BETWEEN_POINTS)
     _integer(sweep["first_repeat"], "sweep.first_repeat", 1, 1_000_000)
     _integer(sweep["seed"], "sweep.seed", 0, MAX_SEED, allow_none=True)
+
+
+def _check_network(network: NetworkSpec) -> None:
+    _choice(network["role"], "network.role", PAIR_ROLES)
+    peer = network["peer"]
+    if network["role"] == "local":
+        if peer is not None:
+            raise invalid("network.peer", "a local run names no peer: set role server or client")
+    elif not isinstance(peer, str) or not NAME_PATTERN.match(peer):
+        raise invalid("network.peer", f"must name the other agent of the run, got {peer!r}")
+    _integer(network["join_timeout_s"], "network.join_timeout_s", 1, 7 * 24 * 3600)
 
 
 def sweep_points(sweep: SweepShape | SweepSpec) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from runs.compare import METRICS, Peak, run_summaries
-from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.models import ClientHostSample, HostSample, ProgressSample, Result, Run, ServerSample
 from runs.stats import Summary
 from runs.warnings import CheckpointEvent, ValidityWarning, checkpoint_events
 
@@ -250,14 +250,32 @@ def host_sample_values(sample: dict) -> dict[str, float | None]:
     }
 
 
-def host_figure(run: Run, host_samples: list[HostSample], offsets: dict[int, float]) -> dict:
-    """CPU and disk utilisation of the host during the run, one trace per series."""
+def host_figure(
+    run: Run,
+    host_samples: list[HostSample],
+    offsets: dict[int, float],
+    client_samples: Sequence[ClientHostSample] = (),
+) -> dict:
+    """CPU and disk utilisation of the host during the run, one trace per series; with a
+    client host, its CPU too (after the host's traces, which the live page extends)."""
     samples = _times(host_samples)
     values = [host_sample_values(s.data) for s in host_samples]
     traces = [
         _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)], offsets)
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
+    if client_samples:
+        client_times = _times(list(client_samples))
+        for key, label in HOST_SERIES[:2]:
+            trace = _timeline_trace(
+                client_times,
+                [s.data.get(key) for s in client_samples],
+                f"client host {label}",
+                "#555555",
+                offsets,
+            )
+            trace.line.dash = "dot" if key == "cpu_user" else "dash"
+            traces.append(trace)
     layout = _layout("host", "seconds", "%", height=260)
     layout["yaxis"]["range"] = [0, 100]
     return figure_json(go.Figure(traces, layout), f"run-{run.pk}-host")

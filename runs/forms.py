@@ -89,6 +89,8 @@ SPEC_FIELD_TO_FORM = {
     "workload": "workloads",
     "dataset": "workloads",
     "hosts": "hosts",
+    "client_host": "client_host",
+    "network": "client_host",
 }
 
 
@@ -111,6 +113,14 @@ class ScheduleForm(forms.Form):
         Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
         widget=CheckboxList(lambda host: {"data-host": host.name}),
         error_messages={"required": "pick at least one host"},
+    )
+    client_host = forms.ModelChoiceField(
+        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        required=False,
+        label="Client host",
+        empty_label="none: pgbench on each server host",
+        help_text="Run pgbench on this host, over TCP to the server host (the network path is "
+        "part of what is measured). Both hosts are busy for each run.",
     )
     builds = forms.ModelMultipleChoiceField(
         PgBuild.objects.all(),
@@ -185,6 +195,7 @@ class ScheduleForm(forms.Form):
             "name": data["name"],
             "description": data["description"],
             "hosts": list(data["hosts"]),
+            "client_host": data.get("client_host"),
             "builds": list(data["builds"]),
             "config_profiles": list(data["config_profiles"]),
             "workloads": list(data["workloads"]),

@@ -344,6 +344,16 @@ class Experiment(models.Model):
     )
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
+    # Issue 13: pgbench on another host (agent) for every run of the experiment.
+    client_host = models.ForeignKey(
+        Host,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="client_experiments",
+        help_text="Run pgbench on this host over TCP instead of on each server host; it is "
+        "busy for every run of the experiment.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -433,6 +443,12 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="runs",
     )
+    # Issue 13: the host that ran pgbench (null: the server host itself), and the network
+    # path the client measured (addresses, transport, SELECT 1 round trip).
+    client_host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.PROTECT, related_name="client_runs"
+    )
+    network = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-queued_at", "position"]
@@ -523,6 +539,22 @@ class HostSample(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} host t={self.t}"
+
+
+class ClientHostSample(models.Model):
+    """One sample of the client host (CPU, memory) during a point of a run with a client host."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="client_host_samples")
+    point = models.PositiveIntegerField()
+    t = models.FloatField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "point", "t"]
+        indexes = [models.Index(fields=["run", "point"], name="client_sample_run_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.point} client host t={self.t}"
 
 
 class ServerSample(models.Model):

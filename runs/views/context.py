@@ -49,7 +49,9 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "checkpoints": [e for e in checkpoints if e.edge == "start"],
         "figures": {
             **charts.run_timelines(run, progress, results, offsets, checkpoints, by_point),
-            "host": charts.host_figure(run, host, offsets),
+            "host": charts.host_figure(
+                run, host, offsets, list(run.client_host_samples.order_by("point", "t", "pk"))
+            ),
             "server": charts.server_figure(run, server, offsets, checkpoints),
         },
         "has_progress": bool(progress),

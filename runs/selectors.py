@@ -6,6 +6,7 @@ from typing import TypedDict
 from django.db.models import Count, Max, QuerySet
 
 from runs.models import (
+    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -104,13 +105,24 @@ def samples_by_point(
 ) -> dict[tuple[int, int], PointSamples]:
     """(run id, point) -> the point's timelines, for the validity checks."""
     points: dict[tuple[int, int], PointSamples] = {}
-    for kind, grouped in (("progress", progress), ("host", host), ("server", server)):
+    client = _client_host_samples(set(progress) | set(host) | set(server))
+    groups = (("progress", progress), ("host", host), ("server", server), ("client", client))
+    for kind, grouped in groups:
         for run_id, samples in grouped.items():
             for sample in samples:
                 getattr(points.setdefault((run_id, sample.point), PointSamples()), kind).append(
                     sample
                 )
     return points
+
+
+def _client_host_samples(run_ids: set[int]) -> dict[int, list[ClientHostSample]]:
+    """The client host's samples of runs with a client host (the others have none)."""
+    grouped: dict[int, list[ClientHostSample]] = {}
+    rows = ClientHostSample.objects.filter(run_id__in=run_ids).order_by("run_id", "point", "t")
+    for row in rows:
+        grouped.setdefault(row.run_id, []).append(row)
+    return grouped
 
 
 def run_server_samples(run: Run) -> list[ServerSample]:

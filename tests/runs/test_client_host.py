@@ -7,10 +7,17 @@ from django.urls import reverse
 
 from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
-from runs import services
-from runs.models import Host
+from runs import selectors, services
+from runs.models import ClientHostSample, Host, HostSample, Run
 from runs.services.events import run_record_event
-from tests.runs.factories import ConfigProfileFactory, ExperimentFactory, HostFactory, RunFactory
+from runs.warnings import point_warnings
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    ExperimentFactory,
+    HostFactory,
+    ResultFactory,
+    RunFactory,
+)
 from tests.runs.test_experiment_start import expected_estimate, queued_jobs
 
 pytestmark = pytest.mark.django_db
@@ -159,3 +166,17 @@ def test_client_host_samples_and_the_network_path_are_stored(user):
     assert f"pgbench on client host <strong>{run.client_host.name}</strong>" in page
     assert "0.05 ms" in page
     assert "client host CPU user %" in page
+
+
+def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_redis):
+    run = RunFactory(client_host=HostFactory(), status=Run.Status.SUCCEEDED)
+    result = ResultFactory(run=run, index=0)
+    for t in (1.0, 2.0, 3.0):
+        HostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 1.0})
+        ClientHostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 2.0})
+
+    samples = selectors.samples_by_point({run.pk: []}, {run.pk: []}, {run.pk: []})
+    (warning,) = point_warnings(result, samples[(run.pk, 0)])
+
+    assert warning.code == "load_generator_saturated"
+    assert warning.detail.startswith("client host CPU idle 2.0 %")

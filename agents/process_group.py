@@ -7,6 +7,7 @@ and, under `processes`, what each process printed with its exact argv. The
 live timeline is the per-second sum (agents/pgbench/group.py).
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,15 +15,20 @@ from agents.contract.results import ProgressLine
 from agents.contract.spec import ProcessSpec
 from agents.pgbench import command
 from agents.pgbench.combine import combine_processes
-from agents.pgbench.group import MAX_NOTICES, GroupMember, LiveSum, parsed_summary, run_together
+from agents.pgbench.group import (
+    MAX_NOTICES,
+    GroupMember,
+    LiveSum,
+    parsed_summary,
+    progress_lines,
+    run_together,
+)
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan
-from agents.pgbench.parse import PgbenchParseError, parse_output
 from agents.pgbench.process import Finished
 
 if TYPE_CHECKING:
     from agents.sweep import Sweep
 
-PROGRESS_PREFIX = "progress:"
 PROCESS_KEYS = (
     "tps",
     "latency_avg_ms",
@@ -81,18 +87,12 @@ class ProcessGroupPoint:
         log_args = plan.args(log_dir / f"{LOG_FILE_PREFIX}.p{number + 1}")
         return command.run_argv(workload, reporting, log_args, sweep.conn)
 
-    def _run_one(self, argv: list[str], on_line: Any) -> Finished:
+    def _run_one(self, argv: list[str], on_line: Callable[[str], None]) -> Finished:
         return self.sweep.pgbench_command("pgbench", argv, on_line, timed=True)
 
-    def _on_line(self, number: int) -> Any:
+    def _on_line(self, number: int) -> Callable[[str], None]:
         def on_line(line: str) -> None:
-            if not line.startswith(PROGRESS_PREFIX):
-                return
-            try:
-                lines = parse_output(line)["progress"]
-            except PgbenchParseError:
-                return
-            for progress in lines:
+            for progress in progress_lines(line):
                 self.live.add(number, progress)
 
         return on_line
@@ -112,13 +112,13 @@ class ProcessGroupPoint:
             "repeat": self.point_base["repeat"],
             "host_samples": samples["host"],
             "server_samples": samples["server"],
-            **_command_fields(combined_finished(finished)),
+            **combined_finished(finished).as_fields(),
             **combined,
             "statements": [],
             "parse_error": first_error,
             "processes": [
                 {key: record.get(key) for key in ("number", "clients", "threads", *PROCESS_KEYS)}
-                | _command_fields(finished[record["number"] - 1])
+                | finished[record["number"] - 1].as_fields()
                 for record in records
             ],
         }
@@ -134,17 +134,6 @@ class ProcessGroupPoint:
             "clients": self.clients_of(number),
             "threads": self.threads_of(number),
         }
-
-
-def _command_fields(finished: Finished) -> dict[str, Any]:
-    return {
-        "argv": finished.argv,
-        "exit_code": finished.exit_code,
-        "seconds": finished.seconds,
-        "stopped_early": finished.stopped_early,
-        "stdout": finished.stdout,
-        "stderr": finished.stderr,
-    }
 
 
 def combined_finished(finished: list[Finished]) -> Finished:

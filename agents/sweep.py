@@ -21,7 +21,7 @@ from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
-from agents.pgbench.group import MAX_NOTICES, parsed_summary
+from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
     LOG_FILE_PREFIX,
     LogPlan,
@@ -47,8 +47,6 @@ T = TypeVar("T")
 
 # Seeds people can read and type back in (the lab's are below this too).
 CLIENT_ORDER_SEEDS = 2**31
-
-PROGRESS_PREFIX = "progress:"
 
 
 class SweepReporter(Protocol):
@@ -347,14 +345,7 @@ class Sweep:
 
     def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
         def on_line(line: str) -> None:
-            if not line.startswith(PROGRESS_PREFIX):
-                return
-            try:
-                parsed = parse_output(line)["progress"]
-            except PgbenchParseError:
-                logger.warning("unreadable progress line: %r", line)
-                return
-            for sample in parsed:
+            for sample in progress_lines(line):
                 self.reporter.emit("progress", {**point_base, **sample})
 
         return on_line
@@ -367,12 +358,7 @@ class Sweep:
             "clients": clients,
             "threads": self._threads(clients),
             "repeat": repeat,
-            "argv": finished.argv,
-            "exit_code": finished.exit_code,
-            "seconds": finished.seconds,
-            "stopped_early": finished.stopped_early,
-            "stdout": finished.stdout,
-            "stderr": finished.stderr,
+            **finished.as_fields(),
             "host_samples": samples["host"],
             "server_samples": samples["server"],
             "parse_error": None,

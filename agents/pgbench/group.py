@@ -6,6 +6,7 @@ measure the same window. `LiveSum` turns their `-P` lines into one line per
 second once every process has reported that second.
 """
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,9 +17,25 @@ from agents.pgbench.combine import sum_lines
 from agents.pgbench.parse import PgbenchParseError, parse_output
 from agents.pgbench.process import Finished
 
+logger = logging.getLogger(__name__)
+
 # --verbose-errors can print thousands of lines (notices), interleaved threads
 # or a crashed server many unknown ones (messages); the full text stays in `stderr`.
 MAX_NOTICES = 50
+
+
+PROGRESS_PREFIX = "progress:"
+
+
+def progress_lines(line: str) -> list[ProgressLine]:
+    """The `-P` progress of one pgbench stderr line; none for other or unreadable lines."""
+    if not line.startswith(PROGRESS_PREFIX):
+        return []
+    try:
+        return parse_output(line)["progress"]
+    except PgbenchParseError:
+        logger.warning("unreadable progress line: %r", line)
+        return []
 
 
 def parsed_summary(finished: Finished) -> dict[str, Any]:

@@ -34,6 +34,17 @@ class Finished:
     seconds: float
     stopped_early: bool
 
+    def as_fields(self) -> dict[str, object]:
+        """The point result's command fields (agents/contract/results.py)."""
+        return {
+            "argv": self.argv,
+            "exit_code": self.exit_code,
+            "seconds": self.seconds,
+            "stopped_early": self.stopped_early,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
 
 def run_pgbench(
     argv: list[str],

@@ -53,6 +53,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run workload SQL (pgbench -i, setup SQL, scripts) as the superuser",
     )
+    parser.add_argument(
+        "--advertise-address",
+        help="the address other agents reach this host's clusters at (default 127.0.0.1)",
+    )
 
 
 def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
@@ -64,6 +68,7 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
         allow_settings=set(args.allow_setting),
         allow_shell_scripts=args.allow_shell_scripts,
         allow_superuser_sql=args.allow_superuser_sql,
+        advertise_address=args.advertise_address,
         **extra,
     )
 

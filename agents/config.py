@@ -47,6 +47,8 @@ class AgentConfig:
     # non-superuser role that owns the benchmark database; only this config can allow it.
     allow_superuser_sql: bool = False
     redis_url: str = field(default_factory=default_redis_url)
+    # The address other agents reach this host's clusters at (a run with a client host).
+    advertise_address: str = "127.0.0.1"
 
     @property
     def cache_dir(self) -> Path:

@@ -19,17 +19,20 @@ from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.results import RESULT_VERSION, PointResult, ResultDocument
-from agents.contract.scripts import check_scripts
+from agents.contract.scripts import check_workload_scripts
 from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
+from agents.pair import PairLink
 from agents.pgbench.latency_log import log_root
+from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
 from agents.postgres.cluster import Cluster, usable_job_id
 from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import ensure_os_user
+from agents.remote_points import RemotePoints
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +46,15 @@ class Job:
         config: AgentConfig,
         emitter: EventEmitter,
         should_cancel: Callable[[], bool],
+        link: PairLink | None = None,
     ) -> None:
         self.spec_doc = spec_doc
         self.config = config
         self.emitter = emitter
         self.should_cancel = should_cancel
+        # The server half of a run with a client host talks to the client through `link`.
+        self.link = link
+        self.client_address: str | None = None
         self.cluster: Cluster | None = None
         self.result: ResultDocument = {
             "version": RESULT_VERSION,
@@ -122,7 +129,47 @@ class Job:
 
     def _run(self) -> None:
         install, spec = self.prepare()
-        sweep_module.Sweep(self, self.sweep_place(install), spec).run()
+        sweep = sweep_module.Sweep(self, self.sweep_place(install), spec)
+        if self.link is not None:
+            self._announce_ready()
+            sweep.remote = RemotePoints(self.link, self, self.should_cancel)
+        sweep.run()
+
+    def _await_client(self, spec: JobSpec) -> None:
+        """The server half starts nothing before its client half has joined."""
+        if spec["network"]["role"] == "local":
+            return
+        if spec["network"]["role"] == "client" or self.link is None:
+            raise JobError(
+                "invalid_spec",
+                "a run with a client host runs only in the lab: its server half on an agent "
+                "worker, its client half on the client host's worker",
+                field="network.role",
+            )
+        self.link.start()
+        self.status("provisioning", f"waiting for the client host {self.link.peer_name}")
+        joined = self.link.wait_for(
+            {"joined"}, self.should_cancel, spec["network"]["join_timeout_s"]
+        )
+        self.client_address = str(joined["address"])
+
+    def _announce_ready(self) -> None:
+        """Let the client in (its address, a password drawn now) and tell it where to connect."""
+        if self.link is None or self.cluster is None or self.client_address is None:
+            raise RuntimeError("the server half announces only a started cluster to its client")
+        password = remote_access.admit_client(self.cluster, self.client_address)
+        access = self.cluster.require_workload()
+        self.link.send(
+            "ready",
+            host=self.config.advertise_address,
+            port=self.cluster.started_port(),
+            user=access.user,
+            dbname=access.dbname,
+            password=password,
+        )
+        network = self.link.wait_for({"network"}, self.should_cancel)
+        self.result["network"] = {k: v for k, v in network.items() if k != "kind"}
+        self.emit("log", {"level": "info", "message": _network_line(self.result["network"])})
 
     def sweep_place(self, install: Install) -> sweep_module.SweepPlace:
         """Where the sweep runs: the started cluster and the storage targets it sits on."""
@@ -136,9 +183,10 @@ class Job:
         spec = validate_spec(self.spec_doc)
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
-        check_scripts(spec["workload"]["scripts"], self.config.allow_shell_scripts)
+        check_workload_scripts(spec["workload"], self.config.allow_shell_scripts)
         check_workload_sql(spec, self.config.allow_superuser_sql)
         refuse_settings(spec["settings"], self.config.allow_settings)
+        self._await_client(spec)
         storage = self._resolve_storage(spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
         self.check_cancel()
@@ -219,6 +267,8 @@ class Job:
         )
         self.status("initdb", "creating a throw-away cluster")
         cluster.initdb()
+        if self.client_address is not None:
+            remote_access.listen_on(cluster, self.config.advertise_address)
         self.check_cancel()
         self.status("starting", "starting PostgreSQL")
         cluster.start()
@@ -250,13 +300,27 @@ class Job:
         self.emit("log", {"level": level, "message": str(error)})
 
     def teardown(self) -> None:
-        """Stop and remove the cluster, keeping its log tail; safe to call twice."""
+        """Stop and remove the cluster, keeping its log tail; safe to call twice.
+
+        The client half of a run with a client host is told to stop first."""
+        if self.link is not None:
+            self.link.send("stop")
+            self.link.close()
         if self.cluster is None:
             return
         self.status("stopping", "stopping and removing the cluster")
         self.result["server_log_tail"] = self.cluster.log_tail(80)
         self.cluster.destroy()
         self.cluster = None
+
+
+def _network_line(network: Mapping[str, Any]) -> str:
+    return (
+        f"pgbench runs on the client host: {network.get('client_address')} -> "
+        f"{network.get('server_address')}:{network.get('port')} over TCP, "
+        f"SELECT 1 takes {network.get('select1_ms')} ms "
+        f"(median of {network.get('select1_samples')})"
+    )
 
 
 def _run_id(spec_doc: object) -> str | None:
@@ -270,6 +334,10 @@ def run_job(
     config: AgentConfig,
     emitter: EventEmitter,
     should_cancel: Callable[[], bool] = lambda: False,
+    link: PairLink | None = None,
 ) -> ResultDocument:
-    """Run one job; return the result document (also emitted as a `result` event)."""
-    return Job(spec, config, emitter, should_cancel).run()
+    """Run one job; return the result document (also emitted as a `result` event).
+
+    `link` connects the server half of a run with a client host to its client half.
+    """
+    return Job(spec, config, emitter, should_cancel, link).run()

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
@@ -22,6 +22,7 @@ from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
+from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
     LOG_FILE_PREFIX,
     LogPlan,
@@ -35,19 +36,17 @@ from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.cluster import Cluster
 from agents.postgres.osuser import SubprocessKwargs, chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
+from agents.process_group import ProcessGroupPoint
+from agents.remote_points import RemotePoints
 
 if TYPE_CHECKING:
     from agents.postgres.installs import Install
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Seeds people can read and type back in (the lab's are below this too).
 CLIENT_ORDER_SEEDS = 2**31
-
-PROGRESS_PREFIX = "progress:"
-# --verbose-errors can print thousands of lines (notices), interleaved threads
-# or a crashed server many unknown ones (messages); the full text stays in `stderr`.
-MAX_NOTICES = 50
 
 
 class SweepReporter(Protocol):
@@ -89,7 +88,13 @@ class SweepPlace:
 
 
 class Sweep:
-    """Runs the dataset steps and every point of one job inside its cluster."""
+    """Runs the dataset steps and every point of one job inside its cluster.
+
+    With a client host the server half's points are measured there (`remote`,
+    agents/remote_points.py), and the client half's sweep samples no server.
+    """
+
+    samples_server = True
 
     def __init__(self, reporter: SweepReporter, place: SweepPlace, spec: JobSpec) -> None:
         self.reporter = reporter
@@ -100,12 +105,15 @@ class Sweep:
         self.cluster = cluster
         self.workdir = self.cluster.job_dir / "pgbench"
         workload = self.cluster.require_workload()
-        socket_dir, port = str(cluster.socket_dir), cluster.started_port()
-        self.conn = command.Connection(socket_dir, port, workload.user, workload.dbname)
+        host, port = cluster.pgbench_host(), cluster.started_port()
+        self.conn = command.Connection(host, port, workload.user, workload.dbname)
         self.script_paths: dict[int, Path] = {}
+        # The script files of each of the point's processes (workload.processes).
+        self.process_script_paths: list[dict[int, Path]] = []
         self.log_root = log_root(place.state_dir, place.storage, spec["workload"]["latency_log"])
         # The latest throughput measured in this cluster: it sets the next log's sampling rate.
         self.measured: Measured | None = None
+        self.remote: RemotePoints | None = None
 
     def run(self) -> None:
         self.prepare_dataset()
@@ -113,7 +121,9 @@ class Sweep:
         self.reporter.status("running", f"running {len(points)} points")
         if self.spec["workload"]["latency_log"] == "full":
             self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
-        if self.spec["sweep"]["warmup_s"]:
+        if self.spec["sweep"]["warmup_s"] and self.remote is not None:
+            self.remote.warm_up(points[0][0])
+        elif self.spec["sweep"]["warmup_s"]:
             self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.reporter.check_cancel()
@@ -131,24 +141,32 @@ class Sweep:
 
     def prepare_dataset(self) -> None:
         """Script files, `pgbench -i`, then the setup SQL."""
-        self._prepare_workdir()
+        self.prepare_workdir()
         self._initialise_dataset()
         self._run_setup_sql()
 
-    def _prepare_workdir(self) -> None:
+    def prepare_workdir(self) -> None:
+        """The scripts as files in the job's pgbench directory, owned by pgbench's OS user."""
         self.workdir.mkdir(mode=0o700, exist_ok=True)
         for index, script in enumerate(self.spec["workload"]["scripts"]):
             if "text" in script:
                 path = self.workdir / f"script-{index}-{script['name']}.sql"
                 path.write_text(script["text"])
                 self.script_paths[index] = path
+        for number, process in enumerate(self.spec["workload"]["processes"], start=1):
+            paths = {}
+            for index, script in enumerate(process["scripts"]):
+                if "text" in script:
+                    paths[index] = self.workdir / f"process-{number}-{index}-{script['name']}.sql"
+                    paths[index].write_text(script["text"])
+            self.process_script_paths.append(paths)
         chown_tree(self.workdir, self.cluster.os_user)
 
     def process_kwargs(self) -> SubprocessKwargs:
         """Environment and OS user of every pgbench this sweep runs."""
         return self.cluster.os_user.subprocess_kwargs(**self.cluster.workload_env())
 
-    def _pgbench(
+    def pgbench_command(
         self, name: str, argv: list[str], on_line: Callable[[str], None], timed: bool
     ) -> Finished:
         finished = run_pgbench(
@@ -175,7 +193,7 @@ class Sweep:
                 self.reporter.record_dataset("steps", progress["step_seconds"])
             self.reporter.step("pgbench_init", progress["message"], progress.get("percent"))
 
-        finished = self._pgbench("pgbench_init", argv, on_line, timed=False)
+        finished = self.pgbench_command("pgbench_init", argv, on_line, timed=False)
         self.reporter.check_cancel()
         self.reporter.record_dataset("seconds", finished.seconds)
         if finished.exit_code != 0:
@@ -213,13 +231,17 @@ class Sweep:
         threads = self.spec["sweep"]["threads"]
         if threads is not None:
             return min(threads, clients)
-        return command.default_threads(clients, len(os.sched_getaffinity(0)))
+        return command.default_threads(clients, self.cpu_count())
+
+    def cpu_count(self) -> int:
+        """The CPUs this agent may use (the default threads are at most one per CPU)."""
+        return len(os.sched_getaffinity(0))
 
     def warm_up(self, clients: int) -> None:
         seconds = self.spec["sweep"]["warmup_s"]
         self.reporter.step("warmup", f"warming up for {seconds} s at {clients} clients")
         argv = self.run_argv(clients, log_args=[], duration_s=seconds)
-        finished = self._pgbench("warmup", argv, lambda line: None, timed=True)
+        finished = self.pgbench_command("warmup", argv, lambda line: None, timed=True)
         self.reporter.check_cancel()
         if finished.exit_code != 0:
             raise JobError(
@@ -271,15 +293,21 @@ class Sweep:
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""
+        if self.remote is not None:
+            return self.remote.run_point(self, index, total, clients, repeat)
         message = f"point {index + 1} of {total}: {clients} clients, run {repeat}"
         self.reporter.status("running", message)
         plan = self.log_plan(clients)
         label = f"{self.cluster.job_id}-point-{index}"
         with point_log_dir(self.log_root, label, self.cluster.os_user) as log_dir:
-            argv = self.run_argv(clients, plan.args(log_dir / LOG_FILE_PREFIX))
             point_base = {"point": index, "clients": clients, "repeat": repeat}
-            finished, samples, agent_cpu_s = self._measure(argv, point_base)
-            point = self._point_result(index, clients, repeat, finished, samples)
+            if self.spec["workload"]["processes"]:
+                group = ProcessGroupPoint(self, clients, point_base)
+                point, finished, agent_cpu_s = group.measure(plan, log_dir)
+            else:
+                argv = self.run_argv(clients, plan.args(log_dir / LOG_FILE_PREFIX))
+                finished, samples, agent_cpu_s = self._measure(argv, point_base)
+                point = self._point_result(index, clients, repeat, finished, samples)
             point["agent_cpu_s"] = round(agent_cpu_s, 4)
             point["latency_percentiles_ms"] = self._percentiles(plan, log_dir)
         self._keep_point(point, finished)
@@ -289,17 +317,22 @@ class Sweep:
 
     def _measure(self, argv: list[str], point_base: dict) -> tuple[Finished, dict, float]:
         """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
+        return self.sampled(
+            point_base,
+            lambda: self.pgbench_command("pgbench", argv, self._progress_emitter(point_base), True),
+        )
+
+    def sampled(self, point_base: dict, measure: Callable[[], T]) -> tuple[T, dict, float]:
+        """Run `measure()` with the samplers; returns (its value, samples, agent CPU seconds)."""
         samplers = PointSamplers(self, point_base)
         samplers.start()
         cpu_before = process_cpu_seconds()
         try:
-            finished = self._pgbench(
-                "pgbench", argv, self._progress_emitter(point_base), timed=True
-            )
+            measured = measure()
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before
             samples = samplers.stop()
-        return finished, samples, agent_cpu_s
+        return measured, samples, agent_cpu_s
 
     def _percentiles(self, plan: LogPlan, log_dir: Path) -> LatencyPercentiles | None:
         """Read after pgbench ended, so it takes no CPU from the measured window."""
@@ -312,14 +345,7 @@ class Sweep:
 
     def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
         def on_line(line: str) -> None:
-            if not line.startswith(PROGRESS_PREFIX):
-                return
-            try:
-                parsed = parse_output(line)["progress"]
-            except PgbenchParseError:
-                logger.warning("unreadable progress line: %r", line)
-                return
-            for sample in parsed:
+            for sample in progress_lines(line):
                 self.reporter.emit("progress", {**point_base, **sample})
 
         return on_line
@@ -332,21 +358,12 @@ class Sweep:
             "clients": clients,
             "threads": self._threads(clients),
             "repeat": repeat,
-            "argv": finished.argv,
-            "exit_code": finished.exit_code,
-            "seconds": finished.seconds,
-            "stopped_early": finished.stopped_early,
-            "pgbench_cpu_s": finished.cpu_s,
-            "stdout": finished.stdout,
-            "stderr": finished.stderr,
+            **finished.as_fields(),
             "host_samples": samples["host"],
             "server_samples": samples["server"],
             "parse_error": None,
         }
-        try:
-            point.update(parse_output(finished.stdout + finished.stderr))
-        except PgbenchParseError as error:
-            point["parse_error"] = str(error)
+        point.update(parsed_summary(finished))
         point["notices"] = point.get("notices", [])[:MAX_NOTICES]
         point["messages"] = point.get("messages", [])[:MAX_NOTICES]
         return point
@@ -371,7 +388,9 @@ class Sweep:
                 f"the PostgreSQL server stopped during point {point['index'] + 1}; "
                 f"server log: {_last_lines(self.cluster.log_tail(5))}",
             )
-        scripts = self.spec["workload"]["scripts"]
+        workload = self.spec["workload"]
+        # A point of several processes names its scripts by number only (their errors mix).
+        scripts = [] if workload["processes"] else workload["scripts"]
         refusal = script_refusal(point, scripts, self.cluster.require_workload())
         if refusal is not None:
             raise refusal
@@ -390,18 +409,22 @@ class PointSamplers:
         self.host = HostSampler(
             sweep.storage, on_sample=lambda s: emit("sample", {**point_base, "host": s})
         )
-        self.server = ServerSampler(
-            sweep.cluster.conninfo(),
-            sweep.install.major,
-            on_sample=lambda s: emit("sample", {**point_base, "server": s}),
-        )
+        self.server = None
+        if sweep.samples_server:
+            self.server = ServerSampler(
+                sweep.cluster.conninfo(),
+                sweep.install.major,
+                on_sample=lambda s: emit("sample", {**point_base, "server": s}),
+            )
 
     def start(self) -> None:
         self.host.start()
-        self.server.start()
+        if self.server is not None:
+            self.server.start()
 
     def stop(self) -> dict:
-        return {"host": self.host.stop(), "server": self.server.stop()}
+        server = self.server.stop() if self.server is not None else []
+        return {"host": self.host.stop(), "server": server}
 
 
 def _last_lines(text: str, count: int = 3) -> str:

@@ -42,20 +42,23 @@ import redis
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
+from agents.client_half import run_client_half
 from agents.config import AgentConfig
 from agents.contract.signing import unsigned, verify
-from agents.contract.vocabulary import JobOutcome
+from agents.contract.vocabulary import PAIR_ROLES, JobOutcome, PairRole
 from agents.contract.wire import (
     EVENTS_STREAM,
     EVENTS_STREAM_ENV,
     RUN_JOB_TASK,
     agent_queue,
+    client_dispatch,
     dispatch_key,
 )
 from agents.events import EventEmitter, Sink
 from agents.identity import Identity, load_or_create_identity
 from agents.job import run_job
 from agents.observe.facts import collect_facts
+from agents.pair import PairLink
 from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
 from agents.postgres.osuser import ensure_os_user
@@ -221,15 +224,22 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     agent.identity.confirm()
     spec = unsigned(spec)
     dispatch = dispatch_key(run_id, spec.get("token"))
-    if not claim_run(agent.redis, dispatch, agent.config.name):
+    role, peer = pair_of(spec)
+    claimed = client_dispatch(dispatch) if role == "client" else dispatch
+    if not claim_run(agent.redis, claimed, agent.config.name):
         logger.warning("run %s: already claimed, dropping this delivery", run_id)
         return {"run_id": run_id, "status": "duplicate"}
-    emitter = EventEmitter(
-        [agent.signed], run_id=run_id, token=spec.get("token"), agent=agent.config.name
-    )
+    link = PairLink(agent.redis, dispatch, role, peer) if role != "local" and peer else None
     agent.heartbeat.running = run_id
     try:
-        result = run_job(spec, agent.config, emitter, CancelWatcher(agent.redis, dispatch))
+        if link is not None and role == "client":
+            return serve_client_half(agent, spec, run_id, link)
+        emitter = EventEmitter(
+            [agent.signed], run_id=run_id, token=spec.get("token"), agent=agent.config.name
+        )
+        result = run_job(
+            spec, agent.config, emitter, CancelWatcher(agent.redis, dispatch), link=link
+        )
     finally:
         agent.heartbeat.running = None
     error, status = result["error"], result["status"]
@@ -238,6 +248,28 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     code = error["code"] if error else None
     logger.info("run %s: %s%s", run_id, status, f" ({code})" if code else "")
     return {"run_id": run_id, "status": status, "error": code}
+
+
+def pair_of(spec: dict[str, Any]) -> tuple[PairRole, str | None]:
+    """The job's half of its run and the other half's agent, read before validation
+    (the job validates the spec itself; a bad `network` section fails it there)."""
+    network = spec.get("network")
+    if not isinstance(network, dict):
+        return "local", None
+    role, peer = network.get("role"), network.get("peer")
+    if role not in PAIR_ROLES or role == "local":
+        return "local", None
+    return role, peer if isinstance(peer, str) else None
+
+
+def serve_client_half(
+    agent: Agent, spec: dict[str, Any], run_id: str, link: PairLink
+) -> TaskSummary:
+    """The client half: pgbench for the server half; it emits no run events (the server does)."""
+    watcher = CancelWatcher(agent.redis, link.dispatch)
+    status = run_client_half(spec, agent.config, link, lambda: watcher() or link.peer_gone())
+    logger.info("run %s: client half %s", run_id, status)
+    return {"run_id": run_id, "status": status}
 
 
 def register_agent(

@@ -38,6 +38,8 @@ HOST_SERIES = (
     ("disk_data_util", "disk util % (data)"),
     ("disk_wal_util", "disk util % (WAL)"),
 )
+# What is drawn of a client host: its CPU (a saturated load generator shows here).
+CLIENT_HOST_SERIES = HOST_SERIES[:2]
 BUFFER_SERIES = (
     ("buffers_checkpoint_per_s", "by checkpointer"),
     ("buffers_clean_per_s", "by background writer"),
@@ -224,7 +226,8 @@ def host_sample_values(sample: dict) -> dict[str, float | None]:
 
 
 def host_figure(run: Run, digest: "Digest") -> dict:
-    """CPU and disk utilisation of the host during the run, one trace per series."""
+    """CPU and disk utilisation of the host during the run, one trace per series; with a
+    client host, its CPU too (after the host's traces, which the live page extends)."""
     traces = [
         _timeline_trace(
             digest.series.get(f"host.{key}"),
@@ -234,6 +237,15 @@ def host_figure(run: Run, digest: "Digest") -> dict:
         )
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
+    for key, label in CLIENT_HOST_SERIES:
+        client = digest.series.get(f"client.{key}")
+        if client is None:
+            continue
+        trace = _timeline_trace(
+            client, f"client host {label}", "#555555", {"run": run.pk, "series": f"client.{key}"}
+        )
+        trace["line"]["dash"] = "dot" if key == "cpu_user" else "dash"
+        traces.append(trace)
     layout = _layout("host", "seconds", "%", height=260)
     layout["yaxis"]["range"] = [0, 100]
     return figure_json(traces, layout, f"run-{run.pk}-host")

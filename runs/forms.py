@@ -1,5 +1,6 @@
 """Forms of the pages. They parse and check input; writes go through runs.services."""
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -8,8 +9,8 @@ from django import forms
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
-from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN
-from runs import services
+from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec
+from runs import services, workload_editor
 from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 
@@ -89,6 +90,8 @@ SPEC_FIELD_TO_FORM = {
     "workload": "workloads",
     "dataset": "workloads",
     "hosts": "hosts",
+    "client_host": "client_host",
+    "network": "client_host",
 }
 
 
@@ -111,6 +114,14 @@ class ScheduleForm(forms.Form):
         Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
         widget=CheckboxList(lambda host: {"data-host": host.name}),
         error_messages={"required": "pick at least one host"},
+    )
+    client_host = forms.ModelChoiceField(
+        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        required=False,
+        label="Client host",
+        empty_label="none: pgbench on each server host",
+        help_text="Run pgbench on this host, over TCP to the server host (the network path is "
+        "part of what is measured). Both hosts are busy for each run.",
     )
     builds = forms.ModelMultipleChoiceField(
         PgBuild.objects.all(),
@@ -185,6 +196,7 @@ class ScheduleForm(forms.Form):
             "name": data["name"],
             "description": data["description"],
             "hosts": list(data["hosts"]),
+            "client_host": data.get("client_host"),
             "builds": list(data["builds"]),
             "config_profiles": list(data["config_profiles"]),
             "workloads": list(data["workloads"]),
@@ -274,7 +286,8 @@ class ConfigProfileForm(forms.ModelForm):
 
 
 class WorkloadForm(forms.ModelForm):
-    """A workload: dataset options, setup SQL, and one custom script or built-ins."""
+    """A workload: dataset options, setup SQL, several scripts (built-in or custom, each with
+    its weight, runs/workload_editor.py), -D variables and the processes of a point."""
 
     builtins = forms.MultipleChoiceField(
         required=False,
@@ -282,19 +295,19 @@ class WorkloadForm(forms.ModelForm):
         widget=forms.CheckboxSelectMultiple,
         label="Built-in scripts",
     )
-    script_text = forms.CharField(
-        required=False,
-        strip=False,
-        label="Custom script",
-        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
-        help_text="pgbench script text; <code>\\shell</code> and <code>\\setshell</code> "
-        "are refused.",
-    )
     defines_text = forms.CharField(
         required=False,
         label="Variables (-D)",
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="<code>name=value</code>, one per line.",
+    )
+    processes_text = forms.CharField(
+        required=False,
+        label="Several pgbench processes per point (JSON)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text='Empty: one process running the scripts above. Else a list such as <code>[{"'
+        'scripts": [{"name": "t1", "text": "INSERT INTO t1 VALUES (1);", "weight": 1}], '
+        '"clients": 1}, ...]</code>: the processes start together, their tps are summed.',
     )
 
     class Meta:
@@ -312,6 +325,7 @@ class WorkloadForm(forms.ModelForm):
             "setup_sql",
             "query_mode",
             "no_vacuum",
+            "vacuum_all",
             "rate_tps",
             "latency_limit_ms",
             "max_tries",
@@ -328,16 +342,17 @@ class WorkloadForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         scripts = self.instance.scripts or []
+        self.slots = workload_editor.slot_count(scripts, self.data if self.is_bound else None)
+        workload_editor.add_script_fields(self, scripts, self.slots)
         self.fields["builtins"].initial = [s["builtin"] for s in scripts if "builtin" in s]
-        custom = [s for s in scripts if "text" in s]
-        self.fields["script_text"].initial = custom[0]["text"] if custom else ""
         self.fields["defines_text"].initial = "\n".join(
             f"{k}={v}" for k, v in (self.instance.defines or {}).items()
         )
+        processes = self.instance.processes or []
+        self.fields["processes_text"].initial = json.dumps(processes, indent=1) if processes else ""
 
-    def clean_script_text(self) -> str:
-        """Browsers send CRLF; pgbench scripts are kept with plain newlines."""
-        return self.cleaned_data["script_text"].replace("\r\n", "\n")
+    def script_slots(self) -> list[tuple[forms.BoundField, ...]]:
+        return workload_editor.slots_of(self, self.slots)
 
     def clean_defines_text(self) -> dict:
         defines = {}
@@ -349,12 +364,11 @@ class WorkloadForm(forms.ModelForm):
                 defines[name.strip()] = value.strip()
         return defines
 
-    def scripts(self) -> list[dict]:
-        data = self.cleaned_data
-        scripts = [{"builtin": name, "weight": 1} for name in data.get("builtins") or []]
-        if (data.get("script_text") or "").strip():
-            scripts.append({"name": "custom", "text": data["script_text"], "weight": 1})
-        return scripts
+    def clean_processes_text(self) -> list:
+        return workload_editor.processes_from(self.cleaned_data["processes_text"])
+
+    def scripts(self) -> list[ScriptSpec]:
+        return workload_editor.scripts_from(self.cleaned_data, self.slots)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -362,18 +376,34 @@ class WorkloadForm(forms.ModelForm):
         if not scripts:
             self.add_error("builtins", "choose a built-in script or write a custom one")
             return cleaned
+        workload = {
+            "scripts": scripts,
+            "processes": cleaned.get("processes_text") or [],
+            "vacuum_all": bool(cleaned.get("vacuum_all")),
+            "no_vacuum": bool(cleaned.get("no_vacuum")),
+        }
         try:
-            # Only the scripts vary here; the rest is the smallest valid spec.
+            # Only the scripts and their options vary here; the rest is the smallest valid spec.
             services.check_job_spec(
-                {"version": 1, "workload": {"scripts": scripts}, "sweep": {"duration_s": 1}}
+                {"version": 1, "workload": workload, "sweep": {"duration_s": 1}}
             )
         except JobError as exc:
-            self.add_error("script_text", exc.message)
+            self.add_error(self._field_of(exc.field, scripts), exc.message)
         return cleaned
+
+    @staticmethod
+    def _field_of(spec_field: str | None, scripts: list[ScriptSpec]) -> str:
+        """The form field a spec error about the workload belongs to."""
+        if (spec_field or "").startswith("workload.processes"):
+            return "processes_text"
+        if spec_field == "workload.vacuum_all":
+            return "vacuum_all"
+        return workload_editor.script_error_field(spec_field, scripts)
 
     def save(self, commit: bool = True) -> Workload:
         self.instance.scripts = self.scripts()
         self.instance.defines = self.cleaned_data["defines_text"]
+        self.instance.processes = self.cleaned_data["processes_text"]
         return super().save(commit)
 
 

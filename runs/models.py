@@ -281,6 +281,20 @@ class Workload(models.Model):
         "command. -r costs about 0.25 % of throughput on the shortest "
         "transactions (select-only): a diagnosis tool, off unless asked for.",
     )
+    # Issue 13: -v, and several pgbench processes per point.
+    vacuum_all = models.BooleanField(
+        default=False,
+        verbose_name="Vacuum all tables first (-v)",
+        help_text="pgbench -v: vacuum the four standard pgbench tables before each point "
+        "(seed 4 before its read-write tests). Excludes -n.",
+    )
+    processes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Several pgbench processes per point, started together: a list of "
+        '{"scripts": [...], "clients": n or null, "threads": n or null} (null: the sweep\'s '
+        "client count). Empty: one process running the scripts above.",
+    )
     created_by = owner_field("workloads")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -330,6 +344,16 @@ class Experiment(models.Model):
     )
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
+    # Issue 13: pgbench on another host (agent) for every run of the experiment.
+    client_host = models.ForeignKey(
+        Host,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="client_experiments",
+        help_text="Run pgbench on this host over TCP instead of on each server host; it is "
+        "busy for every run of the experiment.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -420,6 +444,12 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="runs",
     )
+    # Issue 13: the host that ran pgbench (null: the server host itself), and the network
+    # path the client measured (addresses, transport, SELECT 1 round trip).
+    client_host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.PROTECT, related_name="client_runs"
+    )
+    network = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-queued_at", "position"]
@@ -467,6 +497,10 @@ class Result(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     stdout = models.TextField(blank=True)
     stderr = models.TextField(blank=True)
+    # Issue 13: pgbench's per-script blocks (per transaction type), and each process of a
+    # point of several (its own numbers, argv and output).
+    scripts = models.JSONField(default=list, blank=True)
+    processes = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "index"]
@@ -516,6 +550,22 @@ class HostSample(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} point {self.point} host t={self.t}"
+
+
+class ClientHostSample(models.Model):
+    """One sample of the client host (CPU, memory) during a point of a run with a client host."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="client_host_samples")
+    point = models.PositiveIntegerField()
+    t = models.FloatField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "point", "t"]
+        indexes = [models.Index(fields=["run", "point"], name="client_sample_run_point")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} point {self.point} client host t={self.t}"
 
 
 class ServerSample(models.Model):

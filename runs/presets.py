@@ -12,8 +12,9 @@ from typing import NotRequired, TypedDict
 
 from django.db import transaction
 
-from agents.contract.spec import ScriptSpec, SettingValue
+from agents.contract.spec import ProcessSpec, ScriptSpec, SettingValue
 from agents.contract.vocabulary import BuiltinScript, QueryMode
+from runs import tpcc_like
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,24 @@ $$;
 """
 
 UPSERT_SCRIPT = "\\set id random(1, 2000000)\nSELECT upsert_kv(:id);\n"
+
+# Seed 3's insert workloads: one table, one table per inserting process, 400-row batches.
+INSERT_TABLES = 4
+INSERT_SETUP_SQL = "".join(
+    f"CREATE TABLE ins_{n} (id bigserial PRIMARY KEY, v int NOT NULL);\n"
+    for n in ["single", "batch", *range(1, INSERT_TABLES + 1)]
+)
+
+
+def _insert_into(table: str) -> ScriptSpec:
+    return {
+        "name": f"insert-{table}",
+        "text": f"INSERT INTO ins_{table} (v) VALUES (1);\n",
+        "weight": 1,
+    }
+
+
+BATCH_INSERT_SCRIPT = "INSERT INTO ins_batch (v) SELECT g FROM generate_series(1, 400) AS g;\n"
 
 BRANCH_JOIN_SCRIPT = """\
 \\set bid random(1, :scale)
@@ -60,6 +79,10 @@ class WorkloadPreset(TypedDict):
     query_mode: NotRequired[QueryMode]
     no_vacuum: NotRequired[bool]
     statement_latencies: NotRequired[bool]
+    description: NotRequired[str]
+    init_steps: NotRequired[str]
+    vacuum_all: NotRequired[bool]
+    processes: NotRequired[list[ProcessSpec]]
 
 
 @dataclass(frozen=True)
@@ -78,10 +101,41 @@ class Preset:
     repeats: int = 1
     storage: str = "default"
     between_points: str = "checkpoint"
+    # Seed 4: pgbench on another host (the form picks the second approved host, if any).
+    client_host: bool = False
+    execution: str = "rounds"
 
 
 def _builtin(name: BuiltinScript, title: str, scale: int) -> WorkloadPreset:
     return {"name": title, "scale": scale, "scripts": [{"builtin": name, "weight": 1}]}
+
+
+def _tpcc_like(warehouses: int) -> WorkloadPreset:
+    values = tpcc_like.workload_values(warehouses)
+    return {
+        "name": f"{tpcc_like.TITLE}, {warehouses} warehouse{'s' if warehouses > 1 else ''}",
+        "description": values["description"],
+        "scale": values["scale"],
+        "init_steps": values["init_steps"],
+        "setup_sql": values["setup_sql"],
+        "scripts": values["scripts"],
+        "no_vacuum": True,
+    }
+
+
+def _inserts(
+    name: str, scripts: list[ScriptSpec], processes: list[ProcessSpec] | None = None
+) -> WorkloadPreset:
+    """A seed 3 insert workload on its own tables (pgbench's are dropped: -I d, no vacuum)."""
+    return {
+        "name": name,
+        "scale": 1,
+        "init_steps": "d",
+        "no_vacuum": True,
+        "setup_sql": INSERT_SETUP_SQL,
+        "scripts": scripts,
+        "processes": processes or [],
+    }
 
 
 PG16 = ("PostgreSQL 16", "16")
@@ -98,10 +152,16 @@ PRESETS = [
     ),
     Preset(
         key="tuning-matrix",
-        title="Config tuning matrix (TPC-B, cumulative profiles)",
-        description="Defaults, then WAL tuning, memory, more memory and fsync off, each on top "
-        "of the previous; 20 clients x 2000 transactions, three repeats each.",
-        builds=[PG16],
+        title="Seed 1: config tuning matrix, version A vs B, TPC-B and TPC-C-like",
+        description="Cumulative profiles (defaults, WAL tuning, memory, more memory, fsync off "
+        "last), each with WAL beside the data and on a second storage target named wal "
+        "(storage default and default:wal), PostgreSQL 16 against 17, TPC-B and the "
+        "TPC-C-like workload, 3 repeats in rounds. Scaled from the write-up: prebuilt 16 vs 17 "
+        "instead of 8.2 vs 8.4 built from source; checkpoint_segments became max_wal_size; "
+        "TPC-B keeps scale 20 and 2000 transactions per client; TPC-C-like runs at 1 warehouse "
+        "so it loads in seconds; one client sweep 5/10/15/20 for both workloads (the write-up "
+        "ran TPC-B at 20 only).",
+        builds=[PG16, ("PostgreSQL 17", "17")],
         profiles=[
             Profile("defaults", {}, description="PostgreSQL's own defaults"),
             Profile(
@@ -121,17 +181,19 @@ PRESETS = [
             Profile("tuning 3: more memory", {"shared_buffers": "512MB"}, "tuning 2: memory"),
             Profile("tuning 4: fsync off", {"fsync": "off"}, parent="tuning 3: more memory"),
         ],
-        workloads=[_builtin("tpcb-like", "TPC-B scale 20", 20)],
-        clients="20",
+        workloads=[_builtin("tpcb-like", "TPC-B scale 20", 20), _tpcc_like(1)],
+        clients="5,10,15,20",
         transactions=2000,
         repeats=3,
+        storage="default,default:wal",
     ),
     Preset(
         key="wal-sync-storage",
-        title="wal_sync_method x storage with a PL/pgSQL upsert workload",
+        title="Seed 2: wal_sync_method x storage with a PL/pgSQL upsert workload",
         description="One profile per wal_sync_method on each storage target; a PL/pgSQL "
-        "function updates or inserts a random id, with per-statement latencies (-r). List your "
-        "targets in Storage.",
+        "function updates or inserts a random id, -M prepared -n -r, 8 clients for 60 s. List "
+        "your targets in Storage (one column each). Scaled: 1 million rows instead of 10 "
+        "million, ids drawn from 2 million so about half the calls insert.",
         builds=[PG16],
         profiles=[
             Profile(f"wal_sync_method={method}", {"wal_sync_method": method})
@@ -154,9 +216,13 @@ PRESETS = [
     ),
     Preset(
         key="version-sweep",
-        title="Version vs version client sweep (16 vs 17 vs 18)",
-        description="The same tuned configuration on three major versions, read-only and "
-        "read-write, across a client sweep.",
+        title="Seed 3: version vs version over many workloads (16 vs 17 vs 18)",
+        description="The same tuned configuration on three major versions: select by primary "
+        "key, update by primary key, the read-write mix, single-table inserts, one inserting "
+        "pgbench process per table (4 tables, results summed) and 400-row batch inserts, "
+        "across a client sweep. Scaled: 16/17/18 instead of 9.5/9.6, scale 10 instead of 100 "
+        "million rows, clients 1-32 for 30 s instead of 16-256 for 120 s, shared_buffers "
+        "512MB.",
         builds=[PG16, ("PostgreSQL 17", "17"), ("PostgreSQL 18", "18")],
         profiles=[
             Profile(
@@ -172,16 +238,33 @@ PRESETS = [
         ],
         workloads=[
             _builtin("select-only", "select-only scale 10", 10),
+            _builtin("simple-update", "update by key scale 10", 10),
             _builtin("tpcb-like", "TPC-B scale 10", 10),
+            _inserts("single-table inserts", [_insert_into("single")]),
+            _inserts(
+                f"inserts, {INSERT_TABLES} tables, one process each",
+                [_insert_into("single")],
+                [
+                    {"scripts": [_insert_into(str(n))], "clients": None, "threads": None}
+                    for n in range(1, INSERT_TABLES + 1)
+                ],
+            ),
+            _inserts(
+                "400-row batch inserts",
+                [{"name": "insert-batch", "text": BATCH_INSERT_SCRIPT, "weight": 1}],
+            ),
         ],
         clients="1,2,4,8,16,32",
         duration_s=30,
     ),
     Preset(
         key="memory-profiles",
-        title="Memory profiles: fits / does not fit shared_buffers",
+        title="Seed 4: two memory profiles, read-only and TPC-B, pgbench on a client host",
         description="A scale-50 dataset (about 750 MB) with shared_buffers too small for it and "
-        "large enough; read-only and TPC-B, clients stepped up.",
+        "large enough; read-only and TPC-B (with -v: every table vacuumed before each "
+        "read-write point), clients stepped up, pgbench on a second host over TCP (pick it as "
+        "the client host). Scaled: scale 50 instead of 5000 (74 GB), 30 s points; the "
+        "write-up compared operating systems, which here are the hosts you pick.",
         builds=[PG16],
         profiles=[
             Profile("memory: does not fit (64MB)", {"shared_buffers": "64MB"}),
@@ -189,11 +272,12 @@ PRESETS = [
         ],
         workloads=[
             _builtin("select-only", "select-only scale 50", 50),
-            _builtin("tpcb-like", "TPC-B scale 50", 50),
+            {**_builtin("tpcb-like", "TPC-B scale 50, vacuum first (-v)", 50), "vacuum_all": True},
         ],
         clients="1,4,8,16",
         duration_s=30,
         between_points="vacuum_checkpoint",
+        client_host=True,
     ),
     Preset(
         key="branch-join",
@@ -255,12 +339,20 @@ def _pks(model: type[PgBuild | ConfigProfile | Workload], names: list[str]) -> l
 
 
 def form_initial(preset: Preset) -> dict[str, object]:
-    """The schedule form's starting values for a preset (its catalogue entries by name)."""
+    """The schedule form's starting values for a preset (its catalogue entries by name).
+
+    A preset with a client host takes the first two approved hosts as server and client.
+    """
     hosts = list(Host.objects.values_list("pk", flat=True)[:2])
+    approved = Host.objects.filter(enrollment=Host.Enrollment.APPROVED).order_by("name")
+    pair = list(approved.values_list("pk", flat=True)[:2])
+    client_host = pair[1] if preset.client_host and len(pair) == 2 else None
     return {
         "name": preset.title,
         "description": preset.description,
-        "hosts": hosts if len(hosts) == 1 else [],
+        "hosts": [pair[0]] if client_host else hosts if len(hosts) == 1 else [],
+        "client_host": client_host,
+        "execution": preset.execution,
         "builds": _pks(PgBuild, [name for name, _version in preset.builds]),
         "config_profiles": _pks(ConfigProfile, [p.name for p in preset.profiles]),
         "workloads": _pks(Workload, [w["name"] for w in preset.workloads]),

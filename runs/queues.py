@@ -1,16 +1,18 @@
 """What each host is doing and what waits for it, with an estimated start per waiting run.
 
 `runs_occupying` is the one query saying which runs hold or wait for a host
-(a run that is queued or running on it); everything else here reads it. A
-host runs one job at a time (the agent's concurrency is 1) and takes its
-queue in the order the runs were sent, so a waiting run starts when the run
-in progress and every run before it have taken their estimated time.
+(a run that is queued or running on it, as its server host or as the client
+host that runs its pgbench); everything else here reads it. A host runs one
+job at a time (the agent's concurrency is 1) and takes its queue in the order
+the runs were sent, so a waiting run starts when the run in progress and every
+run before it have taken their estimated time; a run with a client host waits
+for both hosts and keeps both busy.
 """
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from runs.models import Host, Run
@@ -22,8 +24,8 @@ OCCUPYING = (Run.Status.QUEUED, Run.Status.RUNNING)
 def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
     """The runs that hold or wait for these hosts, in the order each host takes them."""
     return (
-        Run.objects.filter(host__in=hosts, status__in=OCCUPYING)
-        .select_related("experiment", "build", "config_profile", "workload")
+        Run.objects.filter(Q(host__in=hosts) | Q(client_host__in=hosts), status__in=OCCUPYING)
+        .select_related("experiment", "build", "config_profile", "workload", "client_host")
         .order_by("queued_at", "position", "pk")
     )
 
@@ -66,20 +68,33 @@ def _busy_until(current: Run | None, now: datetime) -> datetime | None:
     return max(now, (current.started_at or now) + timedelta(seconds=seconds))
 
 
+def _occupied(run: Run, queues: dict[int, HostQueue]) -> list[int]:
+    """The ids of the hosts among `queues` that `run` holds: its host and its client host."""
+    return [pk for pk in (run.host_id, run.client_host_id) if pk in queues]
+
+
+def _latest(times: list[datetime | None]) -> datetime | None:
+    """When every one of several hosts is free (None when any of them is unknown)."""
+    return None if None in times else max(t for t in times if t is not None)
+
+
 def host_queues(hosts: list[Host]) -> dict[int, HostQueue]:
     """Host id -> its running run and its waiting runs with their estimated starts."""
     queues = {host.pk: HostQueue() for host in hosts}
     occupying = list(runs_occupying(hosts))
     for run in occupying:
-        if run.status == Run.Status.RUNNING and queues[run.host_id].current is None:
-            queues[run.host_id].current = run
+        for pk in _occupied(run, queues):
+            if run.status == Run.Status.RUNNING and queues[pk].current is None:
+                queues[pk].current = run
     now = timezone.now()
     free_at = {pk: _busy_until(queue.current, now) for pk, queue in queues.items()}
     for run in occupying:
         if run.status != Run.Status.QUEUED:
             continue
-        starts = free_at[run.host_id]
-        queues[run.host_id].waiting.append(Waiting(run, starts))
+        held = _occupied(run, queues)
+        starts = _latest([free_at[pk] for pk in held])
         seconds = estimated_seconds(run)
-        free_at[run.host_id] = starts + timedelta(seconds=seconds) if starts and seconds else None
+        for pk in held:
+            queues[pk].waiting.append(Waiting(run, starts))
+            free_at[pk] = starts + timedelta(seconds=seconds) if starts and seconds else None
     return queues

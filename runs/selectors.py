@@ -1,11 +1,12 @@
 """Reads the pages need, kept out of the views: querysets with their joins,
 results grouped per run, and the run-page payloads the live stream shares."""
 
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from django.db.models import Count, Max, QuerySet
 
 from runs.models import (
+    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -80,20 +81,26 @@ def results_by_run(runs: list[Run]) -> dict[int, list[Result]]:
     return grouped
 
 
-def timelines_by_run(
-    run_ids: set[int],
-) -> tuple[
-    dict[int, list[ProgressSample]], dict[int, list[HostSample]], dict[int, list[ServerSample]]
-]:
-    """(progress, host samples, server samples), each run id -> its rows in point and time order."""
+class RunTimelines(NamedTuple):
+    """Each run id -> its rows in point and time order, per kind of sample."""
+
+    progress: dict[int, list[ProgressSample]]
+    host: dict[int, list[HostSample]]
+    server: dict[int, list[ServerSample]]
+    # Runs with a client host: that host's samples (the others have none).
+    client: dict[int, list[ClientHostSample]]
+
+
+def timelines_by_run(run_ids: set[int]) -> RunTimelines:
+    """Every sample of these runs, one query per kind."""
     found = []
-    for model in (ProgressSample, HostSample, ServerSample):
+    for model in (ProgressSample, HostSample, ServerSample, ClientHostSample):
         grouped: dict[int, list] = {pk: [] for pk in run_ids}
         rows = model.objects.filter(run_id__in=run_ids).order_by("run_id", "point", "t", "pk")
         for row in rows:
             grouped[row.run_id].append(row)
         found.append(grouped)
-    return found[0], found[1], found[2]
+    return RunTimelines(found[0], found[1], found[2], found[3])
 
 
 def run_logs(run: Run) -> list[RunEvent]:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from runs import charts, selectors
 from runs import warnings as checks
 from runs.models import (
+    ClientHostSample,
     HostSample,
     ProgressSample,
     Run,
@@ -36,20 +37,24 @@ from runs.series import MIN_TRACE_SAMPLES, Series, build_series
 from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
 ZOOM_MAX_SAMPLES = 5000
 
 PROGRESS_SERIES = ("tps", "latency_ms")
 HOST_KEYS = tuple(key for key, _label in charts.HOST_SERIES)
+CLIENT_KEYS = tuple(key for key, _label in charts.CLIENT_HOST_SERIES)
 BUFFER_KEYS = tuple(key for key, _label in charts.BUFFER_SERIES)
 COMPARE_SERIES = ("tps", "latency_ms", "server.written")
 # The compared series are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
 # a chart of many runs reads those instead of ten times the samples it would throw away.
 OVERVIEW = "~overview"
 
-Sample = ProgressSample | HostSample | ServerSample
-Source = tuple[type[ProgressSample] | type[HostSample] | type[ServerSample], Callable]
+Sample = ProgressSample | HostSample | ServerSample | ClientHostSample
+Source = tuple[
+    type[ProgressSample] | type[HostSample] | type[ServerSample] | type[ClientHostSample],
+    Callable,
+]
 
 
 @dataclass
@@ -96,12 +101,15 @@ def _wait_count(kind: str) -> Callable[[ServerSample], int]:
 
 def source_of(name: str) -> Source | None:
     """The sample model and value behind a series name (`tps`, `host.cpu_user`,
-    `server.written`, `server.<buffer key>`, `wait.<wait-event type>`); None if unknown."""
+    `client.cpu_user`, `server.written`, `server.<buffer key>`, `wait.<wait-event type>`);
+    None if unknown."""
     kind, _dot, key = name.partition(".")
     if name in PROGRESS_SERIES:
         return ProgressSample, operator.attrgetter(name)
     if kind == "host" and key in HOST_KEYS:
         return HostSample, lambda s: charts.host_sample_values(s.data)[key]
+    if kind == "client" and key in CLIENT_KEYS:
+        return ClientHostSample, lambda s: charts.host_sample_values(s.data)[key]
     if kind == "server" and key == "written":
         return ServerSample, charts.written_per_second
     if kind == "server" and key in BUFFER_KEYS:
@@ -111,11 +119,12 @@ def source_of(name: str) -> Source | None:
     return None
 
 
-def _series_names(server: list[ServerSample]) -> list[str]:
+def _series_names(server: list[ServerSample], client: list[ClientHostSample]) -> list[str]:
     waits = [f"wait.{kind}" for kind in charts.wait_event_types(server)]
     return [
         *PROGRESS_SERIES,
         *(f"host.{key}" for key in HOST_KEYS),
+        *(f"client.{key}" for key in CLIENT_KEYS if client),
         *(f"server.{key}" for key in BUFFER_KEYS),
         "server.written",
         *waits,
@@ -134,10 +143,14 @@ def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Ser
 
 
 def _by_point(
-    progress: list[ProgressSample], host: list[HostSample], server: list[ServerSample]
+    progress: list[ProgressSample],
+    host: list[HostSample],
+    server: list[ServerSample],
+    client: list[ClientHostSample],
 ) -> dict[int, PointSamples]:
     points: dict[int, PointSamples] = {}
-    for kind, rows in (("progress", progress), ("host", host), ("server", server)):
+    kinds = (("progress", progress), ("host", host), ("server", server), ("client", client))
+    for kind, rows in kinds:
         for row in rows:
             getattr(points.setdefault(row.point, PointSamples()), kind).append(row)
     return points
@@ -159,21 +172,27 @@ def _marks(progress: list[ProgressSample], offsets: dict[int, float]) -> dict[in
 
 
 def build_digest(
-    progress: list[ProgressSample], host: list[HostSample], server: list[ServerSample]
+    progress: list[ProgressSample],
+    host: list[HostSample],
+    server: list[ServerSample],
+    client: list[ClientHostSample] | None = None,
 ) -> Digest:
-    """The digest of one run from all of its samples, in point and time order."""
+    """The digest of one run from all of its samples, in point and time order (`client`:
+    the client host's, for a run with one)."""
+    client = client or []
     offsets = charts.offsets_for(progress, host, server)
     found = {
         point: checks.sample_warnings(point, samples)
-        for point, samples in _by_point(progress, host, server).items()
+        for point, samples in _by_point(progress, host, server, client).items()
     }
     rows_of: dict[type, list[Sample]] = {
         ProgressSample: list(progress),
         HostSample: list(host),
         ServerSample: list(server),
+        ClientHostSample: list(client),
     }
     series = {}
-    for name in _series_names(server):
+    for name in _series_names(server, client):
         source = source_of(name)
         if source is not None:
             series[name] = _series(name, rows_of[source[0]], offsets).reduced().rounded()
@@ -242,8 +261,13 @@ def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | Non
 
 
 def _build(runs: list[Run]) -> dict[int, Digest]:
-    progress, host, server = selectors.timelines_by_run({run.pk for run in runs})
-    return {run.pk: build_digest(progress[run.pk], host[run.pk], server[run.pk]) for run in runs}
+    found = selectors.timelines_by_run({run.pk for run in runs})
+    return {
+        run.pk: build_digest(
+            found.progress[run.pk], found.host[run.pk], found.server[run.pk], found.client[run.pk]
+        )
+        for run in runs
+    }
 
 
 def _store(runs: list[Run], built: dict[int, Digest]) -> None:

@@ -134,6 +134,8 @@ class PointSamples:
     progress: list = field(default_factory=list)
     host: list = field(default_factory=list)
     server: list = field(default_factory=list)
+    # A run with a client host: the client host's samples (pgbench runs there).
+    client: list = field(default_factory=list)
 
 
 def _by_time(samples: Iterable) -> list:
@@ -207,10 +209,13 @@ def _idle_percent(data: dict) -> float | None:
 
 
 def _host_idle_warning(samples: PointSamples) -> list[ValidityWarning]:
-    idle = [p for s in samples.host if (p := _idle_percent(s.data)) is not None]
+    """The load generator's host: the client host when pgbench ran there, else the server's."""
+    where, generator = ("client host", samples.client) if samples.client else ("host", samples.host)
+    idle = [p for s in generator if (p := _idle_percent(s.data)) is not None]
     if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
         return []
-    detail = f"host CPU idle {float(np.median(idle)):.1f} % (with I/O wait, median over the window)"
+    median = float(np.median(idle))
+    detail = f"{where} CPU idle {median:.1f} % (with I/O wait, median over the window)"
     return [ValidityWarning("load_generator_saturated", detail)]
 
 

@@ -40,6 +40,10 @@ ApplicationErrorCode = Literal[
     # Raised by the lab only: a job Redis no longer holds, sent again and lost again.
     "job_lost",
     "internal_error",
+    # A run with a client host: the other half stopped answering or ended with an error,
+    # or never started within the spec's network.join_timeout_s.
+    "peer_lost",
+    "peer_absent",
 ]
 ErrorCode = Literal[UserErrorCode, ApplicationErrorCode, "cancelled"]
 

@@ -53,10 +53,12 @@ class ProgressData(PointPosition, ProgressLine):
 
 
 class SampleData(PointPosition, total=False):
-    """A host or a server sample of the point being measured (one of the two)."""
+    """A host, server or client host sample of the point being measured (one of the three;
+    `client_host`: the client host of a run with a client host)."""
 
     host: Sample
     server: Sample
+    client_host: Sample
 
 
 class LogData(TypedDict):

@@ -43,6 +43,29 @@ class StatementLatency(TypedDict):
     script: NotRequired[int | None]
 
 
+class ProcessResult(TypedDict):
+    """One of several pgbench processes of a point (`workload.processes`): its own numbers,
+    as it printed them, with its exact argv and output."""
+
+    number: int
+    clients: int
+    threads: int
+    argv: list[str]
+    exit_code: int | None
+    seconds: float
+    stopped_early: bool
+    stdout: str
+    stderr: str
+    tps: float | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    transactions: int | None
+    failed: int | None
+    scripts: list[dict[str, Any]]
+    statements: list[StatementLatency]
+    parse_error: str | None
+
+
 class PointResult(TypedDict):
     """One measured pgbench run (clients, repeat) with its timelines.
 
@@ -82,9 +105,17 @@ class PointResult(TypedDict):
     # stderr/stdout lines of no known kind (interleaved threads, multi-line server messages).
     messages: NotRequired[list[str]]
     aborted: NotRequired[bool]
+    # A run with a client host: the client host's own samples (CPU, memory) during the point.
+    client_host_samples: NotRequired[list[Sample]]
     # Clients that pgbench reported as aborted, and transactions retried (--max-tries).
     aborted_clients: NotRequired[int]
     retried: NotRequired[int | None]
+    # pgbench's per-script blocks (several scripts: per-type rates and latencies); a point
+    # of several processes numbers each block's `process`.
+    scripts: NotRequired[list[dict[str, Any]]]
+    # A point of several processes: the summary above sums them (agents/pgbench/combine.py),
+    # `argv` is the first process's, `stdout`/`stderr` everyone's under a header.
+    processes: NotRequired[list[ProcessResult]]
 
 
 class CommandRecord(TypedDict):
@@ -130,3 +161,6 @@ class ResultDocument(TypedDict):
     failed_point: NotRequired[PointResult]
     # The version of the agent that ran the job (agents.__version__).
     agent_version: NotRequired[str]
+    # A run with a client host: the addresses, the transport and the median `SELECT 1`
+    # round trip the client measured (`select1_ms`, over `select1_samples` queries).
+    network: NotRequired[dict[str, Any]]

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 
 from agents.contract.errors import JobError
-from agents.contract.spec import ScriptSpec
+from agents.contract.spec import ScriptSpec, WorkloadSpec, script_fields
 
 SHELL_META = re.compile(r"^\s*\\(shell|setshell)\b", re.IGNORECASE | re.MULTILINE)
 
@@ -35,3 +35,10 @@ def check_scripts(scripts: Sequence[ScriptSpec], allow_shell: bool) -> None:
     for index, script in enumerate(scripts):
         if "text" in script:
             check_script(script["text"], allow_shell, field=f"workload.scripts[{index}].text")
+
+
+def check_workload_scripts(workload: WorkloadSpec, allow_shell: bool) -> None:
+    """Check every custom script of a normalised workload, its processes' scripts too."""
+    for field, script in script_fields(workload):
+        if "text" in script:
+            check_script(script["text"], allow_shell, field=f"{field}.text")

@@ -16,6 +16,7 @@ from agents.contract.vocabulary import (
     BETWEEN_POINTS,
     BUILTIN_SCRIPTS,
     LATENCY_LOGS,
+    PAIR_ROLES,
     PARTITION_METHODS,
     QUERY_MODES,
     SOURCES,
@@ -23,6 +24,7 @@ from agents.contract.vocabulary import (
     BetweenPoints,
     BuiltinScript,
     LatencyLog,
+    PairRole,
     PartitionMethod,
     QueryMode,
     Source,
@@ -32,6 +34,7 @@ from agents.contract.vocabulary import (
 SPEC_VERSION = 1
 INIT_STEP_CHARS = set("dtgGvpf")
 MAX_SCRIPTS = 128
+MAX_PROCESSES = 64
 MAX_SEED = 2**63 - 1
 VERSION_PATTERN = re.compile(r"^\d{1,2}(\.\d{1,2})?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -77,6 +80,17 @@ class CustomScriptSpec(TypedDict):
 ScriptSpec = BuiltinScriptSpec | CustomScriptSpec
 
 
+class ProcessSpec(TypedDict):
+    """One of several pgbench processes a point runs together (seed 3: one per table).
+
+    `clients` and `threads` null: the sweep point's client count and the default threads.
+    """
+
+    scripts: list[ScriptSpec]
+    clients: int | None
+    threads: int | None
+
+
 class WorkloadSpec(TypedDict):
     scripts: list[ScriptSpec]
     query_mode: QueryMode
@@ -88,6 +102,10 @@ class WorkloadSpec(TypedDict):
     latency_log: LatencyLog
     progress: bool
     statement_latencies: bool
+    # pgbench -v: vacuum all four standard tables before each run.
+    vacuum_all: bool
+    # Several pgbench processes per point, started together; empty: one process of `scripts`.
+    processes: list[ProcessSpec]
 
 
 class SweepSpec(TypedDict):
@@ -105,6 +123,17 @@ class SweepSpec(TypedDict):
     seed: int | None
 
 
+class NetworkSpec(TypedDict):
+    """Where pgbench runs: on the server's host (`local`), or on a client host. A run with
+    a client host is two jobs of one spec: `server` (cluster, dataset, server samples) on
+    the server host naming its `peer` the client, `client` (pgbench over TCP) on the client
+    host naming the server. Each waits at most `join_timeout_s` for the other to start."""
+
+    role: PairRole
+    peer: str | None
+    join_timeout_s: int
+
+
 class JobSpec(TypedDict):
     """A validated job spec: every section present, every default filled in."""
 
@@ -117,6 +146,7 @@ class JobSpec(TypedDict):
     dataset: DatasetSpec
     workload: WorkloadSpec
     sweep: SweepSpec
+    network: NetworkSpec
 
 
 class SweepShape(TypedDict):
@@ -157,6 +187,8 @@ DEFAULTS: dict[str, Any] = {
         "latency_log": "sampled",
         "progress": True,
         "statement_latencies": False,
+        "vacuum_all": False,
+        "processes": [],
     },
     "sweep": {
         "clients": [1],
@@ -170,6 +202,7 @@ DEFAULTS: dict[str, Any] = {
         "first_repeat": 1,
         "seed": None,
     },
+    "network": {"role": "local", "peer": None, "join_timeout_s": 3600},
 }
 
 
@@ -196,6 +229,7 @@ def validate_spec(doc: object) -> JobSpec:
     _check_dataset(spec["dataset"])
     _check_workload(spec["workload"])
     _check_sweep(spec["sweep"])
+    _check_network(spec["network"])
     return spec
 
 
@@ -307,6 +341,10 @@ def _check_workload(workload: WorkloadSpec) -> None:
     _boolean(workload["progress"], "workload.progress")
     _boolean(workload["statement_latencies"], "workload.statement_latencies")
     _boolean(workload["no_vacuum"], "workload.no_vacuum")
+    _boolean(workload["vacuum_all"], "workload.vacuum_all")
+    if workload["vacuum_all"] and workload["no_vacuum"]:
+        raise invalid("workload.vacuum_all", "-v and -n exclude each other: turn one of them off")
+    _check_processes(workload["processes"])
     _number(workload["rate_tps"], "workload.rate_tps")
     _number(workload["latency_limit_ms"], "workload.latency_limit_ms")
     _integer(workload["max_tries"], "workload.max_tries", 0, 1_000_000, allow_none=True)
@@ -318,6 +356,36 @@ def _check_workload(workload: WorkloadSpec) -> None:
             raise invalid(f"workload.defines.{name}", "variable names are letters, digits, _")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise invalid(f"workload.defines.{name}", "value must be a string or a number")
+
+
+def _check_processes(processes: object) -> None:
+    if not isinstance(processes, list) or len(processes) > MAX_PROCESSES:
+        raise invalid("workload.processes", f"must list at most {MAX_PROCESSES} processes")
+    for index, process in enumerate(processes):
+        field = f"workload.processes[{index}]"
+        if not isinstance(process, dict) or set(process) - {"scripts", "clients", "threads"}:
+            raise invalid(field, "must be an object with scripts, and optionally clients, threads")
+        process.setdefault("clients", None)
+        process.setdefault("threads", None)
+        scripts = process.get("scripts")
+        if not isinstance(scripts, list) or not 1 <= len(scripts) <= MAX_SCRIPTS:
+            raise invalid(f"{field}.scripts", f"must list 1 to {MAX_SCRIPTS} scripts")
+        for number, script in enumerate(scripts):
+            _check_script_entry(script, f"{field}.scripts[{number}]")
+        if sum(script["weight"] for script in scripts) <= 0:
+            raise invalid(f"{field}.scripts", "the weights must add up to more than 0")
+        _integer(process["clients"], f"{field}.clients", 1, 10_000, allow_none=True)
+        _integer(process["threads"], f"{field}.threads", 1, 10_000, allow_none=True)
+
+
+def script_fields(workload: WorkloadSpec) -> list[tuple[str, ScriptSpec]]:
+    """Every script of a workload with its spec field (`workload.scripts[0]`, ...,
+    `workload.processes[1].scripts[0]`): what the script and SQL checks go through."""
+    fields = [(f"workload.scripts[{i}]", script) for i, script in enumerate(workload["scripts"])]
+    for number, process in enumerate(workload["processes"]):
+        for index, script in enumerate(process["scripts"]):
+            fields.append((f"workload.processes[{number}].scripts[{index}]", script))
+    return fields
 
 
 def _check_script_entry(script: object, field: str) -> None:
@@ -357,6 +425,17 @@ def _check_sweep(sweep: SweepSpec) -> None:
     _choice(sweep["between_points"], "sweep.between_points", BETWEEN_POINTS)
     _integer(sweep["first_repeat"], "sweep.first_repeat", 1, 1_000_000)
     _integer(sweep["seed"], "sweep.seed", 0, MAX_SEED, allow_none=True)
+
+
+def _check_network(network: NetworkSpec) -> None:
+    _choice(network["role"], "network.role", PAIR_ROLES)
+    peer = network["peer"]
+    if network["role"] == "local":
+        if peer is not None:
+            raise invalid("network.peer", "a local run names no peer: set role server or client")
+    elif not isinstance(peer, str) or not NAME_PATTERN.match(peer):
+        raise invalid("network.peer", f"must name the other agent of the run, got {peer!r}")
+    _integer(network["join_timeout_s"], "network.join_timeout_s", 1, 7 * 24 * 3600)
 
 
 def sweep_points(sweep: SweepShape | SweepSpec) -> list[tuple[int, int]]:

@@ -42,6 +42,11 @@ LATENCY_LOG_LABELS: dict[LatencyLog, str] = {
     "none": "No log (no percentiles)",
 }
 
+# Which half of a run a job is (issue 13): the whole run on one host, or the server
+# (cluster) or client (pgbench) half of a run with a client host.
+PairRole = Literal["local", "server", "client"]
+PAIR_ROLES: tuple[PairRole, ...] = get_args(PairRole)
+
 # How a job ended (the result document's `status`); the lab's run states are
 # these plus the two it keeps before a result arrives.
 JobOutcome = Literal["succeeded", "failed", "cancelled"]

@@ -41,6 +41,17 @@ def cancel_key(dispatch: str) -> str:
     return f"benchlab:cancel:{dispatch}"
 
 
+def pair_key(dispatch: str, part: str) -> str:
+    """A key the two halves of a run with a client host talk through (agents/pair.py):
+    `to-server`, `to-client` (message lists) and `alive:server`, `alive:client`."""
+    return f"benchlab:pair:{dispatch}:{part}"
+
+
+def client_dispatch(dispatch: str) -> str:
+    """The client half's own dispatch name for its claim (the cancel flag is the run's)."""
+    return f"{dispatch}:client"
+
+
 def dead_letter_stream(stream: str) -> str:
     """Where events of `stream` that cannot be stored are kept, with the reason."""
     return f"{stream}:dead"

@@ -11,7 +11,7 @@ own local configuration can allow it.
 """
 
 from agents.contract.errors import JobError
-from agents.contract.spec import JobSpec
+from agents.contract.spec import JobSpec, script_fields
 from agents.contract.sql_text import SqlTextError, Statement, server_side_copy, split_statements
 
 SETUP_SQL_FIELD = "dataset.setup_sql"
@@ -24,11 +24,10 @@ def check_workload_sql(spec: JobSpec, allow_superuser_sql: bool) -> None:
     JobError("invalid_spec") for text that leaves a quote or comment open.
     """
     check_sql_text(spec["dataset"]["setup_sql"], SETUP_SQL_FIELD, allow_superuser_sql)
-    for index, script in enumerate(spec["workload"]["scripts"]):
+    for field, script in script_fields(spec["workload"]):
         text = dict(script).get("text")
         if isinstance(text, str):
-            field = f"workload.scripts[{index}].text"
-            check_sql_text(text, field, allow_superuser_sql, meta_commands=True)
+            check_sql_text(text, f"{field}.text", allow_superuser_sql, meta_commands=True)
 
 
 def check_sql_text(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
-from agents.contract.spec import DatasetSpec, JobSpec, WorkloadSpec
+from agents.contract.spec import DatasetSpec, JobSpec, ScriptSpec, WorkloadSpec
 
 FIRST_MAJOR_WITH_RETRIES = 15
 
@@ -69,12 +69,15 @@ def workload_args(
     threads: int,
     script_paths: dict[int, Path],
     duration_s: int | None = None,
+    scripts: Sequence[ScriptSpec] | None = None,
 ) -> list[str]:
     """pgbench and the workload's options at `clients` clients, without the connection.
 
-    `duration_s` overrides the spec's duration or transaction count (a warm-up).
+    `duration_s` overrides the spec's duration or transaction count (a warm-up);
+    `scripts` the workload's scripts (one of several processes of a point).
     """
     workload, sweep = spec["workload"], spec["sweep"]
+    scripts = workload["scripts"] if scripts is None else scripts
     argv = [str(pgbench), "-c", str(clients), "-j", str(threads)]
     if duration_s is not None:
         argv += ["-T", str(duration_s)]
@@ -85,16 +88,18 @@ def workload_args(
     argv += ["-M", workload["query_mode"]]
     if workload["no_vacuum"]:
         argv.append("-n")
+    if workload["vacuum_all"]:
+        argv.append("-v")
     if workload["rate_tps"]:
         argv += ["-R", _number(workload["rate_tps"])]
     if workload["latency_limit_ms"]:
         argv += ["-L", _number(workload["latency_limit_ms"])]
     argv += _max_tries_args(workload, pgbench_major)
-    if all("text" in script for script in workload["scripts"]):
+    if all("text" in script for script in scripts):
         argv += ["-s", str(spec["dataset"]["scale"])]
     for name, value in sorted(workload["defines"].items()):
         argv += ["-D", f"{name}={value}"]
-    return argv + script_args(workload["scripts"], script_paths)
+    return argv + script_args(scripts, script_paths)
 
 
 def plain_argv(workload: list[str], conn: Connection) -> list[str]:

@@ -39,6 +39,18 @@ class Finished:
     stopped_early: bool
     cpu_s: float | None
 
+    def as_fields(self) -> dict[str, object]:
+        """The point result's command fields (agents/contract/results.py)."""
+        return {
+            "argv": self.argv,
+            "exit_code": self.exit_code,
+            "seconds": self.seconds,
+            "stopped_early": self.stopped_early,
+            "pgbench_cpu_s": self.cpu_s,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
 
 class _Reaper:
     """Waits for one child with wait4 and keeps its exit code and CPU seconds."""

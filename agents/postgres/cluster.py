@@ -424,6 +424,10 @@ class Cluster:
             raise RuntimeError("the cluster has not been started")
         return self.port
 
+    def pgbench_host(self) -> str:
+        """What pgbench's -h names: the private socket directory."""
+        return str(self.socket_dir)
+
     def conninfo(self, dbname: str = "postgres") -> str:
         """libpq connection string for the superuser over the private Unix socket."""
         return make_conninfo(

@@ -183,6 +183,8 @@ class WorkloadSerializer(StrictModelSerializer):
             "latency_log",
             "progress",
             "statement_latencies",
+            "vacuum_all",
+            "processes",
             "created_by",
             "created_at",
         ]
@@ -219,6 +221,12 @@ class ExperimentSerializer(StrictModelSerializer):
     )
     workloads = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.all(), many=True, allow_empty=False
+    )
+    client_host = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The host that runs pgbench over TCP (null: each server host runs its own).",
     )
     storage_layouts: "serializers.ListSerializer[list[StorageSpec]]" = serializers.ListSerializer(
         child=StorageLayoutSerializer(), required=False, max_length=64
@@ -263,6 +271,7 @@ class ExperimentSerializer(StrictModelSerializer):
             "seed",
             "warmup_s",
             "between_points",
+            "client_host",
             "start",
             "status",
             "created_by",
@@ -305,6 +314,9 @@ class RunSerializer(StrictModelSerializer):
     workload: "serializers.SlugRelatedField[Workload]" = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
+    client_host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
 
     class Meta:
         model = Run
@@ -331,6 +343,8 @@ class RunSerializer(StrictModelSerializer):
             "finished_at",
             "last_event_at",
             "rerun_of",
+            "client_host",
+            "network",
         ]
         read_only_fields = fields
 
@@ -386,6 +400,7 @@ class RunResultsSerializer(serializers.Serializer):
     results = ResultSerializer(many=True)
     progress = ProgressSampleSerializer(many=True)
     host_samples = SampleSerializer(many=True)
+    client_host_samples = SampleSerializer(many=True)
     server_samples = SampleSerializer(many=True)
 
 

@@ -17,6 +17,7 @@ from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.models import (
+    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -45,6 +46,7 @@ class RunResults(TypedDict):
     progress: QuerySet[ProgressSample]
     host_samples: QuerySet[HostSample]
     server_samples: QuerySet[ServerSample]
+    client_host_samples: QuerySet[ClientHostSample]
 
 
 def run_results(run: Run, point: int | None) -> RunResults:
@@ -55,6 +57,7 @@ def run_results(run: Run, point: int | None) -> RunResults:
         "progress": run.progress.filter(**only).order_by("point", "t", "pk"),
         "host_samples": run.host_samples.filter(**only).order_by("point", "t", "pk"),
         "server_samples": run.server_samples.filter(**only).order_by("point", "t", "pk"),
+        "client_host_samples": run.client_host_samples.filter(**only).order_by("point", "t", "pk"),
     }
 
 

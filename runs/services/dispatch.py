@@ -32,8 +32,23 @@ def run_dispatch(run: Run, spec: JobSpec) -> None:
     run.spec = {**spec, "run_id": run.run_id, "token": run.token}
     run.queued_at = timezone.now()
     run.save(update_fields=["token", "celery_task_id", "spec", "queued_at"])
-    job, host_name, task_id, secret = run.spec, run.host.name, run.celery_task_id, run.host.secret
-    transaction.on_commit(lambda: transport.send_job(job, host_name, task_id, secret))
+    _send_halves(run, run.spec, run.celery_task_id)
+
+
+def _send_halves(run: Run, spec: JobSpec, task_id: str) -> None:
+    """After the commit: the job to the run's host, and with a client host, the same job as
+    its client half to the client host (one token, so one cancel flag stops both)."""
+    host_name, secret = run.host.name, run.host.secret
+    transaction.on_commit(lambda: transport.send_job(spec, host_name, task_id, secret))
+    client = run.client_host
+    if client is None:
+        return
+    client_spec: JobSpec = {**spec, "network": {**spec["network"], "role": "client"}}
+    client_spec["network"]["peer"] = host_name
+    client_name, client_secret = client.name, client.secret
+    transaction.on_commit(
+        lambda: transport.send_job(client_spec, client_name, f"{task_id}-client", client_secret)
+    )
 
 
 def run_redispatch(run: Run) -> bool:
@@ -54,9 +69,8 @@ def run_redispatch(run: Run) -> bool:
             dispatches=F("dispatches") + 1,
         )
         if changed:
-            host, secret = run.host.name, run.host.secret
             transaction.on_commit(lambda: transport.request_cancel(run.run_id, old_token))
-            transaction.on_commit(lambda: transport.send_job(spec, host, task_id, secret))
+            _send_halves(run, spec, task_id)
     if changed:
         logger.warning(
             "run %s: its job is neither waiting in queue %s nor claimed; sent again",

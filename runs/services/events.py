@@ -44,6 +44,7 @@ from agents.contract.events import (
 from agents.contract.events import RunEvent as RunEventDocument
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from runs.models import (
+    ClientHostSample,
     Host,
     HostSample,
     PgCatalogue,
@@ -214,9 +215,10 @@ def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     )
 
 
-def _add_samples(
-    run: Run, model: type[HostSample] | type[ServerSample], point: int, samples: list[Sample]
-) -> None:
+SampleModel = type[HostSample] | type[ServerSample] | type[ClientHostSample]
+
+
+def _add_samples(run: Run, model: SampleModel, point: int, samples: list[Sample]) -> None:
     """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(model, run, point, samples)
     rows = [model(run=run, point=point, t=s.get("t"), data=s) for s in new]
@@ -227,7 +229,7 @@ Row = TypeVar("Row", ProgressLine, Sample)
 
 
 def _not_stored(
-    model: type[ProgressSample] | type[HostSample] | type[ServerSample],
+    model: type[ProgressSample] | SampleModel,
     run: Run,
     point: int,
     rows: Sequence[Row],
@@ -252,6 +254,8 @@ def _apply_sample(run: Run, data: SampleData) -> None:
         _add_samples(run, HostSample, point, [data["host"]])
     if isinstance(data.get("server"), dict):
         _add_samples(run, ServerSample, point, [data["server"]])
+    if isinstance(data.get("client_host"), dict):
+        _add_samples(run, ClientHostSample, point, [data["client_host"]])
 
 
 def _apply_log(run: Run, data: LogData) -> None:
@@ -273,6 +277,7 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "steps": data.get("steps") or [],
         "server_log_tail": data.get("server_log_tail") or "",
         "agent_version": data.get("agent_version") or "",
+        "network": data.get("network") or {},
         "step": "",
     }
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
@@ -281,7 +286,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     if not finished:
         # Already final (cancelled, or failed as agent_lost): keep what the agent measured.
         Run.objects.filter(pk=run.pk).update(**snapshot)
-    Host.objects.filter(pk=run.host_id, current_run=run).update(current_run=None)
+    hosts = [pk for pk in (run.host_id, run.client_host_id) if pk is not None]
+    Host.objects.filter(pk__in=hosts, current_run=run).update(current_run=None)
 
 
 def store_point(run: Run, point: PointResult) -> Result:
@@ -297,6 +303,7 @@ def store_point(run: Run, point: PointResult) -> Result:
     _add_progress(run, index, point.get("progress") or [])
     _add_samples(run, HostSample, index, point.get("host_samples") or [])
     _add_samples(run, ServerSample, index, point.get("server_samples") or [])
+    _add_samples(run, ClientHostSample, index, point.get("client_host_samples") or [])
     return result
 
 
@@ -322,6 +329,8 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "exit_code": point.get("exit_code"),
         "stdout": point.get("stdout") or "",
         "stderr": point.get("stderr") or "",
+        "scripts": point.get("scripts") or [],
+        "processes": point.get("processes") or [],
     }
 
 

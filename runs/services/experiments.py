@@ -181,7 +181,15 @@ def build_job_spec(experiment: Experiment, cell: Cell) -> dict[str, Any]:
             "warmup_s": experiment.warmup_s,
             "between_points": experiment.between_points,
         },
+        **_network(experiment),
     }
+
+
+def _network(experiment: Experiment) -> dict[str, Any]:
+    """The spec's `network` section: the server half naming the client host, if there is one."""
+    if experiment.client_host is None:
+        return {}
+    return {"network": {"role": "server", "peer": experiment.client_host.name}}
 
 
 def _describe(cell: Cell) -> str:
@@ -235,6 +243,28 @@ def _require_approved_hosts(experiment: Experiment) -> None:
             "on the hosts page",
             field="hosts",
         )
+    _require_usable_client_host(experiment)
+
+
+def _require_usable_client_host(experiment: Experiment) -> None:
+    """A client host is approved and is not one of the server hosts."""
+    client = experiment.client_host
+    if client is None:
+        return
+    if not client.is_approved:
+        raise JobError(
+            "host_not_approved",
+            f"client host {client.name} is not approved; an administrator approves a new agent "
+            "on the hosts page",
+            field="client_host",
+        )
+    if experiment.hosts.filter(pk=client.pk).exists():
+        raise JobError(
+            "invalid_spec",
+            f"{client.name} is a server host of this experiment: pick another client host, or "
+            "none to run pgbench on each server host",
+            field="client_host",
+        )
 
 
 def _require_storage_targets(experiment: Experiment) -> None:
@@ -286,13 +316,16 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
     }
     if experiment.duration_s is None or not cells:
         return estimate
-    busiest = max(
-        (
-            _host_time(experiment, host_cells, lifecycles, points_per_run)
-            for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
-        ),
-        key=lambda time: time.total,
-    )
+    host_times = [
+        _host_time(experiment, host_cells, lifecycles, points_per_run)
+        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
+    ]
+    if experiment.client_host is not None:
+        # The client host is busy for every run of every server host, one after another.
+        host_times.append(
+            HostTime(sum(t.setup for t in host_times), sum(t.total for t in host_times))
+        )
+    busiest = max(host_times, key=lambda time: time.total)
     estimate["setup_seconds"] = round(busiest.setup)
     estimate["estimated_seconds"] = round(busiest.total)
     return estimate
@@ -351,6 +384,7 @@ def _create_run(experiment: Experiment, checked: CheckedCell, slot: Slot, user: 
         cell=slot.cell,
         round=slot.round,
         created_by=_owner(user),
+        client_host=experiment.client_host,
     )
     run_dispatch(run, spec)
     return run

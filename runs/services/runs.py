@@ -115,6 +115,7 @@ def run_rerun(run: Run, user: User) -> Run:
             round=run.round,
             rerun_of=run,
             created_by=user,
+            client_host=run.client_host,
         )
         run_dispatch(rerun, spec)
     logger.info("run %s: re-run of %s queued by %s", rerun.pk, run.pk, user)

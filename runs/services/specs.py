@@ -27,5 +27,7 @@ def workload_spec(workload: Workload) -> dict:
             "latency_log": workload.latency_log,
             "progress": workload.progress,
             "statement_latencies": workload.statement_latencies,
+            "vacuum_all": workload.vacuum_all,
+            "processes": workload.processes,
         },
     }

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import JobError
-from agents.contract.scripts import check_scripts
+from agents.contract.scripts import check_workload_scripts
 from agents.contract.spec import JobSpec, SettingValue, validate_spec
 from agents.contract.workload_sql import check_workload_sql
 from runs.models import PgBuild, PgCatalogue, Workload
@@ -52,7 +52,7 @@ def workload_check(workload: Workload) -> None:
     """
     spec = {"version": 1, **workload_spec(workload), "sweep": {"clients": [1], "duration_s": 1}}
     normalised = validate_spec(spec)
-    check_scripts(normalised["workload"]["scripts"], allow_shell=False)
+    check_workload_scripts(normalised["workload"], allow_shell=False)
     check_workload_sql(normalised, allow_superuser_sql=False)
 
 
@@ -97,7 +97,7 @@ def config_profile_check(requested: Mapping[str, SettingValue]) -> list[str]:
 def check_job_spec(spec: dict[str, object]) -> tuple[JobSpec, list[str]]:
     """Return the normalised spec and notes, or raise JobError naming the field to fix."""
     normalised = validate_spec(spec)
-    check_scripts(normalised["workload"]["scripts"], allow_shell=False)
+    check_workload_scripts(normalised["workload"], allow_shell=False)
     check_workload_sql(normalised, allow_superuser_sql=False)
     notes = check_settings(normalised["settings"], normalised["postgres"]["version"])
     return normalised, notes

@@ -136,6 +136,8 @@ def test_job_spec_follows_the_contract(lab_redis):
             "latency_log": "sampled",
             "progress": True,
             "statement_latencies": False,
+            "vacuum_all": False,
+            "processes": [],
         },
         "sweep": {
             "clients": [1, 2, 4],
@@ -149,6 +151,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "first_repeat": 1,
             "seed": None,
         },
+        "network": {"role": "local", "peer": None, "join_timeout_s": 3600},
     }
     assert validate_spec(run.spec) == run.spec
 

@@ -45,3 +45,24 @@ def test_waiting_runs_start_one_after_another_after_the_running_one(signed_in):
     assert [page.index(row) for row in rows] == sorted(page.index(row) for row in rows)
     hosts = signed_in.get("/hosts/").content.decode()
     assert f"run #{running.pk}" in hosts and 'data-queue="4"' in hosts and 'data-queue="1"' in hosts
+
+
+def test_a_run_with_a_client_host_occupies_both_hosts_and_waits_for_both(signed_in):
+    server, client = HostFactory(), HostFactory()
+    started = timezone.now() - timedelta(minutes=10)
+    on_client = RunFactory(
+        host=client, status=Run.Status.RUNNING, spec=HOUR_SPEC, started_at=started
+    )
+    paired = RunFactory(host=server, client_host=client, spec=HOUR_SPEC, position=1)
+    after = RunFactory(host=server, spec=HOUR_SPEC, position=2)
+
+    queues = host_queues([server, client])
+
+    hour = estimated_seconds(on_client)
+    assert queues[server.pk].current is None
+    assert [w.run for w in queues[server.pk].waiting] == [paired, after]
+    assert [w.run for w in queues[client.pk].waiting] == [paired]
+    assert queues[server.pk].waiting[0].starts_at == started + timedelta(seconds=hour)
+    assert queues[server.pk].waiting[1].starts_at == started + timedelta(seconds=2 * hour)
+    hosts = signed_in.get("/hosts/").content.decode()
+    assert f"run #{on_client.pk}" in hosts

@@ -1,0 +1,164 @@
+"""A point of several pgbench processes (`workload.processes`): run, sum, keep each one.
+
+Every process has its own scripts, clients and threads and its own
+transaction log prefix in the point's log directory (so the percentiles read
+all of them). The point carries the combined summary (agents/pgbench/combine.py)
+and, under `processes`, what each process printed with its exact argv. The
+live timeline is the per-second sum (agents/pgbench/group.py).
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.contract.results import ProgressLine
+from agents.contract.spec import ProcessSpec
+from agents.pgbench import command
+from agents.pgbench.combine import combine_processes
+from agents.pgbench.group import (
+    MAX_NOTICES,
+    GroupMember,
+    LiveSum,
+    parsed_summary,
+    progress_lines,
+    run_together,
+)
+from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan
+from agents.pgbench.process import Finished
+
+if TYPE_CHECKING:
+    from agents.sweep import Sweep
+
+PROCESS_KEYS = (
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "transactions",
+    "failed",
+    "scripts",
+    "statements",
+    "parse_error",
+)
+
+
+class ProcessGroupPoint:
+    """One point's processes at the sweep's client count `clients`."""
+
+    def __init__(self, sweep: "Sweep", clients: int, point_base: dict[str, Any]) -> None:
+        self.sweep = sweep
+        self.clients = clients
+        self.point_base = point_base
+        self.processes: list[ProcessSpec] = sweep.spec["workload"]["processes"]
+        self.live = LiveSum(len(self.processes), self._emit_progress)
+
+    def measure(self, plan: LogPlan, log_dir: Path) -> tuple[dict[str, Any], Finished, float]:
+        """Run the processes together with the samplers: (point, combined Finished, agent CPU s)."""
+        members = [
+            GroupMember(self.argv(number, plan, log_dir), self._on_line(number))
+            for number in range(len(self.processes))
+        ]
+        finished, samples, agent_cpu_s = self.sweep.sampled(
+            self.point_base, lambda: run_together(members, self._run_one)
+        )
+        return self.point(finished, samples), combined_finished(finished), agent_cpu_s
+
+    def clients_of(self, number: int) -> int:
+        return self.processes[number]["clients"] or self.clients
+
+    def threads_of(self, number: int) -> int:
+        clients = self.clients_of(number)
+        threads = self.processes[number]["threads"] or self.sweep.spec["sweep"]["threads"]
+        if threads is not None:
+            return min(threads, clients)
+        return command.default_threads(clients, self.sweep.cpu_count())
+
+    def argv(self, number: int, plan: LogPlan, log_dir: Path) -> list[str]:
+        sweep = self.sweep
+        workload = command.workload_args(
+            sweep.install.bindir / "pgbench",
+            sweep.install.major,
+            sweep.spec,
+            self.clients_of(number),
+            self.threads_of(number),
+            sweep.process_script_paths[number],
+            scripts=self.processes[number]["scripts"],
+        )
+        reporting = command.reporting_args(sweep.spec["workload"], sweep.install.major)
+        log_args = plan.args(log_dir / f"{LOG_FILE_PREFIX}.p{number + 1}")
+        return command.run_argv(workload, reporting, log_args, sweep.conn)
+
+    def _run_one(self, argv: list[str], on_line: Callable[[str], None]) -> Finished:
+        return self.sweep.pgbench_command("pgbench", argv, on_line, timed=True)
+
+    def _on_line(self, number: int) -> Callable[[str], None]:
+        def on_line(line: str) -> None:
+            for progress in progress_lines(line):
+                self.live.add(number, progress)
+
+        return on_line
+
+    def _emit_progress(self, line: ProgressLine) -> None:
+        self.sweep.reporter.emit("progress", {**self.point_base, **line})
+
+    def point(self, finished: list[Finished], samples: dict) -> dict[str, Any]:
+        """The point: combined summary, samples, and each process's own record."""
+        records = [self.record(number, done) for number, done in enumerate(finished)]
+        combined = combine_processes(records)
+        first_error = next((r["parse_error"] for r in records if r["parse_error"]), None)
+        point: dict[str, Any] = {
+            "index": self.point_base["point"],
+            "clients": self.clients,
+            "threads": sum(self.threads_of(number) for number in range(len(finished))),
+            "repeat": self.point_base["repeat"],
+            "host_samples": samples["host"],
+            "server_samples": samples["server"],
+            **combined_finished(finished).as_fields(),
+            **combined,
+            "statements": [],
+            "parse_error": first_error,
+            "processes": [
+                {key: record.get(key) for key in ("number", "clients", "threads", *PROCESS_KEYS)}
+                | finished[record["number"] - 1].as_fields()
+                for record in records
+            ],
+        }
+        point["notices"] = point["notices"][:MAX_NOTICES]
+        point["messages"] = point["messages"][:MAX_NOTICES]
+        return point
+
+    def record(self, number: int, finished: Finished) -> dict[str, Any]:
+        summary = parsed_summary(finished)
+        return {
+            **summary,
+            "number": number + 1,
+            "clients": self.clients_of(number),
+            "threads": self.threads_of(number),
+        }
+
+
+def combined_finished(finished: list[Finished]) -> Finished:
+    """The group as one Finished: the first process's argv, the first failing exit code,
+    every process's output in order under a `-- process N` header."""
+    failing = [done.exit_code for done in finished if done.exit_code != 0]
+
+    def joined(part: str) -> str:
+        return "".join(
+            f"-- process {number}\n{getattr(done, part)}"
+            for number, done in enumerate(finished, start=1)
+        )
+
+    return Finished(
+        argv=finished[0].argv,
+        exit_code=failing[0] if failing else 0,
+        stdout=joined("stdout"),
+        stderr=joined("stderr"),
+        seconds=max(done.seconds for done in finished),
+        stopped_early=any(done.stopped_early for done in finished),
+        cpu_s=_summed_cpu(finished),
+    )
+
+
+def _summed_cpu(finished: list[Finished]) -> float | None:
+    """The processes' CPU seconds together; None when any is unknown."""
+    seconds = [done.cpu_s for done in finished]
+    return None if None in seconds else round(sum(s or 0.0 for s in seconds), 4)

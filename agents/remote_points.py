@@ -1,0 +1,84 @@
+"""The server half of a run with a client host: its points are measured on the client.
+
+The server half drives the sweep (order, CHECKPOINT/VACUUM between points, its
+own host and server samplers around each point) and asks the client half to
+measure each point (`measure`: index, clients, repeat); the client builds the
+pgbench command from its own signed job. What the client reports arrives as
+messages and leaves as this run's events: its progress lines as they are, its
+host samples as `client_host` samples, its log lines named after it. The kept
+point is the client's (tps, argv, output, percentiles) with both hosts' samples.
+"""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from agents.contract.errors import JobError
+from agents.contract.results import PointResult
+from agents.pair import Message, PairLink
+
+if TYPE_CHECKING:
+    from agents.sweep import Sweep, SweepReporter
+
+
+class RemotePoints:
+    """Measures points through `link`; relays the client's events through `reporter`."""
+
+    def __init__(
+        self, link: PairLink, reporter: "SweepReporter", should_cancel: Callable[[], bool]
+    ) -> None:
+        self.link = link
+        self.reporter = reporter
+        self.should_cancel = should_cancel
+
+    def run_point(
+        self, sweep: "Sweep", index: int, total: int, clients: int, repeat: int
+    ) -> PointResult:
+        """Measure one point on the client, sampling this host and its server meanwhile."""
+        message = f"point {index + 1} of {total}: {clients} clients, run {repeat}, on the client"
+        self.reporter.status("running", message)
+        point_base = {"point": index, "clients": clients, "repeat": repeat}
+        self.link.send("measure", index=index, total=total, clients=clients, repeat=repeat)
+        answer, samples, agent_cpu_s = sweep.sampled(
+            point_base, lambda: self.link.wait_for({"point"}, self.should_cancel, None, self.relay)
+        )
+        point: dict[str, Any] = {
+            **answer["point"],
+            "client_host_samples": answer["point"].get("host_samples") or [],
+            "host_samples": samples["host"],
+            "server_samples": samples["server"],
+            "agent_cpu_s": round(agent_cpu_s, 4),
+        }
+        if answer.get("error"):
+            self.reporter.keep_failed_point(_as_point(point))
+            raise self.client_error(answer["error"])
+        self.reporter.keep_point(_as_point(point))
+        return _as_point(point)
+
+    def warm_up(self, clients: int) -> None:
+        self.reporter.step("warmup", f"warming up on the client at {clients} clients")
+        self.link.send("warmup", clients=clients)
+        answer = self.link.wait_for({"warmed"}, self.should_cancel, None, self.relay)
+        if answer.get("error"):
+            raise self.client_error(answer["error"])
+
+    def relay(self, message: Message) -> None:
+        """The client's events as this run's: progress as is, host samples as client_host."""
+        if message["kind"] != "event":
+            return
+        event_type, data = message["type"], dict(message["data"])
+        if event_type == "sample" and "host" in data:
+            data["client_host"] = data.pop("host")
+        elif event_type == "log":
+            data["message"] = f"client host {self.link.peer_name}: {data.get('message', '')}"
+        elif event_type != "progress":
+            return
+        self.reporter.emit(event_type, data)
+
+    def client_error(self, error: dict[str, Any]) -> JobError:
+        message = f"on the client host {self.link.peer_name}: {error.get('message', '')}"
+        return JobError(error.get("code", "pgbench_failed"), message, field=error.get("field"))
+
+
+def _as_point(point: dict[str, Any]) -> PointResult:
+    """The client sent a complete PointResult (agents.sweep.as_point_result); samples added."""
+    return cast(PointResult, point)

@@ -1,0 +1,50 @@
+"""A point of several pgbench processes, and `-v`, with real PostgreSQL 16 and real pgbench."""
+
+import re
+
+from tests.agents.jobs import run, small_spec
+
+TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
+TABLES_SQL = "CREATE TABLE t1 (v int);\nCREATE TABLE t2 (v int);\n"
+
+
+def insert_into(table: str) -> dict:
+    return {"name": f"insert-{table}", "text": f"INSERT INTO {table} VALUES (1);\n", "weight": 1}
+
+
+def test_two_processes_in_one_point_sum_what_each_printed(config):
+    spec = small_spec(
+        dataset={"scale": 1, "setup_sql": TABLES_SQL},
+        workload={
+            "processes": [
+                {"scripts": [insert_into("t1")], "clients": 1},
+                {"scripts": [insert_into("t2")], "clients": 2, "threads": 2},
+            ]
+        },
+        sweep={"clients": [1], "duration_s": 2},
+    )
+    result, events = run(spec, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    (point,) = result["points"]
+    first, second = point["processes"]
+    printed = [float(TPS_LINE.search(p["stdout"]).group(1)) for p in (first, second)]
+    assert [first["tps"], second["tps"]] == printed
+    assert point["tps"] == round(sum(printed), 6)
+    assert point["transactions"] == first["transactions"] + second["transactions"]
+    assert {"-c", "1"} <= set(first["argv"]) and "-j" in second["argv"]
+    assert second["argv"][second["argv"].index("-c") + 1] == "2"
+    assert any(arg.endswith("insert-t2.sql@1") for arg in second["argv"])
+    assert point["argv"] == first["argv"]
+    live = [e["data"] for e in events.of_type("progress")]
+    assert live, "the summed timeline arrives live"
+    assert [(s["t"], s["tps"]) for s in live] == [(s["t"], s["tps"]) for s in point["progress"]]
+
+
+def test_vacuum_all_puts_v_on_the_command_line(config):
+    result, _events = run(
+        small_spec(workload={"vacuum_all": True}, sweep={"clients": [1], "duration_s": 1}), config
+    )
+
+    assert result["status"] == "succeeded", result["error"]
+    assert "-v" in result["points"][0]["argv"]

@@ -2,7 +2,7 @@
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from agents.contract.results import ResultDocument
@@ -73,3 +73,19 @@ def _number(value: float | None, width: int, decimals: int | None = None) -> str
         return "-".rjust(width)
     text = str(value) if decimals is None else f"{value:.{decimals}f}"
     return text.rjust(width)
+
+
+def build_progress_printer(stream: TextIO = sys.stderr) -> Callable[[str, float | None], None]:
+    """A build progress callback printing "build 42%: compiling (...)" lines, one per change."""
+    last: list[str] = []
+
+    def show(message: str, percent: float | None) -> None:
+        line = (
+            f"  build {percent:.0f}%: {message}" if percent is not None else f"  build: {message}"
+        )
+        if last[-1:] != [line]:
+            stream.write(line + "\n")
+            stream.flush()
+            last[:] = [line]
+
+    return show

@@ -19,7 +19,7 @@ from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPerce
 from agents.contract.results import PointResult
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
-from agents.observe.server import ServerSampler
+from agents.observe.server import ServerSampler, unavailable_measurements
 from agents.pgbench import command
 from agents.pgbench.latency_log import (
     LOG_FILE_PREFIX,
@@ -113,6 +113,8 @@ class Sweep:
         self.reporter.status("running", f"running {len(points)} points")
         if self.spec["workload"]["latency_log"] == "full":
             self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
+        for message in unavailable_measurements(self.install.version_num):
+            self.reporter.emit("log", {"level": "info", "message": message})
         if self.spec["sweep"]["warmup_s"]:
             self.warm_up(points[0][0])
         for index, (clients, repeat) in enumerate(points):
@@ -391,7 +393,7 @@ class PointSamplers:
         )
         self.server = ServerSampler(
             sweep.cluster.conninfo(),
-            sweep.install.major,
+            sweep.install.version_num,
             on_sample=lambda s: emit("sample", {**point_base, "server": s}),
         )
 

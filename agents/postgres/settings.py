@@ -204,3 +204,19 @@ def read_effective_settings(conn: "psycopg.Connection[TupleRow]") -> list[Effect
         {"name": name, "setting": setting, "unit": unit, "source": source}
         for name, setting, unit, source in rows
     ]
+
+
+# Internal settings that describe the session or the cluster, not the build.
+NOT_COMPILED = ("server_version", "server_version_num", "server_encoding", "in_hot_standby")
+
+
+def read_compiled_settings(conn: "psycopg.Connection[TupleRow]") -> dict[str, str]:
+    """The compile-time settings the server reports: {"block_size": "8192", ...}."""
+    rows = conn.execute(
+        "SELECT name, setting, unit FROM pg_settings WHERE context = 'internal' ORDER BY name"
+    ).fetchall()
+    return {
+        name: f"{setting} {unit}" if unit else setting
+        for name, setting, unit in rows
+        if name not in NOT_COMPILED and not name.startswith("lc_")
+    }

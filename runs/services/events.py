@@ -218,6 +218,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "effective_settings": settings.get("effective") or [],
         "steps": data.get("steps") or [],
         "server_log_tail": data.get("server_log_tail") or "",
+        "build_record": data.get("build") or {},
+        "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED

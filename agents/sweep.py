@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
+from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.contract.results import PointResult
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
@@ -248,6 +249,7 @@ class Sweep:
             self._threads(clients),
             self.script_paths,
             duration_s=duration_s,
+            weighted_scripts=self.install.version_num >= FIRST_WITH_WEIGHTED_SCRIPTS,
         )
 
     def plain_argv(self, clients: int) -> list[str]:

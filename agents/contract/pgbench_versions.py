@@ -9,13 +9,15 @@ the lab and the agent both call it.
 from agents.contract.errors import JobError
 from agents.contract.spec import JobSpec
 
+FIRST_WITH_WEIGHTED_SCRIPTS = 90600
+
 # (spec field, pgbench option, first version that has it as server_version_num)
 OPTION_RULES: tuple[tuple[str, str, int], ...] = (
     ("workload.max_tries", "--max-tries", 150000),
     ("dataset.partitions", "--partitions", 130000),
     ("dataset.init_steps", "-I (init steps)", 110000),
     ("dataset.foreign_keys", "--foreign-keys", 110000),
-    ("workload.scripts", "-b and script weights (script@weight)", 90600),
+    ("workload.scripts", "several scripts and weights (-b name@weight)", 90600),
     ("workload.latency_limit_ms", "-L (--latency-limit)", 90500),
     ("workload.progress", "-P (--progress)", 90400),
     ("workload.rate_tps", "-R (--rate)", 90400),
@@ -27,6 +29,8 @@ def _asked(spec: JobSpec, field: str) -> bool:
     """True when the spec sets `field` ("workload.rate_tps") to something pgbench is given."""
     section, name = field.split(".")
     value = spec[section][name]  # type: ignore[literal-required]
+    if field == "workload.scripts":  # one script at weight 1 runs without -b or @weight
+        return len(value) > 1 or value[0]["weight"] != 1
     return value is not None and value is not False and value != 0
 
 

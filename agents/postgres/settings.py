@@ -141,6 +141,10 @@ def settings_file_text(requested: Mapping[str, SettingValue]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# pg_file_settings and pg_settings.pending_restart came in 9.5.
+FIRST_WITH_FILE_SETTINGS = 90500
+
+
 def apply_settings(cluster: "Cluster", requested: Mapping[str, SettingValue]) -> None:
     """Write `requested` into the cluster's include file, (re)start it and verify.
 
@@ -155,6 +159,8 @@ def apply_settings(cluster: "Cluster", requested: Mapping[str, SettingValue]) ->
             cluster.start()
     except JobError as error:
         raise _start_failure(error, cluster, requested) from error
+    if cluster.binaries.version_num < FIRST_WITH_FILE_SETTINGS:
+        return  # no pg_file_settings yet: a value the server refuses fails its start
     with cluster.connect() as conn:
         file_errors = conn.execute(
             "SELECT name, error FROM pg_file_settings WHERE error IS NOT NULL"

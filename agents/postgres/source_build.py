@@ -67,7 +67,8 @@ def _source_allowed(source: BuildSource, allowed: str) -> bool:
         return allowed.startswith("/") and resolved.is_relative_to(directory)
     if source["kind"] == "git":
         return location == allowed
-    return "://" in allowed and location.startswith(allowed)
+    # A URL must start with the allowed prefix and may not climb out of it with "..".
+    return "://" in allowed and location.startswith(allowed) and "/.." not in location
 
 
 def build_key(definition: BuildDefinition, source_digest: str, compiler: str) -> str:

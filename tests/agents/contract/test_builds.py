@@ -7,6 +7,7 @@ from agents.contract.pgbench_versions import refuse_missing_options, version_num
 from agents.contract.spec import validate_spec
 
 TARBALL = {"kind": "url", "location": "https://example.org/postgresql-14.3.tar.bz2"}
+TWO_SCRIPTS = [{"builtin": "select-only", "weight": 1}, {"builtin": "tpcb-like", "weight": 1}]
 PATCH = "--- a/x.h\n+++ b/x.h\n@@ -1 +1 @@\n-a\n+b\n"
 
 
@@ -72,14 +73,11 @@ def test_versions_are_numbered_as_the_server_numbers_them() -> None:
         ("14", {"workload": {"max_tries": 3}}, "workload.max_tries", "15"),
         ("12", {"dataset": {"partitions": 4}}, "dataset.partitions", "13"),
         ("9.6", {"dataset": {"init_steps": "dtg"}}, "dataset.init_steps", "11"),
-        (
-            "9.4",
-            {"workload": {"latency_limit_ms": 50, "progress": False}},
-            "workload.scripts",
-            "9.6",
-        ),
-        ("9.6", {"workload": {"latency_limit_ms": 50}}, None, None),
-        ("9.3", {}, "workload.scripts", "9.6"),
+        ("9.4", {"workload": {"latency_limit_ms": 50}}, "workload.latency_limit_ms", "9.5"),
+        ("9.5", {"workload": {"scripts": TWO_SCRIPTS}}, "workload.scripts", "9.6"),
+        ("9.5", {"workload": {"latency_limit_ms": 50}}, None, None),
+        ("9.3", {}, "workload.progress", "9.4"),
+        ("9.3", {"workload": {"progress": False}}, None, None),
     ],
 )
 def test_options_an_old_pgbench_lacks_are_refused_naming_the_first_version(

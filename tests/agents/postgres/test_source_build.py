@@ -5,6 +5,9 @@ cores); later runs reuse the agent's cache, as a second job would.
 """
 
 import fcntl
+import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
 from agents.contract.errors import JobError
+from agents.postgres.cluster import initdb_version_args
 from agents.postgres.osuser import OsUser
 from agents.postgres.source_build import build_key, builds_dir, ensure_build
 from tests.agents.jobs import run, small_spec
@@ -23,6 +27,12 @@ from tests.source_builds import (
     pg13_definition,
     sources_dir,
 )
+
+
+def agents_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agents", *args], capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +187,29 @@ def test_a_version_that_is_not_what_the_source_builds_is_an_error(
     result, _ = run(build_spec(pg13_definition(sources), "14"), build_config)
     assert result["error"]["code"] == "version_unavailable"
     assert "builds PostgreSQL 13.16, not 14" in result["error"]["message"]
+
+
+def test_initdb_options_follow_the_version() -> None:
+    wal = Path("/srv/wal")
+    assert initdb_version_args(130016, wal) == ["--auth-host=scram-sha-256", "--waldir", "/srv/wal"]
+    assert initdb_version_args(90624, wal) == ["--auth-host=md5", "--xlogdir", "/srv/wal"]
+    assert initdb_version_args(90624, None) == ["--auth-host=md5"]
+
+
+def test_the_cli_builds_without_running_anything_and_lists_cached_builds(
+    sources: Path, tmp_path: Path
+):
+    definition_file = tmp_path / "build.json"
+    definition_file.write_text(json.dumps(blocks16_definition(sources)))
+    allow = ["--allow-source-builds", "--build-source", str(sources)]
+    built = agents_cli("build", str(definition_file), *allow)
+    assert built.returncode == 0, built.stderr
+    record = json.loads(built.stdout)
+    assert record["install"]["version"] == "15.18" and "log" not in record
+    assert "build 0%: fetching the source" in built.stderr
+
+    listed = json.loads(agents_cli("installs").stdout)
+    assert record["key"] in [build["key"] for build in listed["builds"]]
+
+    refused = agents_cli("build", str(definition_file))
+    assert refused.returncode == 2 and "allow_source_builds" in refused.stderr

@@ -90,6 +90,8 @@ def test_the_builds_page_saves_a_definition_and_shows_its_errors(signed_in):
     )  # fmt: skip
     assert good.status_code == 302
     assert PgBuild.objects.get(name="13 from source").definition["source"]["kind"] == "path"
+    listing = signed_in.get(reverse("build-list")).content.decode()
+    assert "/srv/postgresql-13.16.tar.bz2" in listing
 
 
 def test_each_job_spec_carries_the_whole_build_definition():

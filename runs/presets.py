@@ -87,6 +87,16 @@ def _builtin(name: BuiltinScript, title: str, scale: int) -> WorkloadPreset:
     return {"name": title, "scale": scale, "scripts": [{"builtin": name, "weight": 1}]}
 
 
+def _branch_join(title: str, scale: int) -> WorkloadPreset:
+    """The join on a random bid after the branches key is dropped (seed 5's workload)."""
+    return {
+        "name": title,
+        "scale": scale,
+        "setup_sql": "ALTER TABLE pgbench_branches DROP CONSTRAINT pgbench_branches_pkey;",
+        "scripts": [{"name": "branch-join", "text": BRANCH_JOIN_SCRIPT, "weight": 1}],
+    }
+
+
 PG16 = ("PostgreSQL 16", "16")
 PRESETS = [
     Preset(
@@ -205,14 +215,7 @@ PRESETS = [
         "accounts on a random branch id.",
         builds=[PG16],
         profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
-        workloads=[
-            {
-                "name": "join on random bid (no branches pkey)",
-                "scale": 10,
-                "setup_sql": "ALTER TABLE pgbench_branches DROP CONSTRAINT pgbench_branches_pkey;",
-                "scripts": [{"name": "branch-join", "text": BRANCH_JOIN_SCRIPT, "weight": 1}],
-            }
-        ],
+        workloads=[_branch_join("join on random bid (no branches pkey)", 10)],
         clients="1,2,4,8",
         duration_s=30,
     ),
@@ -225,7 +228,7 @@ PRESETS = [
 RELEASES_URL = "https://ftp.postgresql.org/pub/source/"
 
 # Seed 5's change: 256 buffer mapping partitions, and dshash's to match (2^8).
-BUFFER_PARTITIONS_256_PATCH = "\n".join(
+LWLOCK_PARTITIONS_256_PATCH = "\n".join(
     [
         "--- a/src/include/storage/lwlock.h",
         "+++ b/src/include/storage/lwlock.h",
@@ -238,6 +241,11 @@ BUFFER_PARTITIONS_256_PATCH = "\n".join(
         " ",
         " /* Number of partitions the shared lock tables are divided into */",
         " #define LOG2_NUM_LOCK_PARTITIONS  4",
+        "",
+    ]
+)
+DSHASH_PARTITIONS_256_PATCH = "\n".join(
+    [
         "--- a/src/backend/lib/dshash.c",
         "+++ b/src/backend/lib/dshash.c",
         "@@ -58,7 +58,7 @@",
@@ -252,6 +260,7 @@ BUFFER_PARTITIONS_256_PATCH = "\n".join(
         "",
     ]
 )
+BUFFER_PARTITIONS_256_PATCH = LWLOCK_PARTITIONS_256_PATCH + DSHASH_PARTITIONS_256_PATCH
 
 
 @dataclass(frozen=True)
@@ -298,14 +307,7 @@ SOURCE_BUILD_PRESETS = [
             ),
         ],
         profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
-        workloads=[
-            {
-                "name": "join on random bid (no branches pkey), scale 5",
-                "scale": 5,
-                "setup_sql": "ALTER TABLE pgbench_branches DROP CONSTRAINT pgbench_branches_pkey;",
-                "scripts": [{"name": "branch-join", "text": BRANCH_JOIN_SCRIPT, "weight": 1}],
-            }
-        ],
+        workloads=[_branch_join("join on random bid (no branches pkey), scale 5", 5)],
         clients="2,4,8",
         duration_s=20,
     ),

@@ -13,27 +13,10 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
+from runs.presets import LWLOCK_PARTITIONS_256_PATCH
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_FLAGS = ["--without-icu", "--without-readline", "--without-zlib"]
-
-# Seed 5's change, as a patch against 15.18's lwlock.h.
-BUFFER_PARTITIONS_PATCH = "\n".join(
-    [
-        "--- a/src/include/storage/lwlock.h",
-        "+++ b/src/include/storage/lwlock.h",
-        "@@ -88,7 +88,7 @@",
-        "  */",
-        " ",
-        " /* Number of partitions of the shared buffer mapping hashtable */",
-        "-#define NUM_BUFFER_PARTITIONS  128",
-        "+#define NUM_BUFFER_PARTITIONS  256",
-        " ",
-        " /* Number of partitions the shared lock tables are divided into */",
-        " #define LOG2_NUM_LOCK_PARTITIONS  4",
-        "",
-    ]
-)
 
 
 def sources_dir() -> Path:
@@ -51,11 +34,14 @@ def tarball(directory: Path, major: str) -> Path:
 
 
 def blocks16_definition(directory: Path) -> BuildDefinition:
-    """15.18 with 16 kB blocks and WAL blocks and 256 buffer partitions (seed 5, small)."""
+    """15.18 with 16 kB blocks and WAL blocks and 256 buffer partitions (seed 5's lwlock.h
+    part of the patch: the one change the test needs to see applied)."""
     return {
         "source": {"kind": "path", "location": str(tarball(directory, "15")), "ref": None},
         "configure_flags": [*SMALL_FLAGS, "--with-blocksize=16", "--with-wal-blocksize=16"],
-        "patches": [{"name": "buffer-partitions-256", "diff": BUFFER_PARTITIONS_PATCH, "strip": 1}],
+        "patches": [
+            {"name": "buffer-partitions-256", "diff": LWLOCK_PARTITIONS_256_PATCH, "strip": 1}
+        ],
         "cflags": None,
     }
 

@@ -5,7 +5,9 @@ cores); later runs reuse the agent's cache, as a second job would.
 """
 
 import fcntl
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,15 +19,17 @@ import pytest
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
 from agents.contract.errors import JobError
+from agents.postgres.build_steps import check_prerequisites
 from agents.postgres.cluster import initdb_version_args
 from agents.postgres.osuser import OsUser
-from agents.postgres.source_build import build_key, builds_dir, ensure_build
+from agents.postgres.source_build import build_key, builds_dir, ensure_build, fetch_source
 from tests.agents.jobs import run, small_spec
 from tests.source_builds import (
     allowing_builds,
     blocks16_definition,
     pg13_definition,
     sources_dir,
+    tarball,
 )
 
 
@@ -213,3 +217,41 @@ def test_the_cli_builds_without_running_anything_and_lists_cached_builds(
 
     refused = agents_cli("build", str(definition_file))
     assert refused.returncode == 2 and "allow_source_builds" in refused.stderr
+
+
+def test_missing_programs_are_named_with_their_debian_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sources: Path
+):
+    for program in ("cc", "make", "perl", "patch"):  # a compiler, but no git, bison, flex
+        (tmp_path / program).symlink_to(shutil.which(program))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    definition = blocks16_definition(sources)
+    check_prerequisites(definition)  # a release tarball needs no parser generators
+    definition["source"] = {"kind": "git", "location": "/srv/postgresql.git", "ref": "REL_15_18"}
+    with pytest.raises(JobError) as caught:
+        check_prerequisites(definition)
+    assert caught.value.code == "build_prerequisites"
+    assert caught.value.message.endswith("apt-get install git bison flex")
+
+
+def test_tarballs_by_url_and_git_refs_are_fetched_with_their_digest(sources: Path, tmp_path: Path):
+    path = tarball(sources, "15")
+    fetched, digest = fetch_source({"kind": "url", "location": path.as_uri()}, tmp_path)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert fetched.stat().st_size == path.stat().st_size
+
+    repository = tmp_path / "repo"
+    repository.mkdir()
+    git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repository)], check=True)
+    (repository / "configure").write_text("#!/bin/sh\n")
+    subprocess.run([*git, "add", "configure"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    subprocess.run([*git, "tag", "REL_TEST"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    checkout_dir = tmp_path / "fetch"
+    checkout_dir.mkdir()
+    source = {"kind": "git", "location": str(repository), "ref": "REL_TEST"}
+    checkout, digest = fetch_source(source, checkout_dir)
+    assert digest == f"git:{commit.strip()}"
+    assert (checkout / "configure").exists()

@@ -1,6 +1,6 @@
 """The agent's command line.
 
-`python -m agents run|parse|facts|installs|worker|identity|selfcheck`
+`python -m agents run|parse|facts|installs|build|worker|identity|selfcheck`
 """
 
 import argparse
@@ -57,6 +57,19 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         "--advertise-address",
         help="the address other agents reach this host's clusters at (default 127.0.0.1)",
     )
+    parser.add_argument(
+        "--allow-source-builds",
+        action="store_true",
+        default=None,
+        help="build PostgreSQL from source (only from the --build-source entries)",
+    )
+    parser.add_argument(
+        "--build-source",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="a URL prefix, directory or git repository builds may use (repeatable)",
+    )
 
 
 def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
@@ -69,6 +82,8 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
         allow_shell_scripts=args.allow_shell_scripts,
         allow_superuser_sql=args.allow_superuser_sql,
         advertise_address=args.advertise_address,
+        allow_source_builds=args.allow_source_builds,
+        build_sources=args.build_source,
         **extra,
     )
 
@@ -115,9 +130,27 @@ def command_facts(args: argparse.Namespace) -> int:
 
 def command_installs(args: argparse.Namespace) -> int:
     from agents.postgres.installs import list_installs
+    from agents.postgres.source_build import cached_builds
 
     config = load_config(args)
-    cli_output.print_json(list_installs(config.cache_dir))
+    cli_output.print_json(
+        {**list_installs(config.cache_dir), "builds": cached_builds(config.cache_dir)}
+    )
+    return 0
+
+
+def command_build(args: argparse.Namespace) -> int:
+    from agents.contract.builds import check_build_definition
+    from agents.postgres.osuser import ensure_os_user
+    from agents.postgres.source_build import ensure_build
+
+    definition = check_build_definition(json.loads(args.spec.read_text()))
+    config = load_config(args)
+    progress = cli_output.build_progress_printer()
+    install, record = ensure_build(definition, config, ensure_os_user(config.os_user), progress)
+    cli_output.print_json(
+        {"install": install.as_dict(), **{k: v for k, v in record.items() if k != "log"}}
+    )
     return 0
 
 
@@ -189,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     installs = commands.add_parser("installs", help="list PostgreSQL installs and releases")
     add_config_options(installs)
     installs.set_defaults(handler=command_installs)
+
+    build = commands.add_parser(
+        "build", help="build PostgreSQL from source into the cache without running anything"
+    )
+    build.add_argument("spec", type=Path, help="build definition JSON (postgres.build of a spec)")
+    add_config_options(build)
+    build.set_defaults(handler=command_build)
 
     worker = commands.add_parser("worker", help="serve jobs from the lab (Celery worker)")
     worker.add_argument("--name", required=True, help="agent name; its queue is agent.NAME")

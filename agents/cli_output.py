@@ -2,7 +2,7 @@
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from agents.contract.manifest import Manifest, command_shape
@@ -90,3 +90,19 @@ def print_replay(manifest: Manifest, result: ResultDocument) -> None:
     same = shapes == [command_shape(c["argv"]) for c in result["steps"]]
     lines.append(f"commands: {'same as recorded' if same else 'differ from the recorded ones'}")
     sys.stderr.write("\n".join(lines) + "\n")
+
+
+def build_progress_printer(stream: TextIO = sys.stderr) -> Callable[[str, float | None], None]:
+    """A build progress callback printing "build 42%: compiling (...)" lines, one per change."""
+    last: list[str] = []
+
+    def show(message: str, percent: float | None) -> None:
+        line = (
+            f"  build {percent:.0f}%: {message}" if percent is not None else f"  build: {message}"
+        )
+        if last[-1:] != [line]:
+            stream.write(line + "\n")
+            stream.flush()
+            last[:] = [line]
+
+    return show

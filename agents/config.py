@@ -46,6 +46,10 @@ class AgentConfig:
     # Workload SQL (pgbench -i, setup SQL, scripts) as the superuser instead of the
     # non-superuser role that owns the benchmark database; only this config can allow it.
     allow_superuser_sql: bool = False
+    # Source builds run the source's own configure and make scripts: only when allowed,
+    # and only from these URL prefixes, directories and git repositories.
+    allow_source_builds: bool = False
+    build_sources: list[str] = field(default_factory=list)
     redis_url: str = field(default_factory=default_redis_url)
     # The address other agents reach this host's clusters at (a run with a client host).
     advertise_address: str = "127.0.0.1"
@@ -75,6 +79,7 @@ class AgentConfig:
             values["state_dir"] = Path(values["state_dir"])
         values["storage"] = {k: Path(v) for k, v in values.get("storage", {}).items()}
         values["allow_settings"] = set(values.get("allow_settings", ()))
+        values["build_sources"] = [str(source) for source in values.get("build_sources", ())]
         unknown = set(values) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown agent config keys: {', '.join(sorted(unknown))}")

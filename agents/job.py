@@ -18,6 +18,7 @@ from agents import sweep as sweep_module
 from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
+from agents.contract.pgbench_versions import refuse_missing_options
 from agents.contract.results import RESULT_VERSION, PointResult, ResultDocument
 from agents.contract.scripts import check_workload_scripts
 from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
@@ -29,9 +30,18 @@ from agents.pair import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
+from agents.postgres.build_steps import BuildFailed
 from agents.postgres.cluster import Cluster, usable_job_id
-from agents.postgres.installs import Install, ensure_install, make_dirs
+from agents.postgres.installs import (
+    Install,
+    ensure_install,
+    major_of,
+    make_dirs,
+    matches_version,
+)
 from agents.postgres.osuser import ensure_os_user
+from agents.postgres.source_build import check_allowed as check_build_allowed
+from agents.postgres.source_build import ensure_build
 from agents.remote_points import RemotePoints
 
 logger = logging.getLogger(__name__)
@@ -65,6 +75,7 @@ class Job:
             "finished_at": None,
             "spec": spec_doc if isinstance(spec_doc, dict) else {},
             "install": None,
+            "build": None,
             "facts": None,
             "storage": {},
             "settings": {"requested": {}, "effective": [], "warnings": []},
@@ -183,9 +194,12 @@ class Job:
         spec = validate_spec(self.spec_doc)
         self.result["spec"] = spec
         self.result["settings"]["requested"] = spec["settings"]
+        refuse_missing_options(spec)
         check_workload_scripts(spec["workload"], self.config.allow_shell_scripts)
         check_workload_sql(spec, self.config.allow_superuser_sql)
         refuse_settings(spec["settings"], self.config.allow_settings)
+        if spec["postgres"]["build"] is not None:
+            check_build_allowed(spec["postgres"]["build"], self.config)
         self._await_client(spec)
         storage = self._resolve_storage(spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
@@ -233,11 +247,50 @@ class Job:
         def progress(message: str, percent: float | None) -> None:
             self.step("install", message, percent)
 
-        install = ensure_install(
-            postgres["version"], postgres["source"], self.config.cache_dir, progress
-        )
+        if postgres["build"] is not None:
+            install = self._build_from_source(postgres)
+        else:
+            install = ensure_install(
+                postgres["version"], postgres["source"], self.config.cache_dir, progress
+            )
         self.result["install"] = install.as_dict()
         self.step("install", f"using {install.postgres_version} from {install.bindir}", 100.0)
+        return install
+
+    def _build_from_source(self, postgres: PostgresSpec) -> Install:
+        """Build (or reuse the cached build of) `postgres.build`; keep its record and log."""
+        if postgres["build"] is None:
+            raise RuntimeError("_build_from_source needs postgres.build")
+
+        reported: set[int] = set()
+
+        def progress(message: str, percent: float | None) -> None:
+            whole = int(percent or 0)
+            if whole not in reported:  # one event per percent, not one per poll
+                reported.add(whole)
+                self.step("build", message, percent)
+
+        try:
+            install, record = ensure_build(
+                postgres["build"],
+                self.config,
+                ensure_os_user(self.config.os_user),
+                progress,
+                self.should_cancel,
+            )
+        except BuildFailed as failure:
+            self.result["build"] = failure.record
+            raise
+        self.result["build"] = record
+        reused = "reused the cached build" if record["reused"] else "built"
+        self.step("build", f"{reused} {record['key']} ({record['seconds']} s to build)", 100.0)
+        if not matches_version(install.version, postgres["version"]):
+            raise JobError(
+                "version_unavailable",
+                f"the source builds PostgreSQL {install.version}, not {postgres['version']}: "
+                f"set the build's version to {major_of(install.version)}",
+                field="postgres.version",
+            )
         return install
 
     def _start_cluster(
@@ -282,6 +335,7 @@ class Job:
             pg_settings.apply_settings(cluster, requested)
         with cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
+            self.result["settings"]["compiled"] = pg_settings.read_compiled_settings(conn)
         access = cluster.create_workload_database(self.config.allow_superuser_sql)
         self.result["dataset"]["workload"] = access.as_dict()
 

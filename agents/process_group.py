@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.contract.results import ProgressLine
 from agents.contract.spec import ProcessSpec
 from agents.pgbench import command
@@ -82,6 +83,7 @@ class ProcessGroupPoint:
             self.threads_of(number),
             sweep.process_script_paths[number],
             scripts=self.processes[number]["scripts"],
+            weighted_scripts=sweep.install.version_num >= FIRST_WITH_WEIGHTED_SCRIPTS,
         )
         reporting = command.reporting_args(sweep.spec["workload"], sweep.install.major)
         log_args = plan.args(log_dir / f"{LOG_FILE_PREFIX}.p{number + 1}")

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from agents.contract.errors import JobError
 from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
 from agents.contract.pgbench_parse import PgbenchParseError, parse_init_progress, parse_output
+from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.contract.results import PointResult
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
-from agents.observe.server import ServerSampler
+from agents.observe.server import ServerSampler, unavailable_measurements
 from agents.pgbench import command
 from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
@@ -121,6 +122,8 @@ class Sweep:
         self.reporter.status("running", f"running {len(points)} points")
         if self.spec["workload"]["latency_log"] == "full":
             self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
+        for message in unavailable_measurements(self.install.version_num):
+            self.reporter.emit("log", {"level": "info", "message": message})
         if self.spec["sweep"]["warmup_s"] and self.remote is not None:
             self.remote.warm_up(points[0][0])
         elif self.spec["sweep"]["warmup_s"]:
@@ -268,6 +271,7 @@ class Sweep:
             self._threads(clients),
             self.script_paths,
             duration_s=duration_s,
+            weighted_scripts=self.install.version_num >= FIRST_WITH_WEIGHTED_SCRIPTS,
         )
 
     def plain_argv(self, clients: int) -> list[str]:
@@ -413,7 +417,7 @@ class PointSamplers:
         if sweep.samples_server:
             self.server = ServerSampler(
                 sweep.cluster.conninfo(),
-                sweep.install.major,
+                sweep.install.version_num,
                 on_sample=lambda s: emit("sample", {**point_base, "server": s}),
             )
 

@@ -356,13 +356,35 @@ def _effective_settings(run: Run) -> dict:
     return dict(run.spec.get("settings") or {})
 
 
+def source_build_profile(record: dict) -> dict[str, object]:
+    """What decides a source build, as "what differs" lists it: source, flags, patches, compiler."""
+    if not record:
+        return {}
+    definition = record.get("definition") or {}
+    source = definition.get("source") or {}
+    where = source.get("location", "")
+    return {
+        "from": f"{where} @ {source['ref']}" if source.get("ref") else where,
+        "configure_flags": " ".join(definition.get("configure_flags") or []) or "(none)",
+        "patches": {p["name"]: p["sha256"][:12] for p in record.get("patches") or []} or "(none)",
+        "cflags": definition.get("cflags"),
+        "compiler": record.get("compiler"),
+        "key": record.get("key"),
+    }
+
+
 def run_profile(run: Run) -> dict[str, str]:
     """Everything that describes how a run was made, flattened to `section.key` -> text."""
     spec, facts = run.spec or {}, run.facts or {}
     flat: dict[str, str] = {}
     sections = {
         "version": run.install.get("version") or run.build.version,
-        "build": {"name": run.build.name, "source": run.install.get("source") or run.build.source},
+        "build": {
+            "name": run.build.name,
+            "source": run.install.get("source") or run.build.source,
+            **source_build_profile(run.build_record),
+        },
+        "compiled": run.compiled_settings,
         "config": run.config_profile.name,
         "settings": _effective_settings(run),
         "storage": {

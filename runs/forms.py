@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
@@ -13,6 +14,7 @@ from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec
 from runs import services, workload_editor
 from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.specs import clean_build_definition
 
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 
@@ -407,11 +409,37 @@ class WorkloadForm(forms.ModelForm):
         return super().save(commit)
 
 
+BUILD_DEFINITION_HELP = (
+    'For source "Built from source" only, as JSON: {"source": {"kind": "url", "location": '
+    '"https://.../postgresql-14.3.tar.bz2"}, "configure_flags": ["--with-blocksize=16"], '
+    '"patches": [{"name": "...", "diff": "unified diff", "strip": 1}], "cflags": null}. '
+    "kind is url, path (on the agent host) or git (with a ref)."
+)
+
+
 class PgBuildForm(forms.ModelForm):
+    definition = forms.JSONField(
+        required=False,
+        label="Build definition",
+        help_text=BUILD_DEFINITION_HELP,
+        widget=forms.Textarea(attrs={"rows": 8}),
+    )
+
     class Meta:
         model = PgBuild
-        fields = ["name", "version", "source", "notes"]
+        fields = ["name", "version", "source", "definition", "notes"]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "source" in cleaned and "definition" in cleaned:
+            try:
+                cleaned["definition"] = clean_build_definition(
+                    cleaned["source"], cleaned["definition"]
+                )
+            except ValidationError as error:
+                self.add_error("definition", error.message_dict["definition"])
+        return cleaned
 
     def clean_version(self) -> str:
         version = self.cleaned_data["version"].strip()

@@ -133,6 +133,8 @@ class PgBuild(models.Model):
     name = models.CharField(max_length=100, unique=True)
     version = models.CharField(max_length=20)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.AUTO)
+    # Source builds only: the job spec's `postgres.build` (agents/contract/builds.py).
+    definition = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     created_by = owner_field("pg_builds")
     created_at = models.DateTimeField(default=timezone.now)
@@ -394,7 +396,8 @@ class Run(models.Model):
 
     succeeded, failed and cancelled are final. `spec` is the exact job spec
     sent; the snapshot fields (install, facts, storage_facts,
-    effective_settings, steps, server_log_tail) come from the agent's result and never change after.
+    effective_settings, steps, server_log_tail, build_record, compiled_settings) come
+    from the agent's result and never change after.
     """
 
     Status = text_choices("Status", vocabulary.PENDING_STATES + vocabulary.JOB_OUTCOMES)
@@ -434,6 +437,10 @@ class Run(models.Model):
     steps = models.JSONField(default=list, blank=True)
     server_log_tail = models.TextField(blank=True)
     agent_version = models.CharField(max_length=40, blank=True)
+    # Source builds: the agent's build record (key, compiler, patches, log) and the
+    # compile-time settings the server reported (block_size, ...).
+    build_record = models.JSONField(default=dict, blank=True)
+    compiled_settings = models.JSONField(default=dict, blank=True)
     rerun_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )

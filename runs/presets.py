@@ -7,11 +7,12 @@ form then starts from `form_initial(preset)`.
 """
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
 from django.db import transaction
 
+from agents.contract.builds import BuildDefinition
 from agents.contract.spec import ProcessSpec, ScriptSpec, SettingValue
 from agents.contract.vocabulary import BuiltinScript, QueryMode
 from runs import tpcc_like
@@ -104,6 +105,8 @@ class Preset:
     # Seed 4: pgbench on another host (the form picks the second approved host, if any).
     client_host: bool = False
     execution: str = "rounds"
+    # Builds from source the preset needs, created by name with source "build".
+    source_builds: list["SourceBuildPreset"] = field(default_factory=list)
 
 
 def _builtin(name: BuiltinScript, title: str, scale: int) -> WorkloadPreset:
@@ -135,6 +138,16 @@ def _inserts(
         "setup_sql": INSERT_SETUP_SQL,
         "scripts": scripts,
         "processes": processes or [],
+    }
+
+
+def _branch_join(title: str, scale: int) -> WorkloadPreset:
+    """The join on a random bid after the branches key is dropped (seed 5's workload)."""
+    return {
+        "name": title,
+        "scale": scale,
+        "setup_sql": "ALTER TABLE pgbench_branches DROP CONSTRAINT pgbench_branches_pkey;",
+        "scripts": [{"name": "branch-join", "text": BRANCH_JOIN_SCRIPT, "weight": 1}],
     }
 
 
@@ -286,18 +299,119 @@ PRESETS = [
         "accounts on a random branch id.",
         builds=[PG16],
         profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
-        workloads=[
-            {
-                "name": "join on random bid (no branches pkey)",
-                "scale": 10,
-                "setup_sql": "ALTER TABLE pgbench_branches DROP CONSTRAINT pgbench_branches_pkey;",
-                "scripts": [{"name": "branch-join", "text": BRANCH_JOIN_SCRIPT, "weight": 1}],
-            }
-        ],
+        workloads=[_branch_join("join on random bid (no branches pkey)", 10)],
         clients="1,2,4,8",
         duration_s=30,
     ),
 ]
+
+
+# Source-build presets (seed 5, and seed 1's version against version), scaled to a
+# small machine. Their tarballs come from postgresql.org: an agent builds them only
+# when its local config allows source builds from that URL prefix.
+RELEASES_URL = "https://ftp.postgresql.org/pub/source/"
+
+# Seed 5's change: 256 buffer mapping partitions, and dshash's to match (2^8).
+LWLOCK_PARTITIONS_256_PATCH = "\n".join(
+    [
+        "--- a/src/include/storage/lwlock.h",
+        "+++ b/src/include/storage/lwlock.h",
+        "@@ -88,7 +88,7 @@",
+        "  */",
+        " ",
+        " /* Number of partitions of the shared buffer mapping hashtable */",
+        "-#define NUM_BUFFER_PARTITIONS  128",
+        "+#define NUM_BUFFER_PARTITIONS  256",
+        " ",
+        " /* Number of partitions the shared lock tables are divided into */",
+        " #define LOG2_NUM_LOCK_PARTITIONS  4",
+        "",
+    ]
+)
+DSHASH_PARTITIONS_256_PATCH = "\n".join(
+    [
+        "--- a/src/backend/lib/dshash.c",
+        "+++ b/src/backend/lib/dshash.c",
+        "@@ -58,7 +58,7 @@",
+        "  * the buffer pool must be good enough for any other purpose.  This could",
+        "  * become a runtime parameter in future.",
+        "  */",
+        "-#define DSHASH_NUM_PARTITIONS_LOG2 7",
+        "+#define DSHASH_NUM_PARTITIONS_LOG2 8",
+        " #define DSHASH_NUM_PARTITIONS (1 << DSHASH_NUM_PARTITIONS_LOG2)",
+        " ",
+        " /* A magic value used to identify our hash tables. */",
+        "",
+    ]
+)
+BUFFER_PARTITIONS_256_PATCH = LWLOCK_PARTITIONS_256_PATCH + DSHASH_PARTITIONS_256_PATCH
+
+
+@dataclass(frozen=True)
+class SourceBuildPreset:
+    """A build from source a preset needs: name, version and its definition."""
+
+    name: str
+    version: str
+    definition: BuildDefinition
+
+
+def _release(version: str, flags: list[str], patches: dict[str, str]) -> BuildDefinition:
+    return {
+        "source": {
+            "kind": "url",
+            "location": f"{RELEASES_URL}v{version}/postgresql-{version}.tar.bz2",
+            "ref": None,
+        },
+        "configure_flags": flags,
+        "patches": [{"name": name, "diff": diff, "strip": 1} for name, diff in patches.items()],
+        "cflags": None,
+    }
+
+
+BLOCKS_16K = ["--with-blocksize=16", "--with-wal-blocksize=16"]
+SOURCE_BUILD_PRESETS = [
+    Preset(
+        key="source-build-partitions",
+        title="Seed 5: 16 kB blocks, 256 buffer partitions vs unpatched (source builds of 14.3)",
+        description="PostgreSQL 14.3 built with 16 kB blocks and WAL blocks, with and without a "
+        "patch raising NUM_BUFFER_PARTITIONS to 256; the branches key dropped after init, a join "
+        "on a random bid, a client sweep; compare the wait events on the run pages.",
+        builds=[],
+        source_builds=[
+            SourceBuildPreset(
+                "PostgreSQL 14.3, 16 kB blocks, 256 buffer partitions",
+                "14",
+                _release(
+                    "14.3", BLOCKS_16K, {"buffer-partitions-256": BUFFER_PARTITIONS_256_PATCH}
+                ),
+            ),
+            SourceBuildPreset(
+                "PostgreSQL 14.3, 16 kB blocks", "14", _release("14.3", BLOCKS_16K, {})
+            ),
+        ],
+        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        workloads=[_branch_join("join on random bid (no branches pkey), scale 5", 5)],
+        clients="2,4,8",
+        duration_s=20,
+    ),
+    Preset(
+        key="source-build-versions",
+        title="Seed 1: version vs version, 13 built from source vs 16 (TPC-B, small)",
+        description="TPC-B at scale 5, 4 clients x 500 transactions, three repeats, on "
+        "PostgreSQL 13.16 built from source and on PostgreSQL 16.",
+        builds=[PG16],
+        source_builds=[
+            SourceBuildPreset("PostgreSQL 13.16 (source build)", "13", _release("13.16", [], {}))
+        ],
+        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        workloads=[_builtin("tpcb-like", "TPC-B scale 5", 5)],
+        clients="4",
+        transactions=500,
+        repeats=3,
+    ),
+]
+PRESETS += SOURCE_BUILD_PRESETS
 
 
 def find(key: str) -> Preset | None:
@@ -314,6 +428,16 @@ def load_presets() -> dict[str, int]:
     for preset in PRESETS:
         for name, version in preset.builds:
             _, new = PgBuild.objects.get_or_create(name=name, defaults={"version": version})
+            created["builds"] += new
+        for build in preset.source_builds:
+            _, new = PgBuild.objects.get_or_create(
+                name=build.name,
+                defaults={
+                    "version": build.version,
+                    "source": "build",
+                    "definition": build.definition,
+                },
+            )
             created["builds"] += new
         for profile in preset.profiles:
             parent = ConfigProfile.objects.get(name=profile.parent) if profile.parent else None
@@ -353,7 +477,10 @@ def form_initial(preset: Preset) -> dict[str, object]:
         "hosts": [pair[0]] if client_host else hosts if len(hosts) == 1 else [],
         "client_host": client_host,
         "execution": preset.execution,
-        "builds": _pks(PgBuild, [name for name, _version in preset.builds]),
+        "builds": _pks(
+            PgBuild,
+            [name for name, _version in preset.builds] + [b.name for b in preset.source_builds],
+        ),
         "config_profiles": _pks(ConfigProfile, [p.name for p in preset.profiles]),
         "workloads": _pks(Workload, [w["name"] for w in preset.workloads]),
         "clients": preset.clients,

@@ -29,6 +29,11 @@ UserErrorCode = Literal[
     "empty_matrix",
     # Raised by the lab only: jobs for a host whose agent an administrator has not approved.
     "host_not_approved",
+    # Source builds: a source the agent's local config does not allow, a missing
+    # compiler or library (the message names the Debian packages), a failed step.
+    "build_refused",
+    "build_prerequisites",
+    "build_failed",
 ]
 ApplicationErrorCode = Literal[
     "initdb_failed",

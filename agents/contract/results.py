@@ -8,6 +8,7 @@ point also travels alone in a `point` event. Samples are open dictionaries
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from agents.contract.builds import BuildRecord
 from agents.contract.errors import ErrorDocument
 from agents.contract.facts import Facts
 from agents.contract.installs import InstallRecord
@@ -138,6 +139,9 @@ class SettingsRecord(TypedDict):
     requested: dict[str, SettingValue]
     effective: list[EffectiveSetting]
     warnings: list[str]
+    # Compile-time settings the server reports (pg_settings context "internal"):
+    # block_size, wal_block_size, segment_size, ... as "setting" or "setting unit".
+    compiled: NotRequired[dict[str, str]]
 
 
 class ResultDocument(TypedDict):
@@ -151,6 +155,7 @@ class ResultDocument(TypedDict):
     finished_at: str | None
     spec: JobSpec | dict[str, Any]
     install: InstallRecord | None
+    build: NotRequired[BuildRecord | None]
     facts: Facts | None
     storage: dict[str, Any]
     settings: SettingsRecord

@@ -11,6 +11,7 @@ import random
 import re
 from typing import Any, Literal, NotRequired, TypedDict, cast, final
 
+from agents.contract.builds import BuildDefinition, check_build_definition
 from agents.contract.errors import JobError
 from agents.contract.vocabulary import (
     BETWEEN_POINTS,
@@ -45,6 +46,8 @@ SettingValue = str | int | float | bool
 class PostgresSpec(TypedDict):
     version: str
     source: Source
+    # The source build's definition; set exactly when `source` is "build".
+    build: BuildDefinition | None
 
 
 class StorageSpec(TypedDict):
@@ -163,7 +166,7 @@ class SweepShape(TypedDict):
 DEFAULTS: dict[str, Any] = {
     "run_id": None,
     "token": None,
-    "postgres": {"version": "16", "source": "auto"},
+    "postgres": {"version": "16", "source": "auto", "build": None},
     "settings": {},
     "storage": {"data": "default", "wal": None},
     "dataset": {
@@ -289,6 +292,10 @@ def _check_postgres(postgres: PostgresSpec) -> None:
         raise invalid("postgres.version", f"must look like 16 or 16.15, got {version!r}")
     postgres["version"] = version
     _choice(postgres["source"], "postgres.source", SOURCES)
+    if postgres["source"] == "build":
+        postgres["build"] = check_build_definition(postgres["build"])
+    elif postgres["build"] is not None:
+        raise invalid("postgres.build", 'a build definition needs postgres.source "build"')
 
 
 def _check_settings(settings: dict[str, SettingValue]) -> None:

@@ -9,12 +9,13 @@ new value is added here and nowhere else.
 
 from typing import Literal, get_args
 
-Source = Literal["auto", "system", "prebuilt"]
+Source = Literal["auto", "system", "prebuilt", "build"]
 SOURCES: tuple[Source, ...] = get_args(Source)
 SOURCE_LABELS: dict[Source, str] = {
     "auto": "Installed on the host, else prebuilt",
     "system": "Installed on the host only",
     "prebuilt": "Prebuilt release only",
+    "build": "Built from source by the agent",
 }
 
 BuiltinScript = Literal["tpcb-like", "simple-update", "select-only"]

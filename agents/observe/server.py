@@ -17,9 +17,24 @@ from agents.observe.periodic import PeriodicSampler, SampleCallback
 logger = logging.getLogger(__name__)
 
 APPLICATION_NAME = "benchlab-sampler"
-OLDEST_SUPPORTED_MAJOR = 14  # pg_stat_wal appeared in 14
+OLDEST_SUPPORTED = 90200  # pg_stat_activity.state appeared in 9.2
+FIRST_WITH_WAIT_EVENTS = 90600
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT = "5s"
+
+# Before 14 there is no pg_stat_wal: WAL volume is the WAL position in bytes
+# (the function was called pg_current_xlog_location before 10).
+COUNTERS_SQL_10_TO_13 = """
+SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal_bytes
+FROM pg_stat_bgwriter
+"""
+
+COUNTERS_SQL_9 = """
+SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend,
+       pg_xlog_location_diff(pg_current_xlog_location(), '0/0')::bigint AS wal_bytes
+FROM pg_stat_bgwriter
+"""
 
 # Up to 16 every checkpoint and buffer counter is in pg_stat_bgwriter.
 COUNTERS_SQL_14_TO_16 = """
@@ -44,6 +59,12 @@ SELECT c.num_timed AS checkpoints_timed, c.num_requested AS checkpoints_req,
 FROM pg_stat_checkpointer c, pg_stat_bgwriter b, pg_stat_wal w
 """
 
+# Before 9.6 pg_stat_activity has no wait events: only the active backends are counted.
+ACTIVE_BACKENDS_SQL = """
+SELECT count(*) AS backends FROM pg_stat_activity
+WHERE state = 'active' AND pid <> pg_backend_pid()
+"""
+
 WAIT_EVENTS_SQL = """
 SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS wait_event, count(*) AS backends
 FROM pg_stat_activity
@@ -63,13 +84,24 @@ COUNTERS = (
 RATED_COUNTERS = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "wal_bytes")
 
 
-def counters_sql(server_major: int) -> str:
-    """The query that reads the cumulative counters of this major version."""
-    if server_major < OLDEST_SUPPORTED_MAJOR:
-        raise ValueError(f"server sampling needs PostgreSQL {OLDEST_SUPPORTED_MAJOR} or later")
-    if server_major <= 16:
+def counters_sql(server_version_num: int) -> str:
+    """The query that reads the cumulative counters of this version (`server_version_num`)."""
+    if server_version_num < OLDEST_SUPPORTED:
+        raise ValueError("server sampling needs PostgreSQL 9.2 or later")
+    if server_version_num < 100000:
+        return COUNTERS_SQL_9
+    if server_version_num < 140000:
+        return COUNTERS_SQL_10_TO_13
+    if server_version_num < 170000:
         return COUNTERS_SQL_14_TO_16
     return COUNTERS_SQL_17_PLUS
+
+
+def unavailable_measurements(server_version_num: int) -> list[str]:
+    """What server sampling cannot measure on this version, said once per run."""
+    if server_version_num < FIRST_WITH_WAIT_EVENTS:
+        return ["wait events are not available before PostgreSQL 9.6 (active backends are)"]
+    return []
 
 
 def counter_rates(
@@ -97,15 +129,15 @@ class ServerSampler(PeriodicSampler):
     def __init__(
         self,
         conninfo: str,
-        server_major: int,
+        server_version_num: int,
         interval: float = 1.0,
         on_sample: SampleCallback | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ):
         super().__init__(interval, on_sample, clock)
         self.conninfo = conninfo
-        self.server_major = server_major
-        self._counters_sql = counters_sql(server_major)
+        self.server_version_num = server_version_num
+        self._counters_sql = counters_sql(server_version_num)
         self._connection: psycopg.Connection[DictRow] | None = None
         self._previous: tuple[float, dict[str, int]] | None = None
 
@@ -130,7 +162,7 @@ class ServerSampler(PeriodicSampler):
             raise RuntimeError("server sampler: _sample before _begin read the baseline")
         try:
             at, counters = current = self._read_counters()
-            wait_events = self._read_wait_events()
+            wait_events, active = self._read_activity()
         except psycopg.OperationalError as error:
             self._record_error(error)
             return None
@@ -140,7 +172,7 @@ class ServerSampler(PeriodicSampler):
             "t": self.elapsed(),
             **counters,
             **counter_rates(previous_counters, counters, at - previous_at),
-            "active_backends": sum(wait_events.values()),
+            "active_backends": active,
             "wait_events": wait_events,
         }
 
@@ -154,9 +186,14 @@ class ServerSampler(PeriodicSampler):
             raise RuntimeError("the counters query returned no row")
         return self.clock.monotonic(), {name: int(row[name]) for name in COUNTERS}
 
-    def _read_wait_events(self) -> dict[str, int]:
+    def _read_activity(self) -> tuple[dict[str, int] | None, int]:
+        """(active backends by wait event, or None before 9.6; active backends)."""
+        if self.server_version_num < FIRST_WITH_WAIT_EVENTS:
+            row = self._connected().execute(ACTIVE_BACKENDS_SQL).fetchone()
+            return None, int(row["backends"]) if row else 0
         rows = self._connected().execute(WAIT_EVENTS_SQL).fetchall()
-        return {row["wait_event"]: row["backends"] for row in rows}
+        wait_events = {row["wait_event"]: row["backends"] for row in rows}
+        return wait_events, sum(wait_events.values())
 
     def _connected(self) -> psycopg.Connection[DictRow]:
         if self._connection is None:

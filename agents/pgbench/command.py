@@ -48,10 +48,24 @@ def init_argv(pgbench: Path, dataset: DatasetSpec, conn: Connection) -> list[str
     return argv + conn.args() + [conn.dbname]
 
 
+# Before 9.6 pgbench has no -b and no @weight: one script, picked by these flags.
+UNWEIGHTED_BUILTIN_FLAGS = {"tpcb-like": [], "simple-update": ["-N"], "select-only": ["-S"]}
+
+
 def script_args(
-    scripts: Sequence[Mapping[str, object]], script_paths: dict[int, Path]
+    scripts: Sequence[Mapping[str, object]], script_paths: dict[int, Path], weighted: bool = True
 ) -> list[str]:
-    """`-b name@weight` for builtins, `-f path@weight` for custom scripts written to disk."""
+    """`-b name@weight` for builtins, `-f path@weight` for custom scripts written to disk.
+
+    With `weighted` false (pgbench before 9.6; the spec then has one script, see
+    agents/contract/pgbench_versions.py) a builtin is `-S`, `-N` or nothing, a custom one `-f path`.
+    """
+    if not weighted:
+        script = scripts[0]
+        builtin = script.get("builtin")
+        if isinstance(builtin, str):
+            return UNWEIGHTED_BUILTIN_FLAGS[builtin]
+        return ["-f", str(script_paths[0])]
     argv = []
     for index, script in enumerate(scripts):
         if "builtin" in script:
@@ -70,11 +84,13 @@ def workload_args(
     script_paths: dict[int, Path],
     duration_s: int | None = None,
     scripts: Sequence[ScriptSpec] | None = None,
+    weighted_scripts: bool = True,
 ) -> list[str]:
     """pgbench and the workload's options at `clients` clients, without the connection.
 
     `duration_s` overrides the spec's duration or transaction count (a warm-up);
     `scripts` the workload's scripts (one of several processes of a point).
+    `weighted_scripts` is false for pgbench before 9.6 (see `script_args`).
     """
     workload, sweep = spec["workload"], spec["sweep"]
     scripts = workload["scripts"] if scripts is None else scripts
@@ -99,7 +115,7 @@ def workload_args(
         argv += ["-s", str(spec["dataset"]["scale"])]
     for name, value in sorted(workload["defines"].items()):
         argv += ["-D", f"{name}={value}"]
-    return argv + script_args(scripts, script_paths)
+    return argv + script_args(scripts, script_paths, weighted_scripts)
 
 
 def plain_argv(workload: list[str], conn: Connection) -> list[str]:

@@ -103,6 +103,18 @@ def _process_start(pid: int) -> int | None:
     return None if state in ("Z", "X") else int(fields[18])
 
 
+def initdb_version_args(version_num: int, wal_dir: Path | None) -> list[str]:
+    """initdb's host authentication and WAL directory options as this version names them.
+
+    SCRAM and `--waldir` came in 10; before that md5 and `--xlogdir`.
+    """
+    modern = version_num >= 100000
+    argv = [f"--auth-host={'scram-sha-256' if modern else 'md5'}"]
+    if wal_dir is not None:
+        argv += ["--waldir" if modern else "--xlogdir", str(wal_dir)]
+    return argv
+
+
 @dataclass(frozen=True)
 class ClusterMarker:
     """The marker file in each directory a cluster creates: its job on the first line,
@@ -250,13 +262,11 @@ class Cluster:
             "-D", str(self.data_dir),
             "-U", SUPERUSER,
             "--auth-local=trust",
-            "--auth-host=scram-sha-256",
             "-E", "UTF8",
             "--locale=C",
             "--no-sync",
+            *initdb_version_args(self.binaries.version_num, self.wal_dir),
         ]  # fmt: skip
-        if self.wal_dir is not None:
-            argv += ["--waldir", str(self.wal_dir)]
         result = self._run("initdb", argv, timeout=300)
         if result.returncode != 0:
             raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")

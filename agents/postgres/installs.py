@@ -53,6 +53,14 @@ class Install:
     postgres_version: str
     pgbench_version: str
 
+    @property
+    def version_num(self) -> int:
+        """The server's `server_version_num`: 90624 for 9.6.24, 150018 for 15.18."""
+        parts = [int(part) for part in self.version.split(".")] + [0, 0]
+        if parts[0] >= 10:
+            return parts[0] * 10000 + parts[1]
+        return parts[0] * 10000 + parts[1] * 100 + parts[2]
+
     def program(self, name: str) -> Path:
         """Path of one of this install's programs, e.g. `install.program("initdb")`."""
         return self.bindir / name
@@ -200,10 +208,15 @@ def _newest_per_major(versions: list[str]) -> list[str]:
     return sorted(newest.values(), key=version_key)
 
 
-def _matches(install_version: str, requested: str) -> bool:
-    if "." in requested:
-        return install_version == requested
-    return install_version.split(".")[0] == requested
+def major_of(version: str) -> str:
+    """The major release a version belongs to: "15" for 15.18, "9.6" for 9.6.24."""
+    parts = version.split(".")
+    return ".".join(parts[:2]) if int(parts[0]) < 10 else parts[0]
+
+
+def matches_version(install_version: str, requested: str) -> bool:
+    """True when an install of `install_version` is what `requested` ("16", "16.9", "9.6") asks."""
+    return install_version == requested or major_of(install_version) == requested
 
 
 def _parse_request(version: str, source: str) -> str:
@@ -238,7 +251,7 @@ def ensure_install(
     """
     requested = _parse_request(version, source)
     system = find_system_installs() if source in ("auto", "system") else []
-    system_match = [install for install in system if _matches(install.version, requested)]
+    system_match = [install for install in system if matches_version(install.version, requested)]
     if system_match:
         return system_match[0]
     if source == "system":
@@ -250,7 +263,7 @@ def _ensure_prebuilt(
     requested: str, system: list[Install], cache_dir: Path, progress: Progress
 ) -> Install:
     cached = find_cached_installs(cache_dir)
-    cached_match = [install for install in cached if _matches(install.version, requested)]
+    cached_match = [install for install in cached if matches_version(install.version, requested)]
     if "." in requested and cached_match:
         return cached_match[0]
     try:
@@ -260,7 +273,7 @@ def _ensure_prebuilt(
             logger.warning("using cached PostgreSQL %s: %s", cached_match[0].version, error)
             return cached_match[0]
         raise
-    candidates = [release for release in available if _matches(release, requested)]
+    candidates = [release for release in available if matches_version(release, requested)]
     if not candidates:
         raise _unavailable(requested, system, cached, available)
     chosen = candidates[0]
@@ -297,7 +310,7 @@ def make_dirs(path: Path) -> None:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
     with open(lock_path, "a") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         try:
@@ -315,7 +328,7 @@ def download_prebuilt(version: str, cache_dir: Path, progress: Progress = noop) 
     """
     make_dirs(cache_dir)
     target = cache_dir / _cache_dir_name(version)
-    with _locked(cache_dir / f"{target.name}.lock"):
+    with locked(cache_dir / f"{target.name}.lock"):
         if not target.exists():
             _download_and_unpack(version, cache_dir, target, progress)
         progress(f"verifying PostgreSQL {version}", 90.0)

@@ -141,6 +141,10 @@ def settings_file_text(requested: Mapping[str, SettingValue]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# pg_file_settings and pg_settings.pending_restart came in 9.5.
+FIRST_WITH_FILE_SETTINGS = 90500
+
+
 def apply_settings(cluster: "Cluster", requested: Mapping[str, SettingValue]) -> None:
     """Write `requested` into the cluster's include file, (re)start it and verify.
 
@@ -155,6 +159,8 @@ def apply_settings(cluster: "Cluster", requested: Mapping[str, SettingValue]) ->
             cluster.start()
     except JobError as error:
         raise _start_failure(error, cluster, requested) from error
+    if cluster.binaries.version_num < FIRST_WITH_FILE_SETTINGS:
+        return  # no pg_file_settings yet: a value the server refuses fails its start
     with cluster.connect() as conn:
         file_errors = conn.execute(
             "SELECT name, error FROM pg_file_settings WHERE error IS NOT NULL"
@@ -204,3 +210,19 @@ def read_effective_settings(conn: "psycopg.Connection[TupleRow]") -> list[Effect
         {"name": name, "setting": setting, "unit": unit, "source": source}
         for name, setting, unit, source in rows
     ]
+
+
+# Internal settings that describe the session or the cluster, not the build.
+NOT_COMPILED = ("server_version", "server_version_num", "server_encoding", "in_hot_standby")
+
+
+def read_compiled_settings(conn: "psycopg.Connection[TupleRow]") -> dict[str, str]:
+    """The compile-time settings the server reports: {"block_size": "8192", ...}."""
+    rows = conn.execute(
+        "SELECT name, setting, unit FROM pg_settings WHERE context = 'internal' ORDER BY name"
+    ).fetchall()
+    return {
+        name: f"{setting} {unit}" if unit else setting
+        for name, setting, unit in rows
+        if name not in NOT_COMPILED and not name.startswith("lc_")
+    }

@@ -35,6 +35,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.services.specs import clean_build_definition
 from runs.stats import Verdict
 from runs.warnings import CHECKS
 
@@ -95,8 +96,17 @@ class PgBuildSerializer(StrictModelSerializer):
 
     class Meta:
         model = PgBuild
-        fields = ["id", "name", "version", "source", "notes", "created_by", "created_at"]
+        fields = [
+            "id", "name", "version", "source", "definition", "notes", "created_by", "created_at"
+        ]  # fmt: skip
         read_only_fields = ["created_by", "created_at"]
+
+    def validate(self, attrs: dict) -> dict:
+        """A source build's definition is checked as the agent checks it (400 naming the part)."""
+        source = attrs.get("source", getattr(self.instance, "source", PgBuild.Source.AUTO))
+        definition = attrs.get("definition", getattr(self.instance, "definition", {}))
+        attrs["definition"] = clean_build_definition(source, definition)
+        return attrs
 
 
 class ConfigProfileSerializer(StrictModelSerializer):

@@ -278,6 +278,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "server_log_tail": data.get("server_log_tail") or "",
         "agent_version": data.get("agent_version") or "",
         "network": data.get("network") or {},
+        "build_record": data.get("build") or {},
+        "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED

@@ -159,6 +159,14 @@ def experiment_cells(experiment: Experiment) -> list[Cell]:
     return [Cell(index, *values) for index, values in enumerate(product)]
 
 
+def postgres_spec(build: PgBuild) -> dict[str, Any]:
+    """The job spec's `postgres` section; a source build carries its whole definition."""
+    section: dict[str, Any] = {"version": build.version, "source": build.source}
+    if build.source == PgBuild.Source.BUILD:
+        section["build"] = build.definition
+    return section
+
+
 def build_job_spec(experiment: Experiment, cell: Cell) -> dict[str, Any]:
     """The job spec of one cell (docs/contracts.md, section 1), without run_id and token.
 
@@ -167,7 +175,7 @@ def build_job_spec(experiment: Experiment, cell: Cell) -> dict[str, Any]:
     rounds = experiment.execution == ROUNDS
     return {
         "version": SPEC_VERSION,
-        "postgres": {"version": cell.build.version, "source": cell.build.source},
+        "postgres": postgres_spec(cell.build),
         "settings": cell.config_profile.effective_settings(),
         "storage": {"data": cell.storage.get("data"), "wal": cell.storage.get("wal") or None},
         **workload_spec(cell.workload),

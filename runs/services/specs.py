@@ -1,6 +1,10 @@
 """Pieces of job specs built from the lab's definitions (docs/contracts.md, section 1)."""
 
-from runs.models import Workload
+from django.core.exceptions import ValidationError
+
+from agents.contract.builds import check_build_definition
+from agents.contract.errors import JobError
+from runs.models import PgBuild, Workload
 
 
 def workload_spec(workload: Workload) -> dict:
@@ -31,3 +35,20 @@ def workload_spec(workload: Workload) -> dict:
             "processes": workload.processes,
         },
     }
+
+
+def clean_build_definition(source: str, definition: object) -> dict:
+    """A source build's definition checked as the agent will check it, else `{}`.
+
+    Raises ValidationError on `definition` naming the part to fix (e.g.
+    `configure_flags[0]`), before anything is saved or queued.
+    """
+    if source != PgBuild.Source.BUILD:
+        if definition:
+            raise ValidationError({"definition": 'a build definition needs source "build"'})
+        return {}
+    try:
+        return dict(check_build_definition(definition))
+    except JobError as error:
+        part = (error.field or "").removeprefix("postgres.build").lstrip(".")
+        raise ValidationError({"definition": f"{part or 'definition'}: {error.message}"}) from None

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import JobError
+from agents.contract.pgbench_versions import refuse_missing_options
 from agents.contract.scripts import check_workload_scripts
 from agents.contract.spec import JobSpec, SettingValue, validate_spec
 from agents.contract.workload_sql import check_workload_sql
@@ -99,5 +100,6 @@ def check_job_spec(spec: dict[str, object]) -> tuple[JobSpec, list[str]]:
     normalised = validate_spec(spec)
     check_workload_scripts(normalised["workload"], allow_shell=False)
     check_workload_sql(normalised, allow_superuser_sql=False)
+    refuse_missing_options(normalised)
     notes = check_settings(normalised["settings"], normalised["postgres"]["version"])
     return normalised, notes

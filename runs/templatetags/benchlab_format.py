@@ -104,3 +104,12 @@ def lookup(mapping: Mapping[Key, Value] | None, key: Key) -> Value | None:
 def pg_value(row: EffectiveSetting) -> str:
     """An effective-settings row's value with its unit: `128MB`, `200 ms`, `on`."""
     return setting_text(row.get("setting"), row.get("unit"))
+
+
+BUILD_LOG_TAIL_LINES = 40
+
+
+@register.filter
+def build_log_tail(log: str | None) -> str:
+    """The last lines of a source build's log, where a failure says what went wrong."""
+    return "\n".join((log or "").rstrip().splitlines()[-BUILD_LOG_TAIL_LINES:])

@@ -81,3 +81,13 @@ def run_rerun(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @login_required
 def run_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return export_response([_run_or_404(pk)], fmt, f"run-{pk}", request.GET)
+
+
+@login_required
+def run_build_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """The whole log of the run's source build (configure, make, make install) as text."""
+    run = _run_or_404(pk)
+    log = (run.build_record or {}).get("log")
+    if not log:
+        raise Http404(f"Run {pk} has no source build log.")
+    return HttpResponse(log, content_type="text/plain; charset=utf-8")

@@ -58,6 +58,8 @@ class Lab:
     """
 
     def __init__(self, log_dir: Path, redis_url: str | None = None):
+        # Options added to the agent worker's command line (its local config).
+        self.agent_args: list[str] = []
         self.name = f"it-{uuid.uuid4().hex[:8]}"
         self.stream = f"benchlab:test-events:{self.name}"
         self.log_dir = log_dir
@@ -99,7 +101,7 @@ class Lab:
             "agent",
             [sys.executable, "-m", "agents", "worker", "--name", self.name,
              "--redis-url", self.redis_url,
-             "--storage", f"default={self.storage}"],
+             "--storage", f"default={self.storage}", *self.agent_args],
         )  # fmt: skip
 
     def stop_control(self) -> None:
@@ -168,14 +170,19 @@ def _terminate(process: subprocess.Popen | None) -> None:
 
 @contextmanager
 def running_lab(
-    tmp_path: Path, redis_url: str | None = None, env: dict[str, str] | None = None
+    tmp_path: Path,
+    redis_url: str | None = None,
+    env: dict[str, str] | None = None,
+    agent_args: list[str] | None = None,
 ) -> Iterator[Lab]:
     """A control worker and an approved agent that has registered; both stopped on exit.
 
-    `env` adds to (or overrides) the environment both processes start with.
+    `env` adds to (or overrides) the environment both processes start with;
+    `agent_args` add to the agent worker's command line.
     """
     lab = Lab(tmp_path, redis_url)
     lab.env.update(env or {})
+    lab.agent_args = list(agent_args or [])
     try:
         lab.approve()
         lab.start_control()

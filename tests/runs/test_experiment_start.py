@@ -110,7 +110,7 @@ def test_job_spec_follows_the_contract(lab_redis):
         "version": 1,
         "run_id": str(run.pk),
         "token": run.token,
-        "postgres": {"version": "16.15", "source": "prebuilt"},
+        "postgres": {"version": "16.15", "source": "prebuilt", "build": None},
         "settings": {"shared_buffers": "256MB", "fsync": True},
         "storage": {"data": "nvme", "wal": "sata"},
         "dataset": {

@@ -12,7 +12,7 @@ def spec(**sections):
 
 def test_defaults_are_filled_in():
     result = validate_spec(spec())
-    assert result["postgres"] == {"version": "16", "source": "auto"}
+    assert result["postgres"] == {"version": "16", "source": "auto", "build": None}
     assert result["workload"]["scripts"] == [{"builtin": "tpcb-like", "weight": 1}]
     assert result["sweep"]["repeats"] == 1
     assert result["storage"] == {"data": "default", "wal": None}

@@ -11,10 +11,13 @@ import pytest
 from agents.observe.server import (
     APPLICATION_NAME,
     COUNTERS,
+    COUNTERS_SQL_9,
+    COUNTERS_SQL_10_TO_13,
     COUNTERS_SQL_14_TO_16,
     COUNTERS_SQL_17_PLUS,
     ServerSampler,
     counters_sql,
+    unavailable_measurements,
 )
 from agents.postgres.installs import ensure_install
 from tests.agents.observe.fakes import FakeClock, wait_until
@@ -30,8 +33,8 @@ def conninfo(pg_cluster) -> str:
 
 
 @pytest.fixture
-def server_major(pg_cluster) -> int:
-    return pg_cluster.install.major
+def server_version_num(pg_cluster) -> int:
+    return pg_cluster.install.version_num
 
 
 @pytest.fixture
@@ -51,9 +54,9 @@ def sleeping_backends(conninfo: str) -> Iterator[None]:
 
 
 def test_wait_events_of_sleeping_backends_are_counted(
-    conninfo: str, server_major: int, sleeping_backends: None
+    conninfo: str, server_version_num: int, sleeping_backends: None
 ) -> None:
-    sampler = ServerSampler(conninfo, server_major, interval=INTERVAL)
+    sampler = ServerSampler(conninfo, server_version_num, interval=INTERVAL)
     sampler.start()
     time.sleep(1.0)
     samples = sampler.stop()
@@ -65,10 +68,10 @@ def test_wait_events_of_sleeping_backends_are_counted(
 
 
 def test_idle_server_shows_no_active_backend_not_even_the_sampler(
-    conninfo: str, server_major: int
+    conninfo: str, server_version_num: int
 ) -> None:
     clock = FakeClock()
-    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
+    sampler = ServerSampler(conninfo, server_version_num, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
     clock.run_for(0.5)
     samples = sampler.stop()
@@ -77,10 +80,10 @@ def test_idle_server_shows_no_active_backend_not_even_the_sampler(
     assert all(sample["wait_events"] == {} for sample in samples)
 
 
-def sample_around_writes(conninfo: str, server_major: int) -> list[dict]:
+def sample_around_writes(conninfo: str, server_version_num: int) -> list[dict]:
     """Two samples before and two after a table is written and a checkpoint requested."""
     clock = FakeClock()
-    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
+    sampler = ServerSampler(conninfo, server_version_num, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
     clock.run_for(0.5)
     with psycopg.connect(conninfo, autocommit=True) as connection:
@@ -105,15 +108,15 @@ def assert_writes_counted(samples: list[dict]) -> None:
         assert all(isinstance(sample[name], int) for name in COUNTERS)
 
 
-def test_writes_show_up_as_wal_and_buffer_counters(conninfo: str, server_major: int) -> None:
-    assert_writes_counted(sample_around_writes(conninfo, server_major))
+def test_writes_show_up_as_wal_and_buffer_counters(conninfo: str, server_version_num: int) -> None:
+    assert_writes_counted(sample_around_writes(conninfo, server_version_num))
 
 
 def test_server_going_away_is_recorded_once_and_stops_quietly(
-    conninfo: str, server_major: int
+    conninfo: str, server_version_num: int
 ) -> None:
     clock = FakeClock()
-    sampler = ServerSampler(conninfo, server_major, interval=FAKE_INTERVAL, clock=clock)
+    sampler = ServerSampler(conninfo, server_version_num, interval=FAKE_INTERVAL, clock=clock)
     sampler.start()
     clock.run_for(0.5)
     with psycopg.connect(conninfo, autocommit=True) as connection:
@@ -129,24 +132,31 @@ def test_server_going_away_is_recorded_once_and_stops_quietly(
 
 
 def test_unreachable_server_is_an_error_not_an_exception() -> None:
-    sampler = ServerSampler("host=127.0.0.1 port=1 connect_timeout=2", 16, interval=INTERVAL)
+    sampler = ServerSampler("host=127.0.0.1 port=1 connect_timeout=2", 160000, interval=INTERVAL)
     sampler.start()
     assert sampler.stop() == []
     assert "connection" in sampler.error.lower()
 
 
-def test_counter_sql_is_chosen_by_major() -> None:
-    assert counters_sql(14) == counters_sql(16) == COUNTERS_SQL_14_TO_16
-    assert counters_sql(17) == counters_sql(18) == COUNTERS_SQL_17_PLUS
-    with pytest.raises(ValueError, match="14 or later"):
-        counters_sql(13)
+def test_counter_sql_is_chosen_by_version() -> None:
+    assert counters_sql(140000) == counters_sql(160009) == COUNTERS_SQL_14_TO_16
+    assert counters_sql(170000) == counters_sql(180006) == COUNTERS_SQL_17_PLUS
+    assert counters_sql(100000) == counters_sql(130016) == COUNTERS_SQL_10_TO_13
+    assert counters_sql(90200) == counters_sql(90624) == COUNTERS_SQL_9
+    with pytest.raises(ValueError, match="9.2 or later"):
+        counters_sql(90124)
 
 
-def test_sql_of_the_wrong_major_stops_sampling_with_a_logged_error(
-    conninfo: str, server_major: int, caplog: pytest.LogCaptureFixture
+def test_wait_events_are_said_unavailable_before_9_6() -> None:
+    assert unavailable_measurements(90600) == []
+    assert "9.6" in unavailable_measurements(90524)[0]
+
+
+def test_sql_of_the_wrong_version_stops_sampling_with_a_logged_error(
+    conninfo: str, server_version_num: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    wrong_major = 17 if server_major <= 16 else 16
-    sampler = ServerSampler(conninfo, wrong_major, interval=INTERVAL)
+    wrong_version = 170000 if server_version_num < 170000 else 160000
+    sampler = ServerSampler(conninfo, wrong_version, interval=INTERVAL)
     with caplog.at_level(logging.ERROR, logger="agents.observe.periodic"):
         sampler.start()
         samples = sampler.stop()
@@ -161,4 +171,4 @@ def test_counters_of_postgresql_18_come_from_the_views_it_moved_them_to(
     cluster = make_cluster(install=ensure_install("18.6", "prebuilt", agent_cache_dir))
     cluster.initdb()
     cluster.start()
-    assert_writes_counted(sample_around_writes(cluster.conninfo(), 18))
+    assert_writes_counted(sample_around_writes(cluster.conninfo(), 180000))

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from agents.contract.spec import validate_spec
 from agents.pgbench import command
 
@@ -50,3 +52,23 @@ def test_statement_latencies_and_progress_are_options():
 
 def test_failures_detailed_only_where_pgbench_has_it():
     assert "--failures-detailed" not in argv(job(), major=14)
+
+
+@pytest.mark.parametrize(
+    ("scripts", "expected"),
+    [
+        ([{"builtin": "select-only"}], ["-S"]),
+        ([{"builtin": "simple-update"}], ["-N"]),
+        ([{"builtin": "tpcb-like"}], []),
+        ([{"name": "join", "text": "SELECT 1;"}], ["-f", "/tmp/join.sql"]),
+    ],
+)
+def test_pgbench_before_9_6_gets_its_one_script_without_b_or_weight(scripts, expected):
+    spec = job(scripts=scripts)
+    paths = {0: Path("/tmp/join.sql")}
+    workload = command.workload_args(
+        Path("/bin/pgbench"), 9, spec, 2, 2, paths, weighted_scripts=False
+    )
+    assert workload[len(workload) - len(expected) :] == expected
+    assert "-b" not in workload and not any("@" in part for part in workload)
+    assert workload[workload.index("prepared") + 1 :] in (expected, ["-s", "1", *expected])

@@ -12,9 +12,10 @@ pytestmark = pytest.mark.django_db
 
 def test_load_presets_creates_everything_once():
     first = load_presets()
-    assert first["builds"] == 3 and first["workloads"] >= 5
+    assert first["builds"] == 6 and first["workloads"] >= 5
     assert load_presets() == {"builds": 0, "config_profiles": 0, "workloads": 0}
     assert PgBuild.objects.filter(version__in=["16", "17", "18"]).count() == 3
+    assert PgBuild.objects.filter(source="build").count() == 3
 
 
 def test_cumulative_tuning_profiles_build_on_each_other():

@@ -1,0 +1,186 @@
+"""Source builds in the lab: defined through the API and the builds page, carried whole in
+each job spec, their build record and compile-time settings kept and compared."""
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from agents.contract.builds import check_build_definition
+from runs import services
+from runs.compare import differences
+from runs.models import PgBuild, Run
+from runs.presets import BUFFER_PARTITIONS_256_PATCH, find, load_presets
+from runs.services.experiments import build_job_spec, experiment_cells
+from tests.runs import events
+from tests.runs.factories import ExperimentFactory, PgBuildFactory, RunFactory, WorkloadFactory
+from tests.runs.pages.conftest import finished_run
+from tests.source_builds import sources_dir, tarball
+
+pytestmark = pytest.mark.django_db
+
+PATCH = "--- a/x.h\n+++ b/x.h\n@@ -1 +1 @@\n-a\n+b\n"
+DEFINITION = {
+    "source": {"kind": "url", "location": "https://ftp.postgresql.org/pub/source/v14.3/x.tar.bz2"},
+    "configure_flags": ["--with-blocksize=16"],
+    "patches": [{"name": "partitions", "diff": PATCH, "strip": 1}],
+}
+
+
+def source_build(**fields: object) -> PgBuild:
+    values = {"version": "14", "source": "build", "definition": {**DEFINITION, "cflags": None}}
+    return PgBuildFactory(**{**values, **fields})
+
+
+def build_record(failed_step: str | None = None) -> dict:
+    return {
+        "key": "abc123",
+        "definition": {**DEFINITION, "source": {**DEFINITION["source"], "ref": None}},
+        "source_digest": "d" * 64,
+        "compiler": "cc (Debian 12.2.0) 12.2.0",
+        "patches": [{"name": "partitions", "sha256": "e" * 64}],
+        "reused": False,
+        "seconds": 321.5,
+        "failed_step": failed_step,
+        "log": "$ ./configure\nchecking for gcc... gcc\n$ make\nlwlock.c:1: error: boom\n",
+    }
+
+
+def test_a_source_build_is_created_through_the_api(api_client):
+    payload = {"name": "14.3 16k", "version": "14", "source": "build", "definition": DEFINITION}
+    response = api_client.post("/api/builds/", payload, format="json")
+
+    assert response.status_code == 201, response.json()
+    stored = PgBuild.objects.get(name="14.3 16k").definition
+    assert stored["configure_flags"] == ["--with-blocksize=16"] and stored["cflags"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"configure_flags": ["--prefix=/usr"]}, "configure_flags[0]"),
+        ({"patches": [{"name": "p", "diff": "no diff here", "strip": 1}]}, "patches[0].diff"),
+        ({"source": {"kind": "ftp", "location": "x"}}, "source.kind"),
+    ],
+)
+def test_a_bad_definition_answers_400_naming_its_part(api_client, change: dict, named: str):
+    payload = {"name": "b", "version": "14", "source": "build", "definition": DEFINITION | change}
+    response = api_client.post("/api/builds/", payload, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["definition"][0].startswith(f"{named}: ")
+
+
+def test_a_definition_on_a_prebuilt_build_is_refused(api_client):
+    payload = {"name": "b", "version": "16", "source": "prebuilt", "definition": DEFINITION}
+    response = api_client.post("/api/builds/", payload, format="json")
+    assert response.status_code == 400
+    assert "definition" in response.json()["error"]["fields"]
+
+
+def test_the_builds_page_saves_a_definition_and_shows_its_errors(signed_in):
+    form = {"name": "13 from source", "version": "13", "source": "build"}
+    bad = signed_in.post(reverse("build-list"), {**form, "definition": '{"source": {}}'})
+    assert "source.kind: must be one of url, path, git" in bad.content.decode()
+    good = signed_in.post(
+        reverse("build-list"), {**form, "definition": '{"source": {"kind": "path", '
+        '"location": "/srv/postgresql-13.16.tar.bz2"}}'}
+    )  # fmt: skip
+    assert good.status_code == 302
+    assert PgBuild.objects.get(name="13 from source").definition["source"]["kind"] == "path"
+    listing = signed_in.get(reverse("build-list")).content.decode()
+    assert "/srv/postgresql-13.16.tar.bz2" in listing
+
+
+def test_each_job_spec_carries_the_whole_build_definition():
+    experiment = ExperimentFactory()
+    experiment.builds.set([source_build()])
+    spec = build_job_spec(experiment, experiment_cells(experiment)[0])
+    assert spec["postgres"]["source"] == "build"
+    assert spec["postgres"]["build"]["patches"][0]["diff"] == PATCH
+
+
+def test_an_option_the_builds_pgbench_lacks_is_refused_before_queueing(
+    api_client, experiment_payload
+):
+    workload = WorkloadFactory(max_tries=3)
+    payload = experiment_payload(builds=[source_build().pk], workloads=[workload.pk])
+    response = api_client.post("/api/experiments/", payload, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert list(error["fields"]) == ["workload.max_tries"]
+    assert "it came in 15" in error["message"]
+
+
+def test_the_result_keeps_the_build_record_and_compiled_settings():
+    run = RunFactory(status=Run.Status.RUNNING, build=source_build())
+    result = {
+        "version": 1, "run_id": str(run.pk), "status": "failed",
+        "error": {"code": "build_failed", "category": "user", "field": "postgres.build",
+                  "message": "source build failed at make"},
+        "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:05:00+00:00",
+        "build": build_record("make"), "points": [],
+        "settings": {"requested": {}, "effective": [], "warnings": [],
+                     "compiled": {"block_size": "16384"}},
+    }  # fmt: skip
+    assert services.run_record_event(events.run_event(run, 1, "result", result))
+    run.refresh_from_db()
+    assert run.build_record["failed_step"] == "make"
+    assert run.compiled_settings == {"block_size": "16384"}
+
+
+def test_the_run_page_shows_a_failed_builds_log_tail_and_links_the_whole_log(signed_in):
+    run = finished_run([], build=source_build(), build_record=build_record("make"))
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "failed at make" in page and "lwlock.c:1: error: boom" in page
+    log = signed_in.get(reverse("run-build-log", args=[run.pk]))
+    assert log["Content-Type"].startswith("text/plain")
+    assert log.content.decode().startswith("$ ./configure")
+
+
+def test_what_differs_shows_the_build_and_its_compile_time_settings(signed_in):
+    points = [(2, 1, 100.0, 20.0)]
+    built = finished_run(
+        points, build=source_build(), build_record=build_record(),
+        compiled_settings={"block_size": "16384", "wal_block_size": "16384"},
+    )  # fmt: skip
+    prebuilt = finished_run(
+        points, compiled_settings={"block_size": "8192", "wal_block_size": "8192"}
+    )
+    keys = dict(differences([built, prebuilt]))
+    assert keys["compiled.block_size"] == ["16384", "8192"]
+    assert keys["build.configure_flags"] == ["--with-blocksize=16", None]
+    assert keys["build.patches.partitions"] == ["e" * 12, None]
+    assert keys["build.compiler"][0].startswith("cc (Debian")
+
+    response = signed_in.post(reverse("comparison-create"), {"runs": [built.pk, prebuilt.pk]})
+    page = signed_in.get(response["Location"]).content.decode()
+    assert "compiled.block_size" in page and "16384" in page and "8192" in page
+
+
+def test_the_source_build_presets_load_valid_definitions_and_open_the_form(signed_in):
+    load_presets()
+    for key in ("source-build-partitions", "source-build-versions"):
+        preset = find(key)
+        for build in preset.source_builds:
+            stored = PgBuild.objects.get(name=build.name)
+            assert stored.source == "build"
+            assert check_build_definition(stored.definition) == stored.definition
+        page = signed_in.get(reverse("schedule"), {"preset": key}).content.decode()
+        assert f'value="{preset.title}"' in page
+
+
+def test_the_seed_5_patch_applies_to_a_real_release(tmp_path: Path):
+    wanted = ["src/include/storage/lwlock.h", "src/backend/lib/dshash.c"]
+    with tarfile.open(tarball(sources_dir(), "15")) as archive:
+        members = [archive.getmember(f"postgresql-15.18/{name}") for name in wanted]
+        archive.extractall(tmp_path, members=members, filter="data")
+    applied = subprocess.run(
+        ["patch", "-p1", "--dry-run", "--batch"],
+        input=BUFFER_PARTITIONS_256_PATCH, cwd=tmp_path / "postgresql-15.18",
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stdout + applied.stderr

@@ -23,11 +23,11 @@ from django.db.models import Field, JSONField, Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, validate_event
+from agents.contract.events import AgentEvent, ProgressData, validate_event
 from agents.contract.events import RunEvent as RunEventDocument
 from runs.models import Host, HostSample, ProgressSample, Run, RunEvent, ServerSample
 from runs.services.enrollment import heartbeat_refusal, run_event_refusal
-from runs.services.events import compact_payload, parse_event_time, run_record_event
+from runs.services.events import event_row, progress_row, run_record_event
 
 logger = logging.getLogger(__name__)
 
@@ -117,24 +117,10 @@ def _store_running(accepted: Accepted) -> None:
     fresh = _new_events(_right_token(accepted))
     if not fresh:
         return
-    now = timezone.now()
-    insert_rows(
-        RunEvent,
-        [
-            RunEvent(
-                run=run,
-                agent=event.get("agent") or "",
-                seq=event["seq"],
-                type=event["type"],
-                ts=parse_event_time(event.get("ts")),
-                payload=compact_payload(event["type"], event["data"]),
-                received_at=now,
-            )
-            for event, run in fresh
-        ],
-    )
+    insert_rows(RunEvent, [event_row(run, event) for event, run in fresh])
     _store_samples(fresh)
-    Run.objects.filter(pk__in={run.pk for _event, run in fresh}).update(last_event_at=now)
+    runs = {run.pk for _event, run in fresh}
+    Run.objects.filter(pk__in=runs).update(last_event_at=timezone.now())
 
 
 def _right_token(accepted: Accepted) -> Accepted:
@@ -177,7 +163,7 @@ def _store_samples(fresh: Accepted) -> None:
         data = cast(dict, event["data"])
         point = int(data.get("point") or 0)
         if event["type"] == "progress":
-            progress.append(_progress_row(run, point, data))
+            progress.append(progress_row(run, point, cast(ProgressData, data)))
             continue
         if isinstance(data.get("host"), dict):
             host.append(
@@ -212,18 +198,6 @@ def insert_rows(model: type[Model], rows: list) -> None:
 
 def _copy_value(field: Field, value: object) -> object:
     return Jsonb(value) if isinstance(field, JSONField) and value is not None else value
-
-
-def _progress_row(run: Run, point: int, line: dict) -> ProgressSample:
-    return ProgressSample(
-        run=run,
-        point=point,
-        t=line.get("t", 0.0),
-        tps=line.get("tps"),
-        latency_ms=line.get("latency_ms"),
-        stddev_ms=line.get("stddev_ms"),
-        failed=line.get("failed") or 0,
-    )
 
 
 def _not_stored(model: SampleModel, candidates: Iterable) -> list:

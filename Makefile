@@ -1,11 +1,17 @@
 # The README's commands.
-.PHONY: lab test lint format
+.PHONY: lab test lint format bench-pages bench-ingest
 
 lab:        ## start the whole lab locally: web, control worker, one agent (and Redis if none runs)
 	scripts/lab
 
 test:       ## the whole test suite
 	scripts/test
+
+bench-pages:  ## page times and sizes of long runs (throw-away database; docs/benchmarks.md)
+	scripts/bench pages
+
+bench-ingest: ## events a second one control worker stores (throw-away databases)
+	scripts/bench ingest
 
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -5,8 +5,12 @@
 // back out (double-click: autorange) restores the reduced lines.
 
 const RANGE_START = /^xaxis\d*\.range\[0\]$/;
+const RANGE = /^xaxis\d*\.range$/;
 
+// The x range a relayout event sets: a drag sends range[0] and range[1], code the pair.
 function visibleRange(event) {
+  const pair = Object.keys(event).find((key) => RANGE.test(key));
+  if (pair) return event[pair];
   const start = Object.keys(event).find((key) => RANGE_START.test(key));
   if (!start) return null;
   return [event[start], event[start.replace("[0]", "[1]")]];
@@ -29,7 +33,11 @@ export function followZoom(element, figure) {
     .map((trace, index) => ({ meta: trace.meta || {}, index }))
     .filter(({ meta }) => meta.series && meta.run !== undefined);
   if (!url || !zoomable.length) return;
-  const original = zoomable.map(({ index }) => figure.data[index]);
+  // Copies: plotly keeps the figure's trace objects and restyle replaces their arrays.
+  const original = zoomable.map(({ index }) => ({
+    x: figure.data[index].x.slice(),
+    y: figure.data[index].y.slice(),
+  }));
   let asked = 0;
   element.on("plotly_relayout", async (event) => {
     const indices = zoomable.map(({ index }) => index);

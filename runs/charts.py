@@ -5,6 +5,9 @@ point starts where the previous one ended, with a gap between them. A point
 lasts as long as the longest of its stored timelines (progress, host and
 server samples), so tps, latency, host and server charts share that axis. The
 page's live script (frontend/live.js) extends the same traces with the same rule.
+Timeline charts draw a run's digest (runs/timelines.py): each line reduced to
+what a chart shows, its trace's `meta` naming the run and series the zoom
+fetches at full resolution (frontend/zoom.js).
 
 Charts against clients draw the mean of the repeats with its 95 % confidence
 interval, points with validity warnings with an open marker (the warnings,

@@ -7,14 +7,16 @@ goes, and its timelines reduced to about a thousand samples each with
 MinMax-LTTB (runs/series.py). A finished run's digest is built on first read
 and stored (RunTimeline, TimelineSeries) under a key of the run's state (status
 and the time of its last event): an event arriving later changes the key and
-the next read builds it again. A run still running is built on each read and
-not stored (the live stream extends its charts meanwhile).
+the next read builds it again. A run still running is built again at most
+every RUNNING_REBUILD_S: its digest records the last progress and host sample
+it holds (`cursor`), and its page's live stream sends every sample after those.
 
 `window` reads one timeline of a run between two x positions at full
 resolution, for a chart the user zoomed into.
 """
 
 import operator
+import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -38,6 +40,8 @@ from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
 DIGEST_VERSION = 2
+# How old the stored digest of a running run may be (its live stream sends what is newer).
+RUNNING_REBUILD_S = 60
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
 ZOOM_MAX_SAMPLES = 5000
 
@@ -65,6 +69,7 @@ class Digest:
     checkpoints: list[CheckpointEvent]
     warnings: dict[int, list[ValidityWarning]]
     marks: dict[int, tuple[float, float]]
+    cursor: dict[str, int] = field(default_factory=dict)
     series: dict[str, Series] = field(default_factory=dict)
 
     def facts(self) -> dict:
@@ -76,6 +81,7 @@ class Digest:
                 str(p): [[w.code, w.detail] for w in found] for p, found in self.warnings.items()
             },
             "marks": {str(p): list(mark) for p, mark in self.marks.items()},
+            "cursor": self.cursor,
         }
 
     @classmethod
@@ -88,6 +94,7 @@ class Digest:
                 for p, found in facts["warnings"].items()
             },
             marks={int(p): (mark[0], mark[1]) for p, mark in facts["marks"].items()},
+            cursor=facts["cursor"],
         )
 
 
@@ -203,12 +210,19 @@ def build_digest(
         checkpoints=charts.run_checkpoints(server),
         warnings={point: found_here for point, found_here in found.items() if found_here},
         marks=_marks(progress, offsets),
+        cursor={
+            "p": max((sample.pk for sample in progress), default=0),
+            "h": max((sample.pk for sample in host), default=0),
+        },
         series=series,
     )
 
 
 def digest_key(run: Run) -> str:
-    """The run state a stored digest is valid for."""
+    """The run state a stored digest is valid for: a final run's last event, or for a
+    run not final yet the current RUNNING_REBUILD_S period."""
+    if not run.is_final:
+        return f"v{DIGEST_VERSION}|{run.status}|{int(time.time() // RUNNING_REBUILD_S)}"
     last = run.last_event_at.isoformat() if run.last_event_at else ""
     return f"v{DIGEST_VERSION}|{run.status}|{last}"
 
@@ -220,7 +234,7 @@ def digests(
     with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
 
     Reads two queries for runs whose stored digest is current; builds the
-    others from their samples (three queries) and stores those of final runs.
+    others from their samples (three queries) and stores them.
     """
     if overview and names is not None:
         names = {name + OVERVIEW: name for name in names}
@@ -229,13 +243,13 @@ def digests(
     current = {
         pk: Digest.from_facts(row.facts)
         for pk, row in stored.items()
-        if by_pk[pk].is_final and row.key == digest_key(by_pk[pk])
+        if row.key == digest_key(by_pk[pk])
     }
     _attach_stored_series(current, names)
     missing = [run for pk, run in by_pk.items() if pk not in current]
     if missing:
         built = _build(missing)
-        _store([run for run in missing if run.is_final], built)
+        _store(missing, built)
         for pk, digest in built.items():
             if names is not None:
                 digest.series = {
@@ -271,8 +285,8 @@ def _build(runs: list[Run]) -> dict[int, Digest]:
 
 
 def _store(runs: list[Run], built: dict[int, Digest]) -> None:
-    """Keep the digests of final runs, replacing older ones; the runs are locked meanwhile
-    so two readers building the same run at once store one of them."""
+    """Keep the digests, replacing older ones; the runs are locked meanwhile so two
+    readers building the same run at once store one of them."""
     if not runs:
         return
     ids = [run.pk for run in runs]

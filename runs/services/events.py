@@ -93,17 +93,24 @@ def run_record_event(event: RunEventDocument) -> bool:
     if RunEvent.objects.filter(run=run, seq=event["seq"]).exists():
         logger.info("run %s: event %s already stored", run.pk, event["seq"])
         return False
-    RunEvent.objects.create(
-        run=run,
-        agent=event.get("agent") or "",
-        seq=event["seq"],
-        type=event["type"],
-        ts=parse_event_time(event.get("ts")),
-        payload=compact_payload(event["type"], event["data"]),
-    )
+    RunEvent.objects.create(**event_values(run.pk, event))
     Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
     _apply(run, event)
     return True
+
+
+def event_values(run_pk: int, event: RunEventDocument) -> dict[str, object]:
+    """The RunEvent row (column attname -> value) that stores `event` once, its data
+    compacted (`compact_payload`)."""
+    return {
+        "run_id": run_pk,
+        "agent": event.get("agent") or "",
+        "seq": event["seq"],
+        "type": event["type"],
+        "ts": parse_event_time(event.get("ts")),
+        "payload": compact_payload(event["type"], event["data"]),
+        "received_at": timezone.now(),
+    }
 
 
 # What typed rows hold of each event type's data, left out of its RunEvent row.
@@ -202,23 +209,31 @@ def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     """Store the progress lines of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(ProgressSample, run, point, lines)
     ProgressSample.objects.bulk_create(
-        ProgressSample(
-            run=run,
-            point=point,
-            t=line.get("t", 0.0),
-            tps=line.get("tps"),
-            latency_ms=line.get("latency_ms"),
-            stddev_ms=line.get("stddev_ms"),
-            failed=line.get("failed") or 0,
-        )
-        for line in new
+        ProgressSample(**progress_values(run.pk, point, line)) for line in new
     )
 
 
 SampleModel = type[HostSample] | type[ServerSample] | type[ClientHostSample]
 
 
-def _add_samples(run: Run, model: SampleModel, point: int, samples: list[Sample]) -> None:
+def progress_values(
+    run_pk: int, point: int, line: ProgressLine | ProgressData
+) -> dict[str, object]:
+    """The ProgressSample row (column attname -> value) of one progress line of `point`."""
+    return {
+        "run_id": run_pk,
+        "point": point,
+        "t": line.get("t", 0.0),
+        "tps": line.get("tps"),
+        "latency_ms": line.get("latency_ms"),
+        "stddev_ms": line.get("stddev_ms"),
+        "failed": line.get("failed") or 0,
+    }
+
+
+def _add_samples(
+    run: Run, model: SampleModel, point: int, samples: list[Sample]
+) -> None:
     """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(model, run, point, samples)
     rows = [model(run=run, point=point, t=s.get("t"), data=s) for s in new]

@@ -15,26 +15,36 @@ seconds per agent): only the last one of each agent in a batch counts.
 """
 
 import logging
-from collections.abc import Iterable
 from typing import cast
 
 from django.db import connection
-from django.db.models import Field, JSONField, Model
+from django.db.models import JSONField, Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, validate_event
+from agents.contract.events import AgentEvent, ProgressData, validate_event
 from agents.contract.events import RunEvent as RunEventDocument
-from runs.models import Host, HostSample, ProgressSample, Run, RunEvent, ServerSample
+from runs.models import (
+    ClientHostSample,
+    Host,
+    HostSample,
+    ProgressSample,
+    Run,
+    RunEvent,
+    ServerSample,
+)
 from runs.services.enrollment import heartbeat_refusal, run_event_refusal
-from runs.services.events import compact_payload, parse_event_time, run_record_event
+from runs.services.events import event_values, progress_values, run_record_event
 
 logger = logging.getLogger(__name__)
 
 LIVE_TYPES = frozenset({"progress", "sample"})
 
 Accepted = list[tuple[RunEventDocument, Run]]
-SampleModel = type[ProgressSample] | type[HostSample] | type[ServerSample]
+Row = dict[str, object]  # a row to insert: column attname -> value
+SampleModel = (
+    type[ProgressSample] | type[HostSample] | type[ServerSample] | type[ClientHostSample]
+)
 
 
 def is_live_event(document: object) -> bool:
@@ -117,24 +127,10 @@ def _store_running(accepted: Accepted) -> None:
     fresh = _new_events(_right_token(accepted))
     if not fresh:
         return
-    now = timezone.now()
-    insert_rows(
-        RunEvent,
-        [
-            RunEvent(
-                run=run,
-                agent=event.get("agent") or "",
-                seq=event["seq"],
-                type=event["type"],
-                ts=parse_event_time(event.get("ts")),
-                payload=compact_payload(event["type"], event["data"]),
-                received_at=now,
-            )
-            for event, run in fresh
-        ],
-    )
+    insert_rows(RunEvent, [event_values(run.pk, event) for event, run in fresh])
     _store_samples(fresh)
-    Run.objects.filter(pk__in={run.pk for _event, run in fresh}).update(last_event_at=now)
+    runs = {run.pk for _event, run in fresh}
+    Run.objects.filter(pk__in=runs).update(last_event_at=timezone.now())
 
 
 def _right_token(accepted: Accepted) -> Accepted:
@@ -170,76 +166,69 @@ def _new_events(accepted: Accepted) -> Accepted:
 
 def _store_samples(fresh: Accepted) -> None:
     """One sample row per (run, point, t) not stored yet, for each kind of sample."""
-    progress: list[ProgressSample] = []
-    host: list[HostSample] = []
-    server: list[ServerSample] = []
+    progress: list[Row] = []
+    host: list[Row] = []
+    server: list[Row] = []
+    client: list[Row] = []
     for event, run in fresh:
         data = cast(dict, event["data"])
         point = int(data.get("point") or 0)
         if event["type"] == "progress":
-            progress.append(_progress_row(run, point, data))
+            progress.append(progress_values(run.pk, point, cast(ProgressData, data)))
             continue
-        if isinstance(data.get("host"), dict):
-            host.append(
-                HostSample(run=run, point=point, t=data["host"].get("t"), data=data["host"])
-            )
-        if isinstance(data.get("server"), dict):
-            sample = data["server"]
-            server.append(ServerSample(run=run, point=point, t=sample.get("t"), data=sample))
+        for rows, key in ((host, "host"), (server, "server"), (client, "client_host")):
+            if isinstance(sample := data.get(key), dict):
+                rows.append(
+                    {"run_id": run.pk, "point": point, "t": sample.get("t"), "data": sample}
+                )
     insert_rows(ProgressSample, _not_stored(ProgressSample, progress))
     insert_rows(HostSample, _not_stored(HostSample, host))
     insert_rows(ServerSample, _not_stored(ServerSample, server))
+    insert_rows(ClientHostSample, _not_stored(ClientHostSample, client))
 
 
-def insert_rows(model: type[Model], rows: list) -> None:
-    """Insert new rows of `model`: with COPY on PostgreSQL (several times faster than an
-    INSERT of many rows built in Python), with bulk_create elsewhere."""
+def insert_rows(model: type[Model], rows: list[Row]) -> None:
+    """Insert rows of `model` (column attname -> value, the same columns in each): with
+    COPY on PostgreSQL (several times faster than an INSERT of rows built in Python),
+    with bulk_create elsewhere."""
     if not rows:
         return
     if connection.vendor != "postgresql":
-        model._default_manager.bulk_create(rows)
+        model._default_manager.bulk_create([model(**row) for row in rows])
         return
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    by_attname = {f.attname: f for f in model._meta.concrete_fields}
+    fields = [by_attname[attname] for attname in rows[0]]
     columns = ", ".join(connection.ops.quote_name(f.column or f.name) for f in fields)
     table = connection.ops.quote_name(model._meta.db_table)
+    json_columns = [isinstance(f, JSONField) for f in fields]
     with (
         connection.cursor() as cursor,
         cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
     ):
         for row in rows:
-            copy.write_row([_copy_value(f, getattr(row, f.attname)) for f in fields])
+            values = row.values()
+            copy.write_row(
+                [
+                    Jsonb(v) if is_json and v is not None else v
+                    for v, is_json in zip(values, json_columns, strict=True)
+                ]
+            )
 
 
-def _copy_value(field: Field, value: object) -> object:
-    return Jsonb(value) if isinstance(field, JSONField) and value is not None else value
-
-
-def _progress_row(run: Run, point: int, line: dict) -> ProgressSample:
-    return ProgressSample(
-        run=run,
-        point=point,
-        t=line.get("t", 0.0),
-        tps=line.get("tps"),
-        latency_ms=line.get("latency_ms"),
-        stddev_ms=line.get("stddev_ms"),
-        failed=line.get("failed") or 0,
-    )
-
-
-def _not_stored(model: SampleModel, candidates: Iterable) -> list:
-    candidates = list(candidates)
+def _not_stored(model: SampleModel, candidates: list[Row]) -> list[Row]:
+    """The rows whose (run, point, t) is neither stored nor earlier in `candidates`."""
     if not candidates:
         return []
-    stored = set(
+    stored: set[tuple[object, object, object]] = set(
         model.objects.filter(
-            run_id__in={row.run_id for row in candidates},
-            point__in={row.point for row in candidates},
-            t__in={row.t for row in candidates if row.t is not None},
+            run_id__in={row["run_id"] for row in candidates},
+            point__in={row["point"] for row in candidates},
+            t__in={row["t"] for row in candidates if row["t"] is not None},
         ).values_list("run_id", "point", "t")
     )
     new = []
     for row in candidates:
-        key = (row.run_id, row.point, row.t)
+        key = (row["run_id"], row["point"], row["t"])
         if key not in stored:
             stored.add(key)
             new.append(row)

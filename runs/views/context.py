@@ -18,6 +18,7 @@ from runs.compare import (
     stats_table,
 )
 from runs.models import Comparison, Experiment, Run
+from runs.selectors import LiveCursor
 from runs.series import MIN_TRACE_SAMPLES, trace_budget
 from runs.services.series import notes_for_runs
 from runs.sse import format_cursor
@@ -54,13 +55,24 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         },
         "has_progress": bool(digest.series.get("tps")),
         "has_server_samples": _has_server_samples(digest),
-        "cursor": format_cursor(selectors.live_cursor(run)),
+        "cursor": format_cursor(_live_cursor(run, digest)),
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
         "commands": [step for step in run.steps if step.get("argv")],
         "run_notes": notes_for_runs([run]),
         "read_only": read_only,
         "urls": urls,
+    }
+
+
+def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
+    """Where the live stream starts: after the samples the page's digest holds (it may be
+    up to RUNNING_REBUILD_S old) and the results the page shows."""
+    stored = selectors.live_cursor(run)
+    return {
+        "p": digest.cursor.get("p", stored["p"]),
+        "h": digest.cursor.get("h", stored["h"]),
+        "r": stored["r"],
     }
 
 

@@ -59,6 +59,16 @@ def signed(run: Run, event: dict) -> dict:
     return sign("event", event, run.host.secret)
 
 
+# Event rows keep no copy of what sample, result and run rows hold (compact_payload):
+# an event rebuilt from one gets back the fields its type must carry to be valid.
+REQUIRED_DATA = {
+    "progress": {"point": 0, "t": 0.0},
+    "sample": {"point": 0},
+    "point": {"index": 0},
+    "result": {"status": "succeeded", "points": []},
+}
+
+
 def as_sent(run: Run, stored: RunEvent) -> dict:
     """The event document the agent sent (unsigned), rebuilt from what the control worker stored."""
     return {
@@ -69,7 +79,7 @@ def as_sent(run: Run, stored: RunEvent) -> dict:
         "seq": stored.seq,
         "ts": stored.ts.isoformat(),
         "type": stored.type,
-        "data": stored.payload,
+        "data": {**REQUIRED_DATA.get(stored.type, {}), **stored.payload},
     }
 
 

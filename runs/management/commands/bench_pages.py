@@ -151,7 +151,11 @@ class Command(BaseCommand):
             (f"experiment page, {count} runs x {seconds:,} s", "experiment-detail", big.pk),
             (f"run page, one run of {seconds:,} s", "run-detail", runs[1].pk),
             ("run page, finished 4-hour run (4 points x 3,600 s)", "run-detail", four_hours.pk),
-            ("run page, running 4-hour run (built on each view)", "run-detail", running.pk),
+            (
+                "run page, running 4-hour run (digest rebuilt at most once a minute)",
+                "run-detail",
+                running.pk,
+            ),
             ("compare page, 3 runs x 120 s", "comparison-detail", small.pk),
         ]
         return [(what, reverse(name, args=[key])) for what, name, key in pages], running

@@ -157,7 +157,12 @@ def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
         for run in running:
             data = {"point": 0, "t": t, "tps": 100.0 + seq}
             publish(lab_redis, events_stream, events.run_event(run, seq, "progress", data))
-    sample = {"point": 0, "host": {"t": 1.0, "cpu_user": 10.0}, "server": {"t": 1.0}}
+    sample = {
+        "point": 0,
+        "host": {"t": 1.0, "cpu_user": 10.0},
+        "server": {"t": 1.0},
+        "client_host": {"t": 1.0, "cpu_user": 90.0},
+    }
     publish(lab_redis, events_stream, events.run_event(running[0], 4, "sample", sample))
     publish(lab_redis, events_stream, events.run_event(running[0], 4, "sample", sample))
     publish(lab_redis, events_stream, events.run_event(queued, 1, "progress", {"point": 0, "t": 1}))
@@ -177,6 +182,7 @@ def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
         stored = RunEvent.objects.filter(run=run, type="progress")
         assert stored.count() == 3 and not any(stored.values_list("payload", flat=True))
     assert running[0].host_samples.count() == 1 and running[0].server_samples.count() == 1
+    assert list(running[0].client_host_samples.values_list("data__cpu_user", flat=True)) == [90.0]
     assert RunEvent.objects.filter(run=running[0], type="sample").count() == 1
     queued.refresh_from_db()
     assert queued.status == Run.Status.RUNNING and queued.progress.count() == 1

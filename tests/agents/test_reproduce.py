@@ -1,6 +1,7 @@
 """Runs anyone can reproduce: a recorded run's manifest replayed by `python -m agents run
 --manifest`, and its reproduce script run against a throw-away cluster of its own."""
 
+import copy
 import json
 import re
 import shutil
@@ -109,3 +110,23 @@ def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_re
     assert all(float(now) > 0 for *_rest, now in rows)
     assert "shared_buffers = '6144'" in conf
     assert wal_apart
+
+
+def test_without_the_recorded_binaries_the_script_fetches_the_same_release(manifest):
+    gone = copy.deepcopy(manifest)
+    gone["build"]["install"]["bindir"] = "/nonexistent/postgresql/bin"
+    root = place()
+    script = root / "reproduce.sh"
+    script.write_text(reproduce_script(gone))
+
+    replay = subprocess.run(
+        ["bash", str(script), str(root / "work")], capture_output=True, text=True, timeout=600
+    )
+    shutil.rmtree(root, ignore_errors=True)
+
+    assert replay.returncode == 0, replay.stderr
+    version = manifest["build"]["install"]["version"]
+    assert f"PostgreSQL: postgres (PostgreSQL) {version} in {root}/work/postgresql/bin" in (
+        replay.stderr
+    )
+    assert len(re.findall(r"^\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+$", replay.stdout, re.MULTILINE)) == 2

@@ -1,4 +1,4 @@
-"""Import raw pgbench outputs as runs marked "imported" (README, "Importing old results").
+"""Import raw pgbench outputs as runs marked "imported" (README, "History").
 
 Each uploaded file becomes one succeeded run of one new experiment per batch,
 with one point per pgbench run the file holds (a sweep written to one log
@@ -24,6 +24,7 @@ from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Ru
 from runs.services.events import store_point
 
 IMPORTED_STORAGE = "imported"
+UNNAMED_MACHINE = "unknown machine"
 BUILTIN_NAMES = {
     "<builtin: TPC-B (sort of)>": "tpcb-like",
     "<builtin: simple update>": "simple-update",
@@ -50,7 +51,7 @@ class ImportDetails:
     command_line: str = ""
     pg_version: str = ""
     notes: str = ""
-    host_name: str = "imported"
+    host_name: str = ""
 
 
 @dataclass
@@ -188,8 +189,10 @@ def _imported_run(
 
 
 def _import_host(name: str) -> Host:
+    """`imported: NAME`: a name no agent can have (agents' names have no spaces or
+    colons), so an import never attaches to, or blocks, an agent's host."""
     host, _ = Host.objects.get_or_create(
-        name=name or "imported",
+        name=f"imported: {name or UNNAMED_MACHINE}"[:100],
         defaults={
             "enrollment": Host.Enrollment.REVOKED,
             "notes": "Holds runs imported from pgbench outputs; no agent runs here.",

@@ -116,7 +116,7 @@ def test_the_import_page_takes_several_files_and_lists_the_refused_one(client, u
     assert "Imported 1 of 2 files" in page
     assert "Not imported: notes.txt: lines 1-2: " in page
     run = Run.objects.get(provenance__file_name="a.log")
-    assert run.host.name == "old-laptop"
+    assert run.host.name == "imported: old-laptop"
     assert run.build.version == "15.3"
 
 

@@ -130,3 +130,13 @@ def test_without_the_recorded_binaries_the_script_fetches_the_same_release(manif
         replay.stderr
     )
     assert len(re.findall(r"^\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+$", replay.stdout, re.MULTILINE)) == 2
+
+
+def test_a_command_shape_sets_aside_places_and_the_measured_sampling_rate():
+    here = ["/a/bin/pgbench", "-c", "4", "-h", "/a/s", "-p", "5432", "--sampling-rate=0.01",
+            "--log-prefix=/a/log", "-T", "10", "benchlab"]  # fmt: skip
+    there = ["/b/bin/pgbench", "-c", "4", "-h", "/b/s", "-p", "6543",
+             "--log-prefix=/b/log", "-T", "10", "benchlab"]  # fmt: skip
+
+    assert command_shape(here) == command_shape(there)
+    assert command_shape(here) != command_shape([*there[:-3], "-T", "20", "benchlab"])

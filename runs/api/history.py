@@ -37,7 +37,13 @@ class ImportSerializer(serializers.Serializer):
     command_line = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
     pg_version = StrictCharField(max_length=40, required=False, allow_blank=True, default="")
     notes = StrictCharField(required=False, allow_blank=True, default="", max_length=10000)
-    host_name = StrictCharField(max_length=100, required=False, default="imported")
+    host_name = StrictCharField(
+        max_length=80,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The runs go to host 'imported: NAME' ('imported: unknown machine').",
+    )
 
 
 class ImportOutcomeSerializer(serializers.Serializer):

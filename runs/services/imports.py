@@ -1,4 +1,4 @@
-"""Import raw pgbench outputs as runs marked "imported" (README, "Importing old results").
+"""Import raw pgbench outputs as runs marked "imported" (README, "History").
 
 Each uploaded file becomes one succeeded run of one new experiment per batch,
 with one point per pgbench run the file holds (a sweep written to one log
@@ -24,6 +24,7 @@ from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Ru
 from runs.services.events import store_point
 
 IMPORTED_STORAGE = "imported"
+UNNAMED_MACHINE = "unknown machine"
 BUILTIN_NAMES = {
     "<builtin: TPC-B (sort of)>": "tpcb-like",
     "<builtin: simple update>": "simple-update",
@@ -50,7 +51,7 @@ class ImportDetails:
     command_line: str = ""
     pg_version: str = ""
     notes: str = ""
-    host_name: str = "imported"
+    host_name: str = ""
 
 
 @dataclass
@@ -145,32 +146,8 @@ def _imported_run(
     points: list[PgbenchOutput],
     details: ImportDetails,
 ) -> Run:
-    first = points[0]
-    version = details.pg_version or first["server_version"] or first["pgbench_version"] or "unknown"
-    host = _import_host(details.host_name)
-    build = _import_build(version)
-    config, _ = ConfigProfile.objects.get_or_create(
-        name="imported (settings unknown)",
-        defaults={"description": "Runs imported from pgbench outputs: settings not recorded."},
-    )
-    workload = _import_workload(first)
-    _add_to_matrix(experiment, host, build, config, workload, points)
-    now = timezone.now()
-    run = Run.objects.create(
-        experiment=experiment,
-        host=host,
-        build=build,
-        config_profile=config,
-        workload=workload,
-        storage_data=IMPORTED_STORAGE,
-        position=experiment.runs.count(),
-        cell=experiment.runs.count(),
-        status=Run.Status.SUCCEEDED,
-        queued_at=now,
-        started_at=now,
-        finished_at=now,
-        created_by=user,
-    )
+    """One succeeded run holding the file's points, with the file's provenance."""
+    run = _run_row(user, experiment, points, details)
     for index, parsed in enumerate(points):
         store_point(run, _as_point(index, parsed, points[:index], details.command_line))
     Provenance.objects.create(
@@ -182,14 +159,48 @@ def _imported_run(
         notes=details.notes,
         file_said=_file_said(points),
         imported_by=user,
-        imported_at=now,
+        imported_at=run.queued_at,
     )
     return run
 
 
+def _run_row(
+    user: User, experiment: Experiment, points: list[PgbenchOutput], details: ImportDetails
+) -> Run:
+    first = points[0]
+    version = details.pg_version or first["server_version"] or first["pgbench_version"] or "unknown"
+    host = _import_host(details.host_name)
+    build = _import_build(version)
+    config, _ = ConfigProfile.objects.get_or_create(
+        name="imported (settings unknown)",
+        defaults={"description": "Runs imported from pgbench outputs: settings not recorded."},
+    )
+    workload = _import_workload(first)
+    _add_to_matrix(experiment, host, build, config, workload, points)
+    now = timezone.now()
+    position = experiment.runs.count()
+    return Run.objects.create(
+        experiment=experiment,
+        host=host,
+        build=build,
+        config_profile=config,
+        workload=workload,
+        storage_data=IMPORTED_STORAGE,
+        position=position,
+        cell=position,
+        status=Run.Status.SUCCEEDED,
+        queued_at=now,
+        started_at=now,
+        finished_at=now,
+        created_by=user,
+    )
+
+
 def _import_host(name: str) -> Host:
+    """`imported: NAME`: a name no agent can have (agents' names have no spaces or
+    colons), so an import never attaches to, or blocks, an agent's host."""
     host, _ = Host.objects.get_or_create(
-        name=name or "imported",
+        name=f"imported: {name or UNNAMED_MACHINE}"[:100],
         defaults={
             "enrollment": Host.Enrollment.REVOKED,
             "notes": "Holds runs imported from pgbench outputs; no agent runs here.",

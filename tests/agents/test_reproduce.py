@@ -1,6 +1,7 @@
 """Runs anyone can reproduce: a recorded run's manifest replayed by `python -m agents run
 --manifest`, and its reproduce script run against a throw-away cluster of its own."""
 
+import copy
 import json
 import re
 import shutil
@@ -109,3 +110,33 @@ def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_re
     assert all(float(now) > 0 for *_rest, now in rows)
     assert "shared_buffers = '6144'" in conf
     assert wal_apart
+
+
+def test_without_the_recorded_binaries_the_script_fetches_the_same_release(manifest):
+    gone = copy.deepcopy(manifest)
+    gone["build"]["install"]["bindir"] = "/nonexistent/postgresql/bin"
+    root = place()
+    script = root / "reproduce.sh"
+    script.write_text(reproduce_script(gone))
+
+    replay = subprocess.run(
+        ["bash", str(script), str(root / "work")], capture_output=True, text=True, timeout=600
+    )
+    shutil.rmtree(root, ignore_errors=True)
+
+    assert replay.returncode == 0, replay.stderr
+    version = manifest["build"]["install"]["version"]
+    assert f"PostgreSQL: postgres (PostgreSQL) {version} in {root}/work/postgresql/bin" in (
+        replay.stderr
+    )
+    assert len(re.findall(r"^\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+$", replay.stdout, re.MULTILINE)) == 2
+
+
+def test_a_command_shape_sets_aside_places_and_the_measured_sampling_rate():
+    here = ["/a/bin/pgbench", "-c", "4", "-h", "/a/s", "-p", "5432", "--sampling-rate=0.01",
+            "--log-prefix=/a/log", "-T", "10", "benchlab"]  # fmt: skip
+    there = ["/b/bin/pgbench", "-c", "4", "-h", "/b/s", "-p", "6543",
+             "--log-prefix=/b/log", "-T", "10", "benchlab"]  # fmt: skip
+
+    assert command_shape(here) == command_shape(there)
+    assert command_shape(here) != command_shape([*there[:-3], "-T", "20", "benchlab"])

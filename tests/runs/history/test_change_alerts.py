@@ -157,3 +157,17 @@ def test_the_series_page_marks_the_change_point_and_the_notes(series, client, us
     assert "BIOS 1.2 flashed" in annotations
     assert len(tps_figure["data"][0]["x"]) == 18
     assert "nightly tpcb #13" in page
+
+
+def test_an_unreachable_webhook_is_recorded_on_the_alert(series):
+    closed = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    url = f"http://127.0.0.1:{closed.server_port}/hook"
+    closed.server_close()
+    Series.objects.filter(pk=series.pk).update(webhook_url=url, alert_email="")
+    series.refresh_from_db()
+    history(series, [1000.0] * 12 + [900.0] * 6)
+
+    alert = series_detect(series)[0]
+
+    alert.refresh_from_db()
+    assert alert.delivery.startswith("webhook failed: ")

@@ -116,8 +116,12 @@ def test_the_import_page_takes_several_files_and_lists_the_refused_one(client, u
     assert "Imported 1 of 2 files" in page
     assert "Not imported: notes.txt: lines 1-2: " in page
     run = Run.objects.get(provenance__file_name="a.log")
-    assert run.host.name == "old-laptop"
+    assert run.host.name == "imported: old-laptop"
     assert run.build.version == "15.3"
+    run_page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert run.provenance.sha256 in run_page
+    assert "imported by" in run_page
+    assert "reproduce.sh" not in run_page
 
 
 def test_the_api_imports_a_batch_and_names_the_refused_file(api_client):

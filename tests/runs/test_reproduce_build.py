@@ -1,0 +1,111 @@
+"""A reproduce script builds a source build again from its definition (runs/reproduce_build.py).
+
+The source here is a small release-shaped tarball whose `configure` and Makefile
+install a `postgres` that prints its version and the patched constant: real tar,
+patch, configure and make, seconds instead of the minutes a PostgreSQL build takes.
+"""
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+from agents.contract.builds import BuildDefinition
+from runs.reproduce import reproduce_script
+from runs.reproduce_build import source_build_function
+
+CONFIGURE = """#!/bin/sh
+for arg in "$@"; do
+  case $arg in --prefix=*) prefix=${arg#--prefix=} ;; esac
+done
+echo "$@" > configured-with
+echo "$CFLAGS" > cflags
+printf 'all:\\n\\t@true\\ninstall:\\n\\tsh ./install.sh %s\\n' "$prefix" > Makefile
+"""
+INSTALL = """mkdir -p "$1/bin"
+printf '#!/bin/sh\\necho "postgres (PostgreSQL) 15.18 %s %s"\\n' \\
+  "$(cat lwlock.h)" "$(cat cflags)" > "$1/bin/postgres"
+chmod +x "$1/bin/postgres"
+"""
+PATCH = """--- a/lwlock.h
++++ b/lwlock.h
+@@ -1 +1 @@
+-NUM_BUFFER_PARTITIONS=128
++NUM_BUFFER_PARTITIONS=256
+"""
+
+
+def release_tarball(root: Path) -> Path:
+    tree = root / "postgresql-15.18"
+    tree.mkdir()
+    (tree / "configure").write_text(CONFIGURE)
+    (tree / "configure").chmod(0o755)
+    (tree / "install.sh").write_text(INSTALL)
+    (tree / "lwlock.h").write_text("NUM_BUFFER_PARTITIONS=128\n")
+    tarball = root / "postgresql-15.18.tar.bz2"
+    with tarfile.open(tarball, "w:bz2") as archive:
+        archive.add(tree, arcname=tree.name)
+    return tarball
+
+
+def definition(tarball: Path) -> BuildDefinition:
+    return {
+        "source": {"kind": "path", "location": str(tarball)},
+        "configure_flags": ["--with-blocksize=16", "--without-icu"],
+        "patches": [{"name": "partitions-256", "diff": PATCH, "strip": 1}],
+        "cflags": "-O2",
+    }
+
+
+def test_a_source_build_is_made_again_with_its_patches_flags_and_cflags(tmp_path):
+    build = definition(release_tarball(tmp_path))
+    work = tmp_path / "work"
+    script = f"set -euo pipefail\nworkdir={work}\n{source_build_function(build)}build_from_source\n"
+
+    made = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert made.returncode == 0, made.stderr
+    bindir = made.stdout.strip()
+    assert bindir == f"{work}/pgbuild/bin"
+    version = subprocess.run([f"{bindir}/postgres"], capture_output=True, text=True).stdout
+    assert version.strip() == "postgres (PostgreSQL) 15.18 NUM_BUFFER_PARTITIONS=256 -O2"
+    configured = (work / "source" / "tree" / "configured-with").read_text().split()
+    assert configured == [f"--prefix={work}/pgbuild", "--with-blocksize=16", "--without-icu"]
+    assert "applying patch partitions-256" in made.stderr
+
+
+def test_a_broken_patch_stops_the_script_before_it_configures(tmp_path):
+    build = definition(release_tarball(tmp_path))
+    build["patches"][0]["diff"] = PATCH.replace("=128", "=64")
+    script = f"set -euo pipefail\nworkdir={tmp_path}/work\n{source_build_function(build)}"
+
+    made = subprocess.run(
+        ["bash", "-c", script + "build_from_source"], capture_output=True, text=True, timeout=60
+    )
+
+    assert made.returncode != 0
+    assert "configuring" not in made.stderr
+    assert not (tmp_path / "work" / "pgbuild").exists()
+
+
+def test_the_script_of_a_source_build_run_builds_instead_of_fetching_a_release(tmp_path):
+    build = definition(release_tarball(tmp_path))
+    manifest = {
+        "version": 1,
+        "kind": "benchlab-run-manifest",
+        "run_id": "7",
+        "agent_version": "0.1.0",
+        "spec": {"postgres": {"version": "15.18", "source": "build", "build": build}},
+        "build": {"requested": {}, "install": {"version": "15.18"}, "digest": "0" * 64},
+        "commands": [],
+        "settings": {"requested": {}, "effective": []},
+        "storage": {},
+        "facts": {},
+        "points": [],
+    }
+
+    script = reproduce_script(manifest)  # type: ignore[arg-type]
+
+    assert "else bindir=$(build_from_source)" in script
+    assert "fetch_prebuilt" not in script
+    checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr

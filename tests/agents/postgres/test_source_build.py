@@ -20,6 +20,7 @@ import redis
 
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
+from agents.contract.catalogue import Catalogue
 from agents.contract.errors import JobError
 from agents.contract.wire import source_upload_key
 from agents.postgres.build_steps import check_prerequisites
@@ -71,6 +72,9 @@ def test_a_16k_block_patched_build_runs_end_to_end(build_config: AgentConfig, so
     assert record["seconds"] > 0 and "configure" in record["log"]
     assert result["points"][0]["tps"] > 0
     assert events.of_type("step")[0]["data"]["name"] == "build"
+    own_catalogue = Path(result["install"]["bindir"]).parent / "catalogue-15.18.json"
+    shared_buffers = Catalogue.from_json(own_catalogue.read_text()).settings["shared_buffers"]
+    assert shared_buffers.unit == "16kB"  # not the unit of a default 15.18 build
 
 
 def test_a_second_build_of_the_same_key_reuses_the_cache(

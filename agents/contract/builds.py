@@ -14,12 +14,6 @@ from agents.contract.errors import JobError
 
 SourceKind = Literal["url", "path", "git", "upload"]
 SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
-SOURCE_KIND_LABELS: dict[SourceKind, str] = {
-    "url": "Release tarball by URL",
-    "path": "Release tarball by path on the agent host",
-    "git": "Git repository and ref",
-    "upload": "Tarball uploaded to the lab (by its sha256)",
-}
 MAX_PATCHES = 20
 MAX_FLAGS = 50
 MAX_STRIP = 5

@@ -301,8 +301,9 @@ class Job:
         With a cached catalogue of this exact version the settings are validated
         before initdb; otherwise right after the first start, before anything is measured.
         """
+        catalogue_dir = self._catalogue_dir(install)
         catalogue = pg_settings.read_cached_catalogue(
-            pg_settings.catalogue_path(self.config.cache_dir, install.version)
+            pg_settings.catalogue_path(catalogue_dir, install.version)
         )
         if catalogue is not None:
             self._validate_settings(requested, catalogue)
@@ -327,7 +328,7 @@ class Job:
         cluster.start()
         if catalogue is None:
             catalogue = pg_settings.load_or_read_catalogue(
-                install, self.config.cache_dir, lambda: nullcontext(cluster)
+                install, catalogue_dir, lambda: nullcontext(cluster)
             )
             self._validate_settings(requested, catalogue)
         if requested:
@@ -338,6 +339,11 @@ class Job:
             self.result["settings"]["compiled"] = pg_settings.read_compiled_settings(conn)
         access = cluster.create_workload_database(self.config.allow_superuser_sql)
         self.result["dataset"]["workload"] = access.as_dict()
+
+    def _catalogue_dir(self, install: Install) -> Path:
+        """Where this install's catalogue is cached: a source build keeps its own, since
+        compile-time constants change settings' units and limits (16 kB blocks: 16kB units)."""
+        return install.bindir.parent if install.source == "build" else self.config.cache_dir
 
     def _validate_settings(
         self, requested: Mapping[str, SettingValue], catalogue: Catalogue

@@ -15,6 +15,7 @@ from runs import services, workload_editor
 from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.specs import clean_build_definition
+from runs.services.uploads import source_upload_store
 
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 
@@ -425,13 +426,28 @@ class PgBuildForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 8}),
     )
 
+    source_tarball = forms.FileField(
+        required=False,
+        label="Source tarball upload",
+        help_text="A release tarball: it becomes the build definition's source.",
+    )
+
     class Meta:
         model = PgBuild
-        fields = ["name", "version", "source", "definition", "notes"]
+        fields = ["name", "version", "source", "definition", "source_tarball", "notes"]
         widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        tarball = cleaned.get("source_tarball")
+        if tarball and cleaned.get("source") == PgBuild.Source.BUILD:
+            try:
+                sha256 = source_upload_store(tarball)
+            except JobError as error:
+                self.add_error("source_tarball", error.message)
+                return cleaned
+            source = {"kind": "upload", "location": sha256, "ref": None}
+            cleaned["definition"] = {**(cleaned.get("definition") or {}), "source": source}
         if "source" in cleaned and "definition" in cleaned:
             try:
                 cleaned["definition"] = clean_build_definition(

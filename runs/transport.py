@@ -21,6 +21,7 @@ from agents.contract.wire import (
     cancel_key,
     claim_key,
     dispatch_key,
+    source_upload_key,
 )
 from benchlab.celery import app
 
@@ -95,3 +96,8 @@ def events_backlog_age_s(stream: str) -> float:
     seconds, microseconds = client.time()
     sent_ms = int(str(oldest[0][0]).split("-")[0])
     return max(0.0, seconds + microseconds / 1e6 - sent_ms / 1000)
+
+
+def store_source_upload(sha256: str, data: bytes) -> None:
+    """Keep an uploaded source tarball where agents read it (no expiry: builds refer to it)."""
+    redis.Redis.from_url(settings.REDIS_URL).set(source_upload_key(sha256), data)

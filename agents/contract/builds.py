@@ -12,25 +12,22 @@ from typing import Literal, NotRequired, TypedDict, get_args
 
 from agents.contract.errors import JobError
 
-SourceKind = Literal["url", "path", "git"]
+SourceKind = Literal["url", "path", "git", "upload"]
 SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
-SOURCE_KIND_LABELS: dict[SourceKind, str] = {
-    "url": "Release tarball by URL",
-    "path": "Release tarball by path on the agent host",
-    "git": "Git repository and ref",
-}
 MAX_PATCHES = 20
 MAX_FLAGS = 50
 MAX_STRIP = 5
 FLAG_PATTERN = re.compile(r"^--[a-z][a-z0-9-]*(=\S*)?$")
 PATCH_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 GIT_REF_PATTERN = re.compile(r"^[A-Za-z0-9_./-]{1,100}$")
 # The agent decides where the build goes; a flag that moves it is refused.
 RESERVED_FLAGS = ("--prefix", "--exec-prefix", "--bindir", "--libdir", "--datadir", "--srcdir")
 
 
 class BuildSource(TypedDict):
-    """Where the source comes from: a tarball URL or path, or a git repository at `ref`."""
+    """Where the source comes from: a tarball URL or path, a git repository at `ref`, or a
+    tarball uploaded to the lab (`location` is its sha256; the lab keeps it in Redis)."""
 
     kind: SourceKind
     location: str
@@ -108,6 +105,8 @@ def _check_source(source: object) -> BuildSource:
         raise _invalid("source.ref", "a git source needs a branch or tag, e.g. REL_14_3")
     if kind == "path" and not location.startswith("/"):
         raise _invalid("source.location", "a path on the agent host must be absolute")
+    if kind == "upload" and not SHA256_PATTERN.match(location):
+        raise _invalid("source.location", "an uploaded tarball is named by its sha256")
     if kind == "url" and not re.match(r"^(https?|file)://", location):
         raise _invalid("source.location", "a URL starts with https://, http:// or file://")
     return {"kind": kind, "location": location.strip(), "ref": ref if kind == "git" else None}

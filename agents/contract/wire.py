@@ -55,3 +55,12 @@ def client_dispatch(dispatch: str) -> str:
 def dead_letter_stream(stream: str) -> str:
     """Where events of `stream` that cannot be stored are kept, with the reason."""
     return f"{stream}:dead"
+
+
+# Source tarballs uploaded to the lab for source builds, by sha256; agents read them.
+SOURCE_UPLOAD_PREFIX = "benchlab:source-upload:"
+
+
+def source_upload_key(sha256: str) -> str:
+    """The Redis key holding the bytes of an uploaded source tarball."""
+    return f"{SOURCE_UPLOAD_PREFIX}{sha256}"

@@ -2,7 +2,8 @@
 
 A build runs the source's own scripts (configure, make), so it happens only
 when the agent's local config allows source builds and the source is one it
-lists (`build_sources`: URL prefixes, directories, git repositories); the
+lists (`build_sources`: URL prefixes, directories, git repositories, and
+`upload` for tarballs uploaded to the lab); the
 refusal comes before anything is fetched. Everything runs as the agent's
 unprivileged OS user. The result lands in `<cache>/builds/<key>/`, where the key
 digests the source, configure flags, patches, CFLAGS and the compiler version,
@@ -21,9 +22,12 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import redis
+
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition, BuildRecord, BuildSource
 from agents.contract.errors import JobError
+from agents.contract.wire import source_upload_key
 from agents.postgres.build_steps import (
     BuildFailed,
     BuildSteps,
@@ -65,6 +69,8 @@ def _source_allowed(source: BuildSource, allowed: str) -> bool:
     if source["kind"] == "path":
         resolved, directory = Path(location).resolve(), Path(allowed).resolve()
         return allowed.startswith("/") and resolved.is_relative_to(directory)
+    if source["kind"] == "upload":
+        return allowed == "upload"
     if source["kind"] == "git":
         return location == allowed
     # A URL must start with the allowed prefix and may not climb out of it with "..".
@@ -109,7 +115,7 @@ def ensure_build(
     make_dirs(cache)
     progress(f"fetching the source from {definition['source']['location']}", 0.0)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as scratch:
-        source_path, digest = fetch_source(definition["source"], Path(scratch))
+        source_path, digest = fetch_source(definition["source"], Path(scratch), config.redis_url)
         key = build_key(definition, digest, compiler)
         record = _new_record(key, definition, digest, compiler)
         with locked(cache / f"{key}.lock"):
@@ -185,11 +191,16 @@ def _build(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fetch_source(source: BuildSource, scratch: Path) -> tuple[Path, str]:
-    """The source (a tarball, or a git checkout) in `scratch`, and its digest."""
+def fetch_source(source: BuildSource, scratch: Path, redis_url: str) -> tuple[Path, str]:
+    """The source (a tarball, or a git checkout) in `scratch`, and its digest.
+
+    An uploaded tarball is read from the lab's Redis (`redis_url`) and must match its sha256.
+    """
     if source["kind"] == "git":
         return _git_checkout(source, scratch)
     tarball = scratch / "source.tar"
+    if source["kind"] == "upload":
+        return _fetch_upload(source["location"], tarball, redis_url)
     try:
         if source["kind"] == "path":
             shutil.copyfile(source["location"], tarball)
@@ -200,6 +211,19 @@ def fetch_source(source: BuildSource, scratch: Path) -> tuple[Path, str]:
     except OSError as error:
         raise BuildFailed("fetch", f"could not fetch {source['location']}: {error}") from error
     return tarball, _file_digest(tarball)
+
+
+def _fetch_upload(sha256: str, tarball: Path, redis_url: str) -> tuple[Path, str]:
+    try:
+        data = redis.Redis.from_url(redis_url).get(source_upload_key(sha256))
+    except redis.RedisError as error:
+        raise BuildFailed("fetch", f"could not read the uploaded source: {error}") from error
+    if not isinstance(data, bytes):
+        raise BuildFailed("fetch", f"the lab holds no uploaded source {sha256}: upload it again")
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise BuildFailed("fetch", f"the uploaded source {sha256} does not match its digest")
+    tarball.write_bytes(data)
+    return tarball, sha256
 
 
 def _file_digest(path: Path) -> str:

@@ -9,6 +9,8 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+MAX_PAGE = 10**18 - 1
+
 
 class StrictPageNumberPagination(PageNumberPagination):
     """DRF's pagination, but `?page=abc` (or `page` given twice) answers 400 naming `page`.
@@ -24,6 +26,14 @@ class StrictPageNumberPagination(PageNumberPagination):
         if len(pages) > 1 or (pages and not _is_page_number(pages[0])):
             raise ValidationError({self.page_query_param: ["a page is one number from 1 up"]})
         return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict]:
+        """The schema says what a page number is: a whole number from 1 up (18 digits at most)."""
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"] = {**parameter["schema"], "minimum": 1, "maximum": MAX_PAGE}
+        return parameters
 
 
 def _is_page_number(text: str) -> bool:

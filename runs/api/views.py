@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,6 +35,7 @@ from runs.models import (
 )
 from runs.reproduce import run_manifest
 from runs.services.deletion import Deletable
+from runs.services.uploads import build_source_upload
 from runs.tables import comparison_statistics
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
@@ -118,6 +120,21 @@ class PgBuildViewSet(OwnedModelViewSet):
 
     queryset = PgBuild.objects.select_related("created_by")
     serializer_class = serializers.PgBuildSerializer
+
+    @extend_schema(
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        },
+        responses=serializers.PgBuildSerializer,
+    )
+    @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
+    def source(self, request: Request, pk: str | None = None) -> Response:
+        """Upload a release tarball as this source build's source (multipart field `file`)."""
+        build = build_source_upload(self.get_object(), request.FILES.get("file"))
+        return Response(self.get_serializer(build).data)
 
 
 class ConfigProfileViewSet(OwnedModelViewSet):

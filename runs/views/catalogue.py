@@ -53,7 +53,9 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def build_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = PgBuildForm(request.POST or None, instance=PgBuild(created_by=request.user))
+    form = PgBuildForm(
+        request.POST or None, request.FILES or None, instance=PgBuild(created_by=request.user)
+    )
     if request.method == "POST" and form.is_valid():
         build = form.save()
         messages.success(request, f"Build {build.name} added.")

@@ -12,13 +12,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
+from agents.contract.catalogue import Catalogue
 from agents.contract.errors import JobError
+from agents.contract.wire import source_upload_key
 from agents.postgres.build_steps import check_prerequisites
 from agents.postgres.cluster import initdb_version_args
 from agents.postgres.osuser import OsUser
@@ -68,6 +72,9 @@ def test_a_16k_block_patched_build_runs_end_to_end(build_config: AgentConfig, so
     assert record["seconds"] > 0 and "configure" in record["log"]
     assert result["points"][0]["tps"] > 0
     assert events.of_type("step")[0]["data"]["name"] == "build"
+    own_catalogue = Path(result["install"]["bindir"]).parent / "catalogue-15.18.json"
+    shared_buffers = Catalogue.from_json(own_catalogue.read_text()).settings["shared_buffers"]
+    assert shared_buffers.unit == "16kB"  # not the unit of a default 15.18 build
 
 
 def test_a_second_build_of_the_same_key_reuses_the_cache(
@@ -236,7 +243,7 @@ def test_missing_programs_are_named_with_their_debian_packages(
 
 def test_tarballs_by_url_and_git_refs_are_fetched_with_their_digest(sources: Path, tmp_path: Path):
     path = tarball(sources, "15")
-    fetched, digest = fetch_source({"kind": "url", "location": path.as_uri()}, tmp_path)
+    fetched, digest = fetch_source({"kind": "url", "location": path.as_uri()}, tmp_path, "")
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert fetched.stat().st_size == path.stat().st_size
 
@@ -252,6 +259,38 @@ def test_tarballs_by_url_and_git_refs_are_fetched_with_their_digest(sources: Pat
     checkout_dir = tmp_path / "fetch"
     checkout_dir.mkdir()
     source = {"kind": "git", "location": str(repository), "ref": "REL_TEST"}
-    checkout, digest = fetch_source(source, checkout_dir)
+    checkout, digest = fetch_source(source, checkout_dir, "")
     assert digest == f"git:{commit.strip()}"
     assert (checkout / "configure").exists()
+
+
+@pytest.fixture
+def uploaded_pg13(build_config: AgentConfig, sources: Path) -> Iterator[str]:
+    """13.16's tarball as the lab keeps an upload (in Redis, by its sha256); removed after."""
+    data = tarball(sources, "13").read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    client = redis.Redis.from_url(build_config.redis_url)
+    client.set(source_upload_key(digest), data)
+    yield digest
+    client.delete(source_upload_key(digest))
+
+
+def test_a_tarball_uploaded_to_the_lab_builds_and_runs(
+    build_config: AgentConfig, sources: Path, uploaded_pg13: str
+):
+    definition = pg13_definition(sources)
+    definition["source"] = {"kind": "upload", "location": uploaded_pg13, "ref": None}
+    spec = build_spec(definition, "13", sweep={"clients": [1]})
+    result, _ = run(spec, build_config)
+    assert result["error"]["code"] == "build_refused"  # the agent has not allowed uploads
+
+    build_config.build_sources.append("upload")
+    result, _ = run(spec, build_config)
+    assert result["status"] == "succeeded", result["error"]
+    assert result["build"]["source_digest"] == uploaded_pg13
+    assert result["install"]["version"] == "13.16"
+
+    definition["source"]["location"] = "0" * 64
+    result, _ = run(build_spec(definition, "13"), build_config)
+    assert result["error"]["code"] == "build_failed"
+    assert "failed at fetch: the lab holds no uploaded source" in result["error"]["message"]

@@ -1,14 +1,20 @@
 """Source builds in the lab: defined through the API and the builds page, carried whole in
 each job spec, their build record and compile-time settings kept and compared."""
 
+import hashlib
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from agents.contract.builds import check_build_definition
+from agents.contract.wire import source_upload_key
 from runs import services
 from runs.compare import differences
 from runs.models import PgBuild, Run
@@ -184,3 +190,68 @@ def test_the_seed_5_patch_applies_to_a_real_release(tmp_path: Path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert applied.returncode == 0, applied.stdout + applied.stderr
+
+
+def release_like_tarball(directory: Path) -> bytes:
+    """A tiny tarball shaped like a release: `postgresql-0.0/configure` at its top."""
+    (directory / "postgresql-0.0").mkdir()
+    (directory / "postgresql-0.0" / "configure").write_text("#!/bin/sh\n")
+    path = directory / "release.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        archive.add(directory / "postgresql-0.0", arcname="postgresql-0.0")
+    return path.read_bytes()
+
+
+@pytest.fixture
+def uploads(lab_redis) -> Iterator[list[str]]:
+    """Digests of the uploads a test makes; their Redis keys are removed after it."""
+    digests: list[str] = []
+    yield digests
+    if digests:
+        lab_redis.delete(*(source_upload_key(digest) for digest in digests))
+
+
+def test_a_tarball_uploaded_through_the_api_becomes_the_builds_source(
+    api_client, user, tmp_path: Path, uploads: list[str]
+):
+    data = release_like_tarball(tmp_path)
+    digest = hashlib.sha256(data).hexdigest()
+    uploads.append(digest)
+    build = source_build(created_by=user)
+    response = api_client.post(
+        f"/api/builds/{build.pk}/source/",
+        {"file": SimpleUploadedFile("pg.tar.gz", data)},
+        format="multipart",
+    )
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["definition"]["source"] == {
+        "kind": "upload", "location": digest, "ref": None
+    }  # fmt: skip
+    stored = redis.Redis.from_url(settings.REDIS_URL).get(source_upload_key(digest))
+    assert stored == data
+
+
+def test_an_upload_that_is_not_a_release_tarball_answers_400(api_client, user):
+    build = source_build(created_by=user)
+    response = api_client.post(
+        f"/api/builds/{build.pk}/source/",
+        {"file": SimpleUploadedFile("notes.txt", b"not a tarball")},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["file"][0].startswith("not a readable tarball")
+
+
+def test_the_builds_page_takes_an_upload_as_the_source(
+    signed_in, tmp_path: Path, uploads: list[str]
+):
+    data = release_like_tarball(tmp_path)
+    uploads.append(hashlib.sha256(data).hexdigest())
+    form = {"name": "uploaded", "version": "14", "source": "build", "definition": ""}
+    response = signed_in.post(
+        reverse("build-list"), {**form, "source_tarball": SimpleUploadedFile("pg.tgz", data)}
+    )
+    assert response.status_code == 302
+    source = PgBuild.objects.get(name="uploaded").definition["source"]
+    assert source == {"kind": "upload", "location": uploads[0], "ref": None}

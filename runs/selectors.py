@@ -1,6 +1,7 @@
 """Reads the pages need, kept out of the views: querysets with their joins,
 results grouped per run, and the run-page payloads the live stream shares."""
 
+from collections.abc import Collection
 from typing import TypedDict
 
 from django.db.models import Count, Max, QuerySet
@@ -102,10 +103,12 @@ def samples_by_point(
     progress: dict[int, list[ProgressSample]],
     host: dict[int, list[HostSample]],
     server: dict[int, list[ServerSample]],
+    client_runs: Collection[int] = (),
 ) -> dict[tuple[int, int], PointSamples]:
-    """(run id, point) -> the point's timelines, for the validity checks."""
+    """(run id, point) -> the point's timelines, for the validity checks; the runs in
+    `client_runs` (those with a client host) also get their client host's samples."""
     points: dict[tuple[int, int], PointSamples] = {}
-    client = _client_host_samples(set(progress) | set(host) | set(server))
+    client = _client_host_samples(client_runs)
     groups = (("progress", progress), ("host", host), ("server", server), ("client", client))
     for kind, grouped in groups:
         for run_id, samples in grouped.items():
@@ -116,9 +119,11 @@ def samples_by_point(
     return points
 
 
-def _client_host_samples(run_ids: set[int]) -> dict[int, list[ClientHostSample]]:
-    """The client host's samples of runs with a client host (the others have none)."""
+def _client_host_samples(run_ids: Collection[int]) -> dict[int, list[ClientHostSample]]:
+    """The client host's samples of these runs (no query when there are none)."""
     grouped: dict[int, list[ClientHostSample]] = {}
+    if not run_ids:
+        return grouped
     rows = ClientHostSample.objects.filter(run_id__in=run_ids).order_by("run_id", "point", "t")
     for row in rows:
         grouped.setdefault(row.run_id, []).append(row)

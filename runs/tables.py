@@ -42,7 +42,9 @@ def load_inputs(runs: list[Run]) -> StatsInputs:
         "own_results": own_results,
         "progress": progress,
         "server": server,
-        "samples": selectors.samples_by_point(progress, host, server),
+        "samples": selectors.samples_by_point(
+            progress, host, server, {run.pk for run in runs if run.client_host_id}
+        ),
         "offsets": {pk: charts.offsets_for(progress[pk], host[pk], server[pk]) for pk in run_ids},
     }
 

@@ -315,7 +315,7 @@ class RunSerializer(StrictModelSerializer):
         slug_field="name", read_only=True
     )
     client_host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
+        slug_field="name", read_only=True, allow_null=True
     )
 
     class Meta:

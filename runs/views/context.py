@@ -37,7 +37,9 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
     progress = selectors.run_progress(run)
     host, server = selectors.run_host_samples(run), selectors.run_server_samples(run)
     results = list(run.results.order_by("index"))
-    samples = selectors.samples_by_point({run.pk: progress}, {run.pk: host}, {run.pk: server})
+    samples = selectors.samples_by_point(
+        {run.pk: progress}, {run.pk: host}, {run.pk: server}, [run.pk] if run.client_host_id else []
+    )
     by_point = {index: found for (_run, index), found in point_warnings(results, samples).items()}
     offsets = charts.offsets_for(progress, host, server)
     checkpoints = charts.run_checkpoints(server)

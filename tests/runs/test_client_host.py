@@ -175,7 +175,7 @@ def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_red
         HostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 1.0})
         ClientHostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 2.0})
 
-    samples = selectors.samples_by_point({run.pk: []}, {run.pk: []}, {run.pk: []})
+    samples = selectors.samples_by_point({run.pk: []}, {run.pk: []}, {run.pk: []}, {run.pk})
     (warning,) = point_warnings(result, samples[(run.pk, 0)])
 
     assert warning.code == "load_generator_saturated"

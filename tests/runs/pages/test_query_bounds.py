@@ -61,7 +61,9 @@ def test_statistics_views_read_each_kind_of_row_once_whatever_the_number_of_runs
     assert queries_of(signed_in, *URLS[view](many)) == queries_of(signed_in, *URLS[view](few))
 
 
-def test_the_compare_page_of_six_runs_takes_ten_queries(signed_in, django_assert_max_num_queries):
+def test_the_compare_page_of_six_runs_takes_ten_queries(
+    signed_in, django_assert_max_num_queries
+):
     url, query = URLS["compare page"](saved_comparison(6))
     with django_assert_max_num_queries(10):
         signed_in.get(url, query)

@@ -254,17 +254,17 @@ def host_figure(
     run: Run,
     host_samples: list[HostSample],
     offsets: dict[int, float],
-    client_samples: Sequence[ClientHostSample] = (),
+    client_samples: Sequence[ClientHostSample] | None = None,
 ) -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series; with a
-    client host, its CPU too (after the host's traces, which the live page extends)."""
+    client host (`client_samples` not None), its CPU after the host's traces."""
     samples = _times(host_samples)
     values = [host_sample_values(s.data) for s in host_samples]
     traces = [
         _timeline_trace(samples, [v[key] for v in values], label, COLORS[n % len(COLORS)], offsets)
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
-    if client_samples:
+    if client_samples is not None:
         client_times = _times(list(client_samples))
         for key, label in HOST_SERIES[:2]:
             trace = _timeline_trace(

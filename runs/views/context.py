@@ -17,7 +17,7 @@ from runs.compare import (
     point_warnings,
     stats_table,
 )
-from runs.models import Comparison, Experiment, Run
+from runs.models import ClientHostSample, Comparison, Experiment, Run
 from runs.sse import format_cursor
 from runs.tables import StatsInputs, load_inputs, table_of
 
@@ -29,6 +29,13 @@ def run_label(run: Run) -> str:
     if run.round is not None:
         return f"e{run.experiment_id} cell {run.cell + 1} {what}"
     return f"#{run.pk} {what}"
+
+
+def _client_host_samples(run: Run) -> list[ClientHostSample] | None:
+    """The client host's samples of a run with a client host; None for the others."""
+    if run.client_host_id is None:
+        return None
+    return list(run.client_host_samples.order_by("point", "t", "pk"))
 
 
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, object]:
@@ -51,9 +58,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "checkpoints": [e for e in checkpoints if e.edge == "start"],
         "figures": {
             **charts.run_timelines(run, progress, results, offsets, checkpoints, by_point),
-            "host": charts.host_figure(
-                run, host, offsets, list(run.client_host_samples.order_by("point", "t", "pk"))
-            ),
+            "host": charts.host_figure(run, host, offsets, _client_host_samples(run)),
             "server": charts.server_figure(run, server, offsets, checkpoints),
         },
         "has_progress": bool(progress),

@@ -1,10 +1,18 @@
-"""The schedule form's live estimate counts a client host busy for every server host's runs
-(the same rule as runs.services.experiments.experiment_estimate)."""
+"""A client host in the browser: the schedule form's live estimate counts it busy for every
+server host's runs (the rule of runs.services.experiments.experiment_estimate), and the live
+run page extends its CPU traces."""
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.runs.factories import ConfigProfileFactory, HostFactory, PgBuildFactory, WorkloadFactory
+from runs.models import ClientHostSample, Run
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    HostFactory,
+    PgBuildFactory,
+    RunFactory,
+    WorkloadFactory,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -37,3 +45,22 @@ def seconds(shown: str) -> int:
     """`≈ 10 min 31 s` -> 631."""
     minutes, _, rest = shown.removeprefix("≈ ").partition(" min ")
     return int(minutes) * 60 + int(rest.removesuffix(" s"))
+
+
+def test_live_run_page_extends_the_client_host_cpu_traces(signed_in_page, web):
+    run = RunFactory(
+        status=Run.Status.RUNNING,
+        client_host=HostFactory(name="client-live"),
+        spec={"sweep": {"clients": [1], "repeats": 1, "duration_s": 3}},
+    )
+    page = signed_in_page
+    page.goto(f"{web.url}/runs/{run.pk}/")
+    page.wait_for_function("window.benchlabLive && window.benchlabLive.readyState === 1")
+    for t in (1.0, 2.0):
+        ClientHostSample.objects.create(
+            run=run, point=0, t=t, data={"t": t, "cpu_user": 90.0, "cpu_system": 5.0}
+        )
+
+    page.wait_for_function("document.getElementById('chart-host').data[5].x.length === 2")
+    ys = page.evaluate("document.getElementById('chart-host').data[5].y")
+    assert ys == [90.0, 90.0]

@@ -137,13 +137,19 @@ def run_client_half(
         ready = link.wait_for({"ready"}, should_cancel, timeout)
         server = RemoteServer(install, config, spec["run_id"] or "client", ready)
         link.send("network", **round_trip(server, config.advertise_address))
-        _serve(ClientSweep(LinkReporter(link, should_cancel), _place(server, config), spec), link)
+        reporter = LinkReporter(link, should_cancel)
+        _serve(ClientSweep(reporter, _place(server, config), spec), reporter, link)
         return "succeeded"
     except Cancelled:
         return "cancelled"
     except JobError as error:
         logger.warning("client half %s failed: %s", link.dispatch, error)
         link.send("failed", error=error.as_dict())
+        return "failed"
+    except Exception as error:
+        logger.exception("client half %s failed with an unexpected error", link.dispatch)
+        failure = JobError("internal_error", f"{type(error).__name__}: {error}")
+        link.send("failed", error=failure.as_dict())
         return "failed"
     finally:
         link.close()
@@ -167,11 +173,11 @@ def _place(server: RemoteServer, config: AgentConfig) -> SweepPlace:
     return SweepPlace(server, server.install, {}, config.state_dir)
 
 
-def _serve(sweep: ClientSweep, link: PairLink) -> None:
+def _serve(sweep: ClientSweep, reporter: LinkReporter, link: PairLink) -> None:
     """Measure what the server asks for until it says stop."""
     sweep.prepare_workdir()
     while True:
-        message = link.wait_for({"measure", "warmup", "stop"}, sweep.reporter.should_cancel)
+        message = link.wait_for({"measure", "warmup", "stop"}, reporter.should_cancel)
         if message["kind"] == "stop":
             return
         if message["kind"] == "warmup":
@@ -182,9 +188,7 @@ def _serve(sweep: ClientSweep, link: PairLink) -> None:
                 message["index"], message["total"], message["clients"], message["repeat"]
             )
         except JobError as error:
-            reporter = sweep.reporter
-            point = reporter.failed_point if isinstance(reporter, LinkReporter) else None
-            link.send("point", point=point or {}, error=error.as_dict())
+            link.send("point", point=reporter.failed_point or {}, error=error.as_dict())
 
 
 def _warm_up(sweep: ClientSweep, link: PairLink, clients: int) -> None:
@@ -206,11 +210,18 @@ def round_trip(server: RemoteServer, client_address: str) -> dict[str, Any]:
         password=env["PGPASSWORD"],
     )
     timings = []
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        for _ in range(ROUND_TRIPS):
-            started = time.perf_counter()
-            conn.execute("SELECT 1")
-            timings.append((time.perf_counter() - started) * 1000)
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            for _ in range(ROUND_TRIPS):
+                started = time.perf_counter()
+                conn.execute("SELECT 1")
+                timings.append((time.perf_counter() - started) * 1000)
+    except psycopg.Error as error:
+        raise JobError(
+            "peer_lost",
+            f"the client host could not reach the server at {server.host}:{server.port} over "
+            f"TCP: {error}; check the server agent's --advertise-address and the network path",
+        ) from error
     return {
         "client_address": client_address,
         "server_address": server.host,

@@ -30,11 +30,11 @@ class Timeline {
   }
 }
 
-function extend(element, timeline, point, t, valuesByTrace) {
+function extend(element, timeline, point, t, valuesByTrace, firstTrace = 0) {
   const xs = timeline.place(point, t);
   if (!element.data) return;
   const gap = xs.length === 2;
-  const indices = valuesByTrace.map((_, i) => i);
+  const indices = valuesByTrace.map((_, i) => firstTrace + i);
   const x = valuesByTrace.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
   const y = valuesByTrace.map((v) => (gap ? [null, v] : [v]));
   window.Plotly.extendTraces(element, { x, y }, indices);
@@ -66,6 +66,8 @@ function follow() {
   const latencyLine = new Timeline(charts.latency.data?.[0]);
   const hostLine = new Timeline(charts.host.data?.[0]);
   const hostKeys = ["cpu_user", "cpu_system", "cpu_iowait", "disk_data_util", "disk_wal_util"];
+  // A run with a client host: its CPU user and system traces follow the host's.
+  const clientLine = new Timeline(charts.host.data?.[hostKeys.length]);
   const url = `${head.dataset.eventsUrl}?after=${encodeURIComponent(head.dataset.cursor)}`;
   const source = new EventSource(url);
 
@@ -78,6 +80,12 @@ function follow() {
   source.addEventListener("host", (event) => {
     const d = JSON.parse(event.data);
     extend(charts.host, hostLine, d.point, d.t, hostKeys.map((key) => d[key]));
+  });
+  source.addEventListener("client_host", (event) => {
+    const d = JSON.parse(event.data);
+    if ((charts.host.data?.length ?? 0) > hostKeys.length) {
+      extend(charts.host, clientLine, d.point, d.t, [d.cpu_user, d.cpu_system], hostKeys.length);
+    }
   });
   source.addEventListener("result", (event) => addResultRow(JSON.parse(event.data)));
   source.addEventListener("status", (event) => setStatus(JSON.parse(event.data)));

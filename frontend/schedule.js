@@ -1,7 +1,8 @@
 // Live estimate on the schedule form: runs, points, cluster setups and a rough
 // wall-clock time, with the same rule as runs.services.experiments.experiment_estimate
 // (hosts work in parallel; each runs its runs one after another; every run is
-// one cluster setup, and in rounds every repeat of a cell is its own run).
+// one cluster setup, and in rounds every repeat of a cell is its own run; a
+// client host is busy for every run of every server host).
 
 const form = document.getElementById("schedule-form");
 
@@ -45,12 +46,13 @@ export function estimate() {
   const perHostSetups = workloads.reduce((sum, w) => sum + perHostCells * lifecycles * setupOf(w), 0);
   const perRunMeasured = warmup + pointsPerRun * duration;
   const perHost = perHostSetups + perHostCells * workloads.length * lifecycles * perRunMeasured;
+  const busiest = form.elements.client_host && form.elements.client_host.value ? hosts : 1;
   const timed = duration && runs;
   return {
     runs,
     points: runs * pointsPerRun,
-    setupSeconds: timed ? perHostSetups : null,
-    seconds: timed ? perHost : null,
+    setupSeconds: timed ? busiest * perHostSetups : null,
+    seconds: timed ? busiest * perHost : null,
   };
 }
 

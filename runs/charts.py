@@ -240,10 +240,8 @@ def host_figure(run: Run, digest: "Digest") -> dict:
         )
         for n, (key, label) in enumerate(HOST_SERIES)
     ]
-    for key, label in CLIENT_HOST_SERIES:
+    for key, label in CLIENT_HOST_SERIES if run.client_host_id else ():
         client = digest.series.get(f"client.{key}")
-        if client is None:
-            continue
         trace = _timeline_trace(
             client, f"client host {label}", "#555555", {"run": run.pk, "series": f"client.{key}"}
         )

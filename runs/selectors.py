@@ -1,7 +1,7 @@
 """Reads the pages need, kept out of the views: querysets with their joins,
 results grouped per run, and the run-page payloads the live stream shares."""
 
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 from django.db.models import Count, Max, QuerySet
 
@@ -23,11 +23,13 @@ RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
 
 
 class LiveCursor(TypedDict):
-    """The highest row ids a live page has: progress samples, host samples, results."""
+    """The highest row ids a live page has: progress samples, host samples, results, and
+    (a run with a client host) client host samples."""
 
     p: int
     h: int
     r: int
+    c: NotRequired[int]
 
 
 class RunState(TypedDict):
@@ -46,6 +48,7 @@ class LiveRows(TypedDict):
     progress: list[ProgressSample]
     host: list[HostSample]
     results: list[Result]
+    client_host: list[ClientHostSample]
 
 
 def run_list(status: str = "", host: str = "", experiment: str = "") -> QuerySet[Run]:
@@ -110,11 +113,14 @@ def run_logs(run: Run) -> list[RunEvent]:
 
 def live_cursor(run: Run) -> LiveCursor:
     """The highest stored row ids the page was rendered with; the stream starts after them."""
-    return {
+    cursor: LiveCursor = {
         "p": run.progress.aggregate(m=Max("pk"))["m"] or 0,
         "h": run.host_samples.aggregate(m=Max("pk"))["m"] or 0,
         "r": run.results.aggregate(m=Max("pk"))["m"] or 0,
     }
+    if run.client_host_id:
+        cursor["c"] = run.client_host_samples.aggregate(m=Max("pk"))["m"] or 0
+    return cursor
 
 
 def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
@@ -129,7 +135,16 @@ def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
             HostSample.objects.filter(run_id=run_id, pk__gt=cursor["h"]).order_by("pk")[:500]
         ),
         "results": list(Result.objects.filter(run_id=run_id, pk__gt=cursor["r"]).order_by("pk")),
+        "client_host": _client_rows_after(run_id, cursor),
     }
+
+
+def _client_rows_after(run_id: int, cursor: LiveCursor) -> list[ClientHostSample]:
+    """Client host samples after the cursor; none asked for when it has no `c` (no client)."""
+    if "c" not in cursor:
+        return []
+    rows = ClientHostSample.objects.filter(run_id=run_id, pk__gt=cursor["c"]).order_by("pk")
+    return list(rows[:500])
 
 
 def experiment_list() -> QuerySet[Experiment]:

@@ -3,7 +3,8 @@
 An async view polls the lab database about once a second for rows stored
 since the last event (progress samples, host samples, finished points) and
 the run's status, and sends them as events. Every event's `id` is the cursor
-`p<progress id>.h<host sample id>.r<result id>`, so a browser that reconnects
+`p<progress id>.h<host sample id>.r<result id>` (and `.c<client host sample id>`
+for a run with a client host), so a browser that reconnects
 with `Last-Event-ID` resumes where it left off. Those rows are only ever
 added, never rewritten (runs/services/events.py), so each is sent once. The
 stream ends with an `end` event once the run is final and everything stored
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 POLL_S = 0.7
 SHARE_RECHECK_S = 2.0
 KEEPALIVE_S = 15.0
-CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)$")
+CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)(?:\.c(\d+))?$")
 
 
 def parse_cursor(text: str | None) -> LiveCursor:
@@ -41,11 +42,15 @@ def parse_cursor(text: str | None) -> LiveCursor:
     match = CURSOR.match(text or "")
     if not match:
         return {"p": 0, "h": 0, "r": 0}
-    return {"p": int(match[1]), "h": int(match[2]), "r": int(match[3])}
+    cursor: LiveCursor = {"p": int(match[1]), "h": int(match[2]), "r": int(match[3])}
+    if match[4] is not None:
+        cursor["c"] = int(match[4])
+    return cursor
 
 
 def format_cursor(cursor: LiveCursor) -> str:
-    return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}"
+    client = f".c{cursor['c']}" if "c" in cursor else ""
+    return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}{client}"
 
 
 def sse_message(event: str, data: Mapping[str, object], cursor: LiveCursor | None = None) -> str:
@@ -73,6 +78,10 @@ def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
         cursor["h"] = host.pk
         values = {"point": host.point, "t": host.t or 0.0, **host_sample_values(host.data)}
         out.append(sse_message("host", values, cursor))
+    for sample in batch["client_host"]:
+        cursor["c"] = sample.pk
+        values = {"point": sample.point, "t": sample.t or 0.0, **host_sample_values(sample.data)}
+        out.append(sse_message("client_host", values, cursor))
     for result in batch["results"]:
         cursor["r"] = result.pk
         row = render_to_string("runs/_result_row.html", {"result": result, "fresh": True})

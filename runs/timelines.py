@@ -39,7 +39,7 @@ from runs.series import MIN_TRACE_SAMPLES, Series, build_series
 from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 2
+DIGEST_VERSION = 3
 # How old the stored digest of a running run may be (its live stream sends what is newer).
 RUNNING_REBUILD_S = 60
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
@@ -213,6 +213,7 @@ def build_digest(
         cursor={
             "p": max((sample.pk for sample in progress), default=0),
             "h": max((sample.pk for sample in host), default=0),
+            "c": max((sample.pk for sample in client), default=0),
         },
         series=series,
     )

@@ -69,11 +69,14 @@ def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
     """Where the live stream starts: after the samples the page's digest holds (it may be
     up to RUNNING_REBUILD_S old) and the results the page shows."""
     stored = selectors.live_cursor(run)
-    return {
+    cursor: LiveCursor = {
         "p": digest.cursor.get("p", stored["p"]),
         "h": digest.cursor.get("h", stored["h"]),
         "r": stored["r"],
     }
+    if "c" in stored:
+        cursor["c"] = digest.cursor.get("c", stored["c"])
+    return cursor
 
 
 def _has_server_samples(digest: timelines.Digest) -> bool:

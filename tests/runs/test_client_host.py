@@ -68,6 +68,16 @@ def test_an_unapproved_client_host_is_refused_naming_the_field(lab_redis):
     assert (raised.value.code, raised.value.field) == ("host_not_approved", "client_host")
 
 
+def test_the_experiment_page_names_the_client_host(user):
+    experiment = ExperimentFactory(client_host=HostFactory(name="client-c"))
+    signed_in = Client()
+    signed_in.force_login(user)
+
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+
+    assert "pgbench on client host <strong>client-c</strong>" in page
+
+
 def test_the_estimate_counts_the_client_host_busy_for_every_server_hosts_runs():
     experiment = ExperimentFactory(
         hosts=[HostFactory(), HostFactory()],

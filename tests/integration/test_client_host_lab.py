@@ -1,0 +1,158 @@
+"""A run with a client host end to end: the API, the control worker and two real agent
+processes (each with its own name, state directory and storage target), real Redis, real
+PostgreSQL 16 and real pgbench. The server half listens on 127.0.0.1 over TCP and the
+client half's pgbench connects there; killing either agent ends the run naming it."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.config import AgentConfig
+from agents.contract.wire import agent_queue
+from agents.identity import load_or_create_identity
+from runs import services
+from runs.models import Host, Run
+from tests.integration.conftest import REPO, Lab, running_lab
+from tests.integration.test_lab import create, start
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+class ClientAgent:
+    """A second `python -m agents worker`, enrolled with the lab as the client host."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self.name = f"client-{uuid.uuid4().hex[:6]}"
+        self.root = Path(tempfile.mkdtemp(prefix=f"benchlab-{self.name}-", dir="/var/tmp"))
+        self.root.chmod(0o755)
+        self.state_dir = self.root / "state"
+        self.state_dir.mkdir(mode=0o755)
+        (self.state_dir / "cache").symlink_to(AgentConfig().cache_dir)
+        identity = load_or_create_identity(self.state_dir, self.name)
+        services.host_enroll(self.name, identity.secret)
+        self.log_path = lab.log_dir / f"{self.name}.log"
+        argv = [sys.executable, "-m", "agents", "worker", "--name", self.name]
+        argv += ["--redis-url", lab.redis_url, "--state-dir", str(self.state_dir)]
+        argv += ["--storage", f"default={self.root / 'storage'}"]
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                argv, cwd=REPO, env=lab.env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_registered(self) -> Host:
+        registered = Host.objects.filter(name=self.name, storage_targets__name="default")
+        return wait_for(registered.first, 60, f"agent {self.name} to register", self.log)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=60)
+        self.lab.redis.delete(agent_queue(self.name))
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def pair(transactional_db, tmp_path) -> Iterator[tuple[Lab, ClientAgent]]:
+    with running_lab(tmp_path) as lab:
+        client = ClientAgent(lab)
+        try:
+            client.wait_registered()
+            yield lab, client
+        finally:
+            client.close()
+
+
+def experiment(api, lab: Lab, client: Host, duration_s: int) -> int:
+    server = lab.wait_registered()
+    build = create(
+        api, "builds", {"name": f"pg16-{duration_s}", "version": "16", "source": "prebuilt"}
+    )
+    profile = create(api, "config-profiles", {"name": f"defaults-{duration_s}", "settings": {}})
+    workload = create(
+        api,
+        "workloads",
+        {
+            "name": f"tpcb-{duration_s}",
+            "scale": 1,
+            "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+        },
+    )
+    created = create(
+        api,
+        "experiments",
+        {
+            "name": "client host",
+            "hosts": [server.pk],
+            "client_host": client.pk,
+            "builds": [build["id"]],
+            "config_profiles": [profile["id"]],
+            "workloads": [workload["id"]],
+            "clients": [2],
+            "duration_s": duration_s,
+        },
+    )
+    return created["id"]
+
+
+def clusters(lab: Lab) -> list[Path]:
+    return list(lab.storage.glob("benchlab-*"))
+
+
+def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(pair, api):
+    lab, client = pair
+    client_host = client.wait_registered()
+    (run_id,) = start(api, experiment(api, lab, client_host, duration_s=2))
+
+    run = lab.wait_terminal(run_id)
+
+    assert run.status == Run.Status.SUCCEEDED, run.error_message
+    (result,) = run.results.all()
+    assert result.argv[result.argv.index("-h") + 1] == "127.0.0.1", "TCP, not the socket"
+    assert run.host_samples.exists() and run.server_samples.exists()
+    assert run.client_host_samples.exists(), "the client host samples itself"
+    assert run.network["transport"] == "tcp" and run.network["select1_ms"] > 0
+    page = api.get(f"/api/runs/{run_id}/").json()
+    assert page["client_host"] == client.name
+
+    (second,) = start(api, experiment(api, lab, client_host, duration_s=60))
+    lab.wait_run(second, lambda r: r.progress.exists(), "to measure")
+    client.kill()
+    failed = lab.wait_terminal(second, timeout=60)
+
+    assert failed.status == Run.Status.FAILED
+    assert failed.error_code == "peer_lost"
+    assert client.name in failed.error_message
+    assert clusters(lab) == [], "the server half removed its cluster"
+
+
+def test_losing_the_server_agent_fails_the_run_naming_it_and_stops_the_client_half(pair, api):
+    lab, client = pair
+    (run_id,) = start(api, experiment(api, lab, client.wait_registered(), duration_s=60))
+    lab.wait_run(run_id, lambda r: r.progress.exists(), "to measure")
+
+    lab.kill_agent()
+
+    wait_for(lambda: "client half cancelled" in client.log(), 30, "the client half to stop")
+    failed = lab.wait_terminal(run_id, timeout=60)
+    assert failed.error_code == "agent_lost"
+    assert lab.name in failed.error_message
+    lab.start_agent()
+    wait_for(lambda: not clusters(lab), 60, "the restarted agent to remove the cluster", lab.logs)
+    assert os.path.isdir(lab.storage)

@@ -25,6 +25,10 @@ pytestmark = pytest.mark.integration
 
 LAB_START_TIMEOUT_S = 180
 HEARD_FROM_HOST = "SELECT name, enrollment FROM runs_host WHERE name = ? AND last_seen IS NOT NULL"
+STORAGE_OF_HOST = (
+    "SELECT s.name, s.path FROM runs_storagetarget s JOIN runs_host h ON s.host_id = h.id"
+    " WHERE h.name = ? ORDER BY s.name"
+)
 
 
 @dataclass
@@ -36,6 +40,7 @@ class ScriptsLab:
     log_dir: Path
     output: Path
     agent_name: str
+    env: dict[str, str]
 
     def host_row(self) -> tuple | None:
         if not self.database.exists():
@@ -45,6 +50,10 @@ class ScriptsLab:
                 return db.execute(HEARD_FROM_HOST, (self.agent_name,)).fetchone()
             except sqlite3.OperationalError:  # not migrated yet
                 return None
+
+    def storage_targets(self) -> list[tuple[str, str]]:
+        with sqlite3.connect(self.database, timeout=5) as db:
+            return db.execute(STORAGE_OF_HOST, (self.agent_name,)).fetchall()
 
     def logs(self) -> str:
         paths = [self.output, *sorted(self.log_dir.glob("*.log"))]
@@ -77,7 +86,8 @@ def lab_environment(redis_url: str, workdir: Path, storage: Path, port: int) -> 
         "DATABASE_URL": f"sqlite:///{workdir / 'lab.sqlite3'}",
         "BENCHLAB_PORT": str(port),
         "BENCHLAB_AGENT_NAME": f"lab-{port}",
-        "BENCHLAB_AGENT_STORAGE": str(storage),
+        "BENCHLAB_AGENT_STORAGE": str(storage / "data"),
+        "BENCHLAB_AGENT_WAL_STORAGE": str(storage / "wal"),
         "BENCHLAB_AGENT_DIR": str(workdir / "agent-state"),
         "BENCHLAB_LOG_DIR": str(workdir / "log"),
         "BENCHLAB_ADMIN_PASSWORD": "lab-test-password",
@@ -99,7 +109,7 @@ def scripts_lab(own_redis: SpareRedis, tmp_path: Path) -> Iterator[ScriptsLab]:
             start_new_session=True,
         )
     lab = ScriptsLab(
-        process, tmp_path / "lab.sqlite3", tmp_path / "log", output, env["BENCHLAB_AGENT_NAME"]
+        process, tmp_path / "lab.sqlite3", tmp_path / "log", output, env["BENCHLAB_AGENT_NAME"], env
     )
     try:
         yield lab
@@ -119,6 +129,9 @@ def test_scripts_lab_gives_the_local_agent_the_redis_of_redis_url(scripts_lab, o
 
     assert name == scripts_lab.agent_name
     assert enrollment == "approved", "the lab's own agent is approved at start"
+    env = scripts_lab.env
+    data, wal = env["BENCHLAB_AGENT_STORAGE"], env["BENCHLAB_AGENT_WAL_STORAGE"]
+    assert scripts_lab.storage_targets() == [("default", data), ("wal", wal)]
     queues = own_redis.client().keys("_kombu.binding.*")
     assert f"_kombu.binding.agent.{name}" in queues, "the agent listens on the test's Redis"
 

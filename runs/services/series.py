@@ -51,6 +51,7 @@ COPIED_FIELDS = (
     "execution",
     "warmup_s",
     "between_points",
+    "client_host",
 )
 
 

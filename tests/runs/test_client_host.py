@@ -8,8 +8,9 @@ from django.urls import reverse
 from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
 from runs import services, timelines
-from runs.models import ClientHostSample, Host, HostSample, Run
+from runs.models import ClientHostSample, Host, HostSample, Run, Series
 from runs.services.events import run_record_event
+from runs.services.series import series_fire, series_save
 from runs.warnings import result_warnings
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -190,3 +191,19 @@ def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_red
 
     assert warning.code == "load_generator_saturated"
     assert warning.detail.startswith("client host CPU idle 2.0 %")
+
+
+def test_an_occurrence_of_a_series_keeps_the_client_host_of_its_template(
+    lab_redis, user, django_capture_on_commit_callbacks
+):
+    server, client = HostFactory(), HostFactory()
+    template = ExperimentFactory(hosts=[server], client_host=client)
+    series = series_save(Series(name="s", template=template, schedule="0 3 * * *", created_by=user))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        occurrence = series_fire(series)
+
+    assert occurrence.experiment.client_host == client
+    (run,) = occurrence.experiment.runs.all()
+    assert run.client_host == client
+    assert len(queued_jobs(lab_redis, client.name)) == 1

@@ -217,16 +217,27 @@ psql_su -d postgres -c "CREATE DATABASE benchlab OWNER benchlab_workload"
 """
 
 
+def _script_files(workload: Mapping[str, Any]) -> dict[str, str]:
+    """File name -> text of every custom script, named as the agent names them (agents/sweep.py)."""
+    files = {
+        f"script-{index}-{script['name']}.sql": script["text"]
+        for index, script in enumerate(workload.get("scripts", []))
+        if "text" in script
+    }
+    for number, process in enumerate(workload.get("processes") or [], start=1):
+        for index, script in enumerate(process.get("scripts", [])):
+            if "text" in script:
+                files[f"process-{number}-{index}-{script['name']}.sql"] = script["text"]
+    return files
+
+
 def _dataset_part(manifest: Manifest) -> str:
     spec = manifest["spec"]
     lines = []
-    for index, script in enumerate(spec.get("workload", {}).get("scripts", [])):
-        if "text" in script:
-            name = f"script-{index}-{script['name']}.sql"
-            lines.append(
-                f"cat >\"$workdir/scripts/\"{_q(name)} <<'BENCHLAB_SCRIPT'\n"
-                f"{script['text']}\nBENCHLAB_SCRIPT"
-            )
+    for name, text in _script_files(spec.get("workload", {})).items():
+        lines.append(
+            f"cat >\"$workdir/scripts/\"{_q(name)} <<'BENCHLAB_SCRIPT'\n{text}\nBENCHLAB_SCRIPT"
+        )
     setup_sql = (spec.get("dataset") or {}).get("setup_sql") or ""
     for command in manifest["commands"]:
         if command["name"] == "pgbench_init":
@@ -246,6 +257,14 @@ TPS_OF = r"""tps_of() {
   local tps
   tps=$(sed -nE 's/^tps = ([0-9.]+) \((without|excluding).*/\1/p' "$1" | head -n 1)
   if [[ -n $tps ]]; then printf '%.2f' "$tps"; else printf -- '-'; fi
+}
+sum_tps() {
+  local value total=0
+  for value in "$@"; do
+    [[ $value == - ]] && { printf -- '-'; return; }
+    total=$(awk -v a="$total" -v b="$value" 'BEGIN { printf "%.2f", a + b }')
+  done
+  printf '%s' "$total"
 }"""
 BEFORE_POINT = {
     "checkpoint": 'psql_su -d benchlab -c "CHECKPOINT"',
@@ -255,35 +274,54 @@ BEFORE_POINT = {
 
 
 def _pgbench_part(manifest: Manifest) -> str:
-    """Warm-ups and measured points in their recorded order; each point's tps beside the record."""
-    between = (manifest["spec"].get("sweep") or {}).get("between_points", "none")
+    """Warm-ups and measured points in their recorded order; each point's tps beside the record.
+    A point of several pgbench processes (workload.processes) runs them together, as the
+    agent did, and its tps is their sum."""
+    spec = manifest["spec"]
+    between = (spec.get("sweep") or {}).get("between_points", "none")
+    per_point = max(1, len((spec.get("workload") or {}).get("processes") or []))
     points = iter(sorted(manifest["points"], key=lambda p: p["index"]))
     lines = [TPS_OF, 'printf "%8s %4s %14s %14s\\n" clients run "recorded tps" "tps now"']
+    together: list[tuple[int, Sequence[str]]] = []
     for number, command in enumerate(manifest["commands"]):
         if command["name"] == "warmup":
             lines.append(_pgbench_line(command["argv"], f"$workdir/out/warmup-{number}.txt"))
         elif command["name"] == "pgbench":
-            lines += _point_lines(command["argv"], number, next(points, None), between)
+            together.append((number, command["argv"]))
+            if len(together) == per_point:
+                lines += _point_lines(together, next(points, None), between)
+                together = []
     return "\n".join(lines) + "\n"
 
 
 def _point_lines(
-    argv: Sequence[str], number: int, point: RecordedPoint | None, between: str
+    processes: Sequence[tuple[int, Sequence[str]]], point: RecordedPoint | None, between: str
 ) -> list[str]:
-    out = f"$workdir/out/point-{number}.txt"
+    outs = [f"$workdir/out/point-{number}.txt" for number, _argv in processes]
     recorded = f"{point['tps']:.2f}" if point and point["tps"] is not None else "-"
     clients, repeat = (point["clients"], point["repeat"]) if point else ("?", "?")
+    if len(processes) == 1:
+        run = [_pgbench_line(processes[0][1], outs[0])]
+        now = f'"$(tps_of "{outs[0]}")"'
+    else:
+        run = [
+            _pgbench_line(argv, out) + " &"
+            for (_number, argv), out in zip(processes, outs, strict=True)
+        ]
+        run.append("wait")
+        summed = " ".join(f'"$(tps_of "{out}")"' for out in outs)
+        now = f'"$(sum_tps {summed})"'
     return [
         BEFORE_POINT.get(between, ":"),
-        _pgbench_line(argv, out),
-        f'printf "%8s %4s %14s %14s\\n" {clients} {repeat} {recorded} "$(tps_of "{out}")"',
+        *run,
+        f'printf "%8s %4s %14s %14s\\n" {clients} {repeat} {recorded} {now}',
     ]
 
 
 def _pgbench_line(argv: Sequence[str], out: str) -> str:
     return (
-        f'(cd "$workdir/txlog" && as_pg {_replayed(argv)}) >"{out}" 2>&1 '
-        f'|| echo "pgbench exited with $? (see {out})" >&2'
+        f'{{ (cd "$workdir/txlog" && as_pg {_replayed(argv)}) >"{out}" 2>&1 '
+        f'|| echo "pgbench exited with $? (see {out})" >&2; }}'
     )
 
 

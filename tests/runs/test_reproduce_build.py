@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 from agents.contract.builds import BuildDefinition
-from runs.reproduce import reproduce_script
+from runs.reproduce import TPS_OF, reproduce_script
 from runs.reproduce_build import source_build_function
 
 CONFIGURE = """#!/bin/sh
@@ -109,3 +109,41 @@ def test_the_script_of_a_source_build_run_builds_instead_of_fetching_a_release(t
     assert "fetch_prebuilt" not in script
     checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_a_point_of_two_processes_replays_them_together_and_sums_their_tps():
+    argv = ["/x/pgbench", "-c", "1", "-T", "2", "-h", "/sock", "-p", "5432", "benchlab"]
+    processes = [
+        {"scripts": [{"name": "a", "text": "INSERT INTO a VALUES (1);", "weight": 1}]},
+        {"scripts": [{"name": "b", "text": "INSERT INTO b VALUES (1);", "weight": 1}]},
+    ]
+    manifest = {
+        "run_id": "8",
+        "agent_version": "0.1.0",
+        "spec": {"workload": {"scripts": [], "processes": processes}},
+        "build": {"requested": {}, "install": {"version": "16.15"}, "digest": "0" * 64},
+        "commands": [
+            {"name": "pgbench", "argv": [*argv, "-f", "/w/process-1-0-a.sql@1"]},
+            {"name": "pgbench", "argv": [*argv, "-f", "/w/process-2-0-b.sql@1"]},
+        ],
+        "settings": {"requested": {}, "effective": []},
+        "points": [{"index": 0, "clients": 2, "repeat": 1, "tps": 300.0}],
+    }
+
+    script = reproduce_script(manifest)  # type: ignore[arg-type]
+
+    assert script.count("2>&1 || echo") == 2 and script.count("; } &\n") == 2
+    assert "\nwait\n" in script
+    assert "process-1-0-a.sql" in script and "process-2-0-b.sql" in script
+    outs = '"$(tps_of "$workdir/out/point-0.txt")" "$(tps_of "$workdir/out/point-1.txt")"'
+    assert f'"$(sum_tps {outs})"' in script
+    checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_summed_tps_of_processes_is_unknown_when_one_is_unknown():
+    sums = TPS_OF + '\nsum_tps 100.25 201.25; printf "|"; sum_tps 1.00 -'
+
+    shown = subprocess.run(["bash", "-c", sums], capture_output=True, text=True)
+
+    assert shown.stdout == "301.50|-"

@@ -7,10 +7,9 @@ the same.
 """
 
 import re
-from collections.abc import Sequence
 
 from agents.contract.errors import JobError
-from agents.contract.spec import ScriptSpec, WorkloadSpec, script_fields
+from agents.contract.spec import WorkloadSpec, script_fields
 
 SHELL_META = re.compile(r"^\s*\\(shell|setshell)\b", re.IGNORECASE | re.MULTILINE)
 
@@ -28,13 +27,6 @@ def check_script(text: str, allow_shell: bool, field: str = "workload.scripts") 
             "benchmark host; remove it, or allow shell scripts in that agent's local config",
             field=field,
         )
-
-
-def check_scripts(scripts: Sequence[ScriptSpec], allow_shell: bool) -> None:
-    """Check every custom script of a workload; the error names the script's field."""
-    for index, script in enumerate(scripts):
-        if "text" in script:
-            check_script(script["text"], allow_shell, field=f"workload.scripts[{index}].text")
 
 
 def check_workload_scripts(workload: WorkloadSpec, allow_shell: bool) -> None:

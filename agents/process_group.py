@@ -111,6 +111,10 @@ class ProcessGroupPoint:
             "index": self.point_base["point"],
             "clients": self.clients,
             "threads": sum(self.threads_of(number) for number in range(len(finished))),
+            "pgbench_cpus": min(
+                sum(self.threads_of(number) for number in range(len(finished))),
+                self.sweep.cpu_count(),
+            ),
             "repeat": self.point_base["repeat"],
             "host_samples": samples["host"],
             "server_samples": samples["server"],

@@ -361,6 +361,7 @@ class Sweep:
             "index": index,
             "clients": clients,
             "threads": self._threads(clients),
+            "pgbench_cpus": min(self._threads(clients), self.cpu_count()),
             "repeat": repeat,
             **finished.as_fields(),
             "host_samples": samples["host"],

@@ -498,6 +498,8 @@ class Result(models.Model):
     # CPU seconds (user + system) of the pgbench process, and of the agent itself, in the window.
     pgbench_cpu_s = models.FloatField(null=True, blank=True)
     agent_cpu_s = models.FloatField(null=True, blank=True)
+    # How many CPUs pgbench's threads could use on the host it ran on (threads, or fewer CPUs).
+    pgbench_cpus = models.PositiveIntegerField(null=True, blank=True)
     statements = models.JSONField(default=list, blank=True)
     messages = models.JSONField(default=list, blank=True)
     argv = models.JSONField(default=list, blank=True)
@@ -518,10 +520,12 @@ class Result(models.Model):
 
     @property
     def pgbench_busy_share(self) -> float | None:
-        """pgbench's CPU time over what its threads could use in the window (one CPU each)."""
-        if not (self.pgbench_cpu_s and self.duration_s and self.threads):
+        """pgbench's CPU time over what it could use in the window: one CPU per thread, at
+        most the CPUs of the host it ran on (points stored before that was recorded: threads)."""
+        cpus = self.pgbench_cpus or self.threads
+        if not (self.pgbench_cpu_s and self.duration_s and cpus):
             return None
-        return self.pgbench_cpu_s / (self.threads * self.duration_s)
+        return self.pgbench_cpu_s / (cpus * self.duration_s)
 
 
 class ProgressSample(models.Model):

@@ -223,9 +223,10 @@ def _pgbench_busy_warning(result: Result) -> list[ValidityWarning]:
     busy = result.pgbench_busy_share
     if busy is None or busy <= PGBENCH_THREAD_BUSY_ABOVE:
         return []
+    cpus = result.pgbench_cpus or result.threads
     detail = (
-        f"pgbench used {busy * 100:.0f} % of its {result.threads} thread(s) "
-        f"({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
+        f"pgbench used {busy * 100:.0f} % of the {cpus} CPU(s) its {result.threads} thread(s) "
+        f"could use ({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
     )
     return [ValidityWarning("load_generator_saturated", detail)]
 

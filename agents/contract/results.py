@@ -97,8 +97,10 @@ class PointResult(TypedDict):
     stopped_early: NotRequired[bool]
     parse_error: NotRequired[str | None]
     agent_cpu_s: NotRequired[float]
-    # pgbench's own CPU time (user + system, all its threads) over the point.
+    # pgbench's own CPU time (user + system, all its threads) over the point, and how many
+    # CPUs its threads could use at most on the host it ran on (threads, or fewer CPUs).
     pgbench_cpu_s: NotRequired[float | None]
+    pgbench_cpus: NotRequired[int | None]
     query_mode: NotRequired[str | None]
     scale: NotRequired[int | None]
     notices: NotRequired[list[str]]

@@ -339,6 +339,7 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "aborted_clients": point.get("aborted_clients") or 0,
         "duration_s": point.get("duration_s"),
         "pgbench_cpu_s": point.get("pgbench_cpu_s"),
+        "pgbench_cpus": point.get("pgbench_cpus"),
         "agent_cpu_s": point.get("agent_cpu_s"),
         "statements": point.get("statements") or [],
         "messages": point.get("messages") or [],

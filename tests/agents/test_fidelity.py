@@ -2,6 +2,7 @@
 memory, and how close a sample's percentiles are to those of every transaction."""
 
 import math
+import os
 import random
 import subprocess
 from pathlib import Path
@@ -86,7 +87,8 @@ def test_sample_size_and_rate_follow_the_measured_throughput(config):
         spread = STANDARD_ERRORS * math.sqrt(transactions * rate * (1 - rate)) + 1
         assert abs(percentiles["sampled_transactions"] - transactions * rate) <= spread
         assert percentiles["p50"] <= percentiles["p99"] <= percentiles["max"]
-        capacity_s = point["threads"] * point["seconds"]
+        assert point["pgbench_cpus"] == min(point["threads"], len(os.sched_getaffinity(0)))
+        capacity_s = point["pgbench_cpus"] * point["seconds"]
         assert 0 < point["pgbench_cpu_s"] <= capacity_s, "pgbench's own CPU time, from wait4"
         assert 0 <= point["agent_cpu_s"] < point["pgbench_cpu_s"]
     assert {"-P", "-l"} <= set(first["argv"]) and "-r" not in first["argv"]

@@ -119,7 +119,19 @@ def test_pgbench_busy_on_all_its_threads_flags_a_saturated_load_generator(run):
     (warning,) = point_warnings(point, PointSamples())
 
     assert warning.code == "load_generator_saturated"
-    assert warning.detail == "pgbench used 96 % of its 2 thread(s) (19.2 CPU s in 10 s)"
+    assert warning.detail == (
+        "pgbench used 96 % of the 2 CPU(s) its 2 thread(s) could use (19.2 CPU s in 10 s)"
+    )
+
+
+def test_pgbench_with_more_threads_than_cpus_is_judged_by_its_cpus(run):
+    """-j 8 on 2 CPUs: 19 CPU s in 10 s is 24 % of eight threads but 95 % of what it could use."""
+    point = make_point(run, threads=8, pgbench_cpus=2, duration_s=10.0, pgbench_cpu_s=19.0)
+
+    (warning,) = point_warnings(point, PointSamples())
+
+    assert warning.code == "load_generator_saturated"
+    assert warning.detail.startswith("pgbench used 95 % of the 2 CPU(s) its 8 thread(s)")
 
 
 def test_pgbench_with_idle_threads_is_not_a_saturated_load_generator(run):

@@ -91,6 +91,7 @@ def _header(manifest: Manifest) -> str:
 #                                     same source build made again, or the same prebuilt
 #                                     release fetched with pip)
 #   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
+#   SOURCE_TARBALL=file.tar.bz2       a source build's tarball that was uploaded to the lab
 # As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
 set -euo pipefail
 shopt -s inherit_errexit

@@ -32,12 +32,17 @@ def _fetch_lines(source: BuildSource) -> list[str]:
             f'  git clone --quiet {location} "$src"',
             f'  git -C "$src" checkout --quiet {ref}',
         ]
-    fetch = (
-        f"  python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' "
-        f'{location} "$tarball"'
-        if source["kind"] == "url"
-        else f'  cp {location} "$tarball"'
-    )
+    if source["kind"] == "url":
+        fetch = (
+            f"  python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' "
+            f'{location} "$tarball"'
+        )
+    elif source["kind"] == "upload":
+        # The lab keeps an uploaded tarball; the script cannot fetch it without the lab.
+        needed = f"the build used a tarball uploaded to the lab (sha256 {source['location']})"
+        fetch = f'  cp "${{SOURCE_TARBALL:?{needed}: set SOURCE_TARBALL to that file}}" "$tarball"'
+    else:
+        fetch = f'  cp {location} "$tarball"'
     return [
         "  tarball=$workdir/source/source.tar",
         fetch,

@@ -147,3 +147,23 @@ def test_summed_tps_of_processes_is_unknown_when_one_is_unknown():
     shown = subprocess.run(["bash", "-c", sums], capture_output=True, text=True)
 
     assert shown.stdout == "301.50|-"
+
+
+def test_an_uploaded_source_asks_for_the_tarball_then_builds_from_it(tmp_path):
+    tarball = release_tarball(tmp_path)
+    build = definition(tarball)
+    build["source"] = {"kind": "upload", "location": "ab" * 32}
+    script = f"set -euo pipefail\nworkdir={tmp_path}/work\n{source_build_function(build)}"
+
+    missing = subprocess.run(
+        ["bash", "-c", script + "build_from_source"], capture_output=True, text=True, timeout=60
+    )
+    given = subprocess.run(
+        ["bash", "-c", f"SOURCE_TARBALL={tarball}\n{script}build_from_source"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert missing.returncode != 0
+    assert f"uploaded to the lab (sha256 {'ab' * 32}): set SOURCE_TARBALL" in missing.stderr
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.strip() == f"{tmp_path}/work/pgbuild/bin"

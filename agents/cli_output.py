@@ -31,9 +31,12 @@ def describe(event: Mapping[str, Any]) -> str | None:
         percent = f" {data['percent']:.0f}%" if data.get("percent") is not None else ""
         return f"  {data['name']}{percent}: {data['message']}"
     if kind == "progress":
+        estimated = (data.get("sampling_rate") or 1.0) < 1.0
         return (
             f"  point {data['point'] + 1} ({data['clients']} clients, run {data['repeat']}) "
-            f"t={data['t']:.0f}s  {data['tps']:.1f} tps  lat {data['latency_ms']:.3f} ms"
+            f"t={data['t']:.0f}s  {'~' if estimated else ''}{data['tps']:.1f} tps  "
+            f"lat {data['latency_ms']:.3f} ms"
+            + (f"  (from {data.get('sampled')} sampled transactions)" if estimated else "")
         )
     if kind == "point":
         return (

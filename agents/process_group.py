@@ -1,10 +1,12 @@
 """A point of several pgbench processes (`workload.processes`): run, sum, keep each one.
 
 Every process has its own scripts, clients and threads and its own
-transaction log prefix in the point's log directory (so the percentiles read
-all of them). The point carries the combined summary (agents/pgbench/combine.py)
-and, under `processes`, what each process printed with its exact argv. The
-live timeline is the per-second sum (agents/pgbench/group.py).
+transaction log prefix in the point's log directory, so the percentiles and
+the timeline read from the log (agents/pgbench/point_log.py) cover all of
+them. The point carries the combined summary (agents/pgbench/combine.py)
+and, under `processes`, what each process printed with its exact argv. With
+`-P` (workload.progress) the live timeline is the per-second sum of the
+processes' lines (agents/pgbench/group.py).
 """
 
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from agents.pgbench.group import (
     run_together,
 )
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan
+from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished
 
 if TYPE_CHECKING:
@@ -52,15 +55,23 @@ class ProcessGroupPoint:
         self.processes: list[ProcessSpec] = sweep.spec["workload"]["processes"]
         self.live = LiveSum(len(self.processes), self._emit_progress)
 
-    def measure(self, plan: LogPlan, log_dir: Path) -> tuple[dict[str, Any], Finished, float]:
+    def measure(
+        self, plan: LogPlan, point_log: PointLog
+    ) -> tuple[dict[str, Any], Finished, float]:
         """Run the processes together with the samplers: (point, combined Finished, agent CPU s)."""
         members = [
-            GroupMember(self.argv(number, plan, log_dir), self._on_line(number))
+            GroupMember(self.argv(number, plan, point_log.log_dir), self._on_line(number))
             for number in range(len(self.processes))
         ]
-        finished, samples, agent_cpu_s = self.sweep.sampled(
-            self.point_base, lambda: run_together(members, self._run_one)
-        )
+
+        def measure() -> list[Finished]:
+            point_log.start()
+            try:
+                return run_together(members, self._run_one)
+            finally:
+                point_log.stop()
+
+        finished, samples, agent_cpu_s = self.sweep.sampled(self.point_base, measure)
         return self.point(finished, samples), combined_finished(finished), agent_cpu_s
 
     def clients_of(self, number: int) -> int:

@@ -3,9 +3,10 @@
 Per workload (select-only `-M prepared` at 2 clients, the costliest case on a
 small host, and tpcb-like at 2 clients), in one throw-away cluster after a
 warm-up, each round runs the workload twice: the lab's command through the
-agent (`-P 1 --failures-detailed`, the sampled transaction log, progress
-parsing, host and server samplers, events) and the plain command a user would
-type (no `-P`, `-r`, `-l`) with nothing watching. The order flips every round.
+agent (`--failures-detailed` and the sampled transaction log, read live for
+the timeline; host and server samplers; events) and the plain command a user
+would type (no `-P`, `-r`, `-l`) with nothing watching. The order flips every
+round.
 
 The cost is the ratio lab/plain of each round; the report gives their
 geometric mean with a 95 % confidence interval (Student's t on the log

@@ -1,9 +1,10 @@
 """The measured part of a job: dataset, setup SQL, then the client sweep.
 
 Each point is one pgbench run. Its result keeps what pgbench printed (parsed
-and verbatim), the exact argv, the per-second progress, host and server
-samples, and latency percentiles from pgbench's transaction log, sampled by
-default (agents/pgbench/latency_log.py says how and where).
+and verbatim), the exact argv, host and server samples, and latency
+percentiles and the per-second timeline from pgbench's transaction log,
+sampled by default (agents/pgbench/latency_log.py says how and where,
+agents/pgbench/log_timeline.py why the timeline is not `-P 1`'s by default).
 """
 
 import logging
@@ -15,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from agents.contract.errors import JobError
-from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom, LatencyPercentiles
+from agents.contract.latency import FULL_LOG_WARNING, ExpectedFrom
 from agents.contract.pgbench_parse import PgbenchParseError, parse_init_progress, parse_output
 from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
-from agents.contract.results import PointResult
+from agents.contract.results import PointResult, ProgressLine
 from agents.contract.spec import JobSpec, SweepSpec, sweep_points
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler, unavailable_measurements
@@ -29,10 +30,10 @@ from agents.pgbench.latency_log import (
     LogPlan,
     Measured,
     expected_throughput,
-    log_files,
     log_root,
     point_log_dir,
 )
+from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.cluster import Cluster
 from agents.postgres.osuser import SubprocessKwargs, chown_tree
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+NO_TIMELINE = (
+    "no per-second timeline: it is read from the transaction log, and this workload "
+    "writes none (workload.latency_log \"none\"); set workload.progress for pgbench's -P 1"
+)
 # Seeds people can read and type back in (the lab's are below this too).
 CLIENT_ORDER_SEEDS = 2**31
 
@@ -120,8 +125,11 @@ class Sweep:
         self.prepare_dataset()
         points = sweep_points(self._seeded(self.spec["sweep"]))
         self.reporter.status("running", f"running {len(points)} points")
-        if self.spec["workload"]["latency_log"] == "full":
+        workload = self.spec["workload"]
+        if workload["latency_log"] == "full":
             self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
+        if workload["latency_log"] == "none" and not workload["progress"]:
+            self.reporter.emit("log", {"level": "info", "message": NO_TIMELINE})
         for message in unavailable_measurements(self.install.version_num):
             self.reporter.emit("log", {"level": "info", "message": message})
         if self.spec["sweep"]["warmup_s"] and self.remote is not None:
@@ -305,26 +313,51 @@ class Sweep:
         label = f"{self.cluster.job_id}-point-{index}"
         with point_log_dir(self.log_root, label, self.cluster.os_user) as log_dir:
             point_base = {"point": index, "clients": clients, "repeat": repeat}
+            point_log = PointLog(plan, log_dir, self.log_timeline_emitter(point_base))
             if self.spec["workload"]["processes"]:
                 group = ProcessGroupPoint(self, clients, point_base)
-                point, finished, agent_cpu_s = group.measure(plan, log_dir)
+                point, finished, agent_cpu_s = group.measure(plan, point_log)
             else:
                 argv = self.run_argv(clients, plan.args(log_dir / LOG_FILE_PREFIX))
-                finished, samples, agent_cpu_s = self._measure(argv, point_base)
+                finished, samples, agent_cpu_s = self._measure(argv, point_base, point_log)
                 point = self._point_result(index, clients, repeat, finished, samples)
+            percentiles, timeline = point_log.finish(finished.seconds)
             point["agent_cpu_s"] = round(agent_cpu_s, 4)
-            point["latency_percentiles_ms"] = self._percentiles(plan, log_dir)
+            point["latency_percentiles_ms"] = percentiles
+            if timeline is not None:
+                point["progress"] = timeline
+        if percentiles is not None and percentiles.get("error"):
+            self.reporter.emit("log", {"level": "warning", "message": percentiles["error"]})
         self._keep_point(point, finished)
         if point.get("tps"):
             self.measured = Measured(clients, point["tps"], "previous_point")
         return as_point_result(point)
 
-    def _measure(self, argv: list[str], point_base: dict) -> tuple[Finished, dict, float]:
+    def log_timeline_emitter(self, point_base: dict) -> Callable[[ProgressLine], None] | None:
+        """Where a point's live seconds read from its log go; None when `-P` gives them."""
+        if self.spec["workload"]["progress"]:
+            return None
+
+        def emit(line: ProgressLine) -> None:
+            self.reporter.emit("progress", {**point_base, **line})
+
+        return emit
+
+    def _measure(
+        self, argv: list[str], point_base: dict, point_log: PointLog
+    ) -> tuple[Finished, dict, float]:
         """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
-        return self.sampled(
-            point_base,
-            lambda: self.pgbench_command("pgbench", argv, self._progress_emitter(point_base), True),
-        )
+
+        def measure() -> Finished:
+            point_log.start()
+            try:
+                return self.pgbench_command(
+                    "pgbench", argv, self._progress_emitter(point_base), True
+                )
+            finally:
+                point_log.stop()
+
+        return self.sampled(point_base, measure)
 
     def sampled(self, point_base: dict, measure: Callable[[], T]) -> tuple[T, dict, float]:
         """Run `measure()` with the samplers; returns (its value, samples, agent CPU seconds)."""
@@ -338,16 +371,9 @@ class Sweep:
             samples = samplers.stop()
         return measured, samples, agent_cpu_s
 
-    def _percentiles(self, plan: LogPlan, log_dir: Path) -> LatencyPercentiles | None:
-        """Read after pgbench ended, so it takes no CPU from the measured window."""
-        if plan.mode == "none":
-            return None
-        percentiles = plan.summarise(log_files(log_dir))
-        if percentiles.get("error"):
-            self.reporter.emit("log", {"level": "warning", "message": percentiles["error"]})
-        return percentiles
-
     def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
+        """pgbench's `-P` lines as progress events (workload.progress)."""
+
         def on_line(line: str) -> None:
             for sample in progress_lines(line):
                 self.reporter.emit("progress", {**point_base, **sample})

@@ -13,7 +13,7 @@ claimed run fails once the agent's heartbeats stop. A second delivery anyway
 (a resend, two workers of one name) finds the run already claimed and is
 dropped.
 
-Authentication (docs/notes/enroll.md): the agent signs every event with its
+Authentication (docs/decisions.md): the agent signs every event with its
 own secret (agents.identity) and runs only jobs signed with it.
 
 The pool is `threads` with one thread: the job runs in the worker process,

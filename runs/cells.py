@@ -1,6 +1,6 @@
 """The runs of an experiment in rounds, seen as the cells they measure.
 
-In rounds every repeat of a cell is its own run (docs/notes/rounds.md), but
+In rounds every repeat of a cell is its own run (docs/decisions.md), but
 people compare cells: every view that summarises repeats shows one series
 per cell whose repeats are the cell's rounds. A cell's rounds are the runs of
 one experiment with the same `cell` and a `round`; the first of them in the

@@ -208,12 +208,28 @@ def run_timelines(
     marks = _warning_marks(digest.marks, point_warnings)
     shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
     extra = {"showlegend": False, "shapes": shapes}
-    tps_layout = {**_layout("tps over time", "seconds", "tps"), **extra}
+    tps_layout = {**_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"), **extra}
     latency_layout = {**_layout("latency over time", "seconds", "ms"), **extra}
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
         "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
     }
+
+
+TIMELINE_SOURCES = {
+    "sampled": " (estimated from the sampled transaction log)",
+    "full": " (from the transaction log)",
+    "aggregate": " (from the aggregate log, drawn as each point ends)",
+}
+
+
+def timeline_source(run: Run) -> str:
+    """Where a run's per-second timeline comes from, as a title suffix: `-P 1` (none),
+    or the transaction log (agents/pgbench/log_timeline.py)."""
+    workload = run.spec.get("workload") or {}
+    if workload.get("progress"):
+        return ""
+    return TIMELINE_SOURCES.get(workload.get("latency_log", ""), "")
 
 
 def host_sample_values(sample: dict) -> dict[str, float | None]:

@@ -1,4 +1,4 @@
-"""The order an experiment's runs execute in (docs/notes/rounds.md).
+"""The order an experiment's runs execute in (docs/decisions.md).
 
 Two modes, named for what they do:
 

@@ -44,7 +44,7 @@ class Host(models.Model):
     facts`); `notes` and `labels` are what people add. `installs` lists the
     PostgreSQL installs the agent found or cached at registration.
 
-    Enrollment (docs/notes/enroll.md): a new agent's first registration makes
+    Enrollment (docs/decisions.md): a new agent's first registration makes
     a `pending` host holding the agent's `secret` and what it reported
     (`pending_registration`); nothing else of it is used until an
     administrator approves it, comparing `fingerprint` with the one the agent
@@ -264,17 +264,20 @@ class Workload(models.Model):
         max_length=10,
         choices=LatencyLog.choices,
         default=LatencyLog.SAMPLED,
-        help_text="The transaction log the latency percentiles come from. Sampled: about 500 "
-        "lines a second, about 0.5 % of throughput. Aggregate: per-second summaries, the "
-        "maximum but no percentiles. Full log: every transaction, costs 5-13 % of select-only "
-        "tps: for studying single slow transactions only. None: no percentiles.",
+        help_text="The transaction log the latency percentiles and the per-second timeline "
+        "come from. Sampled: about 500 lines a second, its cost within the noise of plain "
+        "pgbench; the timeline is estimated from it, live. Aggregate: exact per-second "
+        "summaries at the end of each point, the maximum but no percentiles. Full log: every "
+        "transaction, costs 5-13 % of select-only tps: for studying single slow transactions "
+        "only. None: no percentiles and no timeline (unless -P 1).",
     )
     progress = models.BooleanField(
-        default=True,
-        verbose_name="Progress every second (-P 1)",
-        help_text="The per-second timeline behind the live chart and the timeline warnings; "
-        "costs about 0.3 % of throughput. Turn it off only when those tenths of a percent "
-        "matter more than the timeline.",
+        default=False,
+        verbose_name="Exact per-second timeline (-P 1)",
+        help_text="Without it the per-second timeline is read from the transaction log: "
+        "estimated from the sample, the same numbers live and kept. -P 1 makes it exact but "
+        "costs about 3 % of select-only throughput (its timed waits): for runs where single "
+        "seconds matter more than that.",
     )
     statement_latencies = models.BooleanField(
         default=False,
@@ -529,7 +532,8 @@ class Result(models.Model):
 
 
 class ProgressSample(models.Model):
-    """One pgbench `-P` progress line of a point (roughly one per second)."""
+    """One second of a point: a pgbench `-P` line, or the second read from the transaction
+    log; from a sampled log its tps is an estimate resting on `sampled` log lines."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="progress")
     point = models.PositiveIntegerField()
@@ -538,6 +542,9 @@ class ProgressSample(models.Model):
     latency_ms = models.FloatField(null=True, blank=True)
     stddev_ms = models.FloatField(null=True, blank=True)
     failed = models.BigIntegerField(default=0)
+    # From a sampled transaction log: the lines behind this second, and the sampling rate.
+    sampled = models.PositiveIntegerField(null=True, blank=True)
+    sampling_rate = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "point", "t"]

@@ -89,7 +89,8 @@ TREND_SHARE = 0.10
 TREND_P = 0.01
 # Per-second tps of a steady point varies by a few percent; a quarter is a swing.
 # At a few transactions per interval the count alone varies more (Poisson: a CV
-# of 1/sqrt(transactions)): the swing must exceed that too.
+# of 1/sqrt(transactions)): the swing must exceed that too. A timeline read from
+# a sampled log counts sampled lines, so its counting noise is 1/sqrt(lines).
 PROGRESS_CV_ABOVE = 0.25
 MIN_PROGRESS_SAMPLES = 5
 REPEATS_CV_ABOVE = 0.10
@@ -272,10 +273,19 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
             f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})"
         )
     cv = float(tps.std(ddof=1)) / mean
-    interval = float(np.median(np.diff(t))) or 1.0
-    if cv > PROGRESS_CV_ABOVE + 1 / np.sqrt(mean * interval):
+    if cv > PROGRESS_CV_ABOVE + _counting_noise(samples.progress, t, mean):
         seen.append(f"per-second tps varies by {cv * 100:.0f} % (CV)")
     return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
+
+
+def _counting_noise(progress: list, t: np.ndarray, mean_tps: float) -> float:
+    """The CV per-second tps has from counting alone: 1/sqrt(what each second counted)."""
+    sampled = [s.sampled for s in progress if s.tps is not None]
+    if sampled and None not in sampled:
+        counted = float(np.mean(sampled))
+    else:
+        counted = mean_tps * (float(np.median(np.diff(t))) or 1.0)
+    return 1 / np.sqrt(counted) if counted > 0 else float("inf")
 
 
 def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:

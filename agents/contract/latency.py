@@ -2,7 +2,7 @@
 
 The agent fills it from pgbench's transaction log (agents/pgbench/latency_log.py);
 the lab stores it as it comes and shows `describe_percentiles` beside the
-numbers. docs/notes/fidelity.md says why the default is a sample.
+numbers. docs/decisions.md says why the default is a sample.
 """
 
 from typing import Literal, NotRequired, TypedDict

@@ -23,7 +23,10 @@ Sample = dict[str, Any]
 
 
 class ProgressLine(TypedDict):
-    """One `pgbench -P` line."""
+    """One second of a point: a `pgbench -P` line, or the same second read from the
+    transaction log (agents/pgbench/log_timeline.py). From a sampled log, tps and
+    failed are estimates: `sampled` log lines at `sampling_rate` (relative error
+    about 1/sqrt(sampled)); the latency is that of the sampled transactions."""
 
     t: float
     tps: float
@@ -34,6 +37,8 @@ class ProgressLine(TypedDict):
     skipped: NotRequired[int | None]
     retried: NotRequired[int | None]
     retries: NotRequired[int | None]
+    sampled: NotRequired[int]
+    sampling_rate: NotRequired[float]
 
 
 class StatementLatency(TypedDict):

@@ -1,4 +1,4 @@
-"""Jobs and events authenticated with each agent's own secret (docs/notes/enroll.md).
+"""Jobs and events authenticated with each agent's own secret (docs/decisions.md).
 
 An agent creates a random 32-byte secret once (its identity, kept in its state
 directory) and sends it with its registrations until an administrator has

@@ -1,9 +1,10 @@
 """Building pgbench command lines (argv lists, never shell text).
 
 `plain_argv` is the command a user would type for the job's workload;
-`run_argv` adds what the lab reports from (`reporting_args`: `-P 1`, `-r` on
-request, `--failures-detailed`) and the transaction log the point's LogPlan
-asks for (agents/pgbench/latency_log.py).
+`run_argv` adds what the lab reports from (`reporting_args`:
+`--failures-detailed`, and `-P 1` and `-r` on request) and the transaction
+log the point's LogPlan asks for (agents/pgbench/latency_log.py), which also
+gives the per-second timeline (agents/pgbench/log_timeline.py).
 `python -m agents selfcheck` measures what these additions cost.
 """
 
@@ -124,9 +125,10 @@ def plain_argv(workload: list[str], conn: Connection) -> list[str]:
 
 
 def reporting_args(workload: WorkloadSpec, pgbench_major: int) -> list[str]:
-    """What the lab reports from besides the log: `-P 1` (the per-second timeline, on
-    by default), `-r` (per-statement latencies, off by default: it costs throughput),
-    `--failures-detailed` (15+, free: it only splits the failure counts)."""
+    """What the lab reports from besides the log: `-P 1` (an exact per-second timeline,
+    off by default: its timed waits cost ~3 % of select-only tps), `-r` (per-statement
+    latencies, off by default: it costs throughput), `--failures-detailed` (15+, free:
+    it only splits the failure counts)."""
     argv = []
     if workload["progress"]:
         argv += ["-P", "1"]

@@ -2,7 +2,7 @@
 
 Writing a line per transaction costs pgbench throughput (about 5 % of the
 work per transaction for select-only at 2 clients on a 2-vCPU VM, about 4,000
-instructions a line; docs/notes/fidelity.md), so by default
+instructions a line; docs/benchmarks.md), so by default
 (`workload.latency_log: "sampled"`) pgbench logs a random sample of the
 transactions (`--sampling-rate`) at a rate chosen to keep the log near
 TARGET_LOG_LINES_PER_S lines a second. The rate comes from the throughput
@@ -31,8 +31,15 @@ from agents.contract.latency import (
     LatencyPercentiles,
     PercentileSource,
 )
+from agents.contract.results import ProgressLine
 from agents.contract.vocabulary import LatencyLog
-from agents.pgbench.txlog import TransactionLogError, latency_percentiles, merge_aggregate_logs
+from agents.pgbench.log_timeline import aggregate_timeline
+from agents.pgbench.txlog import (
+    TransactionLogError,
+    merge_aggregate_logs,
+    percentiles_of,
+    read_transaction_logs,
+)
 from agents.postgres.installs import make_dirs
 from agents.postgres.osuser import OsUser, chown_tree
 
@@ -125,19 +132,40 @@ class LogPlan:
             argv.append(f"--sampling-rate={self.sampling_rate}")
         return argv
 
+    @property
+    def tails_live(self) -> bool:
+        """Whether its log is read while pgbench writes it (a sample: ~500 lines a second;
+        a full log would take CPU from the measured window, an aggregate one comes late)."""
+        return self.mode == "sampled"
+
+    @property
+    def timeline_rate(self) -> float:
+        """The fraction of transactions its per-transaction log holds."""
+        return self.sampling_rate if self.source == "sample" and self.sampling_rate else 1.0
+
     def summarise(self, log_files: list[Path]) -> LatencyPercentiles:
-        """The point's percentiles from its log files; an unreadable log gives no
-        percentiles and an `error` saying why (the point itself is kept)."""
+        """The point's percentiles from its log files (`read` without a timeline)."""
+        return self.read(log_files, start=0.0, whole_seconds=0).percentiles
+
+    def read(self, log_files: list[Path], start: float, whole_seconds: int) -> "PointLogReading":
+        """Percentiles, and the timeline of the first `whole_seconds` seconds after `start`
+        (epoch seconds: when pgbench was launched), from the log files. An unreadable
+        log gives neither, and an `error` saying why (the point itself is kept)."""
         summary = self._empty()
+        timeline: list[ProgressLine] = []
         try:
             if self.mode == "aggregate":
-                _add_aggregates(summary, log_files)
-            else:
-                summary.update(latency_percentiles(log_files))
+                rows = merge_aggregate_logs(log_files)
+                _add_aggregates(summary, rows)
+                timeline = aggregate_timeline(rows)
+            elif self.mode != "none":
+                reading = read_transaction_logs(log_files, start)
+                summary.update(percentiles_of(reading))
+                timeline = reading.bins.timeline(whole_seconds, self.timeline_rate)
         except (TransactionLogError, OSError) as error:
             logger.warning("transaction log unreadable, point kept without percentiles: %s", error)
             summary["error"] = f"transaction log unreadable: {error}"
-        return summary
+        return PointLogReading(summary, timeline)
 
     def _empty(self) -> LatencyPercentiles:
         summary = LatencyPercentiles(
@@ -160,9 +188,16 @@ class LogPlan:
         return summary
 
 
-def _add_aggregates(summary: LatencyPercentiles, log_files: list[Path]) -> None:
+@dataclass(frozen=True)
+class PointLogReading:
+    """What a point's log gave: its percentiles and, from the log, its timeline."""
+
+    percentiles: LatencyPercentiles
+    timeline: list[ProgressLine]
+
+
+def _add_aggregates(summary: LatencyPercentiles, rows: list[dict[str, int]]) -> None:
     """Exact maximum and counts from per-second aggregates (no percentiles there)."""
-    rows = merge_aggregate_logs(log_files)
     busy = [row["max_latency_us"] for row in rows if row["transactions"]]
     summary["max"] = round(max(busy) / 1000, 3) if busy else None
     summary["sampled_transactions"] = sum(row["transactions"] for row in rows)

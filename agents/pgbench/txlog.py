@@ -21,9 +21,11 @@ merged by `merge_aggregate_logs`.
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from hdrh.histogram import HdrHistogram
+
+from agents.pgbench.log_timeline import SecondBins
 
 log = logging.getLogger(__name__)
 
@@ -74,52 +76,87 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_FIGURES)
 
 
+class TransactionLine(NamedTuple):
+    """One per-transaction log line: when it completed (epoch seconds) and its latency
+    (µs), or None with the word pgbench wrote instead (`failed`, `skipped`, ...)."""
+
+    completed_at: float
+    latency_us: int | None
+    word: bytes
+
+
+def parse_line(path: Path, line_no: int, line: bytes) -> TransactionLine | None:
+    """One line of `path`. Raises TransactionLogError on a line of another format;
+    a cut-off last line (no newline: pgbench killed) gives None, with a warning."""
+    fields = line.split()
+    # 6 to 8 fields whose fifth is epoch seconds and sixth microseconds (an aggregate
+    # line has a latency there); tested inline: the live tail reads every line.
+    if not (
+        6 <= len(fields) <= 8
+        and len(fields[4]) >= 10
+        and fields[4].isdigit()
+        and fields[5].isdigit()
+    ):
+        if line.endswith(b"\n"):
+            raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
+        log.warning("%s:%d: ignoring a cut-off last line", path, line_no)
+        return None
+    completed_at = int(fields[4]) + int(fields[5]) / 1e6
+    if fields[2].isdigit():
+        return TransactionLine(completed_at, int(fields[2]), b"")
+    if fields[2] in FAILURE_WORDS or fields[2] == b"skipped":
+        return TransactionLine(completed_at, None, fields[2])
+    raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
+
+
+def add_to_bins(bins: SecondBins, line: TransactionLine) -> None:
+    """Count one transaction in the second it completed in (skipped ones never ran)."""
+    if line.latency_us is not None:
+        bins.add_latency(line.completed_at, line.latency_us)
+    elif line.word in FAILURE_WORDS:
+        bins.add_failure(line.completed_at)
+
+
 @dataclass
 class LogReading:
-    """What the transaction log files of one point hold."""
+    """What the transaction log files of one point hold: latencies, failures, and the
+    transactions binned by the second they completed in (agents/pgbench/log_timeline.py)."""
 
     histogram: HdrHistogram = field(default_factory=new_histogram)
     failed: int = 0
     skipped: int = 0
+    bins: SecondBins = field(default_factory=lambda: SecondBins(start=0.0))
 
     def record(self, latency_us: int) -> None:
         """Record one latency; one above an hour counts as an hour (HdrHistogram's range)."""
         self.histogram.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
 
-
-def _is_transaction_line(fields: list[bytes]) -> bool:
-    """6 to 8 fields whose fifth is epoch seconds (an aggregate line has a latency there)."""
-    return 6 <= len(fields) <= 8 and len(fields[4]) >= 10 and fields[4].isdigit()
-
-
-def _read_file(path: Path, reading: LogReading) -> None:
-    """Record the latencies (µs) of one file; count failed and skipped lines."""
-    with open(path, "rb") as stream:
-        for line_no, line in enumerate(stream, start=1):
-            fields = line.split()
-            if not _is_transaction_line(fields):
-                if line.endswith(b"\n"):
-                    raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
-                log.warning("%s:%d: ignoring a cut-off last line", path, line_no)
-            elif fields[2].isdigit():
-                reading.record(int(fields[2]))
-            elif fields[2] in FAILURE_WORDS:
-                reading.failed += 1
-            elif fields[2] == b"skipped":
-                reading.skipped += 1
-            else:
-                raise TransactionLogError(path, line_no, line.decode(errors="replace").rstrip())
+    def add_line(self, path: Path, line_no: int, line: bytes) -> None:
+        """One line of `path` (see `parse_line`)."""
+        parsed = parse_line(path, line_no, line)
+        if parsed is None:
+            return
+        add_to_bins(self.bins, parsed)
+        if parsed.latency_us is not None:
+            self.record(parsed.latency_us)
+        elif parsed.word in FAILURE_WORDS:
+            self.failed += 1
+        else:
+            self.skipped += 1
 
 
-def read_transaction_logs(paths: list[Path]) -> LogReading:
-    """Stream per-transaction log files into one histogram.
+def read_transaction_logs(paths: list[Path], start: float = 0.0) -> LogReading:
+    """Stream per-transaction log files into one reading; its second bins count from
+    `start` (epoch seconds: when pgbench was launched).
 
     Raises TransactionLogError on a line of another format; a cut-off last
     line (pgbench killed) is skipped with a warning.
     """
-    reading = LogReading()
-    for path in paths:
-        _read_file(Path(path), reading)
+    reading = LogReading(bins=SecondBins(start=start))
+    for path in map(Path, paths):
+        with open(path, "rb") as stream:
+            for line_no, line in enumerate(stream, start=1):
+                reading.add_line(path, line_no, line)
     return reading
 
 

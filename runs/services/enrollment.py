@@ -1,4 +1,4 @@
-"""Agent enrollment: which agents the lab trusts (docs/notes/enroll.md).
+"""Agent enrollment: which agents the lab trusts (docs/decisions.md).
 
 `event_refusal` is the event consumer's first step: it says why an event from
 the stream must not be stored (the consumer then keeps it in the dead-letter

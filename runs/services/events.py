@@ -213,6 +213,31 @@ def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     )
 
 
+PROGRESS_VALUES = ("tps", "latency_ms", "stddev_ms", "failed", "sampled", "sampling_rate")
+
+
+def _replace_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
+    """The point's own timeline in place of what live events stored (kept if it has none).
+
+    Stored seconds are updated in place: a live page has drawn them, and its stream
+    (runs/sse.py) sends only rows it has not sent, so new rows would be drawn twice.
+    """
+    if not lines:
+        return
+    stored = {row.t: row for row in ProgressSample.objects.filter(run=run, point=point)}
+    changed = []
+    for line in lines:
+        row = stored.pop(line.get("t", 0.0), None)
+        values = progress_values(run.pk, point, line)
+        if row is not None and any(getattr(row, key) != values[key] for key in PROGRESS_VALUES):
+            for key in PROGRESS_VALUES:
+                setattr(row, key, values[key])
+            changed.append(row)
+    ProgressSample.objects.bulk_update(changed, PROGRESS_VALUES)
+    ProgressSample.objects.filter(pk__in=[row.pk for row in stored.values()]).delete()
+    _add_progress(run, point, lines)
+
+
 SampleModel = type[HostSample] | type[ServerSample] | type[ClientHostSample]
 
 
@@ -228,6 +253,8 @@ def progress_values(
         "latency_ms": line.get("latency_ms"),
         "stddev_ms": line.get("stddev_ms"),
         "failed": line.get("failed") or 0,
+        "sampled": line.get("sampled"),
+        "sampling_rate": line.get("sampling_rate"),
     }
 
 
@@ -312,12 +339,15 @@ def store_point(run: Run, point: PointResult) -> Result:
 
     The `point` event stores it; the final `result` event repeats it and
     changes nothing then (it stores only points whose `point` event is missing).
+    The point's timeline replaces the live one: a second read from the
+    transaction log may have been sent live before every log line of it had
+    arrived (agents/pgbench/log_tail.py).
     """
     index = point["index"]
     result, _created = Result.objects.get_or_create(
         run=run, index=index, defaults=_result_values(point)
     )
-    _add_progress(run, index, point.get("progress") or [])
+    _replace_progress(run, index, point.get("progress") or [])
     _add_samples(run, HostSample, index, point.get("host_samples") or [])
     _add_samples(run, ServerSample, index, point.get("server_samples") or [])
     _add_samples(run, ClientHostSample, index, point.get("client_host_samples") or [])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.cli_output import print_summary
+from agents.cli_output import describe, print_summary
 from agents.contract.results import PointResult, ResultDocument
 
 
@@ -66,3 +66,13 @@ def test_summary_shows_a_dash_for_a_point_pgbench_left_without_numbers(
     measured, unparsed = lines[3].split(), lines[4].split()
     assert measured == ["4", "1", "1234.50", "3.250", "-"]
     assert unparsed == ["4", "1", "-", "-", "-"]
+
+
+def test_a_second_estimated_from_a_sample_says_so() -> None:
+    position = {"point": 0, "clients": 2, "repeat": 1}
+    sampled = {"t": 3.0, "tps": 51200.0, "latency_ms": 0.039, "stddev_ms": 0.01}
+    sample = {"sampled": 256, "sampling_rate": 0.005}
+    line = describe({"type": "progress", "data": {**position, **sampled, **sample}})
+    assert line is not None and "~51200.0 tps" in line and "from 256 sampled transactions" in line
+    exact = describe({"type": "progress", "data": {**position, **sampled}})
+    assert exact is not None and "~" not in exact and "sampled" not in exact

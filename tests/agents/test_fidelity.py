@@ -91,7 +91,7 @@ def test_sample_size_and_rate_follow_the_measured_throughput(config):
         capacity_s = point["pgbench_cpus"] * point["seconds"]
         assert 0 < point["pgbench_cpu_s"] <= capacity_s, "pgbench's own CPU time, from wait4"
         assert 0 <= point["agent_cpu_s"] < point["pgbench_cpu_s"]
-    assert {"-P", "-l"} <= set(first["argv"]) and "-r" not in first["argv"]
+    assert "-l" in first["argv"] and not {"-P", "-r"} & set(first["argv"])
 
 
 def sweep_mark(event: dict) -> str | None:
@@ -230,3 +230,63 @@ def test_full_log_is_available_with_a_warning_about_its_cost(config):
     assert percentiles["sampled_transactions"] == point["transactions"]
     assert "costs throughput" in percentiles["warning"]
     assert not any(arg.startswith("--sampling-rate") for arg in point["argv"])
+
+
+POSITION = ("point", "clients", "repeat")
+
+
+def test_timeline_is_read_from_the_sampled_log_live_and_kept(config):
+    """No `-P`: each second comes from the sampled log, live once every thread's log has
+    passed it, and the point keeps the same numbers; they estimate what pgbench printed."""
+    result, events = run(spec(), config)
+
+    assert result["status"] == "succeeded", result["error"]
+    for point in result["points"]:
+        assert "-P" not in point["argv"]
+        timeline, rate = point["progress"], point["latency_percentiles_ms"]["sampling_rate"]
+        whole_seconds = range(int(point["seconds"]))
+        assert [line["t"] for line in timeline] == [float(n + 1) for n in whole_seconds]
+        assert {line["sampling_rate"] for line in timeline} == {rate}
+        lines = sum(line["sampled"] for line in timeline)
+        assert 0 < lines <= point["latency_percentiles_ms"]["sampled_transactions"]
+        mean_tps = sum(line["tps"] for line in timeline) / len(timeline)
+        assert abs(mean_tps / point["tps"] - 1) < STANDARD_ERRORS / math.sqrt(lines) + 0.05
+        assert all(0 < line["latency_ms"] < 100 for line in timeline)
+        live = [
+            {key: value for key, value in e["data"].items() if key not in POSITION}
+            for e in events.of_type("progress")
+            if e["data"]["point"] == point["index"]
+        ]
+        assert live, "seconds arrive while pgbench runs"
+        assert live == timeline[: len(live)], "the live seconds are the kept ones"
+
+
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_full_and_aggregate_logs_give_an_exact_timeline_once_the_point_ends(config, mode):
+    job = spec(latency_log=mode) | {"sweep": {"clients": [2], "duration_s": 3}}
+    result, events = run(job, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    (point,) = result["points"]
+    timeline = point["progress"]
+    assert events.of_type("progress") == [], "a full or aggregate log is read after pgbench"
+    assert len(timeline) >= 2
+    if mode == "full":
+        assert all(line["tps"] == line["sampled"] for line in timeline), "every one counted"
+        assert {line["sampling_rate"] for line in timeline} == {1.0}
+    else:
+        assert all("sampled" not in line for line in timeline), "exact per-second counts"
+    counted = sum(line["tps"] for line in timeline)
+    # Every transaction of the whole seconds: all but the cut last second's.
+    assert point["transactions"] * (len(timeline) - 1) / point["seconds"] < counted
+    assert counted <= point["transactions"]
+
+
+def test_progress_option_takes_the_timeline_from_p(config):
+    result, events = run(spec(progress=True), config)
+
+    assert result["status"] == "succeeded", result["error"]
+    for point in result["points"]:
+        assert point["argv"][point["argv"].index("-P") + 1] == "1"
+        assert point["progress"] and all("sampled" not in line for line in point["progress"])
+    assert events.of_type("progress")

@@ -1,11 +1,12 @@
 """The fidelity benchmark: the lab's pgbench command against the plain one a user would type.
 
 The end-to-end test asserts what noise cannot fake: the rounds' 95 % confidence interval
-of the ratio lab/plain must reach KNOWN_COST_FLOOR, and the agent's own CPU share must stay
-small. The floor is not the 1 % target (RATIO_TARGET, issue 12, still open): on a quiet
-machine the default command costs about 5 % of select-only tps at 100,000 tps, most of it
-`-P 1`'s timed waits (docs/benchmarks.md). The floor keeps that known cost from growing
-unseen: the former full `-l` log on top of it leaves the whole interval below.
+of the ratio lab/plain must reach the 1 % target (RATIO_TARGET): the check must not find
+the lab over budget. Short rounds on a shared machine give a wide interval, so this
+catches a cost of a few percent, such as `-P 1`'s timed waits (about 3 % of select-only
+tps on a quiet machine, docs/benchmarks.md) coming back into the default command. The
+agent's own CPU share must stay small, and pgbench's own CPU per transaction must stay
+well below what a full `-l` log makes it.
 """
 
 from pathlib import Path
@@ -14,9 +15,6 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.selfcheck import RATIO_TARGET, WORKLOADS, ratio_estimate, run_selfcheck
-
-# The lab's known cost (about 5 % here, issue 12) with room for noise; not the 1 % target.
-KNOWN_COST_FLOOR = 0.92
 
 # Windows of a few seconds carry the samplers' start-up cost; 20 s windows stay under 0.5 %.
 SHORT_WINDOW_CPU_PERCENT = 2.0
@@ -47,7 +45,7 @@ def test_one_round_gives_no_interval():
         ratio_estimate([1.0])
 
 
-def test_lab_command_costs_no_more_than_its_known_cost_against_plain_pgbench(storage_root: Path):
+def test_lab_command_is_not_over_budget_against_plain_pgbench(storage_root: Path):
     messages: list[str] = []
     # A storage target of its own, removed after the test, not the shared default one.
     config = AgentConfig(storage={"default": storage_root})
@@ -57,7 +55,8 @@ def test_lab_command_costs_no_more_than_its_known_cost_against_plain_pgbench(sto
     assert [workload["workload"] for workload in report["workloads"]] == list(WORKLOADS)
     for workload in report["workloads"]:
         assert not {"-P", "-r", "-l", "--failures-detailed"} & set(workload["plain_argv"])
-        assert {"-P", "-l", "--failures-detailed"} <= set(workload["lab_argv"])
+        assert {"-l", "--failures-detailed"} <= set(workload["lab_argv"])
+        assert "-P" not in workload["lab_argv"], "the timeline is read from the log"
         assert [r["order"] for r in workload["rounds"]] == [
             ["lab", "plain"],
             ["plain", "lab"],
@@ -65,7 +64,7 @@ def test_lab_command_costs_no_more_than_its_known_cost_against_plain_pgbench(sto
         ]
         low, high = workload["ratio_ci95"]
         assert low <= workload["ratio"] <= high
-        assert high >= KNOWN_COST_FLOOR, f"the lab's command costs more than before: {workload}"
+        assert high >= RATIO_TARGET, f"the lab's command is over budget: {workload}"
         assert workload["agent_cpu_percent_of_window"] < SHORT_WINDOW_CPU_PERCENT
         cpu = workload["pgbench_cpu_per_transaction"]
         assert cpu["lab_us_per_tx"] > 0 and cpu["plain_us_per_tx"] > 0

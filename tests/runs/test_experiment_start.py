@@ -134,7 +134,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "max_tries": None,
             "defines": {"nrows": "100"},
             "latency_log": "sampled",
-            "progress": True,
+            "progress": False,
             "statement_latencies": False,
             "vacuum_all": False,
             "processes": [],

@@ -200,6 +200,22 @@ def test_a_slow_workload_counting_a_few_transactions_a_second_is_not_unsteady(ru
     assert point_warnings(make_point(run), PointSamples(progress=progress)) == []
 
 
+def test_a_timeline_estimated_from_a_small_sample_allows_for_its_counting_noise(run):
+    # 50,000 tps sampled at 0.0002: about 10 lines a second, so estimates vary by ~30 %.
+    lines = [6, 14, 10, 7, 13, 10, 8, 12, 11, 9]
+    progress = [
+        ProgressSample(
+            run=run, point=0, t=float(t), tps=n / 0.0002, sampled=n, sampling_rate=0.0002
+        )
+        for t, n in enumerate(lines, start=1)
+    ]
+    point = make_point(run)
+    assert point_warnings(point, PointSamples(progress=progress)) == []
+    exact = [ProgressSample(run=run, point=0, t=s.t, tps=s.tps) for s in progress]
+    (warning,) = point_warnings(point, PointSamples(progress=exact))
+    assert warning.code == "unsteady_timeline", "the same swing in exact counts is real"
+
+
 def test_a_steady_timeline_with_noise_is_not_unsteady(run):
     assert point_warnings(make_point(run), PointSamples(progress=steady_progress(run))) == []
 

@@ -76,8 +76,8 @@ def test_versions_are_numbered_as_the_server_numbers_them() -> None:
         ("9.4", {"workload": {"latency_limit_ms": 50}}, "workload.latency_limit_ms", "9.5"),
         ("9.5", {"workload": {"scripts": TWO_SCRIPTS}}, "workload.scripts", "9.6"),
         ("9.5", {"workload": {"latency_limit_ms": 50}}, None, None),
-        ("9.3", {}, "workload.progress", "9.4"),
-        ("9.3", {"workload": {"progress": False}}, None, None),
+        ("9.3", {"workload": {"progress": True}}, "workload.progress", "9.4"),
+        ("9.3", {}, None, None),
     ],
 )
 def test_options_an_old_pgbench_lacks_are_refused_naming_the_first_version(

@@ -157,7 +157,7 @@ def test_workload_measurement_options_are_saved_and_shown_with_their_cost(signed
 def test_new_workload_form_starts_from_the_cheap_measurement_defaults(signed_in):
     page = signed_in.get(reverse("workload-new")).content.decode()
     assert '<option value="sampled" selected>' in page
-    assert is_ticked(page, "progress")
+    assert not is_ticked(page, "progress")
     assert not is_ticked(page, "statement_latencies")
 
 
@@ -179,7 +179,7 @@ def test_workload_with_an_unknown_latency_log_is_refused_next_to_the_field(signe
 
 def test_workload_list_says_what_each_workload_measures(signed_in):
     WorkloadFactory(name="plain")
-    WorkloadFactory(name="diagnosis", latency_log="full", statement_latencies=True, progress=False)
+    WorkloadFactory(name="diagnosis", latency_log="full", statement_latencies=True, progress=True)
 
     page = signed_in.get(reverse("workload-list")).content.decode()
 
@@ -188,4 +188,4 @@ def test_workload_list_says_what_each_workload_measures(signed_in):
             r'<a href="/workloads/\d+/">(\w+)</a>.*?<td class="mono small">(.*?)</td>', page, re.S
         )
     )
-    assert rows == {"plain": "sampled log · -P 1", "diagnosis": "full log · -r"}
+    assert rows == {"plain": "sampled log", "diagnosis": "full log · -P 1 · -r"}

@@ -206,3 +206,26 @@ def test_per_statement_table_splits_scripts_and_shows_failures_and_retries_when_
         ["1", "0.165", "2,182", "4,980"],
         ["2", "0.119", "0", "0"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("workload", "title"),
+    [
+        (
+            {"latency_log": "sampled", "progress": False},
+            "tps over time (estimated from the sampled transaction log)",
+        ),
+        (
+            {"latency_log": "aggregate", "progress": False},
+            "tps over time (from the aggregate log, drawn as each point ends)",
+        ),
+        ({"latency_log": "sampled", "progress": True}, "tps over time"),
+    ],
+)
+def test_run_page_says_where_its_timeline_comes_from(signed_in, workload: dict, title: str):
+    run = finished_run([(1, 1, 1000.0, 1.0)])
+    run.spec = {**run.spec, "workload": {**run.spec.get("workload", {}), **workload}}
+    run.save(update_fields=["spec"])
+
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert figure(page, "fig-tps")["layout"]["title"]["text"] == title

@@ -1,0 +1,120 @@
+"""The per-second timeline of a point, from pgbench's transaction log instead of `-P 1`.
+
+`-P 1` makes pgbench's thread 0 wake on a timer: every loop it reads the
+clock and waits with a timeout, which arms and cancels a kernel timer per
+transaction. On the select-only worst case that costs about 10 % of
+pgbench's CPU and 3 % of throughput (docs/benchmarks.md), three times the
+lab's whole budget. The transaction log the point writes anyway for its
+percentiles (agents/pgbench/latency_log.py) says when each logged
+transaction completed, so the timeline is taken from it:
+
+- bin k holds the transactions that completed in [start + k, start + k + 1),
+  `start` being when the agent launched pgbench (bin 0 also holds the
+  connecting); its line has t = k + 1, as `-P` prints the end of the second;
+- from a sample (`--sampling-rate`), tps is the logged lines over the rate: an
+  estimate whose relative error is about 1/sqrt(lines). Every such line says
+  what it rests on (`sampled` lines, `sampling_rate`), and the latency is the
+  mean and standard deviation of the sampled transactions;
+- only the seconds pgbench ran through whole are kept (none past its exit).
+
+An aggregate log (`--aggregate-interval=1`) holds exact per-second counts and
+latency sums per thread: its timeline is exact (`aggregate_timeline`), and is
+known once pgbench ends (stdio holds a minute of those lines before writing).
+
+agents/pgbench/log_tail.py reads a sampled log while pgbench writes it.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from agents.contract.results import ProgressLine
+
+
+@dataclass
+class SecondBin:
+    """The logged transactions that completed within one second."""
+
+    latencies: int = 0
+    sum_us: float = 0.0
+    sum_squares_us: float = 0.0
+    failed: int = 0
+
+
+@dataclass
+class SecondBins:
+    """Logged transactions binned by the second (since `start`, epoch seconds) they completed in."""
+
+    start: float
+    bins: dict[int, SecondBin] = field(default_factory=dict)
+
+    def bin_at(self, completed_at: float) -> SecondBin | None:
+        """The bin of a transaction completed at `completed_at`; None before `start`."""
+        offset = completed_at - self.start
+        if offset < 0:
+            return None
+        found = self.bins.get(int(offset))
+        if found is None:
+            found = self.bins[int(offset)] = SecondBin()
+        return found
+
+    def add_latency(self, completed_at: float, latency_us: int) -> None:
+        found = self.bin_at(completed_at)
+        if found is not None:
+            found.latencies += 1
+            found.sum_us += latency_us
+            found.sum_squares_us += float(latency_us) ** 2
+
+    def add_failure(self, completed_at: float) -> None:
+        found = self.bin_at(completed_at)
+        if found is not None:
+            found.failed += 1
+
+    def line(self, second: int, sampling_rate: float) -> ProgressLine:
+        """Second `second` as a progress line, scaled up by the sampling rate."""
+        found = self.bins.get(second, SecondBin())
+        mean_us = found.sum_us / found.latencies if found.latencies else 0.0
+        variance = (
+            found.sum_squares_us / found.latencies - mean_us**2 if found.latencies > 1 else 0.0
+        )
+        return ProgressLine(
+            t=float(second + 1),
+            tps=round(found.latencies / sampling_rate, 3),
+            latency_ms=round(mean_us / 1000, 3),
+            stddev_ms=round(math.sqrt(max(variance, 0.0)) / 1000, 3),
+            failed=round(found.failed / sampling_rate),
+            sampled=found.latencies,
+            sampling_rate=sampling_rate,
+        )
+
+    def timeline(self, whole_seconds: int, sampling_rate: float) -> list[ProgressLine]:
+        """Lines for seconds 0 to whole_seconds - 1 (a second with nothing logged reads 0 tps)."""
+        return [self.line(second, sampling_rate) for second in range(max(whole_seconds, 0))]
+
+
+def whole_seconds(elapsed_s: float) -> int:
+    """The seconds pgbench ran through whole (the last, cut one is left out)."""
+    return math.floor(elapsed_s)
+
+
+def aggregate_timeline(rows: list[dict[str, int]]) -> list[ProgressLine]:
+    """Exact per-second lines from merged `--aggregate-interval=1` rows
+    (txlog.merge_aggregate_logs)."""
+    if not rows:
+        return []
+    first = rows[0]["interval_start"]
+    lines = []
+    for row in rows:
+        count = row["transactions"]
+        mean_us = row["sum_latency_us"] / count if count else 0.0
+        variance = row["sum_latency_2"] / count - mean_us**2 if count > 1 else 0.0
+        lines.append(
+            ProgressLine(
+                t=float(row["interval_start"] - first + 1),
+                tps=float(count),
+                latency_ms=round(mean_us / 1000, 3),
+                stddev_ms=round(math.sqrt(max(variance, 0.0)) / 1000, 3),
+                failed=row["serialization_failures"] + row["deadlock_failures"],
+                skipped=row["skipped"],
+            )
+        )
+    return lines

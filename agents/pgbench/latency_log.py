@@ -143,10 +143,6 @@ class LogPlan:
         """The fraction of transactions its per-transaction log holds."""
         return self.sampling_rate if self.source == "sample" and self.sampling_rate else 1.0
 
-    def summarise(self, log_files: list[Path]) -> LatencyPercentiles:
-        """The point's percentiles from its log files (`read` without a timeline)."""
-        return self.read(log_files, start=0.0, whole_seconds=0).percentiles
-
     def read(self, log_files: list[Path], start: float, whole_seconds: int) -> "PointLogReading":
         """Percentiles, and the timeline of the first `whole_seconds` seconds after `start`
         (epoch seconds: when pgbench was launched), from the log files. An unreadable

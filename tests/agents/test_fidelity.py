@@ -190,7 +190,7 @@ def test_sampled_percentiles_agree_with_the_full_log_of_the_same_run(
         numpy.array([int(line.split()[2]) for path in paths for line in path.open()])
     )
     assert_same_footprint(paths, tmp_path / "one-line.log")
-    full = LogPlan("full").summarise(paths)
+    full = LogPlan("full").read(paths, start=0.0, whole_seconds=0).percentiles
     assert full["sampled_transactions"] == len(latencies) == 30_000
     for p in PERCENTILES:
         exact = latencies[math.ceil(p / 100 * len(latencies)) - 1] / 1000
@@ -198,7 +198,8 @@ def test_sampled_percentiles_agree_with_the_full_log_of_the_same_run(
 
     rate = 0.05
     sample = bernoulli_sample(paths, rate, tmp_path / f"{LOG_FILE_PREFIX}.1", seed=12)
-    sampled = LogPlan("sampled", rate, ExpectedThroughput(20_000.0, "warmup")).summarise([sample])
+    plan = LogPlan("sampled", rate, ExpectedThroughput(20_000.0, "warmup"))
+    sampled = plan.read([sample], start=0.0, whole_seconds=0).percentiles
     n = sampled["sampled_transactions"]
     assert sampled["source"] == "sample" and n > 1_200
     for p in PERCENTILES:

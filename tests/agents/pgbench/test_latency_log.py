@@ -76,7 +76,7 @@ def test_other_modes_need_no_expected_throughput(tmp_path: Path) -> None:
 def test_percentiles_say_how_they_were_obtained() -> None:
     plan = LogPlan.for_point("sampled", ExpectedThroughput(50_000.0, "warmup"))
     run = capture("pg16", "log_per_transaction_t300")
-    percentiles = plan.summarise(run.log_files)
+    percentiles = plan.read(run.log_files, start=0.0, whole_seconds=0).percentiles
     assert percentiles["source"] == "sample"
     assert percentiles["sampling_rate"] == 0.01
     assert percentiles["sampled_transactions"] == 600
@@ -87,7 +87,8 @@ def test_percentiles_say_how_they_were_obtained() -> None:
 
 def test_full_log_carries_a_warning_about_its_cost() -> None:
     plan = LogPlan.for_point("full", ExpectedThroughput(1.0, "first_guess"))
-    percentiles = plan.summarise(capture("pg16", "log_per_transaction_t300").log_files)
+    files = capture("pg16", "log_per_transaction_t300").log_files
+    percentiles = plan.read(files, start=0.0, whole_seconds=0).percentiles
     assert percentiles["source"] == "full" and percentiles["sampling_rate"] == 1.0
     assert "costs throughput" in percentiles["warning"]
     assert describe_percentiles(percentiles) == "from every transaction, 600"
@@ -96,7 +97,7 @@ def test_full_log_carries_a_warning_about_its_cost() -> None:
 def test_aggregate_log_gives_the_exact_max_and_no_percentiles() -> None:
     plan = LogPlan.for_point("aggregate", ExpectedThroughput(1.0, "first_guess"))
     run = capture("pg16", "log_aggregate_T2")
-    percentiles = plan.summarise(run.log_files)
+    percentiles = plan.read(run.log_files, start=0.0, whole_seconds=0).percentiles
     maxima = [int(line.split()[5]) for path in run.log_files for line in path.open()]
     assert percentiles["max"] == max(maxima) / 1000
     assert percentiles["p99"] is None and percentiles["source"] == "aggregate"
@@ -107,7 +108,7 @@ def test_malformed_line_loses_the_percentiles_with_a_message(tmp_path: Path) -> 
     log = tmp_path / "pgbench_log.123"
     log.write_text("0 1 534 0 1795315403 517576\n0 2 garbage 0 1795315403 517577\n")
     plan = LogPlan.for_point("sampled", ExpectedThroughput(50_000.0, "warmup"))
-    percentiles = plan.summarise([log])
+    percentiles = plan.read([log], start=0.0, whole_seconds=0).percentiles
     assert percentiles["p50"] is None and percentiles["p99"] is None
     assert f"{log}:2" in percentiles["error"]
     assert describe_percentiles(percentiles).startswith("no percentiles: transaction log")

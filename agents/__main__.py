@@ -54,6 +54,13 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         help="run workload SQL (pgbench -i, setup SQL, scripts) as the superuser",
     )
     parser.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        default=None,
+        help="run job programs without their sandbox (they reach what the OS user can)",
+    )
+    parser.add_argument(
         "--advertise-address",
         help="the address other agents reach this host's clusters at (default 127.0.0.1)",
     )
@@ -81,6 +88,7 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
         allow_settings=set(args.allow_setting),
         allow_shell_scripts=args.allow_shell_scripts,
         allow_superuser_sql=args.allow_superuser_sql,
+        sandbox=args.sandbox,
         advertise_address=args.advertise_address,
         allow_source_builds=args.allow_source_builds,
         build_sources=args.build_source,
@@ -147,7 +155,9 @@ def command_build(args: argparse.Namespace) -> int:
     definition = check_build_definition(json.loads(args.spec.read_text()))
     config = load_config(args)
     progress = cli_output.build_progress_printer()
-    install, record = ensure_build(definition, config, ensure_os_user(config.os_user), progress)
+    install, record = ensure_build(
+        definition, config, ensure_os_user(config.os_user, config.sandbox), progress
+    )
     cli_output.print_json(
         {"install": install.as_dict(), **{k: v for k, v in record.items() if k != "log"}}
     )

@@ -32,6 +32,7 @@ from agents.pgbench.latency_log import log_root
 from agents.postgres.cluster import Cluster, WorkloadAccess, usable_job_id
 from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import chown_tree, ensure_os_user
+from agents.sandbox import View
 from agents.sweep import Sweep, SweepPlace
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class RemoteServer(Cluster):
     def __init__(self, install: Install, config: AgentConfig, job_id: str, ready: Message):
         super().__init__(
             install,
-            ensure_os_user(config.os_user),
+            ensure_os_user(config.os_user, config.sandbox),
             config.state_dir / "client",
             job_id=usable_job_id(job_id),
         )
@@ -57,6 +58,10 @@ class RemoteServer(Cluster):
 
     def pgbench_host(self) -> str:
         return self.host
+
+    def client_view(self) -> View:
+        """pgbench reaches the server half over TCP: the binaries and the host's network."""
+        return View(read_only=(self.binaries.root,), network=True)
 
     def workload_env(self) -> dict[str, str]:
         access = self.require_workload()

@@ -46,6 +46,8 @@ class AgentConfig:
     # Workload SQL (pgbench -i, setup SQL, scripts) as the superuser instead of the
     # non-superuser role that owns the benchmark database; only this config can allow it.
     allow_superuser_sql: bool = False
+    # Job programs run in a sandbox (agents/sandbox.py); only this config can turn it off.
+    sandbox: bool = True
     # Source builds run the source's own configure and make scripts: only when allowed,
     # and only from these URL prefixes, directories and git repositories.
     allow_source_builds: bool = False

@@ -274,7 +274,7 @@ class Job:
             install, record = ensure_build(
                 postgres["build"],
                 self.config,
-                ensure_os_user(self.config.os_user),
+                ensure_os_user(self.config.os_user, self.config.sandbox),
                 progress,
                 self.should_cancel,
             )
@@ -307,7 +307,7 @@ class Job:
         )
         if catalogue is not None:
             self._validate_settings(requested, catalogue)
-        os_user = ensure_os_user(self.config.os_user)
+        os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
         job_id = self.result["run_id"] or f"local-{secrets.token_hex(4)}"
         for path in storage.values():
             make_dirs(path)

@@ -22,6 +22,8 @@ CPU_BUDGET_PERCENT. It is a benchmark, not a unit test: run it on a quiet
 machine (docs/benchmarks.md).
 """
 
+import dataclasses
+import functools
 import logging
 import math
 import os
@@ -29,7 +31,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from scipy import stats
 
@@ -41,6 +43,7 @@ from agents.contract.spec import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
 from agents.pgbench.process import run_pgbench
+from agents.sandbox import Sandbox, Started, View
 from agents.sweep import Sweep
 
 logger = logging.getLogger(__name__)
@@ -195,8 +198,7 @@ def _plain_measured(sweep: Sweep) -> Measured:
     """The plain command, run bare: no progress reader, no samplers, no log."""
     finished = run_pgbench(
         sweep.plain_argv(CLIENTS),
-        cwd=sweep.workdir,
-        process_kwargs=sweep.process_kwargs(),
+        launch=functools.partial(_start_plain, sweep),
         on_stderr_line=lambda line: None,
         should_stop=lambda: False,
         timed=True,
@@ -209,11 +211,16 @@ def _plain_measured(sweep: Sweep) -> Measured:
     return Measured(tps=parsed["tps"], pgbench_cpu_us_per_tx=cpu)
 
 
+def _start_plain(sweep: Sweep, argv: list[str], **popen_kwargs: Any) -> Started:
+    """The plain command as a user types it: the same OS user and connection, no sandbox."""
+    bare = dataclasses.replace(sweep.cluster.os_user, sandbox=Sandbox(enabled=False))
+    env = sweep.cluster.workload_env()
+    return bare.start(argv, View(), sweep.workdir, env=env, **popen_kwargs)
+
+
 def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
     """pgbench's CPU per transaction on each side, and lab/plain with its interval."""
-    pairs = [
-        (r["lab_pgbench_cpu_us_per_tx"], r["plain_pgbench_cpu_us_per_tx"]) for r in results
-    ]
+    pairs = [(r["lab_pgbench_cpu_us_per_tx"], r["plain_pgbench_cpu_us_per_tx"]) for r in results]
     known = [(lab, plain) for lab, plain in pairs if lab and plain]
     if len(known) < 2:
         return None

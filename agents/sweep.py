@@ -36,10 +36,11 @@ from agents.pgbench.latency_log import (
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.cluster import Cluster
-from agents.postgres.osuser import SubprocessKwargs, chown_tree
+from agents.postgres.osuser import chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
 from agents.process_group import ProcessGroupPoint
 from agents.remote_points import RemotePoints
+from agents.sandbox import Started
 
 if TYPE_CHECKING:
     from agents.postgres.installs import Install
@@ -49,7 +50,7 @@ T = TypeVar("T")
 
 NO_TIMELINE = (
     "no per-second timeline: it is read from the transaction log, and this workload "
-    "writes none (workload.latency_log \"none\"); set workload.progress for pgbench's -P 1"
+    'writes none (workload.latency_log "none"); set workload.progress for pgbench\'s -P 1'
 )
 # Seeds people can read and type back in (the lab's are below this too).
 CLIENT_ORDER_SEEDS = 2**31
@@ -173,17 +174,24 @@ class Sweep:
             self.process_script_paths.append(paths)
         chown_tree(self.workdir, self.cluster.os_user)
 
-    def process_kwargs(self) -> SubprocessKwargs:
-        """Environment and OS user of every pgbench this sweep runs."""
-        return self.cluster.os_user.subprocess_kwargs(**self.cluster.workload_env())
+    def start_pgbench(self, argv: list[str], **popen_kwargs: Any) -> Started:
+        """Popen one pgbench of this sweep: the job's OS user, its sandbox, the workload's role.
+
+        The sandbox shows pgbench the binaries, the cluster's socket, the scripts
+        and the directory its transaction log goes to, and nothing else.
+        """
+        view = self.cluster.client_view().plus(
+            read_only=[self.workdir], writable=command.log_directories(argv)
+        )
+        env = self.cluster.workload_env()
+        return self.cluster.os_user.start(argv, view, self.workdir, env=env, **popen_kwargs)
 
     def pgbench_command(
         self, name: str, argv: list[str], on_line: Callable[[str], None], timed: bool
     ) -> Finished:
         finished = run_pgbench(
             argv,
-            cwd=self.workdir,
-            process_kwargs=self.process_kwargs(),
+            launch=self.start_pgbench,
             on_stderr_line=on_line,
             should_stop=self.reporter.should_cancel,
             timed=timed,

@@ -61,7 +61,7 @@ from agents.observe.facts import collect_facts
 from agents.pair import PairLink
 from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
-from agents.postgres.osuser import ensure_os_user
+from agents.postgres.osuser import check_sandbox, ensure_os_user
 from agents.postgres.settings import catalogue_path, read_cached_catalogue
 from agents.transport import (
     AgentEventEmitter,
@@ -125,9 +125,9 @@ class Agent:
             self.identity.fingerprint,
         )
         self.sink.start()
-        removed = remove_leftover_clusters(
-            self.config.storage_targets(), ensure_os_user(self.config.os_user)
-        )
+        os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
+        check_sandbox(os_user)
+        removed = remove_leftover_clusters(self.config.storage_targets(), os_user)
         if removed:
             logger.warning("agent %s: removed clusters left behind: %s", name, removed)
         try:

@@ -49,6 +49,9 @@ ApplicationErrorCode = Literal[
     # or never started within the spec's network.join_timeout_s.
     "peer_lost",
     "peer_absent",
+    # The host cannot build the sandbox job programs run in (bubblewrap missing, or no
+    # user namespaces); the message names the fix for its operator.
+    "sandbox_unavailable",
 ]
 ErrorCode = Literal[UserErrorCode, ApplicationErrorCode, "cancelled"]
 

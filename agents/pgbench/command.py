@@ -166,3 +166,15 @@ def _number(value: float) -> str:
 def default_threads(clients: int, cpu_count: int) -> int:
     """pgbench threads when the spec leaves them open: one per client, at most one per CPU."""
     return max(1, min(clients, cpu_count))
+
+
+LOG_PREFIX_OPTION = "--log-prefix="
+
+
+def log_directories(argv: Sequence[str]) -> list[Path]:
+    """The directories pgbench writes its transaction log to (`--log-prefix=DIR/NAME`)."""
+    return [
+        Path(arg.removeprefix(LOG_PREFIX_OPTION)).parent
+        for arg in argv
+        if arg.startswith(LOG_PREFIX_OPTION)
+    ]

@@ -9,6 +9,7 @@ own CPU time (user + system, all its threads) is known exactly: that is what
 tells a saturated load generator from a busy host.
 """
 
+import contextlib
 import logging
 import os
 import signal
@@ -17,10 +18,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
 
-from agents.postgres.osuser import SubprocessKwargs
+from agents.sandbox import Started
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ class Finished:
             "stdout": self.stdout,
             "stderr": self.stderr,
         }
+
+
+class Launcher(Protocol):
+    """Starts pgbench (as the job's OS user, in its sandbox) with Popen's keyword arguments."""
+
+    def __call__(self, argv: list[str], **popen_kwargs: Any) -> Started: ...
 
 
 class _Reaper:
@@ -82,21 +88,21 @@ class _Reaper:
 def run_pgbench(
     argv: list[str],
     *,
-    cwd: Path,
-    process_kwargs: SubprocessKwargs,
+    launch: Launcher,
     on_stderr_line: Callable[[str], None],
     should_stop: Callable[[], bool],
     timed: bool,
 ) -> Finished:
     """Run pgbench to completion, or until should_stop() says so (checked every second).
 
-    `process_kwargs` carry the environment and the OS user (OsUser.subprocess_kwargs).
+    `launch` starts it where it runs (Sweep.start_pgbench: the job's OS user, its
+    sandbox, the workload's connection variables). The process waited for may be
+    the sandbox around pgbench: its CPU time includes pgbench's, which it reaps,
+    and signals go to pgbench's own pid.
     """
     started = time.monotonic()
-    process = subprocess.Popen(
+    launched = launch(
         argv,
-        cwd=cwd,
-        **process_kwargs,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -104,6 +110,7 @@ def run_pgbench(
         bufsize=1,
         start_new_session=True,
     )
+    process = launched.process
     stdout_chunks: list[str] = []
     stderr_lines: list[str] = []
     readers = [
@@ -117,7 +124,7 @@ def run_pgbench(
     for reader in readers:
         reader.start()
     reaper = _Reaper(process)
-    stopped_early = _wait(process, reaper, should_stop, timed)
+    stopped_early = _wait(launched.pid, reaper, should_stop, timed)
     for reader in readers:
         reader.join()
     return Finished(
@@ -131,29 +138,28 @@ def run_pgbench(
     )
 
 
-def _wait(
-    process: subprocess.Popen, reaper: _Reaper, should_stop: Callable[[], bool], timed: bool
-) -> bool:
-    """Wait for the process; stop it when asked. Returns True when it was stopped early."""
+def _wait(pid: int, reaper: _Reaper, should_stop: Callable[[], bool], timed: bool) -> bool:
+    """Wait for pgbench (`pid`); stop it when asked. Returns True when it was stopped early."""
     try:
         while not reaper.wait(timeout=1.0):
             if should_stop():
-                _stop(process, reaper, timed)
+                _stop(pid, reaper, timed)
                 return True
         return False
     except BaseException:
-        _stop(process, reaper, timed)
+        _stop(pid, reaper, timed)
         raise
 
 
-def _stop(process: subprocess.Popen, reaper: _Reaper, timed: bool) -> None:
+def _stop(pid: int, reaper: _Reaper, timed: bool) -> None:
     """SIGALRM for -T runs (summary kept), SIGTERM otherwise; SIGKILL if it lingers."""
     first = signal.SIGALRM if timed else signal.SIGTERM
     for sig in (first, signal.SIGKILL):
         if reaper.done.is_set():
             return
-        logger.info("sending %s to pgbench pid %s", sig.name, process.pid)
-        os.kill(process.pid, sig)
+        logger.info("sending %s to pgbench pid %s", sig.name, pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
         if reaper.wait(timeout=STOP_GRACE_S):
             return
 

@@ -48,6 +48,7 @@ from psycopg.conninfo import make_conninfo
 from agents.contract.errors import JobError
 from agents.postgres.installs import Install, make_dirs
 from agents.postgres.osuser import OsUser, chown_tree
+from agents.sandbox import View
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,10 @@ class Cluster:
         self.wal_container = Path(wal_parent) / f"benchlab-{job_id}-wal" if wal_parent else None
         self.port: int | None = None
         self.workload: WorkloadAccess | None = None
+        # Only a server that a client host connects to keeps the host's network.
+        self.serves_network = False
         self._process: subprocess.Popen[bytes] | None = None
+        self._postmaster_pid: int | None = None
 
     def __enter__(self) -> "Cluster":
         return self
@@ -225,7 +229,19 @@ class Cluster:
 
     @property
     def postmaster_pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.is_running() else None
+        """The postmaster's own pid (not its sandbox's) while it runs."""
+        return self._postmaster_pid if self.is_running() else None
+
+    def server_view(self) -> View:
+        """What the server, initdb and pg_ctl see: the binaries, and this job's directories."""
+        writable = [self.job_dir] + ([self.wal_container] if self.wal_container else [])
+        return View(
+            read_only=(self.binaries.root,), writable=tuple(writable), network=self.serves_network
+        )
+
+    def client_view(self) -> View:
+        """What pgbench sees of this cluster: the binaries and the socket directory."""
+        return View(read_only=(self.binaries.root,), writable=(self.socket_dir,))
 
     @property
     def binaries(self) -> Install:
@@ -353,15 +369,16 @@ class Cluster:
         ]
         started = time.monotonic()
         with open(self.log_file, "ab") as log:
-            self._process = subprocess.Popen(
+            postmaster = self.os_user.start(
                 argv,
+                self.server_view(),
+                self.job_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=self.job_dir,
                 start_new_session=True,
-                **self.os_user.subprocess_kwargs(),
             )
+        self._process, self._postmaster_pid = postmaster.process, postmaster.pid
         exit_code = self._wait_ready(started + timeout)
         self.on_step("start", argv, time.monotonic() - started, exit_code)
         if exit_code != 0:
@@ -413,9 +430,11 @@ class Cluster:
             self._signal_and_reap(signal.SIGKILL)
 
     def _signal_and_reap(self, signum: int) -> None:
+        """Signal the postmaster itself (its sandbox forwards nothing) and reap its sandbox."""
         postmaster = self._postmaster()
-        with contextlib.suppress(ProcessLookupError):
-            postmaster.send_signal(signum)
+        if postmaster.poll() is None and self._postmaster_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._postmaster_pid, signum)
         postmaster.wait(timeout=30)
 
     def _reap(self) -> None:
@@ -565,7 +584,7 @@ class Cluster:
     def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
         started = time.monotonic()
         result = subprocess.run(
-            argv,
+            self.os_user.command(argv, self.server_view(), self.job_dir),
             capture_output=True,
             text=True,
             cwd=self.job_dir,

@@ -61,6 +61,11 @@ class Install:
             return parts[0] * 10000 + parts[1]
         return parts[0] * 10000 + parts[1] * 100 + parts[2]
 
+    @property
+    def root(self) -> Path:
+        """The install's directory (bin/, lib/, share/): what a sandbox shows read-only."""
+        return self.bindir.parent
+
     def program(self, name: str) -> Path:
         """Path of one of this install's programs, e.g. `install.program("initdb")`."""
         return self.bindir / name

@@ -1,9 +1,13 @@
-"""The unprivileged OS user that owns PostgreSQL's files and processes.
+"""The unprivileged OS user that owns a job's files and runs its programs, and its sandbox.
 
 initdb and postgres refuse to run as root, so an agent running as root creates
-a system user (once) and starts every PostgreSQL program as that user, through
-subprocess's `user=`/`group=`/`extra_groups=` parameters: no shell, no su or
-sudo. An agent running as an ordinary user runs everything as itself.
+a system user (once) and starts every job program (PostgreSQL, pgbench, a
+source build) as that user, through subprocess's `user=`/`group=`/
+`extra_groups=` parameters: no shell, no su or sudo, and inside the sandbox of
+agents.sandbox. That user owns a job's directories while the job runs and
+nothing else: binaries, the agent's state and the lab's files belong to
+others. An agent running as an ordinary user runs everything as itself, in
+the same sandbox.
 """
 
 import logging
@@ -12,9 +16,10 @@ import pwd
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from agents.contract.errors import JobError
+from agents.sandbox import Sandbox, Started, View
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +37,13 @@ class SubprocessKwargs(TypedDict):
 
 @dataclass(frozen=True)
 class OsUser:
-    """Who runs PostgreSQL programs for the agent."""
+    """Who runs a job's programs for the agent, and the sandbox they run in."""
 
     name: str
     uid: int
     gid: int
     home: Path
+    sandbox: Sandbox = Sandbox()
 
     @property
     def is_current(self) -> bool:
@@ -58,17 +64,31 @@ class OsUser:
             return {"env": env}
         return {"env": env, "user": self.uid, "group": self.gid, "extra_groups": []}
 
+    def command(self, argv: list[str], view: View, cwd: Path) -> list[str]:
+        """`argv` wrapped in this user's sandbox with `view` (run it with subprocess_kwargs)."""
+        return self.sandbox.command(argv, view, cwd)
 
-def _from_passwd(entry: pwd.struct_passwd) -> OsUser:
-    return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
+    def start(self, argv: list[str], view: View, cwd: Path, **popen_kwargs: Any) -> Started:
+        """Popen `argv` as this user in its sandbox; `popen_kwargs` may carry `env`."""
+        env = popen_kwargs.pop("env", None) or {}
+        return self.sandbox.start(argv, view, cwd, **self.subprocess_kwargs(**env), **popen_kwargs)
 
 
-def ensure_os_user(name: str) -> OsUser:
-    """The OS user for PostgreSQL: `name` (created if missing) as root, else the current user."""
+def _from_passwd(entry: pwd.struct_passwd, sandbox: Sandbox) -> OsUser:
+    return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), sandbox)
+
+
+def ensure_os_user(name: str, sandboxed: bool = True) -> OsUser:
+    """The job's OS user: `name` (created if missing) as root, else the current user.
+
+    `sandboxed=False` (only the agent's local config says so) runs its programs
+    without the sandbox.
+    """
+    sandbox = Sandbox(enabled=sandboxed)
     if os.geteuid() != 0:
-        return _from_passwd(pwd.getpwuid(os.geteuid()))
+        return _from_passwd(pwd.getpwuid(os.geteuid()), sandbox)
     try:
-        return _from_passwd(pwd.getpwnam(name))
+        return _from_passwd(pwd.getpwnam(name), sandbox)
     except KeyError:
         pass
     logger.info("creating system user %s for PostgreSQL", name)
@@ -78,13 +98,35 @@ def ensure_os_user(name: str) -> OsUser:
         text=True,
     )
     try:
-        return _from_passwd(pwd.getpwnam(name))
+        return _from_passwd(pwd.getpwnam(name), sandbox)
     except KeyError:
         # Another agent process may have created it at the same moment; only a user
         # that still does not exist is a failure.
         raise JobError(
             "internal_error", f"could not create OS user {name}: {result.stderr.strip()}"
         ) from None
+
+
+def check_sandbox(user: OsUser) -> None:
+    """Run `true` in an empty sandbox as `user`; a clear JobError when that fails.
+
+    The worker calls this when it starts, so a host where bubblewrap cannot
+    build a sandbox (no user namespaces) is found before a job is taken.
+    """
+    if not user.sandbox.enabled:
+        return
+    argv = user.command(["true"], View(), Path("/"))
+    result = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, **user.subprocess_kwargs()
+    )
+    if result.returncode != 0:
+        raise JobError(
+            "sandbox_unavailable",
+            f"bubblewrap could not build a sandbox on this host ({result.stderr.strip()}): "
+            "allow unprivileged user namespaces (sysctl user.max_user_namespaces, "
+            "kernel.apparmor_restrict_unprivileged_userns), or turn the sandbox off in the "
+            "agent's local config (--no-sandbox)",
+        )
 
 
 def chown_tree(path: Path, user: OsUser) -> None:

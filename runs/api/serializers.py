@@ -489,12 +489,15 @@ class ComparisonSerializer(StrictModelSerializer):
 
 
 class ShareLinkSerializer(StrictModelSerializer):
-    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
+    # A link shares one of these; the other two are null.
+    run = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
     experiment = serializers.PrimaryKeyRelatedField(
-        queryset=Experiment.objects.all(), required=False
+        queryset=Experiment.objects.all(), required=False, allow_null=True
     )
     comparison = serializers.PrimaryKeyRelatedField(
-        queryset=Comparison.objects.all(), required=False
+        queryset=Comparison.objects.all(), required=False, allow_null=True
     )
     target_kind = serializers.CharField(read_only=True)
     is_active = serializers.BooleanField(read_only=True)

@@ -31,7 +31,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agents.contract.errors import USER_CODES, JobError
-from runs.services.errors import Conflict, InUse
+from runs.services.errors import Conflict, InUse, LimitReached
 
 
 def error_body(code: str, message: str, fields: dict | None = None, **extra: Any) -> dict:
@@ -50,6 +50,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response(
             error_body("too_large", _too_large(exc)), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
         )
+    if isinstance(exc, LimitReached):
+        limits = {"limit": exc.limit, "current": exc.current, "setting": exc.setting}
+        body = error_body(exc.code, exc.message, job_error_detail(exc), **limits)
+        return Response(body, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, JobError):
         body = error_body(exc.code, exc.message, job_error_detail(exc))
         return Response(body, status.HTTP_400_BAD_REQUEST)

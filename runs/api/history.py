@@ -18,6 +18,7 @@ from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
 from runs.services import series as series_service
 from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.webhooks import WebhookRefused, webhook_check
 
 MAX_IMPORT_FILES = 100
 MAX_FILE_CHARS = 5_000_000
@@ -103,8 +104,11 @@ class SeriesSerializer(StrictModelSerializer):
         return " ".join(value.split())
 
     def validate_webhook_url(self, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise serializers.ValidationError("Give an http:// or https:// address.")
+        if value:
+            try:
+                webhook_check(value)
+            except WebhookRefused as error:
+                raise serializers.ValidationError(str(error)) from error
         return value
 
     def create(self, validated_data: dict) -> Series:

@@ -265,7 +265,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.StrictPageNumberPagination",
     # The API speaks JSON only: forms cannot say null or nest objects.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["runs.api.parsers.JSONParser"],
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 50),
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -313,6 +313,31 @@ BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
 # Event rows that only keep an event from being stored twice (progress, sample,
 # point, result) are deleted this many days after their run finished; 0 keeps them.
 BENCHLAB_EVENT_RETENTION_DAYS = env_int("BENCHLAB_EVENT_RETENTION_DAYS", 30)
+
+
+# Fair use and outbound requests (issue 23: trust boundaries) ----------------------------
+# One user's runs that are not final yet (queued or running), across experiments, re-runs
+# and series; staff are exempt (docs/decisions.md). The repeats of one experiment apply to
+# everyone: in rounds each repeat is a run of every cell (runs.services.limits).
+BENCHLAB_MAX_QUEUED_RUNS_PER_USER = env_int("BENCHLAB_MAX_QUEUED_RUNS_PER_USER", 200)
+BENCHLAB_MAX_REPEATS = env_int("BENCHLAB_MAX_REPEATS", 50)
+for _name in ("BENCHLAB_MAX_QUEUED_RUNS_PER_USER", "BENCHLAB_MAX_REPEATS"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1, not {globals()[_name]}")
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated CIDRs (`10.1.2.0/24, fd00::/8`) from `NAME`."""
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in env_list(name, [])]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must list CIDRs such as 10.1.2.0/24: {exc}") from exc
+
+
+# Webhooks go to public addresses only; these networks (loopback, private, ...) are allowed
+# too (runs.services.webhooks).
+BENCHLAB_WEBHOOK_ALLOWED_NETWORKS = env_networks("BENCHLAB_WEBHOOK_ALLOWED_NETWORKS")
+# ------------------------------------------------------------------------------------------
 
 LOGGING = {
     "version": 1,

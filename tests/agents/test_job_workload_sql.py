@@ -133,17 +133,31 @@ def test_copy_hidden_in_a_script_fails_naming_the_script_command_and_the_role(
     assert not target.exists()
 
 
-def test_the_agent_config_allowing_superuser_sql_runs_the_same_statements(config, target) -> None:
+def test_the_agent_config_allowing_superuser_sql_runs_the_same_statements_in_the_sandbox(
+    config, target
+) -> None:
+    """Allowed, COPY ... PROGRAM runs: inside the server's sandbox, whose /tmp is its own,
+    and where the host's path the OS user could write is not there to write."""
     config.allow_superuser_sql = True
     setup_sql = "CREATE TABLE t (x text);\nINSERT INTO t VALUES ('from setup');\n"
-    setup_sql += HIDDEN["program"].format(target=target) + ";\n"
-    script = "SELECT count(*) FROM t;\n"
+    setup_sql += HIDDEN["program"].format(target="/tmp/written-in-the-sandbox") + ";\n"
+    setup_sql += "CREATE TABLE back (x text);\n"
+    setup_sql += "COPY back FROM PROGRAM 'cat /tmp/written-in-the-sandbox';\n"
+    script = "SELECT count(*) FROM back WHERE x = 'from setup';\n"
 
     result, _ = run(one_point(dataset={"setup_sql": setup_sql}, workload=custom(script)), config)
 
     assert result["status"] == "succeeded", result["error"]
     assert result["dataset"]["workload"] == {**WORKLOAD, "user": "postgres", "superuser": True}
-    assert target.read_text() == "from setup\n"
+    assert not Path("/tmp/written-in-the-sandbox").exists()
+
+    outside = HIDDEN["program"].format(target=target)
+    result, _ = run(
+        one_point(dataset={"setup_sql": f"CREATE TABLE t (x text);\n{outside};\n"}), config
+    )
+
+    assert result["error"]["code"] == "setup_sql_failed"
+    assert not target.exists()
 
 
 def test_only_the_agents_own_flag_or_config_file_allow_superuser_sql(tmp_path) -> None:

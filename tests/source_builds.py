@@ -6,6 +6,7 @@ builds, so only the first run on a machine compiles (about 6 minutes each on 2 c
 Builds use --without-icu/readline/zlib to stay small and need no -dev packages.
 """
 
+import io
 import subprocess
 import tarfile
 from pathlib import Path
@@ -132,3 +133,19 @@ def fake_definition(tarball: Path, **changes: object) -> BuildDefinition:
         "cflags": None,
     }
     return {**definition, **changes}  # type: ignore[typeddict-item]
+
+
+class Zeros(io.RawIOBase):
+    """`size` zero bytes, read without holding them."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        count = min(len(buffer), self.left)
+        buffer[:count] = bytes(count)
+        self.left -= count
+        return count

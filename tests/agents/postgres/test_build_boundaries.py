@@ -26,6 +26,7 @@ from agents.postgres.source_build import builds_dir, ensure_build
 from tests.agents.jobs import run, small_spec
 from tests.source_builds import (
     FAKE_PARTITIONS_PATCH,
+    Zeros,
     allowing_builds,
     allowing_patches,
     fake_definition,
@@ -148,22 +149,6 @@ def test_a_patch_through_a_symlink_in_the_tree_is_not_applied(
     assert "reached through the symlink include" in caught.value.message
     assert caught.value.step == "patch linked"
     assert leftovers(agent) == []
-
-
-class Zeros(io.RawIOBase):
-    """`size` zero bytes, read without holding them."""
-
-    def __init__(self, size: int) -> None:
-        self.left = size
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        count = min(len(buffer), self.left)
-        buffer[:count] = bytes(count)
-        self.left -= count
-        return count
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ tarball that unpacks to more than the limit, and a patch reaching through a
 symlink are refused before they can run or write anything.
 """
 
+import hashlib
 import io
 import json
 import subprocess
@@ -16,10 +17,12 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import redis
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
 from agents.contract.source_tree import UNPACKED_LIMIT_BYTES
+from agents.contract.wire import source_upload_key
 from agents.postgres.build_steps import BuildFailed
 from agents.postgres.osuser import OsUser
 from agents.postgres.source_build import builds_dir, ensure_build
@@ -200,3 +203,24 @@ def agents_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "agents", *args], capture_output=True, text=True, timeout=120
     )
+
+
+def test_an_upload_the_lab_made_ready_is_built_and_a_missing_one_is_named(
+    agent: AgentConfig, release: Path, os_user: OsUser
+):
+    """The lab puts an upload in Redis with an expiry when it sends the job (runs.services.
+    uploads.source_upload_ready); the agent builds it when it allows `upload`."""
+    data = release.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    client = redis.Redis.from_url(agent.redis_url)
+    client.set(source_upload_key(digest), data, ex=60)
+    agent.build_sources.append("upload")
+    source = {"kind": "upload", "location": digest, "ref": None}
+    try:
+        install, record = ensure_build(fake_definition(release, source=source), agent, os_user)
+    finally:
+        client.delete(source_upload_key(digest))
+    assert record["source_digest"] == digest and install.version == "15.18"
+
+    with pytest.raises(BuildFailed, match="queue the run again"):
+        ensure_build(fake_definition(release, source=source, cflags="-O1"), agent, os_user)

@@ -186,17 +186,21 @@ def test_a_gzip_bomb_is_refused_with_bounded_disk_use(
     assert leftovers(agent) == []
 
 
-def test_the_cli_refuses_patches_unless_the_agent_allows_them(
-    release: Path, sources: Path, tmp_path: Path, canary: Path
+def test_the_cli_applies_patches_only_with_allow_user_patches(
+    release: Path, sources: Path, storage_root: Path, tmp_path: Path, canary: Path
 ):
     patch = {"name": "configure", "diff": CONFIGURE_PATCH.format(canary=canary), "strip": 1}
     definition_file = tmp_path / "build.json"
     definition_file.write_text(json.dumps(fake_definition(release, patches=[patch])))
-    state = ["--state-dir", str(tmp_path / "state")]
+    state = ["--state-dir", str(storage_root / "cli-state")]
     allow = ["--allow-source-builds", "--build-source", str(sources), *state]
     refused = agents_cli("build", str(definition_file), *allow)
     assert refused.returncode == 2
     assert "--allow-user-patches" in refused.stderr and not canary.exists()
+
+    built = agents_cli("build", str(definition_file), *allow, "--allow-user-patches")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["patches"][0]["name"] == "configure" and canary.exists()
 
 
 def agents_cli(*args: str) -> subprocess.CompletedProcess:

@@ -4,8 +4,8 @@ Each step runs as the agent's unprivileged OS user with a minimal environment,
 its output appended to one build log; every flag is an argv element (CFLAGS,
 checked against the allow-list, goes to configure through the environment), no
 step goes through a shell of ours. A patch is applied only after the files it
-names are found inside the tree and not behind a symlink. A failing step raises BuildFailed naming
-the step and the log lines that matter. `make` reports a percentage: object
+names are found inside the tree and not behind a symlink. A failing step raises
+BuildFailed naming the step and the log lines that matter. `make` reports a percentage: object
 files built against the C files the tree will compile.
 """
 

@@ -416,7 +416,8 @@ BUILD_DEFINITION_HELP = (
     'For source "Built from source" only, as JSON: {"source": {"kind": "url", "location": '
     '"https://.../postgresql-14.3.tar.bz2"}, "configure_flags": ["--with-blocksize=16"], '
     '"patches": [{"name": "...", "diff": "unified diff", "strip": 1}], "cflags": null}. '
-    "kind is url, path (on the agent host) or git (with a ref)."
+    "kind is url, path (on the agent host) or git (with a ref). Configure flags and CFLAGS "
+    "come from the agents' allow-lists (README); patches apply only on agents that allow them."
 )
 
 

@@ -78,6 +78,12 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         metavar="PREFIX",
         help="a URL prefix, directory or git repository builds may use (repeatable)",
     )
+    parser.add_argument(
+        "--allow-user-patches",
+        action="store_true",
+        default=None,
+        help="apply the patches a source build names (they can change any file of the source)",
+    )
 
 
 def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
@@ -93,6 +99,7 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
         advertise_address=args.advertise_address,
         allow_source_builds=args.allow_source_builds,
         build_sources=args.build_source,
+        allow_user_patches=args.allow_user_patches,
         **extra,
     )
 

@@ -52,6 +52,9 @@ class AgentConfig:
     # and only from these URL prefixes, directories and git repositories.
     allow_source_builds: bool = False
     build_sources: list[str] = field(default_factory=list)
+    # Patches from the lab are code (a patch may edit configure or a Makefile): applied
+    # only when the operator accepts that here; without it a job with patches is refused.
+    allow_user_patches: bool = False
     redis_url: str = field(default_factory=default_redis_url)
     # The address other agents reach this host's clusters at (a run with a client host).
     advertise_address: str = "127.0.0.1"

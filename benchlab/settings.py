@@ -313,6 +313,14 @@ BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
 # Event rows that only keep an event from being stored twice (progress, sample,
 # point, result) are deleted this many days after their run finished; 0 keeps them.
 BENCHLAB_EVENT_RETENTION_DAYS = env_int("BENCHLAB_EVENT_RETENTION_DAYS", 30)
+# Source tarballs uploaded for source builds (runs.services.uploads): files in
+# SOURCE_UPLOAD_DIR, at most SOURCE_UPLOAD_MAX_MB each and SOURCE_UPLOAD_QUOTA_MB per
+# user, deleted with their build; copied into Redis for the jobs that build them, where
+# the copy expires SOURCE_UPLOAD_READY_HOURS after the last job that needed it was sent.
+SOURCE_UPLOAD_DIR = Path(env_str("SOURCE_UPLOAD_DIR", str(BASE_DIR / "var" / "source-uploads")))
+SOURCE_UPLOAD_MAX_MB = env_int("SOURCE_UPLOAD_MAX_MB", 256)
+SOURCE_UPLOAD_QUOTA_MB = env_int("SOURCE_UPLOAD_QUOTA_MB", 1024)
+SOURCE_UPLOAD_READY_HOURS = env_int("SOURCE_UPLOAD_READY_HOURS", 48)
 
 
 # Fair use and outbound requests (issue 23: trust boundaries) ----------------------------

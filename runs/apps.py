@@ -11,3 +11,6 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         # Connects the control worker's start and stop to Celery's worker signals.
         from runs.control import worker  # noqa: F401
+
+        # Deletes a build's uploaded source tarball with it (a post_delete receiver).
+        from runs.services import uploads  # noqa: F401

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from django import forms
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
@@ -15,7 +17,7 @@ from runs import services, workload_editor
 from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.specs import clean_build_definition
-from runs.services.uploads import source_upload_store
+from runs.services.uploads import source_upload_check, source_upload_store, upload_digest
 
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 
@@ -416,7 +418,8 @@ BUILD_DEFINITION_HELP = (
     'For source "Built from source" only, as JSON: {"source": {"kind": "url", "location": '
     '"https://.../postgresql-14.3.tar.bz2"}, "configure_flags": ["--with-blocksize=16"], '
     '"patches": [{"name": "...", "diff": "unified diff", "strip": 1}], "cflags": null}. '
-    "kind is url, path (on the agent host) or git (with a ref)."
+    "kind is url, path (on the agent host) or git (with a ref). Configure flags and CFLAGS "
+    "come from the agents' allow-lists (README); patches apply only on agents that allow them."
 )
 
 
@@ -444,11 +447,12 @@ class PgBuildForm(forms.ModelForm):
         tarball = cleaned.get("source_tarball")
         if tarball and cleaned.get("source") == PgBuild.Source.BUILD:
             try:
-                sha256 = source_upload_store(tarball)
+                source_upload_check(tarball, self.uploader, replacing=self.instance)
             except JobError as error:
                 self.add_error("source_tarball", error.message)
                 return cleaned
-            source = {"kind": "upload", "location": sha256, "ref": None}
+            # save() keeps the file once the build exists.
+            source = {"kind": "upload", "location": upload_digest(tarball), "ref": None}
             cleaned["definition"] = {**(cleaned.get("definition") or {}), "source": source}
         if "source" in cleaned and "definition" in cleaned:
             try:
@@ -458,6 +462,19 @@ class PgBuildForm(forms.ModelForm):
             except ValidationError as error:
                 self.add_error("definition", error.message_dict["definition"])
         return cleaned
+
+    @property
+    def uploader(self) -> User | None:
+        """Who the upload counts against: the build's owner (the view sets the signed-in user)."""
+        return self.instance.created_by
+
+    @transaction.atomic
+    def save(self, commit: bool = True) -> PgBuild:
+        build = super().save(commit)
+        tarball = self.cleaned_data.get("source_tarball")
+        if commit and tarball and build.source == PgBuild.Source.BUILD:
+            source_upload_store(build, tarball, self.uploader)
+        return build
 
     def clean_version(self) -> str:
         version = self.cleaned_data["version"].strip()

@@ -147,6 +147,26 @@ class PgBuild(models.Model):
         return self.name
 
 
+class SourceUpload(models.Model):
+    """A source tarball uploaded as a source build's source (`definition.source.location`
+    is its sha256). The bytes are a file named by the sha256 in settings.SOURCE_UPLOAD_DIR,
+    shared by the uploads of the same tarball; `size` counts against the uploader's
+    quota. Deleted with its build (runs/services/uploads.py removes the file).
+    """
+
+    build = models.OneToOneField(PgBuild, on_delete=models.CASCADE, related_name="source_upload")
+    sha256 = models.CharField(max_length=64, db_index=True)
+    size = models.PositiveBigIntegerField()
+    created_by = owner_field("source_uploads")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.build})"
+
+
 class PgCatalogue(models.Model):
     """The `pg_settings` catalogue of one exact PostgreSQL version.
 

@@ -98,6 +98,16 @@ def events_backlog_age_s(stream: str) -> float:
     return max(0.0, seconds + microseconds / 1e6 - sent_ms / 1000)
 
 
-def store_source_upload(sha256: str, data: bytes) -> None:
-    """Keep an uploaded source tarball where agents read it (no expiry: builds refer to it)."""
-    redis.Redis.from_url(settings.REDIS_URL).set(source_upload_key(sha256), data)
+def store_source_upload(sha256: str, data: bytes, expiry_s: int) -> None:
+    """Put an uploaded source tarball where agents read it, for `expiry_s` seconds."""
+    redis.Redis.from_url(settings.REDIS_URL).set(source_upload_key(sha256), data, ex=expiry_s)
+
+
+def refresh_source_upload(sha256: str, expiry_s: int) -> bool:
+    """Keep the agents' copy of an upload `expiry_s` seconds more; False when there is none."""
+    return bool(redis_connection().expire(source_upload_key(sha256), expiry_s))
+
+
+def forget_source_upload(sha256: str) -> None:
+    """Remove the agents' copy of an upload (its last build was deleted)."""
+    redis_connection().delete(source_upload_key(sha256))

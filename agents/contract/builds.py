@@ -1,33 +1,34 @@
 """A build from source (job spec `postgres.build`) and what the agent reports of it.
 
 `check_build_definition` validates the definition a lab user gives: where the
-source comes from, configure flags, patches and CFLAGS. Pure Python: the web
-tier calls it before it queues anything, the agent again before it builds.
-Whether the agent *allows* that source is the agent's own decision
+source comes from, configure flags and CFLAGS (from allow-lists,
+agents/contract/build_flags.py), patches (which may name only files inside the
+source tree, agents/contract/source_tree.py). Pure Python: the web tier calls
+it before it queues anything, the agent again before it builds. Whether the
+agent *allows* that source, and patches at all, is the agent's own decision
 (agents/postgres/source_build.py); nothing here widens it.
 """
 
 import re
 from typing import Literal, NotRequired, TypedDict, get_args
 
+from agents.contract.build_flags import check_cflags, check_configure_flag
 from agents.contract.errors import JobError
+from agents.contract.source_tree import UnsafeSource, patch_file_names, stripped
 
 SourceKind = Literal["url", "path", "git", "upload"]
 SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
 MAX_PATCHES = 20
 MAX_FLAGS = 50
 MAX_STRIP = 5
-FLAG_PATTERN = re.compile(r"^--[a-z][a-z0-9-]*(=\S*)?$")
 PATCH_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 GIT_REF_PATTERN = re.compile(r"^[A-Za-z0-9_./-]{1,100}$")
-# The agent decides where the build goes; a flag that moves it is refused.
-RESERVED_FLAGS = ("--prefix", "--exec-prefix", "--bindir", "--libdir", "--datadir", "--srcdir")
 
 
 class BuildSource(TypedDict):
     """Where the source comes from: a tarball URL or path, a git repository at `ref`, or a
-    tarball uploaded to the lab (`location` is its sha256; the lab keeps it in Redis)."""
+    tarball uploaded to the lab (`location` is its sha256; runs/services/uploads.py)."""
 
     kind: SourceKind
     location: str
@@ -35,7 +36,8 @@ class BuildSource(TypedDict):
 
 
 class BuildPatch(TypedDict):
-    """One unified diff, applied with `patch -p<strip>` in the order listed."""
+    """One unified diff, applied with `patch -p<strip>` in the order listed; only on an agent
+    whose local config sets allow_user_patches."""
 
     name: str
     diff: str
@@ -90,7 +92,7 @@ def check_build_definition(doc: object) -> BuildDefinition:
         "source": _check_source(doc.get("source")),
         "configure_flags": _check_flags(doc.get("configure_flags") or []),
         "patches": [_check_patch(p, i) for i, p in enumerate(_patch_list(doc.get("patches")))],
-        "cflags": _check_cflags(doc.get("cflags")),
+        "cflags": check_cflags(doc.get("cflags")),
     }
 
 
@@ -101,7 +103,7 @@ def _check_source(source: object) -> BuildSource:
     if not isinstance(location, str) or not location.strip() or "\n" in location:
         raise _invalid("source.location", "must be the tarball's URL or path, or the repository")
     kind, ref = source["kind"], source.get("ref")
-    if kind == "git" and (not isinstance(ref, str) or not GIT_REF_PATTERN.match(ref)):
+    if kind == "git" and (not isinstance(ref, str) or not GIT_REF_PATTERN.fullmatch(ref)):
         raise _invalid("source.ref", "a git source needs a branch or tag, e.g. REL_14_3")
     if kind == "path" and not location.startswith("/"):
         raise _invalid("source.location", "a path on the agent host must be absolute")
@@ -115,15 +117,9 @@ def _check_source(source: object) -> BuildSource:
 def _check_flags(flags: object) -> list[str]:
     if not isinstance(flags, list) or len(flags) > MAX_FLAGS:
         raise _invalid("configure_flags", f"must list up to {MAX_FLAGS} configure flags")
-    for index, flag in enumerate(flags):
-        if not isinstance(flag, str) or not FLAG_PATTERN.match(flag):
-            raise _invalid(
-                f"configure_flags[{index}]",
-                f"{flag!r} is not a configure flag: write --name or --name=value",
-            )
-        if flag.split("=", 1)[0] in RESERVED_FLAGS:
-            raise _invalid(f"configure_flags[{index}]", f"{flag} is set by the agent: remove it")
-    return list(flags)
+    return [
+        check_configure_flag(flag, f"configure_flags[{index}]") for index, flag in enumerate(flags)
+    ]
 
 
 def _patch_list(patches: object) -> list[object]:
@@ -139,18 +135,18 @@ def _check_patch(patch: object, index: int) -> BuildPatch:
     if not isinstance(patch, dict) or set(patch) - {"name", "diff", "strip"}:
         raise _invalid(field, "a patch is {name, diff, strip}")
     name, diff, strip = patch.get("name"), patch.get("diff"), patch.get("strip", 1)
-    if not isinstance(name, str) or not PATCH_NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not PATCH_NAME_PATTERN.fullmatch(name):
         raise _invalid(f"{field}.name", "must be 1-64 letters, digits, _ . or -")
     if not isinstance(diff, str) or "\n+++ " not in f"\n{diff}":
         raise _invalid(f"{field}.diff", "must be a unified diff (with --- and +++ lines)")
     if isinstance(strip, bool) or not isinstance(strip, int) or not 0 <= strip <= MAX_STRIP:
         raise _invalid(f"{field}.strip", f"must be a strip level from 0 to {MAX_STRIP}")
+    try:
+        changed = [stripped(header, strip) for header in patch_file_names(diff)]
+    except UnsafeSource as error:
+        raise _invalid(
+            f"{field}.diff", f"{error}; a patch may change only files in the source tree"
+        ) from error
+    if not any(changed):
+        raise _invalid(f"{field}.diff", f"names no file once -p{strip} strips its headers")
     return {"name": name, "diff": diff, "strip": strip}
-
-
-def _check_cflags(cflags: object) -> str | None:
-    if cflags in (None, ""):
-        return None
-    if not isinstance(cflags, str) or "\n" in cflags or len(cflags) > 500:
-        raise _invalid("cflags", "must be one line of compiler flags, e.g. -O2 -g")
-    return cflags

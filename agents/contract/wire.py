@@ -64,7 +64,8 @@ def dead_letter_stream(stream: str) -> str:
     return f"{stream}:dead"
 
 
-# Source tarballs uploaded to the lab for source builds, by sha256; agents read them.
+# Source tarballs uploaded to the lab for source builds, by sha256: the lab copies one here
+# (with an expiry) when it sends a job that builds it; the agent reads it.
 SOURCE_UPLOAD_PREFIX = "benchlab:source-upload:"
 
 

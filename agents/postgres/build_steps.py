@@ -1,8 +1,11 @@
 """The steps of one source build: patch, configure, make, make install.
 
 Each step runs as the agent's unprivileged OS user with a minimal environment,
-its output appended to one build log. A failing step raises BuildFailed naming
-the step and the log lines that matter. `make` reports a percentage: object
+its output appended to one build log; every flag is an argv element (CFLAGS,
+checked against the allow-list, goes to configure through the environment), no
+step goes through a shell of ours. A patch is applied only after the files it
+names are found inside the tree and not behind a symlink. A failing step raises
+BuildFailed naming the step and the log lines that matter. `make` reports a percentage: object
 files built against the C files the tree will compile.
 """
 
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from agents.contract.builds import BuildDefinition, BuildRecord
 from agents.contract.errors import Cancelled, JobError
+from agents.contract.source_tree import UnsafeSource, patch_file_names, stripped
 from agents.postgres.installs import Progress
 from agents.postgres.osuser import OsUser
 
@@ -29,6 +33,17 @@ LIBRARY_HEADERS = {
     "readline": ("/usr/include/readline/readline.h", "libreadline-dev"),
     "zlib": ("/usr/include/zlib.h", "zlib1g-dev"),
     "icu": ("/usr/include/unicode/ucol.h", "libicu-dev"),
+}
+# Headers an optional configure flag needs, and the Debian package that has each.
+FLAG_HEADERS = {
+    "--with-openssl": ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    "--with-ssl=openssl": ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    "--with-lz4": ("/usr/include/lz4.h", "liblz4-dev"),
+    "--with-zstd": ("/usr/include/zstd.h", "libzstd-dev"),
+    "--with-icu": ("/usr/include/unicode/ucol.h", "libicu-dev"),
+    "--with-libxml": ("/usr/include/libxml2/libxml/parser.h", "libxml2-dev"),
+    "--with-liburing": ("/usr/include/liburing.h", "liburing-dev"),
+    "--with-libnuma": ("/usr/include/numa.h", "libnuma-dev"),
 }
 
 
@@ -95,6 +110,30 @@ def check_prerequisites(definition: BuildDefinition) -> None:
             "--without-icu",
             field="postgres.build.configure_flags",
         )
+    wanted = [FLAG_HEADERS[flag] for flag in definition["configure_flags"] if flag in FLAG_HEADERS]
+    missing = sorted({package for header, package in wanted if not Path(header).exists()})
+    if missing:
+        raise JobError(
+            "build_prerequisites",
+            f"the configure flags need headers this host lacks: apt-get install "
+            f"{' '.join(missing)} on the agent's host, or remove the flags",
+            field="postgres.build.configure_flags",
+        )
+
+
+def check_patch_targets(tree: Path, diff: str, strip: int) -> None:
+    """UnsafeSource when a file the patch names is outside `tree` or behind a symlink in it."""
+    for header in patch_file_names(diff):
+        name = stripped(header, strip)
+        path = tree
+        for part in name.split("/") if name else []:
+            path = path / part
+            if path.is_symlink():
+                raise UnsafeSource(
+                    f"{name} is reached through the symlink {path.relative_to(tree)}"
+                )
+        if not path.resolve().is_relative_to(tree.resolve()):
+            raise UnsafeSource(f"{name} lies outside the source tree")
 
 
 def run_git(args: list[str]) -> str:
@@ -130,7 +169,12 @@ class BuildSteps:
         """Patch, configure, make, install (and pgbench from contrib before 9.5)."""
         for patch in definition["patches"]:
             self.progress(f"applying patch {patch['name']}", 2.0)
-            self._run(f"patch {patch['name']}", self._patch_argv(patch["strip"]), patch["diff"])
+            step = f"patch {patch['name']}"
+            try:
+                check_patch_targets(self.tree, patch["diff"], patch["strip"])
+            except UnsafeSource as error:
+                raise BuildFailed(step, f"{error}: the patch was not applied") from error
+            self._run(step, self._patch_argv(patch["strip"]), patch["diff"])
         self.progress("configuring", 5.0)
         configure = ["./configure", f"--prefix={self.prefix}", *definition["configure_flags"]]
         cflags = {"CFLAGS": definition["cflags"]} if definition["cflags"] else {}
@@ -145,7 +189,16 @@ class BuildSteps:
         self.progress("build installed", 95.0)
 
     def _patch_argv(self, strip: int) -> list[str]:
-        return ["patch", f"-p{strip}", "--batch", "--forward", "--no-backup-if-mismatch"]
+        # --unified: never read the diff as an ed script (which can run commands).
+        return [
+            "patch",
+            f"-p{strip}",
+            "--unified",
+            f"--directory={self.tree}",
+            "--batch",
+            "--forward",
+            "--no-backup-if-mismatch",
+        ]
 
     def _compile(self) -> None:
         total = max(1, self._count_files("*.c"))

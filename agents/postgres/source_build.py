@@ -3,8 +3,10 @@
 A build runs the source's own scripts (configure, make), so it happens only
 when the agent's local config allows source builds and the source is one it
 lists (`build_sources`: URL prefixes, directories, git repositories, and
-`upload` for tarballs uploaded to the lab); the
-refusal comes before anything is fetched. Everything runs as the agent's
+`upload` for tarballs uploaded to the lab), and applies a definition's patches
+only when it also sets `allow_user_patches`; the refusal comes before anything
+is fetched. A tarball is unpacked member by member, each checked and the total
+bounded (agents/contract/source_tree.py). Everything runs as the agent's
 unprivileged OS user. The result lands in `<cache>/builds/<key>/`, where the key
 digests the source, configure flags, patches, CFLAGS and the compiler version,
 and a second job with the same key reuses it. A file lock on the key keeps two
@@ -25,8 +27,14 @@ from pathlib import Path
 import redis
 
 from agents.config import AgentConfig
-from agents.contract.builds import BuildDefinition, BuildRecord, BuildSource
+from agents.contract.builds import (
+    BuildDefinition,
+    BuildRecord,
+    BuildSource,
+    check_build_definition,
+)
 from agents.contract.errors import JobError
+from agents.contract.source_tree import UnsafeSource, bounded_members
 from agents.contract.wire import source_upload_key
 from agents.postgres.build_steps import (
     BuildFailed,
@@ -61,6 +69,14 @@ def check_allowed(definition: BuildDefinition, config: AgentConfig) -> None:
             "build_refused",
             f"this agent does not build from {source['location']}: it allows {allowed_text}",
             field="postgres.build.source.location",
+        )
+    if definition["patches"] and not config.allow_user_patches:
+        raise JobError(
+            "build_refused",
+            "this agent does not apply patches from the lab: remove the patches, or run the "
+            "build on an agent whose local config sets allow_user_patches "
+            "(--allow-user-patches)",
+            field="postgres.build.patches",
         )
 
 
@@ -108,6 +124,7 @@ def ensure_build(
     to install, and BuildFailed (a JobError carrying the build record with its
     log) when fetching, patching, configure, make or make install fails.
     """
+    check_build_definition(definition)  # the lab checked it; this agent checks it again
     check_allowed(definition, config)
     check_prerequisites(definition)
     compiler = compiler_version()
@@ -219,7 +236,11 @@ def _fetch_upload(sha256: str, tarball: Path, redis_url: str) -> tuple[Path, str
     except redis.RedisError as error:
         raise BuildFailed("fetch", f"could not read the uploaded source: {error}") from error
     if not isinstance(data, bytes):
-        raise BuildFailed("fetch", f"the lab holds no uploaded source {sha256}: upload it again")
+        raise BuildFailed(
+            "fetch",
+            f"the lab holds no uploaded source {sha256} for this job (its build was deleted, "
+            "or the job waited longer than the lab keeps it ready): queue the run again",
+        )
     if hashlib.sha256(data).hexdigest() != sha256:
         raise BuildFailed("fetch", f"the uploaded source {sha256} does not match its digest")
     tarball.write_bytes(data)
@@ -252,11 +273,16 @@ def _unpack(source: Path, work: Path) -> Path:
         return tree
     try:
         with tarfile.open(source) as archive:
-            archive.extractall(work, filter="data")
+            # Each member is checked and counted as its header is read, before its data is
+            # written; the data filter is a second wall.
+            for member in bounded_members(archive):
+                archive.extract(member, work, filter="data")
+    except UnsafeSource as error:
+        raise BuildFailed("fetch", f"the source tarball was refused: {error}") from error
     except (tarfile.TarError, OSError) as error:
         raise BuildFailed("fetch", f"the source is not a readable tarball: {error}") from error
     roots = [path for path in work.iterdir() if (path / "configure").exists()]
-    if len(roots) != 1:
+    if len(roots) != 1 or roots[0].is_symlink():
         raise BuildFailed("fetch", "the tarball holds no single source tree with configure")
     return roots[0]
 

@@ -133,7 +133,8 @@ class PgBuildViewSet(OwnedModelViewSet):
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
     def source(self, request: Request, pk: str | None = None) -> Response:
         """Upload a release tarball as this source build's source (multipart field `file`)."""
-        build = build_source_upload(self.get_object(), request.FILES.get("file"))
+        upload = request.FILES.get("file")
+        build = build_source_upload(self.get_object(), upload, signed_in_user(request))
         return Response(self.get_serializer(build).data)
 
 

@@ -13,10 +13,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents.contract.errors import JobError
 from agents.contract.spec import JobSpec
 from agents.contract.wire import agent_queue
 from runs import transport
 from runs.models import Run
+from runs.services.uploads import source_upload_ready
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +30,7 @@ def new_dispatch() -> tuple[str, str]:
 
 def run_dispatch(run: Run, spec: JobSpec) -> None:
     """Give the run its spec, token and task id, and send the job once the transaction commits."""
+    source_upload_ready(spec)
     run.token, run.celery_task_id = new_dispatch()
     run.spec = {**spec, "run_id": run.run_id, "token": run.token}
     run.queued_at = timezone.now()
@@ -60,6 +63,10 @@ def run_redispatch(run: Run) -> bool:
     old_token, (token, task_id) = run.token, new_dispatch()
     dispatched: JobSpec = run.spec  # run_dispatch stored the checked spec
     spec: JobSpec = {**dispatched, "token": token}
+    try:
+        source_upload_ready(spec)
+    except JobError as error:  # its build keeps it while runs exist: only removed by hand
+        logger.error("run %s: %s; the agent will fail the build at fetch", run.pk, error)
     with transaction.atomic():
         changed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED, token=old_token).update(
             token=token,

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(900)
 @pytest.fixture
 def build_stack(transactional_db, tmp_path):
     sources = sources_dir()
-    agent_args = ["--allow-source-builds", "--build-source", str(sources)]
+    agent_args = ["--allow-source-builds", "--build-source", str(sources), "--allow-user-patches"]
     with running_lab(tmp_path, agent_args=agent_args) as lab:
         web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
         try:

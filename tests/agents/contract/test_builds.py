@@ -1,9 +1,13 @@
 """Source build definitions and pgbench options by version: checked before anything runs."""
 
+import io
+import tarfile
+
 import pytest
 
 from agents.contract.errors import JobError
 from agents.contract.pgbench_versions import refuse_missing_options, version_num
+from agents.contract.source_tree import UnsafeSource, bounded_members
 from agents.contract.spec import validate_spec
 
 TARBALL = {"kind": "url", "location": "https://example.org/postgresql-14.3.tar.bz2"}
@@ -91,3 +95,147 @@ def test_options_an_old_pgbench_lacks_are_refused_naming_the_first_version(
         refuse_missing_options(spec)
     assert caught.value.field == field
     assert f"it came in {first}" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "cflags",
+    [
+        "-O2 -g",
+        "-O3 -march=native -mtune=znver3 -fno-omit-frame-pointer",
+        "-Og -ggdb3 -DLOCK_DEBUG -DWAL_DEBUG=1 -UNDEBUG",
+        "-O2 -flto=auto -msse4.2 -mcpu=neoverse-n1 -Wno-unused-variable",
+        "-O1 -fsanitize=address,undefined -fno-sanitize-recover=all",
+    ],
+)
+def test_the_compiler_flags_people_use_are_allowed(cflags: str) -> None:
+    assert validate_spec(build_spec(cflags=cflags))["postgres"]["build"]["cflags"] == cflags
+
+
+@pytest.mark.parametrize(
+    ("cflags", "says"),
+    [
+        ("-wrapper /bin/sh,-c,touch CANARY", "-wrapper is refused: it makes the compiler run"),
+        ("-O2 -B/tmp/bin", "-B/tmp/bin is refused: it makes the compiler run"),
+        ("-specs=/tmp/x.specs", "it makes the compiler run"),
+        ("-fplugin=/tmp/evil.so", "it makes the compiler run"),
+        ("@/tmp/flags", "it makes the compiler run"),
+        ("-Wl,-plugin,/tmp/evil.so", "it makes the compiler run"),
+        ("-O2 $(touch x)", "'$' is not allowed"),
+        ("-O2;id", "';' is not allowed"),
+        ("-O2\t-B/tmp", "'\\t' is not allowed"),
+        ("-DX='a b'", '"\'" is not allowed'),
+        ("-include /etc/passwd", "not on the agents' list"),
+        ("-fprofile-use=/tmp/p", "'/' is not allowed"),
+    ],
+)
+def test_compiler_flags_that_run_programs_or_name_paths_are_refused(cflags: str, says: str):
+    error = refusal(build_spec(cflags=cflags))
+    assert error.field == "postgres.build.cflags"
+    assert says in error.message and "use -O0..-O3" in error.message
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--with-includes=/tmp",
+        "--with-libraries=/tmp",
+        "--with-system-tzdata=/usr/share/zoneinfo",
+        "--bindir=/tmp",
+        "CC=/tmp/cc",
+        "--with-blocksize=16;id",
+        "--with-blocksize=16\n",
+        "--enable-debug=yes",
+        "--with-template=linux",
+    ],
+)
+def test_configure_flags_outside_the_allow_list_are_refused(flag: str) -> None:
+    error = refusal(build_spec(configure_flags=["--enable-debug", flag]))
+    assert error.field == "postgres.build.configure_flags[1]"
+
+
+def test_the_configure_flags_people_use_are_allowed() -> None:
+    flags = [
+        "--enable-debug", "--enable-cassert", "--with-blocksize=32", "--with-wal-blocksize=64",
+        "--with-segsize=2", "--without-readline", "--without-icu", "--with-lz4", "--with-zstd",
+        "--with-ssl=openssl", "--disable-spinlocks", "--with-extra-version=-bench1",
+    ]  # fmt: skip
+    assert (
+        validate_spec(build_spec(configure_flags=flags))["postgres"]["build"]["configure_flags"]
+        == flags
+    )
+
+
+def patch_with(diff: str, strip: int = 1) -> dict:
+    return build_spec(patches=[{"name": "p", "diff": diff, "strip": strip}])
+
+
+@pytest.mark.parametrize(
+    ("diff", "says"),
+    [
+        ("--- a/../../etc/x\n+++ b/../../etc/x\n@@ -1 +1 @@\n-a\n+b\n", "climbs out"),
+        ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "an absolute path"),
+        (
+            "diff --git a/x b/x\nnew file mode 120000\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+/\n",
+            "makes a symlink",
+        ),
+        ("diff --git a/x b/y\nrename from x\nrename to ../y\n+++ b/y\n", "climbs out"),
+        ("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n!rm -rf /\n", "breaks off a hunk"),
+        ("*** a/x\n--- b/x\n+++ b/x\n", "context diff"),
+        ('--- "a/x y"\n+++ "a/x y"\n@@ -1 +1 @@\n-a\n+b\n', "no spaces or quotes"),
+    ],
+)
+def test_a_patch_naming_files_outside_the_tree_is_refused(diff: str, says: str) -> None:
+    error = refusal(patch_with(diff))
+    assert error.field == "postgres.build.patches[0].diff"
+    assert says in error.message and "only files in the source tree" in error.message
+
+
+def test_hunk_lines_that_look_like_headers_are_not_read_as_file_names() -> None:
+    """A removed SQL comment `-- /etc/x` is `--- /etc/x` inside a hunk, not a header."""
+    diff = "--- a/x.sql\n+++ b/x.sql\n@@ -1,2 +1,2 @@\n--- /etc/x\n+-- y\n a\n"
+    assert validate_spec(patch_with(diff))["postgres"]["build"]["patches"][0]["diff"] == diff
+    assert refusal(patch_with(diff, strip=3)).field == "postgres.build.patches[0].diff"
+
+
+def tarball_of(members: list[tuple[tarfile.TarInfo, bytes]]) -> io.BytesIO:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as archive:
+        for member, content in members:
+            member.size = len(content)
+            archive.addfile(member, io.BytesIO(content))
+    data.seek(0)
+    return data
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (member("/etc/cron.d/x"), "an absolute path"),
+        (member("pg/../../x"), "climbs out"),
+        (member("pg/link", tarfile.SYMTYPE, "/etc"), "an absolute path"),
+        (member("pg/link", tarfile.SYMTYPE, "../.."), "climbs out"),
+        (member("pg/hard", tarfile.LNKTYPE, "/etc/passwd"), "an absolute path"),
+        (member("pg/dev", tarfile.CHRTYPE), "a device or FIFO"),
+        (member("pg/fifo", tarfile.FIFOTYPE), "a device or FIFO"),
+    ],
+)
+def test_tarball_members_leaving_the_tree_are_refused(bad: tarfile.TarInfo, says: str) -> None:
+    data = tarball_of([(member("pg/configure"), b"#!/bin/sh\n"), (bad, b"")])
+    with tarfile.open(fileobj=data) as archive, pytest.raises(UnsafeSource, match=says):
+        list(bounded_members(archive))
+
+
+def test_unpacking_stops_at_the_member_that_passes_the_limit() -> None:
+    members = [(member(f"pg/part{i}"), bytes(1000)) for i in range(10)]
+    with tarfile.open(fileobj=tarball_of(members)) as archive:
+        seen = []
+        with pytest.raises(UnsafeSource, match="unpacks to more than"):
+            for checked in bounded_members(archive, limit=4500):
+                seen.append(checked.name)
+    assert seen == ["pg/part0", "pg/part1", "pg/part2", "pg/part3"]

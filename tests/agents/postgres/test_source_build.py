@@ -30,6 +30,7 @@ from agents.postgres.source_build import build_key, builds_dir, ensure_build, fe
 from tests.agents.jobs import run, small_spec
 from tests.source_builds import (
     allowing_builds,
+    allowing_patches,
     blocks16_definition,
     pg13_definition,
     sources_dir,
@@ -50,7 +51,8 @@ def sources() -> Path:
 
 @pytest.fixture
 def build_config(config: AgentConfig, sources: Path) -> AgentConfig:
-    return allowing_builds(config, sources)
+    """Builds from `sources`, with patches (seed 5's build has one)."""
+    return allowing_patches(allowing_builds(config, sources))
 
 
 def build_spec(definition: BuildDefinition, version: str, **overrides: object) -> dict:
@@ -212,7 +214,7 @@ def test_the_cli_builds_without_running_anything_and_lists_cached_builds(
 ):
     definition_file = tmp_path / "build.json"
     definition_file.write_text(json.dumps(blocks16_definition(sources)))
-    allow = ["--allow-source-builds", "--build-source", str(sources)]
+    allow = ["--allow-source-builds", "--build-source", str(sources), "--allow-user-patches"]
     built = agents_cli("build", str(definition_file), *allow)
     assert built.returncode == 0, built.stderr
     record = json.loads(built.stdout)

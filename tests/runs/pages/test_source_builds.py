@@ -2,6 +2,8 @@
 each job spec, their build record and compile-time settings kept and compared."""
 
 import hashlib
+import io
+import os
 import subprocess
 import tarfile
 from collections.abc import Iterator
@@ -14,16 +16,17 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from agents.contract.builds import check_build_definition
+from agents.contract.source_tree import UNPACKED_LIMIT_BYTES
 from agents.contract.wire import source_upload_key
 from runs import services
 from runs.compare import differences
-from runs.models import PgBuild, Run
+from runs.models import PgBuild, Run, SourceUpload
 from runs.presets import BUFFER_PARTITIONS_256_PATCH, find, load_presets
 from runs.services.experiments import build_job_spec, experiment_cells
 from tests.runs import events
 from tests.runs.factories import ExperimentFactory, PgBuildFactory, RunFactory, WorkloadFactory
 from tests.runs.pages.conftest import finished_run
-from tests.source_builds import sources_dir, tarball
+from tests.source_builds import Zeros, sources_dir, tarball
 
 pytestmark = pytest.mark.django_db
 
@@ -69,6 +72,9 @@ def test_a_source_build_is_created_through_the_api(api_client):
         ({"configure_flags": ["--prefix=/usr"]}, "configure_flags[0]"),
         ({"patches": [{"name": "p", "diff": "no diff here", "strip": 1}]}, "patches[0].diff"),
         ({"source": {"kind": "ftp", "location": "x"}}, "source.kind"),
+        ({"cflags": "-O2 -wrapper /bin/sh,-c,touch CANARY"}, "cflags"),
+        ({"configure_flags": ["--with-includes=/tmp/evil"]}, "configure_flags[0]"),
+        ({"configure_flags": ["CC=/tmp/evil-cc"]}, "configure_flags[0]"),
     ],
 )
 def test_a_bad_definition_answers_400_naming_its_part(api_client, change: dict, named: str):
@@ -77,6 +83,23 @@ def test_a_bad_definition_answers_400_naming_its_part(api_client, change: dict, 
 
     assert response.status_code == 400
     assert response.json()["error"]["fields"]["definition"][0].startswith(f"{named}: ")
+
+
+def test_a_stored_build_with_refused_cflags_is_not_scheduled(api_client, experiment_payload):
+    """A build saved before the allow-list (or written around the API) is caught when an
+    experiment is scheduled: 400 naming the field, nothing queued."""
+    build = source_build(definition={**DEFINITION, "cflags": "-wrapper /bin/sh,-c,touch CANARY"})
+    response = api_client.post(
+        "/api/experiments/", experiment_payload(builds=[build.pk]), format="json"
+    )
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert list(error["fields"]) == ["postgres.build.cflags"]
+    assert "-wrapper is refused: it makes the compiler run or load another program" in str(
+        error["fields"]
+    )
+    assert not Run.objects.exists()
 
 
 def test_a_definition_on_a_prebuilt_build_is_refused(api_client):
@@ -192,59 +215,161 @@ def test_the_seed_5_patch_applies_to_a_real_release(tmp_path: Path):
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
 
-def release_like_tarball(directory: Path) -> bytes:
-    """A tiny tarball shaped like a release: `postgresql-0.0/configure` at its top."""
-    (directory / "postgresql-0.0").mkdir()
-    (directory / "postgresql-0.0" / "configure").write_text("#!/bin/sh\n")
+def release_like_tarball(directory: Path, padding: int = 0) -> bytes:
+    """A tiny tarball shaped like a release: `postgresql-0.0/configure` at its top (and
+    `padding` incompressible bytes beside it)."""
+    tree = directory / "postgresql-0.0"
+    tree.mkdir(parents=True)
+    (tree / "configure").write_text("#!/bin/sh\n")
+    (tree / "padding").write_bytes(os.urandom(padding))
     path = directory / "release.tar.gz"
     with tarfile.open(path, "w:gz") as archive:
-        archive.add(directory / "postgresql-0.0", arcname="postgresql-0.0")
+        archive.add(tree, arcname=tree.name)
     return path.read_bytes()
 
 
 @pytest.fixture
-def uploads(lab_redis) -> Iterator[list[str]]:
-    """Digests of the uploads a test makes; their Redis keys are removed after it."""
+def upload_dir(settings, tmp_path: Path) -> Path:
+    settings.SOURCE_UPLOAD_DIR = tmp_path / "source-uploads"
+    return settings.SOURCE_UPLOAD_DIR
+
+
+@pytest.fixture
+def uploads(lab_redis, upload_dir: Path) -> Iterator[list[str]]:
+    """Digests of the uploads a test makes; their Redis copies are removed after it."""
     digests: list[str] = []
     yield digests
     if digests:
         lab_redis.delete(*(source_upload_key(digest) for digest in digests))
 
 
+def post_upload(api_client, build: PgBuild, data: bytes, name: str = "pg.tar.gz"):
+    return api_client.post(
+        f"/api/builds/{build.pk}/source/",
+        {"file": SimpleUploadedFile(name, data)},
+        format="multipart",
+    )
+
+
 def test_a_tarball_uploaded_through_the_api_becomes_the_builds_source(
-    api_client, user, tmp_path: Path, uploads: list[str]
+    api_client, user, tmp_path: Path, uploads: list[str], upload_dir: Path
 ):
     data = release_like_tarball(tmp_path)
     digest = hashlib.sha256(data).hexdigest()
     uploads.append(digest)
     build = source_build(created_by=user)
-    response = api_client.post(
-        f"/api/builds/{build.pk}/source/",
-        {"file": SimpleUploadedFile("pg.tar.gz", data)},
-        format="multipart",
-    )
+    response = post_upload(api_client, build, data)
 
     assert response.status_code == 200, response.json()
     assert response.json()["definition"]["source"] == {
         "kind": "upload", "location": digest, "ref": None
     }  # fmt: skip
-    stored = redis.Redis.from_url(settings.REDIS_URL).get(source_upload_key(digest))
-    assert stored == data
+    assert (upload_dir / f"{digest}.tar").read_bytes() == data
+    assert SourceUpload.objects.get(build=build).size == len(data)
+    # Kept outside Redis: the agents' copy is made when a job needs it.
+    assert redis.Redis.from_url(settings.REDIS_URL).get(source_upload_key(digest)) is None
 
 
-def test_an_upload_that_is_not_a_release_tarball_answers_400(api_client, user):
-    build = source_build(created_by=user)
-    response = api_client.post(
-        f"/api/builds/{build.pk}/source/",
-        {"file": SimpleUploadedFile("notes.txt", b"not a tarball")},
-        format="multipart",
-    )
+def test_a_job_that_builds_an_upload_finds_it_in_redis_with_an_expiry(
+    api_client, user, tmp_path: Path, uploads: list[str], settings
+):
+    data = release_like_tarball(tmp_path)
+    uploads.append(hashlib.sha256(data).hexdigest())
+    build = source_build(created_by=user, version="15")
+    post_upload(api_client, build, data)
+    build.refresh_from_db()
+    build.definition = {**build.definition, "patches": []}
+    build.save()
+
+    (run,) = services.experiment_start(ExperimentFactory(builds=[build]))
+
+    key = source_upload_key(uploads[0])
+    copy = redis.Redis.from_url(settings.REDIS_URL)
+    assert copy.get(key) == data
+    assert 0 < copy.ttl(key) <= settings.SOURCE_UPLOAD_READY_HOURS * 3600
+    assert run.spec["postgres"]["build"]["source"]["location"] == uploads[0]
+
+
+def test_an_upload_goes_with_its_build(
+    api_client, user, tmp_path: Path, uploads: list[str], upload_dir: Path,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    data = release_like_tarball(tmp_path)
+    uploads.append(hashlib.sha256(data).hexdigest())
+    first, second = source_build(created_by=user), source_build(created_by=user, name="again")
+    post_upload(api_client, first, data)
+    post_upload(api_client, second, data)  # the same tarball: one file
+    kept = upload_dir / f"{uploads[0]}.tar"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api_client.delete(f"/api/builds/{first.pk}/").status_code == 204
+    assert kept.exists()  # the other build still uses it
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api_client.delete(f"/api/builds/{second.pk}/").status_code == 204
+    assert not kept.exists() and not SourceUpload.objects.exists()
+
+
+def test_an_upload_over_the_size_cap_or_the_users_quota_answers_400(
+    api_client, user, tmp_path: Path, uploads: list[str], settings
+):
+    settings.SOURCE_UPLOAD_QUOTA_MB = 1
+    first = release_like_tarball(tmp_path / "a", padding=600_000)
+    uploads.append(hashlib.sha256(first).hexdigest())
+    assert post_upload(api_client, source_build(created_by=user), first).status_code == 200
+
+    second = release_like_tarball(tmp_path / "b", padding=600_000)
+    response = post_upload(api_client, source_build(created_by=user, name="b"), second)
+    assert response.status_code == 400
+    message = response.json()["error"]["fields"]["file"][0]
+    assert "your uploads hold 0 MB of your 1 MB" in message and "delete a build" in message
+
+    settings.SOURCE_UPLOAD_MAX_MB = 0
+    response = post_upload(api_client, source_build(created_by=user, name="c"), first)
+    assert response.status_code == 400
+    assert "at most 0 MB" in response.json()["error"]["fields"]["file"][0]
+
+
+def test_an_upload_the_agents_would_refuse_to_unpack_answers_400(
+    api_client, user, tmp_path: Path, upload_dir: Path
+):
+    path = tmp_path / "escape.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        configure = tarfile.TarInfo("postgresql-0.0/configure")
+        archive.addfile(configure, io.BytesIO())
+        link = tarfile.TarInfo("postgresql-0.0/etc")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc"
+        archive.addfile(link)
+    response = post_upload(api_client, source_build(created_by=user), path.read_bytes())
+
+    assert response.status_code == 400
+    message = response.json()["error"]["fields"]["file"][0]
+    assert message.startswith("agents would refuse this tarball: tarball member")
+    assert "an absolute path" in message
+    assert not upload_dir.exists() or not any(upload_dir.iterdir())
+
+
+def test_a_gzip_bomb_upload_answers_400_without_unpacking_it(
+    api_client, user, tmp_path: Path, upload_dir: Path
+):
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as archive:
+        member = tarfile.TarInfo("postgresql-0.0/zeros")
+        member.size = UNPACKED_LIMIT_BYTES + 1
+        archive.addfile(member, io.BufferedReader(Zeros(member.size), 2**20))
+    response = post_upload(api_client, source_build(created_by=user), path.read_bytes())
+
+    assert response.status_code == 400
+    assert "unpacks to more than 512 MB" in response.json()["error"]["fields"]["file"][0]
+
+
+def test_an_upload_that_is_not_a_release_tarball_answers_400(api_client, user, upload_dir):
+    response = post_upload(api_client, source_build(created_by=user), b"not a tarball", "x.txt")
     assert response.status_code == 400
     assert response.json()["error"]["fields"]["file"][0].startswith("not a readable tarball")
 
 
 def test_the_builds_page_takes_an_upload_as_the_source(
-    signed_in, tmp_path: Path, uploads: list[str]
+    signed_in, tmp_path: Path, uploads: list[str], upload_dir: Path
 ):
     data = release_like_tarball(tmp_path)
     uploads.append(hashlib.sha256(data).hexdigest())
@@ -253,5 +378,7 @@ def test_the_builds_page_takes_an_upload_as_the_source(
         reverse("build-list"), {**form, "source_tarball": SimpleUploadedFile("pg.tgz", data)}
     )
     assert response.status_code == 302
-    source = PgBuild.objects.get(name="uploaded").definition["source"]
-    assert source == {"kind": "upload", "location": uploads[0], "ref": None}
+    build = PgBuild.objects.get(name="uploaded")
+    assert build.definition["source"] == {"kind": "upload", "location": uploads[0], "ref": None}
+    assert build.source_upload.sha256 == uploads[0]
+    assert (upload_dir / f"{uploads[0]}.tar").exists()

@@ -55,9 +55,7 @@ class ProcessGroupPoint:
         self.processes: list[ProcessSpec] = sweep.spec["workload"]["processes"]
         self.live = LiveSum(len(self.processes), self._emit_progress)
 
-    def measure(
-        self, plan: LogPlan, point_log: PointLog
-    ) -> tuple[dict[str, Any], Finished, float]:
+    def measure(self, plan: LogPlan, point_log: PointLog) -> tuple[dict[str, Any], Finished, float]:
         """Run the processes together with the samplers: (point, combined Finished, agent CPU s)."""
         members = [
             GroupMember(self.argv(number, plan, point_log.log_dir), self._on_line(number))

@@ -22,6 +22,7 @@ from agents.contract.errors import Cancelled, JobError
 from agents.contract.source_tree import UnsafeSource, patch_file_names, stripped
 from agents.postgres.installs import Progress
 from agents.postgres.osuser import OsUser
+from agents.sandbox import View
 
 TAIL_LINES = 25
 POLL_S = 1.0
@@ -165,6 +166,10 @@ class BuildSteps:
         self.log_path.touch()
         os.chmod(self.log_path, 0o666)
 
+    def view(self) -> View:
+        """What the build's programs see: the system's compiler, and the tree and prefix only."""
+        return View(writable=(self.tree.parent, self.prefix))
+
     def run_all(self, definition: BuildDefinition) -> None:
         """Patch, configure, make, install (and pgbench from contrib before 9.5)."""
         for patch in definition["patches"]:
@@ -230,16 +235,17 @@ class BuildSteps:
         with open(self.log_path, "a") as log:
             log.write(f"\n$ {' '.join(argv)}\n")
             log.flush()
-            process = subprocess.Popen(
+            process = self.os_user.start(
                 argv,
-                cwd=self.tree,
+                self.view(),
+                self.tree,
+                env=env or {},
                 stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 text=True,
                 start_new_session=True,
-                **self.os_user.subprocess_kwargs(**(env or {})),
-            )
+            ).process
             if stdin_text is not None and process.stdin is not None:
                 process.stdin.write(stdin_text)
                 process.stdin.close()

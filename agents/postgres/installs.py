@@ -413,6 +413,27 @@ def _make_world_readable(root: Path) -> None:
             path.chmod(0o755 if mode & 0o100 else 0o644)
 
 
+def seal_install(root: Path) -> None:
+    """Make an install the agent's own and read-only to everyone else.
+
+    A source build runs as the job's OS user and leaves its files to that user;
+    sealed, no later job (that user too) can rewrite the binaries other runs use.
+    Symbolic links are changed themselves, never followed: a build may have
+    planted one pointing anywhere.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    os.chown(root, uid, gid, follow_symlinks=False)
+    root.chmod(0o755)
+    for directory, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            path = Path(directory) / name
+            os.chown(path, uid, gid, follow_symlinks=False)
+            if path.is_symlink():
+                continue
+            mode = path.stat().st_mode
+            path.chmod(0o755 if path.is_dir() or mode & 0o100 else 0o644)
+
+
 class InstallsListing(TypedDict):
     """What `python -m agents installs` prints."""
 

@@ -43,7 +43,15 @@ from agents.postgres.build_steps import (
     compiler_version,
     run_git,
 )
-from agents.postgres.installs import Install, Progress, inspect_bindir, locked, make_dirs, noop
+from agents.postgres.installs import (
+    Install,
+    Progress,
+    inspect_bindir,
+    locked,
+    make_dirs,
+    noop,
+    seal_install,
+)
 from agents.postgres.osuser import OsUser, chown_tree
 
 logger = logging.getLogger(__name__)
@@ -196,6 +204,7 @@ def _build(
             steps.run_all(record["definition"])
         finally:
             record["log"] = steps.log_text(LOG_LIMIT)
+        seal_install(target)
         record["seconds"] = round(time.monotonic() - started, 1)
         (target / "build.log").write_text(record["log"])
         (target / RECORD_FILE).write_text(json.dumps(record, indent=2))

@@ -11,6 +11,7 @@ symlink are refused before they can run or write anything.
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -111,13 +112,32 @@ def test_an_allowed_patch_is_applied_and_cflags_reach_the_compiler(
     assert "patch -p1 --unified" in record["log"]
 
 
-def test_a_patch_to_configure_applies_where_the_operator_allows_patches(
+def test_a_patch_to_configure_runs_where_allowed_but_only_inside_the_build_sandbox(
     agent: AgentConfig, release: Path, os_user: OsUser, canary: Path
 ):
-    """An operator who enables patches accepts code: configure may be patched then."""
-    patch = {"name": "configure", "diff": CONFIGURE_PATCH.format(canary=canary), "strip": 1}
-    ensure_build(fake_definition(release, patches=[patch]), allowing_patches(agent), os_user)
-    assert canary.exists()
+    """An operator who enables patches accepts code: the patched configure runs, as the
+    job's OS user in the build's sandbox, where the canary's directory (writable by that
+    user on the host) is not there to write."""
+    diff = CONFIGURE_PATCH.format(canary=f"{canary} && echo patched-configure-ran")
+    patch = {"name": "configure", "diff": diff, "strip": 1}
+    _install, record = ensure_build(
+        fake_definition(release, patches=[patch]), allowing_patches(agent), os_user
+    )
+
+    assert "patched-configure-ran" not in record["log"]
+    assert "touch: cannot touch" in record["log"]
+    assert not canary.exists()
+
+
+def test_a_finished_build_belongs_to_the_agent_and_is_read_only_to_the_jobs_user(
+    agent: AgentConfig, release: Path, os_user: OsUser
+):
+    install, _record = ensure_build(fake_definition(release), agent, os_user)
+
+    for path in [install.root, *install.root.rglob("*")]:
+        info = path.lstat()
+        assert (info.st_uid, info.st_gid) == (os.geteuid(), os.getegid()), path
+        assert not info.st_mode & 0o022, path
 
 
 def test_cflags_with_a_wrapper_are_refused_by_the_agent_before_anything_runs(
@@ -200,7 +220,8 @@ def test_the_cli_applies_patches_only_with_allow_user_patches(
 
     built = agents_cli("build", str(definition_file), *allow, "--allow-user-patches")
     assert built.returncode == 0, built.stderr
-    assert json.loads(built.stdout)["patches"][0]["name"] == "configure" and canary.exists()
+    assert json.loads(built.stdout)["patches"][0]["name"] == "configure"
+    assert not canary.exists()  # the patched configure ran in the build's sandbox
 
 
 def agents_cli(*args: str) -> subprocess.CompletedProcess:

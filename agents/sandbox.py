@@ -114,16 +114,16 @@ class Sandbox:
             process = subprocess.Popen(list(argv), cwd=cwd, **popen_kwargs)
             return Started(process, process.pid)
         read_end, write_end = os.pipe()
-        try:
-            process = subprocess.Popen(
-                self.command(argv, view, cwd, info_fd=write_end),
-                cwd=cwd,
-                pass_fds=(write_end,),
-                **popen_kwargs,
-            )
-        finally:
-            os.close(write_end)
         with os.fdopen(read_end, "rb") as info:
+            try:
+                process = subprocess.Popen(
+                    self.command(argv, view, cwd, info_fd=write_end),
+                    cwd=cwd,
+                    pass_fds=(write_end,),
+                    **popen_kwargs,
+                )
+            finally:
+                os.close(write_end)
             pid = _child_pid(info)
         return Started(process, pid if pid is not None else process.pid)
 

@@ -16,6 +16,7 @@ jobs on one host from building it at once.
 import hashlib
 import json
 import logging
+import os
 import shutil
 import tarfile
 import tempfile
@@ -169,6 +170,9 @@ def _new_record(key: str, definition: BuildDefinition, digest: str, compiler: st
 
 
 def _cached_install(target: Path, record: BuildRecord) -> tuple[Install, BuildRecord]:
+    if target.stat().st_uid != os.geteuid():
+        # Built before builds were sealed: left to the job's OS user, who could rewrite it.
+        seal_install(target)
     stored = json.loads((target / RECORD_FILE).read_text())
     record["seconds"] = stored["seconds"]
     if record["reused"]:

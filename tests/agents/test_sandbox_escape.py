@@ -51,6 +51,15 @@ def _redis_port() -> int:
     return urlparse(os.environ["REDIS_URL"]).port or 6379
 
 
+def _lab_database_port() -> int:
+    """The lab database's port: the suite's throw-away PostgreSQL (scripts/test), else 5432."""
+    return urlparse(os.environ.get("DATABASE_URL", "")).port or 5432
+
+
+def _connects(port: int) -> str:
+    return f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
+
+
 def _probe_script(config: AgentConfig, targets: dict[str, Path], install_bindir: str) -> str:
     identity = load_or_create_identity(config.state_dir, "escape-probe")
     probes = {
@@ -61,10 +70,8 @@ def _probe_script(config: AgentConfig, targets: dict[str, Path], install_bindir:
         "other_cluster": f"cat {targets['other_cluster']}",
         "write_elsewhere": f"touch {targets['writable_elsewhere']}/planted",
         "write_binaries": f"touch {install_bindir}/planted",
-        "redis": (
-            "python3 -c 'import socket; "
-            f'socket.create_connection(("127.0.0.1", {_redis_port()}), 2)\''
-        ),
+        "redis": _connects(_redis_port()),
+        "lab_database_port": _connects(_lab_database_port()),
     }
     lines = [
         f"\\shell {command} >/dev/null 2>&1 && echo probe-{name}=yes || echo probe-{name}=no"
@@ -76,8 +83,9 @@ def _probe_script(config: AgentConfig, targets: dict[str, Path], install_bindir:
 def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
     config: AgentConfig, targets: dict[str, Path], pg16_install
 ) -> None:
-    with socket.create_connection(("127.0.0.1", _redis_port()), 2):
-        pass  # the lab's Redis answers outside the sandbox
+    for port in (_redis_port(), _lab_database_port()):
+        with socket.create_connection(("127.0.0.1", port), 2):
+            pass  # the lab's Redis and database answer outside the sandbox
     config.allow_shell_scripts = True
     script = _probe_script(config, targets, str(pg16_install.bindir))
     spec = small_spec(
@@ -99,6 +107,7 @@ def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
         "probe-write_elsewhere": "no",
         "probe-write_binaries": "no",
         "probe-redis": "no",
+        "probe-lab_database_port": "no",
     }
     assert not (targets["writable_elsewhere"] / "planted").exists()
     assert not (pg16_install.bindir / "planted").exists()

@@ -66,25 +66,7 @@ class Job:
         self.link = link
         self.client_address: str | None = None
         self.cluster: Cluster | None = None
-        self.result: ResultDocument = {
-            "version": RESULT_VERSION,
-            "run_id": _run_id(spec_doc),
-            "status": "running",
-            "error": None,
-            "started_at": now_iso(),
-            "finished_at": None,
-            "spec": spec_doc if isinstance(spec_doc, dict) else {},
-            "install": None,
-            "build": None,
-            "facts": None,
-            "storage": {},
-            "settings": {"requested": {}, "effective": [], "warnings": []},
-            "steps": [],
-            "dataset": {"steps": {}},
-            "points": [],
-            "server_log_tail": "",
-            "agent_version": agents.__version__,
-        }
+        self.result: ResultDocument = new_result(spec_doc)
 
     def run(self) -> ResultDocument:
         try:
@@ -372,6 +354,29 @@ class Job:
         self.result["server_log_tail"] = self.cluster.log_tail(80)
         self.cluster.destroy()
         self.cluster = None
+
+
+def new_result(spec_doc: object) -> ResultDocument:
+    """The result document of a job that starts now: running, nothing measured yet."""
+    return {
+        "version": RESULT_VERSION,
+        "run_id": _run_id(spec_doc),
+        "status": "running",
+        "error": None,
+        "started_at": now_iso(),
+        "finished_at": None,
+        "spec": spec_doc if isinstance(spec_doc, dict) else {},
+        "install": None,
+        "build": None,
+        "facts": None,
+        "storage": {},
+        "settings": {"requested": {}, "effective": [], "warnings": []},
+        "steps": [],
+        "dataset": {"steps": {}},
+        "points": [],
+        "server_log_tail": "",
+        "agent_version": agents.__version__,
+    }
 
 
 def _network_line(network: Mapping[str, Any]) -> str:

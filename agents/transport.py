@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -332,14 +332,31 @@ class AgentEventEmitter(EventEmitter):
 
 
 class Heartbeat:
-    """A daemon thread emitting `heartbeat` events with the run being executed, if any."""
+    """A daemon thread emitting `heartbeat` events: the run and job being executed, if any,
+    and the finished jobs the lab has not confirmed (`finished`, from the agent's ledger).
 
-    def __init__(self, emitter: EventEmitter, interval: float = HEARTBEAT_INTERVAL_S):
+    A beat reads what runs and emits under the lock `set_running` takes, so a heartbeat
+    saying nothing runs was sent before the next job's first event (the lab relies on it).
+    """
+
+    def __init__(
+        self,
+        emitter: EventEmitter,
+        interval: float = HEARTBEAT_INTERVAL_S,
+        finished: Callable[[], list[str]] | None = None,
+    ):
         self.emitter = emitter
         self.interval = interval
+        self.finished = finished
         self.running: str | None = None
+        self.job: str | None = None
+        self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def set_running(self, run_id: str | None, job_id: str | None = None) -> None:
+        with self._lock:
+            self.running, self.job = run_id, job_id
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
@@ -351,7 +368,9 @@ class Heartbeat:
             self._thread.join()
 
     def beat(self) -> None:
-        self.emitter.emit("heartbeat", {"running": self.running})
+        finished = {} if self.finished is None else {"finished": self.finished()}
+        with self._lock:
+            self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **finished})
 
     def _loop(self) -> None:
         while True:

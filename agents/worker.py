@@ -73,8 +73,16 @@ from agents.contract.wire import (
     dispatch_key,
 )
 from agents.events import EventEmitter, Sink
+from agents.exactly_once import (
+    answer_from_ledger,
+    job_id_of_spec,
+    ledger_sink,
+    report_interrupted,
+    unconfirmed_job_ids,
+)
 from agents.identity import Identity, load_or_create_identity
 from agents.job import run_job
+from agents.ledger import Ledger
 from agents.observe.facts import collect_facts
 from agents.pair import PairLink
 from agents.postgres.cluster import remove_leftover_clusters
@@ -157,7 +165,8 @@ app.conf.update(
 @dataclass
 class Agent:
     """What the worker process keeps for its jobs: config, identity, Redis, the event
-    sink (`signed` signs each event before `sink` sends it), the heartbeat."""
+    sink (`signed` signs each event before `sink` sends it), the heartbeat, the ledger
+    of the jobs it started and finished (agents.ledger)."""
 
     config: AgentConfig
     identity: Identity
@@ -165,14 +174,18 @@ class Agent:
     sink: RedisStreamSink
     signed: Sink
     heartbeat: Heartbeat
+    ledger: Ledger
 
     @classmethod
     def create(cls, config: AgentConfig, stream: str) -> "Agent":
         identity = load_or_create_identity(config.state_dir, config.name)
         sink = RedisStreamSink(config.redis_url, config.spool_dir, stream=stream)
         signed = signing_sink(sink, identity.secret)
-        heartbeat = Heartbeat(AgentEventEmitter([signed], config.name))
-        return cls(config, identity, redis_client(config.redis_url), sink, signed, heartbeat)
+        client = redis_client(config.redis_url)
+        ledger = Ledger(config.state_dir, config.name)
+        emitter = AgentEventEmitter([signed], config.name)
+        heartbeat = Heartbeat(emitter, finished=unconfirmed_job_ids(ledger, client))
+        return cls(config, identity, client, sink, signed, heartbeat, ledger)
 
     def start(self) -> None:
         """Send what the spool holds, register with the lab, start beating."""
@@ -189,6 +202,7 @@ class Agent:
         removed = remove_leftover_clusters(self.config.storage_targets(), os_user)
         if removed:
             logger.warning("agent %s: removed clusters left behind: %s", name, removed)
+        report_interrupted(self.ledger, [self.signed], name)
         try:
             register_agent(self.heartbeat.emitter, self.config, self.identity)
         except Exception:
@@ -254,7 +268,7 @@ class TaskSummary(TypedDict):
     """What the task returns, for the worker log (the lab reads events, not this)."""
 
     run_id: str | None
-    status: JobOutcome | Literal["dropped", "refused", "duplicate"]
+    status: JobOutcome | Literal["dropped", "refused", "duplicate", "answered"]
     error: NotRequired[str | None]
 
 
@@ -264,7 +278,8 @@ def _stop_agent(**_signal: object) -> None:
 
 @app.task(name=RUN_JOB_TASK)
 def run_job_task(spec: object) -> TaskSummary:
-    """Claim the run, execute it and stream its events; a second delivery is dropped."""
+    """Claim the run, execute it and stream its events; a job the ledger knows is answered
+    from it, a second delivery of a claimed one dropped."""
     return execute(_current_agent(), spec)
 
 
@@ -272,7 +287,10 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     """The task's body; returns a short summary for the worker log.
 
     A job whose signature does not match this agent's secret is refused before
-    anything else: it did not come from a lab that enrolled this agent.
+    anything else: it did not come from a lab that enrolled this agent. A second
+    delivery of a claimed dispatch is dropped; a job the ledger holds under
+    another dispatch (sent again by the reaper) or whose claim Redis lost is
+    never run twice: `answer_from_ledger` sends its result again.
     """
     if not isinstance(spec, dict) or not isinstance(spec.get("run_id"), str) or not spec["run_id"]:
         logger.error("dropping a job spec without a run_id")
@@ -294,23 +312,46 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     if not claim_run(agent.redis, claimed, agent.config.name):
         logger.warning("run %s: already claimed, dropping this delivery", run_id)
         return {"run_id": run_id, "status": "duplicate"}
+    job_id = job_id_of_spec(spec, run_id)
+    if role != "client" and answered_from_ledger(agent, job_id, spec.get("token")):
+        return {"run_id": run_id, "status": "answered"}
     link = PairLink(agent.redis, dispatch, role, peer) if role != "local" and peer else None
-    agent.heartbeat.running = run_id
+    agent.heartbeat.set_running(run_id, job_id)
     try:
         if link is not None and role == "client":
             return serve_client_half(agent, spec, run_id, link, cancelled)
+        entry = agent.ledger.start(job_id, run_id, spec.get("token"))
         emitter = EventEmitter(
-            [agent.signed], run_id=run_id, token=spec.get("token"), agent=agent.config.name
+            [ledger_sink(agent.ledger, entry), agent.signed],
+            run_id=run_id,
+            token=spec.get("token"),
+            agent=agent.config.name,
         )
         result = run_job(spec, agent.config, emitter, cancelled, link=link)
     finally:
-        agent.heartbeat.running = None
+        agent.heartbeat.set_running(None)
     error, status = result["error"], result["status"]
     if status == "running":
         raise RuntimeError(f"run {run_id}: the job returned without an outcome")
     code = error["code"] if error else None
     logger.info("run %s: %s%s", run_id, status, f" ({code})" if code else "")
     return {"run_id": run_id, "status": status, "error": code}
+
+
+def answered_from_ledger(agent: Agent, job_id: str, token: str | None) -> bool:
+    """Whether the ledger knows the job: then it is answered from there, not run.
+
+    An entry still `started` belongs to an earlier agent process (this one runs
+    one job at a time, and not this one): it is reported failed first.
+    """
+    entry = agent.ledger.entry(job_id)
+    if entry is None:
+        return False
+    if entry.state == "started":
+        report_interrupted(agent.ledger, [agent.signed], agent.config.name, [entry])
+    logger.warning("run %s: job %s delivered again; answered from the ledger", entry.run_id, job_id)
+    answer_from_ledger([agent.signed], entry, token, agent.config.name)
+    return True
 
 
 def pair_of(spec: dict[str, Any]) -> tuple[PairRole, str | None]:

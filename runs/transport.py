@@ -21,6 +21,7 @@ from agents.contract.wire import (
     cancel_key,
     claim_key,
     dispatch_key,
+    settled_key,
     source_upload_key,
 )
 from benchlab.celery import app
@@ -54,6 +55,11 @@ def request_cancel(run_id: str, token: str) -> None:
     key = cancel_key(dispatch_key(run_id, token))
     redis_connection().set(key, "1", ex=DISPATCH_KEY_TTL_S)
     logger.info("run %s: cancel requested", run_id)
+
+
+def confirm_settled(job_id: str) -> None:
+    """Tell the agent's ledger the lab stored the job's result (its heartbeats stop naming it)."""
+    redis_connection().set(settled_key(job_id), "1", ex=DISPATCH_KEY_TTL_S)
 
 
 # kombu keeps a queue as one Redis list per priority step; a message sent without

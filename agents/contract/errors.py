@@ -44,6 +44,9 @@ ApplicationErrorCode = Literal[
     "pgbench_failed",
     "server_died",
     "agent_lost",
+    # The agent stopped mid-job (killed, host rebooted) and came back: its ledger shows
+    # the job started and not finished, or its heartbeats name another job.
+    "agent_restarted",
     # Raised by the lab only: a job Redis no longer holds, sent again and lost again.
     "job_lost",
     "internal_error",

@@ -78,7 +78,13 @@ class RegistrationData(TypedDict):
 
 
 class HeartbeatData(TypedDict):
+    """What the agent runs now (`running`: run id, `job`: job id) and the jobs its ledger
+    finished that the lab has not confirmed yet (`finished`: job ids). An agent without a
+    ledger sends `running` only, and the lab then compares nothing."""
+
     running: str | None
+    job: NotRequired[str | None]
+    finished: NotRequired[list[str]]
 
 
 class _Envelope(TypedDict):

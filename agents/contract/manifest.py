@@ -23,7 +23,7 @@ PLACE_PREFIXES = ("--log-prefix=",)
 # Options the agent derives at run time from the throughput it sees (the latency log's
 # sampling rate, left out when every transaction is logged): not part of a command's shape.
 MEASURED_PREFIXES = ("--sampling-rate=",)
-PER_RUN_SPEC_KEYS = ("run_id", "token")
+PER_RUN_SPEC_KEYS = ("run_id", "token", "job_id")
 
 
 class BuildDefinition(TypedDict):

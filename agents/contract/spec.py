@@ -145,6 +145,9 @@ class JobSpec(TypedDict):
     version: Literal[1]
     run_id: str | None
     token: str | None
+    # The job's id (docs/contracts.md): the run id and an id drawn at its first dispatch,
+    # the same in every dispatch of the run; the agent's ledger is keyed by it.
+    job_id: str | None
     postgres: PostgresSpec
     settings: dict[str, SettingValue]
     storage: StorageSpec
@@ -168,6 +171,7 @@ class SweepShape(TypedDict):
 DEFAULTS: dict[str, Any] = {
     "run_id": None,
     "token": None,
+    "job_id": None,
     "postgres": {"version": "16", "source": "auto", "build": None},
     "settings": {},
     "storage": {"data": "default", "wal": None},

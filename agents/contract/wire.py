@@ -48,6 +48,16 @@ def cancel_key(dispatch: str) -> str:
     return f"benchlab:cancel:{dispatch}"
 
 
+def job_id_of(run_id: str, nonce: str) -> str:
+    """A job's id: its run and an id drawn at the run's first dispatch (kept by later ones)."""
+    return f"{run_id}:{nonce}"
+
+
+def settled_key(job_id: str) -> str:
+    """The key the lab sets once it stored a job's result: the agent's ledger confirms it."""
+    return f"benchlab:settled:{job_id}"
+
+
 def pair_key(dispatch: str, part: str) -> str:
     """A key the two halves of a run with a client host talk through (agents/pair.py):
     `to-server`, `to-client` (message lists) and `alive:server`, `alive:client`."""

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from agents.contract.errors import JobError
 from agents.contract.spec import JobSpec
-from agents.contract.wire import agent_queue
+from agents.contract.wire import agent_queue, job_id_of
 from runs import transport
 from runs.models import Run
 from runs.services.uploads import source_upload_ready
@@ -29,10 +29,13 @@ def new_dispatch() -> tuple[str, str]:
 
 
 def run_dispatch(run: Run, spec: JobSpec) -> None:
-    """Give the run its spec, token and task id, and send the job once the transaction commits."""
+    """Give the run its spec, token, job id and task id, and send the job once the
+    transaction commits. The job id stays the same when the job is sent again
+    (`run_redispatch`): the agent's ledger answers a job it already ran."""
     source_upload_ready(spec)
     run.token, run.celery_task_id = new_dispatch()
-    run.spec = {**spec, "run_id": run.run_id, "token": run.token}
+    job_id = job_id_of(run.run_id, secrets.token_urlsafe(12))
+    run.spec = {**spec, "run_id": run.run_id, "token": run.token, "job_id": job_id}
     run.queued_at = timezone.now()
     run.save(update_fields=["token", "celery_task_id", "spec", "queued_at"])
     _send_halves(run, run.spec, run.celery_task_id)

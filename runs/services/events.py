@@ -55,6 +55,7 @@ from runs.models import (
     ServerSample,
     StorageTarget,
 )
+from runs.services.reconcile import agent_report, job_settled_after_commit, reconcile_after_commit
 from runs.services.runs import run_finish, run_mark_running
 
 logger = logging.getLogger(__name__)
@@ -328,10 +329,26 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     when = parse_event_time(data.get("finished_at"))
     finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
     if not finished:
-        # Already final (cancelled, or failed as agent_lost): keep what the agent measured.
-        Run.objects.filter(pk=run.pk).update(**snapshot)
+        _keep_late_result(run, data, snapshot)
+    job_settled_after_commit(run)
     hosts = [pk for pk in (run.host_id, run.client_host_id) if pk is not None]
     Host.objects.filter(pk__in=hosts, current_run=run).update(current_run=None)
+
+
+def _keep_late_result(run: Run, data: ResultDocument, snapshot: dict[str, object]) -> None:
+    """A result for a run the lab already settled (cancelled, failed as agent_lost or
+    agent_restarted, or a result sent again): its points are stored (once), and its
+    snapshot fills what the run lacks; the status and what the run holds stay."""
+    held = Run.objects.filter(pk=run.pk).values(*snapshot).first() or {}
+    missing = {key: value for key, value in snapshot.items() if value and not held.get(key)}
+    Run.objects.filter(pk=run.pk).update(**missing)
+    error = data.get("error")
+    logger.warning(
+        "run %s: late result (%s%s) for a run already final: kept as a late result",
+        run.pk,
+        data.get("status"),
+        f" {error['code']}" if error else "",
+    )
 
 
 def store_point(run: Run, point: PointResult) -> Result:
@@ -392,6 +409,9 @@ def agent_record_event(event: AgentEvent) -> bool:
         host.current_run = _known_run(event["data"].get("running"))
     host.last_seen = timezone.now()
     host.save()
+    if event["type"] == "heartbeat":
+        said_at = parse_event_time(event.get("ts"))
+        reconcile_after_commit(agent_report(host.pk, event["data"], said_at))
     return True
 
 

@@ -22,7 +22,7 @@ from django.db.models import JSONField, Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, ProgressData, validate_event
+from agents.contract.events import AgentEvent, HeartbeatData, ProgressData, validate_event
 from agents.contract.events import RunEvent as RunEventDocument
 from runs.models import (
     ClientHostSample,
@@ -34,7 +34,13 @@ from runs.models import (
     ServerSample,
 )
 from runs.services.enrollment import heartbeat_refusal, run_event_refusal
-from runs.services.events import event_values, progress_values, run_record_event
+from runs.services.events import (
+    event_values,
+    parse_event_time,
+    progress_values,
+    run_record_event,
+)
+from runs.services.reconcile import agent_report, reconcile_after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +84,11 @@ def record_heartbeats(documents: list[object]) -> list[str | None]:
     for host, run_pk in running.values():
         if host.current_run_id != run_pk:  # a job started or ended: rare
             Host.objects.filter(pk=host.pk).update(current_run_id=run_pk)
+    last = {event["agent"]: event for event in accepted}  # each agent's last heartbeat
+    for name, event in last.items():
+        said_at = parse_event_time(event.get("ts"))
+        data = cast(HeartbeatData, event["data"])
+        reconcile_after_commit(agent_report(hosts[name or ""].pk, data, said_at))
     return refusals
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents.contract.errors import Cancelled
 from runs import transport
-from runs.models import Run
+from runs.models import Host, Run
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.limits import require_queue_room
@@ -70,24 +70,24 @@ def _status_of(run: Run) -> str:
 
 
 def run_cancel(run: Run, user: AnyUser) -> Run:
-    """Cancel a run: a queued one at once, a running one by the flag the agent polls.
+    """Cancel a queued or running run at once, whether or not its agent answers.
 
-    The flag is set in both cases (after the commit), so an agent that already
-    holds a queued job drops it. Raises Conflict for a final run.
+    The flag the agent polls is set too (after the commit): an agent running the
+    job stops pgbench and removes its cluster, one that holds the job drops it,
+    and one that is gone cleans up when it starts again. What the agent measured
+    and sends afterwards is kept (a late result, runs.services.events). Raises
+    Conflict for a final run.
     """
     with transaction.atomic():
-        cancelled_now = run_finish(
-            run,
-            Run.Status.CANCELLED,
-            Cancelled(f"cancelled by {user}").as_dict(),
-            from_states=(Run.Status.QUEUED,),
+        cancelled = run_finish(
+            run, Run.Status.CANCELLED, Cancelled(f"cancelled by {user}").as_dict()
         )
-        status = _status_of(run)
-        if not cancelled_now and status != Run.Status.RUNNING:
-            raise Conflict(f"run {run.pk} is already {status}")
+        if not cancelled:
+            raise Conflict(f"run {run.pk} is already {_status_of(run)}")
+        Host.objects.filter(current_run=run).update(current_run=None)
         run_id, token = run.run_id, run.token
         transaction.on_commit(lambda: transport.request_cancel(run_id, token))
-    logger.info("run %s: cancel by %s (%s)", run.pk, user, "done" if cancelled_now else "asked")
+    logger.info("run %s: cancelled by %s", run.pk, user)
     run.refresh_from_db()
     return run
 
@@ -100,7 +100,7 @@ def run_rerun(run: Run, user: User) -> Run:
     """
     if not run.host.is_approved:
         raise Conflict(f"host {run.host.name} is {run.host.enrollment}; approve it to run again")
-    definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token")}
+    definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token", "job_id")}
     spec, _notes = check_job_spec(definition)
     with transaction.atomic():
         require_queue_room(user, 1)

@@ -154,6 +154,7 @@ class Lab:
         self.redis.close()
         shutil.rmtree(self.storage, ignore_errors=True)
         self.identity.path.unlink(missing_ok=True)
+        shutil.rmtree(default_state_dir() / "ledger" / self.name, ignore_errors=True)
         self.identity.confirmed_path.unlink(missing_ok=True)
 
 

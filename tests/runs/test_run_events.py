@@ -227,7 +227,7 @@ def test_cancel_of_a_queued_run_is_immediate_and_flags_the_agent(
     assert lab_redis.exists(f"benchlab:cancel:{run.pk}:{run.token}")
 
 
-def test_cancel_of_a_running_run_only_flags_the_agent(
+def test_cancel_of_a_running_run_ends_it_at_once_and_flags_the_agent(
     lab_redis, django_capture_on_commit_callbacks
 ):
     run = RunFactory(status=Run.Status.RUNNING)
@@ -235,7 +235,7 @@ def test_cancel_of_a_running_run_only_flags_the_agent(
     with django_capture_on_commit_callbacks(execute=True):
         services.run_cancel(run, "alice")
 
-    assert run.status == Run.Status.RUNNING
+    assert (run.status, run.error_message) == (Run.Status.CANCELLED, "cancelled by alice")
     assert lab_redis.ttl(f"benchlab:cancel:{run.pk}:{run.token}") > 0
 
 
@@ -256,7 +256,7 @@ def test_rerun_queues_the_same_definition_with_a_new_token(
 
     assert rerun.rerun_of == experiment_run
     assert rerun.token != experiment_run.token
-    strip = ("run_id", "token")
+    strip = ("run_id", "token", "job_id")
     assert {k: v for k, v in rerun.spec.items() if k not in strip} == {
         k: v for k, v in experiment_run.spec.items() if k not in strip
     }

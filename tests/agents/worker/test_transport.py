@@ -242,7 +242,7 @@ def test_heartbeats_carry_the_running_run(shared_redis, stream, tmp_path, open_s
     assert {event["type"] for event in events} == {"heartbeat"}
     assert all(validate_event(event)["agent"] == "agent-a" for event in events)
     assert events[0]["run_id"] is None
-    assert events[0]["data"] == {"running": None}
+    assert events[0]["data"] == {"running": None, "job": None}
 
 
 def test_agent_events_of_a_restarted_agent_number_higher_than_before(tmp_path):

@@ -24,8 +24,11 @@ def test_tpcc_like_loads_runs_and_reports_each_transaction_type(config):
     rows = tpcc_like.per_type(point["scripts"], names)
     assert [row["type"] for row in rows] == names
     assert [row["weight"] for row in rows] == [45, 43, 4, 4, 4]
-    # pgbench's per-script counts may miss the transaction a client was in at the end.
-    assert 0 <= point["transactions"] - sum(row["transactions"] for row in rows) <= 2
+    # pgbench's per-script counts may miss the transaction a client was in at the end, and
+    # its threads add to the shared per-script counters without a lock, so a busy host loses
+    # a few increments there (5 of 724 seen under load); the total is counted per thread.
+    missing = point["transactions"] - sum(row["transactions"] for row in rows)
+    assert 0 <= missing <= max(2, point["transactions"] // 100)
     new_order = rows[0]
     assert new_order["tps"] > 0 and new_order["latency_avg_ms"] > 0
     assert new_order["nopm"] == round(new_order["tps"] * 60, 1)

@@ -5,6 +5,9 @@ FROM python:3.11-slim-bookworm
 # Static files come from whitenoise at start; no collectstatic step.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 BENCHLAB_BIND=0.0.0.0
 WORKDIR /app
+# bubblewrap: the sandbox the agent runs every job program in (agents/sandbox.py).
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .

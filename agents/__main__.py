@@ -12,6 +12,7 @@ from pathlib import Path
 from agents import cli_output
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
+from agents.contract.redaction import redact_handlers
 from agents.events import EventEmitter, json_lines_sink
 
 
@@ -272,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    redact_handlers(logging.getLogger())
     try:
         return args.handler(args)
     except (JobError, OSError, ValueError) as error:

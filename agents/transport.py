@@ -27,6 +27,8 @@ from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
     EVENT_FIELD,
     EVENTS_STREAM,
+    EVENTS_STREAM_MAXLEN,
+    EVENTS_STREAM_MAXLEN_ENV,
     cancel_key,
     claim_key,
 )
@@ -51,6 +53,16 @@ def redis_client(url: str) -> redis.Redis:
         socket_timeout=SOCKET_TIMEOUT_S,
         retry=Retry(NoBackoff(), 0),
     )
+
+
+def events_stream_maxlen() -> int:
+    """The events stream's cap: `BENCHLAB_EVENTS_MAXLEN` (as on the lab), else the contract's."""
+    value = os.environ.get(EVENTS_STREAM_MAXLEN_ENV, "").strip()
+    if not value:
+        return EVENTS_STREAM_MAXLEN
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{EVENTS_STREAM_MAXLEN_ENV} must be a positive integer, not {value!r}")
+    return int(value)
 
 
 def claim_run(client: redis.Redis, dispatch: str, agent: str) -> bool:
@@ -115,7 +127,9 @@ class RedisStreamSink:
     left: nothing is lost or reordered; after a crash mid-drain some events may
     be sent twice, which the control side ignores (it dedupes by run and seq).
     Spool changes hold an flock on the spool directory, so agent processes
-    sharing a state directory do not lose each other's events.
+    sharing a state directory do not lose each other's events. The spool is
+    readable by the agent's user only (a registration in it carries the
+    agent's secret), and the stream is capped at `maxlen` entries (approximately).
     """
 
     def __init__(
@@ -125,8 +139,10 @@ class RedisStreamSink:
         stream: str = EVENTS_STREAM,
         retry_interval: float = RETRY_INTERVAL_S,
         flush_interval: float = FLUSH_INTERVAL_S,
+        maxlen: int | None = None,
     ):
         self.stream = stream
+        self.maxlen = maxlen or events_stream_maxlen()
         self.spool_path = Path(spool_dir) / f"{stream}.jsonl"
         self.retry_interval = retry_interval
         self.flush_interval = flush_interval
@@ -145,7 +161,13 @@ class RedisStreamSink:
             try:
                 self._append_to_spool(payload)
             except OSError:
-                logger.exception("event %s lost: Redis and the spool are both unavailable", payload)
+                # The payload itself is not logged: a registration carries the secret.
+                logger.exception(
+                    "event %s of %s (seq %s) lost: Redis and the spool are both unavailable",
+                    event.get("type"),
+                    event.get("run_id") or event.get("agent"),
+                    event.get("seq"),
+                )
 
     def start(self) -> None:
         """Send what a previous agent process left in the spool, then flush in the background."""
@@ -179,7 +201,9 @@ class RedisStreamSink:
         try:
             pipeline = self._redis.pipeline(transaction=False)
             for payload in payloads:
-                pipeline.xadd(self.stream, {EVENT_FIELD: payload})
+                pipeline.xadd(
+                    self.stream, {EVENT_FIELD: payload}, maxlen=self.maxlen, approximate=True
+                )
             pipeline.execute()
         except redis.RedisError as error:
             self._retry_at = time.monotonic() + self.retry_interval
@@ -233,7 +257,8 @@ class RedisStreamSink:
         """Atomically replace the spool with its part from `offset` on (what was not sent)."""
         spool.seek(offset)
         remainder = self.spool_path.with_name(self.spool_path.name + ".tmp")
-        with remainder.open("wb") as out:
+        descriptor = os.open(remainder, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(descriptor, "wb") as out:
             while chunk := spool.read(1 << 20):
                 out.write(chunk)
             out.flush()
@@ -247,7 +272,9 @@ class RedisStreamSink:
 
     def _append_locked(self, payload: str) -> None:
         created = not self.spool_path.exists()
-        with self.spool_path.open("a+b") as spool:
+        descriptor = os.open(self.spool_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(descriptor, 0o600)  # a spool left by an older agent may be 0644
+        with open(descriptor, "a+b") as spool:
             # A crash can leave a torn last line; start on a fresh line so the
             # next event is not glued to it.
             torn = spool.tell() > 0 and os.pread(spool.fileno(), 1, spool.tell() - 1) != b"\n"
@@ -268,7 +295,8 @@ def _read_batch(spool: BinaryIO, size: int) -> list[str]:
         try:
             json.loads(text)
         except ValueError:
-            logger.warning("skipping a torn line in the spool: %r", text[:200])
+            # Not the text: a torn registration would show the agent's secret.
+            logger.warning("skipping a torn line of %d bytes in the spool", len(line))
             continue
         batch.append(text)
     return batch

@@ -1,19 +1,27 @@
 """BenchLab settings, driven by the environment.
 
-With no environment at all a local start works: DEBUG on, SQLite at
-var/benchlab.sqlite3, Redis on 127.0.0.1. Production sets at least
-SECRET_KEY (or SECRET_KEY_FILE), DATABASE_URL, REDIS_URL and ALLOWED_HOSTS.
+With no environment at all a local start works: DEBUG off, a secret key
+generated into var/secret-key, SQLite at var/benchlab.sqlite3 (var/ 0700, the
+file 0600), Redis on 127.0.0.1. DEBUG=true (scripts/lab --dev) is for
+development on loopback only. Production sets at least SECRET_KEY (or
+SECRET_KEY_FILE), DATABASE_URL, REDIS_URL and ALLOWED_HOSTS.
 """
 
 import ipaddress
 import os
+import secrets
 from pathlib import Path
 from typing import overload
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.contract.wire import EVENTS_STREAM, EVENTS_STREAM_ENV
+from agents.contract.wire import (
+    EVENTS_STREAM,
+    EVENTS_STREAM_ENV,
+    EVENTS_STREAM_MAXLEN,
+    EVENTS_STREAM_MAXLEN_ENV,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -78,22 +86,59 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+def private_dir(path: Path) -> Path:
+    """`path` as a directory only its owner can enter (0700), created if missing."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """`path` as a file only its owner can read (0600), created empty if missing."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+    return path
+
+
+def generated_secret_key(path: Path) -> str:
+    """The secret key kept in `path` (0600), generated on first use.
+
+    Written to a temporary file and linked into place, so processes starting
+    together all read the one key that won.
+    """
+    if not path.exists():
+        private_dir(path.parent)
+        temporary = private_file(path.with_name(f".{path.name}.{os.getpid()}"))
+        temporary.write_text(secrets.token_urlsafe(48) + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process generated it first: use that one
+        finally:
+            temporary.unlink()
+    return path.read_text().strip()
+
+
 # The address the web server listens on; scripts/lab and the container pass
 # the same value to uvicorn. DEBUG (tracebacks, settings and SQL on error
-# pages) is on by default only on loopback, and refused anywhere else.
+# pages) is off unless DEBUG=true (scripts/lab --dev), and refused off loopback.
 BENCHLAB_BIND = env_str("BENCHLAB_BIND", "127.0.0.1") or "127.0.0.1"
-DEBUG = env_bool("DEBUG", is_loopback(BENCHLAB_BIND))
+DEBUG = env_bool("DEBUG", False)
 if DEBUG and not is_loopback(BENCHLAB_BIND):
     raise ImproperlyConfigured(
         f"DEBUG=true would show tracebacks to anyone who can reach {BENCHLAB_BIND}: "
         "set DEBUG=false, or bind the web server to 127.0.0.1 (BENCHLAB_BIND)"
     )
 
+# The lab's private files (SQLite database, secret key, admin password, logs).
+VAR_DIR = BASE_DIR / "var"
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) is required when DEBUG is off")
-    SECRET_KEY = "django-insecure-benchlab-local-development-only"
+    if not is_loopback(BENCHLAB_BIND):
+        raise ImproperlyConfigured(
+            f"SECRET_KEY (or SECRET_KEY_FILE) is required when the lab serves {BENCHLAB_BIND}"
+        )
+    SECRET_KEY = generated_secret_key(VAR_DIR / "secret-key")
 
 LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", LOOPBACK_HOSTS if is_loopback(BENCHLAB_BIND) else [])
@@ -107,7 +152,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "django_celery_beat",
@@ -117,7 +161,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     *(["benchlab.debug_guard.LoopbackOnlyWhileDebug"] if DEBUG else []),
     "django.middleware.security.SecurityMiddleware",
+    "benchlab.security.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "benchlab.throttle.SignInThrottle",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -158,8 +204,15 @@ if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
+        _sqlite_file = Path(str(DATABASES["default"]["NAME"]))
+        if _sqlite_file.parent.is_dir() and str(_sqlite_file) not in ("", ":memory:"):
+            private_file(_sqlite_file)  # SQLite gives its -wal and -shm files the same mode
 else:
+    # Readable by the lab's user only: it holds the agents' secrets and the lab's data.
+    if SQLITE_PATH.parent == VAR_DIR:
+        private_dir(VAR_DIR)
     SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
+    private_file(SQLITE_PATH)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -206,13 +259,13 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: an unauthenticated request then gets 401 with
         # `WWW-Authenticate: Token`, not a bare 403.
-        "rest_framework.authentication.TokenAuthentication",
+        "runs.api.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.StrictPageNumberPagination",
     # The API speaks JSON only: forms cannot say null or nest objects.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["runs.api.parsers.JSONParser"],
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 50),
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -261,10 +314,96 @@ BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
 # point, result) are deleted this many days after their run finished; 0 keeps them.
 BENCHLAB_EVENT_RETENTION_DAYS = env_int("BENCHLAB_EVENT_RETENTION_DAYS", 30)
 
+
+# Fair use and outbound requests (issue 23: trust boundaries) ----------------------------
+# One user's runs that are not final yet (queued or running), across experiments, re-runs
+# and series; staff are exempt (docs/decisions.md). The repeats of one experiment apply to
+# everyone: in rounds each repeat is a run of every cell (runs.services.limits).
+BENCHLAB_MAX_QUEUED_RUNS_PER_USER = env_int("BENCHLAB_MAX_QUEUED_RUNS_PER_USER", 200)
+BENCHLAB_MAX_REPEATS = env_int("BENCHLAB_MAX_REPEATS", 50)
+for _name in ("BENCHLAB_MAX_QUEUED_RUNS_PER_USER", "BENCHLAB_MAX_REPEATS"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1, not {globals()[_name]}")
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated CIDRs (`10.1.2.0/24, fd00::/8`) from `NAME`."""
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in env_list(name, [])]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must list CIDRs such as 10.1.2.0/24: {exc}") from exc
+
+
+# Webhooks go to public addresses only; these networks (loopback, private, ...) are allowed
+# too (runs.services.webhooks).
+BENCHLAB_WEBHOOK_ALLOWED_NETWORKS = env_networks("BENCHLAB_WEBHOOK_ALLOWED_NETWORKS")
+# ------------------------------------------------------------------------------------------
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # No secret in a log line (agents.contract.redaction): payloads, URLs, tracebacks.
+    "filters": {"redact": {"()": "agents.contract.redaction.RedactingFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# --- Secrets, streams and safe defaults (issue "Trust boundaries", parts 5 and 6;
+# docs/decisions.md). Kept in a block of their own.
+
+# Streams: every one capped; dead letters also expire (runs.control.consumer).
+BENCHLAB_EVENTS_MAXLEN = env_int(EVENTS_STREAM_MAXLEN_ENV, EVENTS_STREAM_MAXLEN)
+BENCHLAB_DEAD_LETTER_MAXLEN = env_int("BENCHLAB_DEAD_LETTER_MAXLEN", 10_000)
+BENCHLAB_DEAD_LETTER_MAX_AGE_S = env_int("BENCHLAB_DEAD_LETTER_MAX_AGE_S", 7 * 24 * 3600)
+
+# Error reports and the debug page mask URL passwords too (REDIS_URL, DATABASE_URL).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "benchlab.security.RedactingReporterFilter"
+
+# Failed sign-ins and API token attempts, per client address (benchlab.throttle).
+AUTH_FAILURE_LIMIT = env_int("BENCHLAB_AUTH_FAILURE_LIMIT", 10)
+AUTH_FAILURE_WINDOW_S = env_int("BENCHLAB_AUTH_FAILURE_WINDOW_S", 900)
+
+# TLS: whether people reach the lab over https (uvicorn's own TLS, scripts/lab's
+# BENCHLAB_TLS_CERT/KEY, or a proxy in front). Assumed off loopback, where it
+# brings Secure cookies, the redirect to https and HSTS. A proxy on another
+# host says https with a header: SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https"
+# (uvicorn trusts X-Forwarded-Proto from a proxy on this host by itself).
+BENCHLAB_TLS = env_bool("BENCHLAB_TLS", not is_loopback(BENCHLAB_BIND))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = BENCHLAB_TLS
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = BENCHLAB_TLS
+_proxy_ssl_header = env_list("SECURE_PROXY_SSL_HEADER", [])
+if _proxy_ssl_header:
+    if len(_proxy_ssl_header) != 2:
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be a header and its value, e.g. "
+            "HTTP_X_FORWARDED_PROTO,https"
+        )
+    SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1])
+SECURE_HSTS_SECONDS = env_int(
+    "SECURE_HSTS_SECONDS", 365 * 24 * 3600 if BENCHLAB_TLS and not is_loopback(BENCHLAB_BIND) else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Preloading is a request to browser vendors that only a domain's owner can make.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD or not SECURE_HSTS_SECONDS else ["security.W021"]
+
+# Content-Security-Policy (benchlab.security): scripts from the lab's own files
+# only; styles may be inline (plotly.js styles its charts so). The API docs page
+# loads Swagger UI from its CDN.
+_CSP_BASE = (
+    "default-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+CONTENT_SECURITY_POLICY = f"{_CSP_BASE}; script-src 'self'; style-src 'self' 'unsafe-inline'"
+_SWAGGER_CDN = "https://cdn.jsdelivr.net"
+CONTENT_SECURITY_POLICY_API_DOCS = (
+    _CSP_BASE.replace("img-src 'self'", f"img-src 'self' {_SWAGGER_CDN}")
+    + f"; script-src 'self' {_SWAGGER_CDN}; style-src 'self' 'unsafe-inline' {_SWAGGER_CDN}"
+)

@@ -6,6 +6,7 @@ from django import forms
 
 from runs.models import Experiment, Series
 from runs.services.series import cron_fields
+from runs.services.webhooks import WebhookRefused, webhook_check
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -65,8 +66,11 @@ class SeriesForm(forms.ModelForm):
 
     def clean_webhook_url(self) -> str:
         url = self.cleaned_data["webhook_url"]
-        if url and not url.startswith(("http://", "https://")):
-            raise forms.ValidationError("Give an http:// or https:// address.")
+        if url:
+            try:
+                webhook_check(url)
+            except WebhookRefused as error:
+                raise forms.ValidationError(str(error)) from error
         return url
 
 

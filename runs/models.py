@@ -740,3 +740,6 @@ class TimelineSeries(models.Model):
 
 # History (series, alerts, notes, imported runs) lives in its own module.
 from runs.models_history import Alert, Note, Occurrence, Provenance, Series  # noqa: E402, F401
+
+# API tokens (digests only) live in their own module.
+from runs.models_tokens import ApiToken  # noqa: E402, F401

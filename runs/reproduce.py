@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
-from agents.contract.scripts import SHELL_META
+from agents.contract.scripts import runs_shell
 from agents.contract.sql_text import SqlTextError, split_statements
 from runs.reproduce_build import comment_lines, decoded, quoted, shown, source_build_function
 
@@ -287,7 +287,7 @@ def _dataset_part(manifest: Manifest) -> str:
         file_name = _script_file_name(name)
         lines += [f"# {file_name}:", *comment_lines(text)]
         lines.append(f'{decoded(text)} >"$workdir/scripts/"{quoted(file_name)}')
-    shell = [_script_file_name(name) for name, text in files.items() if SHELL_META.search(text)]
+    shell = [_script_file_name(name) for name, text in files.items() if runs_shell(text)]
     if shell:
         lines.append(_shell_guard(shell))
     for command in manifest["commands"]:

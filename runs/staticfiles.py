@@ -30,7 +30,9 @@ class PlotlyFinder(BaseFinder):
 
     def find(self, path: str, find_all: bool = False, **kwargs: Any) -> Any:
         if path != f"{PREFIX}/{BUNDLE}":
-            return [] if find_all else ""
+            # Empty for both: Django's `find` keeps any non-list answer as a match,
+            # and a match of "" made every missing static file a 500.
+            return []
         found = str(PLOTLY_DIR / BUNDLE)
         return [found] if find_all else found
 

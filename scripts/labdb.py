@@ -37,6 +37,8 @@ def start(directory: Path) -> str:
     os_user = ensure_os_user(config.os_user)
     make_dirs(directory)
     cluster = Cluster(install, os_user, data_parent=directory, job_id=JOB_ID)
+    # The suite reaches it over TCP: its sandbox keeps the host's network.
+    cluster.serves_network = True
     log(f"starting PostgreSQL {install.version} in {cluster.data_dir}")
     cluster.initdb()
     cluster.start()

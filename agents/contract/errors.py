@@ -29,6 +29,8 @@ UserErrorCode = Literal[
     "empty_matrix",
     # Raised by the lab only: jobs for a host whose agent an administrator has not approved.
     "host_not_approved",
+    # Raised by the lab only: over a fair-use limit (queued runs per user, repeats).
+    "limit_reached",
     # Source builds: a source the agent's local config does not allow, a missing
     # compiler or library (the message names the Debian packages), a failed step.
     "build_refused",

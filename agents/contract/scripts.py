@@ -35,6 +35,15 @@ def check_script(text: str, allow_shell: bool, field: str = "workload.scripts") 
             raise JobError("refused_script", f"line {command.line}: {problem}", field=field)
 
 
+def runs_shell(text: str) -> bool:
+    """True when some pgbench (9.2 to 18) finds \\shell or \\setshell in `text`."""
+    return any(
+        command.folded_name in SHELL_COMMANDS
+        for reading in READINGS
+        for command in meta_commands(text, reading)
+    )
+
+
 def check_workload_scripts(workload: WorkloadSpec, allow_shell: bool) -> None:
     """Check every custom script of a normalised workload, its processes' scripts too."""
     for field, script in script_fields(workload):

@@ -13,6 +13,13 @@ EVENTS_STREAM = "benchlab:events"
 EVENTS_STREAM_ENV = "BENCHLAB_EVENTS_STREAM"
 EVENT_FIELD = "event"
 
+# Every stream is capped (XADD MAXLEN ~): the events stream holds only what the
+# control worker has not stored yet (it deletes each entry once stored), so its
+# cap is a backlog of many hours of many runs, reached only when the control
+# worker is down that long; it keeps Redis from filling up meanwhile.
+EVENTS_STREAM_MAXLEN = 1_000_000
+EVENTS_STREAM_MAXLEN_ENV = "BENCHLAB_EVENTS_MAXLEN"
+
 # Claims and cancel flags outlive any benchmark, then expire on their own.
 DISPATCH_KEY_TTL_S = 7 * 24 * 3600
 

@@ -10,13 +10,19 @@ stable:
 - `conflict` (409): the object's state does not allow the action;
 - `in_use` (409): `used_by` names what uses the object;
 - `already_exists` (409): a unique name is taken, `fields` names it;
+- `too_large` (413): the body is over DATA_UPLOAD_MAX_MEMORY_SIZE (or has more
+  fields than DATA_UPLOAD_MAX_NUMBER_FIELDS);
+- `limit_reached` (400): a fair-use limit (runs.services.limits); `limit`,
+  `current` and `setting` say which and how far;
 - DRF's own codes (`not_authenticated`, `permission_denied`, `not_found`,
   `method_not_allowed`, `parse_error`, ...).
 """
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
@@ -25,7 +31,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agents.contract.errors import USER_CODES, JobError
-from runs.services.errors import Conflict, InUse
+from runs.services.errors import Conflict, InUse, LimitReached
 
 
 def error_body(code: str, message: str, fields: dict | None = None, **extra: Any) -> dict:
@@ -38,7 +44,16 @@ def job_error_detail(exc: JobError) -> dict[str, list[str]]:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """Answer JobError with 400 and Conflict with 409; reshape DRF's own errors."""
+    """Answer JobError with 400, Conflict with 409, a body over the limit with 413; reshape
+    DRF's own errors."""
+    if isinstance(exc, RequestDataTooBig | TooManyFieldsSent):
+        return Response(
+            error_body("too_large", _too_large(exc)), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        )
+    if isinstance(exc, LimitReached):
+        limits = {"limit": exc.limit, "current": exc.current, "setting": exc.setting}
+        body = error_body(exc.code, exc.message, job_error_detail(exc), **limits)
+        return Response(body, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, JobError):
         body = error_body(exc.code, exc.message, job_error_detail(exc))
         return Response(body, status.HTTP_400_BAD_REQUEST)
@@ -67,6 +82,18 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             codes if isinstance(codes, str) else exc.default_code, str(exc.detail)
         )
     return response
+
+
+def _too_large(exc: RequestDataTooBig | TooManyFieldsSent) -> str:
+    if isinstance(exc, TooManyFieldsSent):
+        return (
+            f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields "
+            "(DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+        )
+    return (
+        f"The request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE); a source tarball goes to builds/{id}/source/ as a file."
+    )
 
 
 def flatten_detail(detail: Any, path: str = "") -> dict[str, list[str]]:

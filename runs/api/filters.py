@@ -5,20 +5,30 @@ nothing gives an empty list, not an error (the filter is a question, not a
 reference that must exist).
 """
 
+from typing import Any
+
 import django_filters
 from django import forms
 from django.http import QueryDict
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from runs.models import Run, ShareLink
 
+# Ids are positive and fit a bigint (BigAutoField): anything else cannot be an id.
+MAX_ID = 2**63 - 1
 
-@extend_schema_field(OpenApiTypes.INT)
+
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID})
 class IdFilter(django_filters.NumberFilter):
-    """An object id; one that names nothing matches nothing."""
+    """An object id; one that names nothing matches nothing, a value that cannot be an id
+    (0, negative, beyond a bigint) is a 400 naming the filter."""
 
     field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
 
 
 class StrictFilterSet(django_filters.FilterSet):

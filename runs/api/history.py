@@ -18,6 +18,7 @@ from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
 from runs.services import series as series_service
 from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.webhooks import WebhookRefused, webhook_check
 
 MAX_IMPORT_FILES = 100
 MAX_FILE_CHARS = 5_000_000
@@ -103,8 +104,11 @@ class SeriesSerializer(StrictModelSerializer):
         return " ".join(value.split())
 
     def validate_webhook_url(self, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise serializers.ValidationError("Give an http:// or https:// address.")
+        if value:
+            try:
+                webhook_check(value)
+            except WebhookRefused as error:
+                raise serializers.ValidationError(str(error)) from error
         return value
 
     def create(self, validated_data: dict) -> Series:
@@ -169,8 +173,13 @@ class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
 
 class NoteSerializer(StrictModelSerializer):
-    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
-    host = serializers.PrimaryKeyRelatedField(queryset=Host.objects.all(), required=False)
+    # A note is on a run or on a host; the other is null.
+    run = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
+    host = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(), required=False, allow_null=True
+    )
     created_by = owner_name()
 
     class Meta:
@@ -179,10 +188,10 @@ class NoteSerializer(StrictModelSerializer):
         read_only_fields = ["created_by", "created_at"]
 
     def validate(self, attrs: dict) -> dict:
-        if ("run" in attrs) == ("host" in attrs):
+        if (attrs.get("run") is None) == (attrs.get("host") is None):
             raise serializers.ValidationError({"run": "Give exactly one of run and host."})
         user = self.context["request"].user
-        if "host" in attrs and not user.is_staff:
+        if attrs.get("host") is not None and not user.is_staff:
             raise PermissionDenied("Only staff add notes to hosts.")
         return attrs
 

@@ -4,13 +4,14 @@ drf-spectacular documents the success responses; this AutoSchema adds the
 error responses each operation can give (all with `ErrorSerializer`):
 
 - 401 and 403 everywhere: no or bad credentials; not allowed (not the owner).
-- 400 and 415 where a request body is read; 400 on lists (bad filter values).
+- 400 where a request body is read; 400 on lists (bad filter values).
 - 404 where the path names an object, and on lists (a page past the end).
 - Request bodies of the model serializers take no property they do not list
   (`additionalProperties: false`): a misspelt field answers 400.
 - 409 where a body is read (a unique name taken), on DELETE (in use) and
   on actions whose object's state may not allow them (`cancel`, `rerun`,
-  `approve`, `revoke`).
+  `approve`, `revoke`, `start`).
+- 413 and 415 where a body is read: over DATA_UPLOAD_MAX_MEMORY_SIZE; not JSON.
 """
 
 from typing import Literal
@@ -26,10 +27,11 @@ ERROR_DESCRIPTIONS = {
     403: "Signed in, but not allowed: only the owner or staff may change it.",
     404: "No such object (or page).",
     409: "The object's state does not allow this, or it is in use (`used_by`).",
-    415: "The request body's content type is not JSON, a form or multipart.",
+    413: "The request body is over the size limit (DATA_UPLOAD_MAX_MEMORY_SIZE).",
+    415: "The request body's content type is not one this operation reads.",
 }
 WRITE_METHODS = ("POST", "PUT", "PATCH")
-CONFLICT_ACTIONS = ("cancel", "rerun", "approve", "revoke")
+CONFLICT_ACTIONS = ("cancel", "rerun", "approve", "revoke", "start")
 Direction = Literal["request", "response"]
 
 
@@ -71,5 +73,5 @@ class AutoSchema(SpectacularAutoSchema):
         ):
             codes.add(409)
         if takes_body:
-            codes.add(415)
+            codes.update((413, 415))
         return sorted(codes)

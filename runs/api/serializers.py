@@ -35,6 +35,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
+from runs.services.errors import LimitReached
 from runs.services.specs import clean_build_definition
 from runs.stats import Verdict
 from runs.warnings import CHECKS
@@ -297,6 +298,8 @@ class ExperimentSerializer(StrictModelSerializer):
         try:
             start = validated_data.pop("start")
             return services.experiment_schedule(user, validated_data, start).experiment
+        except LimitReached:
+            raise  # answered with its limit, count and setting (runs.api.errors)
         except JobError as exc:
             raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
 
@@ -489,12 +492,15 @@ class ComparisonSerializer(StrictModelSerializer):
 
 
 class ShareLinkSerializer(StrictModelSerializer):
-    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
+    # A link shares one of these; the other two are null.
+    run = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
     experiment = serializers.PrimaryKeyRelatedField(
-        queryset=Experiment.objects.all(), required=False
+        queryset=Experiment.objects.all(), required=False, allow_null=True
     )
     comparison = serializers.PrimaryKeyRelatedField(
-        queryset=Comparison.objects.all(), required=False
+        queryset=Comparison.objects.all(), required=False, allow_null=True
     )
     target_kind = serializers.CharField(read_only=True)
     is_active = serializers.BooleanField(read_only=True)
@@ -542,6 +548,17 @@ class ErrorDetailSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.IntegerField()),
         required=False,
         help_text="For `in_use` (409): the ids of what uses the object, by kind.",
+    )
+    limit = serializers.IntegerField(
+        required=False, help_text="For `limit_reached` (400): the limit's value."
+    )
+    current = serializers.IntegerField(
+        required=False,
+        help_text="For `limit_reached` (400): what you have (runs queued or running) or asked "
+        "for (repeats).",
+    )
+    setting = serializers.CharField(
+        required=False, help_text="For `limit_reached` (400): the setting that holds the limit."
     )
 
 

@@ -19,6 +19,13 @@ long (they died), then new entries.
   with a wrong token are dropped by the services, and logged there.
 - A database that cannot be reached leaves the entry pending, unacknowledged;
   the loop waits and retries it, so nothing is lost.
+- A dead letter keeps no secret and no signature (agents.contract.redaction):
+  a pending agent's registration carries its secret. The dead-letter stream
+  is capped (BENCHLAB_DEAD_LETTER_MAXLEN, approximately) and entries older
+  than BENCHLAB_DEAD_LETTER_MAX_AGE_S are trimmed once a minute (MINID), so
+  an agent waiting for approval, whose heartbeats are refused every 5 s, grows
+  nothing without bound; the same refusal is logged once per
+  REFUSAL_LOG_INTERVAL_S.
 
 The reaper (runs.control.reaper) runs beside it, in a thread of its own.
 """
@@ -28,6 +35,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +45,7 @@ from django.db import transaction
 
 from agents.contract import wire
 from agents.contract.events import InvalidEvent, is_agent_event
+from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.services import event_refusal, record_event
 from runs.services.ingest import (
@@ -49,7 +58,9 @@ from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
 
-DEAD_LETTER_MAX_ENTRIES = 100_000
+DEAD_LETTER_EXPIRY_INTERVAL_S = 60.0
+REFUSAL_LOG_INTERVAL_S = 600.0
+REFUSALS_REMEMBERED = 1000
 
 # A stream entry: its id and its fields (the client decodes responses to str).
 Fields = dict[str, str]
@@ -85,6 +96,10 @@ class EventConsumer:
         self.block_ms = block_ms
         self.batch = batch
         self.claim_idle_ms = claim_idle_ms
+        self.dead_letter_maxlen: int = settings.BENCHLAB_DEAD_LETTER_MAXLEN
+        self.dead_letter_max_age_s: int = settings.BENCHLAB_DEAD_LETTER_MAX_AGE_S
+        self._next_expiry = 0.0
+        self._refusals_logged: dict[str, float] = {}
 
     def ensure_group(self) -> None:
         """Create the stream and the consumer group, reading from the start, if missing."""
@@ -96,6 +111,9 @@ class EventConsumer:
 
     def run_round(self) -> int:
         """Handle one batch: own pending, else reclaimed, else new entries; return how many."""
+        if time.monotonic() >= self._next_expiry:
+            self.expire_dead_letters()
+            self._next_expiry = time.monotonic() + DEAD_LETTER_EXPIRY_INTERVAL_S
         entries = self._own_pending() or self._reclaimed() or self._new()
         if entries:
             self.handle_batch(entries)
@@ -164,7 +182,7 @@ class EventConsumer:
                 if refusal is None:
                     record_event(event)
                 else:
-                    logger.warning("event %s refused: %s", entry_id, refusal)
+                    self._log_refusal(entry_id, refusal)
                     dead.append((fields, f"refused: {refusal}"))
             dead += self._store_together(record_live_events, live)
             dead += self._store_together(record_heartbeats, heartbeats)
@@ -182,7 +200,7 @@ class EventConsumer:
         dead = []
         for (fields, _event), refusal in zip(entries, refusals, strict=True):
             if refusal is not None:
-                logger.warning("event refused: %s", refusal)
+                self._log_refusal("in a batch", refusal)
                 dead.append((fields, f"refused: {refusal}"))
         return dead
 
@@ -199,30 +217,61 @@ class EventConsumer:
                 if refusal is None:
                     record_event(event)
             if refusal is not None:
-                logger.warning("event %s refused: %s", entry_id, refusal)
+                self._log_refusal(entry_id, refusal)
                 self._keep_dead(fields, f"refused: {refusal}")
         except DATABASE_DOWN:
             raise
         except (KeyError, ValueError, TypeError, InvalidEvent) as exc:
-            logger.error("event %s is not a valid event: %r", entry_id, exc)
-            self._keep_dead(fields, f"invalid event: {exc!r}")
+            reason = scrubbed(f"invalid event: {exc!r}", fields)
+            logger.error("event %s is not a valid event: %s", entry_id, reason)
+            self._keep_dead(fields, reason)
         except Exception as exc:
+            # The traceback goes through the handlers' RedactingFilter.
             logger.exception("event %s could not be stored", entry_id)
             self._keep_dead(fields, f"storing failed: {exc!r}")
         self._acknowledge(entry_id)
+
+    def _log_refusal(self, entry_id: str, refusal: str) -> None:
+        """Log a refusal, but the same one at most once per REFUSAL_LOG_INTERVAL_S: a
+        pending agent's heartbeats are refused every 5 s for as long as it waits."""
+        now = time.monotonic()
+        if now < self._refusals_logged.get(refusal, 0.0):
+            logger.debug("event %s refused: %s", entry_id, refusal)
+            return
+        if len(self._refusals_logged) >= REFUSALS_REMEMBERED:
+            self._refusals_logged.clear()
+        self._refusals_logged[refusal] = now + REFUSAL_LOG_INTERVAL_S
+        logger.warning(
+            "event %s refused: %s (logged once per %d s)", entry_id, refusal, REFUSAL_LOG_INTERVAL_S
+        )
 
     @property
     def dead_letter_stream(self) -> str:
         return wire.dead_letter_stream(self.stream)
 
-    def _keep_dead(self, fields: dict | None, reason: str) -> None:
-        """Keep an event that cannot be stored, with the reason, instead of losing it."""
-        kept = {key: value for key, value in (fields or {}).items()}
-        kept["error"] = reason
-        # Capped: an agent waiting for approval sends a refused heartbeat every 5 s.
+    def _keep_dead(self, fields: Fields | None, reason: str) -> None:
+        """Keep an event that cannot be stored, with the reason, instead of losing it:
+        without secret and signature, in a capped stream (an agent waiting for approval
+        sends a refused heartbeat every 5 s)."""
+        kept: dict[Any, Any] = dead_letter(fields, reason)
         self.client.xadd(
-            self.dead_letter_stream, kept, maxlen=DEAD_LETTER_MAX_ENTRIES, approximate=True
+            self.dead_letter_stream, kept, maxlen=self.dead_letter_maxlen, approximate=True
         )
+
+    def expire_dead_letters(self) -> int:
+        """Trim dead letters older than `dead_letter_max_age_s` (by Redis' clock, which
+        the entry ids are made of); return how many went."""
+        seconds, microseconds = self.client.time()
+        now_ms = seconds * 1000 + microseconds // 1000
+        oldest_kept = max(0, now_ms - self.dead_letter_max_age_s * 1000)
+        trimmed = int(
+            self.client.xtrim(self.dead_letter_stream, minid=f"{oldest_kept}-0", approximate=False)
+        )
+        if trimmed:
+            logger.info(
+                "expired %d dead letters older than %d s", trimmed, self.dead_letter_max_age_s
+            )
+        return trimmed
 
     def _acknowledge(self, *entry_ids: str) -> None:
         pipe = self.client.pipeline()
@@ -235,3 +284,44 @@ class EventConsumer:
         logger.info("consuming %s as %s/%s", self.stream, self.group, self.consumer)
         run_until_stopped("consumer", self.run_round, stop, prepare=self.ensure_group)
         logger.info("stopped consuming %s", self.stream)
+
+
+def dead_letter(fields: Fields | None, reason: str) -> Fields:
+    """What the dead-letter stream keeps of an entry: its event without the secret and
+    the signature (agents.contract.redaction), and the reason, scrubbed alike."""
+    kept: Fields = {}
+    for key, value in (fields or {}).items():
+        try:
+            document = json.loads(value)
+        except ValueError:
+            kept[key] = redact_text(value)
+            continue
+        if isinstance(document, dict):
+            kept[key] = json.dumps(redacted_event(document), separators=(",", ":"))
+        else:
+            kept[key] = redact_text(value)
+    kept["error"] = scrubbed(reason, fields)
+    return kept
+
+
+def scrubbed(text: str, fields: Fields | None) -> str:
+    """`text` (a reason, an exception's repr) without the secret the entry carried."""
+    for secret in _carried_secrets(fields):
+        text = text.replace(secret, MASK)
+    return redact_text(text)
+
+
+def _carried_secrets(fields: Fields | None) -> list[str]:
+    secrets = []
+    for value in (fields or {}).values():
+        try:
+            document = json.loads(value)
+        except ValueError:
+            continue
+        data = document.get("data") if isinstance(document, dict) else None
+        secret = data.get(SECRET_FIELD) if isinstance(data, dict) else None
+        if isinstance(secret, str) and secret:
+            secrets.append(secret)
+        if isinstance(document, dict) and isinstance(document.get("sig"), str):
+            secrets.append(document["sig"])
+    return secrets

@@ -24,6 +24,7 @@ from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
@@ -213,6 +214,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     Raises JobError naming the spec field to fix, its message saying which
     cell it is about.
     """
+    require_repeats_within_limit(experiment.repeats)
     _require_one_stop_condition(experiment)
     _require_a_matrix(experiment)
     _require_approved_hosts(experiment)
@@ -363,9 +365,11 @@ def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) 
 
     Jobs are sent after the commit in this order, one queue per host, and an
     agent takes one job at a time from its queue, oldest first: each host
-    runs its runs in the recorded order.
+    runs its runs in the recorded order. Raises LimitReached when the user
+    would have more runs queued than fair use allows (runs.services.limits).
     """
     plan = execution_plan(len(checked), experiment.repeats, experiment.execution, experiment.seed)
+    require_queue_room(user, len(plan))
     return [_create_run(experiment, checked[slot.cell], slot, user) for slot in plan]
 
 

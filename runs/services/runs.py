@@ -14,6 +14,7 @@ from runs import transport
 from runs.models import Run
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.limits import require_queue_room
 from runs.services.permissions import AnyUser
 from runs.services.series import occurrence_run_finished
 from runs.services.validation import check_job_spec
@@ -102,6 +103,7 @@ def run_rerun(run: Run, user: User) -> Run:
     definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token")}
     spec, _notes = check_job_spec(definition)
     with transaction.atomic():
+        require_queue_room(user, 1)
         rerun = Run.objects.create(
             experiment=run.experiment,
             host=run.host,

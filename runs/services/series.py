@@ -11,8 +11,6 @@ mailed to its address.
 
 import json
 import logging
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from celery.schedules import crontab
@@ -28,6 +26,7 @@ from runs.changepoints import ChangePoint, change_points
 from runs.compare import HIGHER_IS_BETTER, metric_value
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
 from runs.services.experiments import M2M_FIELDS, experiment_start
+from runs.services.webhooks import webhook_post
 from runs.stats import summarize
 
 logger = logging.getLogger(__name__)
@@ -37,8 +36,6 @@ DETECT_TASK = "runs.tasks.series_detect"
 CONTROL_QUEUE = "control"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
-WEBHOOK_TIMEOUT_S = 10
-WEBHOOK_SCHEMES = ("http://", "https://")
 COPIED_FIELDS = (
     "description",
     "storage_layouts",
@@ -193,31 +190,15 @@ def alert_document(alert: Alert) -> dict[str, object]:
 
 
 def alert_deliver(alert: Alert) -> None:
-    """POST the alert to the series' webhook and mail it; record what happened on the alert."""
+    """POST the alert to the series' webhook (runs.services.webhooks) and mail it; record
+    what happened on the alert."""
     outcomes = []
     series = alert.series
     if series.webhook_url:
-        outcomes.append(_post_webhook(series.webhook_url, alert_document(alert)))
+        outcomes.append(webhook_post(series.webhook_url, alert_document(alert)))
     if series.alert_email:
         outcomes.append(_mail(series.alert_email, alert))
     Alert.objects.filter(pk=alert.pk).update(delivery="; ".join(outcomes))
-
-
-def _post_webhook(url: str, document: dict[str, object]) -> str:
-    if not url.startswith(WEBHOOK_SCHEMES):
-        return f"webhook refused: {url} is not http(s)"
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(document).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as response:
-            return f"webhook answered {response.status}"
-    except (urllib.error.URLError, OSError) as error:
-        logger.warning("alert %s: webhook %s failed: %s", document["alert_id"], url, error)
-        return f"webhook failed: {error}"
 
 
 def _mail(address: str, alert: Alert) -> str:

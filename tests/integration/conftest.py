@@ -26,7 +26,6 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agents.config import default_state_dir
@@ -34,6 +33,7 @@ from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_str
 from agents.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, Run
+from runs.services.tokens import api_token_create
 from tests.agents.worker.conftest import SpareRedis
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for
@@ -202,8 +202,8 @@ def lab(transactional_db, tmp_path):
 @pytest.fixture
 def api(transactional_db) -> APIClient:
     client = APIClient()
-    token = Token.objects.create(user=UserFactory())
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _row, token = api_token_create(UserFactory())
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 

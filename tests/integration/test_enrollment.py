@@ -76,7 +76,7 @@ def test_an_unapproved_agent_changes_nothing_and_its_events_are_dead_lettered_wi
     assert not PgCatalogue.objects.exists()
     assert "default" in host.pending_registration["storage"]
     assert "secret" not in host.pending_registration
-    assert registration["data"]["secret"] == lab.identity.secret
+    assert "secret" not in registration["data"] and "sig" not in registration
 
 
 def test_once_approved_the_agent_registration_is_applied_and_its_heartbeats_count(
@@ -91,6 +91,30 @@ def test_once_approved_the_agent_registration_is_applied_and_its_heartbeats_coun
     host.refresh_from_db()
     assert host.enrollment == Host.Enrollment.APPROVED
     assert list(host.storage_targets.values_list("name", "path")) == [("default", str(lab.storage))]
+
+
+def every_stream(lab: Lab) -> str:
+    """What anyone who can read Redis reads in its streams (every key of type stream)."""
+    texts = []
+    for key in lab.redis.scan_iter(_type="stream", count=1000):
+        texts += [repr(fields) for _id, fields in lab.redis.xrange(key)]
+    return "\n".join(texts)
+
+
+def test_no_stream_or_log_holds_the_secret_of_an_agent_approved_after_waiting(unapproved_lab):
+    lab = unapproved_lab
+    host = pending_host(lab)
+    wait_for(
+        lambda: refused(lab, "heartbeat", "pending approval"), 30, "a refused heartbeat", lab.logs
+    )
+
+    services.host_approve(host, UserFactory(is_staff=True))
+    wait_for(lambda: Host.objects.get(pk=host.pk).is_online, 30, "an accepted heartbeat", lab.logs)
+
+    assert dead_letters(lab), "the registration and heartbeats were dead-lettered"
+    assert lab.identity.secret not in every_stream(lab)
+    for log in lab.log_dir.glob("*.log"):
+        assert lab.identity.secret not in log.read_text(errors="replace"), log.name
 
 
 def test_a_registration_under_an_enrolled_name_with_another_identity_changes_nothing(lab):

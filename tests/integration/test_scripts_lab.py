@@ -11,6 +11,8 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,3 +144,25 @@ def test_scripts_lab_gives_the_local_agent_the_redis_of_redis_url(scripts_lab, o
     wait_for(
         beat_started, 60, "the control worker's beat (series schedules)", scripts_lab.logs, 1.0
     )
+
+
+def test_scripts_lab_starts_with_debug_off_and_keeps_its_files_private(scripts_lab):
+    wait_for(scripts_lab.host_row, LAB_START_TIMEOUT_S, "the lab to start", scripts_lab.logs, 1.0)
+    url = f"http://127.0.0.1:{scripts_lab.env['BENCHLAB_PORT']}"
+
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{url}/static/missing.js", timeout=30)
+    with urllib.request.urlopen(f"{url}/static/app.css", timeout=30) as css:
+        assert css.status == 200
+
+    body = missing.value.read().decode(errors="replace")
+    assert missing.value.code == 404
+    for word in ("REDIS_URL", "DATABASE_URL", "DEBUG", "Traceback", scripts_lab.env["REDIS_URL"]):
+        assert word not in body
+    assert "DEBUG=false" in scripts_lab.output.read_text()
+    assert (REPO / "var").stat().st_mode & 0o777 == 0o700
+    assert (REPO / "var" / "secret-key").stat().st_mode & 0o777 == 0o600
+    private = [scripts_lab.database, *scripts_lab.log_dir.glob("*.log")]
+    assert {path.name: path.stat().st_mode & 0o777 for path in private} == {
+        path.name: 0o600 for path in private
+    }

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agents.contract.catalogue import CATALOGUE_QUERY, catalogue_from_rows
 from agents.contract.wire import agent_queue, cancel_key, dispatch_key
 from runs.models import Host, PgCatalogue, Run
+from runs.services.tokens import api_token_create
 from runs.transport import redis_connection
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -41,8 +41,8 @@ def user(db):
 @pytest.fixture
 def api_client(user):
     client = APIClient()
-    token = Token.objects.create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _row, token = api_token_create(user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 

@@ -5,11 +5,11 @@ Through the API and through the pages."""
 import pytest
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import services
 from runs.models import ConfigProfile, Experiment, PgBuild, Run, Workload
+from runs.services.tokens import api_token_create
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 def client_for(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user)[1]}")
     return client
 
 

@@ -13,7 +13,7 @@ from asgiref.sync import async_to_sync
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
 
-from benchlab.settings import env_bool, env_int, env_str
+from benchlab.settings import env_bool, env_int, env_str, generated_secret_key, private_file
 from tests.e2e.conftest import Web, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def test_a_bad_boolean_or_integer_is_a_configuration_error(monkeypatch):
 def test_production_without_a_secret_key_refuses_to_start():
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRET_KEY")}
     env["DEBUG"] = "false"
-    env.pop("BENCHLAB_BIND", None)
+    env["BENCHLAB_BIND"] = "0.0.0.0"
 
     completed = subprocess.run(
         [sys.executable, "manage.py", "check"],
@@ -68,13 +68,15 @@ def settings_in_subprocess(env: dict[str, str], expression: str) -> subprocess.C
     )
 
 
-def test_debug_is_on_by_default_only_when_the_server_binds_loopback():
+def test_debug_is_off_by_default_and_on_when_asked_on_loopback():
     loopback = settings_in_subprocess({}, "s.DEBUG, s.BENCHLAB_BIND")
+    asked = settings_in_subprocess({"DEBUG": "true"}, "s.DEBUG")
     public = settings_in_subprocess(
         {"BENCHLAB_BIND": "0.0.0.0", "SECRET_KEY": "k"}, "s.DEBUG, s.ALLOWED_HOSTS"
     )
 
-    assert loopback.stdout.strip() == "True 127.0.0.1"
+    assert loopback.stdout.strip() == "False 127.0.0.1"
+    assert asked.stdout.strip() == "True"
     assert public.stdout.strip() == "False []"
 
 
@@ -176,3 +178,14 @@ def test_a_request_on_a_public_address_is_refused_while_debug_is_on(settings):
     assert public[0] == 403
     assert b"DEBUG is on, so this lab answers on 127.0.0.1 only" in public[1]
     assert loopback[0] == 200
+
+
+def test_the_generated_secret_key_and_the_sqlite_file_are_private(tmp_path):
+    key = generated_secret_key(tmp_path / "var" / "secret-key")
+    database = private_file(tmp_path / "var" / "benchlab.sqlite3")
+
+    assert len(key) > 50 and generated_secret_key(tmp_path / "var" / "secret-key") == key
+    assert (tmp_path / "var").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "var" / "secret-key").stat().st_mode & 0o777 == 0o600
+    assert database.stat().st_mode & 0o777 == 0o600
+    assert [path.name for path in (tmp_path / "var").iterdir()].count("secret-key") == 1

@@ -14,6 +14,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
@@ -89,7 +90,12 @@ class Command(BaseCommand):
             for start in range(0, len(sent), XADD_CHUNK):
                 pipe = client.pipeline()
                 for event in sent[start : start + XADD_CHUNK]:
-                    pipe.xadd(stream, {"event": json.dumps(event)})
+                    pipe.xadd(
+                        stream,
+                        {"event": json.dumps(event)},
+                        maxlen=settings.BENCHLAB_EVENTS_MAXLEN,
+                        approximate=True,
+                    )
                 pipe.execute()
             consumer.ensure_group()
             self.stderr.write(f"storing {len(sent):,} events ...")

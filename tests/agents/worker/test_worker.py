@@ -199,15 +199,36 @@ def test_a_job_sent_twice_runs_once_and_streams_its_events(
     assert shared_redis.get(claim_key(dispatch_key(run_id, spec["token"]))) == agent.name
 
 
-def test_a_run_cancelled_before_it_starts_ends_cancelled(agent, lab, shared_redis, stream, run_id):
-    shared_redis.set(cancel_key(dispatch_key(run_id, f"tok-{run_id}")), "1", ex=600)
+def test_a_job_cancelled_before_it_starts_is_dropped_before_anything(
+    agent, lab, shared_redis, stream, run_id
+):
+    spec = tiny_spec(run_id)
+    shared_redis.set(cancel_key(dispatch_key(run_id, spec["token"])), "1", ex=600)
 
+    dispatch(lab, agent, spec)
+
+    wait_for(lambda: f"run {run_id}: cancelled before it started" in agent.log(), timeout=30)
+    assert not shared_redis.exists(claim_key(dispatch_key(run_id, spec["token"])))
+    assert run_events(shared_redis, stream, run_id) == []
+
+
+def test_a_backlog_of_cancelled_jobs_is_dropped_in_seconds_and_the_next_job_runs(
+    agent, lab, shared_redis, stream, run_id
+):
+    backlog = [tiny_spec(f"{run_id}-{number}") for number in range(200)]
+    for spec in backlog:
+        shared_redis.set(cancel_key(dispatch_key(spec["run_id"], spec["token"])), "1", ex=600)
+    sent = time.monotonic()
+    for spec in backlog:
+        dispatch(lab, agent, spec)
     dispatch(lab, agent, tiny_spec(run_id))
 
-    result = wait_for_result(shared_redis, stream, run_id)
-    assert result["data"]["status"] == "cancelled"
-    assert result["data"]["error"]["code"] == "cancelled"
-    assert result["data"]["points"] == []
+    wait_for(lambda: measuring(shared_redis, stream, run_id), timeout=JOB_TIMEOUT_S)
+
+    # ~1 s a job before the pool woke the worker's loop as each job ended.
+    assert agent.log().count("cancelled before it started") == len(backlog)
+    assert time.monotonic() - sent < 30
+    assert wait_for_result(shared_redis, stream, run_id)["data"]["status"] == "succeeded"
 
 
 def test_a_run_cancelled_while_measuring_stops_within_seconds(

@@ -1,5 +1,6 @@
 """Change detection on a series' history: one alert for a step down, none for flat noise."""
 
+import ipaddress
 import json
 import threading
 from collections.abc import Iterator
@@ -23,8 +24,10 @@ class Received(list):
 
 
 @pytest.fixture
-def webhook() -> Iterator[tuple[str, Received]]:
-    """An HTTP server on localhost that stores every JSON POST and answers 204."""
+def webhook(settings) -> Iterator[tuple[str, Received]]:
+    """An HTTP server on localhost that stores every JSON POST and answers 204; loopback is
+    allowed as a webhook target (runs.services.webhooks)."""
+    settings.BENCHLAB_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.0/8")]
     received = Received()
 
     class Handler(BaseHTTPRequestHandler):

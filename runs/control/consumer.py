@@ -54,6 +54,7 @@ from runs.services.ingest import (
     record_heartbeats,
     record_live_events,
 )
+from runs.services.retry import retry_on_conflict
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,16 @@ Entry = tuple[str, Fields | None]
 def _stream_entries(reply: Any) -> list[Entry]:
     """The entries of an XREADGROUP reply for one stream (empty when nothing came)."""
     return reply[0][1] if reply else []
+
+
+@retry_on_conflict
+def _store_one(event: object) -> str | None:
+    """Store one event in a transaction of its own; why it is refused, or None."""
+    with transaction.atomic():
+        refusal = event_refusal(event)
+        if refusal is None:
+            record_event(event)
+    return refusal
 
 
 def default_consumer_name() -> str:
@@ -152,7 +163,7 @@ class EventConsumer:
         in the dead-letter stream, with its reason.
         """
         try:
-            dead = self._store_batch(entries)
+            dead = retry_on_conflict(self._store_batch)(entries)
         except DATABASE_DOWN:
             raise
         except Exception:
@@ -212,10 +223,7 @@ class EventConsumer:
         """
         try:
             event = json.loads((fields or {})[wire.EVENT_FIELD])
-            with transaction.atomic():
-                refusal = event_refusal(event)
-                if refusal is None:
-                    record_event(event)
+            refusal = _store_one(event)
             if refusal is not None:
                 self._log_refusal(entry_id, refusal)
                 self._keep_dead(fields, f"refused: {refusal}")

@@ -47,6 +47,7 @@ from agents.contract import wire
 from agents.contract.events import InvalidEvent, is_agent_event
 from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
+from runs.control.members import remove_dead_consumers
 from runs.services import event_refusal, record_event
 from runs.services.ingest import (
     is_heartbeat,
@@ -58,6 +59,9 @@ from runs.services.retry import retry_on_conflict
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
+
+# How often the consumer looks for members of its group that are gone.
+MEMBERS_CHECK_S = 60.0
 
 DEAD_LETTER_EXPIRY_INTERVAL_S = 60.0
 REFUSAL_LOG_INTERVAL_S = 600.0
@@ -107,6 +111,7 @@ class EventConsumer:
         self.block_ms = block_ms
         self.batch = batch
         self.claim_idle_ms = claim_idle_ms
+        self._next_members_check = 0.0
         self.dead_letter_maxlen: int = settings.BENCHLAB_DEAD_LETTER_MAXLEN
         self.dead_letter_max_age_s: int = settings.BENCHLAB_DEAD_LETTER_MAX_AGE_S
         self._next_expiry = 0.0
@@ -125,10 +130,18 @@ class EventConsumer:
         if time.monotonic() >= self._next_expiry:
             self.expire_dead_letters()
             self._next_expiry = time.monotonic() + DEAD_LETTER_EXPIRY_INTERVAL_S
+        self._forget_dead_members()
         entries = self._own_pending() or self._reclaimed() or self._new()
         if entries:
             self.handle_batch(entries)
         return len(entries)
+
+    def _forget_dead_members(self) -> None:
+        """Now and then, remove the group's members that are gone (runs.control.members)."""
+        if time.monotonic() < self._next_members_check:
+            return
+        self._next_members_check = time.monotonic() + MEMBERS_CHECK_S
+        remove_dead_consumers(self.client, self.stream, self.group, keep=self.consumer)
 
     def _own_pending(self) -> list[Entry]:
         reply = self.client.xreadgroup(

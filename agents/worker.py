@@ -85,6 +85,7 @@ from agents.job import run_job
 from agents.ledger import Ledger
 from agents.observe.facts import collect_facts
 from agents.pair import PairLink
+from agents.pgbench.latency_log import remove_dead_job_logs
 from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
 from agents.postgres.osuser import check_sandbox, ensure_os_user
@@ -156,6 +157,9 @@ app.conf.update(
     worker_concurrency=1,
     worker_disable_prefetch=True,
     broker_connection_retry_on_startup=True,
+    # Wait out a Redis outage of any length (kombu backs off up to 30 s between
+    # attempts) instead of ending the worker after 100 attempts.
+    broker_connection_max_retries=None,
     # Cancels only late-acknowledged tasks, which the agent has none of: a broker
     # outage never stops a benchmark. Set to Celery 6's default to say so.
     worker_cancel_long_running_tasks_on_connection_loss=True,
@@ -203,6 +207,7 @@ class Agent:
         if removed:
             logger.warning("agent %s: removed clusters left behind: %s", name, removed)
         report_interrupted(self.ledger, [self.signed], name)
+        remove_dead_job_logs(self.config.state_dir)
         try:
             register_agent(self.heartbeat.emitter, self.config, self.identity)
         except Exception:

@@ -293,8 +293,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # Regression mode (runs.services.series): series schedules live in the lab database
-# (django-celery-beat); the control worker runs the beat scheduler (scripts/lab).
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# (django-celery-beat); the control worker runs the beat scheduler (scripts/lab), one
+# per lab database: it holds a Redis lock, refreshed while it lives (runs.control.beat).
+CELERY_BEAT_SCHEDULER = "runs.control.beat:LockedDatabaseScheduler"
+BENCHLAB_BEAT_LOCK_TTL_S = env_int("BENCHLAB_BEAT_LOCK_TTL_S", 30)
 # Alert mail (optional, per series): Django's SMTP mail.
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)

@@ -292,7 +292,8 @@ def _store(runs: list[Run], built: dict[int, Digest]) -> None:
         return
     ids = [run.pk for run in runs]
     with transaction.atomic():
-        list(Run.objects.select_for_update().filter(pk__in=ids).values_list("pk"))
+        locked = Run.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")
+        list(locked.values_list("pk"))
         TimelineSeries.objects.filter(run_id__in=ids).delete()
         RunTimeline.objects.filter(run_id__in=ids).delete()
         now = timezone.now()

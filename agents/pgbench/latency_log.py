@@ -16,6 +16,7 @@ reading them takes no CPU from the measured window.
 """
 
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -23,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from agents.contract.errors import JobError
 from agents.contract.latency import (
@@ -54,6 +57,8 @@ FIRST_GUESS_TPS_PER_CPU = 50_000
 LOG_DIR_NAME = "txlog"
 LOG_FILE_PREFIX = "pgbench_log"
 STALE_AFTER_S = 24 * 3600
+# In each point directory: the pid and start time of the agent process that made it.
+OWNER_FILE = ".benchlab-owner"
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,7 @@ def point_log_dir(root: Path, label: str, os_user: OsUser) -> Iterator[Path]:
     make_dirs(root)
     remove_stale_logs(root)
     directory = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=root))
+    _write_owner(directory)
     chown_tree(directory, os_user)
     try:
         yield directory
@@ -254,6 +260,40 @@ def remove_stale_logs(root: Path, now: float | None = None) -> list[Path]:
         logger.warning("removing a transaction log left behind: %s", directory)
         shutil.rmtree(directory, onerror=_log_removal_error)
     return stale
+
+
+def remove_dead_job_logs(state_dir: Path) -> list[Path]:
+    """Remove the point directories whose agent process is gone (killed mid-point); the
+    worker calls this when it starts. Directories of a live process (another agent
+    sharing the state directory) stay, and so do those without an owner file (left to
+    `remove_stale_logs`). Returns what was removed."""
+    root = Path(state_dir).resolve() / LOG_DIR_NAME
+    if not root.is_dir():
+        return []
+    dead = [d for d in sorted(root.iterdir()) if d.is_dir() and _owner_gone(d)]
+    for directory in dead:
+        logger.warning("removing the transaction log of a job no agent runs: %s", directory)
+        shutil.rmtree(directory, onerror=_log_removal_error)
+    return dead
+
+
+def _write_owner(directory: Path) -> None:
+    started = psutil.Process().create_time()
+    (directory / OWNER_FILE).write_text(f"{os.getpid()} {started!r}\n")
+
+
+def _owner_gone(directory: Path) -> bool:
+    """Whether the directory's owner file names a process that no longer runs (a reused
+    pid has another start time); False without a readable owner file."""
+    try:
+        pid, started = (directory / OWNER_FILE).read_text().split()
+        owner, start_time = int(pid), float(started)
+    except (FileNotFoundError, ValueError):
+        return False
+    try:
+        return psutil.Process(owner).create_time() != start_time
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _last_write(directory: Path) -> float:

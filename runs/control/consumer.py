@@ -47,6 +47,7 @@ from agents.contract import wire
 from agents.contract.events import InvalidEvent, is_agent_event
 from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
+from runs.control.members import remove_dead_consumers
 from runs.services import event_refusal, record_event
 from runs.services.ingest import (
     is_heartbeat,
@@ -54,9 +55,13 @@ from runs.services.ingest import (
     record_heartbeats,
     record_live_events,
 )
+from runs.services.retry import retry_on_conflict
 from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
+
+# How often the consumer looks for members of its group that are gone.
+MEMBERS_CHECK_S = 60.0
 
 DEAD_LETTER_EXPIRY_INTERVAL_S = 60.0
 REFUSAL_LOG_INTERVAL_S = 600.0
@@ -70,6 +75,16 @@ Entry = tuple[str, Fields | None]
 def _stream_entries(reply: Any) -> list[Entry]:
     """The entries of an XREADGROUP reply for one stream (empty when nothing came)."""
     return reply[0][1] if reply else []
+
+
+@retry_on_conflict
+def _store_one(event: object) -> str | None:
+    """Store one event in a transaction of its own; why it is refused, or None."""
+    with transaction.atomic():
+        refusal = event_refusal(event)
+        if refusal is None:
+            record_event(event)
+    return refusal
 
 
 def default_consumer_name() -> str:
@@ -96,6 +111,7 @@ class EventConsumer:
         self.block_ms = block_ms
         self.batch = batch
         self.claim_idle_ms = claim_idle_ms
+        self._next_members_check = 0.0
         self.dead_letter_maxlen: int = settings.BENCHLAB_DEAD_LETTER_MAXLEN
         self.dead_letter_max_age_s: int = settings.BENCHLAB_DEAD_LETTER_MAX_AGE_S
         self._next_expiry = 0.0
@@ -114,10 +130,18 @@ class EventConsumer:
         if time.monotonic() >= self._next_expiry:
             self.expire_dead_letters()
             self._next_expiry = time.monotonic() + DEAD_LETTER_EXPIRY_INTERVAL_S
+        self._forget_dead_members()
         entries = self._own_pending() or self._reclaimed() or self._new()
         if entries:
             self.handle_batch(entries)
         return len(entries)
+
+    def _forget_dead_members(self) -> None:
+        """Now and then, remove the group's members that are gone (runs.control.members)."""
+        if time.monotonic() < self._next_members_check:
+            return
+        self._next_members_check = time.monotonic() + MEMBERS_CHECK_S
+        remove_dead_consumers(self.client, self.stream, self.group, keep=self.consumer)
 
     def _own_pending(self) -> list[Entry]:
         reply = self.client.xreadgroup(
@@ -152,7 +176,7 @@ class EventConsumer:
         in the dead-letter stream, with its reason.
         """
         try:
-            dead = self._store_batch(entries)
+            dead = retry_on_conflict(self._store_batch)(entries)
         except DATABASE_DOWN:
             raise
         except Exception:
@@ -212,10 +236,7 @@ class EventConsumer:
         """
         try:
             event = json.loads((fields or {})[wire.EVENT_FIELD])
-            with transaction.atomic():
-                refusal = event_refusal(event)
-                if refusal is None:
-                    record_event(event)
+            refusal = _store_one(event)
             if refusal is not None:
                 self._log_refusal(entry_id, refusal)
                 self._keep_dead(fields, f"refused: {refusal}")

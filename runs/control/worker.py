@@ -17,6 +17,7 @@ import threading
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
+from runs.control import beat  # noqa: F401 - the embedded beat's guards (signals)
 from runs.control.consumer import EventConsumer
 from runs.control.reaper import Reaper
 

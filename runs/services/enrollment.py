@@ -67,7 +67,7 @@ def run_event_refusal(event: Event, run: Run | None) -> str | None:
 
 def _agent_event_refusal(event: AgentEvent) -> str | None:
     name = event["agent"] or ""
-    host = Host.objects.select_for_update().filter(name=name).first()
+    host = Host.objects.select_for_update(no_key=True).filter(name=name).first()
     if event["type"] == "agent_register":
         return _registration_refusal(event, name, host)
     return heartbeat_refusal(event, host)

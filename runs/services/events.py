@@ -179,7 +179,8 @@ def _locked_run(run_id: str | None) -> Run | None:
         pk = int(run_id or "")
     except ValueError:
         return None
-    return Run.objects.select_for_update().filter(pk=pk).select_related("host").first()
+    locked = Run.objects.select_for_update(of=("self",), no_key=True)  # never the host
+    return locked.filter(pk=pk).select_related("host").first()
 
 
 def _set_step(run: Run, text: str) -> None:

@@ -25,6 +25,7 @@ from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.limits import require_queue_room, require_repeats_within_limit
+from runs.services.retry import retry_on_conflict
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
@@ -90,6 +91,7 @@ class Estimate(TypedDict):
     estimated_seconds: int | None
 
 
+@retry_on_conflict
 def experiment_schedule(user: User, data: dict, start: bool) -> Scheduled:
     """Create an experiment, validate every cell's spec once and, with `start`, queue its runs.
 
@@ -113,6 +115,7 @@ def experiment_schedule(user: User, data: dict, start: bool) -> Scheduled:
     return Scheduled(experiment, runs, notes)
 
 
+@retry_on_conflict
 def experiment_start(experiment: Experiment, user: User = None) -> list[Run]:
     """Expand a draft experiment into queued runs and send each job after the commit.
 
@@ -121,7 +124,7 @@ def experiment_start(experiment: Experiment, user: User = None) -> list[Run]:
     experiment already has runs (its order is recorded once).
     """
     with transaction.atomic():
-        locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
+        locked = Experiment.objects.select_for_update(no_key=True).get(pk=experiment.pk)
         if locked.runs.exists():
             raise Conflict(
                 f"experiment {locked.pk} is already started: re-run single runs from their "

@@ -69,7 +69,7 @@ def record_heartbeats(documents: list[object]) -> list[str | None]:
     None. Raises InvalidEvent for a document that is no event."""
     events = [cast(AgentEvent, validate_event(document)) for document in documents]
     names = sorted({event["agent"] or "" for event in events})
-    found = Host.objects.select_for_update().filter(name__in=names)
+    found = Host.objects.select_for_update(no_key=True).filter(name__in=names).order_by("pk")
     hosts = {h.name: h for h in found.only("name", "secret", "enrollment", "current_run")}
     refusals = [heartbeat_refusal(event, hosts.get(event["agent"] or "")) for event in events]
     accepted = [e for e, refusal in zip(events, refusals, strict=True) if refusal is None]
@@ -107,7 +107,7 @@ def _locked_runs(events: list[RunEventDocument]) -> dict[int, Run]:
     """The events' runs with their hosts, locked (in id order) until the caller commits."""
     pks = sorted({pk for event in events if (pk := _run_pk(event)) is not None})
     found = (
-        Run.objects.select_for_update(of=("self",))
+        Run.objects.select_for_update(of=("self",), no_key=True)
         .select_related("host")
         .only("status", "token", "host", "host__name", "host__secret", "host__enrollment")
         .filter(pk__in=pks)

@@ -157,7 +157,8 @@ def _fail_if_agent_silent(run: Run, now: datetime, recovery: JobRecovery) -> Non
 def _fail_queued(run: Run, error: JobError) -> bool:
     """queued (still this dispatch) -> failed with `error`."""
     with transaction.atomic():
-        if not Run.objects.select_for_update().filter(pk=run.pk, token=run.token).exists():
+        locked = Run.objects.select_for_update(no_key=True)
+        if not locked.filter(pk=run.pk, token=run.token).exists():
             logger.info("run %s: sent again meanwhile, not failed", run.pk)
             return False
         failed = run_finish(

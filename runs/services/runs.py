@@ -16,6 +16,7 @@ from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.limits import require_queue_room
 from runs.services.permissions import AnyUser
+from runs.services.retry import retry_on_conflict
 from runs.services.series import occurrence_run_finished
 from runs.services.validation import check_job_spec
 
@@ -69,6 +70,7 @@ def _status_of(run: Run) -> str:
     return Run.objects.filter(pk=run.pk).values_list("status", flat=True).first() or "gone"
 
 
+@retry_on_conflict
 def run_cancel(run: Run, user: AnyUser) -> Run:
     """Cancel a queued or running run at once, whether or not its agent answers.
 
@@ -92,6 +94,7 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
     return run
 
 
+@retry_on_conflict
 def run_rerun(run: Run, user: User) -> Run:
     """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.
 

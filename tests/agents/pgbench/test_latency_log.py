@@ -15,8 +15,10 @@ from agents.pgbench.latency_log import (
     ExpectedThroughput,
     LogPlan,
     Measured,
+    _write_owner,
     expected_throughput,
     log_root,
+    remove_dead_job_logs,
     remove_stale_logs,
     sampling_rate_for,
 )
@@ -138,3 +140,23 @@ def test_logs_a_killed_agent_left_are_removed_and_running_ones_kept(tmp_path: Pa
 
     assert remove_stale_logs(tmp_path) == [left]
     assert not left.exists() and running.exists()
+
+
+def test_at_start_logs_of_a_dead_agent_process_are_removed_and_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "txlog"
+    dead, live, unowned = root / "7-point-0-abc", root / "8-point-3-def", root / "9-point-0-ghi"
+    for directory in (dead, live, unowned):
+        directory.mkdir(parents=True)
+        (directory / "pgbench_log.1234").write_text("0 1 534 0 1795315403 517576\n")
+    child = os.fork()
+    if child == 0:  # an agent process that made its point's directory, then was killed
+        _write_owner(dead)
+        os._exit(0)
+    os.waitpid(child, 0)
+    _write_owner(live)
+
+    assert remove_dead_job_logs(tmp_path) == [dead]
+    assert not dead.exists() and live.exists() and unowned.exists()
+    assert remove_dead_job_logs(tmp_path / "nothing-yet") == []

@@ -1,0 +1,48 @@
+"""Members of the control consumer group that are gone for good.
+
+Each control worker joins the group under a name of its own (host and pid),
+so every restart leaves the old name behind. A member idle for longer than
+DEAD_AFTER_MS (a live one reads every second) that owns no pending entry
+(the consumer reclaims those after a minute) is removed (XGROUP DELCONSUMER),
+checked and removed in one script so no entry it might own meanwhile is lost.
+"""
+
+import logging
+from typing import Any
+
+import redis
+
+logger = logging.getLogger(__name__)
+
+DEAD_AFTER_MS = 10 * 60 * 1000
+# Remove the consumer only when it owns no pending entry: -1 when it does.
+REMOVE_IF_IDLE_SCRIPT = """
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then
+  return -1
+end
+return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+"""
+
+
+def remove_dead_consumers(
+    client: redis.Redis, stream: str, group: str, keep: str, idle_ms: int = DEAD_AFTER_MS
+) -> list[str]:
+    """Remove the group's members other than `keep` idle for over `idle_ms` with nothing
+    pending; return their names."""
+    removed = []
+    members: Any = client.xinfo_consumers(stream, group)
+    for member in members:
+        name = _text(member["name"])
+        if name == keep or member["pending"] or member["idle"] < idle_ms:
+            continue
+        if client.eval(REMOVE_IF_IDLE_SCRIPT, 1, stream, group, name) == -1:
+            continue
+        logger.info(
+            "removed consumer %s from group %s: idle for %d s", name, group, member["idle"] // 1000
+        )
+        removed.append(name)
+    return removed
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value

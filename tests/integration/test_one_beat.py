@@ -1,0 +1,105 @@
+"""One beat scheduler, for real: the control worker with `--beat` (as scripts/lab starts
+it) killed with SIGKILL and started again fires a series' schedule once per interval,
+and a second beat refuses to start."""
+
+import itertools
+import signal
+import sys
+import time
+from datetime import timedelta
+
+import psutil
+import pytest
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from runs.models import Occurrence, Series
+from runs.services.series import series_save
+from tests.integration.conftest import Lab
+from tests.runs.factories import (
+    ConfigProfileFactory,
+    ExperimentFactory,
+    HostFactory,
+    PgBuildFactory,
+    WorkloadFactory,
+)
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+INTERVAL_S = 3
+LOCK_TTL_S = 6
+WINDOW_S = 15
+
+
+def series_every_few_seconds() -> Series:
+    """A series whose schedule fires every INTERVAL_S (cron's minute is too slow to count)."""
+    template = ExperimentFactory(
+        name="often",
+        hosts=[HostFactory()],
+        builds=[PgBuildFactory()],
+        config_profiles=[ConfigProfileFactory(settings={})],
+        workloads=[WorkloadFactory(scale=1)],
+        clients=[1],
+        duration_s=1,
+    )
+    series = series_save(Series(name="often", template=template, schedule="* * * * *"))
+    every = IntervalSchedule.objects.create(every=INTERVAL_S, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.filter(pk=series.periodic_task_id).update(crontab=None, interval=every)
+    return series
+
+
+def start_control_with_beat(lab: Lab) -> None:
+    lab.control = lab._spawn(
+        "control",
+        [sys.executable, "-m", "celery", "-A", "benchlab", "worker", "-Q", "control",
+         "--concurrency", "1", "--pool", "solo", "-n", f"control-{lab.name}@%h",
+         "--without-gossip", "--without-mingle", "--loglevel", "info", "--beat"],
+    )  # fmt: skip
+
+
+def beats_started(lab: Lab) -> int:
+    return (lab.log_dir / "control.log").read_text(errors="replace").count("beat: holding")
+
+
+def test_after_kill_9_of_the_control_worker_its_schedule_fires_once_per_interval(
+    transactional_db, tmp_path, own_redis
+):
+    series = series_every_few_seconds()
+    lab = Lab(tmp_path, own_redis.url)
+    lab.env["BENCHLAB_BEAT_LOCK_TTL_S"] = str(LOCK_TTL_S)
+    try:
+        start_control_with_beat(lab)
+        wait_for(lambda: series.occurrences.count() >= 2, 60, "the schedule to fire", lab.logs)
+
+        second = lab._spawn(
+            "second-beat", [sys.executable, "-m", "celery", "-A", "benchlab", "beat", "-l", "info"]
+        )
+        assert second.wait(timeout=LOCK_TTL_S + 60) != 0
+        assert "beat: refusing to start" in (tmp_path / "second-beat.log").read_text()
+
+        worker = psutil.Process(lab.control.pid)
+        beat_child = worker.children()
+        assert len(beat_child) == 1, beat_child
+        lab.control.send_signal(signal.SIGKILL)  # as the operator did: the worker only
+        lab.control.wait(timeout=10)
+        _gone, alive = psutil.wait_procs(beat_child, timeout=15)
+        assert not alive, "the beat child outlived its worker"
+
+        start_control_with_beat(lab)
+        wait_for(lambda: beats_started(lab) == 2, LOCK_TTL_S + 60, "the new beat", lab.logs)
+        start = timezone.now()
+        time.sleep(WINDOW_S)
+        fired = list(
+            Occurrence.objects.filter(
+                series=series, fired_at__gte=start, fired_at__lt=start + timedelta(seconds=WINDOW_S)
+            )
+            .order_by("fired_at")
+            .values_list("fired_at", flat=True)
+        )
+    finally:
+        lab.close()
+    expected = WINDOW_S // INTERVAL_S
+    assert expected - 2 <= len(fired) <= expected + 1, fired
+    gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(fired)]
+    assert min(gaps) >= INTERVAL_S / 2, gaps

@@ -10,7 +10,7 @@ import copy
 import random
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict, cast, final
+from typing import Any, Final, Literal, NotRequired, TypedDict, cast, final
 
 from agents.contract.builds import BuildDefinition, check_build_definition
 from agents.contract.errors import JobError
@@ -29,7 +29,7 @@ from agents.contract.vocabulary import (
     SweepOrder,
 )
 
-SPEC_VERSION = 1
+SPEC_VERSION: Final = 1
 INIT_STEP_CHARS = set("dtgGvpf")
 MAX_SCRIPTS = 128
 MAX_PROCESSES = 64

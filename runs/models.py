@@ -288,6 +288,7 @@ class Workload(models.Model):
     statement_latencies = models.BooleanField(default=False)
     # Issue 13: -v, and several pgbench processes per point.
     vacuum_all = models.BooleanField(default=False)
+    connect_per_transaction = models.BooleanField(default=False)
     processes = models.JSONField(
         default=list,
         blank=True,

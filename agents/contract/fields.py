@@ -211,6 +211,14 @@ WORKLOAD: tuple[Field, ...] = (
     ),
     # Several pgbench processes per point, started together; empty: one process of `scripts`.
     Field("processes", "list", [], "Processes"),
+    Field(
+        "connect_per_transaction",
+        "bool",
+        False,
+        "New connection per transaction (-C)",
+        "pgbench -C: every transaction opens its own connection, measuring the cost of "
+        "connecting (much lower tps than with connections kept).",
+    ),
 )
 
 SWEEP: tuple[Field, ...] = (

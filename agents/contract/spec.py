@@ -107,6 +107,8 @@ class WorkloadSpec(TypedDict):
     vacuum_all: bool
     # Several pgbench processes per point, started together; empty: one process of `scripts`.
     processes: list[ProcessSpec]
+    # pgbench -C: a new connection for every transaction.
+    connect_per_transaction: bool
 
 
 class SweepSpec(TypedDict):

@@ -12,12 +12,17 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
+from agents.contract.fields import DATASET, WORKLOAD
 from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec
-from runs import services, workload_editor
+from runs import services, spec_fields, workload_editor
 from runs.execution import SEED_LIMIT
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.specs import clean_build_definition
 from runs.services.uploads import source_upload_check, source_upload_store, upload_digest
+from runs.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
+
+# The workload inputs shown under Measurement; every other workload option is a pgbench option.
+MEASUREMENT = ("latency_log", "statement_latencies", "progress")
 
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 
@@ -79,17 +84,11 @@ def parse_storage_layouts(text: str) -> list[dict]:
     return layouts
 
 
-# Where a service's JobError field points in the schedule form.
+# Where a service's JobError field points in the schedule form: each sweep field an
+# experiment stores has an input of its name.
 SPEC_FIELD_TO_FORM = {
-    "sweep.clients": "clients",
-    "sweep.duration_s": "duration_s",
-    "sweep.transactions": "transactions",
-    "sweep.repeats": "repeats",
+    **{f"sweep.{name}": name for name in spec_fields.names(EXPERIMENT_ROW_FIELDS)},
     "repeats": "repeats",
-    "sweep.threads": "threads",
-    "sweep.warmup_s": "warmup_s",
-    "sweep.order": "order",
-    "sweep.between_points": "between_points",
     "storage": "storage",
     "settings": "config_profiles",
     "postgres": "builds",
@@ -151,27 +150,19 @@ class ScheduleForm(forms.Form):
         help_text="One layout per entry, comma-separated: <code>default</code>, "
         "<code>nvme:sata</code> puts WAL on sata. Each layout is one column of the matrix.",
     )
-    clients = forms.CharField(initial="1,2,4,8,16", help_text="Client counts to sweep.")
+    clients = forms.CharField(initial="1,2,4,8,16", **spec_fields.described("clients"))
     duration_s = forms.IntegerField(
-        required=False, min_value=1, label="Duration (s)", initial=10, help_text="pgbench -T"
+        required=False, min_value=1, initial=10, **spec_fields.described("duration_s")
     )
     transactions = forms.IntegerField(
-        required=False,
-        min_value=1,
-        label="Transactions per client",
-        help_text="pgbench -t; leave the duration empty to use it",
+        required=False, min_value=1, **spec_fields.described("transactions")
     )
     # The upper bound is fair use's (runs.services.limits), checked with the experiment.
     repeats = forms.IntegerField(min_value=1, initial=1)
-    threads = forms.IntegerField(
-        required=False, min_value=1, help_text="Empty: min(clients, host CPUs)"
-    )
-    warmup_s = forms.IntegerField(min_value=0, initial=0, label="Warm-up (s)")
+    threads = forms.IntegerField(required=False, min_value=1, **spec_fields.described("threads"))
+    warmup_s = forms.IntegerField(min_value=0, initial=0, **spec_fields.described("warmup_s"))
     order = forms.ChoiceField(
-        choices=Experiment.Order.choices,
-        initial="ascending",
-        label="Client order",
-        help_text="Within each run; random draws a new order for every repeat.",
+        choices=Experiment.Order.choices, initial="ascending", **spec_fields.described("order")
     )
     execution = forms.ChoiceField(
         choices=Experiment.Execution.choices,
@@ -187,7 +178,9 @@ class ScheduleForm(forms.Form):
         help_text="For the random orders; empty: drawn and recorded. Reuse one to repeat an order.",
     )
     between_points = forms.ChoiceField(
-        choices=Experiment.BetweenPoints.choices, initial="checkpoint", label="Between points"
+        choices=Experiment.BetweenPoints.choices,
+        initial="checkpoint",
+        **spec_fields.described("between_points"),
     )
 
     def clean_clients(self) -> list[int]:
@@ -292,6 +285,10 @@ class ConfigProfileForm(forms.ModelForm):
         return super().save(commit)
 
 
+# The workload's spec fields that are one input each (scripts, -D and processes have editors).
+SPEC_INPUTS = spec_fields.scalar(WORKLOAD_ROW_FIELDS)
+
+
 class WorkloadForm(forms.ModelForm):
     """A workload: dataset options, setup SQL, several scripts (built-in or custom, each with
     its weight, runs/workload_editor.py), -D variables and the processes of a point."""
@@ -319,32 +316,13 @@ class WorkloadForm(forms.ModelForm):
 
     class Meta:
         model = Workload
-        fields = [
-            "name",
-            "description",
-            "scale",
-            "init_steps",
-            "partitions",
-            "partition_method",
-            "unlogged_tables",
-            "fillfactor",
-            "foreign_keys",
-            "setup_sql",
-            "query_mode",
-            "no_vacuum",
-            "vacuum_all",
-            "rate_tps",
-            "latency_limit_ms",
-            "max_tries",
-            "latency_log",
-            "statement_latencies",
-            "progress",
-        ]
+        fields = ["name", "description", *spec_fields.names(SPEC_INPUTS)]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "setup_sql": forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         }
-        labels = {"setup_sql": "Setup SQL (after pgbench -i)", "rate_tps": "Rate limit (tps)"}
+        labels = spec_fields.labels(SPEC_INPUTS)
+        help_texts = spec_fields.help_texts(SPEC_INPUTS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -357,6 +335,24 @@ class WorkloadForm(forms.ModelForm):
         )
         processes = self.instance.processes or []
         self.fields["processes_text"].initial = json.dumps(processes, indent=1) if processes else ""
+
+    def _inputs(self, section: str) -> list[forms.BoundField]:
+        """The inputs of one panel: `dataset` (setup SQL aside), `measurement` or `options`."""
+        chosen = {
+            "dataset": [f.name for f in DATASET if f.name != "setup_sql"],
+            "measurement": list(MEASUREMENT),
+            "options": [f.name for f in WORKLOAD if f.name not in MEASUREMENT],
+        }[section]
+        return [self[f.name] for f in SPEC_INPUTS if f.name in chosen]
+
+    def dataset_inputs(self) -> list[forms.BoundField]:
+        return self._inputs("dataset")
+
+    def measurement_inputs(self) -> list[forms.BoundField]:
+        return self._inputs("measurement")
+
+    def option_inputs(self) -> list[forms.BoundField]:
+        return self._inputs("options")
 
     def script_slots(self) -> list[tuple[forms.BoundField, ...]]:
         return workload_editor.slots_of(self, self.slots)

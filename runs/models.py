@@ -280,39 +280,15 @@ class Workload(models.Model):
     defines = models.JSONField(default=dict, blank=True)
     # What the lab measures besides tps (docs/benchmarks.md, "What each pgbench
     # option costs"): each costs throughput, so only the cheap ones are on by default.
+    # Labels and help texts of the spec fields: agents/contract/fields.py.
     latency_log = models.CharField(
-        max_length=10,
-        choices=LatencyLog.choices,
-        default=LatencyLog.SAMPLED,
-        help_text="The transaction log the latency percentiles and the per-second timeline "
-        "come from. Sampled: about 500 lines a second, its cost within the noise of plain "
-        "pgbench; the timeline is estimated from it, live. Aggregate: exact per-second "
-        "summaries at the end of each point, the maximum but no percentiles. Full log: every "
-        "transaction, costs 5-13 % of select-only tps: for studying single slow transactions "
-        "only. None: no percentiles and no timeline (unless -P 1).",
+        max_length=10, choices=LatencyLog.choices, default=LatencyLog.SAMPLED
     )
-    progress = models.BooleanField(
-        default=False,
-        verbose_name="Exact per-second timeline (-P 1)",
-        help_text="Without it the per-second timeline is read from the transaction log: "
-        "estimated from the sample, the same numbers live and kept. -P 1 makes it exact but "
-        "costs about 3 % of select-only throughput (its timed waits): for runs where single "
-        "seconds matter more than that.",
-    )
-    statement_latencies = models.BooleanField(
-        default=False,
-        verbose_name="Per-statement latencies (-r)",
-        help_text="The average latency of each script statement, shown with each point's "
-        "command. -r costs about 0.25 % of throughput on the shortest "
-        "transactions (select-only): a diagnosis tool, off unless asked for.",
-    )
+    progress = models.BooleanField(default=False)
+    statement_latencies = models.BooleanField(default=False)
     # Issue 13: -v, and several pgbench processes per point.
-    vacuum_all = models.BooleanField(
-        default=False,
-        verbose_name="Vacuum all tables first (-v)",
-        help_text="pgbench -v: vacuum the four standard pgbench tables before each point "
-        "(seed 4 before its read-write tests). Excludes -n.",
-    )
+    vacuum_all = models.BooleanField(default=False)
+    connect_per_transaction = models.BooleanField(default=False)
     processes = models.JSONField(
         default=list,
         blank=True,

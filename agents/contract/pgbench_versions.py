@@ -7,21 +7,23 @@ the lab and the agent both call it.
 """
 
 from agents.contract.errors import JobError
+from agents.contract.fields import SECTIONS
 from agents.contract.spec import JobSpec
 
 FIRST_WITH_WEIGHTED_SCRIPTS = 90600
 
-# (spec field, pgbench option, first version that has it as server_version_num)
-OPTION_RULES: tuple[tuple[str, str, int], ...] = (
-    ("workload.max_tries", "--max-tries", 150000),
-    ("dataset.partitions", "--partitions", 130000),
-    ("dataset.init_steps", "-I (init steps)", 110000),
-    ("dataset.foreign_keys", "--foreign-keys", 110000),
-    ("workload.scripts", "several scripts and weights (-b name@weight)", 90600),
-    ("workload.latency_limit_ms", "-L (--latency-limit)", 90500),
-    ("workload.progress", "-P (--progress)", 90400),
-    ("workload.rate_tps", "-R (--rate)", 90400),
-    ("dataset.unlogged_tables", "--unlogged-tables", 90300),
+# (spec field, pgbench option, first version that has it as server_version_num), newest
+# first: each declared field with an option that came in a version specs may name.
+OPTION_RULES: tuple[tuple[str, str, int], ...] = tuple(
+    sorted(
+        (
+            (f"{section}.{field.name}", field.option, field.since)
+            for section, fields in SECTIONS.items()
+            for field in fields
+            if field.since
+        ),
+        key=lambda rule: -rule[2],
+    )
 )
 
 

@@ -9,19 +9,16 @@ fix. Pure Python: the web tier calls it before it queues anything.
 import copy
 import random
 import re
-from typing import Any, Literal, NotRequired, TypedDict, cast, final
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NotRequired, TypedDict, cast, final
 
 from agents.contract.builds import BuildDefinition, check_build_definition
 from agents.contract.errors import JobError
+from agents.contract.fields import SECTIONS, defaults
 from agents.contract.vocabulary import (
-    BETWEEN_POINTS,
     BUILTIN_SCRIPTS,
-    LATENCY_LOGS,
     PAIR_ROLES,
-    PARTITION_METHODS,
-    QUERY_MODES,
     SOURCES,
-    SWEEP_ORDERS,
     BetweenPoints,
     BuiltinScript,
     LatencyLog,
@@ -32,11 +29,10 @@ from agents.contract.vocabulary import (
     SweepOrder,
 )
 
-SPEC_VERSION = 1
+SPEC_VERSION: Final = 1
 INIT_STEP_CHARS = set("dtgGvpf")
 MAX_SCRIPTS = 128
 MAX_PROCESSES = 64
-MAX_SEED = 2**63 - 1
 VERSION_PATTERN = re.compile(r"^\d{1,2}(\.\d{1,2})?$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -111,6 +107,8 @@ class WorkloadSpec(TypedDict):
     vacuum_all: bool
     # Several pgbench processes per point, started together; empty: one process of `scripts`.
     processes: list[ProcessSpec]
+    # pgbench -C: a new connection for every transaction.
+    connect_per_transaction: bool
 
 
 class SweepSpec(TypedDict):
@@ -175,42 +173,7 @@ DEFAULTS: dict[str, Any] = {
     "postgres": {"version": "16", "source": "auto", "build": None},
     "settings": {},
     "storage": {"data": "default", "wal": None},
-    "dataset": {
-        "scale": 1,
-        "init_steps": None,
-        "partitions": None,
-        "partition_method": None,
-        "unlogged_tables": False,
-        "fillfactor": None,
-        "foreign_keys": False,
-        "setup_sql": "",
-    },
-    "workload": {
-        "scripts": [{"builtin": "tpcb-like", "weight": 1}],
-        "query_mode": "simple",
-        "no_vacuum": False,
-        "rate_tps": None,
-        "latency_limit_ms": None,
-        "max_tries": None,
-        "defines": {},
-        "latency_log": "sampled",
-        "progress": False,
-        "statement_latencies": False,
-        "vacuum_all": False,
-        "processes": [],
-    },
-    "sweep": {
-        "clients": [1],
-        "threads": None,
-        "duration_s": None,
-        "transactions": None,
-        "repeats": 1,
-        "order": "ascending",
-        "warmup_s": 0,
-        "between_points": "none",
-        "first_repeat": 1,
-        "seed": None,
-    },
+    **{section: defaults(fields) for section, fields in SECTIONS.items()},
     "network": {"role": "local", "peer": None, "join_timeout_s": 3600},
 }
 
@@ -273,23 +236,11 @@ def _integer(
         raise invalid(field, f"must be {bound}, got {value}")
 
 
-def _number(value: object, field: str, allow_none: bool = True) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise invalid(field, f"must be a positive number, got {value!r}")
-
-
 def _choice(value: object, field: str, choices: tuple[str, ...], allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if value not in choices:
         raise invalid(field, f"must be one of {', '.join(choices)}; got {value!r}")
-
-
-def _boolean(value: object, field: str) -> None:
-    if not isinstance(value, bool):
-        raise invalid(field, f"must be true or false, got {value!r}")
 
 
 def _check_postgres(postgres: PostgresSpec) -> None:
@@ -324,24 +275,26 @@ def _check_storage(storage: StorageSpec) -> None:
             raise invalid(f"storage.{role}", f"must name a storage target, got {name!r}")
 
 
+def _check_fields(section: str, values: Mapping[str, object]) -> None:
+    """Each declared field of a section checked as agents/contract/fields.py declares it."""
+    for field in SECTIONS[section]:
+        problem = None if field.compound else field.problem(values[field.name])
+        if problem:
+            raise invalid(f"{section}.{field.name}", problem)
+
+
 def _check_dataset(dataset: DatasetSpec) -> None:
-    _integer(dataset["scale"], "dataset.scale", 1, 1_000_000)
+    _check_fields("dataset", dataset)
     steps = dataset["init_steps"]
     if steps is not None:
         if not isinstance(steps, str) or not steps or set(steps) - INIT_STEP_CHARS:
             raise invalid("dataset.init_steps", f"must be letters from dtgGvpf, got {steps!r}")
-    _integer(dataset["partitions"], "dataset.partitions", 0, 100_000, allow_none=True)
-    _choice(dataset["partition_method"], "dataset.partition_method", PARTITION_METHODS, True)
     if dataset["partition_method"] and not dataset["partitions"]:
         raise invalid("dataset.partition_method", "needs dataset.partitions > 0")
-    _boolean(dataset["unlogged_tables"], "dataset.unlogged_tables")
-    _boolean(dataset["foreign_keys"], "dataset.foreign_keys")
-    _integer(dataset["fillfactor"], "dataset.fillfactor", 10, 100, allow_none=True)
-    if not isinstance(dataset["setup_sql"], str):
-        raise invalid("dataset.setup_sql", "must be SQL text")
 
 
 def _check_workload(workload: WorkloadSpec) -> None:
+    _check_fields("workload", workload)
     scripts = workload["scripts"]
     if not isinstance(scripts, list) or not 1 <= len(scripts) <= MAX_SCRIPTS:
         raise invalid("workload.scripts", f"must list 1 to {MAX_SCRIPTS} scripts")
@@ -349,18 +302,9 @@ def _check_workload(workload: WorkloadSpec) -> None:
         _check_script_entry(script, f"workload.scripts[{index}]")
     if sum(script["weight"] for script in scripts) <= 0:
         raise invalid("workload.scripts", "the weights must add up to more than 0")
-    _choice(workload["query_mode"], "workload.query_mode", QUERY_MODES)
-    _choice(workload["latency_log"], "workload.latency_log", LATENCY_LOGS)
-    _boolean(workload["progress"], "workload.progress")
-    _boolean(workload["statement_latencies"], "workload.statement_latencies")
-    _boolean(workload["no_vacuum"], "workload.no_vacuum")
-    _boolean(workload["vacuum_all"], "workload.vacuum_all")
     if workload["vacuum_all"] and workload["no_vacuum"]:
         raise invalid("workload.vacuum_all", "-v and -n exclude each other: turn one of them off")
     _check_processes(workload["processes"])
-    _number(workload["rate_tps"], "workload.rate_tps")
-    _number(workload["latency_limit_ms"], "workload.latency_limit_ms")
-    _integer(workload["max_tries"], "workload.max_tries", 0, 1_000_000, allow_none=True)
     defines = workload["defines"]
     if not isinstance(defines, dict):
         raise invalid("workload.defines", "must be an object of variable names to values")
@@ -421,23 +365,14 @@ def _check_script_entry(script: object, field: str) -> None:
 
 
 def _check_sweep(sweep: SweepSpec) -> None:
+    _check_fields("sweep", sweep)
     clients = sweep["clients"]
     if not isinstance(clients, list) or not clients:
         raise invalid("sweep.clients", "must list at least one client count, e.g. [1, 2, 4]")
     for index, count in enumerate(clients):
         _integer(count, f"sweep.clients[{index}]", 1, 10_000)
-    _integer(sweep["threads"], "sweep.threads", 1, 10_000, allow_none=True)
-    duration, transactions = sweep["duration_s"], sweep["transactions"]
-    if (duration is None) == (transactions is None):
+    if (sweep["duration_s"] is None) == (sweep["transactions"] is None):
         raise invalid("sweep.duration_s", "give exactly one of duration_s and transactions")
-    _integer(duration, "sweep.duration_s", 1, 7 * 24 * 3600, allow_none=True)
-    _integer(transactions, "sweep.transactions", 1, 10**12, allow_none=True)
-    _integer(sweep["repeats"], "sweep.repeats", 1, 1000)
-    _choice(sweep["order"], "sweep.order", SWEEP_ORDERS)
-    _integer(sweep["warmup_s"], "sweep.warmup_s", 0, 24 * 3600)
-    _choice(sweep["between_points"], "sweep.between_points", BETWEEN_POINTS)
-    _integer(sweep["first_repeat"], "sweep.first_repeat", 1, 1_000_000)
-    _integer(sweep["seed"], "sweep.seed", 0, MAX_SEED, allow_none=True)
 
 
 def _check_network(network: NetworkSpec) -> None:

@@ -107,6 +107,8 @@ def workload_args(
         argv.append("-n")
     if workload["vacuum_all"]:
         argv.append("-v")
+    if workload["connect_per_transaction"]:
+        argv.append("-C")
     if workload["rate_tps"]:
         argv += ["-R", _number(workload["rate_tps"])]
     if workload["latency_limit_ms"]:

@@ -37,6 +37,7 @@ from runs.models import (
 )
 from runs.services.errors import LimitReached
 from runs.services.specs import clean_build_definition
+from runs.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 from runs.stats import Verdict
 from runs.warnings import CHECKS
 
@@ -176,37 +177,20 @@ class WorkloadSerializer(StrictModelSerializer):
             "id",
             "name",
             "description",
-            "scale",
-            "init_steps",
-            "partitions",
-            "partition_method",
-            "unlogged_tables",
-            "fillfactor",
-            "foreign_keys",
-            "setup_sql",
-            "scripts",
-            "query_mode",
-            "no_vacuum",
-            "rate_tps",
-            "latency_limit_ms",
-            "max_tries",
-            "defines",
-            "latency_log",
-            "progress",
-            "statement_latencies",
-            "vacuum_all",
-            "processes",
+            *names(WORKLOAD_ROW_FIELDS),
             "created_by",
             "created_at",
         ]
         read_only_fields = ["created_by", "created_at"]
         extra_kwargs = {
+            **{name: {"help_text": text} for name, text in help_texts(WORKLOAD_ROW_FIELDS).items()},
             "latency_log": {
+                "help_text": help_texts(WORKLOAD_ROW_FIELDS)["latency_log"],
                 "error_messages": {
                     "invalid_choice": f'"{{input}}" is not a latency log: use one of '
                     f"{', '.join(Workload.LatencyLog.values)}."
-                }
-            }
+                },
+            },
         }
 
     def validate(self, attrs: dict) -> dict:

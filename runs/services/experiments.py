@@ -11,7 +11,7 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypedDict
+from typing import NamedTuple, TypedDict, cast
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -19,7 +19,16 @@ from django.contrib.auth.models import User as DjangoUser
 from django.db import transaction
 
 from agents.contract.errors import JobError
-from agents.contract.spec import SPEC_VERSION, JobSpec
+from agents.contract.fields import SWEEP, defaults
+from agents.contract.spec import (
+    DEFAULTS,
+    SPEC_VERSION,
+    JobSpec,
+    NetworkSpec,
+    PostgresSpec,
+    SweepSpec,
+)
+from agents.contract.vocabulary import Source
 from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
@@ -28,6 +37,7 @@ from runs.services.limits import require_queue_room, require_repeats_within_limi
 from runs.services.retry import retry_on_conflict
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
+from runs.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 
 logger = logging.getLogger(__name__)
 
@@ -163,45 +173,40 @@ def experiment_cells(experiment: Experiment) -> list[Cell]:
     return [Cell(index, *values) for index, values in enumerate(product)]
 
 
-def postgres_spec(build: PgBuild) -> dict[str, Any]:
+def postgres_spec(build: PgBuild) -> PostgresSpec:
     """The job spec's `postgres` section; a source build carries its whole definition."""
-    section: dict[str, Any] = {"version": build.version, "source": build.source}
-    if build.source == PgBuild.Source.BUILD:
-        section["build"] = build.definition
-    return section
+    definition = build.definition if build.source == PgBuild.Source.BUILD else None
+    return {"version": build.version, "source": cast(Source, build.source), "build": definition}
 
 
-def build_job_spec(experiment: Experiment, cell: Cell) -> dict[str, Any]:
+def build_job_spec(experiment: Experiment, cell: Cell) -> JobSpec:
     """The job spec of one cell (docs/contracts.md, section 1), without run_id and token.
 
     In rounds each run measures one repeat, so the cell's sweep has one.
     """
-    rounds = experiment.execution == ROUNDS
+    sweep = {**defaults(SWEEP), **section_values(EXPERIMENT_ROW_FIELDS, experiment)}
+    if experiment.execution == ROUNDS:
+        sweep["repeats"] = 1
     return {
         "version": SPEC_VERSION,
+        "run_id": None,
+        "token": None,
+        "job_id": None,
         "postgres": postgres_spec(cell.build),
         "settings": cell.config_profile.effective_settings(),
-        "storage": {"data": cell.storage.get("data"), "wal": cell.storage.get("wal") or None},
+        "storage": {"data": cell.storage.get("data", ""), "wal": cell.storage.get("wal") or None},
         **workload_spec(cell.workload),
-        "sweep": {
-            "clients": experiment.clients,
-            "threads": experiment.threads,
-            "duration_s": experiment.duration_s,
-            "transactions": experiment.transactions,
-            "repeats": 1 if rounds else experiment.repeats,
-            "order": experiment.order,
-            "warmup_s": experiment.warmup_s,
-            "between_points": experiment.between_points,
-        },
-        **_network(experiment),
+        "sweep": cast(SweepSpec, sweep),
+        "network": _network(experiment),
     }
 
 
-def _network(experiment: Experiment) -> dict[str, Any]:
+def _network(experiment: Experiment) -> NetworkSpec:
     """The spec's `network` section: the server half naming the client host, if there is one."""
-    if experiment.client_host is None:
-        return {}
-    return {"network": {"role": "server", "peer": experiment.client_host.name}}
+    network = cast(NetworkSpec, copy.deepcopy(DEFAULTS["network"]))
+    if experiment.client_host is not None:
+        network["role"], network["peer"] = "server", experiment.client_host.name
+    return network
 
 
 def _describe(cell: Cell) -> str:

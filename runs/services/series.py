@@ -36,20 +36,14 @@ DETECT_TASK = "runs.tasks.series_detect"
 CONTROL_QUEUE = "control"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
-COPIED_FIELDS = (
-    "description",
-    "storage_layouts",
-    "clients",
-    "threads",
-    "duration_s",
-    "transactions",
-    "repeats",
-    "order",
-    "execution",
-    "warmup_s",
-    "between_points",
-    "client_host",
-)
+# An occurrence copies every column of its series' template (the spec's sweep fields,
+# runs/spec_fields.py, among them) but these: it is a new experiment with its own seed.
+NOT_COPIED = ("id", "name", "created_by", "created_at", "seed")
+
+
+def copied_fields() -> list[str]:
+    """The Experiment columns an occurrence copies from the series' template."""
+    return [f.name for f in Experiment._meta.concrete_fields if f.name not in NOT_COPIED]
 
 
 def cron_fields(schedule: str) -> dict[str, str]:
@@ -90,7 +84,7 @@ def series_fire(series: Series) -> Occurrence:
     template = series.template
     with transaction.atomic():
         number = series.occurrences.count() + 1
-        values = {name: getattr(template, name) for name in COPIED_FIELDS}
+        values = {name: getattr(template, name) for name in copied_fields()}
         experiment = Experiment.objects.create(
             name=f"{series.name} #{number}", created_by=series.created_by, **values
         )

@@ -1,39 +1,29 @@
 """Pieces of job specs built from the lab's definitions (docs/contracts.md, section 1)."""
 
+from typing import TypedDict, cast
+
 from django.core.exceptions import ValidationError
 
 from agents.contract.builds import check_build_definition
 from agents.contract.errors import JobError
+from agents.contract.fields import DATASET, WORKLOAD
+from agents.contract.spec import DatasetSpec, WorkloadSpec
 from runs.models import PgBuild, Workload
+from runs.spec_fields import section_values
 
 
-def workload_spec(workload: Workload) -> dict:
+class WorkloadSections(TypedDict):
+    """The job spec sections a Workload row stores."""
+
+    dataset: DatasetSpec
+    workload: WorkloadSpec
+
+
+def workload_spec(workload: Workload) -> WorkloadSections:
     """The `dataset` and `workload` sections of a job spec for one workload."""
     return {
-        "dataset": {
-            "scale": workload.scale,
-            "init_steps": workload.init_steps or None,
-            "partitions": workload.partitions,
-            "partition_method": workload.partition_method or None,
-            "unlogged_tables": workload.unlogged_tables,
-            "fillfactor": workload.fillfactor,
-            "foreign_keys": workload.foreign_keys,
-            "setup_sql": workload.setup_sql,
-        },
-        "workload": {
-            "scripts": workload.scripts,
-            "query_mode": workload.query_mode,
-            "no_vacuum": workload.no_vacuum,
-            "rate_tps": workload.rate_tps,
-            "latency_limit_ms": workload.latency_limit_ms,
-            "max_tries": workload.max_tries,
-            "defines": workload.defines,
-            "latency_log": workload.latency_log,
-            "progress": workload.progress,
-            "statement_latencies": workload.statement_latencies,
-            "vacuum_all": workload.vacuum_all,
-            "processes": workload.processes,
-        },
+        "dataset": cast(DatasetSpec, section_values(DATASET, workload)),
+        "workload": cast(WorkloadSpec, section_values(WORKLOAD, workload)),
     }
 
 

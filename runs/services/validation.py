@@ -95,7 +95,7 @@ def config_profile_check(requested: Mapping[str, SettingValue]) -> list[str]:
     return notes
 
 
-def check_job_spec(spec: dict[str, object]) -> tuple[JobSpec, list[str]]:
+def check_job_spec(spec: Mapping[str, object]) -> tuple[JobSpec, list[str]]:
     """Return the normalised spec and notes, or raise JobError naming the field to fix."""
     normalised = validate_spec(spec)
     check_workload_scripts(normalised["workload"], allow_shell=False)

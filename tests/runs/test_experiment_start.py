@@ -106,10 +106,12 @@ def test_job_spec_follows_the_contract(lab_redis):
 
     (run,) = services.experiment_start(experiment)
 
+    assert run.spec["job_id"].startswith(f"{run.pk}:")
     assert run.spec == {
         "version": 1,
         "run_id": str(run.pk),
         "token": run.token,
+        "job_id": run.spec["job_id"],
         "postgres": {"version": "16.15", "source": "prebuilt", "build": None},
         "settings": {"shared_buffers": "256MB", "fsync": True},
         "storage": {"data": "nvme", "wal": "sata"},
@@ -137,6 +139,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "progress": False,
             "statement_latencies": False,
             "vacuum_all": False,
+            "connect_per_transaction": False,
             "processes": [],
         },
         "sweep": {
@@ -341,7 +344,8 @@ def test_rounds_follow_the_plan_of_the_recorded_seed(lab_redis):
 def without_identity(spec: dict) -> dict:
     """A run's spec without what differs between the rounds of a cell."""
     sweep = {k: v for k, v in spec["sweep"].items() if k != "first_repeat"}
-    return {**{k: v for k, v in spec.items() if k not in ("run_id", "token")}, "sweep": sweep}
+    per_run = ("run_id", "token", "job_id")
+    return {**{k: v for k, v in spec.items() if k not in per_run}, "sweep": sweep}
 
 
 def test_a_cells_runs_share_their_definition_and_differ_only_in_the_repeat(lab_redis):

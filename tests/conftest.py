@@ -24,12 +24,26 @@ from urllib.parse import urlsplit
 import django
 import psycopg
 import pytest
+from django.conf import settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from psycopg.conninfo import conninfo_to_dict
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/benchlab")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
+
+
+class OneRoundPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """Django's hasher with one round instead of a million: the suite makes hundreds of
+    users (`UserFactory` sets a password) and each full hash costs a quarter of a second.
+    The hash keeps its algorithm and records its rounds, so the lab processes the
+    integration and browser tests start, with Django's own hasher, still check it."""
+
+    iterations = 1
+
+
+settings.PASSWORD_HASHERS = [f"{__name__}.{OneRoundPBKDF2PasswordHasher.__name__}"]
 
 
 # Test tiers, from what a test needs (docs: CONTRIBUTING.md). `item.fixturenames` holds

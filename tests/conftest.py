@@ -9,6 +9,9 @@ Django is set up here, at import, because pytest-django looks for
 DJANGO_SETTINGS_MODULE before any conftest is imported and the runs conftest
 imports models; pytest-django still blocks database access outside `db` tests.
 Agent code never imports Django; loading it here costs agent tests nothing else.
+
+Below: a cheap password hasher, and the test tiers (each test marked with what it
+needs, from its fixtures) with `--fast` and its guard; CONTRIBUTING.md explains them.
 """
 
 import ipaddress

@@ -56,6 +56,7 @@ def manifest() -> Iterator[Manifest]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.cluster  # its manifest is a real run
 def test_a_replayed_manifest_runs_the_recorded_commands(manifest, tmp_path):
     root = place()
     manifest_file = tmp_path / "manifest.json"
@@ -91,6 +92,7 @@ def test_a_manifest_that_is_none_is_refused_naming_what_is_wrong(tmp_path):
     assert 'not a run manifest: expected "kind": "benchlab-run-manifest"' in refused.stderr
 
 
+@pytest.mark.cluster  # its manifest is a real run
 def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_recorded(
     manifest,
 ):
@@ -114,6 +116,7 @@ def test_the_reproduce_script_recreates_the_cluster_and_prints_tps_beside_the_re
     assert wal_apart
 
 
+@pytest.mark.cluster  # its manifest is a real run
 def test_text_of_the_run_reaches_postgresql_as_it_is_and_psql_runs_no_backslash_command(
     manifest,
 ):
@@ -146,6 +149,7 @@ def test_text_of_the_run_reaches_postgresql_as_it_is_and_psql_runs_no_backslash_
     assert 'syntax error at or near "\\"' in replay.stderr
 
 
+@pytest.mark.cluster  # its manifest is a real run
 def test_without_the_recorded_binaries_the_script_fetches_the_same_release(manifest):
     gone = copy.deepcopy(manifest)
     gone["build"]["install"]["bindir"] = "/nonexistent/postgresql/bin"

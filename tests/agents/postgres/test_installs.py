@@ -16,6 +16,7 @@ from agents.postgres.installs import (
 )
 
 
+@pytest.mark.cluster  # downloads a release
 def test_prebuilt_release_is_downloaded_once_then_reused(tmp_path: Path) -> None:
     cache = tmp_path / "new" / "cache"
     messages: list[str] = []

@@ -209,6 +209,7 @@ def test_initdb_options_follow_the_version() -> None:
     assert initdb_version_args(90624, None) == ["--auth-host=md5"]
 
 
+@pytest.mark.cluster  # builds in a child process
 def test_the_cli_builds_without_running_anything_and_lists_cached_builds(
     sources: Path, tmp_path: Path
 ):

@@ -28,7 +28,7 @@ def test_finished_run_page_shows_table_and_draws_charts(signed_in_page, web):
     page.goto(f"{web.url}/runs/{run.pk}/")
     expect(page.locator("#results-table tbody tr")).to_have_count(2)
     expect(page.locator("#results-table")).to_contain_text("2,345.2")
-    page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
     assert chart_points(page, "chart-tps") == 5  # two points of two samples, one gap
     page.click("summary:has-text('Commands')")
     expect(page.locator("#commands pre").first).to_contain_text("pgbench -c 1 -T 2")
@@ -43,10 +43,10 @@ def test_live_run_page_extends_charts_and_fills_the_table(signed_in_page, web):
     page = signed_in_page
     page.goto(f"{web.url}/runs/{run.pk}/")
     expect(page.locator("#live-badge")).to_be_visible()
-    page.wait_for_function("window.benchlabLive && window.benchlabLive.readyState === 1")
+    page.wait_for_function("() => window.benchlabLive && window.benchlabLive.readyState === 1")
     for t in (1.0, 2.0, 3.0):
         ProgressSample.objects.create(run=run, point=0, t=t, tps=500 + t, latency_ms=2.0)
-    page.wait_for_function("document.getElementById('chart-tps').data[0].x.length === 3")
+    page.wait_for_function("() => document.getElementById('chart-tps').data[0].x.length === 3")
     Result.objects.create(
         run=run, index=0, clients=1, repeat=1, tps=501.25, latency_avg_ms=1.995, exit_code=0
     )
@@ -54,7 +54,7 @@ def test_live_run_page_extends_charts_and_fills_the_table(signed_in_page, web):
     expect(page.locator("#results-table")).to_contain_text("501.2")
     ProgressSample.objects.create(run=run, point=1, t=1.0, tps=900.0, latency_ms=2.2)
     # A new point starts after a gap, where the previous one ended.
-    page.wait_for_function("document.getElementById('chart-tps').data[0].x.length === 5")
+    page.wait_for_function("() => document.getElementById('chart-tps').data[0].x.length === 5")
     xs = page.evaluate("document.getElementById('chart-tps').data[0].x")
     assert xs == [1.0, 2.0, 3.0, 3.0, 4.0]
     Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, step="")
@@ -82,7 +82,7 @@ def test_compare_ticked_runs_then_share_and_revoke(signed_in_page, web, browser)
     expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
     expect(page.locator("#diff-table")).to_contain_text("1GB")
     expect(page.locator("#compare-table")).to_contain_text("+32.9 %")
-    page.wait_for_function("document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
     numbers = page.locator("#compare-table tbody").inner_text()
 
     page.click("summary:has-text('Share')")

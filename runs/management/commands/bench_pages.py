@@ -1,8 +1,9 @@
 """`scripts/bench pages`: how fast the pages of hour-long runs and big comparisons are.
 
-Creates synthetic runs in the (throw-away) lab database, starts the web app
-with uvicorn, signs in, and times each page over HTTP: the first view (which
-builds the timeline digests of finished runs) and the median of the next
+Creates synthetic runs in the (throw-away) lab database, builds the timeline
+digests of the finished ones as the control worker does when a run ends
+(runs.timelines.digest_refresh, timed), starts the web app with uvicorn, signs
+in, and times each page over HTTP: the first view and the median of the next
 views, with the payload. Also counts the queries one poll of the live stream
 makes for a running four-hour run. Prints the figures as a Markdown table
 (docs/benchmarks.md keeps the last ones).
@@ -27,7 +28,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import selectors, services
+from runs import selectors, services, timelines
 from runs.management import synthetic
 from runs.models import Run
 from runs.sse import POLL_S
@@ -118,6 +119,7 @@ class Command(BaseCommand):
         require_throwaway_database()
         self.stderr.write(f"creating {options['runs']} runs of {options['seconds']} s ...")
         pages, live_run = self.create(options["runs"], options["seconds"])
+        built = self.build_digests()
         cookie = self.sign_in()
         app = WebApp()
         try:
@@ -131,6 +133,7 @@ class Command(BaseCommand):
         self.stdout.write("|---|---|---|---|")
         for row in rows:
             self.stdout.write(row)
+        self.stdout.write(f"\nDigests built by the control worker's task: {built}")
         self.stdout.write(f"\nLive stream of a running 4-hour run: {self.live_queries(live_run)}")
 
     def create(self, count: int, seconds: int) -> tuple[list[tuple[str, str]], Run]:
@@ -159,6 +162,18 @@ class Command(BaseCommand):
             ("compare page, 3 runs x 120 s", "comparison-detail", small.pk),
         ]
         return [(what, reverse(name, args=[key])) for what, name, key in pages], running
+
+    def build_digests(self) -> str:
+        """Build each finished run's digest as the control worker does when it ends."""
+        finished = list(
+            Run.objects.filter(status__in=Run.FINAL_STATES).values_list("pk", flat=True)
+        )
+        self.stderr.write(f"building the digests of {len(finished)} finished runs ...")
+        started = time.perf_counter()
+        for pk in finished:
+            timelines.digest_refresh(pk)
+        seconds = time.perf_counter() - started
+        return f"{len(finished)} finished runs in {seconds:,.1f} s (not on any page view)."
 
     def sign_in(self) -> str:
         client = Client()

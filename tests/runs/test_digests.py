@@ -7,9 +7,11 @@ import pytest
 
 from runs import services, tasks, timelines
 from runs.models import Run, RunTimeline
+from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
 from runs.services.runs import digest_build_send
 from tests.runs import events
 from tests.runs.factories import RunFactory
+from tests.runs.history.test_import import captured
 from tests.runs.pages.test_timelines import long_run
 
 pytestmark = pytest.mark.django_db
@@ -72,3 +74,12 @@ def test_the_task_builds_nothing_for_a_run_not_final_or_gone():
     assert timelines.digest_refresh(run.pk) is False
     assert timelines.digest_refresh(run.pk + 1000) is False
     assert not RunTimeline.objects.exists()
+
+
+def test_an_imported_run_has_its_digest_built_once_imported(
+    django_capture_on_commit_callbacks, user
+):
+    upload = UploadedOutput("pg16.txt", captured("pg16"))
+    with django_capture_on_commit_callbacks() as callbacks:
+        (run,) = pgbench_import(user, [upload], ImportDetails()).runs
+    assert digest_builds_sent(callbacks) == [(run.pk,)]

@@ -4,17 +4,21 @@ The pages never read every sample of a run. `digests` gives each run's
 `Digest`: where each point starts on the time axis, its checkpoints, the
 validity warnings found in each point's samples, where a point's warning mark
 goes, and its timelines reduced to about a thousand samples each with
-MinMax-LTTB (runs/series.py). A finished run's digest is built on first read
-and stored (RunTimeline, TimelineSeries) under a key of the run's state (status
-and the time of its last event): an event arriving later changes the key and
-the next read builds it again. A run still running is built again at most
-every RUNNING_REBUILD_S: its digest records the last progress and host sample
-it holds (`cursor`), and its page's live stream sends every sample after those.
+MinMax-LTTB (runs/series.py). Digests are stored (RunTimeline, TimelineSeries)
+under a key of the run's state (status and the time of its last event). A
+final run's digest is built by the control worker (`digest_refresh`, task
+runs.tasks.digest_build) when the run ends and again when an event arrives
+for it later (which changes the key); a page that finds none current builds
+one for itself and stores nothing. A run still running is built by its page
+views, again at most every RUNNING_REBUILD_S: its digest records the last
+progress and host sample it holds (`cursor`), and its page's live stream sends
+every sample after those.
 
 `window` reads one timeline of a run between two x positions at full
 resolution, for a chart the user zoomed into.
 """
 
+import logging
 import operator
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -37,6 +41,8 @@ from runs.models import (
 )
 from runs.series import MIN_TRACE_SAMPLES, Series, build_series
 from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
+
+logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
 DIGEST_VERSION = 3
@@ -235,7 +241,8 @@ def digests(
     with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
 
     Reads two queries for runs whose stored digest is current; builds the
-    others from their samples (three queries) and stores them.
+    others from their samples (three queries) and stores those of runs not
+    final: a final run's digest is the control worker's to store (`digest_refresh`).
     """
     if overview and names is not None:
         names = {name + OVERVIEW: name for name in names}
@@ -250,7 +257,7 @@ def digests(
     missing = [run for pk, run in by_pk.items() if pk not in current]
     if missing:
         built = _build(missing)
-        _store(missing, built)
+        _store([run for run in missing if not run.is_final], built)
         for pk, digest in built.items():
             if names is not None:
                 digest.series = {
@@ -285,15 +292,37 @@ def _build(runs: list[Run]) -> dict[int, Digest]:
     }
 
 
+def digest_refresh(run_pk: int) -> bool:
+    """Build and store the digest of a final run unless the stored one is current; whether
+    it was built. The run stays locked meanwhile, so an event arriving for it waits and
+    then has it built again (a missing or not yet final run: nothing, logged)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update(no_key=True).filter(pk=run_pk).first()
+        if run is None or not run.is_final:
+            logger.info("run %s: %s, no digest built", run_pk, run.status if run else "gone")
+            return False
+        if RunTimeline.objects.filter(run=run, key=digest_key(run)).exists():
+            return False
+        _store([run], _build([run]))
+    return True
+
+
 def _store(runs: list[Run], built: dict[int, Digest]) -> None:
-    """Keep the digests, replacing older ones; the runs are locked meanwhile so two
-    readers building the same run at once store one of them."""
+    """Keep the digests, replacing older ones, of the runs whose state is still the one
+    they were built for; the runs are locked meanwhile so two builders of the same run
+    at once store one of them, and a page's build of a run that has ended since never
+    replaces the control worker's."""
     if not runs:
         return
-    ids = [run.pk for run in runs]
     with transaction.atomic():
-        locked = Run.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")
-        list(locked.values_list("pk"))
+        locked = (
+            Run.objects.select_for_update(no_key=True)
+            .filter(pk__in=[run.pk for run in runs])
+            .order_by("pk")
+        )
+        now_keys = {run.pk: digest_key(run) for run in locked.only("status", "last_event_at")}
+        runs = [run for run in runs if now_keys.get(run.pk) == digest_key(run)]
+        ids = [run.pk for run in runs]
         TimelineSeries.objects.filter(run_id__in=ids).delete()
         RunTimeline.objects.filter(run_id__in=ids).delete()
         now = timezone.now()

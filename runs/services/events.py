@@ -56,7 +56,7 @@ from runs.models import (
     StorageTarget,
 )
 from runs.services.reconcile import agent_report, job_settled_after_commit, reconcile_after_commit
-from runs.services.runs import run_finish, run_mark_running
+from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def run_record_event(event: RunEventDocument) -> bool:
 
     Dropped (and logged): unknown run, wrong token. A duplicate (same run and
     seq) changes nothing. Terminal states are final: later events still store
-    their data (points, logs) but never change the status.
+    their data (points, logs) but never change the status, and have the run's
+    timeline digest built again (runs.services.runs.digest_build_after_commit).
     """
     run = _locked_run(event["run_id"])
     if run is None:
@@ -97,6 +98,8 @@ def run_record_event(event: RunEventDocument) -> bool:
     RunEvent.objects.create(**event_values(run.pk, event))
     Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
     _apply(run, event)
+    if run.status in FINAL_STATUSES:  # a late event: the digest's key (and samples) changed
+        digest_build_after_commit(run)
     return True
 
 

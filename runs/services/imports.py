@@ -22,6 +22,7 @@ from agents.contract.pgbench_parse import PgbenchParseError, parse_output
 from agents.contract.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Run, Workload
 from runs.services.events import store_point
+from runs.services.runs import digest_build_after_commit
 
 IMPORTED_STORAGE = "imported"
 UNNAMED_MACHINE = "unknown machine"
@@ -161,6 +162,7 @@ def _imported_run(
         imported_by=user,
         imported_at=run.queued_at,
     )
+    digest_build_after_commit(run)
     return run
 
 

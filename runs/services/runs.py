@@ -3,6 +3,7 @@
 import logging
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -10,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.contract.errors import Cancelled
+from benchlab.celery import app
 from runs import transport
 from runs.models import Host, Run
 from runs.services.dispatch import run_dispatch
@@ -17,12 +19,13 @@ from runs.services.errors import Conflict
 from runs.services.limits import require_queue_room
 from runs.services.permissions import AnyUser
 from runs.services.retry import retry_on_conflict
-from runs.services.series import occurrence_run_finished
+from runs.services.series import CONTROL_QUEUE, occurrence_run_finished
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
 
 ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
+DIGEST_TASK = "runs.tasks.digest_build"
 
 
 def run_mark_running(run: Run, when: datetime | None = None) -> bool:
@@ -61,9 +64,22 @@ def run_finish(
     if changed:
         logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")
         occurrence_run_finished(run)
+        digest_build_after_commit(run)
     else:
         logger.info("run %s: is %s, not made %s", run.pk, _status_of(run), status)
     return bool(changed)
+
+
+def digest_build_after_commit(run: Run) -> None:
+    """Have the control worker build the final run's timeline digest once the caller
+    commits (runs.tasks.digest_build): when the run ends, and again when an event
+    arrives for it later, so that page views only read it (docs/decisions.md)."""
+    transaction.on_commit(partial(digest_build_send, run.pk))
+
+
+def digest_build_send(run_pk: int) -> None:
+    """Send the control worker the task that builds the run's digest."""
+    app.send_task(DIGEST_TASK, args=[run_pk], queue=CONTROL_QUEUE)
 
 
 def _status_of(run: Run) -> str:

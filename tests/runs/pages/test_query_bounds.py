@@ -9,6 +9,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs import timelines
 from runs.models import Comparison, Run
 from tests.runs.factories import ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
@@ -64,9 +65,11 @@ def test_statistics_views_read_each_kind_of_row_once_whatever_the_number_of_runs
 def test_the_compare_page_of_six_runs_takes_eleven_queries(
     signed_in, django_assert_max_num_queries
 ):
-    """Once their timeline digests are built (the first view of finished runs builds them)."""
-    url, query = URLS["compare page"](saved_comparison(6))
-    signed_in.get(url, query)
+    """Once the control worker has built their timeline digests."""
+    comparison = saved_comparison(6)
+    for run in comparison.runs.all():
+        timelines.digest_refresh(run.pk)
+    url, query = URLS["compare page"](comparison)
     # The eleventh reads the notes on the runs and their hosts.
     with django_assert_max_num_queries(11):
         signed_in.get(url, query)

@@ -4,7 +4,9 @@ zoomed into at full resolution."""
 import math
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -70,17 +72,46 @@ def test_the_compare_page_keeps_the_spike_in_each_runs_share_of_the_chart(signed
         assert SPIKE_TPS in trace["y"] and DIP_TPS in trace["y"]
 
 
-def test_a_finished_runs_digest_is_built_once_and_again_after_a_later_event(signed_in: Client):
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+def writes_of(client: Client, url: str) -> tuple[list[str], dict]:
+    """The write statements one view of `url` makes, and its figures."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200
+    sql = [query["sql"] for query in captured.captured_queries]
+    return [q for q in sql if q.lstrip().upper().startswith(WRITES)], response.context["figures"]
+
+
+def test_a_finished_runs_page_reads_the_digest_the_control_worker_built(signed_in: Client):
     run = long_run()
-    url = reverse("run-detail", args=[run.pk])
-    signed_in.get(url)
+    timelines.digest_refresh(run.pk)
     built = RunTimeline.objects.get(run=run)
-    signed_in.get(url)
+    writes, figures = writes_of(signed_in, reverse("run-detail", args=[run.pk]))
+    assert writes == []
+    xs, ys = tps_trace(figures["tps"])
+    assert ys[xs.index(SPIKE_T)] == SPIKE_TPS
     assert RunTimeline.objects.get(run=run).built_at == built.built_at
-    ProgressSample.objects.create(run=run, point=1, t=1.0, tps=7777.0, latency_ms=1.0)
-    Run.objects.filter(pk=run.pk).update(last_event_at=timezone.now())
-    xs, ys = tps_trace(signed_in.get(url).context["figures"]["tps"])
+
+
+def test_a_finished_run_without_a_current_digest_is_drawn_without_writing(signed_in, user):
+    """Before the control worker has built it (a late event, or a run older than it)."""
+    runs = [long_run() for _ in range(2)]
+    timelines.digest_refresh(runs[0].pk)
+    ProgressSample.objects.create(run=runs[0], point=1, t=1.0, tps=7777.0, latency_ms=1.0)
+    Run.objects.filter(pk=runs[0].pk).update(last_event_at=timezone.now())
+    comparison = services.comparison_create(user, "two hours", runs, runs[0])
+
+    writes, figures = writes_of(signed_in, reverse("run-detail", args=[runs[0].pk]))
+    assert writes == []
+    xs, ys = tps_trace(figures["tps"])
     assert ys[-1] == 7777.0 and xs[-1] == 3601.0
+    writes, figures = writes_of(signed_in, reverse("comparison-detail", args=[comparison.pk]))
+    assert writes == []
+    for trace in figures["timelines"]["tps"]["data"]:
+        assert SPIKE_TPS in trace["y"]
+    assert list(RunTimeline.objects.values_list("run", flat=True)) == [runs[0].pk]
 
 
 def zoom(client: Client, url: str, **query) -> dict:

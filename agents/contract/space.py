@@ -24,6 +24,7 @@ filesystems, and for what the benchmark itself adds (history rows, dead tuples).
 """
 
 from collections.abc import Mapping
+from typing import Literal
 
 from agents.contract.guc_values import parse_integer
 from agents.contract.spec import DatasetSpec, JobSpec, SettingValue
@@ -39,6 +40,8 @@ PARTITION_BYTES = int(0.3 * MiB)
 WAL_BASE_BYTES = 32 * MiB
 WAL_BYTES_PER_SCALE = int(12.5 * MiB)
 DEFAULT_MAX_WAL_SIZE = 1 * GiB
+
+StorageRole = Literal["data", "wal"]
 
 
 def dataset_bytes(dataset: DatasetSpec) -> int:
@@ -76,7 +79,7 @@ def max_wal_size(settings: Mapping[str, SettingValue]) -> int:
         return DEFAULT_MAX_WAL_SIZE
 
 
-def space_needed(spec: JobSpec) -> dict[str, int]:
+def space_needed(spec: JobSpec) -> dict[StorageRole, int]:
     """Bytes a job needs by storage role ("data", and "wal" when WAL is apart), margin included.
 
     With WAL in the data directory, or on the same target, the data role needs both.

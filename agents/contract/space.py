@@ -1,5 +1,5 @@
 """How much disk a job's dataset needs on each storage target (the lab refuses at schedule
-time what cannot fit; docs/decisions.md, "Disk space estimate").
+time what cannot fit; docs/reliability.md, section "Disk").
 
 Measured with pgbench 16.15 `-i` (client-side `dtgvp`) on PostgreSQL 16, default
 settings, by `pg_database_size` and the pg_wal directory:

@@ -32,6 +32,7 @@ from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
 from agents.postgres.build_steps import BuildFailed
 from agents.postgres.cluster import Cluster, usable_job_id
+from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
 from agents.postgres.installs import (
     Install,
     ensure_install,
@@ -66,6 +67,8 @@ class Job:
         self.link = link
         self.client_address: str | None = None
         self.cluster: Cluster | None = None
+        # What the job is doing (its last status message), for a failure to name.
+        self.doing = "the start of the job"
         self.result: ResultDocument = new_result(spec_doc)
 
     def run(self) -> ResultDocument:
@@ -93,6 +96,7 @@ class Job:
 
     def status(self, state: str, message: str) -> None:
         logger.info("run %s: %s", self.result["run_id"], message)
+        self.doing = message
         self.emit("status", {"state": state, "message": message})
 
     def step(self, name: str, message: str, percent: float | None = None) -> None:
@@ -336,10 +340,23 @@ class Job:
             self.emit("log", {"level": "warning", "message": warning})
 
     def _fail(self, error: JobError, status: JobOutcome) -> None:
+        if status == "failed":
+            error = self._disk_full(error) or error
         self.result["status"] = status
         self.result["error"] = error.as_dict()
         level = "warning" if status == "cancelled" else "error"
         self.emit("log", {"level": level, "message": str(error)})
+
+    def _disk_full(self, error: JobError) -> JobError | None:
+        """The failure as `disk_full` when a storage target filled up (postgres/disk_full.py)."""
+        targets = [
+            Target(role, str(entry["name"]), Path(entry["path"]))
+            for role, entry in self.result["storage"].items()
+        ]
+        cluster = self.cluster
+        places = ClusterPlaces(cluster.data_dir, cluster.wal_dir) if cluster else None
+        server_log = cluster.log_tail(200) if cluster else ""
+        return disk_full_error(error, server_log, targets, places, self.doing)
 
     def teardown(self) -> None:
         """Stop and remove the cluster, keeping its log tail; safe to call twice.
@@ -352,7 +369,9 @@ class Job:
             return
         self.status("stopping", "stopping and removing the cluster")
         self.result["server_log_tail"] = self.cluster.log_tail(80)
-        self.cluster.destroy()
+        error = self.result["error"]
+        # A server on a full disk cannot write its shutdown checkpoint: no fast stop.
+        self.cluster.destroy("immediate" if error and error["code"] == "disk_full" else "fast")
         self.cluster = None
 
 

@@ -36,6 +36,7 @@ from agents.pgbench.latency_log import (
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished, run_pgbench
 from agents.postgres.cluster import Cluster
+from agents.postgres.disk_full import sign_line
 from agents.postgres.osuser import chown_tree
 from agents.postgres.workload import run_setup_sql, script_refusal
 from agents.process_group import ProcessGroupPoint
@@ -467,8 +468,11 @@ class PointSamplers:
 
 
 def _last_lines(text: str, count: int = 3) -> str:
+    """The last lines of an output, after the last one saying a disk is full if it is earlier
+    (the server's error comes before pgbench's own words, a HINT and a CONTEXT)."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    return " | ".join(lines[-count:]) or "(no output)"
+    full = sign_line("\n".join(lines[:-count]))
+    return " | ".join(([full] if full else []) + lines[-count:]) or "(no output)"
 
 
 # The summary keys a point result always has; an unparsed point has them as None.

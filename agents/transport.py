@@ -22,6 +22,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from agents.contract.facts import Space
 from agents.contract.signing import sign
 from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
@@ -42,6 +43,8 @@ RETRY_INTERVAL_S = 5.0
 FLUSH_INTERVAL_S = 3.0
 CANCEL_CHECK_INTERVAL_S = 1.0
 HEARTBEAT_INTERVAL_S = 5.0
+# How often a heartbeat carries the free space of the storage targets.
+SPACE_INTERVAL_S = 60.0
 DRAIN_BATCH = 500
 
 
@@ -344,10 +347,13 @@ class Heartbeat:
         emitter: EventEmitter,
         interval: float = HEARTBEAT_INTERVAL_S,
         finished: Callable[[], list[str]] | None = None,
+        space: Callable[[], dict[str, Space]] | None = None,
     ):
         self.emitter = emitter
         self.interval = interval
         self.finished = finished
+        self.space = space
+        self._space_due = 0.0  # monotonic time the next beat reports space (0: now)
         self.running: str | None = None
         self.job: str | None = None
         self._lock = threading.Lock()
@@ -357,6 +363,7 @@ class Heartbeat:
     def set_running(self, run_id: str | None, job_id: str | None = None) -> None:
         with self._lock:
             self.running, self.job = run_id, job_id
+            self._space_due = 0.0  # a job starts or ends: the space it takes or frees
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
@@ -370,7 +377,16 @@ class Heartbeat:
     def beat(self) -> None:
         finished = {} if self.finished is None else {"finished": self.finished()}
         with self._lock:
-            self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **finished})
+            extra = {**finished, **self._space()}
+            self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **extra})
+
+    def _space(self) -> dict[str, dict[str, Space]]:
+        """`space` for this beat when one is due (SPACE_INTERVAL_S), else nothing."""
+        now = time.monotonic()
+        if self.space is None or now < self._space_due:
+            return {}
+        self._space_due = now + SPACE_INTERVAL_S
+        return {"space": self.space()}
 
     def _loop(self) -> None:
         while True:

@@ -84,6 +84,7 @@ from agents.identity import Identity, load_or_create_identity
 from agents.job import run_job
 from agents.ledger import Ledger
 from agents.observe.facts import collect_facts
+from agents.observe.storage import target_space
 from agents.pair import PairLink
 from agents.pgbench.latency_log import remove_dead_job_logs
 from agents.postgres.cluster import remove_leftover_clusters
@@ -188,7 +189,12 @@ class Agent:
         client = redis_client(config.redis_url)
         ledger = Ledger(config.state_dir, config.name)
         emitter = AgentEventEmitter([signed], config.name)
-        heartbeat = Heartbeat(emitter, finished=unconfirmed_job_ids(ledger, client))
+        targets = config.storage_targets()
+        heartbeat = Heartbeat(
+            emitter,
+            finished=unconfirmed_job_ids(ledger, client),
+            space=lambda: target_space(targets),
+        )
         return cls(config, identity, client, sink, signed, heartbeat, ledger)
 
     def start(self) -> None:

@@ -68,6 +68,9 @@ class Host(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     facts = models.JSONField(default=dict, blank=True)
+    # Each storage target's latest space, from registration and heartbeats:
+    # {target: {"total_bytes", "free_bytes", "at"}} (runs.services.space).
+    storage_space = models.JSONField(default=dict, blank=True)
     installs = models.JSONField(default=list, blank=True)
     notes = models.TextField(blank=True)
     labels = models.JSONField(default=list, blank=True)

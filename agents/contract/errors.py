@@ -22,6 +22,11 @@ UserErrorCode = Literal[
     "refused_sql",
     "version_unavailable",
     "storage_unknown",
+    # A storage target filled up during the job (field: storage.data or storage.wal); the
+    # message names the target and what filled it.
+    "disk_full",
+    # Raised by the lab only: a dataset the target's last reported free space cannot hold.
+    "insufficient_space",
     "setup_sql_failed",
     # Raised by the lab only: a comparison that cannot be saved as asked.
     "invalid_comparison",

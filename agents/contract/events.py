@@ -10,7 +10,7 @@ union `Event`.
 
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
-from agents.contract.facts import Facts
+from agents.contract.facts import Facts, Space
 from agents.contract.installs import InstallRecord
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
@@ -85,6 +85,9 @@ class HeartbeatData(TypedDict):
     running: str | None
     job: NotRequired[str | None]
     finished: NotRequired[list[str]]
+    # Total and free bytes per storage target, at most once a minute and when a job
+    # starts or ends (the lab refuses a dataset that cannot fit).
+    space: NotRequired[dict[str, Space]]
 
 
 class _Envelope(TypedDict):

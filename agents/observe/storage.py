@@ -144,6 +144,11 @@ def _space(path: Path) -> Space:
     }
 
 
+def target_space(targets: dict[str, Path]) -> dict[str, Space]:
+    """Total and free bytes behind each storage target, by name (for heartbeats)."""
+    return {name: _space(nearest_existing(path)) for name, path in targets.items()}
+
+
 def describe_storage(path: Path, mounts: list[Mount]) -> StorageFacts:
     """Mount point, filesystem, device and space of the directory a storage target names."""
     existing = nearest_existing(path)

@@ -543,10 +543,13 @@ class Cluster:
 
     # Teardown
 
-    def destroy(self) -> None:
-        """Stop the server and remove the directories this cluster created (and only those)."""
+    def destroy(self, stop_mode: str = "fast") -> None:
+        """Stop the server and remove the directories this cluster created (and only those).
+
+        `immediate` for a server that cannot finish a clean shutdown (a full disk:
+        its checkpoint cannot be written, and a fast stop waits out its timeout)."""
         try:
-            self.stop("fast", timeout=30)
+            self.stop(stop_mode, timeout=30)
         except (JobError, OSError, subprocess.SubprocessError) as error:
             logger.warning("stopping %s failed (%s); killing it", self, error)
             if self.is_running():

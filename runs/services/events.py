@@ -57,6 +57,7 @@ from runs.models import (
 )
 from runs.services.reconcile import agent_report, job_settled_after_commit, reconcile_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
+from runs.services.space import host_record_space, registered_space
 
 logger = logging.getLogger(__name__)
 
@@ -414,6 +415,7 @@ def agent_record_event(event: AgentEvent) -> bool:
     host.last_seen = timezone.now()
     host.save()
     if event["type"] == "heartbeat":
+        host_record_space(host.pk, event["data"].get("space"))
         said_at = parse_event_time(event.get("ts"))
         reconcile_after_commit(agent_report(host.pk, event["data"], said_at))
     return True
@@ -428,6 +430,7 @@ def _known_run(run_id: str | None) -> Run | None:
 
 def _register(host: Host, data: RegistrationData) -> None:
     host.facts = data.get("facts") or {}
+    host.storage_space = registered_space(host.facts)
     host.installs = data.get("installs") or []
     host.registered_at = timezone.now()
     storage = data.get("storage") or {}

@@ -35,6 +35,7 @@ from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.retry import retry_on_conflict
+from runs.services.space import require_room
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 from runs.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
@@ -228,7 +229,20 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_approved_hosts(experiment)
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
-    return [_check_cell(experiment, cell) for cell in cells]
+    checked = [_check_cell(experiment, cell) for cell in cells]
+    _require_room(checked)
+    return checked
+
+
+def _require_room(checked: list[CheckedCell]) -> None:
+    """Each cell's dataset fits its targets' last reported free space (runs.services.space);
+    a cell's notes say where no figure was reported yet."""
+    for item in checked:
+        try:
+            item.notes.extend(require_room([(item.cell.host, item.spec)]))
+        except JobError as exc:
+            message = f"{exc.message} ({_describe(item.cell)})"
+            raise JobError(exc.code, message, field=exc.field) from exc
 
 
 def _require_one_stop_condition(experiment: Experiment) -> None:

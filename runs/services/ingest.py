@@ -41,6 +41,7 @@ from runs.services.events import (
     run_record_event,
 )
 from runs.services.reconcile import agent_report, reconcile_after_commit
+from runs.services.space import host_record_space
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,12 @@ def record_heartbeats(documents: list[object]) -> list[str | None]:
     for host, run_pk in running.values():
         if host.current_run_id != run_pk:  # a job started or ended: rare
             Host.objects.filter(pk=host.pk).update(current_run_id=run_pk)
+    spaces = {}
+    for event in accepted:  # each agent's latest of the batch (it reports once a minute)
+        if space := cast(HeartbeatData, event["data"]).get("space"):
+            spaces[hosts[event["agent"] or ""].pk] = space
+    for host_pk, space in spaces.items():
+        host_record_space(host_pk, space)
     last = {event["agent"]: event for event in accepted}  # each agent's last heartbeat
     for name, event in last.items():
         said_at = parse_event_time(event.get("ts"))

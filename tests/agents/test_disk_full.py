@@ -1,0 +1,95 @@
+"""A storage target that fills up during a job: a real, small ext4 filesystem on a loop
+device, real PostgreSQL 16 and `pgbench -i` at a scale that does not fit."""
+
+import os
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from agents.config import AgentConfig
+from tests.agents.jobs import Recorder, run, small_spec
+
+DISK_MB = 128
+# About 300 MB of tables, indexes and WAL (agents/contract/space.py): far more than fits.
+TOO_BIG_SCALE = 10
+
+
+def _run(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, text=True)
+
+
+@pytest.fixture
+def small_disk(storage_root: Path) -> Iterator[Path]:
+    """A 128 MB ext4 filesystem (no blocks reserved for root) mounted in the test's
+    storage root; unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop filesystem needs root")
+    image, mount = storage_root / "disk.img", storage_root / "small"
+    with open(image, "wb") as file:
+        file.truncate(DISK_MB * 1024**2)
+    _run("mkfs.ext4", "-q", "-m", "0", "-F", str(image))
+    mount.mkdir()
+    _run("mount", "-o", "loop", str(image), str(mount))
+    mount.chmod(0o755)
+    yield mount
+    result = subprocess.run(["umount", str(mount)], capture_output=True, text=True)
+    if result.returncode != 0:  # still busy: detach it anyway, the test has failed already
+        _run("umount", "--lazy", str(mount))
+
+
+def _config(storage_root: Path, small_disk: Path) -> AgentConfig:
+    return AgentConfig(storage={"small": small_disk / "targets", "roomy": storage_root / "roomy"})
+
+
+def _status_time(events: Recorder, state: str) -> datetime:
+    found = [e for e in events.of_type("status") if e["data"]["state"] == state]
+    return datetime.fromisoformat(found[-1]["ts"])
+
+
+def _clusters_on(path: Path) -> list[Path]:
+    return sorted(path.rglob("benchlab-*"))
+
+
+@pytest.mark.parametrize(
+    ("storage", "role", "said"),
+    [
+        # The operator's case: data and WAL on one small disk, pg_wal fills first.
+        ({"data": "small", "wal": None}, "data", "No space left on device"),
+        ({"data": "small", "wal": "roomy"}, "data", "could not extend file"),
+        ({"data": "roomy", "wal": "small"}, "wal", 'could not write to file "pg_wal/'),
+    ],
+)
+def test_a_disk_filled_by_pgbench_init_fails_fast_as_disk_full_and_the_next_job_runs(
+    storage_root: Path, small_disk: Path, storage: dict, role: str, said: str
+) -> None:
+    config = _config(storage_root, small_disk)
+    spec = small_spec(storage=storage, dataset={"scale": TOO_BIG_SCALE})
+
+    result, events = run(spec, config)
+
+    error = result["error"]
+    assert error is not None
+    assert (result["status"], error["code"], error["category"]) == ("failed", "disk_full", "user")
+    assert error["field"] == f"storage.{role}"
+    assert f"the {role} storage target “small” ({small_disk / 'targets'}, " in error["message"]
+    assert "it filled during pgbench -i at scale 10" in error["message"]
+    assert "the server said: " in error["message"] and said in error["message"]
+    # The disk fills while loading: from the start of loading to the end of the job,
+    # an immediate stop and the cluster's removal included.
+    loading_to_end = _status_time(events, "finished") - _status_time(events, "loading")
+    assert loading_to_end.total_seconds() < 10, loading_to_end
+    stops = [step for step in result["steps"] if step["name"] == "stop"]
+    assert [step["argv"][step["argv"].index("-m") + 1] for step in stops] == ["immediate"]
+    assert _clusters_on(small_disk) == [] and _clusters_on(storage_root / "roomy") == []
+    assert sorted(p.name for p in small_disk.iterdir()) == ["lost+found", "targets"]
+    assert list((small_disk / "targets").iterdir()) == []
+
+    after, _events = run(
+        small_spec(run_id="next", storage=storage, sweep={"clients": [1], "duration_s": 1}),
+        config,
+    )
+    assert after["status"] == "succeeded", after["error"]
+    assert _clusters_on(small_disk) == []

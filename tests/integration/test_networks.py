@@ -201,7 +201,9 @@ def test_a_client_host_cut_off_from_its_server_mid_point_fails_the_run_keeping_p
         run = lab.wait_terminal(run_id, timeout=120)
         recovered = time.monotonic() - cut
 
-    logger.warning("time to recover, client cut off from its server: %.1f s", recovered)
+    logger.warning(
+        "time to recover, client cut off from its server: %.1f s (%s)", recovered, run.error_message
+    )
     assert run.status == Run.Status.FAILED
     assert run.error_code == "peer_lost", run.error_message
     assert hosts.b_c.left.address in run.error_message and client.name in run.error_message

@@ -9,6 +9,11 @@ progress, samples and the point back. It never emits run events itself: the
 server half is the run's one voice to the lab. Cancel (the run's flag), the
 server's `stop`, or the server going silent end it; pgbench is stopped and its
 scratch directory removed.
+
+A timed pgbench that runs OVERRUN_GRACE_S past its `-T` is stopped and its point
+fails as `peer_lost`: pgbench waits for the answer of a query in flight for as
+long as TCP retransmits (about 15 minutes on Linux), so a path to the server
+that went dark mid-point would otherwise hold both halves that long.
 """
 
 import logging
@@ -29,15 +34,19 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_sql import check_workload_sql
 from agents.pair import Message, PairLink
 from agents.pgbench.latency_log import log_root
+from agents.pgbench.process import Finished
 from agents.postgres.cluster import Cluster, WorkloadAccess, usable_job_id
 from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import chown_tree, ensure_os_user
 from agents.sandbox import View
-from agents.sweep import Sweep, SweepPlace
+from agents.sweep import Sweep, SweepPlace, as_point_result
 
 logger = logging.getLogger(__name__)
 
 ROUND_TRIPS = 20
+# How long a timed pgbench may run past its -T (a transaction in flight finishes) before
+# the path to the server is taken for dead.
+OVERRUN_GRACE_S = 30.0
 
 
 class RemoteServer(Cluster):
@@ -85,6 +94,34 @@ class ClientSweep(Sweep):
     """A sweep whose points run pgbench against the remote server; no server sampling."""
 
     samples_server = False
+    overran: bool = False
+
+    def pgbench_should_stop(self, argv: list[str], timed: bool) -> Callable[[], bool]:
+        """Cancel, or a timed pgbench OVERRUN_GRACE_S past its -T (noted in `overran`)."""
+        self.overran = False
+        cancelled = super().pgbench_should_stop(argv, timed)
+        if not timed or "-T" not in argv:
+            return cancelled
+        limit = time.monotonic() + int(argv[argv.index("-T") + 1]) + OVERRUN_GRACE_S
+
+        def should_stop() -> bool:
+            self.overran = self.overran or time.monotonic() > limit
+            return self.overran or cancelled()
+
+        return should_stop
+
+    def _keep_point(self, point: dict[str, Any], finished: Finished) -> None:
+        """A point stopped for overrunning fails as `peer_lost`, kept as the failed point."""
+        if not self.overran:
+            super()._keep_point(point, finished)
+            return
+        self.reporter.keep_failed_point(as_point_result(point))
+        raise JobError(
+            "peer_lost",
+            f"the server at {self.cluster.pgbench_host()} stopped answering pgbench over TCP: "
+            f"pgbench ran {OVERRUN_GRACE_S:g} s past its -T at point {point['index'] + 1} and "
+            "was stopped; check the network path between the two hosts",
+        )
 
 
 class LinkReporter:

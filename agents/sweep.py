@@ -194,11 +194,15 @@ class Sweep:
             argv,
             launch=self.start_pgbench,
             on_stderr_line=on_line,
-            should_stop=self.reporter.should_cancel,
+            should_stop=self.pgbench_should_stop(argv, timed),
             timed=timed,
         )
         self.reporter.record_command(name, argv, finished.seconds, finished.exit_code)
         return finished
+
+    def pgbench_should_stop(self, argv: list[str], timed: bool) -> Callable[[], bool]:
+        """When to stop a pgbench before it ends by itself: the run's cancel."""
+        return self.reporter.should_cancel
 
     def _initialise_dataset(self) -> None:
         dataset = self.spec["dataset"]

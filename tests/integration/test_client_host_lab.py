@@ -30,7 +30,15 @@ pytestmark = pytest.mark.integration
 class ClientAgent:
     """A second `python -m agents worker`, enrolled with the lab as the client host."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(
+        self,
+        lab: Lab,
+        prefix: tuple[str, ...] = (),
+        redis_url: str = "",
+        args: tuple[str, ...] = (),
+    ) -> None:
+        """`prefix` goes before the command (`ip netns exec NS`), `args` after it;
+        `redis_url` is the lab's Redis as this host reaches it (default: `lab.redis_url`)."""
         self.lab = lab
         self.name = f"client-{uuid.uuid4().hex[:6]}"
         self.root = Path(tempfile.mkdtemp(prefix=f"benchlab-{self.name}-", dir="/var/tmp"))
@@ -41,9 +49,9 @@ class ClientAgent:
         identity = load_or_create_identity(self.state_dir, self.name)
         services.host_enroll(self.name, identity.secret)
         self.log_path = lab.log_dir / f"{self.name}.log"
-        argv = [sys.executable, "-m", "agents", "worker", "--name", self.name]
-        argv += ["--redis-url", lab.redis_url, "--state-dir", str(self.state_dir)]
-        argv += ["--storage", f"default={self.root / 'storage'}"]
+        argv = [*prefix, sys.executable, "-m", "agents", "worker", "--name", self.name]
+        argv += ["--redis-url", redis_url or lab.redis_url, "--state-dir", str(self.state_dir)]
+        argv += ["--storage", f"default={self.root / 'storage'}", *args]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv, cwd=REPO, env=lab.env, stdout=log, stderr=subprocess.STDOUT

@@ -26,20 +26,26 @@ def free_port() -> int:
 class SpareRedis:
     """A redis-server of the test's own that can be stopped and restarted, keeping its data."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, binds: tuple[str, ...] = (), password: str = ""):
         self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password = password
+        auth = f":{password}@" if password else ""
+        self.url = f"redis://{auth}127.0.0.1:{self.port}/0"
         self.workdir = workdir
+        # Addresses it listens on besides 127.0.0.1 (a test network's interfaces); Redis
+        # accepts clients there only with a password (protected mode).
+        self.binds = binds
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", *self.binds]
             + ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]
-            + ["--dir", str(self.workdir)],
+            + ["--dir", str(self.workdir)]
+            + (["--requirepass", self.password] if self.password else []),
             stdout=subprocess.DEVNULL,
         )
-        client = redis.Redis(port=self.port)
+        client = redis.Redis(port=self.port, password=self.password or None)
         wait_for(lambda: _answers(client))
         client.close()
 
@@ -49,7 +55,7 @@ class SpareRedis:
         self.process = None
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, decode_responses=True)
+        return redis.Redis(port=self.port, password=self.password or None, decode_responses=True)
 
 
 def _answers(client: redis.Redis) -> bool:

@@ -7,6 +7,7 @@ processes; the test process plays the web tier on that Redis too.
 
 from collections.abc import Iterator
 
+import kombu.pools
 import pytest
 
 from agents.contract.wire import agent_queue
@@ -34,9 +35,11 @@ def use_broker(url: str) -> None:
     """Point the lab's Celery app at `url` for the next send.
 
     Celery keeps its broker connection and producer pools for the life of the
-    process; they are closed and forgotten here, as Celery does after a fork.
+    process, in kombu's registry of pools by broker URL; they are closed and
+    forgotten here, as Celery does after a fork. Closing only the app's pool left
+    a closed pool in that registry, and a later send to the same URL got it back.
     """
-    app.pool.force_close_all()
+    kombu.pools.reset()
     app.conf.broker_url = url
     app._after_fork()
 

@@ -127,4 +127,3 @@ def test_a_job_sent_again_after_redis_lost_everything_is_measured_once(api, lab_
     ledger = list((default_state_dir() / "ledger" / lab.name).glob("*.json"))
     assert len(ledger) == 1
     assert lab.redis.llen(agent_queue(lab.name)) == 0
-

@@ -80,14 +80,11 @@ def _probe_script(config: AgentConfig, targets: dict[str, Path], install_bindir:
     return "\n".join([*lines, "SELECT 1;", ""])
 
 
-def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
-    config: AgentConfig, targets: dict[str, Path], pg16_install
-) -> None:
-    for port in (_redis_port(), _lab_database_port()):
-        with socket.create_connection(("127.0.0.1", port), 2):
-            pass  # the lab's Redis and database answer outside the sandbox
+def probe_answers(config: AgentConfig, targets: dict[str, Path], bindir: Path) -> dict[str, str]:
+    """Run the probe as a job's custom script, the agent allowing shell scripts; what each
+    command could do ("yes" or "no"), read from the point's pgbench stdout."""
     config.allow_shell_scripts = True
-    script = _probe_script(config, targets, str(pg16_install.bindir))
+    script = _probe_script(config, targets, str(bindir))
     spec = small_spec(
         workload={"scripts": [{"name": "escape", "text": script, "weight": 1}]},
         sweep={"clients": [1], "duration_s": None, "transactions": 1},
@@ -97,7 +94,18 @@ def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
 
     assert result["status"] == "succeeded", result["error"]
     output = result["points"][0]["stdout"]
-    answers = dict(line.split("=", 1) for line in output.split() if line.startswith("probe-"))
+    return dict(line.split("=", 1) for line in output.split() if line.startswith("probe-"))
+
+
+def test_a_shell_command_in_a_running_job_reaches_nothing_outside_its_sandbox(
+    config: AgentConfig, targets: dict[str, Path], pg16_install
+) -> None:
+    for port in (_redis_port(), _lab_database_port()):
+        with socket.create_connection(("127.0.0.1", port), 2):
+            pass  # the lab's Redis and database answer outside the sandbox
+
+    answers = probe_answers(config, targets, pg16_install.bindir)
+
     assert answers == {
         "probe-ran": "yes",
         "probe-identity": "no",
@@ -117,18 +125,9 @@ def test_without_the_sandbox_the_same_probe_reaches_what_the_modes_allow(
     config: AgentConfig, targets: dict[str, Path], pg16_install
 ) -> None:
     """The control: the operator's --no-sandbox leaves only file modes, and they let it in."""
-    config.allow_shell_scripts = True
     config.sandbox = False
-    script = _probe_script(config, targets, str(pg16_install.bindir))
-    spec = small_spec(
-        workload={"scripts": [{"name": "escape", "text": script, "weight": 1}]},
-        sweep={"clients": [1], "duration_s": None, "transactions": 1},
-    )
 
-    result, _ = run(spec, config)
+    answers = probe_answers(config, targets, pg16_install.bindir)
 
-    assert result["status"] == "succeeded", result["error"]
-    output = result["points"][0]["stdout"]
-    answers = dict(line.split("=", 1) for line in output.split() if line.startswith("probe-"))
     reached = {"probe-lab_database", "probe-other_cluster", "probe-write_elsewhere", "probe-redis"}
     assert {name: answers[name] for name in reached} == dict.fromkeys(reached, "yes")

@@ -171,7 +171,11 @@ def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
     assert all("bindir" in install for install in data["installs"])
     assert all(catalogue["settings"] for catalogue in data["catalogues"].values())
     heartbeat = events_of_type(shared_redis, stream, "heartbeat")[0]
-    assert heartbeat["data"] == {"running": None, "job": None, "finished": []}
+    beat = dict(heartbeat["data"])
+    space = beat.pop("space")
+    assert beat == {"running": None, "job": None, "finished": []}
+    assert set(space) == set(data["storage"])
+    assert space["data"]["free_bytes"] > 0
     assert verify("event", heartbeat, agent.identity.secret)
     assert heartbeat["seq"] > registration["seq"]
 

@@ -34,12 +34,11 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_sql import check_workload_sql
 from agents.pair import Message, PairLink
 from agents.pgbench.latency_log import log_root
-from agents.pgbench.process import Finished
 from agents.postgres.cluster import Cluster, WorkloadAccess, usable_job_id
 from agents.postgres.installs import Install, ensure_install, make_dirs
 from agents.postgres.osuser import chown_tree, ensure_os_user
 from agents.sandbox import View
-from agents.sweep import Sweep, SweepPlace, as_point_result
+from agents.sweep import LocalPoints, PointContext, SweepPlace, SweepReporter
 
 logger = logging.getLogger(__name__)
 
@@ -90,16 +89,18 @@ class RemoteServer(Cluster):
         return "(the server host keeps the server log)"
 
 
-class ClientSweep(Sweep):
-    """A sweep whose points run pgbench against the remote server; no server sampling."""
+class OverrunGuard:
+    """The client half's PgbenchStops: cancel, or a timed pgbench OVERRUN_GRACE_S past its
+    -T, whose point then fails as `peer_lost`."""
 
-    samples_server = False
-    overran: bool = False
-
-    def pgbench_should_stop(self, argv: list[str], timed: bool) -> Callable[[], bool]:
-        """Cancel, or a timed pgbench OVERRUN_GRACE_S past its -T (noted in `overran`)."""
+    def __init__(self, reporter: SweepReporter, server_host: str) -> None:
+        self.reporter = reporter
+        self.server_host = server_host
         self.overran = False
-        cancelled = super().pgbench_should_stop(argv, timed)
+
+    def should_stop(self, argv: list[str], timed: bool) -> Callable[[], bool]:
+        self.overran = False
+        cancelled = self.reporter.should_cancel
         if not timed or "-T" not in argv:
             return cancelled
         limit = time.monotonic() + int(argv[argv.index("-T") + 1]) + OVERRUN_GRACE_S
@@ -110,15 +111,12 @@ class ClientSweep(Sweep):
 
         return should_stop
 
-    def _keep_point(self, point: dict[str, Any], finished: Finished) -> None:
-        """A point stopped for overrunning fails as `peer_lost`, kept as the failed point."""
+    def failure(self, point: dict[str, Any]) -> JobError | None:
         if not self.overran:
-            super()._keep_point(point, finished)
-            return
-        self.reporter.keep_failed_point(as_point_result(point))
-        raise JobError(
+            return None
+        return JobError(
             "peer_lost",
-            f"the server at {self.cluster.pgbench_host()} stopped answering pgbench over TCP: "
+            f"the server at {self.server_host} stopped answering pgbench over TCP: "
             f"pgbench ran {OVERRUN_GRACE_S:g} s past its -T at point {point['index'] + 1} and "
             "was stopped; check the network path between the two hosts",
         )
@@ -180,7 +178,10 @@ def run_client_half(
         server = RemoteServer(install, config, spec["run_id"] or "client", ready)
         link.send("network", **round_trip(server, config.advertise_address))
         reporter = LinkReporter(link, should_cancel)
-        _serve(ClientSweep(reporter, _place(server, config), spec), reporter, link)
+        stops = OverrunGuard(reporter, server.pgbench_host())
+        place = _place(server, config)
+        context = PointContext.at(reporter, place, spec, stops, samples_server=False)
+        _serve(LocalPoints(context), reporter, link)
         return "succeeded"
     except Cancelled:
         return "cancelled"
@@ -215,27 +216,27 @@ def _place(server: RemoteServer, config: AgentConfig) -> SweepPlace:
     return SweepPlace(server, server.install, {}, config.state_dir)
 
 
-def _serve(sweep: ClientSweep, reporter: LinkReporter, link: PairLink) -> None:
+def _serve(points: LocalPoints, reporter: LinkReporter, link: PairLink) -> None:
     """Measure what the server asks for until it says stop."""
-    sweep.prepare_workdir()
+    points.context.prepare_workdir()
     while True:
         message = link.wait_for({"measure", "warmup", "stop"}, reporter.should_cancel)
         if message["kind"] == "stop":
             return
         if message["kind"] == "warmup":
-            _warm_up(sweep, link, int(message["clients"]))
+            _warm_up(points, link, int(message["clients"]))
             continue
         try:
-            sweep.run_point(
+            points.run_point(
                 message["index"], message["total"], message["clients"], message["repeat"]
             )
         except JobError as error:
             link.send("point", point=reporter.failed_point or {}, error=error.as_dict())
 
 
-def _warm_up(sweep: ClientSweep, link: PairLink, clients: int) -> None:
+def _warm_up(points: LocalPoints, link: PairLink, clients: int) -> None:
     try:
-        sweep.warm_up(clients)
+        points.warm_up(clients)
         link.send("warmed", error=None)
     except JobError as error:
         link.send("warmed", error=error.as_dict())

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import agents
-from agents import sweep as sweep_module
 from agents.config import AgentConfig
 from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
@@ -43,7 +42,7 @@ from agents.postgres.installs import (
 from agents.postgres.osuser import ensure_os_user
 from agents.postgres.source_build import check_allowed as check_build_allowed
 from agents.postgres.source_build import ensure_build
-from agents.remote_points import RemotePoints
+from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
 
 logger = logging.getLogger(__name__)
 
@@ -126,11 +125,12 @@ class Job:
 
     def _run(self) -> None:
         install, spec = self.prepare()
-        sweep = sweep_module.Sweep(self, self.sweep_place(install), spec)
+        context = PointContext.at(self, self.sweep_place(install), spec)
+        points: PointRunner = LocalPoints(context)
         if self.link is not None:
             self._announce_ready()
-            sweep.remote = RemotePoints(self.link, self, self.should_cancel)
-        sweep.run()
+            points = RemotePoints(self.link, context, self.should_cancel)
+        Sweep(context, points).run()
 
     def _await_client(self, spec: JobSpec) -> None:
         """The server half starts nothing before its client half has joined."""
@@ -168,12 +168,12 @@ class Job:
         self.result["network"] = {k: v for k, v in network.items() if k != "kind"}
         self.emit("log", {"level": "info", "message": _network_line(self.result["network"])})
 
-    def sweep_place(self, install: Install) -> sweep_module.SweepPlace:
+    def sweep_place(self, install: Install) -> SweepPlace:
         """Where the sweep runs: the started cluster and the storage targets it sits on."""
         if self.cluster is None:
             raise RuntimeError("prepare() returned without a running cluster")
         storage = {role: Path(entry["path"]) for role, entry in self.result["storage"].items()}
-        return sweep_module.SweepPlace(self.cluster, install, storage, self.config.state_dir)
+        return SweepPlace(self.cluster, install, storage, self.config.state_dir)
 
     def prepare(self) -> tuple[Install, JobSpec]:
         """Validate, provision binaries, start the cluster with its settings: (install, spec)."""

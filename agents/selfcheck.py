@@ -44,7 +44,7 @@ from agents.events import EventEmitter
 from agents.job import Job
 from agents.pgbench.process import run_pgbench
 from agents.sandbox import Sandbox, Started, View
-from agents.sweep import Sweep
+from agents.sweep import LocalPoints, PointContext, Sweep
 
 logger = logging.getLogger(__name__)
 
@@ -133,10 +133,13 @@ def run_selfcheck(
     try:
         install, spec = job.prepare()
         place = job.sweep_place(install)
-        Sweep(job, place, spec).prepare_dataset()
+        context = PointContext.at(job, place, spec)
+        Sweep(context, LocalPoints(context)).prepare_dataset()
         workloads = [
             _check_workload(
-                Sweep(job, place, validate_spec(selfcheck_spec(name, duration_s))),
+                LocalPoints(
+                    PointContext.at(job, place, validate_spec(selfcheck_spec(name, duration_s)))
+                ),
                 name,
                 rounds,
                 say,
@@ -148,9 +151,11 @@ def run_selfcheck(
     return _report(workloads, install.version, duration_s, rounds, load_before)
 
 
-def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], None]) -> dict:
-    say(f"{name}: warming up for {sweep.spec['sweep']['warmup_s']} s")
-    sweep.warm_up(CLIENTS)
+def _check_workload(
+    points: LocalPoints, name: str, rounds: int, say: Callable[[str], None]
+) -> dict:
+    say(f"{name}: warming up for {points.context.spec['sweep']['warmup_s']} s")
+    points.warm_up(CLIENTS)
     results: list[RoundResult] = []
     lab_points: list[PointResult] = []
     for round_no in range(1, rounds + 1):
@@ -158,10 +163,10 @@ def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], N
         seen: dict[str, Measured] = {}
         for kind in order:
             if kind == "lab":
-                lab_points.append(sweep.run_point(round_no - 1, rounds, CLIENTS, round_no))
+                lab_points.append(points.run_point(round_no - 1, rounds, CLIENTS, round_no))
                 seen["lab"] = _lab_measured(lab_points[-1])
             else:
-                seen["plain"] = _plain_measured(sweep)
+                seen["plain"] = _plain_measured(points)
         lab, plain = seen["lab"], seen["plain"]
         results.append(
             RoundResult(
@@ -175,7 +180,7 @@ def _check_workload(sweep: Sweep, name: str, rounds: int, say: Callable[[str], N
             )
         )
         say(f"{name} round {round_no}: lab {lab['tps']:.0f} tps, plain {plain['tps']:.0f} tps")
-    workload = _workload_report(name, sweep, results, lab_points)
+    workload = _workload_report(name, points, results, lab_points)
     say(_describe(workload))
     return workload
 
@@ -194,11 +199,11 @@ def _lab_measured(point: PointResult) -> Measured:
     return Measured(tps=point["tps"], pgbench_cpu_us_per_tx=cpu)
 
 
-def _plain_measured(sweep: Sweep) -> Measured:
+def _plain_measured(points: LocalPoints) -> Measured:
     """The plain command, run bare: no progress reader, no samplers, no log."""
     finished = run_pgbench(
-        sweep.plain_argv(CLIENTS),
-        launch=functools.partial(_start_plain, sweep),
+        points.plain_argv(CLIENTS),
+        launch=functools.partial(_start_plain, points),
         on_stderr_line=lambda line: None,
         should_stop=lambda: False,
         timed=True,
@@ -211,11 +216,11 @@ def _plain_measured(sweep: Sweep) -> Measured:
     return Measured(tps=parsed["tps"], pgbench_cpu_us_per_tx=cpu)
 
 
-def _start_plain(sweep: Sweep, argv: list[str], **popen_kwargs: Any) -> Started:
+def _start_plain(points: LocalPoints, argv: list[str], **popen_kwargs: Any) -> Started:
     """The plain command as a user types it: the same OS user and connection, no sandbox."""
-    bare = dataclasses.replace(sweep.cluster.os_user, sandbox=Sandbox(enabled=False))
-    env = sweep.cluster.workload_env()
-    return bare.start(argv, View(), sweep.workdir, env=env, **popen_kwargs)
+    bare = dataclasses.replace(points.context.cluster.os_user, sandbox=Sandbox(enabled=False))
+    env = points.context.cluster.workload_env()
+    return bare.start(argv, View(), points.context.workdir, env=env, **popen_kwargs)
 
 
 def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
@@ -234,7 +239,7 @@ def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
 
 
 def _workload_report(
-    name: str, sweep: Sweep, results: list[RoundResult], lab_points: list[PointResult]
+    name: str, points: LocalPoints, results: list[RoundResult], lab_points: list[PointResult]
 ) -> dict:
     estimate = ratio_estimate([result["ratio"] for result in results])
     cpu_s = sum(point["agent_cpu_s"] for point in lab_points)
@@ -243,7 +248,7 @@ def _workload_report(
         "workload": name,
         "clients": CLIENTS,
         "lab_argv": lab_points[-1]["argv"],
-        "plain_argv": sweep.plain_argv(CLIENTS),
+        "plain_argv": points.plain_argv(CLIENTS),
         "rounds": results,
         "lab_tps_mean": round(statistics.fmean(r["lab_tps"] for r in results), 1),
         "plain_tps_mean": round(statistics.fmean(r["plain_tps"] for r in results), 1),

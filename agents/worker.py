@@ -87,8 +87,8 @@ from agents.observe.facts import collect_facts
 from agents.observe.storage import target_space
 from agents.pair import PairLink
 from agents.pgbench.latency_log import remove_dead_job_logs
-from agents.postgres.cluster import remove_leftover_clusters
 from agents.postgres.installs import find_cached_installs, find_system_installs
+from agents.postgres.leftovers import remove_leftover_clusters
 from agents.postgres.osuser import check_sandbox, ensure_os_user
 from agents.postgres.settings import catalogue_path, read_cached_catalogue
 from agents.transport import (

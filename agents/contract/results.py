@@ -1,6 +1,6 @@
 """The result document and its point results (docs/contracts.md, section 3).
 
-The agent builds them (agents/job.py, agents/sweep.py); `python -m agents run`
+The agent builds them (agents/job.py, agents/sweep/); `python -m agents run`
 prints the document, the final `result` event carries it, and every finished
 point also travels alone in a `point` event. Samples are open dictionaries
 (`t` plus whatever the samplers measured), the rest is typed.

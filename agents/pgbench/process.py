@@ -95,7 +95,7 @@ def run_pgbench(
 ) -> Finished:
     """Run pgbench to completion, or until should_stop() says so (checked every second).
 
-    `launch` starts it where it runs (Sweep.start_pgbench: the job's OS user, its
+    `launch` starts it where it runs (PointContext.start_pgbench: the job's OS user, its
     sandbox, the workload's connection variables). The process waited for may be
     the sandbox around pgbench: its CPU time includes pgbench's, which it reaps,
     and signals go to pgbench's own pid.

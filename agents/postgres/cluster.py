@@ -12,10 +12,11 @@ Layout, all owned by the PostgreSQL OS user:
 Every directory the cluster creates carries a marker file naming the job and
 the process that created it (pid and start time), and `destroy()` removes only
 directories whose marker names its own job, so it never touches a cluster it
-did not create. `remove_leftover_clusters` removes only clusters whose creating
-process is gone, so agents (or a local `run`) sharing a storage directory never
-remove each other's live clusters. The postmaster runs in its own session, so
-a Ctrl-C on the agent's terminal does not reach it: stopping it is ours to do.
+did not create. `remove_leftover_clusters` (agents/postgres/leftovers.py) removes
+only clusters whose creating process is gone, so agents (or a local `run`)
+sharing a storage directory never remove each other's live clusters. The
+postmaster runs in its own session, so a Ctrl-C on the agent's terminal does
+not reach it: stopping it is ours to do.
 
 Two kinds of connections: the agent's own, as the superuser `postgres`
 (settings, sampling, CHECKPOINT, VACUUM between points), and the workload's,
@@ -47,12 +48,12 @@ from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
 from agents.postgres.installs import Install, make_dirs
+from agents.postgres.markers import JOB_ID, ClusterMarker
 from agents.postgres.osuser import OsUser, chown_tree
 from agents.sandbox import View
 
 logger = logging.getLogger(__name__)
 
-MARKER = ".benchlab-cluster"
 SETTINGS_FILE = "benchlab.conf"
 SUPERUSER = "postgres"
 WORKLOAD_ROLE = "benchlab_workload"
@@ -60,8 +61,6 @@ WORKLOAD_DATABASE = "benchlab"
 # The agent's own sessions in the workload's database resolve names in the
 # catalogue only, whatever the database owner sets there (ALTER DATABASE ... SET).
 MAINTENANCE_OPTIONS = "-c search_path=pg_catalog,pg_temp"
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-OWNER_LINE = re.compile(r"(?P<pid>[0-9]+) (?P<start>[0-9]+)")
 # sun_path holds 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH = 107
 STOP_MODES = ("smart", "fast", "immediate")
@@ -93,17 +92,6 @@ def usable_job_id(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", name).lstrip("-_")[:48] or "local"
 
 
-def _process_start(pid: int) -> int | None:
-    """When a running process started, in clock ticks after boot (/proc/<pid>/stat field
-    22: unlike a wall-clock time, a clock step does not move it); None once it exited."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    state, *fields = stat.rpartition(")")[2].split()
-    return None if state in ("Z", "X") else int(fields[18])
-
-
 def initdb_version_args(version_num: int, wal_dir: Path | None) -> list[str]:
     """initdb's host authentication and WAL directory options as this version names them.
 
@@ -114,44 +102,6 @@ def initdb_version_args(version_num: int, wal_dir: Path | None) -> list[str]:
     if wal_dir is not None:
         argv += ["--waldir" if modern else "--xlogdir", str(wal_dir)]
     return argv
-
-
-@dataclass(frozen=True)
-class ClusterMarker:
-    """The marker file in each directory a cluster creates: its job on the first line,
-    then the pid and start time of the process that created it (the start time tells
-    a reused pid apart). A marker without the second line has no known owner."""
-
-    job_id: str
-    owner_pid: int | None = None
-    owner_start: int | None = None
-
-    @classmethod
-    def for_this_process(cls, job_id: str) -> "ClusterMarker":
-        return cls(job_id, os.getpid(), _process_start(os.getpid()))
-
-    @classmethod
-    def read(cls, directory: Path) -> "ClusterMarker | None":
-        """The marker in `directory`, or None when there is no usable one."""
-        path = directory / MARKER
-        if path.is_symlink() or not path.is_file():
-            return None
-        job_id, _, owner = path.read_text().partition("\n")
-        if not JOB_ID.match(job_id):
-            return None
-        match = OWNER_LINE.fullmatch(owner.strip())
-        if match is None:
-            return cls(job_id)
-        return cls(job_id, int(match["pid"]), int(match["start"]))
-
-    def write(self, directory: Path) -> None:
-        (directory / MARKER).write_text(f"{self.job_id}\n{self.owner_pid} {self.owner_start}\n")
-
-    def owner_alive(self) -> bool:
-        """Whether the process that created the cluster still runs."""
-        if self.owner_pid is None:
-            return False
-        return _process_start(self.owner_pid) == self.owner_start
 
 
 def free_port() -> int:
@@ -615,36 +565,3 @@ def running_cluster(
         cluster.initdb()
         cluster.start()
         yield cluster
-
-
-def remove_leftover_clusters(storage: dict[str, Path], os_user: OsUser) -> list[str]:
-    """Remove clusters whose creating process is gone; return their job ids.
-
-    An agent killed mid-job (SIGKILL, power loss) leaves its cluster's server
-    running and its directories on disk. The worker calls this when it starts,
-    before it takes a job: every `benchlab-<job>` directory whose marker names
-    that job and a process that no longer runs is destroyed as its own Cluster
-    would (servers killed by their working directory, WAL directory on any
-    target removed). Clusters of a live process (another agent, a local `run`
-    sharing the directory) and directories without a matching marker are left alone.
-    """
-    parents = sorted({Path(path) for path in storage.values() if Path(path).is_dir()})
-    removed = []
-    for parent in parents:
-        for job_dir in sorted(parent.glob("benchlab-*")):
-            marker = ClusterMarker.read(job_dir) if job_dir.is_dir() else None
-            if marker is None or job_dir.name != f"benchlab-{marker.job_id}":
-                continue
-            if marker.owner_alive():
-                logger.info(
-                    "leaving %s: process %s that created it runs", job_dir, marker.owner_pid
-                )
-                continue
-            job_id = marker.job_id
-            wal_parent = next((p for p in parents if (p / f"benchlab-{job_id}-wal").is_dir()), None)
-            logger.warning(
-                "removing cluster %s: process %s that created it is gone", job_dir, marker.owner_pid
-            )
-            Cluster(None, os_user, parent, wal_parent, job_id).destroy()
-            removed.append(job_id)
-    return removed

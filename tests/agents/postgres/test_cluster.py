@@ -14,17 +14,16 @@ from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
 from agents.postgres.cluster import (
-    MARKER,
     SUPERUSER,
     WORKLOAD_DATABASE,
     WORKLOAD_ROLE,
     Cluster,
-    ClusterMarker,
     WorkloadAccess,
-    remove_leftover_clusters,
     usable_job_id,
 )
 from agents.postgres.installs import ensure_install
+from agents.postgres.leftovers import remove_leftover_clusters
+from agents.postgres.markers import MARKER, ClusterMarker
 from tests.agents.conftest import unique_job_id
 
 

@@ -11,7 +11,7 @@ processes' lines (agents/pgbench/group.py).
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.contract.results import ProgressLine
@@ -29,9 +29,7 @@ from agents.pgbench.group import (
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished
-
-if TYPE_CHECKING:
-    from agents.sweep import Sweep
+from agents.sweep.context import PointContext
 
 PROCESS_KEYS = (
     "tps",
@@ -48,11 +46,11 @@ PROCESS_KEYS = (
 class ProcessGroupPoint:
     """One point's processes at the sweep's client count `clients`."""
 
-    def __init__(self, sweep: "Sweep", clients: int, point_base: dict[str, Any]) -> None:
-        self.sweep = sweep
+    def __init__(self, context: PointContext, clients: int, point_base: dict[str, Any]) -> None:
+        self.context = context
         self.clients = clients
         self.point_base = point_base
-        self.processes: list[ProcessSpec] = sweep.spec["workload"]["processes"]
+        self.processes: list[ProcessSpec] = context.spec["workload"]["processes"]
         self.live = LiveSum(len(self.processes), self._emit_progress)
 
     def measure(self, plan: LogPlan, point_log: PointLog) -> tuple[dict[str, Any], Finished, float]:
@@ -69,7 +67,7 @@ class ProcessGroupPoint:
             finally:
                 point_log.stop()
 
-        finished, samples, agent_cpu_s = self.sweep.sampled(self.point_base, measure)
+        finished, samples, agent_cpu_s = self.context.sampled(self.point_base, measure)
         return self.point(finished, samples), combined_finished(finished), agent_cpu_s
 
     def clients_of(self, number: int) -> int:
@@ -77,29 +75,29 @@ class ProcessGroupPoint:
 
     def threads_of(self, number: int) -> int:
         clients = self.clients_of(number)
-        threads = self.processes[number]["threads"] or self.sweep.spec["sweep"]["threads"]
+        threads = self.processes[number]["threads"] or self.context.spec["sweep"]["threads"]
         if threads is not None:
             return min(threads, clients)
-        return command.default_threads(clients, self.sweep.cpu_count())
+        return command.default_threads(clients, self.context.cpu_count())
 
     def argv(self, number: int, plan: LogPlan, log_dir: Path) -> list[str]:
-        sweep = self.sweep
+        context, install = self.context, self.context.install
         workload = command.workload_args(
-            sweep.install.bindir / "pgbench",
-            sweep.install.major,
-            sweep.spec,
+            install.bindir / "pgbench",
+            install.major,
+            context.spec,
             self.clients_of(number),
             self.threads_of(number),
-            sweep.process_script_paths[number],
+            context.process_script_paths[number],
             scripts=self.processes[number]["scripts"],
-            weighted_scripts=sweep.install.version_num >= FIRST_WITH_WEIGHTED_SCRIPTS,
+            weighted_scripts=install.version_num >= FIRST_WITH_WEIGHTED_SCRIPTS,
         )
-        reporting = command.reporting_args(sweep.spec["workload"], sweep.install.major)
+        reporting = command.reporting_args(context.spec["workload"], install.major)
         log_args = plan.args(log_dir / f"{LOG_FILE_PREFIX}.p{number + 1}")
-        return command.run_argv(workload, reporting, log_args, sweep.conn)
+        return command.run_argv(workload, reporting, log_args, context.conn)
 
     def _run_one(self, argv: list[str], on_line: Callable[[str], None]) -> Finished:
-        return self.sweep.pgbench_command("pgbench", argv, on_line, timed=True)
+        return self.context.pgbench_command("pgbench", argv, on_line, timed=True)
 
     def _on_line(self, number: int) -> Callable[[str], None]:
         def on_line(line: str) -> None:
@@ -109,7 +107,7 @@ class ProcessGroupPoint:
         return on_line
 
     def _emit_progress(self, line: ProgressLine) -> None:
-        self.sweep.reporter.emit("progress", {**self.point_base, **line})
+        self.context.reporter.emit("progress", {**self.point_base, **line})
 
     def point(self, finished: list[Finished], samples: dict) -> dict[str, Any]:
         """The point: combined summary, samples, and each process's own record."""
@@ -122,7 +120,7 @@ class ProcessGroupPoint:
             "threads": sum(self.threads_of(number) for number in range(len(finished))),
             "pgbench_cpus": min(
                 sum(self.threads_of(number) for number in range(len(finished))),
-                self.sweep.cpu_count(),
+                self.context.cpu_count(),
             ),
             "repeat": self.point_base["repeat"],
             "host_samples": samples["host"],

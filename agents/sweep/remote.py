@@ -10,35 +10,33 @@ point is the client's (tps, argv, output, percentiles) with both hosts' samples.
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from agents.contract.errors import JobError
 from agents.contract.results import PointResult
 from agents.pair import Message, PairLink
-
-if TYPE_CHECKING:
-    from agents.sweep import Sweep, SweepReporter
+from agents.sweep.context import PointContext
 
 
 class RemotePoints:
-    """Measures points through `link`; relays the client's events through `reporter`."""
+    """Measures points through `link`; relays the client's events through the context's
+    reporter, and samples this host and its server with the context's samplers."""
 
     def __init__(
-        self, link: PairLink, reporter: "SweepReporter", should_cancel: Callable[[], bool]
+        self, link: PairLink, context: PointContext, should_cancel: Callable[[], bool]
     ) -> None:
         self.link = link
-        self.reporter = reporter
+        self.context = context
+        self.reporter = context.reporter
         self.should_cancel = should_cancel
 
-    def run_point(
-        self, sweep: "Sweep", index: int, total: int, clients: int, repeat: int
-    ) -> PointResult:
+    def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """Measure one point on the client, sampling this host and its server meanwhile."""
         message = f"point {index + 1} of {total}: {clients} clients, run {repeat}, on the client"
         self.reporter.status("running", message)
         point_base = {"point": index, "clients": clients, "repeat": repeat}
         self.link.send("measure", index=index, total=total, clients=clients, repeat=repeat)
-        answer, samples, agent_cpu_s = sweep.sampled(
+        answer, samples, agent_cpu_s = self.context.sampled(
             point_base, lambda: self.link.wait_for({"point"}, self.should_cancel, None, self.relay)
         )
         point: dict[str, Any] = {

@@ -1,0 +1,117 @@
+"""The measured part of a job: dataset, setup SQL, then the client sweep.
+
+The Sweep owns the order of things: the script files, `pgbench -i`, the setup
+SQL, the client order, the warm-up, CHECKPOINT/VACUUM between points. Each
+point is measured by its `PointRunner` (agents/sweep/local.py here,
+agents/sweep/remote.py on a client host), which gets the sweep's
+`PointContext`, not the Sweep.
+"""
+
+import secrets
+
+from agents.contract.errors import JobError
+from agents.contract.latency import FULL_LOG_WARNING
+from agents.contract.pgbench_parse import parse_init_progress
+from agents.contract.spec import SweepSpec, sweep_points
+from agents.observe.server import unavailable_measurements
+from agents.pgbench import command
+from agents.postgres.workload import run_setup_sql
+from agents.sweep.context import PointContext, PointRunner, last_lines
+
+NO_TIMELINE = (
+    "no per-second timeline: it is read from the transaction log, and this workload "
+    'writes none (workload.latency_log "none"); set workload.progress for pgbench\'s -P 1'
+)
+# Seeds people can read and type back in (the lab's are below this too).
+CLIENT_ORDER_SEEDS = 2**31
+
+
+class Sweep:
+    """Runs the dataset steps and every point of one job inside its cluster."""
+
+    def __init__(self, context: PointContext, points: PointRunner) -> None:
+        self.context = context
+        self.reporter = context.reporter
+        self.spec = context.spec
+        self.points = points
+
+    def run(self) -> None:
+        self.prepare_dataset()
+        points = sweep_points(self._seeded(self.spec["sweep"]))
+        self.reporter.status("running", f"running {len(points)} points")
+        workload = self.spec["workload"]
+        if workload["latency_log"] == "full":
+            self.reporter.emit("log", {"level": "warning", "message": FULL_LOG_WARNING})
+        if workload["latency_log"] == "none" and not workload["progress"]:
+            self.reporter.emit("log", {"level": "info", "message": NO_TIMELINE})
+        for message in unavailable_measurements(self.context.install.version_num):
+            self.reporter.emit("log", {"level": "info", "message": message})
+        if self.spec["sweep"]["warmup_s"]:
+            self.points.warm_up(points[0][0])
+        for index, (clients, repeat) in enumerate(points):
+            self.reporter.check_cancel()
+            self.between_points()
+            self.points.run_point(index, len(points), clients, repeat)
+
+    def _seeded(self, sweep: SweepSpec) -> SweepSpec:
+        """A random client order without a seed gets one drawn here; it stays in the spec,
+        so the result document records it and the order can be replayed."""
+        if sweep["order"] == "random" and sweep["seed"] is None:
+            sweep["seed"] = secrets.randbelow(CLIENT_ORDER_SEEDS)
+            message = f"random client order drawn from seed {sweep['seed']}"
+            self.reporter.emit("log", {"level": "info", "message": message})
+        return sweep
+
+    def prepare_dataset(self) -> None:
+        """Script files, `pgbench -i`, then the setup SQL."""
+        self.context.prepare_workdir()
+        self._initialise_dataset()
+        self._run_setup_sql()
+
+    def _initialise_dataset(self) -> None:
+        dataset = self.spec["dataset"]
+        self.reporter.status("loading", f"pgbench -i at scale {dataset['scale']}")
+        pgbench = self.context.install.bindir / "pgbench"
+        argv = command.init_argv(pgbench, dataset, self.context.conn)
+
+        def on_line(line: str) -> None:
+            progress = parse_init_progress(line)
+            if progress is None:
+                return
+            if progress.get("step_seconds"):
+                self.reporter.record_dataset("steps", progress["step_seconds"])
+            self.reporter.step("pgbench_init", progress["message"], progress.get("percent"))
+
+        finished = self.context.pgbench_command("pgbench_init", argv, on_line, timed=False)
+        self.reporter.check_cancel()
+        self.reporter.record_dataset("seconds", finished.seconds)
+        if finished.exit_code != 0:
+            raise JobError(
+                "pgbench_init_failed",
+                f"pgbench -i exited with {finished.exit_code}: {last_lines(finished.stderr)}",
+            )
+
+    def _run_setup_sql(self) -> None:
+        sql = self.spec["dataset"]["setup_sql"].strip()
+        if not sql:
+            return
+        self.reporter.step("setup_sql", "running setup SQL")
+        seconds = run_setup_sql(self.context.cluster, sql)
+        self.reporter.record_dataset("setup_sql_seconds", seconds)
+        self.reporter.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
+
+    def between_points(self) -> None:
+        """The spec's CHECKPOINT and/or VACUUM, before every measured point (the first too)."""
+        action = self.spec["sweep"]["between_points"]
+        statements = {
+            "none": [],
+            "checkpoint": ["CHECKPOINT"],
+            "vacuum": ["VACUUM"],
+            "vacuum_checkpoint": ["VACUUM", "CHECKPOINT"],
+        }[action]
+        if not statements:
+            return
+        self.reporter.step("between_points", f"running {' and '.join(statements)}")
+        with self.context.cluster.connect_maintenance() as conn:
+            for statement in statements:
+                conn.execute(statement)

@@ -260,7 +260,8 @@ psql_su -d postgres -c "CREATE DATABASE benchlab OWNER benchlab_workload"
 
 
 def _script_files(workload: Mapping[str, Any]) -> dict[str, str]:
-    """File name -> text of every custom script, named as the agent names them (agents/sweep/context.py, prepare_workdir)."""
+    """File name -> text of every custom script, named as the agent names them
+    (`prepare_workdir` in agents/sweep/context.py)."""
     files = {
         f"script-{index}-{script['name']}.sql": script["text"]
         for index, script in enumerate(workload.get("scripts", []))

@@ -13,7 +13,7 @@ import secrets
 from django.contrib.auth.models import User
 
 from runs.models import ApiToken
-from runs.models_tokens import TOKEN_PREFIX_LENGTH
+from runs.models.security import TOKEN_PREFIX_LENGTH
 
 logger = logging.getLogger(__name__)
 

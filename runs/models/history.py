@@ -1,7 +1,6 @@
 """History: series of scheduled experiments, their alerts, notes, and imported runs.
 
-Loaded by `runs.models` (its last lines), so Django registers these as models
-of the `runs` app. Every write goes through `runs.services`.
+Every write goes through `runs.services`.
 """
 
 from django.conf import settings

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from runs.compare import METRICS, Peak, run_summaries
+from runs.analysis.compare import METRICS, Peak, run_summaries
+from runs.analysis.stats import Summary
+from runs.analysis.validity import CheckpointEvent, ValidityWarning, checkpoint_events
 from runs.models import Result, Run, ServerSample
 from runs.series import CHART_SAMPLES, Series, trace_budget
-from runs.stats import Summary
-from runs.warnings import CheckpointEvent, ValidityWarning, checkpoint_events
 
 if TYPE_CHECKING:  # runs.timelines builds its digests with the helpers here
     from runs.timelines import Digest

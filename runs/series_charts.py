@@ -6,8 +6,8 @@ are dashed vertical lines, notes on the series' runs and hosts dotted ones.
 
 import plotly.graph_objects as go
 
-from runs.changepoints import change_points
-from runs.compare import METRICS
+from runs.analysis.changepoints import change_points
+from runs.analysis.compare import METRICS
 from runs.models import Note, Run, Series
 from runs.services.series import SERIES_METRICS, HistoryPoint, notes_for_runs, series_history
 

@@ -29,7 +29,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runs import charts, selectors
-from runs import warnings as checks
+from runs.analysis import validity as checks
+from runs.analysis.validity import CheckpointEvent, PointSamples, ValidityWarning
 from runs.models import (
     ClientHostSample,
     HostSample,
@@ -40,7 +41,6 @@ from runs.models import (
     TimelineSeries,
 )
 from runs.series import MIN_TRACE_SAMPLES, Series, build_series
-from runs.warnings import CheckpointEvent, PointSamples, ValidityWarning
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,10 @@ from rest_framework import serializers
 
 from agents.contract.errors import JobError
 from agents.contract.spec import VERSION_PATTERN, ScriptSpec, StorageSpec
-from runs import services, stats
+from runs import services
+from runs.analysis import stats
+from runs.analysis.stats import Verdict
+from runs.analysis.validity import CHECKS
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     ScriptSerializer,
@@ -38,8 +41,6 @@ from runs.models import (
 from runs.services.errors import LimitReached
 from runs.services.specs import clean_build_definition
 from runs.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
-from runs.stats import Verdict
-from runs.warnings import CHECKS
 
 
 def owner_name() -> "serializers.StringRelatedField[User]":
@@ -418,7 +419,7 @@ class ValidityWarningSerializer(serializers.Serializer):
 
 
 class StatisticsRowSerializer(serializers.Serializer):
-    """One run (or cell in rounds), client count and metric (`runs.compare.cell_record`)."""
+    """One run (or cell in rounds), client count and metric (runs.analysis.compare.cell_record)."""
 
     run_id = serializers.IntegerField()
     clients = serializers.IntegerField()

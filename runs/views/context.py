@@ -6,10 +6,11 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors, stats, timelines
-from runs import warnings as checks
-from runs.cells import standing_for
-from runs.compare import (
+from runs import charts, selectors, timelines
+from runs.analysis import stats
+from runs.analysis import validity as checks
+from runs.analysis.cells import standing_for
+from runs.analysis.compare import (
     COMPARED_METRICS,
     METRICS,
     StatsTable,
@@ -17,12 +18,12 @@ from runs.compare import (
     point_warnings,
     stats_table,
 )
+from runs.analysis.tables import StatsInputs, load_inputs, table_of
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
 from runs.series import MIN_TRACE_SAMPLES, trace_budget
 from runs.services.series import notes_for_runs
 from runs.sse import format_cursor
-from runs.tables import StatsInputs, load_inputs, table_of
 
 
 def run_label(run: Run) -> str:
@@ -144,7 +145,7 @@ def comparison_context(
     """The compare page: charts, the statistics table against the baseline, what differs,
     timelines and the server's activity overlaid.
 
-    Runs measured in rounds are compared as their cells (runs/cells.py); a
+    Runs measured in rounds are compared as their cells (runs/analysis/cells.py); a
     cell's timelines are those of the run standing for it (one cluster's story).
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from agents.contract.errors import JobError
 from runs import presets, selectors, services
-from runs.compare import METRICS
+from runs.analysis.compare import METRICS
 from runs.forms import ScheduleForm
 from runs.models import Experiment, Host
 from runs.services.errors import Conflict

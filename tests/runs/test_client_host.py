@@ -8,10 +8,10 @@ from django.urls import reverse
 from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
 from runs import services, timelines
+from runs.analysis.validity import result_warnings
 from runs.models import ClientHostSample, Host, HostSample, Run, Series
 from runs.services.events import run_record_event
 from runs.services.series import series_fire, series_save
-from runs.warnings import result_warnings
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,

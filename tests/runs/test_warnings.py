@@ -8,11 +8,11 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.pgbench_parse import parse_output
-from runs import warnings
+from runs.analysis import validity
+from runs.analysis.stats import summarize
+from runs.analysis.validity import PointSamples, point_warnings, run_warnings
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 from runs.services.events import store_point
-from runs.stats import summarize
-from runs.warnings import PointSamples, point_warnings, run_warnings
 from tests.agents import jobs
 from tests.runs.factories import RunFactory
 
@@ -72,7 +72,7 @@ def test_a_timed_checkpoint_starting_inside_the_window_is_flagged_with_its_time(
     (warning,) = point_warnings(make_point(run), samples)
     assert warning.code == "checkpoint_in_window"
     assert warning.detail == "timed checkpoint started at 3 s"
-    edges = [(e.kind, e.edge, e.t) for e in warnings.checkpoint_events(0, samples.server)]
+    edges = [(e.kind, e.edge, e.t) for e in validity.checkpoint_events(0, samples.server)]
     assert edges == [("timed", "start", 3.0), ("timed", "end", 4.0)]
 
 
@@ -221,9 +221,9 @@ def test_a_steady_timeline_with_noise_is_not_unsteady(run):
 
 
 def test_repeats_that_disagree_and_too_few_repeats_are_cell_warnings():
-    found = warnings.cell_warnings(summarize([1000.0, 1300.0]))
+    found = validity.cell_warnings(summarize([1000.0, 1300.0]))
     assert codes(found) == {"repeats_disagree", "too_few_repeats"}
-    assert warnings.cell_warnings(summarize([1000.0, 1010.0, 1005.0])) == []
+    assert validity.cell_warnings(summarize([1000.0, 1010.0, 1005.0])) == []
 
 
 def test_unsafe_settings_read_back_from_the_server_are_flagged():
@@ -258,8 +258,8 @@ def test_requested_settings_count_until_the_server_reports_its_own():
 
 
 def test_every_warning_has_a_title_and_a_reason():
-    for code, check in warnings.CHECKS.items():
-        warning = warnings.ValidityWarning(code, "seen")
+    for code, check in validity.CHECKS.items():
+        warning = validity.ValidityWarning(code, "seen")
         assert warning.as_dict() == {
             "code": code,
             "title": check.title,
@@ -270,9 +270,9 @@ def test_every_warning_has_a_title_and_a_reason():
 
 
 def test_warnings_of_repeats_merge_into_one_per_code_naming_the_repeats():
-    one = warnings.ValidityWarning("failed_transactions", "3 failed")
-    two = warnings.ValidityWarning("failed_transactions", "1 failed")
-    (merged,) = warnings.merge_repeats({2: [two], 1: [one]})
+    one = validity.ValidityWarning("failed_transactions", "3 failed")
+    two = validity.ValidityWarning("failed_transactions", "1 failed")
+    (merged,) = validity.merge_repeats({2: [two], 1: [one]})
     assert merged.detail == "repeat 1: 3 failed; repeat 2: 1 failed"
 
 
@@ -321,5 +321,5 @@ def test_a_real_run_without_crash_safety_and_short_points_is_flagged(storage_roo
 )
 def test_repeats_disagree_above_a_ten_percent_coefficient_of_variation(repeats, flagged):
     # sd / mean is exactly 10 % for the first, 11 % for the second.
-    found = codes(warnings.cell_warnings(summarize(repeats)))
+    found = codes(validity.cell_warnings(summarize(repeats)))
     assert ("repeats_disagree" in found) is flagged

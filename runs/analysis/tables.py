@@ -1,15 +1,16 @@
 """Statistics tables as pages, the API and exports read them: one query per kind of
-row for a set of runs, grouped by cell (runs/cells.py), then `runs.compare.stats_table`."""
+row for a set of runs, grouped by cell (runs/analysis/cells.py), then
+`runs.analysis.compare.stats_table`."""
 
 from collections.abc import Collection
 from typing import TypedDict
 
 from runs import selectors, timelines
-from runs.cells import cell_runs, results_by_cell, standing_for
-from runs.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.analysis.cells import cell_runs, results_by_cell, standing_for
+from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.analysis.stats import CONFIDENCE
+from runs.analysis.validity import ValidityWarning
 from runs.models import Comparison, Result, Run
-from runs.stats import CONFIDENCE
-from runs.warnings import ValidityWarning
 
 
 class StatsInputs(TypedDict):
@@ -27,7 +28,7 @@ def load_inputs(
 ) -> StatsInputs:
     """Everything the statistics of these runs read, in one query per kind.
 
-    `cells` has one run per cell (runs/cells.py): its `results` are the points
+    `cells` has one run per cell (runs/analysis/cells.py): its `results` are the points
     of every round of that cell. `own_results` are each given run's own points;
     the timeline digests (runs/timelines.py, with the `series` named) are each
     run's own, for every run whose points count (`overview`: their overviews,

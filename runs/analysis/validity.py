@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
+from runs.analysis.stats import MIN_REPEATS, Summary
 from runs.models import Result, Run
-from runs.stats import MIN_REPEATS, Summary
 
 
 @dataclass(frozen=True)

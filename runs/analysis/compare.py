@@ -2,7 +2,7 @@
 and what differs between runs.
 
 Pure functions over model instances already loaded (the numbers come from
-`runs.stats`, the warnings from `runs.warnings`); no queries of their own.
+`runs.analysis.stats`, the warnings from `runs.analysis.validity`); no queries of their own.
 """
 
 import json
@@ -10,11 +10,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from runs import stats
-from runs import warnings as checks
+from runs.analysis import stats
+from runs.analysis import validity as checks
+from runs.analysis.stats import Judgement, Question, Summary
+from runs.analysis.validity import ValidityWarning
 from runs.models import Result, Run
-from runs.stats import Judgement, Question, Summary
-from runs.warnings import ValidityWarning
 
 METRICS = {
     "tps": "tps",

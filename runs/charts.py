@@ -5,7 +5,7 @@ point starts where the previous one ended, with a gap between them. A point
 lasts as long as the longest of its stored timelines (progress, host and
 server samples), so tps, latency, host and server charts share that axis. The
 page's live script (frontend/live.js) extends the same traces with the same rule.
-Timeline charts draw a run's digest (runs/timelines.py): each line reduced to
+Timeline charts draw a run's digest (runs/timelines/store.py): each line reduced to
 what a chart shows, its trace's `meta` naming the run and series the zoom
 fetches at full resolution (frontend/zoom.js).
 
@@ -16,42 +16,28 @@ naming the repeats, in the hover), and each run's peak as an annotation.
 
 import functools
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from runs.analysis.compare import METRICS, Peak, run_summaries
 from runs.analysis.stats import Summary
-from runs.analysis.validity import CheckpointEvent, ValidityWarning, checkpoint_events
-from runs.models import Result, Run, ServerSample
-from runs.series import CHART_SAMPLES, Series, trace_budget
-
-if TYPE_CHECKING:  # runs.timelines builds its digests with the helpers here
-    from runs.timelines import Digest
+from runs.analysis.validity import CheckpointEvent, ValidityWarning
+from runs.models import Result, Run
+from runs.timelines.downsample import CHART_SAMPLES, Series, trace_budget
+from runs.timelines.samples import (
+    BUFFER_SERIES,
+    CLIENT_HOST_SERIES,
+    HOST_SERIES,
+)
+from runs.timelines.store import Digest
 
 COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
 WARN_COLOR = "#b7791f"
 CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#868e96"}
-HOST_SERIES = (
-    ("cpu_user", "CPU user %"),
-    ("cpu_system", "CPU system %"),
-    ("cpu_iowait", "CPU iowait %"),
-    ("disk_data_util", "disk util % (data)"),
-    ("disk_wal_util", "disk util % (WAL)"),
-)
-# What is drawn of a client host: its CPU (a saturated load generator shows here).
-CLIENT_HOST_SERIES = HOST_SERIES[:2]
-BUFFER_SERIES = (
-    ("buffers_checkpoint_per_s", "by checkpointer"),
-    ("buffers_clean_per_s", "by background writer"),
-    ("buffers_backend_per_s", "by backends"),
-)
 TEMPLATE = "plotly_white"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 
-Samples = list[tuple[int, float]]
 Offsets = dict[int, float]
 
 
@@ -90,22 +76,8 @@ def figure_json(traces: list[dict], layout: dict, filename: str) -> dict:
     return {"data": traces, "layout": {**layout, "template": _template()}, "config": config}
 
 
-def point_offsets(*series: Samples) -> dict[int, float]:
-    """Point -> where it starts on the shared axis: the points before it, end to end."""
-    lengths: dict[int, float] = {}
-    for samples in series:
-        for point, t in samples:
-            lengths[point] = max(lengths.get(point, 0.0), t or 0.0)
-    offsets, start = {}, 0.0
-    for point in sorted(lengths):
-        offsets[point] = start
-        start += lengths[point]
-    return offsets
 
 
-def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[int, float]:
-    """A run's point offsets from all of its stored timelines."""
-    return point_offsets(_times(progress), _times(host), _times(server))
 
 
 def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> dict:
@@ -128,12 +100,10 @@ def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) ->
     }
 
 
-def _times(samples: Sequence) -> Samples:
-    return [(s.point, s.t or 0.0) for s in samples]
 
 
 def progress_traces(
-    digest: "Digest", run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
+    digest: Digest, run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
 ) -> tuple[dict, dict]:
     """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
     traces = []
@@ -144,12 +114,6 @@ def progress_traces(
     return traces[0], traces[1]
 
 
-def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]:
-    """Every checkpoint start and end seen in a run's server samples, point by point."""
-    by_point: dict[int, list[ServerSample]] = {}
-    for sample in server_samples:
-        by_point.setdefault(sample.point, []).append(sample)
-    return [e for point, rows in sorted(by_point.items()) for e in checkpoint_events(point, rows)]
 
 
 def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[dict]:
@@ -198,7 +162,7 @@ def _warning_marks(
 
 
 def run_timelines(
-    run: Run, digest: "Digest", point_warnings: dict[int, list[ValidityWarning]]
+    run: Run, digest: Digest, point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
@@ -232,19 +196,9 @@ def timeline_source(run: Run) -> str:
     return TIMELINE_SOURCES.get(workload.get("latency_log", ""), "")
 
 
-def host_sample_values(sample: dict) -> dict[str, float | None]:
-    """The plotted values of one host sample (see agents/observe/host.py)."""
-    disks = sample.get("disks") or {}
-    return {
-        "cpu_user": sample.get("cpu_user"),
-        "cpu_system": sample.get("cpu_system"),
-        "cpu_iowait": sample.get("cpu_iowait"),
-        "disk_data_util": (disks.get("data") or {}).get("util_percent"),
-        "disk_wal_util": (disks.get("wal") or {}).get("util_percent"),
-    }
 
 
-def host_figure(run: Run, digest: "Digest") -> dict:
+def host_figure(run: Run, digest: Digest) -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series; with a
     client host, its CPU too (after the host's traces, which the live page extends)."""
     traces = [
@@ -268,19 +222,6 @@ def host_figure(run: Run, digest: "Digest") -> dict:
     return figure_json(traces, layout, f"run-{run.pk}-host")
 
 
-def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
-    """Wait-event type -> sampled backends per sample (`CPU`: active, not waiting)."""
-    types = sorted(
-        {key.split(":")[0] for s in server_samples for key in (s.data.get("wait_events") or {})}
-    )
-    stacked: dict[str, list[int]] = {name: [] for name in types}
-    for sample in server_samples:
-        counts = dict.fromkeys(types, 0)
-        for key, backends in (sample.data.get("wait_events") or {}).items():
-            counts[key.split(":")[0]] += backends
-        for name in types:
-            stacked[name].append(counts[name])
-    return stacked
 
 
 def _checkpoint_markers(
@@ -304,7 +245,7 @@ def _checkpoint_markers(
     }
 
 
-def server_figure(run: Run, digest: "Digest") -> dict:
+def server_figure(run: Run, digest: Digest) -> dict:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
     traces = []
@@ -438,7 +379,7 @@ def clients_figure(
 
 
 def overlaid_timelines(
-    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
+    runs: list[Run], digests: dict[int, Digest], labels: dict[int, str], name: str
 ) -> dict:
     """tps and latency timelines of several runs on one axis each, one line per run,
     each reduced to its share of what a chart shows."""
@@ -459,15 +400,10 @@ def overlaid_timelines(
     }
 
 
-def written_per_second(sample: ServerSample) -> float | None:
-    """Buffers written per second by checkpointer, background writer and backends together."""
-    values = [sample.data.get(key) for key, _label in BUFFER_SERIES]
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
 
 
 def overlaid_server(
-    runs: list[Run], digests: dict[int, "Digest"], labels: dict[int, str], name: str
+    runs: list[Run], digests: dict[int, Digest], labels: dict[int, str], name: str
 ) -> dict:
     """Buffers written per second of several runs on one axis, with each run's checkpoints."""
     traces = []

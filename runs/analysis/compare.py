@@ -94,7 +94,7 @@ def point_warnings(
     results: Sequence[Result], in_samples: dict[tuple[int, int], list[ValidityWarning]]
 ) -> dict[tuple[int, int], list[ValidityWarning]]:
     """(run id, point index) -> the warnings of that measured point (run-wide ones apart);
-    `in_samples` holds what each point's samples showed (runs.timelines digests)."""
+    `in_samples` holds what each point's samples showed (runs.timelines.store digests)."""
     return {
         (r.run_id, r.index): checks.result_warnings(r, in_samples.get((r.run_id, r.index), []))
         for r in results
@@ -273,7 +273,7 @@ def stats_table(
 ) -> StatsTable:
     """Every (run, client count) with its statistics, warnings and, if a baseline is
     given, its difference, q-value and verdict against the baseline at the same clients.
-    `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines)."""
+    `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines.store)."""
     rows, by_point = _rows(runs, baseline, results, in_samples, metrics)
     comparisons = _judge_rows(rows, baseline, results, metrics, min_effect_pct) if baseline else 0
     peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}

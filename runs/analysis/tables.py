@@ -5,12 +5,13 @@ row for a set of runs, grouped by cell (runs/analysis/cells.py), then
 from collections.abc import Collection
 from typing import TypedDict
 
-from runs import selectors, timelines
+from runs import selectors
 from runs.analysis.cells import cell_runs, results_by_cell, standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
 from runs.analysis.stats import CONFIDENCE
 from runs.analysis.validity import ValidityWarning
 from runs.models import Comparison, Result, Run
+from runs.timelines import store
 
 
 class StatsInputs(TypedDict):
@@ -19,7 +20,7 @@ class StatsInputs(TypedDict):
     cells: list[Run]
     results: dict[int, list[Result]]
     own_results: dict[int, list[Result]]
-    digests: dict[int, timelines.Digest]
+    digests: dict[int, store.Digest]
     in_samples: dict[tuple[int, int], list[ValidityWarning]]
 
 
@@ -30,16 +31,16 @@ def load_inputs(
 
     `cells` has one run per cell (runs/analysis/cells.py): its `results` are the points
     of every round of that cell. `own_results` are each given run's own points;
-    the timeline digests (runs/timelines.py, with the `series` named) are each
+    the timeline digests (runs/timelines/store.py, with the `series` named) are each
     run's own, for every run whose points count (`overview`: their overviews,
-    runs.timelines.digests); `in_samples` is what each point's samples showed.
+    runs.timelines.store.digests); `in_samples` is what each point's samples showed.
     """
     cells = cell_runs(runs)
     own_results = selectors.results_by_run(runs)
     results = results_by_cell(cells, own_results)
     counted = {r.run_id for rs in results.values() for r in rs} - {run.pk for run in runs}
     counted_runs = selectors.runs_in_order(sorted(counted))
-    digests = timelines.digests([*runs, *counted_runs], series, overview)
+    digests = store.digests([*runs, *counted_runs], series, overview)
     return {
         "cells": cells,
         "results": results,

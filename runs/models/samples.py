@@ -152,7 +152,7 @@ class RunEvent(models.Model):
 
 
 class RunTimeline(models.Model):
-    """What the pages read of a run's samples, built once (runs/timelines.py).
+    """What the pages read of a run's samples, built once (runs/timelines/store.py).
 
     `facts` holds the point offsets on the time axis, the checkpoints, the
     validity warnings found in each point's samples and where each point's
@@ -171,7 +171,7 @@ class RunTimeline(models.Model):
 
 
 class TimelineSeries(models.Model):
-    """One reduced timeline of a run (`tps`, `host.cpu_user`, ...), as runs.series stores it."""
+    """One reduced timeline of a run (`tps`, `host.cpu_user`, ...): runs/timelines/downsample.py."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=100)

@@ -6,7 +6,7 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors, timelines
+from runs import charts, selectors
 from runs.analysis import stats
 from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
@@ -21,9 +21,10 @@ from runs.analysis.compare import (
 from runs.analysis.tables import StatsInputs, load_inputs, table_of
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
-from runs.series import MIN_TRACE_SAMPLES, trace_budget
 from runs.services.series import notes_for_runs
 from runs.sse import format_cursor
+from runs.timelines import store
+from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
 
 
 def run_label(run: Run) -> str:
@@ -38,7 +39,7 @@ def run_label(run: Run) -> str:
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, object]:
     """The run page: status, results with their warnings, timelines with the server's
     activity on the same axis, host samples, snapshot and logs."""
-    digest = timelines.digests([run])[run.pk]
+    digest = store.digests([run])[run.pk]
     results = list(run.results.order_by("index"))
     in_samples = {(run.pk, point): found for point, found in digest.warnings.items()}
     found = point_warnings(results, in_samples)
@@ -66,7 +67,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
     }
 
 
-def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
+def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
     """Where the live stream starts: after the samples the page's digest holds (it may be
     up to RUNNING_REBUILD_S old) and the results the page shows."""
     stored = selectors.live_cursor(run)
@@ -80,7 +81,7 @@ def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
     return cursor
 
 
-def _has_server_samples(digest: timelines.Digest) -> bool:
+def _has_server_samples(digest: store.Digest) -> bool:
     return any(len(s) for name, s in digest.series.items() if name.startswith(("server.", "wait.")))
 
 
@@ -150,7 +151,7 @@ def comparison_context(
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)
     overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
-    loaded = load_inputs(runs, timelines.COMPARE_SERIES, overview)
+    loaded = load_inputs(runs, store.COMPARE_SERIES, overview)
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}

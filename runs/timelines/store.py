@@ -4,7 +4,7 @@ The pages never read every sample of a run. `digests` gives each run's
 `Digest`: where each point starts on the time axis, its checkpoints, the
 validity warnings found in each point's samples, where a point's warning mark
 goes, and its timelines reduced to about a thousand samples each with
-MinMax-LTTB (runs/series.py). Digests are stored (RunTimeline, TimelineSeries)
+MinMax-LTTB (runs/timelines/downsample.py). Digests are stored (RunTimeline, TimelineSeries)
 under a key of the run's state (status and the time of its last event). A
 final run's digest is built by the control worker (`digest_refresh`, task
 runs.tasks.digest_build) when the run ends and again when an event arrives
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from runs import charts, selectors
+from runs import selectors
 from runs.analysis import validity as checks
 from runs.analysis.validity import CheckpointEvent, PointSamples, ValidityWarning
 from runs.models import (
@@ -40,7 +40,17 @@ from runs.models import (
     ServerSample,
     TimelineSeries,
 )
-from runs.series import MIN_TRACE_SAMPLES, Series, build_series
+from runs.timelines.downsample import MIN_TRACE_SAMPLES, Series, build_series
+from runs.timelines.samples import (
+    BUFFER_SERIES,
+    CLIENT_HOST_SERIES,
+    HOST_SERIES,
+    host_sample_values,
+    offsets_for,
+    run_checkpoints,
+    wait_event_types,
+    written_per_second,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +62,9 @@ RUNNING_REBUILD_S = 60
 ZOOM_MAX_SAMPLES = 5000
 
 PROGRESS_SERIES = ("tps", "latency_ms")
-HOST_KEYS = tuple(key for key, _label in charts.HOST_SERIES)
-CLIENT_KEYS = tuple(key for key, _label in charts.CLIENT_HOST_SERIES)
-BUFFER_KEYS = tuple(key for key, _label in charts.BUFFER_SERIES)
+HOST_KEYS = tuple(key for key, _label in HOST_SERIES)
+CLIENT_KEYS = tuple(key for key, _label in CLIENT_HOST_SERIES)
+BUFFER_KEYS = tuple(key for key, _label in BUFFER_SERIES)
 COMPARE_SERIES = ("tps", "latency_ms", "server.written")
 # The compared series are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
 # a chart of many runs reads those instead of ten times the samples it would throw away.
@@ -120,11 +130,11 @@ def source_of(name: str) -> Source | None:
     if name in PROGRESS_SERIES:
         return ProgressSample, operator.attrgetter(name)
     if kind == "host" and key in HOST_KEYS:
-        return HostSample, lambda s: charts.host_sample_values(s.data)[key]
+        return HostSample, lambda s: host_sample_values(s.data)[key]
     if kind == "client" and key in CLIENT_KEYS:
-        return ClientHostSample, lambda s: charts.host_sample_values(s.data)[key]
+        return ClientHostSample, lambda s: host_sample_values(s.data)[key]
     if kind == "server" and key == "written":
-        return ServerSample, charts.written_per_second
+        return ServerSample, written_per_second
     if kind == "server" and key in BUFFER_KEYS:
         return ServerSample, lambda s: s.data.get(key)
     if kind == "wait" and key:
@@ -133,7 +143,7 @@ def source_of(name: str) -> Source | None:
 
 
 def _series_names(server: list[ServerSample], client: list[ClientHostSample]) -> list[str]:
-    waits = [f"wait.{kind}" for kind in charts.wait_event_types(server)]
+    waits = [f"wait.{kind}" for kind in wait_event_types(server)]
     return [
         *PROGRESS_SERIES,
         *(f"host.{key}" for key in HOST_KEYS),
@@ -193,7 +203,7 @@ def build_digest(
     """The digest of one run from all of its samples, in point and time order (`client`:
     the client host's, for a run with one)."""
     client = client or []
-    offsets = charts.offsets_for(progress, host, server)
+    offsets = offsets_for(progress, host, server)
     found = {
         point: checks.sample_warnings(point, samples)
         for point, samples in _by_point(progress, host, server, client).items()
@@ -213,7 +223,7 @@ def build_digest(
         series[name + OVERVIEW] = series[name].reduced(MIN_TRACE_SAMPLES)
     return Digest(
         offsets=offsets,
-        checkpoints=charts.run_checkpoints(server),
+        checkpoints=run_checkpoints(server),
         warnings={point: found_here for point, found_here in found.items() if found_here},
         marks=_marks(progress, offsets),
         cursor={

@@ -34,7 +34,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
-from runs.reproduce import run_manifest
+from runs.reproduce.script import run_manifest
 from runs.services.deletion import Deletable
 from runs.services.uploads import build_source_upload
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from agents.contract.errors import JobError
 from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
-from runs.forms import ScheduleForm
+from runs.forms.experiments import ScheduleForm
 from runs.models import Experiment, Host
 from runs.services.errors import Conflict
 from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT

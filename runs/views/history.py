@@ -10,9 +10,9 @@ from django.views.decorators.http import require_POST
 
 from agents.contract.errors import JobError
 from runs.charts import figure_json
-from runs.forms_history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
+from runs.forms.history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
 from runs.models import Alert, Host, Run, Series
-from runs.reproduce import reproduce_script, run_manifest
+from runs.reproduce.script import reproduce_script, run_manifest
 from runs.series_charts import series_figures
 from runs.services import series as series_service
 from runs.services.errors import Conflict

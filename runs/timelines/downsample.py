@@ -1,7 +1,7 @@
 """One timeline as a chart draws it, and its reduction to what a chart can show.
 
 A `Series` holds the samples of one value of a run on the run's shared time
-axis (runs/charts.py: points end to end), without gaps; `starts` says where
+axis (runs/charts/timelines.py: points end to end), without gaps; `starts` says where
 each point after the first begins, so the gaps between points are put back
 when it is drawn. `reduced` keeps at most `n_out` samples with MinMax-LTTB
 (tsdownsample): the extremes of every bucket survive, so a one-second spike

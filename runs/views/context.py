@@ -6,7 +6,7 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors
+from runs import selectors
 from runs.analysis import stats
 from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
@@ -19,6 +19,8 @@ from runs.analysis.compare import (
     stats_table,
 )
 from runs.analysis.tables import StatsInputs, load_inputs, table_of
+from runs.charts import clients
+from runs.charts import timelines as timeline_charts
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
 from runs.services.series import notes_for_runs
@@ -51,9 +53,9 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "run_warnings": checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
         "figures": {
-            **charts.run_timelines(run, digest, by_point),
-            "host": charts.host_figure(run, digest),
-            "server": charts.server_figure(run, digest),
+            **timeline_charts.run_timelines(run, digest, by_point),
+            "host": timeline_charts.host_figure(run, digest),
+            "server": timeline_charts.server_figure(run, digest),
         },
         "has_progress": bool(digest.series.get("tps")),
         "has_server_samples": _has_server_samples(digest),
@@ -89,7 +91,7 @@ def _clients_chart(
     loaded: StatsInputs, table: StatsTable, metric: str, labels: dict[int, str], name: str
 ) -> dict:
     peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
-    return charts.clients_figure(
+    return clients.clients_figure(
         loaded["cells"],
         loaded["results"],
         metric,
@@ -167,8 +169,8 @@ def comparison_context(
         "figures": {
             "tps": _clients_chart(loaded, table, "tps", labels, name),
             "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
-            "timelines": charts.overlaid_timelines(runs, digests, labels, name),
-            "server": charts.overlaid_server(runs, digests, labels, name),
+            "timelines": timeline_charts.overlaid_timelines(runs, digests, labels, name),
+            "server": timeline_charts.overlaid_server(runs, digests, labels, name),
         },
         "has_server_samples": any(_has_server_samples(digests[run.pk]) for run in runs),
         "differences": differences(runs),

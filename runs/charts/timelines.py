@@ -1,4 +1,4 @@
-"""Plotly figures for the pages, built server-side and drawn by plotly.js.
+"""Timeline figures of one run or several overlaid: progress, host and server activity.
 
 Timelines put the points of a run one after another on one time axis: a
 point starts where the previous one ended, with a gap between them. A point
@@ -8,22 +8,11 @@ page's live script (frontend/live.js) extends the same traces with the same rule
 Timeline charts draw a run's digest (runs/timelines/store.py): each line reduced to
 what a chart shows, its trace's `meta` naming the run and series the zoom
 fetches at full resolution (frontend/zoom.js).
-
-Charts against clients draw the mean of the repeats with its 95 % confidence
-interval, points with validity warnings with an open marker (the warnings,
-naming the repeats, in the hover), and each run's peak as an annotation.
 """
 
-import functools
-import json
-
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
-from runs.analysis.compare import METRICS, Peak, run_summaries
-from runs.analysis.stats import Summary
 from runs.analysis.validity import CheckpointEvent, ValidityWarning
-from runs.models import Result, Run
+from runs.charts.figures import COLORS, WARN_COLOR, base_layout, figure_json, two_rows_layout
+from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Series, trace_budget
 from runs.timelines.samples import (
     BUFFER_SERIES,
@@ -32,52 +21,9 @@ from runs.timelines.samples import (
 )
 from runs.timelines.store import Digest
 
-COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
-WARN_COLOR = "#b7791f"
 CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#868e96"}
-TEMPLATE = "plotly_white"
-PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 
 Offsets = dict[int, float]
-
-
-def _layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
-    return {
-        "title": {"text": title, "x": 0, "font": {"size": 14}},
-        "height": height,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
-        "xaxis": {"title": {"text": x_title}, "zeroline": False},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "separatethousands": True},
-        "legend": {"orientation": "h", "y": -0.25},
-        "hovermode": "x unified",
-    }
-
-
-@functools.cache
-def _template() -> dict:
-    """The `plotly_white` template as plotly.js takes it (it knows no template names)."""
-    return json.loads(go.Figure(layout={"template": TEMPLATE}).to_json())["layout"]["template"]
-
-
-@functools.cache
-def _two_rows() -> dict:
-    """The axes of two rows sharing their x axis, as plotly's make_subplots lays them out."""
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    return json.loads(figure.layout.to_json())
-
-
-def figure_json(traces: list[dict], layout: dict, filename: str) -> dict:
-    """A figure as a plain dict for `json_script`, with the modebar config (PNG name).
-
-    Traces and layout are plain dicts in plotly's figure schema: building
-    plotly's validated objects took most of a page's time with dozens of traces.
-    """
-    config = {**PLOT_CONFIG, "toImageButtonOptions": {"scale": 2, "filename": filename}}
-    return {"data": traces, "layout": {**layout, "template": _template()}, "config": config}
-
-
-
-
 
 
 def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> dict:
@@ -100,8 +46,6 @@ def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) ->
     }
 
 
-
-
 def progress_traces(
     digest: Digest, run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
 ) -> tuple[dict, dict]:
@@ -112,8 +56,6 @@ def progress_traces(
         reduced = series.reduced(n_out) if series else None
         traces.append(_timeline_trace(reduced, name, color, {"run": run_pk, "series": key}))
     return traces[0], traces[1]
-
-
 
 
 def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[dict]:
@@ -172,8 +114,8 @@ def run_timelines(
     marks = _warning_marks(digest.marks, point_warnings)
     shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
     extra = {"showlegend": False, "shapes": shapes}
-    tps_layout = {**_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"), **extra}
-    latency_layout = {**_layout("latency over time", "seconds", "ms"), **extra}
+    tps_layout = {**base_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"), **extra}
+    latency_layout = {**base_layout("latency over time", "seconds", "ms"), **extra}
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
         "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
@@ -196,8 +138,6 @@ def timeline_source(run: Run) -> str:
     return TIMELINE_SOURCES.get(workload.get("latency_log", ""), "")
 
 
-
-
 def host_figure(run: Run, digest: Digest) -> dict:
     """CPU and disk utilisation of the host during the run, one trace per series; with a
     client host, its CPU too (after the host's traces, which the live page extends)."""
@@ -217,11 +157,9 @@ def host_figure(run: Run, digest: Digest) -> dict:
         )
         trace["line"]["dash"] = "dot" if key == "cpu_user" else "dash"
         traces.append(trace)
-    layout = _layout("host", "seconds", "%", height=260)
+    layout = base_layout("host", "seconds", "%", height=260)
     layout["yaxis"]["range"] = [0, 100]
     return figure_json(traces, layout, f"run-{run.pk}-host")
-
-
 
 
 def _checkpoint_markers(
@@ -267,115 +205,13 @@ def server_figure(run: Run, digest: Digest) -> dict:
         trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
         traces.append(trace)
-    rows = _two_rows()
-    layout = _layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
+    rows = two_rows_layout()
+    layout = base_layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
     layout["yaxis"] = {**layout["yaxis"], **rows["yaxis"]}
     layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}
     layout["xaxis2"] = {**rows["xaxis2"], "title": {"text": "seconds"}}
     layout["xaxis"] = {**rows["xaxis"], "zeroline": False}
     return figure_json(traces, layout, f"run-{run.pk}-server")
-
-
-def _ci_bars(summaries: list[Summary]) -> dict:
-    return {
-        "type": "data",
-        "symmetric": False,
-        "array": [s.ci_high - s.mean if s.ci_high is not None else 0.0 for s in summaries],
-        "arrayminus": [s.mean - s.ci_low if s.ci_low is not None else 0.0 for s in summaries],
-        "visible": any(s.n > 1 for s in summaries),
-    }
-
-
-def _hover(clients: int, summary: Summary, found: list[ValidityWarning]) -> str:
-    interval = (
-        f"95 % CI {summary.ci_low:,.3f} to {summary.ci_high:,.3f}"
-        if summary.ci_low is not None
-        else "one repeat: no interval"
-    )
-    lines = [f"{clients} clients, n={summary.n}", interval]
-    lines += [f"⚠ {w.title}: {w.detail}" for w in found]
-    return "<br>".join(lines)
-
-
-def _peak_annotation(
-    peak: Peak, x: int | str, color: str, label: str, nth: int
-) -> dict[str, object]:
-    return {
-        "x": x,
-        "y": peak.summary.mean,
-        "text": f"{peak.word} {peak.summary.mean:,.1f} @ {peak.clients}",
-        "showarrow": True,
-        "arrowhead": 2,
-        "ax": 0,
-        "ay": -24 - 16 * nth,  # stacked, so peaks at the same client count stay readable
-        "font": {"size": 11, "color": color},
-        "hovertext": f"{label}: {peak.word} at {peak.clients} clients",
-    }
-
-
-def clients_figure(
-    runs: list[Run],
-    results: dict[int, list[Result]],
-    metric: str,
-    labels: dict[int, str],
-    name: str,
-    cell_warnings: dict[tuple[int, int], list[ValidityWarning]] | None = None,
-    peaks: dict[int, Peak] | None = None,
-) -> dict:
-    """`metric` against clients, one line per run (bars for a single client count).
-
-    Markers are the mean over repeats with 95 % CI error bars; a cell with
-    warnings has an open diamond marker (bars: a cross pattern) and its
-    warnings, naming the repeats, in the hover; the peak of each run is
-    annotated. `cell_warnings` is keyed by (run id, clients), `peaks` by run id.
-    """
-    cell_warnings, peaks = cell_warnings or {}, peaks or {}
-    client_counts = {r.clients for rs in results.values() for r in rs}
-    as_bars = len(client_counts) == 1
-
-    def x_of(clients: int) -> int | str:
-        return f"{clients} clients" if as_bars else clients
-
-    traces: list[dict] = []
-    annotations: list[dict[str, object]] = []
-    for n, run in enumerate(runs):
-        color = COLORS[n % len(COLORS)]
-        summaries = run_summaries(results.get(run.pk, []), metric)
-        found = [cell_warnings.get((run.pk, c), []) for c in summaries]
-        common = {
-            "x": [x_of(c) for c in summaries],
-            "y": [s.mean for s in summaries.values()],
-            "name": labels[run.pk],
-            "legendgroup": str(run.pk),
-            "error_y": _ci_bars(list(summaries.values())),
-            "text": [_hover(c, s, f) for (c, s), f in zip(summaries.items(), found, strict=True)],
-            "hovertemplate": "%{y:,.3f}<br>%{text}<extra>%{fullData.name}</extra>",
-        }
-        if as_bars:
-            shapes = ["x" if f else "" for f in found]
-            bar_marker = {"color": color, "pattern": {"shape": shapes}}
-            traces.append({"type": "bar", "marker": bar_marker, **common})
-        else:
-            marker = {
-                "color": color,
-                "size": [12 if f else 7 for f in found],
-                "symbol": ["diamond-open" if f else "circle" for f in found],
-                "line": {"width": 2},
-            }
-            traces.append({"type": "scatter", "mode": "lines+markers", "marker": marker, **common})
-        if run.pk in peaks:
-            peak = peaks[run.pk]
-            annotations.append(
-                _peak_annotation(peak, x_of(peak.clients), color, labels[run.pk], len(annotations))
-            )
-    title = f"{METRICS[metric]} against clients (mean, 95 % CI)"
-    layout = _layout(title, "clients", METRICS[metric], height=380)
-    layout["hovermode"] = "closest"
-    layout["annotations"] = annotations
-    if not as_bars:
-        layout["xaxis"]["type"] = "log" if len(client_counts) > 3 else "linear"
-        layout["xaxis"]["tickvals"] = sorted(client_counts)
-    return figure_json(traces, layout, f"{name}-{metric}")
 
 
 def overlaid_timelines(
@@ -392,14 +228,14 @@ def overlaid_timelines(
         latency_traces.append(latency)
     return {
         "tps": figure_json(
-            tps_traces, _layout("tps over time", "seconds", "tps"), f"{name}-tps-time"
+            tps_traces, base_layout("tps over time", "seconds", "tps"), f"{name}-tps-time"
         ),
         "latency": figure_json(
-            latency_traces, _layout("latency over time", "seconds", "ms"), f"{name}-latency-time"
+            latency_traces,
+            base_layout("latency over time", "seconds", "ms"),
+            f"{name}-latency-time",
         ),
     }
-
-
 
 
 def overlaid_server(
@@ -418,5 +254,7 @@ def overlaid_server(
         traces.append(
             _checkpoint_markers(events, digest.offsets, f"checkpoints {labels[run.pk]}", color)
         )
-    layout = _layout("buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s")
+    layout = base_layout(
+        "buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s"
+    )
     return figure_json(traces, layout, f"{name}-server-time")

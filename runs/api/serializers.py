@@ -24,7 +24,8 @@ from runs.api.fields import (
     settings_field,
 )
 from runs.api.permissions import signed_in_user
-from runs.execution import SEED_LIMIT
+from runs.contract.execution import SEED_LIMIT
+from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 from runs.models import (
     Comparison,
     ConfigProfile,
@@ -40,7 +41,6 @@ from runs.models import (
 )
 from runs.services.errors import LimitReached
 from runs.services.specs import clean_build_definition
-from runs.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 
 
 def owner_name() -> "serializers.StringRelatedField[User]":

@@ -15,12 +15,13 @@ from django.db import transaction
 from agents.contract.errors import JobError
 from agents.contract.fields import DATASET, WORKLOAD
 from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec
-from runs import services, spec_fields
+from runs import services
+from runs.contract import spec_fields
+from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS
 from runs.forms import workload_editor
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 from runs.services.specs import clean_build_definition
 from runs.services.uploads import source_upload_check, source_upload_store, upload_digest
-from runs.spec_fields import WORKLOAD_ROW_FIELDS
 
 # The workload inputs shown under Measurement; every other workload option is a pgbench option.
 MEASUREMENT = ("latency_log", "statement_latencies", "progress")

@@ -8,10 +8,10 @@ from django import forms
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
-from runs import spec_fields
-from runs.execution import SEED_LIMIT
+from runs.contract import spec_fields
+from runs.contract.execution import SEED_LIMIT
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
-from runs.spec_fields import EXPERIMENT_ROW_FIELDS
 
 
 class CheckboxList(forms.CheckboxSelectMultiple):

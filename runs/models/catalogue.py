@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.contract import vocabulary
 from agents.contract.signing import fingerprint, is_secret
 from agents.contract.spec import SettingValue
-from runs.choices import text_choices
+from runs.contract.choices import text_choices
 
 
 def owner_field(related_name: str) -> models.ForeignKey:

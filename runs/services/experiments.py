@@ -29,7 +29,8 @@ from agents.contract.spec import (
     SweepSpec,
 )
 from agents.contract.vocabulary import Source
-from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
+from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
@@ -38,7 +39,6 @@ from runs.services.retry import retry_on_conflict
 from runs.services.space import require_room
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
-from runs.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 
 logger = logging.getLogger(__name__)
 
@@ -383,7 +383,7 @@ def _host_time(
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:
-    """Create and queue the runs in the experiment's execution order (runs/execution.py).
+    """Create and queue the runs in the experiment's execution order (runs/contract/execution.py).
 
     Jobs are sent after the commit in this order, one queue per host, and an
     agent takes one job at a time from its queue, oldest first: each host

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agents.contract.errors import Cancelled
 from benchlab.celery import app
-from runs import transport
+from runs.contract import transport
 from runs.models import Host, Run
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict

@@ -37,7 +37,7 @@ CONTROL_QUEUE = "control"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 # An occurrence copies every column of its series' template (the spec's sweep fields,
-# runs/spec_fields.py, among them) but these: it is a new experiment with its own seed.
+# runs/contract/spec_fields.py, among them) but these: it is a new experiment with its own seed.
 NOT_COPIED = ("id", "name", "created_by", "created_at", "seed")
 
 

@@ -5,15 +5,10 @@ field to fix), `runs.services.errors.Conflict` for an action the object's
 state does not allow.
 """
 
+from runs.services.agent_events import agent_record_event, record_event
 from runs.services.deletion import object_delete
 from runs.services.enrollment import event_refusal, host_approve, host_enroll, host_revoke
-from runs.services.events import (
-    agent_record_event,
-    events_purge,
-    record_event,
-    run_record_event,
-    store_point,
-)
+from runs.services.events import events_purge, run_record_event, store_point
 from runs.services.experiments import (
     build_job_spec,
     experiment_cells,

@@ -13,7 +13,7 @@ fetches at full resolution (frontend/zoom.js).
 from runs.analysis.validity import CheckpointEvent, ValidityWarning
 from runs.charts.figures import COLORS, WARN_COLOR, base_layout, figure_json, two_rows_layout
 from runs.models import Run
-from runs.timelines.downsample import CHART_SAMPLES, Series, trace_budget
+from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
     BUFFER_SERIES,
     CLIENT_HOST_SERIES,
@@ -26,10 +26,10 @@ CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#86
 Offsets = dict[int, float]
 
 
-def _timeline_trace(series: Series | None, name: str, color: str, meta: dict) -> dict:
+def _timeline_trace(series: Timeline | None, name: str, color: str, meta: dict) -> dict:
     """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
     says where the live script continues it (the last point and its t)."""
-    series = series or Series([], [], [])
+    series = series or Timeline([], [], [])
     xs, ys = series.gapped()
     if series.last_point is not None:
         meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}

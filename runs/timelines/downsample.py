@@ -1,7 +1,7 @@
 """One timeline as a chart draws it, and its reduction to what a chart can show.
 
-A `Series` holds the samples of one value of a run on the run's shared time
-axis (runs/charts/timelines.py: points end to end), without gaps; `starts` says where
+A `Timeline` holds the samples of one value of a run on the run's shared time
+axis (runs/timelines/samples.py: points end to end), without gaps; `starts` says where
 each point after the first begins, so the gaps between points are put back
 when it is drawn. `reduced` keeps at most `n_out` samples with MinMax-LTTB
 (tsdownsample): the extremes of every bucket survive, so a one-second spike
@@ -27,7 +27,7 @@ def _rounded(value: float) -> float:
 
 
 @dataclass(frozen=True)
-class Series:
+class Timeline:
     """Samples of one timeline: `x` on the shared axis (ascending), `y`, and the index
     at which each point after the first starts; `last_point`/`last_t` say where the
     live page continues it."""
@@ -41,7 +41,7 @@ class Series:
     def __len__(self) -> int:
         return len(self.x)
 
-    def reduced(self, n_out: int = CHART_SAMPLES) -> "Series":
+    def reduced(self, n_out: int = CHART_SAMPLES) -> "Timeline":
         """At most `n_out` samples chosen by MinMax-LTTB; every sample when there are fewer."""
         if len(self.x) <= n_out:
             return self
@@ -50,7 +50,7 @@ class Series:
         )
         indices = [int(i) for i in picked]
         starts = sorted({bisect_right(indices, s - 1) for s in self.starts} - {0, len(indices)})
-        return Series(
+        return Timeline(
             [self.x[i] for i in indices],
             [self.y[i] for i in indices],
             starts,
@@ -58,11 +58,11 @@ class Series:
             self.last_t,
         )
 
-    def rounded(self) -> "Series":
+    def rounded(self) -> "Timeline":
         """The same samples with DIGITS significant digits (what a page sends)."""
         x = [_rounded(value) for value in self.x]
         y = [_rounded(value) for value in self.y]
-        return Series(x, y, self.starts, self.last_point, self.last_t)
+        return Timeline(x, y, self.starts, self.last_point, self.last_t)
 
     def gapped(self) -> tuple[list[float | None], list[float | None]]:
         """(x, y) for plotly: a None between points so the line breaks there."""
@@ -84,16 +84,16 @@ class Series:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Series":
+    def from_json(cls, data: dict) -> "Timeline":
         return cls(
             data["x"], data["y"], data["starts"], data.get("last_point"), data.get("last_t", 0.0)
         )
 
 
-def build_series(
+def build_timeline(
     points: list[int], ts: list[float], values: list[float | None], offsets: dict[int, float]
-) -> Series:
-    """A series from samples in point and time order; samples without a value are left out."""
+) -> Timeline:
+    """A timeline from samples in point and time order; samples without a value are left out."""
     x: list[float] = []
     y: list[float] = []
     starts: list[int] = []
@@ -106,7 +106,7 @@ def build_series(
         current, last_t = point, t
         x.append(offsets.get(point, 0.0) + t)
         y.append(float(value))
-    return Series(x, y, starts, current, last_t)
+    return Timeline(x, y, starts, current, last_t)
 
 
 def trace_budget(traces: int) -> int:

@@ -40,7 +40,7 @@ from runs.models import (
     ServerSample,
     TimelineSeries,
 )
-from runs.timelines.downsample import MIN_TRACE_SAMPLES, Series, build_series
+from runs.timelines.downsample import MIN_TRACE_SAMPLES, Timeline, build_timeline
 from runs.timelines.samples import (
     BUFFER_SERIES,
     CLIENT_HOST_SERIES,
@@ -86,7 +86,7 @@ class Digest:
     warnings: dict[int, list[ValidityWarning]]
     marks: dict[int, tuple[float, float]]
     cursor: dict[str, int] = field(default_factory=dict)
-    series: dict[str, Series] = field(default_factory=dict)
+    series: dict[str, Timeline] = field(default_factory=dict)
 
     def facts(self) -> dict:
         """The stored form of everything but the series (RunTimeline.facts)."""
@@ -154,13 +154,13 @@ def _series_names(server: list[ServerSample], client: list[ClientHostSample]) ->
     ]
 
 
-def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Series:
+def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Timeline:
     source = source_of(name)
     if source is None:
         raise ValueError(f"unknown timeline {name!r}")
     _model, value = source
     rows = list(rows)
-    return build_series(
+    return build_timeline(
         [r.point for r in rows], [r.t or 0.0 for r in rows], [value(r) for r in rows], offsets
     )
 
@@ -289,7 +289,7 @@ def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | Non
     if names is not None:
         rows = rows.filter(name__in=list(names))
     for run_id, name, samples in rows.values_list("run_id", "name", "samples"):
-        found[run_id].series[_named(name, names or ())] = Series.from_json(samples)
+        found[run_id].series[_named(name, names or ())] = Timeline.from_json(samples)
 
 
 def _build(runs: list[Run]) -> dict[int, Digest]:
@@ -351,7 +351,7 @@ def _store(runs: list[Run], built: dict[int, Digest]) -> None:
 class Window:
     """One timeline between two x positions: every sample, unless more than ZOOM_MAX_SAMPLES."""
 
-    series: Series
+    series: Timeline
     samples: int
     reduced: bool
 

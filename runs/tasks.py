@@ -1,6 +1,6 @@
 """Control-plane tasks (queue `control`): regression-mode series, timeline digests.
 
-`series_fire` is what each series' beat schedule sends (runs.services.series);
+`series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
 when a run has ended or a final run got a late event (runs.services.runs).
 """
@@ -11,8 +11,8 @@ from celery import shared_task
 
 from agents.contract.errors import JobError
 from runs.models import Series
-from runs.services import series as series_service
 from runs.services.errors import Conflict
+from runs.services.history import series as series_service
 from runs.services.runs import DIGEST_TASK
 from runs.timelines import store
 

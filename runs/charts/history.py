@@ -9,7 +9,12 @@ import plotly.graph_objects as go
 from runs.analysis.changepoints import change_points
 from runs.analysis.compare import METRICS
 from runs.models import Note, Run, Series
-from runs.services.series import SERIES_METRICS, HistoryPoint, notes_for_runs, series_history
+from runs.services.history.series import (
+    SERIES_METRICS,
+    HistoryPoint,
+    notes_for_runs,
+    series_history,
+)
 
 
 def series_figures(series: Series) -> dict[str, dict]:

@@ -10,7 +10,7 @@ transaction. Order of work in each round: this consumer's own pending entries
 long (they died), then new entries.
 
 - An event that is not from an approved agent or not signed with its
-  secret (runs.services.enrollment) is stored nowhere but the dead-letter
+  secret (runs.services.hosts.enrollment) is stored nowhere but the dead-letter
   stream, with the reason.
 - A bad event (not JSON, not the contract) or one whose storing failed (our
   bug) is logged with the reason, copied with that reason to the dead-letter

@@ -102,7 +102,7 @@ class ScheduleForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     hosts = forms.ModelMultipleChoiceField(
-        # Only approved agents get jobs (runs.services.enrollment).
+        # Only approved agents get jobs (runs.services.hosts.enrollment).
         Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
         widget=CheckboxList(lambda host: {"data-host": host.name}),
         error_messages={"required": "pick at least one host"},

@@ -5,8 +5,8 @@ from typing import Any
 from django import forms
 
 from runs.models import Experiment, Series
-from runs.services.series import cron_fields
-from runs.services.webhooks import WebhookRefused, webhook_check
+from runs.services.history.series import cron_fields
+from runs.services.history.webhooks import WebhookRefused, webhook_check
 
 
 class MultipleFileInput(forms.ClearableFileInput):

@@ -64,7 +64,7 @@ class Host(models.Model):
     )
     facts = models.JSONField(default=dict, blank=True)
     # Each storage target's latest space, from registration and heartbeats:
-    # {target: {"total_bytes", "free_bytes", "at"}} (runs.services.space).
+    # {target: {"total_bytes", "free_bytes", "at"}} (runs.services.hosts.space).
     storage_space = models.JSONField(default=dict, blank=True)
     installs = models.JSONField(default=list, blank=True)
     notes = models.TextField(blank=True)

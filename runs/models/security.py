@@ -1,7 +1,7 @@
 """Who may see what: share links and API tokens (kept as digests, docs/decisions.md, "API tokens").
 
 A share link is a read-only link to one run, experiment or comparison. An API
-token is shown once, when it is created (runs.services.tokens); the lab keeps
+token is shown once, when it is created (runs.services.access.tokens); the lab keeps
 its SHA-256 digest and its first characters, to tell tokens apart, and finds a
 presented token by its digest.
 """

@@ -1,6 +1,6 @@
 """Agent events into the database (docs/contracts.md, sections 2 and 4).
 
-`record_event` (runs/services/agent_events.py) validates an event from the
+`record_event` (runs/services/hosts/events.py) validates an event from the
 stream once and hands it on: `run_record_event` here stores a run's event once
 per (run, seq) and applies it; `agent_record_event` there handles registration
 and heartbeats. All expect to run inside the caller's transaction (the consumer
@@ -49,7 +49,7 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
-from runs.services.reconcile import job_settled_after_commit
+from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
 logger = logging.getLogger(__name__)

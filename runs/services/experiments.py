@@ -34,9 +34,9 @@ from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.retry import retry_on_conflict
-from runs.services.space import require_room
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
@@ -235,7 +235,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
 
 
 def _require_room(checked: list[CheckedCell]) -> None:
-    """Each cell's dataset fits its targets' last reported free space (runs.services.space);
+    """Each cell's dataset fits its targets' last reported free space (runs.services.hosts.space);
     a cell's notes say where no figure was reported yet."""
     for item in checked:
         try:

@@ -23,7 +23,7 @@ from runs.charts import clients
 from runs.charts import timelines as timeline_charts
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
-from runs.services.series import notes_for_runs
+from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget

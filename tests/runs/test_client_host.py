@@ -11,7 +11,7 @@ from runs import services
 from runs.analysis.validity import result_warnings
 from runs.models import ClientHostSample, Host, HostSample, Run, Series
 from runs.services.events import run_record_event
-from runs.services.series import series_fire, series_save
+from runs.services.history.series import series_fire, series_save
 from runs.timelines import store
 from tests.runs.factories import (
     ConfigProfileFactory,

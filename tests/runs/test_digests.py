@@ -7,7 +7,7 @@ import pytest
 
 from runs import services, tasks
 from runs.models import Run, RunTimeline
-from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
 from runs.services.runs import digest_build_send
 from runs.timelines import store
 from tests.runs import events

@@ -14,8 +14,8 @@ from agents.contract.events import AgentEvent, RegistrationData, is_agent_event,
 from agents.contract.events import RunEvent as RunEventDocument
 from runs.models import Host, PgCatalogue, Run, StorageTarget
 from runs.services.events import parse_event_time, run_record_event
-from runs.services.reconcile import agent_report, reconcile_after_commit
-from runs.services.space import host_record_space, registered_space
+from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
+from runs.services.hosts.space import host_record_space, registered_space
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from agents.contract.events import AgentEvent, Event, is_agent_event, validate_e
 from agents.contract.signing import fingerprint, is_secret, verify
 from runs.contract import transport
 from runs.models import Host, Run
-from runs.services.agent_events import agent_record_event
 from runs.services.errors import Conflict
+from runs.services.hosts.events import agent_record_event
 from runs.services.runs import run_finish
 
 logger = logging.getLogger(__name__)

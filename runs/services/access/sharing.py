@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from agents.contract.errors import JobError
 from runs.models import Comparison, Experiment, Run, ShareLink
-from runs.services.permissions import AnyUser, check_can_change
+from runs.services.access.permissions import AnyUser, check_can_change
 
 logger = logging.getLogger(__name__)
 

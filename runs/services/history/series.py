@@ -27,7 +27,7 @@ from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
 from runs.analysis.stats import summarize
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
 from runs.services.experiments import M2M_FIELDS, experiment_start
-from runs.services.webhooks import webhook_post
+from runs.services.history.webhooks import webhook_post
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def alert_document(alert: Alert) -> dict[str, object]:
 
 
 def alert_deliver(alert: Alert) -> None:
-    """POST the alert to the series' webhook (runs.services.webhooks) and mail it; record
+    """POST the alert to the series' webhook (runs.services.history.webhooks) and mail it; record
     what happened on the alert."""
     outcomes = []
     series = alert.series

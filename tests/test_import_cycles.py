@@ -39,11 +39,11 @@ def import_graph(package: str) -> Graph:
     modules = set(paths)
     graph: Graph = {}
     for module, path in paths.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        home = module if path.name == "__init__.py" else module.rpartition(".")[0]
         tree = ast.parse(path.read_text(), filename=str(path))
         targets = set[str]().union(
             *(
-                imported(node, package, modules)
+                imported(node, home, modules)
                 for node in ast.walk(tree)
                 if isinstance(node, ast.Import | ast.ImportFrom)
             )

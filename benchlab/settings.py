@@ -292,7 +292,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-# Regression mode (runs.services.series): series schedules live in the lab database
+# Regression mode (runs.services.history.series): series schedules live in the lab database
 # (django-celery-beat); the control worker runs the beat scheduler (scripts/lab), one
 # per lab database: it holds a Redis lock, refreshed while it lives (runs.control.beat).
 CELERY_BEAT_SCHEDULER = "runs.control.beat:LockedDatabaseScheduler"
@@ -309,7 +309,7 @@ HEARTBEAT_OFFLINE_AFTER_S = env_int("HEARTBEAT_OFFLINE_AFTER_S", 30)
 AGENT_LOST_GRACE_S = env_int("AGENT_LOST_GRACE_S", 90)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 10)
 # A queued run whose job is neither in its agent's queue nor claimed this long
-# after it was sent is sent again, then failed (runs.services.liveness).
+# after it was sent is sent again, then failed (runs.services.hosts.liveness).
 JOB_LOST_AFTER_S = env_int("JOB_LOST_AFTER_S", 60)
 BENCHLAB_INGEST_IN_WORKER = env_bool("BENCHLAB_INGEST_IN_WORKER", True)
 # Event rows that only keep an event from being stored twice (progress, sample,
@@ -345,7 +345,7 @@ def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Networ
 
 
 # Webhooks go to public addresses only; these networks (loopback, private, ...) are allowed
-# too (runs.services.webhooks).
+# too (runs.services.history.webhooks).
 BENCHLAB_WEBHOOK_ALLOWED_NETWORKS = env_networks("BENCHLAB_WEBHOOK_ALLOWED_NETWORKS")
 # ------------------------------------------------------------------------------------------
 

@@ -25,9 +25,9 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.template.loader import render_to_string
 
 from runs import selectors, services
-from runs.charts import host_sample_values
 from runs.models import Run, ShareLink
 from runs.selectors import LiveCursor, LiveRows
+from runs.timelines.samples import host_sample_values
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Control-plane tasks (queue `control`): regression-mode series, timeline digests.
 
-`series_fire` is what each series' beat schedule sends (runs.services.series);
+`series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
 when a run has ended or a final run got a late event (runs.services.runs).
 """
@@ -10,11 +10,11 @@ import logging
 from celery import shared_task
 
 from agents.contract.errors import JobError
-from runs import timelines
 from runs.models import Series
-from runs.services import series as series_service
 from runs.services.errors import Conflict
+from runs.services.history import series as series_service
 from runs.services.runs import DIGEST_TASK
+from runs.timelines import store
 
 logger = logging.getLogger(__name__)
 
@@ -47,5 +47,5 @@ def series_detect(series_id: int) -> None:
 @shared_task(name=DIGEST_TASK, queue=series_service.CONTROL_QUEUE)
 def digest_build(run_id: int) -> None:
     """Build and store a final run's timeline digest, unless the stored one is current."""
-    built = timelines.digest_refresh(run_id)
+    built = store.digest_refresh(run_id)
     logger.info("run %s: timeline digest %s", run_id, "built" if built else "already current")

@@ -15,7 +15,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.builds import BuildDefinition
-from runs.presets import LWLOCK_PARTITIONS_256_PATCH
+from runs.presets.seeds import LWLOCK_PARTITIONS_256_PATCH
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_FLAGS = ["--without-icu", "--without-readline", "--without-zlib"]

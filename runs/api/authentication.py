@@ -1,7 +1,7 @@
 """API authentication: `Authorization: Token <token>`, checked against the tokens' digests.
 
 DRF's TokenAuthentication reads the header; the token is looked up by its
-digest (runs.services.tokens) instead of DRF's plain-text table. Failed
+digest (runs.services.access.tokens) instead of DRF's plain-text table. Failed
 attempts count against the client's address (benchlab.throttle): past the
 limit, further token attempts from it answer 429 until the window ends.
 """
@@ -15,7 +15,7 @@ from rest_framework.request import Request
 
 from benchlab import throttle
 from runs.models import ApiToken
-from runs.services.tokens import api_token_find
+from runs.services.access.tokens import api_token_find
 
 
 class HashedTokenAuthentication(TokenAuthentication):

@@ -1,7 +1,7 @@
 """API of the history features: imports, series, alerts, notes and run manifests.
 
-Registered in runs/api/urls.py; the services in runs.services.imports and
-runs.services.series do the work.
+Registered in runs/api/urls.py; the services in runs.services.history.imports and
+runs.services.history.series do the work.
 """
 
 from django.db.models import QuerySet
@@ -16,9 +16,9 @@ from runs.api.fields import StrictCharField, StrictModelSerializer
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
-from runs.services import series as series_service
-from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
-from runs.services.webhooks import WebhookRefused, webhook_check
+from runs.services.history import series as series_service
+from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.webhooks import WebhookRefused, webhook_check
 
 MAX_IMPORT_FILES = 100
 MAX_FILE_CHARS = 5_000_000

@@ -1,6 +1,6 @@
 """API permissions: everyone signed in reads; owners and staff change things.
 
-The rule itself is `runs.services.permissions`.
+The rule itself is `runs.services.access.permissions`.
 """
 
 from django.contrib.auth.models import User
@@ -10,7 +10,7 @@ from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from runs.services.permissions import check_can_change
+from runs.services.access.permissions import check_can_change
 
 ACTION_VERBS = {
     "update": "change",

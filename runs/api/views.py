@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from runs import services
+from runs.analysis.tables import comparison_statistics
 from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
@@ -33,10 +34,9 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
-from runs.reproduce import run_manifest
+from runs.reproduce.script import run_manifest
 from runs.services.deletion import Deletable
 from runs.services.uploads import build_source_upload
-from runs.tables import comparison_statistics
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
 

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import connection
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from runs.transport import redis_connection
+from runs.contract.transport import redis_connection
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ transaction. Order of work in each round: this consumer's own pending entries
 long (they died), then new entries.
 
 - An event that is not from an approved agent or not signed with its
-  secret (runs.services.enrollment) is stored nowhere but the dead-letter
+  secret (runs.services.hosts.enrollment) is stored nowhere but the dead-letter
   stream, with the reason.
 - A bad event (not JSON, not the contract) or one whose storing failed (our
   bug) is logged with the reason, copied with that reason to the dead-letter
@@ -46,6 +46,7 @@ from django.db import transaction
 from agents.contract import wire
 from agents.contract.events import InvalidEvent, is_agent_event
 from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
+from runs.contract.transport import redis_connection
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.control.members import remove_dead_consumers
 from runs.services import event_refusal, record_event
@@ -56,7 +57,6 @@ from runs.services.ingest import (
     record_live_events,
 )
 from runs.services.retry import retry_on_conflict
-from runs.transport import redis_connection
 
 logger = logging.getLogger(__name__)
 

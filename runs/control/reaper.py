@@ -2,7 +2,7 @@
 
 A running run whose agent went silent fails as `agent_lost` (its finished
 points kept); a queued run whose job Redis lost is sent again or fails
-(runs.services.liveness); event rows past their retention are deleted
+(runs.services.hosts.liveness); event rows past their retention are deleted
 (runs.services.events.events_purge).
 """
 

@@ -5,15 +5,14 @@ field to fix), `runs.services.errors.Conflict` for an action the object's
 state does not allow.
 """
 
-from runs.services.deletion import object_delete
-from runs.services.enrollment import event_refusal, host_approve, host_enroll, host_revoke
-from runs.services.events import (
-    agent_record_event,
-    events_purge,
-    record_event,
-    run_record_event,
-    store_point,
+from runs.services.access.sharing import (
+    comparison_create,
+    share_link_create,
+    share_link_resolve,
+    share_link_revoke,
 )
+from runs.services.deletion import object_delete
+from runs.services.events import events_purge, run_record_event, store_point
 from runs.services.experiments import (
     build_job_spec,
     experiment_cells,
@@ -22,14 +21,10 @@ from runs.services.experiments import (
     experiment_schedule,
     experiment_start,
 )
-from runs.services.liveness import runs_fail_agent_lost, runs_recover_lost_jobs
+from runs.services.hosts.enrollment import event_refusal, host_approve, host_enroll, host_revoke
+from runs.services.hosts.events import agent_record_event, record_event
+from runs.services.hosts.liveness import runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.runs import run_cancel, run_finish, run_mark_running, run_rerun
-from runs.services.sharing import (
-    comparison_create,
-    share_link_create,
-    share_link_resolve,
-    share_link_revoke,
-)
 from runs.services.validation import (
     check_job_spec,
     check_settings,

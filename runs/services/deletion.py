@@ -13,8 +13,8 @@ from django.db import transaction
 from django.db.models import Model, ProtectedError, QuerySet
 
 from runs.models import Comparison, ConfigProfile, Experiment, PgBuild, Run, Workload
+from runs.services.access.permissions import AnyUser, check_can_change
 from runs.services.errors import InUse
-from runs.services.permissions import AnyUser, check_can_change
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """Agent events into the database (docs/contracts.md, sections 2 and 4).
 
-`record_event` validates an event from the stream once and hands it on:
-`run_record_event` stores a run's event once per (run, seq) and applies it;
-`agent_record_event` handles registration and heartbeats. All expect to run
-inside the caller's transaction (the consumer acknowledges the stream entry
-only after the commit).
+`record_event` (runs/services/hosts/events.py) validates an event from the
+stream once and hands it on: `run_record_event` here stores a run's event once
+per (run, seq) and applies it; `agent_record_event` there handles registration
+and heartbeats. All expect to run inside the caller's transaction (the consumer
+acknowledges the stream entry only after the commit).
 
 Storage is append-only. A live sample (progress line, host or server sample)
 is stored when its event arrives; a point's own timelines, repeated by its
@@ -24,22 +24,18 @@ BENCHLAB_EVENT_RETENTION_DAYS after their run finished (`events_purge`).
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agents.contract.events import (
-    AgentEvent,
     LogData,
     ProgressData,
-    RegistrationData,
     SampleData,
     StatusData,
     StepData,
-    is_agent_event,
-    validate_event,
 )
 from agents.contract.events import RunEvent as RunEventDocument
 from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
@@ -47,29 +43,20 @@ from runs.models import (
     ClientHostSample,
     Host,
     HostSample,
-    PgCatalogue,
     ProgressSample,
     Result,
     Run,
     RunEvent,
     ServerSample,
-    StorageTarget,
 )
-from runs.services.reconcile import agent_report, job_settled_after_commit, reconcile_after_commit
+from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
-from runs.services.space import host_record_space, registered_space
 
 logger = logging.getLogger(__name__)
 
 FINAL_STATUSES = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
 
 
-def record_event(document: object) -> bool:
-    """Validate an event from the stream (raises InvalidEvent) and hand it to its handler."""
-    event = validate_event(document)
-    if is_agent_event(event):
-        return agent_record_event(cast(AgentEvent, event))
-    return run_record_event(cast(RunEventDocument, event))
 
 
 def parse_event_time(value: object) -> datetime | None:
@@ -404,55 +391,7 @@ def _result_values(point: PointResult) -> dict[str, object]:
     }
 
 
-def agent_record_event(event: AgentEvent) -> bool:
-    """Registration creates or refreshes the Host, its storage and catalogues; a
-    heartbeat marks it seen (server time: agents' clocks may drift)."""
-    host, _created = Host.objects.get_or_create(name=event["agent"])
-    if event["type"] == "agent_register":
-        _register(host, event["data"])
-    else:
-        host.current_run = _known_run(event["data"].get("running"))
-    host.last_seen = timezone.now()
-    host.save()
-    if event["type"] == "heartbeat":
-        host_record_space(host.pk, event["data"].get("space"))
-        said_at = parse_event_time(event.get("ts"))
-        reconcile_after_commit(agent_report(host.pk, event["data"], said_at))
-    return True
 
 
-def _known_run(run_id: str | None) -> Run | None:
-    try:
-        return Run.objects.filter(pk=int(run_id or "")).first()
-    except ValueError:
-        return None
 
 
-def _register(host: Host, data: RegistrationData) -> None:
-    host.facts = data.get("facts") or {}
-    host.storage_space = registered_space(host.facts)
-    host.installs = data.get("installs") or []
-    host.registered_at = timezone.now()
-    storage = data.get("storage") or {}
-    host.storage_targets.exclude(name__in=list(storage)).delete()
-    for name, info in storage.items():
-        StorageTarget.objects.update_or_create(
-            host=host,
-            name=name,
-            defaults={
-                "path": info.get("path") or "",
-                "device": info.get("device") or "",
-                "filesystem": info.get("filesystem") or "",
-                "facts": info,
-            },
-        )
-    for version, catalogue in (data.get("catalogues") or {}).items():
-        PgCatalogue.objects.update_or_create(
-            version=version,
-            defaults={
-                "catalogue": catalogue,
-                "reported_by": host.name,
-                "received_at": timezone.now(),
-            },
-        )
-    logger.info("agent %s registered with storage %s", host.name, ", ".join(storage) or "none")

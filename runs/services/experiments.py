@@ -29,16 +29,16 @@ from agents.contract.spec import (
     SweepSpec,
 )
 from agents.contract.vocabulary import Source
-from runs.execution import ROUNDS, Slot, derived_seed, execution_plan
+from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.retry import retry_on_conflict
-from runs.services.space import require_room
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
-from runs.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
 
 
 def _require_room(checked: list[CheckedCell]) -> None:
-    """Each cell's dataset fits its targets' last reported free space (runs.services.space);
+    """Each cell's dataset fits its targets' last reported free space (runs.services.hosts.space);
     a cell's notes say where no figure was reported yet."""
     for item in checked:
         try:
@@ -383,7 +383,7 @@ def _host_time(
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:
-    """Create and queue the runs in the experiment's execution order (runs/execution.py).
+    """Create and queue the runs in the experiment's execution order (runs/contract/execution.py).
 
     Jobs are sent after the commit in this order, one queue per host, and an
     agent takes one job at a time from its queue, oldest first: each host

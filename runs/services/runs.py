@@ -12,14 +12,14 @@ from django.utils import timezone
 
 from agents.contract.errors import Cancelled
 from benchlab.celery import app
-from runs import transport
+from runs.contract import transport
 from runs.models import Host, Run
+from runs.services.access.permissions import AnyUser
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.history.series import CONTROL_QUEUE, occurrence_run_finished
 from runs.services.limits import require_queue_room
-from runs.services.permissions import AnyUser
 from runs.services.retry import retry_on_conflict
-from runs.services.series import CONTROL_QUEUE, occurrence_run_finished
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)

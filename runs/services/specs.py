@@ -8,8 +8,8 @@ from agents.contract.builds import check_build_definition
 from agents.contract.errors import JobError
 from agents.contract.fields import DATASET, WORKLOAD
 from agents.contract.spec import DatasetSpec, WorkloadSpec
+from runs.contract.spec_fields import section_values
 from runs.models import PgBuild, Workload
-from runs.spec_fields import section_values
 
 
 class WorkloadSections(TypedDict):

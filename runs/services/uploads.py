@@ -32,7 +32,7 @@ from django.dispatch import receiver
 from agents.contract.errors import JobError
 from agents.contract.source_tree import UnsafeSource, bounded_members
 from agents.contract.spec import JobSpec
-from runs import transport
+from runs.contract import transport
 from runs.models import PgBuild, Run, SourceUpload
 from runs.services.errors import Conflict
 

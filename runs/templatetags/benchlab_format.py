@@ -10,7 +10,7 @@ from django import template
 
 from agents.contract.latency import LatencyPercentiles, describe_percentiles
 from agents.contract.results import EffectiveSetting
-from runs.compare import setting_text
+from runs.analysis.compare import setting_text
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from runs.stats import Difference, Summary
+from runs.analysis.stats import Difference, Summary
 
 register = template.Library()
 

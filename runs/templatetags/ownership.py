@@ -3,7 +3,7 @@
 from django import template
 from django.db.models import Model
 
-from runs.services.permissions import AnyUser, can_change
+from runs.services.access.permissions import AnyUser, can_change
 
 register = template.Library()
 

@@ -6,10 +6,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from runs import selectors
-from runs.forms import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
+from runs.forms.catalogue import ConfigProfileForm, HostNotesForm, PgBuildForm, WorkloadForm
 from runs.models import ConfigProfile, Host, PgBuild, PgCatalogue, Workload
 from runs.queues import host_queues
-from runs.services.permissions import can_change, check_can_change
+from runs.services.access.permissions import can_change, check_can_change
 from runs.views.auth import AuthenticatedHttpRequest
 
 AGENT_COMMAND = "python -m agents worker --name NAME"

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from agents.contract.errors import JobError
 from runs import selectors, services
-from runs.forms import CompareForm
+from runs.forms.experiments import CompareForm
 from runs.models import Comparison
 from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import export_urls, saved_comparison_context

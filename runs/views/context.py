@@ -6,10 +6,11 @@ stream and the exports); `read_only` hides everything that writes.
 
 from collections.abc import Callable
 
-from runs import charts, selectors, stats, timelines
-from runs import warnings as checks
-from runs.cells import standing_for
-from runs.compare import (
+from runs import selectors
+from runs.analysis import stats
+from runs.analysis import validity as checks
+from runs.analysis.cells import standing_for
+from runs.analysis.compare import (
     COMPARED_METRICS,
     METRICS,
     StatsTable,
@@ -17,12 +18,15 @@ from runs.compare import (
     point_warnings,
     stats_table,
 )
+from runs.analysis.tables import StatsInputs, load_inputs, table_of
+from runs.charts import clients
+from runs.charts import timelines as timeline_charts
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
-from runs.series import MIN_TRACE_SAMPLES, trace_budget
-from runs.services.series import notes_for_runs
+from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
-from runs.tables import StatsInputs, load_inputs, table_of
+from runs.timelines import store
+from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
 
 
 def run_label(run: Run) -> str:
@@ -37,7 +41,7 @@ def run_label(run: Run) -> str:
 def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, object]:
     """The run page: status, results with their warnings, timelines with the server's
     activity on the same axis, host samples, snapshot and logs."""
-    digest = timelines.digests([run])[run.pk]
+    digest = store.digests([run])[run.pk]
     results = list(run.results.order_by("index"))
     in_samples = {(run.pk, point): found for point, found in digest.warnings.items()}
     found = point_warnings(results, in_samples)
@@ -49,9 +53,9 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "run_warnings": checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
         "figures": {
-            **charts.run_timelines(run, digest, by_point),
-            "host": charts.host_figure(run, digest),
-            "server": charts.server_figure(run, digest),
+            **timeline_charts.run_timelines(run, digest, by_point),
+            "host": timeline_charts.host_figure(run, digest),
+            "server": timeline_charts.server_figure(run, digest),
         },
         "has_progress": bool(digest.series.get("tps")),
         "has_server_samples": _has_server_samples(digest),
@@ -65,7 +69,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
     }
 
 
-def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
+def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
     """Where the live stream starts: after the samples the page's digest holds (it may be
     up to RUNNING_REBUILD_S old) and the results the page shows."""
     stored = selectors.live_cursor(run)
@@ -79,7 +83,7 @@ def _live_cursor(run: Run, digest: timelines.Digest) -> LiveCursor:
     return cursor
 
 
-def _has_server_samples(digest: timelines.Digest) -> bool:
+def _has_server_samples(digest: store.Digest) -> bool:
     return any(len(s) for name, s in digest.series.items() if name.startswith(("server.", "wait.")))
 
 
@@ -87,7 +91,7 @@ def _clients_chart(
     loaded: StatsInputs, table: StatsTable, metric: str, labels: dict[int, str], name: str
 ) -> dict:
     peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
-    return charts.clients_figure(
+    return clients.clients_figure(
         loaded["cells"],
         loaded["results"],
         metric,
@@ -144,12 +148,12 @@ def comparison_context(
     """The compare page: charts, the statistics table against the baseline, what differs,
     timelines and the server's activity overlaid.
 
-    Runs measured in rounds are compared as their cells (runs/cells.py); a
+    Runs measured in rounds are compared as their cells (runs/analysis/cells.py); a
     cell's timelines are those of the run standing for it (one cluster's story).
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)
     overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
-    loaded = load_inputs(runs, timelines.COMPARE_SERIES, overview)
+    loaded = load_inputs(runs, store.COMPARE_SERIES, overview)
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}
@@ -165,8 +169,8 @@ def comparison_context(
         "figures": {
             "tps": _clients_chart(loaded, table, "tps", labels, name),
             "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
-            "timelines": charts.overlaid_timelines(runs, digests, labels, name),
-            "server": charts.overlaid_server(runs, digests, labels, name),
+            "timelines": timeline_charts.overlaid_timelines(runs, digests, labels, name),
+            "server": timeline_charts.overlaid_server(runs, digests, labels, name),
         },
         "has_server_samples": any(_has_server_samples(digests[run.pk]) for run in runs),
         "differences": differences(runs),

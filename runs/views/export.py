@@ -13,11 +13,11 @@ import csv
 
 from django.http import HttpResponse, JsonResponse
 
-from runs import warnings as checks
-from runs.cells import standing_for
-from runs.compare import COMPARED_METRICS, StatsTable, table_records
+from runs.analysis import validity as checks
+from runs.analysis.cells import standing_for
+from runs.analysis.compare import COMPARED_METRICS, StatsTable, table_records
+from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.models import Result, Run
-from runs.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.views.context import min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -113,7 +113,7 @@ def point_fields(result: Result) -> dict:
 def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[str]:
     """The codes of a point's own warnings, then those of its cell and run, once each.
 
-    `cell` is the run standing for the point's cell (runs/cells.py).
+    `cell` is the run standing for the point's cell (runs/analysis/cells.py).
     """
     row = next(r for r in table.rows if r.run.pk == cell.pk and r.clients == result.clients)
     own = table.point_warnings.get((result.run_id, result.index), [])

@@ -9,15 +9,15 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from agents.contract.errors import JobError
-from runs.charts import figure_json
-from runs.forms_history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
+from runs.charts.figures import figure_json
+from runs.charts.history import series_figures
+from runs.forms.history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
 from runs.models import Alert, Host, Run, Series
-from runs.reproduce import reproduce_script, run_manifest
-from runs.series_charts import series_figures
-from runs.services import series as series_service
+from runs.reproduce.script import reproduce_script, run_manifest
+from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
-from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
-from runs.services.permissions import check_can_change
+from runs.services.history import series as series_service
+from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
 from runs.views.auth import AuthenticatedHttpRequest
 
 

@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 
 from runs import selectors, services
 from runs.models import Host, Run
+from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
-from runs.services.permissions import check_can_change
 from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import export_urls, run_context
 from runs.views.export import export_response

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from runs import selectors, services
-from runs.compare import METRICS
+from runs.analysis.compare import METRICS
 from runs.models import Comparison, Experiment, Run, ShareLink
 from runs.views.auth import AuthenticatedHttpRequest
 from runs.views.context import (

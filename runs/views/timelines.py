@@ -4,7 +4,7 @@
 `{"run", "series", "x0", "x1", "x", "y", "samples", "reduced"}`: every stored
 sample of the series in the range, exactly as stored (x on the run's shared time axis, None
 between points), unless the range holds more than
-runs.timelines.ZOOM_MAX_SAMPLES (then reduced as the page's charts are, and
+runs.timelines.store.ZOOM_MAX_SAMPLES (then reduced as the page's charts are, and
 `reduced` is true). The charts call it when the user zooms (frontend/zoom.js).
 """
 
@@ -14,8 +14,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from runs import selectors, services, timelines
+from runs import selectors, services
 from runs.models import Run, ShareLink
+from runs.timelines import store
 
 
 def _invalid(field: str, message: str) -> JsonResponse:
@@ -46,7 +47,7 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
     if x1 is None or x1 < x0:
         return _invalid("x1", "Give where the range ends in seconds, not before x0: x1=<number>.")
     name = request.GET.get("series", "")
-    if timelines.source_of(name) is None:
+    if store.source_of(name) is None:
         return _invalid("series", f"Unknown timeline {name!r}: use a name the chart's trace has.")
     run_id = int(raw_run)
     if allowed is not None and run_id not in allowed:
@@ -55,7 +56,7 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
         run = selectors.run_get(run_id)
     except Run.DoesNotExist:
         return _not_found(f"There is no run {run_id}.")
-    found = timelines.window(run, name, x0, x1)
+    found = store.window(run, name, x0, x1)
     xs, ys = found.series.gapped()
     body = {"run": run.pk, "series": name, "x0": x0, "x1": x1, "x": xs, "y": ys}
     return JsonResponse({**body, "samples": found.samples, "reduced": found.reduced})

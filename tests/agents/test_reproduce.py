@@ -15,7 +15,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.manifest import Manifest, command_shape, make_manifest
-from runs.reproduce import reproduce_script
+from runs.reproduce.script import reproduce_script
 from tests.agents.jobs import run, small_spec
 
 REPO = Path(__file__).resolve().parents[2]

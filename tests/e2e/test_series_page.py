@@ -3,7 +3,7 @@
 import pytest
 
 from runs.models import Series
-from runs.services.series import series_detect
+from runs.services.history.series import series_detect
 from tests.runs.factories import ExperimentFactory
 from tests.runs.history.test_change_alerts import history
 

@@ -3,7 +3,7 @@ full resolution, and zooming out restores the reduced line."""
 
 import pytest
 
-from runs.series import CHART_SAMPLES
+from runs.timelines.downsample import CHART_SAMPLES
 from tests.runs.pages.test_timelines import SPIKE_T, SPIKE_TPS, long_run
 
 pytestmark = pytest.mark.e2e

@@ -33,7 +33,7 @@ from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_str
 from agents.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, Run
-from runs.services.tokens import api_token_create
+from runs.services.access.tokens import api_token_create
 from tests.agents.worker.conftest import SpareRedis
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from django.db.models import Max
 
-from runs import timelines
 from runs.models import Run, RunEvent, RunTimeline
+from runs.timelines import store
 from tests.integration.conftest import Lab, running_lab
 from tests.integration.test_lab import as_sent, experiment, signed, start
 from tests.integration.test_redis_loss import web_tier_on  # noqa: F401 - a fixture
@@ -32,7 +32,7 @@ def own_lab(transactional_db, tmp_path, own_redis, web_tier_on) -> Iterator[Lab]
 def current_digest(run_id: int) -> RunTimeline | None:
     """The run's stored digest when it is the one for the run's state now."""
     run = Run.objects.get(pk=run_id)
-    return RunTimeline.objects.filter(run=run, key=timelines.digest_key(run)).first()
+    return RunTimeline.objects.filter(run=run, key=store.digest_key(run)).first()
 
 
 def rebuilt_since(built: RunTimeline):
@@ -52,7 +52,7 @@ def test_the_control_worker_builds_a_digest_when_a_run_ends_and_after_a_late_eve
     run = lab.wait_terminal(run_id)
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     built = wait_for(lambda: current_digest(run_id), 60, "the digest of the ended run", lab.logs)
-    assert "tps" in timelines.digests([run])[run_id].series
+    assert "tps" in store.digests([run])[run_id].series
 
     last = RunEvent.objects.filter(run=run).order_by("seq").last()
     late = {
@@ -67,5 +67,5 @@ def test_the_control_worker_builds_a_digest_when_a_run_ends_and_after_a_late_eve
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED
     assert rebuilt.built_at > built.built_at
-    assert timelines.digests([run], names=["tps"])[run_id].series["tps"].y[-1] == LATE_TPS
+    assert store.digests([run], names=["tps"])[run_id].series["tps"].y[-1] == LATE_TPS
     assert f"run {run_id}: timeline digest built" in lab.logs()

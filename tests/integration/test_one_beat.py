@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from runs.models import Occurrence, Series
-from runs.services.series import series_save
+from runs.services.history.series import series_save
 from tests.integration.conftest import Lab
 from tests.runs.factories import (
     ConfigProfileFactory,

@@ -10,7 +10,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from benchlab.celery import app
 from runs.models import Occurrence, Run, Series
-from runs.services.series import series_save
+from runs.services.history.series import series_save
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,

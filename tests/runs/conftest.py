@@ -21,9 +21,9 @@ from rest_framework.test import APIClient
 
 from agents.contract.catalogue import CATALOGUE_QUERY, catalogue_from_rows
 from agents.contract.wire import agent_queue, cancel_key, dispatch_key
+from runs.contract.transport import redis_connection
 from runs.models import Host, PgCatalogue, Run
-from runs.services.tokens import api_token_create
-from runs.transport import redis_connection
+from runs.services.access.tokens import api_token_create
 from tests.runs.factories import (
     ConfigProfileFactory,
     HostFactory,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.services.tokens import api_token_create
+from runs.services.access.tokens import api_token_create
 from tests.e2e.conftest import Web
 from tests.runs.factories import ExperimentFactory, UserFactory
 from tests.runs.pages.conftest import finished_run

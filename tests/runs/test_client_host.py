@@ -7,11 +7,12 @@ from django.urls import reverse
 
 from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
-from runs import services, timelines
+from runs import services
+from runs.analysis.validity import result_warnings
 from runs.models import ClientHostSample, Host, HostSample, Run, Series
 from runs.services.events import run_record_event
-from runs.services.series import series_fire, series_save
-from runs.warnings import result_warnings
+from runs.services.history.series import series_fire, series_save
+from runs.timelines import store
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -186,7 +187,7 @@ def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_red
         HostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 1.0})
         ClientHostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 2.0})
 
-    found = timelines.digests([run])[run.pk].warnings[0]
+    found = store.digests([run])[run.pk].warnings[0]
     (warning,) = result_warnings(result, found)
 
     assert warning.code == "load_generator_saturated"

@@ -5,10 +5,11 @@ from functools import partial
 
 import pytest
 
-from runs import services, tasks, timelines
+from runs import services, tasks
 from runs.models import Run, RunTimeline
-from runs.services.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
 from runs.services.runs import digest_build_send
+from runs.timelines import store
 from tests.runs import events
 from tests.runs.factories import RunFactory
 from tests.runs.history.test_import import captured
@@ -56,8 +57,8 @@ def test_the_task_builds_a_final_runs_digest_once_and_again_after_a_late_event()
     run = long_run((600,))
     tasks.digest_build(run.pk)
     built = RunTimeline.objects.get(run=run)
-    assert built.key == timelines.digest_key(run)
-    assert timelines.digest_refresh(run.pk) is False, "current: not built again"
+    assert built.key == store.digest_key(run)
+    assert store.digest_refresh(run.pk) is False, "current: not built again"
 
     late = {"point": 1, "t": 1.0, "tps": 7777.0, "latency_ms": 1.0}
     services.run_record_event(events.run_event(run, 1, "progress", late))
@@ -65,14 +66,14 @@ def test_the_task_builds_a_final_runs_digest_once_and_again_after_a_late_event()
 
     rebuilt = RunTimeline.objects.get(run=run)
     run.refresh_from_db()
-    assert rebuilt.key == timelines.digest_key(run) != built.key
-    assert timelines.digests([run], names=["tps"])[run.pk].series["tps"].y[-1] == 7777.0
+    assert rebuilt.key == store.digest_key(run) != built.key
+    assert store.digests([run], names=["tps"])[run.pk].series["tps"].y[-1] == 7777.0
 
 
 def test_the_task_builds_nothing_for_a_run_not_final_or_gone():
     run = RunFactory(status=Run.Status.RUNNING)
-    assert timelines.digest_refresh(run.pk) is False
-    assert timelines.digest_refresh(run.pk + 1000) is False
+    assert store.digest_refresh(run.pk) is False
+    assert store.digest_refresh(run.pk + 1000) is False
     assert not RunTimeline.objects.exists()
 
 

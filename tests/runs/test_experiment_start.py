@@ -11,7 +11,7 @@ from agents.contract.signing import unsigned, verify
 from agents.contract.spec import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
-from runs.execution import derived_seed, execution_plan
+from runs.contract.execution import derived_seed, execution_plan
 from runs.models import Experiment, Run
 from runs.services.errors import Conflict
 from runs.services.validation import check_job_spec

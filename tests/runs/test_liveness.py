@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from agents.contract.signing import verify
 from agents.contract.wire import agent_queue, cancel_key, claim_key, dispatch_key
-from runs import services, transport
+from runs import services
+from runs.contract import transport
 from runs.models import Host, Run
 from runs.services.dispatch import run_dispatch
 from tests.runs import events

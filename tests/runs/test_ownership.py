@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from runs import services
 from runs.models import ConfigProfile, Experiment, PgBuild, Run, Workload
-from runs.services.tokens import api_token_create
+from runs.services.access.tokens import api_token_create
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,

@@ -8,7 +8,7 @@ from django.utils import timezone
 from agents.contract.wire import settled_key
 from runs import services
 from runs.models import Run
-from runs.services.reconcile import run_job_id
+from runs.services.hosts.reconcile import run_job_id
 from tests.runs import events
 from tests.runs.factories import RunFactory
 

@@ -1,4 +1,4 @@
-"""A reproduce script builds a source build again from its definition (runs/reproduce_build.py).
+"""A reproduce script builds a source build again from its definition (runs/reproduce/build.py).
 
 The source here is a small release-shaped tarball whose `configure` and Makefile
 install a `postgres` that prints its version and the patched constant: real tar,
@@ -10,8 +10,8 @@ import tarfile
 from pathlib import Path
 
 from agents.contract.builds import BuildDefinition
-from runs.reproduce import TPS_OF, reproduce_script
-from runs.reproduce_build import source_build_function
+from runs.reproduce.build import source_build_function
+from runs.reproduce.script import TPS_OF, reproduce_script
 
 CONFIGURE = """#!/bin/sh
 for arg in "$@"; do

@@ -1,4 +1,4 @@
-"""No text of a run gets out of its place in the reproduce script (runs/reproduce.py).
+"""No text of a run gets out of its place in the reproduce script (runs/reproduce/script.py).
 
 Hypothesis puts hostile text (every heredoc delimiter the script once used,
 quotes, `$(...)`, backquotes, backslashes, newlines, CR, control characters,
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.contract.sql_text import SqlTextError, split_statements
-from runs.reproduce import reproduce_script
+from runs.reproduce.script import reproduce_script
 
 HOSTILE = [
     "BENCHLAB_SCRIPT", "BENCHLAB_SQL", "BENCHLAB_SETTINGS", "BENCHLAB_PATCH_0123456789abcdef",

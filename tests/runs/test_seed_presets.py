@@ -25,9 +25,9 @@ from agents.job import run_job
 from agents.pair import PairLink
 from agents.transport import redis_client
 from runs import presets, services
-from runs.forms import parse_clients, parse_storage_layouts
+from runs.forms.experiments import parse_clients, parse_storage_layouts
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
-from runs.services.events import record_event
+from runs.services.hosts.events import record_event
 from runs.views.context import experiment_context
 from tests.runs.factories import HostFactory, UserFactory
 

@@ -6,11 +6,11 @@ import pytest
 from agents.contract.fields import Field
 from agents.contract.manifest import make_manifest
 from runs.api.serializers import WorkloadSerializer
-from runs.forms import WorkloadForm
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
+from runs.forms.catalogue import WorkloadForm
 from runs.models import Experiment, Workload
 from runs.services.experiments import build_job_spec, experiment_cells
-from runs.services.series import copied_fields
-from runs.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
+from runs.services.history.series import copied_fields
 from tests.runs.factories import ExperimentFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from runs import stats
-from runs.stats import Question, Verdict
+from runs.analysis import stats
+from runs.analysis.stats import Question, Verdict
 
 SIGNIFICANT = {Verdict.FASTER, Verdict.SLOWER}
 BASE_TPS, CV = 1000.0, 0.05

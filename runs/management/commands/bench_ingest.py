@@ -20,11 +20,11 @@ from django.db import connection
 
 from agents.contract.events import EVENT_VERSION
 from agents.contract.signing import new_secret, sign
+from runs.contract.transport import redis_connection
 from runs.control.consumer import EventConsumer
 from runs.management import synthetic
 from runs.management.commands.bench_pages import machine, require_throwaway_database
 from runs.models import Host, ProgressSample, Run
-from runs.transport import redis_connection
 
 HEARTBEAT_EVERY_S = 5
 XADD_CHUNK = 1000

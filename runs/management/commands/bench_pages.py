@@ -2,7 +2,7 @@
 
 Creates synthetic runs in the (throw-away) lab database, builds the timeline
 digests of the finished ones as the control worker does when a run ends
-(runs.timelines.digest_refresh, timed), starts the web app with uvicorn, signs
+(runs.timelines.store.digest_refresh, timed), starts the web app with uvicorn, signs
 in, views one short run's page untimed (the server process's first request
 pays for its imports and connection), and times each page over HTTP: the
 first view and the median of the next views, with the payload. Also counts
@@ -29,10 +29,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import selectors, services, timelines
+from runs import selectors, services
 from runs.management import synthetic
 from runs.models import Run
 from runs.sse import POLL_S
+from runs.timelines import store
 
 THROWAWAY_ENV = "BENCHLAB_THROWAWAY_DB"
 SERVER_START_S = 60.0
@@ -175,7 +176,7 @@ class Command(BaseCommand):
         self.stderr.write(f"building the digests of {len(finished)} finished runs ...")
         started = time.perf_counter()
         for pk in finished:
-            timelines.digest_refresh(pk)
+            store.digest_refresh(pk)
         seconds = time.perf_counter() - started
         return f"{len(finished)} finished runs in {seconds:,.1f} s (not on any page view)."
 

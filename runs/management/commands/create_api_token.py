@@ -2,7 +2,7 @@
 
     python manage.py create_api_token admin --name "nightly script"
 
-The lab keeps only the token's digest (runs.services.tokens): keep the
+The lab keeps only the token's digest (runs.services.access.tokens): keep the
 printed token where the script that uses it can read it. To revoke a token,
 delete it in the admin (API tokens); a lost one is replaced by a new one.
 """
@@ -10,7 +10,7 @@ delete it in the admin (API tokens); a lost one is replaced by a new one.
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.services.tokens import api_token_create
+from runs.services.access.tokens import api_token_create
 
 
 class Command(BaseCommand):

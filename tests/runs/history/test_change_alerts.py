@@ -13,7 +13,7 @@ from django.core import mail
 from django.utils import timezone
 
 from runs.models import Alert, Occurrence, Run, Series
-from runs.services.series import alert_acknowledge, note_add, series_detect, series_history
+from runs.services.history.series import alert_acknowledge, note_add, series_detect, series_history
 from tests.runs.factories import ExperimentFactory, ResultFactory, RunFactory
 
 REPEATS = 3
@@ -26,7 +26,7 @@ class Received(list):
 @pytest.fixture
 def webhook(settings) -> Iterator[tuple[str, Received]]:
     """An HTTP server on localhost that stores every JSON POST and answers 204; loopback is
-    allowed as a webhook target (runs.services.webhooks)."""
+    allowed as a webhook target (runs.services.history.webhooks)."""
     settings.BENCHLAB_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.0/8")]
     received = Received()
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from agents.contract.manifest import MANIFEST_KIND
 from runs.models import Host, Note, Run, Series
-from runs.services.series import series_save
+from runs.services.history.series import series_save
 from tests.runs.factories import ExperimentFactory, HostFactory, ResultFactory, RunFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from runs.models import Provenance, Result, Run
-from runs.services.imports import ImportDetails, UploadedOutput, parse_points, pgbench_import
+from runs.services.history.imports import (
+    ImportDetails,
+    UploadedOutput,
+    parse_points,
+    pgbench_import,
+)
 from tests.agents.pgbench.captures import FIXTURES
 
 VERSIONS = ["pg13", "pg14", "pg16", "pg18"]
@@ -154,7 +159,7 @@ def test_the_api_answers_400_naming_every_file_when_none_imports(api_client):
 @pytest.mark.django_db
 def test_an_imported_run_compares_with_a_measured_one_with_the_notes_of_both(client, user):
     from runs.models import Comparison
-    from runs.services.series import note_add
+    from runs.services.history.series import note_add
     from tests.runs.pages.conftest import finished_run
 
     client.force_login(user)

@@ -16,10 +16,10 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.settings import env_networks
-from runs.forms_history import SeriesForm
+from runs.forms.history import SeriesForm
 from runs.models import Alert, Occurrence, Series
-from runs.services.series import alert_deliver
-from runs.services.webhooks import WebhookRefused, _pool, webhook_check, webhook_target
+from runs.services.history.series import alert_deliver
+from runs.services.history.webhooks import WebhookRefused, _pool, webhook_check, webhook_target
 from tests.runs.factories import ExperimentFactory
 
 pytestmark = pytest.mark.django_db

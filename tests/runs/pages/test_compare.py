@@ -6,10 +6,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.compare import differences, setting_text, stats_table
+from runs.analysis.compare import differences, setting_text, stats_table
+from runs.analysis.stats import relative_difference
 from runs.models import Comparison, ServerSample
 from runs.selectors import results_by_run
-from runs.stats import relative_difference
 from tests.runs.factories import ConfigProfileFactory, ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
 

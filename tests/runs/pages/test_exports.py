@@ -6,8 +6,8 @@ import io
 import pytest
 from django.urls import reverse
 
+from runs.analysis.stats import relative_difference
 from runs.models import Comparison, Result
-from runs.stats import relative_difference
 from tests.runs.factories import ExperimentFactory
 from tests.runs.pages.conftest import finished_run
 

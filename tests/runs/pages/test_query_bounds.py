@@ -9,8 +9,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs import timelines
 from runs.models import Comparison, Run
+from runs.timelines import store
 from tests.runs.factories import ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
 
@@ -68,7 +68,7 @@ def test_the_compare_page_of_six_runs_takes_eleven_queries(
     """Once the control worker has built their timeline digests."""
     comparison = saved_comparison(6)
     for run in comparison.runs.all():
-        timelines.digest_refresh(run.pk)
+        store.digest_refresh(run.pk)
     url, query = URLS["compare page"](comparison)
     # The eleventh reads the notes on the runs and their hosts.
     with django_assert_max_num_queries(11):

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from runs import services
-from runs.cells import cell_runs, results_by_cell
+from runs.analysis.cells import cell_runs, results_by_cell
 from runs.models import Comparison
 from tests.runs.factories import ConfigProfileFactory, ExperimentFactory
 from tests.runs.pages.conftest import add_point, finished_run

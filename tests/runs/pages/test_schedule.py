@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.execution import execution_plan
+from runs.contract.execution import execution_plan
 from runs.models import Experiment, Run
 from tests.runs.factories import (
     ConfigProfileFactory,

@@ -19,9 +19,10 @@ from agents.contract.builds import check_build_definition
 from agents.contract.source_tree import UNPACKED_LIMIT_BYTES
 from agents.contract.wire import source_upload_key
 from runs import services
-from runs.compare import differences
+from runs.analysis.compare import differences
 from runs.models import PgBuild, Run, SourceUpload
-from runs.presets import BUFFER_PARTITIONS_256_PATCH, find, load_presets
+from runs.presets import find, load_presets
+from runs.presets.seeds import BUFFER_PARTITIONS_256_PATCH
 from runs.services.experiments import build_job_spec, experiment_cells
 from tests.runs import events
 from tests.runs.factories import ExperimentFactory, PgBuildFactory, RunFactory, WorkloadFactory

@@ -10,10 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from runs import services, timelines
+from runs import services
 from runs.models import HostSample, ProgressSample, Run, RunTimeline
-from runs.series import CHART_SAMPLES
 from runs.sse import parse_cursor
+from runs.timelines import store
+from runs.timelines.downsample import CHART_SAMPLES
 from tests.runs.factories import RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,7 @@ def writes_of(client: Client, url: str) -> tuple[list[str], dict]:
 
 def test_a_finished_runs_page_reads_the_digest_the_control_worker_built(signed_in: Client):
     run = long_run()
-    timelines.digest_refresh(run.pk)
+    store.digest_refresh(run.pk)
     built = RunTimeline.objects.get(run=run)
     writes, figures = writes_of(signed_in, reverse("run-detail", args=[run.pk]))
     assert writes == []
@@ -98,7 +99,7 @@ def test_a_finished_runs_page_reads_the_digest_the_control_worker_built(signed_i
 def test_a_finished_run_without_a_current_digest_is_drawn_without_writing(signed_in, user):
     """Before the control worker has built it (a late event, or a run older than it)."""
     runs = [long_run() for _ in range(2)]
-    timelines.digest_refresh(runs[0].pk)
+    store.digest_refresh(runs[0].pk)
     ProgressSample.objects.create(run=runs[0], point=1, t=1.0, tps=7777.0, latency_ms=1.0)
     Run.objects.filter(pk=runs[0].pk).update(last_event_at=timezone.now())
     comparison = services.comparison_create(user, "two hours", runs, runs[0])
@@ -169,7 +170,7 @@ def test_a_shared_link_zooms_into_its_own_runs_only(user):
 def test_a_running_runs_page_starts_its_live_stream_after_what_its_digest_holds(
     signed_in, monkeypatch
 ):
-    monkeypatch.setattr(timelines, "RUNNING_REBUILD_S", 10**9)  # no rebuild during the test
+    monkeypatch.setattr(store, "RUNNING_REBUILD_S", 10**9)  # no rebuild during the test
     run = long_run((100,))
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
     url = reverse("run-detail", args=[run.pk])

@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from runs.models import ApiToken
-from runs.services.tokens import api_token_create
+from runs.services.access.tokens import api_token_create
 from tests.runs.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

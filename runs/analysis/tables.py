@@ -1,0 +1,92 @@
+"""Statistics tables as pages, the API and exports read them: one query per kind of
+row for a set of runs, grouped by cell (runs/analysis/cells.py), then
+`runs.analysis.compare.stats_table`."""
+
+from collections.abc import Collection
+from typing import TypedDict
+
+from runs import selectors
+from runs.analysis.cells import cell_runs, results_by_cell, standing_for
+from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.analysis.stats import CONFIDENCE
+from runs.analysis.validity import ValidityWarning
+from runs.models import Comparison, Result, Run
+from runs.timelines import store
+
+
+class StatsInputs(TypedDict):
+    """What `load_inputs` read, each keyed by run id (`in_samples` by run id and point)."""
+
+    cells: list[Run]
+    results: dict[int, list[Result]]
+    own_results: dict[int, list[Result]]
+    digests: dict[int, store.Digest]
+    in_samples: dict[tuple[int, int], list[ValidityWarning]]
+
+
+def load_inputs(
+    runs: list[Run], series: Collection[str] = (), overview: bool = False
+) -> StatsInputs:
+    """Everything the statistics of these runs read, in one query per kind.
+
+    `cells` has one run per cell (runs/analysis/cells.py): its `results` are the points
+    of every round of that cell. `own_results` are each given run's own points;
+    the timeline digests (runs/timelines/store.py, with the `series` named) are each
+    run's own, for every run whose points count (`overview`: their overviews,
+    runs.timelines.store.digests); `in_samples` is what each point's samples showed.
+    """
+    cells = cell_runs(runs)
+    own_results = selectors.results_by_run(runs)
+    results = results_by_cell(cells, own_results)
+    counted = {r.run_id for rs in results.values() for r in rs} - {run.pk for run in runs}
+    counted_runs = selectors.runs_in_order(sorted(counted))
+    digests = store.digests([*runs, *counted_runs], series, overview)
+    return {
+        "cells": cells,
+        "results": results,
+        "own_results": own_results,
+        "digests": digests,
+        "in_samples": {
+            (pk, point): found
+            for pk, digest in digests.items()
+            for point, found in digest.warnings.items()
+        },
+    }
+
+
+def table_of(
+    loaded: StatsInputs, baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+) -> StatsTable:
+    """The statistics table of loaded runs' cells, against the cell `baseline` belongs to."""
+    cells = loaded["cells"]
+    base = standing_for(baseline, cells) if baseline else None
+    found = loaded["in_samples"]
+    return stats_table(cells, base, loaded["results"], found, min_effect_pct, metrics)
+
+
+def statistics(
+    runs: list[Run], baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+) -> StatsTable:
+    """The statistics table of these runs' cells (the API uses it as the pages do)."""
+    return table_of(load_inputs(runs), baseline, min_effect_pct, metrics)
+
+
+def statistics_document(table: StatsTable, baseline: Run | None) -> dict:
+    """A statistics table as the API and the JSON exports answer it."""
+    base_row = next((row for row in table.rows if row.is_baseline), None)
+    return {
+        "baseline_run_id": base_row.run.pk if base_row else baseline and baseline.pk,
+        "min_effect_pct": table.min_effect_pct,
+        "confidence": CONFIDENCE,
+        "comparisons": table.comparisons,
+        "false_discovery_control": f"Benjamini-Hochberg, q={table.fdr_q:g}",
+        "rows": table_records(table),
+    }
+
+
+def comparison_statistics(comparison: Comparison, min_effect_pct: float) -> dict:
+    """The statistics document of a saved comparison against its baseline."""
+    runs = selectors.comparison_runs(comparison)
+    baseline = comparison.baseline or runs[0]
+    table = statistics(runs, baseline, min_effect_pct, COMPARED_METRICS)
+    return statistics_document(table, baseline)

@@ -1,0 +1,383 @@
+"""Validity warnings: what makes a measured number less trustworthy, and why.
+
+Each check has a stable code (API, exports, pages), a short title and one line
+of why it matters. Checks read what is stored: a point's result, its progress
+timeline, host and server samples; a run's effective settings; a cell's
+summary over repeats. They never change a number, they stand beside it.
+"""
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from runs.analysis.stats import MIN_REPEATS, Summary
+from runs.models import Result, Run
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    title: str
+    why: str
+
+
+CHECKS = {
+    check.code: check
+    for check in (
+        Check(
+            "checkpoint_in_window",
+            "checkpoint inside the window",
+            "a checkpoint's writes and full-page images lower tps while it runs, so this "
+            "point measured something its neighbours may not have",
+        ),
+        Check(
+            "load_generator_saturated",
+            "load generator saturated",
+            "when pgbench's threads are busy all the time, or no CPU is left idle, the "
+            "number may show the client's limit, not PostgreSQL's",
+        ),
+        Check(
+            "failed_transactions",
+            "failed, retried or aborted transactions",
+            "tps counts successful transactions only; failures and retries are work the "
+            "number does not show",
+        ),
+        Check(
+            "unsteady_timeline",
+            "unsteady timeline",
+            "a trend or large swings within the window mean the average depends on when "
+            "the window started and how long it ran",
+        ),
+        Check(
+            "repeats_disagree",
+            "repeats disagree",
+            "a spread across repeats above 10 % of their mean (CV) points to an uncontrolled "
+            "factor; the mean hides it",
+        ),
+        Check(
+            "window_shorter_than_checkpoint_timeout",
+            "window shorter than checkpoint_timeout",
+            "some repeats include a checkpoint and others do not, and a sustained load "
+            "would be slower than a window without one",
+        ),
+        Check(
+            "unsafe_settings",
+            "unsafe settings",
+            "without crash safety the server skips work production servers do, so the "
+            "numbers do not carry over",
+        ),
+        Check(
+            "too_few_repeats",
+            "too few repeats",
+            f"below {MIN_REPEATS} repeats the spread is unknown and no verdict is possible",
+        ),
+    )
+}
+
+# Thresholds, each with the reason for its value.
+# pgbench plus the server need some idle CPU; below this the host is the limit.
+IDLE_CPU_PERCENT_BELOW = 5.0
+# pgbench's CPU time over what its threads could use in the window (one CPU each at most).
+PGBENCH_THREAD_BUSY_ABOVE = 0.9
+# A least-squares trend that moves tps by this share over the window, and is
+# significant at TREND_P, is drift rather than noise.
+TREND_SHARE = 0.10
+TREND_P = 0.01
+# Per-second tps of a steady point varies by a few percent; a quarter is a swing.
+# At a few transactions per interval the count alone varies more (Poisson: a CV
+# of 1/sqrt(transactions)): the swing must exceed that too. A timeline read from
+# a sampled log counts sampled lines, so its counting noise is 1/sqrt(lines).
+PROGRESS_CV_ABOVE = 0.25
+MIN_PROGRESS_SAMPLES = 5
+REPEATS_CV_ABOVE = 0.10
+UNSAFE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+DEFAULT_CHECKPOINT_TIMEOUT_S = 300.0
+TIME_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+@dataclass(frozen=True)
+class ValidityWarning:
+    """A triggered check: its code and what was seen (`detail`)."""
+
+    code: str
+    detail: str
+
+    @property
+    def title(self) -> str:
+        return CHECKS[self.code].title
+
+    @property
+    def why(self) -> str:
+        return CHECKS[self.code].why
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "title": self.title, "detail": self.detail, "why": self.why}
+
+
+@dataclass(frozen=True)
+class CheckpointEvent:
+    """A checkpoint seen in a point's server samples (`t` within the point)."""
+
+    point: int
+    t: float
+    kind: str  # "timed" or "requested"
+    edge: str  # "start", or "end" (the first sample with no more checkpoint writes)
+
+
+@dataclass
+class PointSamples:
+    """The stored timelines of one point: objects with `.t` and `.tps`, or `.data` dicts."""
+
+    progress: list = field(default_factory=list)
+    host: list = field(default_factory=list)
+    server: list = field(default_factory=list)
+    # A run with a client host: the client host's samples (pgbench runs there).
+    client: list = field(default_factory=list)
+
+
+def _by_time(samples: Iterable) -> list:
+    return sorted(samples, key=lambda s: s.t if s.t is not None else 0.0)
+
+
+def _checkpoint_writes(data: dict) -> float:
+    return data.get("buffers_checkpoint_per_s") or 0.0
+
+
+def _started(before: dict, after: dict) -> list[str]:
+    """The kinds of checkpoint whose counter went up between two samples."""
+    counters = (("timed", "checkpoints_timed"), ("requested", "checkpoints_req"))
+    return [kind for kind, key in counters if (after.get(key) or 0) > (before.get(key) or 0)]
+
+
+def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEvent]:
+    """Checkpoint starts (a counter went up) and ends (writes stopped) within one point."""
+    ordered = _by_time(server_samples)
+    events: list[CheckpointEvent] = []
+    writing: str | None = None
+    if ordered and _checkpoint_writes(ordered[0].data) > 0:
+        events.append(CheckpointEvent(point, ordered[0].t or 0.0, "running", "start"))
+        writing = "running"
+    for before, after in itertools.pairwise(ordered):
+        t = after.t or 0.0
+        for kind in _started(before.data, after.data):
+            events.append(CheckpointEvent(point, t, kind, "start"))
+            writing = kind
+        stopped = _checkpoint_writes(after.data) == 0 < _checkpoint_writes(before.data)
+        if writing and stopped:
+            events.append(CheckpointEvent(point, t, writing, "end"))
+            writing = None
+    return events
+
+
+def _writes_from(start: CheckpointEvent, ordered: Sequence) -> bool:
+    """Whether a started checkpoint wrote within the window, or started at its last sample.
+
+    A timed checkpoint on a server that wrote no WAL since the last one is
+    skipped but still counted (up to PostgreSQL 16, and in 17's num_timed):
+    with no checkpoint writes it changed nothing the point measured.
+    """
+    later = [s for s in ordered if (s.t or 0.0) >= start.t]
+    return len(later) <= 1 or any(_checkpoint_writes(s.data) > 0 for s in later)
+
+
+def _checkpoint_warning(point: int, samples: PointSamples) -> list[ValidityWarning]:
+    ordered = _by_time(samples.server)
+    starts = [
+        e
+        for e in checkpoint_events(point, ordered)
+        if e.edge == "start" and _writes_from(e, ordered)
+    ]
+    if not starts:
+        return []
+    seen = ", ".join(
+        "checkpoint writing when the window began"
+        if e.kind == "running"
+        else f"{e.kind} checkpoint started at {e.t:.0f} s"
+        for e in starts
+    )
+    return [ValidityWarning("checkpoint_in_window", seen)]
+
+
+def _idle_percent(data: dict) -> float | None:
+    """CPU time nothing ran on: idle plus I/O wait (a CPU waiting on a disk is free for work)."""
+    if data.get("cpu_idle") is None:
+        return None
+    return data["cpu_idle"] + (data.get("cpu_iowait") or 0.0)
+
+
+def _host_idle_warning(samples: PointSamples) -> list[ValidityWarning]:
+    """The load generator's host: the client host when pgbench ran there, else the server's."""
+    where, generator = ("client host", samples.client) if samples.client else ("host", samples.host)
+    idle = [p for s in generator if (p := _idle_percent(s.data)) is not None]
+    if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
+        return []
+    median = float(np.median(idle))
+    detail = f"{where} CPU idle {median:.1f} % (with I/O wait, median over the window)"
+    return [ValidityWarning("load_generator_saturated", detail)]
+
+
+def _pgbench_busy_warning(result: Result) -> list[ValidityWarning]:
+    busy = result.pgbench_busy_share
+    if busy is None or busy <= PGBENCH_THREAD_BUSY_ABOVE:
+        return []
+    cpus = result.pgbench_cpus or result.threads
+    detail = (
+        f"pgbench used {busy * 100:.0f} % of the {cpus} CPU(s) its {result.threads} thread(s) "
+        f"could use ({result.pgbench_cpu_s:.1f} CPU s in {result.duration_s:.0f} s)"
+    )
+    return [ValidityWarning("load_generator_saturated", detail)]
+
+
+def _joined(warnings: list[ValidityWarning]) -> list[ValidityWarning]:
+    """One warning per code, the details of several findings joined with '; '."""
+    details: dict[str, list[str]] = {}
+    for warning in warnings:
+        details.setdefault(warning.code, []).append(warning.detail)
+    return [ValidityWarning(code, "; ".join(seen)) for code, seen in details.items()]
+
+
+def _failure_counts(result: Result) -> dict[str, int]:
+    """Failed and retried transactions and aborted clients, as the agent stored them."""
+    return {
+        "failed": result.failed or 0,
+        "retried": result.retried or 0,
+        "aborted clients": result.aborted_clients,
+    }
+
+
+def _failure_warning(result: Result) -> list[ValidityWarning]:
+    counts = _failure_counts(result)
+    seen = [f"{n:,} {name}" for name, n in counts.items() if n]
+    if not seen:
+        return []
+    return [ValidityWarning("failed_transactions", ", ".join(seen))]
+
+
+def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
+    rows = [(s.t, s.tps) for s in _by_time(samples.progress) if s.tps is not None]
+    if len(rows) < MIN_PROGRESS_SAMPLES:
+        return []
+    t, tps = np.array(rows, dtype=float).T
+    mean = float(tps.mean())
+    if mean <= 0:
+        return []
+    seen = []
+    trend = scipy_stats.linregress(t, tps)
+    change = trend.slope * (t[-1] - t[0]) / mean
+    if trend.pvalue < TREND_P and abs(change) >= TREND_SHARE:
+        seen.append(
+            f"tps drifts {change * 100:+.0f} % over the window (trend p={trend.pvalue:.1g})"
+        )
+    cv = float(tps.std(ddof=1)) / mean
+    if cv > PROGRESS_CV_ABOVE + _counting_noise(samples.progress, t, mean):
+        seen.append(f"per-second tps varies by {cv * 100:.0f} % (CV)")
+    return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
+
+
+def _counting_noise(progress: list, t: np.ndarray, mean_tps: float) -> float:
+    """The CV per-second tps has from counting alone: 1/sqrt(what each second counted)."""
+    sampled = [s.sampled for s in progress if s.tps is not None]
+    if sampled and None not in sampled:
+        counted = float(np.mean(sampled))
+    else:
+        counted = mean_tps * (float(np.median(np.diff(t))) or 1.0)
+    return 1 / np.sqrt(counted) if counted > 0 else float("inf")
+
+
+def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks a point's stored timelines can fail (kept with its timeline digest)."""
+    return [
+        *_checkpoint_warning(point, samples),
+        *_host_idle_warning(samples),
+        *_timeline_warning(samples),
+    ]
+
+
+def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own: those found in its samples
+    (`sample_warnings`) and its result's, in the order CHECKS defines."""
+    order = list(CHECKS)
+    found = _joined([*_pgbench_busy_warning(result), *in_samples, *_failure_warning(result)])
+    return sorted(found, key=lambda warning: order.index(warning.code))
+
+
+def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
+    """The checks one measured point can fail on its own, from its samples and result."""
+    return result_warnings(result, sample_warnings(result.index, samples))
+
+
+def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:
+    """name -> (setting, unit): read back from the server, else as requested in the spec."""
+    if run.effective_settings:
+        return {
+            row["name"]: (str(row.get("setting")), row.get("unit"))
+            for row in run.effective_settings
+            if isinstance(row, dict) and row.get("name")
+        }
+    return {name: (str(value), None) for name, value in (run.spec.get("settings") or {}).items()}
+
+
+def duration_seconds(setting: str, unit: str | None) -> float | None:
+    """`300` with unit `s`, or `5min` as written in a config file, in seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", setting)
+    if not match:
+        return None
+    scale = TIME_UNITS_S.get(match[2] or unit or "s")
+    return float(match[1]) * scale if scale else None
+
+
+def checkpoint_timeout_s(run: Run) -> float:
+    setting = run_settings(run).get("checkpoint_timeout")
+    seconds = duration_seconds(*setting) if setting else None
+    return seconds if seconds is not None else DEFAULT_CHECKPOINT_TIMEOUT_S
+
+
+def window_seconds(run: Run, results: Sequence[Result]) -> float | None:
+    """The measured window of the run's points (-T), None for -t runs without durations."""
+    durations = [r.duration_s for r in results if r.duration_s]
+    if durations:
+        return min(durations)
+    return (run.spec.get("sweep") or {}).get("duration_s")
+
+
+def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
+    """The checks that hold for every point of a run: its settings and window length."""
+    found = []
+    settings = run_settings(run)
+    unsafe = [
+        f"{name}={value}" for name, value in UNSAFE.items() if settings.get(name, ("",))[0] == value
+    ]
+    if unsafe:
+        found.append(ValidityWarning("unsafe_settings", ", ".join(unsafe)))
+    window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
+    if window and window < timeout:
+        detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"
+        found.append(ValidityWarning("window_shorter_than_checkpoint_timeout", detail))
+    return found
+
+
+def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:
+    """The checks on a run's repeats at one client count."""
+    if summary is None:
+        return []
+    found = []
+    if summary.cv is not None and summary.cv > REPEATS_CV_ABOVE:
+        found.append(
+            ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats")
+        )
+    if summary.n < MIN_REPEATS:
+        found.append(ValidityWarning("too_few_repeats", f"{summary.n} of {MIN_REPEATS} needed"))
+    return found
+
+
+def merge_repeats(by_repeat: dict[int, list[ValidityWarning]]) -> list[ValidityWarning]:
+    """One warning per code for a cell, naming the repeats it came from."""
+    details: dict[str, list[str]] = {}
+    for repeat in sorted(by_repeat):
+        for warning in by_repeat[repeat]:
+            details.setdefault(warning.code, []).append(f"repeat {repeat}: {warning.detail}")
+    return [ValidityWarning(code, "; ".join(seen)) for code, seen in details.items()]

@@ -1,0 +1,58 @@
+"""API representations, one module per concern; every serializer is importable from here."""
+
+from runs.api.serializers.catalogue import (
+    ConfigProfileDiffSerializer,
+    ConfigProfileSerializer,
+    HostSerializer,
+    PgBuildSerializer,
+    StorageTargetSerializer,
+    WorkloadSerializer,
+    owner_name,
+)
+from runs.api.serializers.comparisons import (
+    ComparisonSerializer,
+    ComparisonStatisticsSerializer,
+    ShareLinkSerializer,
+    StatisticsQuerySerializer,
+    StatisticsRowSerializer,
+    ValidityWarningSerializer,
+)
+from runs.api.serializers.errors import ErrorDetailSerializer, ErrorSerializer
+from runs.api.serializers.experiments import (
+    EstimateSerializer,
+    ExperimentSerializer,
+    ProgressSampleSerializer,
+    ResultSerializer,
+    RunDetailSerializer,
+    RunResultsQuerySerializer,
+    RunResultsSerializer,
+    RunSerializer,
+    SampleSerializer,
+)
+
+__all__ = [
+    "ComparisonSerializer",
+    "ComparisonStatisticsSerializer",
+    "ConfigProfileDiffSerializer",
+    "ConfigProfileSerializer",
+    "ErrorDetailSerializer",
+    "ErrorSerializer",
+    "EstimateSerializer",
+    "ExperimentSerializer",
+    "HostSerializer",
+    "PgBuildSerializer",
+    "ProgressSampleSerializer",
+    "ResultSerializer",
+    "RunDetailSerializer",
+    "RunResultsQuerySerializer",
+    "RunResultsSerializer",
+    "RunSerializer",
+    "SampleSerializer",
+    "ShareLinkSerializer",
+    "StatisticsQuerySerializer",
+    "StatisticsRowSerializer",
+    "StorageTargetSerializer",
+    "ValidityWarningSerializer",
+    "WorkloadSerializer",
+    "owner_name",
+]

@@ -1,0 +1,139 @@
+"""API representations of statistics, comparisons and share links."""
+
+from rest_framework import serializers
+
+from agents.contract.errors import JobError
+from runs import services
+from runs.analysis import stats
+from runs.analysis.stats import Verdict
+from runs.analysis.validity import CHECKS
+from runs.api.errors import job_error_detail
+from runs.api.fields import (
+    StrictModelSerializer,
+)
+from runs.api.permissions import signed_in_user
+from runs.api.serializers.catalogue import owner_name
+from runs.models import (
+    Comparison,
+    Experiment,
+    Run,
+    ShareLink,
+)
+
+
+class StatisticsQuerySerializer(serializers.Serializer):
+    min_effect = serializers.FloatField(
+        min_value=0.0,
+        max_value=stats.MAX_MIN_EFFECT_PCT,
+        default=stats.DEFAULT_MIN_EFFECT_PCT,
+        help_text="smallest difference in percent that earns a verdict word",
+    )
+
+
+class ValidityWarningSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=sorted(CHECKS))
+    title = serializers.CharField()
+    detail = serializers.CharField()
+    why = serializers.CharField()
+
+
+class StatisticsRowSerializer(serializers.Serializer):
+    """One run (or cell in rounds), client count and metric (runs.analysis.compare.cell_record)."""
+
+    run_id = serializers.IntegerField()
+    clients = serializers.IntegerField()
+    metric = serializers.CharField()
+    is_baseline = serializers.BooleanField()
+    n = serializers.IntegerField()
+    mean = serializers.FloatField(allow_null=True)
+    median = serializers.FloatField(allow_null=True)
+    sd = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    mde_pct = serializers.FloatField(allow_null=True)
+    diff_pct = serializers.FloatField(allow_null=True)
+    diff_ci_low_pct = serializers.FloatField(allow_null=True)
+    diff_ci_high_pct = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True)
+    q = serializers.FloatField(allow_null=True)
+    verdict = serializers.ChoiceField(choices=[v.value for v in Verdict], allow_null=True)
+    verdict_note = serializers.CharField(allow_blank=True)
+    warnings = ValidityWarningSerializer(many=True)
+
+
+class ComparisonStatisticsSerializer(serializers.Serializer):
+    """A comparison's statistics table (`runs.api.views.ComparisonViewSet.statistics`)."""
+
+    baseline_run_id = serializers.IntegerField()
+    min_effect_pct = serializers.FloatField()
+    confidence = serializers.FloatField()
+    comparisons = serializers.IntegerField(help_text="how many p-values BH adjusts together")
+    false_discovery_control = serializers.CharField()
+    rows = StatisticsRowSerializer(many=True)
+
+
+class ComparisonSerializer(StrictModelSerializer):
+    runs = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), many=True, allow_empty=False
+    )
+    baseline = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
+    created_by = owner_name()
+
+    class Meta:
+        model = Comparison
+        fields = ["id", "name", "description", "runs", "baseline", "created_by", "created_at"]
+        read_only_fields = ["created_by", "created_at"]
+
+    def create(self, validated_data: dict) -> Comparison:
+        try:
+            return services.comparison_create(
+                signed_in_user(self.context["request"]), **validated_data
+            )
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code="invalid") from exc
+
+
+class ShareLinkSerializer(StrictModelSerializer):
+    # A link shares one of these; the other two are null.
+    run = serializers.PrimaryKeyRelatedField(
+        queryset=Run.objects.all(), required=False, allow_null=True
+    )
+    experiment = serializers.PrimaryKeyRelatedField(
+        queryset=Experiment.objects.all(), required=False, allow_null=True
+    )
+    comparison = serializers.PrimaryKeyRelatedField(
+        queryset=Comparison.objects.all(), required=False, allow_null=True
+    )
+    target_kind = serializers.CharField(read_only=True)
+    is_active = serializers.BooleanField(read_only=True)
+    created_by = owner_name()
+
+    class Meta:
+        model = ShareLink
+        fields = [
+            "id",
+            "token",
+            "run",
+            "experiment",
+            "comparison",
+            "target_kind",
+            "is_active",
+            "created_by",
+            "created_at",
+            "revoked_at",
+        ]
+        read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
+
+    def validate(self, attrs: dict) -> dict:
+        targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
+        if len(targets) != 1:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["give exactly one of run, experiment, comparison"]}
+            )
+        return {"target": targets[0]}
+
+    def create(self, validated_data: dict) -> ShareLink:
+        user = signed_in_user(self.context["request"])
+        return services.share_link_create(user, validated_data["target"])

@@ -1,0 +1,244 @@
+"""API representations of experiments, their runs and what the runs measured.
+
+Writes that are more than a plain definition go through runs.services; serializers only
+shape and check input.
+"""
+
+from rest_framework import serializers
+
+from agents.contract.errors import JobError
+from agents.contract.spec import StorageSpec
+from runs import services
+from runs.api.errors import job_error_detail
+from runs.api.fields import (
+    StorageLayoutSerializer,
+    StrictIntegerField,
+    StrictModelSerializer,
+)
+from runs.api.permissions import signed_in_user
+from runs.api.serializers.catalogue import owner_name
+from runs.contract.execution import SEED_LIMIT
+from runs.models import (
+    ConfigProfile,
+    Experiment,
+    Host,
+    PgBuild,
+    ProgressSample,
+    Result,
+    Run,
+    Workload,
+)
+from runs.services.errors import LimitReached
+
+
+class ExperimentSerializer(StrictModelSerializer):
+    hosts = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(), many=True, allow_empty=False
+    )
+    builds = serializers.PrimaryKeyRelatedField(
+        queryset=PgBuild.objects.all(), many=True, allow_empty=False
+    )
+    config_profiles = serializers.PrimaryKeyRelatedField(
+        queryset=ConfigProfile.objects.all(), many=True, allow_empty=False
+    )
+    workloads = serializers.PrimaryKeyRelatedField(
+        queryset=Workload.objects.all(), many=True, allow_empty=False
+    )
+    client_host = serializers.PrimaryKeyRelatedField(
+        queryset=Host.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The host that runs pgbench over TCP (null: each server host runs its own).",
+    )
+    storage_layouts: "serializers.ListSerializer[list[StorageSpec]]" = serializers.ListSerializer(
+        child=StorageLayoutSerializer(), required=False, max_length=64
+    )
+    clients = serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=10_000), min_length=1, max_length=256
+    )
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=SEED_LIMIT - 1,
+        required=False,
+        help_text="Seeds the order of cells in each round and random client orders; "
+        "drawn and recorded when left out.",
+    )
+    start = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="Queue the runs at once (otherwise POST .../start/ later).",
+    )
+    status = serializers.CharField(read_only=True)
+    created_by = owner_name()
+
+    class Meta:
+        model = Experiment
+        fields = [
+            "id",
+            "name",
+            "description",
+            "hosts",
+            "builds",
+            "config_profiles",
+            "workloads",
+            "storage_layouts",
+            "clients",
+            "threads",
+            "duration_s",
+            "transactions",
+            "repeats",
+            "order",
+            "execution",
+            "seed",
+            "warmup_s",
+            "between_points",
+            "client_host",
+            "start",
+            "status",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = ["status", "created_by", "created_at"]
+
+    def validate_storage_layouts(self, value: list[dict]) -> list[dict]:
+        return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
+
+    def create(self, validated_data: dict) -> Experiment:
+        user = signed_in_user(self.context["request"])
+        try:
+            start = validated_data.pop("start")
+            return services.experiment_schedule(user, validated_data, start).experiment
+        except LimitReached:
+            raise  # answered with its limit, count and setting (runs.api.errors)
+        except JobError as exc:
+            raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
+
+
+class EstimateSerializer(serializers.Serializer):
+    execution = serializers.CharField()
+    runs = serializers.IntegerField(help_text="Runs to queue: one cluster setup each.")
+    points = serializers.IntegerField()
+    setup_seconds = serializers.IntegerField(
+        allow_null=True, help_text="The busiest host's time in cluster setups."
+    )
+    estimated_seconds = serializers.IntegerField(allow_null=True)
+
+
+class RunSerializer(StrictModelSerializer):
+    host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    build: "serializers.SlugRelatedField[PgBuild]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    config_profile: "serializers.SlugRelatedField[ConfigProfile]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    workload: "serializers.SlugRelatedField[Workload]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    client_host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "experiment",
+            "host",
+            "build",
+            "config_profile",
+            "workload",
+            "storage_data",
+            "storage_wal",
+            "position",
+            "cell",
+            "round",
+            "status",
+            "step",
+            "error_code",
+            "error_category",
+            "error_field",
+            "error_message",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "last_event_at",
+            "rerun_of",
+            "client_host",
+            "network",
+        ]
+        read_only_fields = fields
+
+
+class RunDetailSerializer(RunSerializer):
+    class Meta(RunSerializer.Meta):
+        fields = [
+            *RunSerializer.Meta.fields,
+            "spec",
+            "install",
+            "facts",
+            "storage_facts",
+            "effective_settings",
+            "steps",
+            "server_log_tail",
+        ]
+        read_only_fields = fields
+
+    def to_representation(self, instance: Run) -> dict:
+        data = super().to_representation(instance)
+        data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
+        return data
+
+
+class ResultSerializer(StrictModelSerializer):
+    class Meta:
+        model = Result
+        exclude = ["id", "run"]
+
+
+class ProgressSampleSerializer(StrictModelSerializer):
+    class Meta:
+        model = ProgressSample
+        fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
+
+
+class SampleSerializer(serializers.Serializer):
+    point = serializers.IntegerField()
+    t = serializers.FloatField(allow_null=True)
+    # The key is `data`, which shadows Serializer.data for the type checker only.
+    data = serializers.DictField()  # type: ignore[assignment]
+
+
+class RunResultsQuerySerializer(serializers.Serializer):
+    point = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False, help_text="only this point's timelines"
+    )
+
+
+class RunResultsSerializer(serializers.Serializer):
+    """A run's points with their timelines (`runs.api.views.run_results`)."""
+
+    results = ResultSerializer(many=True)
+    progress = ProgressSampleSerializer(many=True)
+    host_samples = SampleSerializer(many=True)
+    client_host_samples = SampleSerializer(many=True)
+    server_samples = SampleSerializer(many=True)
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+

@@ -1,0 +1,221 @@
+"""The forms that start and compare experiments: the schedule form, the comparison picker."""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from agents.contract.errors import JobError
+from runs.contract import spec_fields
+from runs.contract.execution import SEED_LIMIT
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
+from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+
+
+class CheckboxList(forms.CheckboxSelectMultiple):
+    """Checkboxes that carry per-option data attributes for the live estimate."""
+
+    def __init__(
+        self, option_data: Callable[[Any], dict[str, Any]] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.option_data = option_data or (lambda instance: {})
+
+    def create_option(  # type: ignore[override]
+        self,
+        name: str,
+        value: Any,
+        label: str,
+        selected: bool,
+        index: int,
+        subindex: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        instance = getattr(value, "instance", None)
+        if instance is not None:
+            option["attrs"].update(self.option_data(instance))
+        return option
+
+
+def parse_clients(text: str) -> list[int]:
+    """`1,2,4 8` -> [1, 2, 4, 8]; raises ValidationError naming the bad entry."""
+    clients = []
+    for part in re.split(r"[\s,;]+", text.strip()):
+        if not part:
+            continue
+        if not part.isdigit() or int(part) < 1:
+            raise forms.ValidationError(
+                f"“{part}” is not a client count: use whole numbers from 1, e.g. 1,2,4,8,16"
+            )
+        clients.append(int(part))
+    if not clients:
+        raise forms.ValidationError("give at least one client count, e.g. 1,2,4,8,16")
+    return clients
+
+
+def parse_storage_layouts(text: str) -> list[dict]:
+    """`nvme, nvme:sata` -> [{"data": "nvme", "wal": None}, {"data": "nvme", "wal": "sata"}]."""
+    layouts = []
+    for part in re.split(r"[\s,;]+", text.strip()):
+        if not part:
+            continue
+        data, _, wal = part.partition(":")
+        if not data:
+            raise forms.ValidationError(f"“{part}” has no data target: write data or data:wal")
+        layouts.append({"data": data, "wal": wal or None})
+    if not layouts:
+        raise forms.ValidationError("name at least one storage target, e.g. default")
+    return layouts
+
+
+# Where a service's JobError field points in the schedule form: each sweep field an
+# experiment stores has an input of its name.
+SPEC_FIELD_TO_FORM = {
+    **{f"sweep.{name}": name for name in spec_fields.names(EXPERIMENT_ROW_FIELDS)},
+    "repeats": "repeats",
+    "storage": "storage",
+    "settings": "config_profiles",
+    "postgres": "builds",
+    "workload": "workloads",
+    "dataset": "workloads",
+    "hosts": "hosts",
+    "client_host": "client_host",
+    "network": "client_host",
+}
+
+
+def form_field_for(spec_field: str | None) -> str | None:
+    """The schedule form field a spec field belongs to (None: the whole form)."""
+    if not spec_field:
+        return None
+    if spec_field in SPEC_FIELD_TO_FORM:
+        return SPEC_FIELD_TO_FORM[spec_field]
+    return SPEC_FIELD_TO_FORM.get(spec_field.split(".")[0])
+
+
+class ScheduleForm(forms.Form):
+    """Everything an experiment needs, on one form."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    hosts = forms.ModelMultipleChoiceField(
+        # Only approved agents get jobs (runs.services.hosts.enrollment).
+        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        widget=CheckboxList(lambda host: {"data-host": host.name}),
+        error_messages={"required": "pick at least one host"},
+    )
+    client_host = forms.ModelChoiceField(
+        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        required=False,
+        label="Client host",
+        empty_label="none: pgbench on each server host",
+        help_text="Run pgbench on this host, over TCP to the server host (the network path is "
+        "part of what is measured). Both hosts are busy for each run.",
+    )
+    builds = forms.ModelMultipleChoiceField(
+        PgBuild.objects.all(),
+        widget=CheckboxList(),
+        error_messages={"required": "pick at least one PostgreSQL build"},
+    )
+    config_profiles = forms.ModelMultipleChoiceField(
+        ConfigProfile.objects.all(),
+        label="Config profiles",
+        widget=CheckboxList(),
+        error_messages={"required": "pick at least one config profile"},
+    )
+    workloads = forms.ModelMultipleChoiceField(
+        Workload.objects.all(),
+        widget=CheckboxList(lambda workload: {"data-scale": workload.scale}),
+        error_messages={"required": "pick at least one workload"},
+    )
+    storage = forms.CharField(
+        initial="default",
+        label="Storage (data[:wal])",
+        help_text="One layout per entry, comma-separated: <code>default</code>, "
+        "<code>nvme:sata</code> puts WAL on sata. Each layout is one column of the matrix.",
+    )
+    clients = forms.CharField(initial="1,2,4,8,16", **spec_fields.described("clients"))
+    duration_s = forms.IntegerField(
+        required=False, min_value=1, initial=10, **spec_fields.described("duration_s")
+    )
+    transactions = forms.IntegerField(
+        required=False, min_value=1, **spec_fields.described("transactions")
+    )
+    # The upper bound is fair use's (runs.services.limits), checked with the experiment.
+    repeats = forms.IntegerField(min_value=1, initial=1)
+    threads = forms.IntegerField(required=False, min_value=1, **spec_fields.described("threads"))
+    warmup_s = forms.IntegerField(min_value=0, initial=0, **spec_fields.described("warmup_s"))
+    order = forms.ChoiceField(
+        choices=Experiment.Order.choices, initial="ascending", **spec_fields.described("order")
+    )
+    execution = forms.ChoiceField(
+        choices=Experiment.Execution.choices,
+        initial=Experiment.Execution.ROUNDS,
+        help_text="Rounds run every cell once per round in a random order, each repeat in its "
+        "own cluster: drift over time cannot read as a difference between cells. Blocks are "
+        "faster: one cluster per cell, cells one after another.",
+    )
+    seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=SEED_LIMIT - 1,
+        help_text="For the random orders; empty: drawn and recorded. Reuse one to repeat an order.",
+    )
+    between_points = forms.ChoiceField(
+        choices=Experiment.BetweenPoints.choices,
+        initial="checkpoint",
+        **spec_fields.described("between_points"),
+    )
+
+    def clean_clients(self) -> list[int]:
+        return parse_clients(self.cleaned_data["clients"])
+
+    def clean_storage(self) -> list[dict]:
+        return parse_storage_layouts(self.cleaned_data["storage"])
+
+    def service_data(self) -> dict:
+        """The values `services.experiment_schedule` takes."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "description": data["description"],
+            "hosts": list(data["hosts"]),
+            "client_host": data.get("client_host"),
+            "builds": list(data["builds"]),
+            "config_profiles": list(data["config_profiles"]),
+            "workloads": list(data["workloads"]),
+            "storage_layouts": data["storage"],
+            "clients": data["clients"],
+            "duration_s": data["duration_s"],
+            "transactions": data["transactions"],
+            "repeats": data["repeats"],
+            "threads": data["threads"],
+            "warmup_s": data["warmup_s"],
+            "order": data["order"],
+            "between_points": data["between_points"],
+            "execution": data["execution"],
+            "seed": data["seed"],
+        }
+
+    def add_job_error(self, exc: JobError) -> None:
+        """Show a service's error next to the field it is about."""
+        self.add_error(form_field_for(exc.field), exc.message)
+
+
+class CompareForm(forms.Form):
+    """Runs picked from the run list, a baseline among them, and a name."""
+
+    runs = forms.ModelMultipleChoiceField(
+        Run.objects.all(), error_messages={"required": "tick at least two runs to compare"}
+    )
+    baseline = forms.ModelChoiceField(Run.objects.all(), required=False)
+    name = forms.CharField(max_length=200, required=False)
+
+    def clean_runs(self) -> QuerySet[Run]:
+        runs = self.cleaned_data["runs"]
+        if len(runs) < 2:
+            raise forms.ValidationError("tick at least two runs to compare")
+        return runs

@@ -1,0 +1,64 @@
+"""The lab's models, one module per concern; every model is importable from here.
+
+Django finds an app's models in `runs.models`, and migrations name them so
+(`runs.models.new_share_token`): the catalogue (hosts, builds, config
+profiles, workloads), experiments and their runs, what a run measured
+(samples), history (series of scheduled experiments, alerts, notes,
+provenance) and security (share links, API tokens).
+"""
+
+from runs.models.catalogue import (
+    ConfigProfile,
+    Host,
+    PgBuild,
+    PgCatalogue,
+    SettingChange,
+    SettingsDiff,
+    SourceUpload,
+    StorageTarget,
+    Workload,
+)
+from runs.models.experiments import Comparison, Experiment, Run
+from runs.models.history import Alert, Note, Occurrence, Provenance, Series
+from runs.models.samples import (
+    ClientHostSample,
+    HostSample,
+    ProgressSample,
+    Result,
+    RunEvent,
+    RunTimeline,
+    ServerSample,
+    TimelineSeries,
+)
+from runs.models.security import ApiToken, ShareLink, new_share_token
+
+__all__ = [
+    "Alert",
+    "ApiToken",
+    "ClientHostSample",
+    "Comparison",
+    "ConfigProfile",
+    "Experiment",
+    "Host",
+    "HostSample",
+    "Note",
+    "Occurrence",
+    "PgBuild",
+    "PgCatalogue",
+    "ProgressSample",
+    "Provenance",
+    "Result",
+    "Run",
+    "RunEvent",
+    "RunTimeline",
+    "Series",
+    "ServerSample",
+    "SettingChange",
+    "SettingsDiff",
+    "ShareLink",
+    "SourceUpload",
+    "StorageTarget",
+    "TimelineSeries",
+    "Workload",
+    "new_share_token",
+]

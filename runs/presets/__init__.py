@@ -1,0 +1,17 @@
+"""The seed experiments (../shared/seed-experiments.md) as presets to start from.
+
+`seeds` declares them; `loading` creates their catalogue entries once and gives
+the schedule form's starting values. What others use is importable from here.
+"""
+
+from runs.presets.loading import find, form_initial, load_presets
+from runs.presets.seeds import INSERT_TABLES, PRESETS, Preset
+
+__all__ = [
+    "INSERT_TABLES",
+    "PRESETS",
+    "Preset",
+    "find",
+    "form_initial",
+    "load_presets",
+]

@@ -1,0 +1,1 @@
+"""Who may do what: ownership checks, share links and API tokens."""

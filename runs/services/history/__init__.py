@@ -1,0 +1,1 @@
+"""Writes of the history: series of scheduled experiments, imported runs, alert webhooks."""

@@ -1,0 +1,241 @@
+"""Regression mode: series on a schedule, their history, change points and alerts.
+
+A series' schedule is a django-celery-beat `PeriodicTask` (cron fields) that
+calls `runs.tasks.series_fire` on the control queue; each firing copies the
+series' template experiment into a new one, an `Occurrence`, and starts it.
+When an occurrence's last run ends, `series_detect` looks for change points
+(runs/analysis/changepoints.py) in every metric at every client count; each new one
+in the bad direction raises one `Alert`, posted to the series' webhook and
+mailed to its address.
+"""
+
+import json
+import logging
+from dataclasses import dataclass
+
+from celery.schedules import crontab
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+from benchlab.celery import app
+from runs.analysis.changepoints import ChangePoint, change_points
+from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
+from runs.analysis.stats import summarize
+from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
+from runs.services.experiments import M2M_FIELDS, experiment_start
+from runs.services.history.webhooks import webhook_post
+
+logger = logging.getLogger(__name__)
+
+FIRE_TASK = "runs.tasks.series_fire"
+DETECT_TASK = "runs.tasks.series_detect"
+CONTROL_QUEUE = "control"
+SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
+CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+# An occurrence copies every column of its series' template (the spec's sweep fields,
+# runs/contract/spec_fields.py, among them) but these: it is a new experiment with its own seed.
+NOT_COPIED = ("id", "name", "created_by", "created_at", "seed")
+
+
+def copied_fields() -> list[str]:
+    """The Experiment columns an occurrence copies from the series' template."""
+    return [f.name for f in Experiment._meta.concrete_fields if f.name not in NOT_COPIED]
+
+
+def cron_fields(schedule: str) -> dict[str, str]:
+    """The five cron fields of `schedule`; ValueError says what is wrong."""
+    fields = schedule.split()
+    if len(fields) != len(CRON_NAMES):
+        raise ValueError(
+            f"give 5 cron fields (minute hour day-of-month month day-of-week), "
+            f"e.g. '0 3 * * *'; got {len(fields)}"
+        )
+    named = dict(zip(CRON_NAMES, fields, strict=True))
+    crontab(**named)
+    return named
+
+
+def series_save(series: Series) -> Series:
+    """Save the series and (re)write its beat schedule to match it."""
+    with transaction.atomic():
+        series.save()
+        schedule, _ = CrontabSchedule.objects.get_or_create(
+            **cron_fields(series.schedule), timezone="UTC"
+        )
+        task = series.periodic_task or PeriodicTask(name=f"benchlab series {series.pk}")
+        task.crontab = schedule
+        task.task = FIRE_TASK
+        task.args = json.dumps([series.pk])
+        task.queue = CONTROL_QUEUE
+        task.enabled = series.enabled
+        task.save()
+        if series.periodic_task_id != task.pk:
+            Series.objects.filter(pk=series.pk).update(periodic_task=task)
+            series.periodic_task = task
+    return series
+
+
+def series_fire(series: Series) -> Occurrence:
+    """Copy the template experiment into a new occurrence of the series and start it."""
+    template = series.template
+    with transaction.atomic():
+        number = series.occurrences.count() + 1
+        values = {name: getattr(template, name) for name in copied_fields()}
+        experiment = Experiment.objects.create(
+            name=f"{series.name} #{number}", created_by=series.created_by, **values
+        )
+        for name in M2M_FIELDS:
+            getattr(experiment, name).set(getattr(template, name).all())
+        occurrence = Occurrence.objects.create(series=series, experiment=experiment)
+    experiment_start(experiment, series.created_by)
+    logger.info("series %s fired: occurrence %s, experiment %s", series.pk, number, experiment.pk)
+    return occurrence
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One occurrence's value of a metric on one line of the chart, with its 95 % CI."""
+
+    occurrence: Occurrence
+    mean: float
+    low: float | None
+    high: float | None
+
+
+def series_history(series: Series, metric: str) -> dict[str, list[HistoryPoint]]:
+    """Line key (`cell N, C clients`) -> the finished occurrences' points, oldest first."""
+    lines: dict[str, list[HistoryPoint]] = {}
+    for occurrence in series.occurrences.select_related("experiment").order_by("fired_at"):
+        values: dict[str, list[float]] = {}
+        for result in _succeeded_results(occurrence.experiment):
+            value = metric_value(result, metric)
+            if value is not None:
+                key = f"cell {result.run.cell}, {result.clients} clients"
+                values.setdefault(key, []).append(value)
+        for key, measured in sorted(values.items()):
+            summary = summarize(measured)
+            if summary is not None:
+                point = HistoryPoint(occurrence, summary.mean, summary.ci_low, summary.ci_high)
+                lines.setdefault(key, []).append(point)
+    return lines
+
+
+def _succeeded_results(experiment: Experiment) -> list[Result]:
+    return list(
+        Result.objects.filter(run__experiment=experiment, run__status=Run.Status.SUCCEEDED)
+        .select_related("run")
+        .order_by("run__cell", "clients", "repeat")
+    )
+
+
+def series_detect(series: Series) -> list[Alert]:
+    """Raise one alert for each change point in the bad direction not alerted before."""
+    alerts = []
+    for metric in SERIES_METRICS:
+        for key, points in series_history(series, metric).items():
+            for change in change_points([p.mean for p in points]):
+                worse = (change.after < change.before) == HIGHER_IS_BETTER[metric]
+                if worse:
+                    alert = _raise(series, metric, key, points[change.index].occurrence, change)
+                    alerts.extend([alert] if alert else [])
+    for alert in alerts:
+        alert_deliver(alert)
+    return alerts
+
+
+def _raise(
+    series: Series, metric: str, key: str, occurrence: Occurrence, change: ChangePoint
+) -> Alert | None:
+    """The new alert, None when this change was alerted before (one alert per change)."""
+    try:
+        with transaction.atomic():
+            return Alert.objects.create(
+                series=series,
+                occurrence=occurrence,
+                metric=metric,
+                key=key,
+                before=change.before,
+                after=change.after,
+                change_percent=change.change_percent,
+            )
+    except IntegrityError:
+        return None
+
+
+def alert_document(alert: Alert) -> dict[str, object]:
+    """The JSON a webhook receives."""
+    return {
+        "series": alert.series.name,
+        "series_id": alert.series_id,
+        "alert_id": alert.pk,
+        "metric": alert.metric,
+        "line": alert.key,
+        "before": alert.before,
+        "after": alert.after,
+        "change_percent": round(alert.change_percent, 2),
+        "experiment_id": alert.occurrence.experiment_id,
+        "occurrence_fired_at": alert.occurrence.fired_at.isoformat(),
+        "created_at": alert.created_at.isoformat(),
+    }
+
+
+def alert_deliver(alert: Alert) -> None:
+    """POST the alert to the series' webhook (runs.services.history.webhooks) and mail it; record
+    what happened on the alert."""
+    outcomes = []
+    series = alert.series
+    if series.webhook_url:
+        outcomes.append(webhook_post(series.webhook_url, alert_document(alert)))
+    if series.alert_email:
+        outcomes.append(_mail(series.alert_email, alert))
+    Alert.objects.filter(pk=alert.pk).update(delivery="; ".join(outcomes))
+
+
+def _mail(address: str, alert: Alert) -> str:
+    subject = f"BenchLab: {alert}"
+    body = json.dumps(alert_document(alert), indent=2)
+    try:
+        send_mail(subject, body, None, [address])
+    except OSError as error:
+        logger.warning("alert %s: mail to %s failed: %s", alert.pk, address, error)
+        return f"mail failed: {error}"
+    return f"mailed {address}"
+
+
+def alert_acknowledge(alert: Alert, user: User, note: str) -> Alert:
+    """Mark the alert seen, with the user's note (what they found, what they did)."""
+    Alert.objects.filter(pk=alert.pk).update(
+        acknowledged_at=timezone.now(), acknowledged_by=user, acknowledgement=note
+    )
+    alert.refresh_from_db()
+    return alert
+
+
+def note_add(user: User, text: str, run: Run | None = None, host_id: int | None = None) -> Note:
+    """A dated note on a run or a host."""
+    return Note.objects.create(run=run, host_id=host_id, text=text, created_by=user)
+
+
+def notes_for_runs(runs: list[Run]) -> list[Note]:
+    """The notes on these runs and on their hosts, oldest first."""
+    host_ids = {run.host_id for run in runs}
+    return list(
+        Note.objects.filter(Q(run__in=runs) | Q(host_id__in=host_ids))
+        .select_related("run", "host")
+        .order_by("created_at")
+    )
+
+
+def occurrence_run_finished(run: Run) -> None:
+    """After an occurrence's last run ends, send change detection for its series (on commit)."""
+    occurrence = Occurrence.objects.filter(experiment_id=run.experiment_id).first()
+    if occurrence is None:
+        return
+    if run.experiment.runs.exclude(status__in=Run.FINAL_STATES).exists():
+        return
+    series_id = occurrence.series_id
+    transaction.on_commit(lambda: app.send_task(DETECT_TASK, args=[series_id], queue=CONTROL_QUEUE))

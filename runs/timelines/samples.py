@@ -1,0 +1,93 @@
+"""What a run's stored samples say on its time axis, as plain numbers.
+
+The points of a run go one after another on one time axis: a point starts
+where the previous one ended, and lasts as long as the longest of its stored
+timelines (progress, host and server samples). The series named here (a key
+and its label) are what digests store and charts draw.
+"""
+
+from collections.abc import Sequence
+
+from runs.analysis.validity import CheckpointEvent, checkpoint_events
+from runs.models import ServerSample
+
+HOST_SERIES = (
+    ("cpu_user", "CPU user %"),
+    ("cpu_system", "CPU system %"),
+    ("cpu_iowait", "CPU iowait %"),
+    ("disk_data_util", "disk util % (data)"),
+    ("disk_wal_util", "disk util % (WAL)"),
+)
+# What is drawn of a client host: its CPU (a saturated load generator shows here).
+CLIENT_HOST_SERIES = HOST_SERIES[:2]
+BUFFER_SERIES = (
+    ("buffers_checkpoint_per_s", "by checkpointer"),
+    ("buffers_clean_per_s", "by background writer"),
+    ("buffers_backend_per_s", "by backends"),
+)
+
+Samples = list[tuple[int, float]]
+
+
+def point_offsets(*series: Samples) -> dict[int, float]:
+    """Point -> where it starts on the shared axis: the points before it, end to end."""
+    lengths: dict[int, float] = {}
+    for samples in series:
+        for point, t in samples:
+            lengths[point] = max(lengths.get(point, 0.0), t or 0.0)
+    offsets, start = {}, 0.0
+    for point in sorted(lengths):
+        offsets[point] = start
+        start += lengths[point]
+    return offsets
+
+
+def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[int, float]:
+    """A run's point offsets from all of its stored timelines."""
+    return point_offsets(sample_times(progress), sample_times(host), sample_times(server))
+
+
+def sample_times(samples: Sequence) -> Samples:
+    return [(s.point, s.t or 0.0) for s in samples]
+
+
+def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]:
+    """Every checkpoint start and end seen in a run's server samples, point by point."""
+    by_point: dict[int, list[ServerSample]] = {}
+    for sample in server_samples:
+        by_point.setdefault(sample.point, []).append(sample)
+    return [e for point, rows in sorted(by_point.items()) for e in checkpoint_events(point, rows)]
+
+
+def host_sample_values(sample: dict) -> dict[str, float | None]:
+    """The plotted values of one host sample (see agents/observe/host.py)."""
+    disks = sample.get("disks") or {}
+    return {
+        "cpu_user": sample.get("cpu_user"),
+        "cpu_system": sample.get("cpu_system"),
+        "cpu_iowait": sample.get("cpu_iowait"),
+        "disk_data_util": (disks.get("data") or {}).get("util_percent"),
+        "disk_wal_util": (disks.get("wal") or {}).get("util_percent"),
+    }
+
+
+def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
+    """Wait-event type -> sampled backends per sample (`CPU`: active, not waiting)."""
+    types = sorted(
+        {key.split(":")[0] for s in server_samples for key in (s.data.get("wait_events") or {})}
+    )
+    stacked: dict[str, list[int]] = {name: [] for name in types}
+    for sample in server_samples:
+        counts = dict.fromkeys(types, 0)
+        for key, backends in (sample.data.get("wait_events") or {}).items():
+            counts[key.split(":")[0]] += backends
+        for name in types:
+            stacked[name].append(counts[name])
+    return stacked
+
+
+def written_per_second(sample: ServerSample) -> float | None:
+    """Buffers written per second by checkpointer, background writer and backends together."""
+    values = [sample.data.get(key) for key, _label in BUFFER_SERIES]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

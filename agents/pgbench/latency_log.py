@@ -16,7 +16,6 @@ reading them takes no CPU from the measured window.
 """
 
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -24,8 +23,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 from agents.contract.errors import JobError
 from agents.contract.latency import (
@@ -44,6 +41,7 @@ from agents.pgbench.txlog import (
     read_transaction_logs,
 )
 from agents.postgres.installs import make_dirs
+from agents.postgres.markers import ClusterMarker
 from agents.postgres.osuser import OsUser, chown_tree
 
 logger = logging.getLogger(__name__)
@@ -58,7 +56,6 @@ LOG_DIR_NAME = "txlog"
 LOG_FILE_PREFIX = "pgbench_log"
 STALE_AFTER_S = 24 * 3600
 # In each point directory: the pid and start time of the agent process that made it.
-OWNER_FILE = ".benchlab-owner"
 
 
 @dataclass(frozen=True)
@@ -278,22 +275,15 @@ def remove_dead_job_logs(state_dir: Path) -> list[Path]:
 
 
 def _write_owner(directory: Path) -> None:
-    started = psutil.Process().create_time()
-    (directory / OWNER_FILE).write_text(f"{os.getpid()} {started!r}\n")
+    """Mark a point's directory as this process's, as a cluster's directories are."""
+    ClusterMarker.for_this_process(directory.name).write(directory)
 
 
 def _owner_gone(directory: Path) -> bool:
-    """Whether the directory's owner file names a process that no longer runs (a reused
-    pid has another start time); False without a readable owner file."""
-    try:
-        pid, started = (directory / OWNER_FILE).read_text().split()
-        owner, start_time = int(pid), float(started)
-    except (FileNotFoundError, ValueError):
-        return False
-    try:
-        return psutil.Process(owner).create_time() != start_time
-    except psutil.NoSuchProcess:
-        return True
+    """Whether the directory's marker names a process that no longer runs; False
+    without a usable marker."""
+    marker = ClusterMarker.read(directory)
+    return marker is not None and not marker.owner_alive()
 
 
 def _last_write(directory: Path) -> float:

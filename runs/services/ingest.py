@@ -22,8 +22,8 @@ from django.db.models import JSONField, Model
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, HeartbeatData, ProgressData, validate_event
-from agents.contract.events import RunEvent as RunEventDocument
+from agents.contract.reports.events import AgentEvent, HeartbeatData, ProgressData, validate_event
+from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import (
     ClientHostSample,
     Host,

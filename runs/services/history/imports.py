@@ -4,7 +4,7 @@ Each uploaded file becomes one succeeded run of one new experiment per batch,
 with one point per pgbench run the file holds (a sweep written to one log
 gives several points) and a `Provenance` row: file name, sha256, who, when,
 and what the file said about the host and programs. The parser is the
-agent's own (`agents.contract.pgbench_parse`, docs/decisions.md). A file that
+agent's own (`agents.contract.pgbench_output.parse`, docs/decisions.md). A file that
 cannot be read is reported by name and line; the other files still import.
 """
 
@@ -17,9 +17,9 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from agents.contract.pgbench_output import PgbenchOutput
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
-from agents.contract.results import PointResult
+from agents.contract.pgbench_output.documents import PgbenchOutput
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
+from agents.contract.reports.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Run, Workload
 from runs.services.events import store_point
 from runs.services.runs import digest_build_after_commit

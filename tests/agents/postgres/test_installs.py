@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agents.contract.errors import JobError
-from agents.postgres.installs import (
+from agents.postgres.installs.inventory import (
     Install,
     available_prebuilt_versions,
     ensure_install,

@@ -14,40 +14,29 @@ know (threads interleaving their stderr mid-line, the tab-indented lines of a
 multi-line server message, wording of a future release) is kept verbatim in
 `messages`, so a message never costs a point its numbers.
 
-`parse_init_progress` reads one stderr line of `pgbench -i`.
+The summary and per-script lines are read by the rules of summary_lines.py;
+`pgbench -i` progress lines (init_progress.py) count as notices.
 """
 
 import re
-from collections.abc import Callable, Sequence
 
 from agents.contract.pgbench_output.documents import (
-    InitProgress,
     PgbenchOutput,
     ScriptSummary,
-    SharedCount,
-    SharedTime,
-    SummaryCountKey,
-    SummaryText,
-    SummaryTimeKey,
-    TpsKey,
     empty_output,
     empty_script,
 )
-
-__all__ = ["PgbenchOutput", "PgbenchParseError", "parse_init_progress", "parse_output"]
-
-NUM = r"(-?(?:\d+(?:\.\d+)?|(?i:nan|inf)))"
-PCT = r"\(" + NUM + r" ?%\)"
-INT = r"(\d+)"
-# The failure counters both the summary and a per-script block print (the latter after " - ").
-FAILURE_LINES: dict[SharedCount, str] = {
-    "failed": r"number of failed transactions: " + INT + " " + PCT,
-    "serialization_failures": r"number of serialization failures: " + INT + " " + PCT,
-    "deadlock_failures": r"number of deadlock failures: " + INT + " " + PCT,
-    "retried": r"number of transactions retried: " + INT + " " + PCT,
-    "retries": r"total number of retries: " + INT,
-    "skipped": r"number of transactions skipped: " + INT + " " + PCT,
-}
+from agents.contract.pgbench_output.init_progress import parse_init_progress
+from agents.contract.pgbench_output.summary_lines import (
+    HEADER,
+    NUM,
+    SCRIPT_LINE_START,
+    SCRIPT_RULES,
+    STATEMENT_ROW_START,
+    SUMMARY_LINE_START,
+    SUMMARY_RULES,
+    int_or_none,
+)
 
 
 class PgbenchParseError(ValueError):
@@ -62,176 +51,9 @@ class PgbenchParseError(ValueError):
             super().__init__(f'line {line_no}: {reason} "{line}"')
 
 
-def _int_or_none(text: str | None) -> int | None:
-    return None if text is None else int(text)
-
-
 def _float_or_none(text: str | None) -> float | None:
     return None if text is None else float(text)
 
-
-SummaryStore = Callable[[PgbenchOutput, re.Match[str]], None]
-ScriptStore = Callable[[ScriptSummary, re.Match[str]], None]
-
-
-HEADER = re.compile(r"pgbench \((.+?)(?:, server ([^,]+))?\)")
-
-TPS_KEYS: dict[str, TpsKey] = {
-    "including connections establishing": "tps_including_connections",
-    "excluding connections establishing": "tps",
-    "without initial connection time": "tps",
-    "including reconnection times": "tps",
-}
-
-
-def summary_count(key: SummaryCountKey) -> SummaryStore:
-    """A store that puts the first group of the match, an integer, under `key`."""
-
-    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result[key] = int(match.group(1))
-
-    return store
-
-
-def summary_time(key: SummaryTimeKey) -> SummaryStore:
-    """A store that puts the first group of the match, milliseconds, under `key`."""
-
-    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result[key] = float(match.group(1))
-
-    return store
-
-
-def summary_text(key: SummaryText) -> SummaryStore:
-    """A store that puts the first group of the match, as it reads, under `key`."""
-
-    def store(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result[key] = match.group(1)
-
-    return store
-
-
-def script_count(key: SharedCount) -> ScriptStore:
-    """A per-script store that puts the first group of the match, an integer, under `key`."""
-
-    def store(script: ScriptSummary, match: re.Match[str]) -> None:
-        script[key] = int(match.group(1))
-
-    return store
-
-
-def script_time(key: SharedTime) -> ScriptStore:
-    """A per-script store that puts the first group of the match, milliseconds, under `key`."""
-
-    def store(script: ScriptSummary, match: re.Match[str]) -> None:
-        script[key] = float(match.group(1))
-
-    return store
-
-
-def _summary_rules() -> list[tuple[re.Pattern[str], SummaryStore]]:
-    """(regex, store) pairs for the lines of the summary block, all versions together."""
-
-    def processed(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result["transactions"] = int(match.group(1))
-        result["transactions_planned"] = _int_or_none(match.group(2))
-
-    def late(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result["latency_limit_ms"] = float(match.group(1))
-        result["late"] = int(match.group(2))
-
-    def latency(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result["latency_avg_ms"] = float(match.group(1))
-        result["latency_includes_failures"] = match.group(2) is not None
-
-    def lag(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result["lag_avg_ms"] = float(match.group(1))
-        result["lag_max_ms"] = float(match.group(2))
-
-    def tps(result: PgbenchOutput, match: re.Match[str]) -> None:
-        result[TPS_KEYS[match.group(2)]] = float(match.group(1))
-
-    rules: list[tuple[str, SummaryStore]] = [
-        (r"transaction type: (.+)", summary_text("transaction_type")),
-        (r"scaling factor: " + INT, summary_count("scale")),
-        (r"partition method: (\w+)", summary_text("partition_method")),
-        (r"partitions: " + INT, summary_count("partitions")),
-        (r"query mode: (\w+)", summary_text("query_mode")),
-        (r"number of clients: " + INT, summary_count("clients")),
-        (r"number of threads: " + INT, summary_count("threads")),
-        (r"maximum number of tries: " + INT, summary_count("max_tries")),
-        (r"number of transactions per client: " + INT, summary_count("transactions_per_client")),
-        (r"duration: " + INT + " s", summary_count("duration_s")),
-        (r"number of transactions actually processed: " + INT + r"(?:/(\d+))?", processed),
-        *[(pattern, summary_count(key)) for key, pattern in FAILURE_LINES.items()],
-        (
-            r"number of transactions above the "
-            + NUM
-            + r" ms latency limit: "
-            + INT
-            + r"(?:/\d+)? "
-            + PCT,
-            late,
-        ),
-        (
-            r"zipfian cache array overflowed " + INT + r" time\(s\)",
-            summary_count("zipfian_overflows"),
-        ),
-        (r"latency average(?::|\s=) " + NUM + r" ms( \(including failures\))?", latency),
-        (r"latency stddev(?::|\s=) " + NUM + " ms", summary_time("latency_stddev_ms")),
-        (r"rate limit schedule lag: avg " + NUM + r" \(max " + NUM + r"\) ms", lag),
-        (r"initial connection time = " + NUM + " ms", summary_time("initial_connection_ms")),
-        (r"average connection time = " + NUM + " ms", summary_time("average_connection_ms")),
-        (r"tps = " + NUM + r" \((" + "|".join(TPS_KEYS) + r")\)", tps),
-    ]
-    return [(re.compile(pattern), store) for pattern, store in rules]
-
-
-def _script_rules() -> list[tuple[re.Pattern[str], ScriptStore]]:
-    """(regex, store) pairs for the ` - ` lines of a per-script block."""
-
-    def weight(script: ScriptSummary, match: re.Match[str]) -> None:
-        script["weight"] = int(match.group(1))
-        script["weight_percent"] = float(match.group(2))
-
-    def transactions(script: ScriptSummary, match: re.Match[str]) -> None:
-        script["transactions"] = int(match.group(1))
-        script["percent_of_total"] = float(match.group(2))
-        if match.group(3) is not None:
-            script["tps"] = float(match.group(3))
-
-    def processed(script: ScriptSummary, match: re.Match[str]) -> None:
-        script["processed"] = int(match.group(1))
-        script["tps"] = float(match.group(2))
-
-    rules: list[tuple[str, ScriptStore]] = [
-        (r"weight: " + INT + r" \(targets " + NUM + "% of total\\)", weight),
-        (INT + r" transactions \(" + NUM + r"% of total(?:, tps = " + NUM + r")?\)", transactions),
-        (
-            r"number of transactions actually processed: " + INT + r" \(tps = " + NUM + r"\)",
-            processed,
-        ),
-        *[(pattern, script_count(key)) for key, pattern in FAILURE_LINES.items()],
-        (r"latency average = " + NUM + " ms", script_time("latency_avg_ms")),
-        (r"latency stddev = " + NUM + " ms", script_time("latency_stddev_ms")),
-    ]
-    return [(re.compile(r" - " + pattern), store) for pattern, store in rules]
-
-
-SUMMARY_RULES = _summary_rules()
-SCRIPT_RULES = _script_rules()
-
-
-def _line_starts(rules: Sequence[tuple[re.Pattern[str], object]]) -> list[str]:
-    """How the lines of `rules` begin: the literal words before each rule's first value."""
-    starts = {re.match(r"(?: - )?[A-Za-z][- A-Za-z:=]*", rule.pattern) for rule, _ in rules}
-    return [re.escape(start.group()) for start in starts if start]
-
-
-# A line starting like this claims to be a summary or per-script line: it must read.
-SUMMARY_LINE_START = re.compile("|".join(_line_starts(SUMMARY_RULES)))
-SCRIPT_LINE_START = re.compile("|".join([*_line_starts(SCRIPT_RULES), r" - \d+ transactions "]))
-STATEMENT_ROW_START = re.compile(r"(?: {3,}|\t)" + NUM + r"\s")
 
 SCRIPT_HEADER = re.compile(r"SQL script (\d+): (.*)|script statistics:")
 STATEMENTS_HEADING = re.compile(
@@ -324,11 +146,11 @@ class _Reader:
                 "tps": float(tps),
                 "latency_ms": float(lat),
                 "stddev_ms": float(stddev),
-                "failed": _int_or_none(failed),
+                "failed": int_or_none(failed),
                 "lag_ms": _float_or_none(lag),
-                "skipped": _int_or_none(skipped),
-                "retried": _int_or_none(retried),
-                "retries": _int_or_none(retries),
+                "skipped": int_or_none(skipped),
+                "retried": int_or_none(retried),
+                "retries": int_or_none(retries),
             }
         )
         return True
@@ -487,52 +309,3 @@ def parse_output(text: str) -> PgbenchOutput:
         raise PgbenchParseError(None, None, f"no pgbench summary or progress lines{last_error}")
     _fill_known_failures(result)
     return result
-
-
-INIT_TUPLES = re.compile(
-    r"(\d+) of (\d+) tuples \((\d+)%\)(?: of (\w+))? done"
-    r" \(elapsed ([\d.]+) s, remaining ([\d.]+) s\)\.?"
-)
-INIT_DONE = re.compile(r"done in ([\d.]+) s \((.*)\)\.")
-INIT_STEP = re.compile(
-    r"(?:dropping old tables|creating tables|creating \d+ partitions"
-    r"|generating data(?: \((?:client|server)-side\))?|vacuum(?:ing)?|creating primary keys"
-    r"|set primary keys|creating foreign keys|set foreign keys)\.\.\.|done\."
-)
-STEP_TIME = re.compile(r"(.+?) ([\d.]+) s")
-
-
-def parse_init_progress(line: str) -> InitProgress | None:
-    """Read one stderr line of `pgbench -i`; None when the line is not an init message.
-
-    Returns {"percent", "table", "message", "step_seconds"}: percent is the
-    share of tuples loaded (100 on the final done line, None for step
-    messages); table is the table being loaded (pgbench_accounts before 17,
-    which only report that table); step_seconds maps step names to seconds on
-    the 13+ "done in" line, with "total" for the whole run.
-    """
-    segments = [part.strip() for part in line.split("\r")]
-    message = next((part for part in reversed(segments) if part), "")
-    progress: InitProgress = {
-        "percent": None,
-        "table": None,
-        "message": message,
-        "step_seconds": {},
-    }
-    tuples = INIT_TUPLES.fullmatch(message)
-    if tuples:
-        done, total = int(tuples.group(1)), int(tuples.group(2))
-        progress["percent"] = 100.0 * done / total if total else 100.0
-        progress["table"] = tuples.group(4) or "pgbench_accounts"
-        return progress
-    finished = INIT_DONE.fullmatch(message)
-    if finished:
-        parts = (STEP_TIME.fullmatch(part) for part in finished.group(2).split(", "))
-        steps = {part.group(1): float(part.group(2)) for part in parts if part}
-        progress["step_seconds"] = {**steps, "total": float(finished.group(1))}
-        progress["percent"] = 100.0
-        return progress
-    if INIT_STEP.fullmatch(message):
-        progress["percent"] = 100.0 if message == "done." else None
-        return progress
-    return None

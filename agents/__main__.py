@@ -145,7 +145,7 @@ def command_facts(args: argparse.Namespace) -> int:
 
 
 def command_installs(args: argparse.Namespace) -> int:
-    from agents.postgres.installs.inventory import list_installs
+    from agents.postgres.installs.ensure import list_installs
     from agents.postgres.installs.source_build import cached_builds
 
     config = load_config(args)

@@ -38,16 +38,11 @@ from agents.postgres import settings as pg_settings
 from agents.postgres.cluster.lifecycle import Cluster, usable_job_id
 from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
 from agents.postgres.installs.build_steps import BuildFailed
-from agents.postgres.installs.inventory import (
-    Install,
-    ensure_install,
-    major_of,
-    make_dirs,
-    matches_version,
-)
+from agents.postgres.installs.ensure import ensure_install
+from agents.postgres.installs.inventory import Install, major_of, matches_version
 from agents.postgres.installs.source_build import check_allowed as check_build_allowed
 from agents.postgres.installs.source_build import ensure_build
-from agents.postgres.osuser import ensure_os_user
+from agents.postgres.osuser import ensure_os_user, make_dirs
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
 
 logger = logging.getLogger(__name__)

@@ -41,8 +41,7 @@ from agents.pgbench.txlog import (
     read_transaction_logs,
 )
 from agents.postgres.cluster.markers import ClusterMarker
-from agents.postgres.installs.inventory import make_dirs
-from agents.postgres.osuser import OsUser, chown_tree
+from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)
 

@@ -48,8 +48,8 @@ from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
 from agents.postgres.cluster.markers import JOB_ID, ClusterMarker
-from agents.postgres.installs.inventory import Install, make_dirs
-from agents.postgres.osuser import OsUser, chown_tree
+from agents.postgres.installs.inventory import Install
+from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 from agents.sandbox import View
 
 logger = logging.getLogger(__name__)

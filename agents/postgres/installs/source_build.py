@@ -44,16 +44,9 @@ from agents.postgres.installs.build_steps import (
     compiler_version,
     run_git,
 )
-from agents.postgres.installs.inventory import (
-    Install,
-    Progress,
-    inspect_bindir,
-    locked,
-    make_dirs,
-    noop,
-    seal_install,
-)
-from agents.postgres.osuser import OsUser, chown_tree
+from agents.postgres.installs.cache import locked, seal_install
+from agents.postgres.installs.inventory import Install, Progress, inspect_bindir, noop
+from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)
 

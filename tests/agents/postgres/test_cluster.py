@@ -23,7 +23,7 @@ from agents.postgres.cluster.lifecycle import (
     usable_job_id,
 )
 from agents.postgres.cluster.markers import MARKER, ClusterMarker
-from agents.postgres.installs.inventory import ensure_install
+from agents.postgres.installs.ensure import ensure_install
 from tests.agents.conftest import unique_job_id
 
 

@@ -35,7 +35,8 @@ from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
-from agents.postgres.cluster.lifecycle import Cluster, usable_job_id
+from agents.postgres.cluster.directories import usable_job_id
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
 from agents.postgres.installs.build_steps import BuildFailed
 from agents.postgres.installs.ensure import ensure_install

@@ -5,7 +5,7 @@ agents/contract/workload_text/sql_text.py), each in its own transaction unless t
 one, stopping at the first error. An error names the statement. When the
 server refused a statement for lack of privilege, or pgbench aborted a client
 on such an error in a custom script, the error also says why: workload SQL
-runs as a role without superuser rights (agents/postgres/cluster/lifecycle.py), and only
+runs as a role without superuser rights (agents/postgres/cluster/clients.py), and only
 the agent's local config can change that.
 """
 
@@ -21,7 +21,8 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import ScriptSpec
 from agents.contract.workload_text.sql_text import Statement, split_statements
 from agents.contract.workload_text.workload_sql import SETUP_SQL_FIELD, describe, read_statements
-from agents.postgres.cluster.lifecycle import Cluster, WorkloadAccess
+from agents.postgres.cluster.clients import WorkloadAccess
+from agents.postgres.cluster.lifecycle import Cluster
 
 # pgbench 12+ aborting a client on an SQL error:
 # "client 3 script 0 aborted in command 4 query 0: ERROR: ..."

@@ -1,7 +1,7 @@
 """Refusing, before anything runs, workload SQL that plainly needs superuser rights.
 
 Setup SQL and pgbench scripts run as a role without superuser rights
-(agents/postgres/cluster/lifecycle.py, `WORKLOAD_ROLE`): COPY ... PROGRAM and COPY to or
+(agents/postgres/cluster/clients.py, `WORKLOAD_ROLE`): COPY ... PROGRAM and COPY to or
 from a server file would fail there anyway. Refusing them from the text names
 the field and the statement before any provisioning. The text check is a
 courtesy, not the guard: SQL can hide a statement (DO blocks, EXECUTE, a

@@ -18,51 +18,41 @@ sharing a storage directory never remove each other's live clusters. The
 postmaster runs in its own session, so a Ctrl-C on the agent's terminal does
 not reach it: stopping it is ours to do.
 
-Two kinds of connections: the agent's own, as the superuser `postgres`
-(settings, sampling, CHECKPOINT, VACUUM between points), and the workload's,
-as `benchlab_workload`, a role that owns the benchmark database `benchlab`
-and nothing else: not a superuser, no CREATEDB/CREATEROLE/REPLICATION/BYPASSRLS,
-none of the pg_execute_server_program / pg_read_server_files /
-pg_write_server_files roles, so no untrusted language, no COPY PROGRAM, no
-server files. The socket directory is private (0700, the OS user's), so trust
-authentication is limited to processes of that OS user and root; TCP on
-127.0.0.1 asks for a password, and no role has one.
+How clients reach it (the superuser's and the workload's connections) is
+clients.py; its directories and files, directories.py.
 """
 
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
-from agents.postgres.cluster.markers import JOB_ID, ClusterMarker
+from agents.postgres.cluster.clients import SUPERUSER, ClusterClients, WorkloadAccess
+from agents.postgres.cluster.directories import (
+    SETTINGS_FILE,
+    base_config,
+    check_socket_path,
+    create_owned_dir,
+    kill_stragglers,
+    marked_for_job,
+    require_reachable,
+)
+from agents.postgres.cluster.markers import JOB_ID
 from agents.postgres.installs.inventory import Install
-from agents.postgres.osuser import OsUser, chown_tree, make_dirs
+from agents.postgres.osuser import OsUser, chown_tree
 from agents.sandbox import View
 
 logger = logging.getLogger(__name__)
 
-SETTINGS_FILE = "benchlab.conf"
-SUPERUSER = "postgres"
-WORKLOAD_ROLE = "benchlab_workload"
-WORKLOAD_DATABASE = "benchlab"
-# The agent's own sessions in the workload's database resolve names in the
-# catalogue only, whatever the database owner sets there (ALTER DATABASE ... SET).
-MAINTENANCE_OPTIONS = "-c search_path=pg_catalog,pg_temp"
-# sun_path holds 108 bytes including the terminating NUL.
-MAX_SOCKET_PATH = 107
 STOP_MODES = ("smart", "fast", "immediate")
 
 StepCallback = Callable[[str, list[str], float, int | None], None]
@@ -70,26 +60,6 @@ StepCallback = Callable[[str, list[str], float, int | None], None]
 
 def _ignore_step(name: str, argv: list[str], seconds: float, exit_code: int | None) -> None:
     """The default step callback: record nothing."""
-
-
-@dataclass(frozen=True)
-class WorkloadAccess:
-    """Who runs the workload's SQL (pgbench -i, setup SQL, pgbench), and where."""
-
-    user: str
-    dbname: str
-    superuser: bool
-
-    def as_dict(self) -> dict[str, str | bool]:
-        """How the result document's `dataset.workload` says who ran the workload."""
-        return {"user": self.user, "dbname": self.dbname, "superuser": self.superuser}
-
-
-def usable_job_id(name: str) -> str:
-    """`name` (a run id) as a job id JOB_ID accepts: characters other than ASCII letters,
-    digits, '-' and '_' become '-', leading '-' and '_' go, at most 48 characters (the
-    socket path must stay short); "local" when nothing is left."""
-    return re.sub(r"[^A-Za-z0-9_-]", "-", name).lstrip("-_")[:48] or "local"
 
 
 def initdb_version_args(version_num: int, wal_dir: Path | None) -> list[str]:
@@ -111,22 +81,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _reachable(path: Path, user: OsUser) -> Path | None:
-    """The first of `path` and its parents that `user` cannot traverse, or None."""
-    for directory in [path, *path.parents]:
-        status = directory.stat()
-        if status.st_uid == user.uid:
-            bit = 0o100
-        elif status.st_gid == user.gid:
-            bit = 0o010
-        else:
-            bit = 0o001
-        if not status.st_mode & bit:
-            return directory
-    return None
-
-
-class Cluster:
+class Cluster(ClusterClients):
     """One throw-away cluster: initdb, start, stop, destroy. Use it as a context manager.
 
     `on_step(name, argv, seconds, exit_code)` is called after every command the
@@ -213,11 +168,11 @@ class Cluster:
 
     def initdb(self) -> None:
         """Create the directories and the cluster; write its connection settings."""
-        self._require_reachable(self.binaries.bindir, "the PostgreSQL binaries")
-        self._create_owned_dir(self.job_dir)
+        require_reachable(self.binaries.bindir, "the PostgreSQL binaries", self.os_user)
+        create_owned_dir(self.job_dir, self.job_id, self.os_user)
         if self.wal_container is not None:
-            self._create_owned_dir(self.wal_container)
-        self._check_socket_path()
+            create_owned_dir(self.wal_container, self.job_id, self.os_user)
+        check_socket_path(self.socket_dir)
         self.socket_dir.mkdir(mode=0o700)
         self.log_file.touch(mode=0o600)
         chown_tree(self.job_dir, self.os_user)
@@ -238,53 +193,9 @@ class Cluster:
             raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")
         self._write_base_config()
 
-    def _require_reachable(self, path: Path, what: str) -> None:
-        unreachable = _reachable(path, self.os_user)
-        if unreachable is not None:
-            raise JobError(
-                "initdb_failed",
-                f"{what} in {path} cannot be reached: {unreachable} cannot be traversed by "
-                f"OS user {self.os_user.name} (mode {unreachable.stat().st_mode & 0o777:o}); "
-                "allow it (chmod o+x) or choose another directory",
-            )
-
-    def _create_owned_dir(self, path: Path) -> None:
-        make_dirs(path.parent)
-        self._require_reachable(path.parent, "the storage directory")
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            raise JobError(
-                "initdb_failed",
-                f"{path} already exists (left by an earlier run of job {self.job_id}, or not "
-                "BenchLab's) and is never reused: remove it if nothing uses it, or use another "
-                "run id or storage directory",
-            ) from None
-        ClusterMarker.for_this_process(self.job_id).write(path)
-        chown_tree(path, self.os_user)
-
-    def _check_socket_path(self) -> None:
-        longest = self.socket_dir / ".s.PGSQL.65535"
-        if len(str(longest).encode()) > MAX_SOCKET_PATH:
-            raise JobError(
-                "initdb_failed",
-                f"socket path {longest} is longer than {MAX_SOCKET_PATH} bytes: "
-                "use a shorter storage directory",
-            )
-
     def _write_base_config(self) -> None:
-        socket_dir = str(self.socket_dir).replace("'", "''")
-        lines = [
-            "",
-            "# Added by BenchLab: how the agent reaches this throw-away cluster.",
-            "listen_addresses = '127.0.0.1'",
-            f"unix_socket_directories = '{socket_dir}'",
-            "# The job's requested settings (agents.postgres.settings), read last.",
-            f"include '{SETTINGS_FILE}'",
-            "",
-        ]
         with open(self.data_dir / "postgresql.conf", "a") as conf:
-            conf.write("\n".join(lines))
+            conf.write(base_config(self.socket_dir))
         self.write_settings_file("")
 
     def write_settings_file(self, text: str) -> None:
@@ -395,91 +306,6 @@ class Cluster:
         except subprocess.TimeoutExpired:
             self._signal_and_reap(signal.SIGKILL)
 
-    # Clients
-
-    def started_port(self) -> int:
-        """The port of a started cluster (the server listens there and on its socket)."""
-        if self.port is None:
-            raise RuntimeError("the cluster has not been started")
-        return self.port
-
-    def pgbench_host(self) -> str:
-        """What pgbench's -h names: the private socket directory."""
-        return str(self.socket_dir)
-
-    def conninfo(self, dbname: str = "postgres") -> str:
-        """libpq connection string for the superuser over the private Unix socket."""
-        return make_conninfo(
-            host=str(self.socket_dir), port=self.started_port(), user=SUPERUSER, dbname=dbname
-        )
-
-    def client_env(self, dbname: str = "postgres") -> dict[str, str]:
-        """PG* variables that point libpq clients (pgbench, psql) at this cluster."""
-        if self.port is None:
-            raise RuntimeError("the cluster has not been started")
-        return {
-            "PGHOST": str(self.socket_dir),
-            "PGPORT": str(self.port),
-            "PGUSER": SUPERUSER,
-            "PGDATABASE": dbname,
-        }
-
-    def connect(self, dbname: str = "postgres") -> psycopg.Connection:
-        """An autocommit connection as the superuser."""
-        return psycopg.connect(self.conninfo(dbname), autocommit=True)
-
-    # The workload's role and database
-
-    def create_workload_database(self, superuser_sql: bool = False) -> WorkloadAccess:
-        """Create the benchmark database and the role that owns it; return how to reach it.
-
-        With `superuser_sql` (only an agent's local config allows it) the
-        workload runs as the superuser in a database the superuser owns.
-        """
-        owner = SUPERUSER if superuser_sql else WORKLOAD_ROLE
-        with self.connect() as conn:
-            if not superuser_sql:
-                conn.execute(
-                    f"CREATE ROLE {WORKLOAD_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"
-                    " NOREPLICATION NOBYPASSRLS"
-                )
-            conn.execute(f"CREATE DATABASE {WORKLOAD_DATABASE} OWNER {owner}")
-            # The workload reaches only its own database.
-            conn.execute("REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
-        with self.connect(WORKLOAD_DATABASE) as conn:
-            # 14 gives `public` to the bootstrap superuser, 15+ to the database owner:
-            # the same for every version, the owner's.
-            conn.execute(f"ALTER SCHEMA public OWNER TO {owner}")
-        self.workload = WorkloadAccess(owner, WORKLOAD_DATABASE, superuser_sql)
-        return self.workload
-
-    def require_workload(self) -> WorkloadAccess:
-        """How the workload is reached; RuntimeError before create_workload_database()."""
-        if self.workload is None:
-            raise RuntimeError("the workload database has not been created")
-        return self.workload
-
-    def workload_conninfo(self) -> str:
-        """libpq connection string for the workload's role and database."""
-        workload = self.require_workload()
-        conninfo = self.conninfo(workload.dbname)
-        return make_conninfo(conninfo, user=workload.user)
-
-    def workload_env(self) -> dict[str, str]:
-        """PG* variables that point pgbench at the workload's database as its role."""
-        workload = self.require_workload()
-        return {**self.client_env(workload.dbname), "PGUSER": workload.user}
-
-    def connect_workload(self) -> psycopg.Connection:
-        """An autocommit connection as the workload's role, in its database."""
-        return psycopg.connect(self.workload_conninfo(), autocommit=True)
-
-    def connect_maintenance(self) -> psycopg.Connection:
-        """The agent's own superuser connection to the workload's database (VACUUM, CHECKPOINT)."""
-        workload = self.require_workload()
-        conninfo = make_conninfo(self.conninfo(workload.dbname), options=MAINTENANCE_OPTIONS)
-        return psycopg.connect(conninfo, autocommit=True)
-
     def log_tail(self, lines: int = 50) -> str:
         """The last `lines` lines of the server log."""
         try:
@@ -507,32 +333,12 @@ class Cluster:
         for directory in (self.job_dir, self.wal_container):
             if directory is None or not directory.exists():
                 continue
-            if not self._owns(directory):
+            if not marked_for_job(directory, self.job_id):
                 logger.warning("%s has no marker of job %s; leaving it", directory, self.job_id)
                 continue
             if directory == self.job_dir:
-                self._kill_stragglers()
+                kill_stragglers(self.data_dir, self)
             shutil.rmtree(directory)
-
-    def _owns(self, directory: Path) -> bool:
-        try:
-            marker = ClusterMarker.read(directory)
-        except OSError:
-            return False
-        return marker is not None and marker.job_id == self.job_id
-
-    def _kill_stragglers(self) -> None:
-        """Kill leftover server processes: those whose working directory is our data dir."""
-        leftovers = []
-        for process in psutil.process_iter(["pid"]):
-            with contextlib.suppress(psutil.Error):
-                if Path(process.cwd()) == self.data_dir:
-                    leftovers.append(process)
-        for process in leftovers:
-            logger.warning("killing leftover server process %s of %s", process.pid, self)
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        psutil.wait_procs(leftovers, timeout=10)
 
     def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
         started = time.monotonic()

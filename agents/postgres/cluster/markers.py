@@ -1,4 +1,4 @@
-"""The marker file in every directory a cluster creates (agents/postgres/cluster/lifecycle.py).
+"""The marker file in every directory a cluster creates (agents/postgres/cluster/directories.py).
 
 It names the job and the process that created the directory, so a cluster
 removes only its own directories and a leftover cluster is told from a live one

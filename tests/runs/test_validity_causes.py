@@ -24,9 +24,7 @@ def test_synchronous_commit_off_is_not_called_a_loss_of_crash_safety():
 
 
 def test_fsync_and_full_page_writes_off_are_unsafe_because_a_crash_can_corrupt():
-    found = warned(
-        settings_run(fsync="off", full_page_writes="off", synchronous_commit="off")
-    )
+    found = warned(settings_run(fsync="off", full_page_writes="off", synchronous_commit="off"))
 
     assert found == {
         "unsafe_settings": "fsync=off; full_page_writes=off",
@@ -43,9 +41,7 @@ def host_without_idle_cpu(idle: float = 1.0) -> PointSamples:
 
 def point(pgbench_cpu_s: float | None, threads: int = 1) -> Result:
     """A 10 s point whose pgbench threads could use `threads` CPUs."""
-    return Result(
-        index=0, clients=8, threads=threads, duration_s=10.0, pgbench_cpu_s=pgbench_cpu_s
-    )
+    return Result(index=0, clients=8, threads=threads, duration_s=10.0, pgbench_cpu_s=pgbench_cpu_s)
 
 
 def codes_and_details(result: Result, samples: PointSamples) -> dict[str, str]:

@@ -19,7 +19,6 @@ from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.models import (
-    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -48,18 +47,20 @@ class RunResults(TypedDict):
     progress: QuerySet[ProgressSample]
     host_samples: QuerySet[HostSample]
     server_samples: QuerySet[ServerSample]
-    client_host_samples: QuerySet[ClientHostSample]
+    client_host_samples: QuerySet[HostSample]
 
 
 def run_results(run: Run, point: int | None) -> RunResults:
     """Every point of a run, with the timelines of all points or of `point` only."""
     only = {"point": point} if point is not None else {}
+    order = ("point", "t", "pk")
+    hosts = run.host_samples.filter(**only)
     return {
         "results": run.results.order_by("index"),
-        "progress": run.progress.filter(**only).order_by("point", "t", "pk"),
-        "host_samples": run.host_samples.filter(**only).order_by("point", "t", "pk"),
-        "server_samples": run.server_samples.filter(**only).order_by("point", "t", "pk"),
-        "client_host_samples": run.client_host_samples.filter(**only).order_by("point", "t", "pk"),
+        "progress": run.progress.filter(**only).order_by(*order),
+        "host_samples": hosts.filter(role=HostSample.Role.SERVER).order_by(*order),
+        "server_samples": run.server_samples.filter(**only).order_by(*order),
+        "client_host_samples": hosts.filter(role=HostSample.Role.CLIENT).order_by(*order),
     }
 
 

@@ -108,7 +108,7 @@ def _host(run: Run, point: int, t: int, rng: random.Random) -> HostSample:
             "wal": {"util_percent": 60 + rng.uniform(-10, 10)},
         },
     }
-    return HostSample(run=run, point=point, t=float(t), data=data)
+    return HostSample(run=run, role=HostSample.Role.SERVER, point=point, t=float(t), data=data)
 
 
 def _server(run: Run, point: int, t: int, rng: random.Random) -> ServerSample:

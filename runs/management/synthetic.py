@@ -9,6 +9,7 @@ their buffer writes, wait events, CPU and disk utilisation.
 import math
 import random
 import secrets
+from typing import TypeVar
 
 from django.utils import timezone
 
@@ -84,7 +85,10 @@ def long_run(of: Experiment, seconds: list[int], seed: int, running: bool = Fals
     return run
 
 
-def _store(model: type[ProgressSample] | type[HostSample] | type[ServerSample], rows: list) -> None:
+StoredSample = TypeVar("StoredSample", ProgressSample, HostSample, ServerSample)
+
+
+def _store(model: type[StoredSample], rows: list[StoredSample]) -> None:
     model.objects.bulk_create(rows, batch_size=BATCH)
 
 

@@ -22,7 +22,12 @@ from django.db.models import JSONField, Model, QuerySet
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, HeartbeatData, ProgressData, validate_event
+from agents.contract.events import (
+    AgentEvent,
+    HeartbeatData,
+    SampleData,
+    validate_event,
+)
 from agents.contract.events import RunEvent as RunEventDocument
 from runs.models import (
     Host,
@@ -190,11 +195,12 @@ def _store_samples(fresh: Accepted) -> None:
     progress: list[Row] = []
     samples: dict[str, list[Row]] = {key: [] for key, _model, _fixed in SAMPLE_KINDS}
     for event, run in fresh:
-        data = cast(dict, event["data"])
-        point = int(data.get("point") or 0)
         if event["type"] == "progress":
-            progress.append(progress_values(run.pk, point, cast(ProgressData, data)))
+            line = event["data"]
+            progress.append(progress_values(run.pk, int(line.get("point") or 0), line))
             continue
+        data = cast(SampleData, event["data"])
+        point = int(data.get("point") or 0)
         for key, _model, fixed in SAMPLE_KINDS:
             if isinstance(sample := data.get(key), dict):
                 samples[key].append(

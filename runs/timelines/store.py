@@ -23,7 +23,7 @@ import operator
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -73,7 +73,18 @@ OVERVIEW = "~overview"
 Sample = ProgressSample | HostSample | ServerSample
 # Where a series' samples are: progress, the server host's, the client host's, the server's.
 SampleKind = Literal["progress", "host", "client", "server"]
-Source = tuple[SampleKind, Callable]
+# The value of a row of that kind (each reads its own kind's rows).
+Source = tuple[SampleKind, Callable[..., float | None]]
+
+
+class DigestFacts(TypedDict):
+    """A digest but its series as RunTimeline.facts keeps it (JSON: string keys, lists)."""
+
+    offsets: dict[str, float]
+    checkpoints: list[tuple[int, float, str, str]]
+    warnings: dict[str, list[tuple[str, str]]]
+    marks: dict[str, list[float]]
+    cursor: dict[str, int]
 
 
 @dataclass
@@ -87,20 +98,20 @@ class Digest:
     cursor: dict[str, int] = field(default_factory=dict)
     series: dict[str, Timeline] = field(default_factory=dict)
 
-    def facts(self) -> dict:
+    def facts(self) -> DigestFacts:
         """The stored form of everything but the series (RunTimeline.facts)."""
         return {
             "offsets": {str(p): start for p, start in self.offsets.items()},
-            "checkpoints": [[e.point, e.t, e.kind, e.edge] for e in self.checkpoints],
+            "checkpoints": [(e.point, e.t, e.kind, e.edge) for e in self.checkpoints],
             "warnings": {
-                str(p): [[w.code, w.detail] for w in found] for p, found in self.warnings.items()
+                str(p): [(w.code, w.detail) for w in found] for p, found in self.warnings.items()
             },
             "marks": {str(p): list(mark) for p, mark in self.marks.items()},
             "cursor": self.cursor,
         }
 
     @classmethod
-    def from_facts(cls, facts: dict) -> "Digest":
+    def from_facts(cls, facts: DigestFacts) -> "Digest":
         return cls(
             offsets={int(p): start for p, start in facts["offsets"].items()},
             checkpoints=[CheckpointEvent(*row) for row in facts["checkpoints"]],
@@ -190,7 +201,9 @@ def _by_point(
     return points
 
 
-def _marks(progress: list[ProgressSample], offsets: dict[int, float]) -> dict[int, tuple]:
+def _marks(
+    progress: list[ProgressSample], offsets: dict[int, float]
+) -> dict[int, tuple[float, float]]:
     """Point -> (x, y) of its warning mark: mid-window, above its highest tps."""
     measured: dict[int, list[ProgressSample]] = {}
     for sample in progress:

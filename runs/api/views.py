@@ -1,6 +1,6 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -68,7 +68,7 @@ class HostViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Host],
 ):
     """Hosts as their agents registered them; people may edit notes and labels."""
 
@@ -93,7 +93,7 @@ class HostViewSet(
         return Response(self.get_serializer(host).data)
 
 
-class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
+class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet[StorageTarget]):
     """Storage targets reported by agents."""
 
     queryset = StorageTarget.objects.select_related("host")
@@ -101,7 +101,10 @@ class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = {"host__name": ["exact"], "name": ["exact"]}
 
 
-class OwnedModelViewSet(viewsets.ModelViewSet):
+OwnedModel = TypeVar("OwnedModel", PgBuild, ConfigProfile, Workload)
+
+
+class OwnedModelViewSet(viewsets.ModelViewSet[OwnedModel]):
     """Create sets the owner; change and delete are for the owner or staff.
 
     Deleting something in use answers 409 naming what uses it.
@@ -109,14 +112,14 @@ class OwnedModelViewSet(viewsets.ModelViewSet):
 
     permission_classes = [OwnerOrStaffMayChange]
 
-    def perform_create(self, serializer: BaseSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[OwnedModel]) -> None:
         serializer.save(created_by=signed_in_user(self.request))
 
     def perform_destroy(self, instance: Deletable) -> None:
         services.object_delete(instance, self.request.user)
 
 
-class PgBuildViewSet(OwnedModelViewSet):
+class PgBuildViewSet(OwnedModelViewSet[PgBuild]):
     """PostgreSQL builds: a version and where its binaries come from."""
 
     queryset = PgBuild.objects.select_related("created_by")
@@ -139,7 +142,7 @@ class PgBuildViewSet(OwnedModelViewSet):
         return Response(self.get_serializer(build).data)
 
 
-class ConfigProfileViewSet(OwnedModelViewSet):
+class ConfigProfileViewSet(OwnedModelViewSet[ConfigProfile]):
     """postgresql.conf profiles, validated against the known pg_settings catalogues."""
 
     queryset = ConfigProfile.objects.select_related("parent", "created_by")
@@ -152,7 +155,7 @@ class ConfigProfileViewSet(OwnedModelViewSet):
         return Response(self.get_object().diff_against_parent())
 
 
-class WorkloadViewSet(OwnedModelViewSet):
+class WorkloadViewSet(OwnedModelViewSet[Workload]):
     """Datasets and pgbench scripts."""
 
     queryset = Workload.objects.select_related("created_by")
@@ -164,7 +167,7 @@ class ExperimentViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Experiment],
 ):
     """Experiments: a matrix to measure; `start` expands it into queued runs.
 
@@ -199,11 +202,14 @@ class ExperimentViewSet(
     def runs(self, request: Request, pk: str | None = None) -> Response:
         """The experiment's runs in the order they were queued, with their cell and round."""
         runs = self.get_object().runs.select_related(*RUN_JOINS).order_by("position", "pk")
-        page = self.paginate_queryset(runs)
+        # The viewset's paginator, called directly: GenericAPIView.paginate_queryset is typed
+        # for the viewset's own model, and these are runs.
+        paginator = self.paginator
+        page = paginator.paginate_queryset(runs, request, view=self) if paginator else None
         return self.get_paginated_response(serializers.RunSerializer(page, many=True).data)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
     """Runs, filterable by host, build, status and queued date range.
 
     Cancelling is for the run's owner, its experiment's owner or staff;
@@ -216,7 +222,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = RunFilter
     ordering_fields = ["queued_at", "started_at", "finished_at", "status"]
 
-    def get_serializer_class(self) -> type[BaseSerializer]:
+    def get_serializer_class(self) -> type[BaseSerializer[Run]]:
         if self.action == "list":
             return serializers.RunSerializer
         return serializers.RunDetailSerializer
@@ -259,7 +265,7 @@ class ComparisonViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Comparison],
 ):
     """Saved selections of runs with a baseline; deleting is for the owner or staff."""
 
@@ -291,7 +297,7 @@ class ShareLinkViewSet(
     mixins.CreateModelMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[ShareLink],
 ):
     """Read-only links to a run, an experiment or a comparison; `revoke` ends one.
 

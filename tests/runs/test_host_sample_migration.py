@@ -1,4 +1,4 @@
-"""Migrations 0020 and 0021: the client host's samples become host samples of the client
+"""Migrations 0021 and 0022: the client host's samples become host samples of the client
 role and go back again, run against the test database as `migrate` runs them."""
 
 import importlib
@@ -12,9 +12,9 @@ from django.db.migrations.executor import MigrationExecutor
 from runs.models import HostSample
 from tests.runs.factories import HostFactory, RunFactory
 
-BEFORE = [("runs", "0019_host_storage_space")]
-AFTER = [("runs", "0021_client_host_samples_as_host_samples")]
-MOVE = importlib.import_module("runs.migrations.0021_client_host_samples_as_host_samples")
+BEFORE = [("runs", "0020_imported_latency_derived_and_output_hash")]
+AFTER = [("runs", "0022_client_host_samples_as_host_samples")]
+MOVE = importlib.import_module("runs.migrations.0022_client_host_samples_as_host_samples")
 
 
 def migrate(targets: list[tuple[str, str]]) -> Apps:
@@ -34,7 +34,7 @@ def at_latest(transactional_db: None) -> Iterator[None]:
 
 
 def old_rows(apps: Apps, run_pk: int) -> None:
-    """Server and client host samples as 0019 stored them, their ids interleaved."""
+    """Server and client host samples as 0020 stored them, their ids interleaved."""
     old_host = apps.get_model("runs", "HostSample")
     old_client = apps.get_model("runs", "ClientHostSample")
     for t in (1.0, 2.0, 3.0):

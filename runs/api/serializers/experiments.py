@@ -6,6 +6,7 @@ shape and check input.
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
@@ -27,11 +28,13 @@ from runs.models import (
     Host,
     PgBuild,
     ProgressSample,
+    Provenance,
     Result,
     Run,
     Workload,
 )
 from runs.services.errors import LimitReached
+from runs.services.history.imported import same_output_as
 
 
 class ExperimentSerializer(StrictModelSerializer[Experiment]):
@@ -176,10 +179,34 @@ class RunSerializer(StrictModelSerializer[Run]):
         read_only_fields = fields
 
 
+class ProvenanceSerializer(StrictModelSerializer[Provenance]):
+    """Where an imported run came from, and the other runs imported from the same content."""
+
+    same_output_as = serializers.SerializerMethodField(
+        help_text="Ids of other runs imported from a file with the same sha256."
+    )
+
+    class Meta:
+        model = Provenance
+        fields = [
+            "file_name", "sha256", "command_line", "pg_version", "notes", "file_said",
+            "imported_at", "same_output_as",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_same_output_as(self, provenance: Provenance) -> list[int]:
+        return [run.pk for run in same_output_as(provenance.run)]
+
+
 class RunDetailSerializer(RunSerializer):
+    provenance = serializers.SerializerMethodField(
+        help_text="For an imported run: its file; null for a run the lab measured."
+    )
+
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields,
+            "provenance",
             "spec",
             "install",
             "facts",
@@ -194,6 +221,11 @@ class RunDetailSerializer(RunSerializer):
         data = super().to_representation(instance)
         data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
         return data
+
+    @extend_schema_field(ProvenanceSerializer(allow_null=True))
+    def get_provenance(self, run: Run) -> dict[str, Any] | None:
+        provenance = getattr(run, "provenance", None)
+        return ProvenanceSerializer(provenance).data if provenance is not None else None
 
 
 class ResultSerializer(StrictModelSerializer[Result]):
@@ -229,19 +261,3 @@ class RunResultsSerializer(serializers.Serializer[Document]):
     host_samples = SampleSerializer(many=True)
     client_host_samples = SampleSerializer(many=True)
     server_samples = SampleSerializer(many=True)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

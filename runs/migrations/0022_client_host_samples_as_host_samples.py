@@ -36,7 +36,7 @@ def host_samples_of_clients_back(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0020_host_sample_role"),
+        ("runs", "0021_host_sample_role"),
     ]
 
     operations = [

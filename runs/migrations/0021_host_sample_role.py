@@ -1,4 +1,4 @@
-"""Host samples get a role (server host or client host); 0021 moves the client host's
+"""Host samples get a role (server host or client host); 0022 moves the client host's
 samples into them. Two migrations, each one transaction on PostgreSQL: this table's schema
 changes before rows are written to it."""
 
@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0019_host_storage_space"),
+        ("runs", "0020_imported_latency_derived_and_output_hash"),
     ]
 
     operations = [

@@ -340,7 +340,7 @@ class Cluster(ClusterClients):
                 kill_stragglers(self.data_dir, self)
             shutil.rmtree(directory)
 
-    def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         started = time.monotonic()
         result = subprocess.run(
             self.os_user.command(argv, self.server_view(), self.job_dir),

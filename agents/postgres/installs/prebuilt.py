@@ -34,7 +34,7 @@ PACKAGE = PREBUILT_PACKAGE
 WHEEL_PYTHON = PREBUILT_WHEEL_PYTHON
 
 
-def _pip(*args: str, timeout: int) -> subprocess.CompletedProcess:
+def _pip(*args: str, timeout: int) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "pip", *args]
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)

@@ -13,7 +13,7 @@ import redis
 from django.conf import settings
 
 from agents.contract.signing import sign
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
     RUN_JOB_TASK,

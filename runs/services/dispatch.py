@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.contract.errors import JobError
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from agents.contract.wire import agent_queue, job_id_of
 from runs.contract import transport
 from runs.models import Run

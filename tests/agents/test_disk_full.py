@@ -13,7 +13,7 @@ from agents.config import AgentConfig
 from tests.agents.jobs import Recorder, run, small_spec
 
 DISK_MB = 128
-# About 300 MB of tables, indexes and WAL (agents/contract/space.py): far more than fits.
+# About 300 MB of tables, indexes and WAL (agents/contract/spec/space.py): far more than fits.
 TOO_BIG_SCALE = 10
 
 

@@ -30,7 +30,7 @@ from rest_framework.test import APIClient
 
 from agents.config import default_state_dir
 from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_stream
-from agents.identity import load_or_create_identity
+from agents.worker.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, Run
 from runs.services.access.tokens import api_token_create

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.contract.errors import CANCELLED
-from agents.contract.events import AgentEvent, Event, is_agent_event, validate_event
+from agents.contract.reports.events import AgentEvent, Event, is_agent_event, validate_event
 from agents.contract.signing import fingerprint, is_secret, verify
 from runs.contract import transport
 from runs.models import Host, Run

@@ -138,7 +138,7 @@ def test_cancel_mid_run_keeps_finished_points(api, lab):
 @pytest.mark.faults
 def test_killed_agent_fails_its_run_with_a_reason(api, lab, settings):
     settings.HEARTBEAT_OFFLINE_AFTER_S = int(lab.env["HEARTBEAT_OFFLINE_AFTER_S"])
-    exp = experiment(api, lab, [{}], [1, 2], duration_s=3)
+    exp = experiment(api, lab, [{}], [1, 2], duration_s=5)
     (run_id,) = start(api, exp["id"])
 
     lab.wait_run(run_id, lambda run: run.progress.filter(point=1).exists(), "to run point 2")

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 CLUSTER_CREATED = "creating a throw-away cluster"
 # A run's per-second rows: one per point and second (and role, where samples have one).
-SAMPLES = ("progress", "host_samples", "server_samples", "client_host_samples")
+SAMPLES = ("progress", "host_samples", "server_samples")
 
 
 def recovered(scenario: str, since: float) -> float:
@@ -58,9 +58,7 @@ def assert_stored_once(run: Run, gapless: bool = True) -> None:
     if gapless and seqs:
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"an event was lost: {seqs}"
     for name in SAMPLES:
-        rows = getattr(run, name, None)
-        if rows is None:  # a model the lab no longer has
-            continue
+        rows = getattr(run, name)
         per = ["point", "t", *(f for f in ("role",) if _has_field(rows.model, f))]
         twice = rows.values(*per).annotate(n=Count("id")).filter(n__gt=1)
         assert not twice.exists(), f"run {run.pk}: {name} stored twice: {list(twice)}"

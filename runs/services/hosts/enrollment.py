@@ -204,7 +204,9 @@ def _cancel_queued(run: Run, message: str) -> None:
     error = {"code": "cancelled", "category": CANCELLED, "field": None, "message": message}
     if run_finish(run, Run.Status.CANCELLED, error, from_states=(Run.Status.QUEUED,)):
         run_id, token = run.run_id, run.token
-        transaction.on_commit(lambda: transport.request_cancel(run_id, token))
+        transport.send_after_commit(
+            run.pk, "cancel flag", lambda: transport.request_cancel(run_id, token)
+        )
 
 
 def _set_enrollment(host: Host, enrollment: str, user: User | None) -> None:

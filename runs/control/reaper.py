@@ -3,7 +3,9 @@
 A running run whose agent went silent fails as `agent_lost` (its finished
 points kept); a queued run whose job Redis lost is sent again or fails
 (runs.services.hosts.liveness); event rows past their retention are deleted
-(runs.services.events.events_purge).
+(runs.services.events.events_purge); the timeline digests of running runs that
+got events are rebuilt, at most once a minute each (runs.timelines.store), so
+their pages only read.
 """
 
 import logging
@@ -13,6 +15,7 @@ from django.conf import settings
 
 from runs.control.loop import run_until_stopped
 from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
+from runs.timelines.store import digests_refresh_running
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +30,7 @@ class Reaper:
         runs_fail_agent_lost()
         runs_recover_lost_jobs()
         events_purge()
+        digests_refresh_running()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Reap now and every `interval_s` until `stop` is set."""

@@ -5,14 +5,15 @@ The pages never read every sample of a run. `digests` gives each run's
 validity warnings found in each point's samples, where a point's warning mark
 goes, and its timelines reduced to about a thousand samples each with
 MinMax-LTTB (runs/timelines/downsample.py). Digests are stored (RunTimeline, TimelineSeries)
-under a key of the run's state (status and the time of its last event). A
-final run's digest is built by the control worker (`digest_refresh`, task
-runs.tasks.digest_build) when the run ends and again when an event arrives
-for it later (which changes the key); a page that finds none current builds
-one for itself and stores nothing. A run still running is built by its page
-views, again at most every RUNNING_REBUILD_S: its digest records the last
-progress and host sample it holds (`cursor`), and its page's live stream sends
-every sample after those.
+under a key of the run's state (its status, and for a final run the time of
+its last event). Only the control worker stores them (`digest_refresh`): a
+final run's when the run ends and again when an event arrives for it later
+(task runs.tasks.digest_build; the event changes the key), a running run's
+from the reaper's pass, again at most every RUNNING_REBUILD_S while new events
+arrive (`digests_refresh_running`). A page that finds none current builds one
+for itself and stores nothing. A running run's stored digest serves its pages
+whatever its age: it records the last progress and host sample it holds
+(`cursor`), and the page's live stream sends every sample after those.
 
 `window` reads one timeline of a run between two x positions at full
 resolution, for a chart the user zoomed into.
@@ -20,13 +21,13 @@ resolution, for a chart the user zoomed into.
 
 import logging
 import operator
-import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Literal, TypedDict
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from runs import selectors
@@ -56,8 +57,10 @@ logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
 DIGEST_VERSION = 4
-# How old the stored digest of a running run may be (its live stream sends what is newer).
+# How often the control worker rebuilds a running run's digest while events arrive (the
+# page's live stream sends what is newer than the digest).
 RUNNING_REBUILD_S = 60
+RUNNING_REBUILD = timedelta(seconds=RUNNING_REBUILD_S)
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
 ZOOM_MAX_SAMPLES = 5000
 
@@ -260,10 +263,10 @@ def build_digest(
 
 
 def digest_key(run: Run) -> str:
-    """The run state a stored digest is valid for: a final run's last event, or for a
-    run not final yet the current RUNNING_REBUILD_S period."""
+    """The run state a stored digest is valid for: a final run's last event, or a run
+    not final yet's status (its digest's `cursor` says how far it reaches)."""
     if not run.is_final:
-        return f"v{DIGEST_VERSION}|{run.status}|{int(time.time() // RUNNING_REBUILD_S)}"
+        return f"v{DIGEST_VERSION}|{run.status}"
     last = run.last_event_at.isoformat() if run.last_event_at else ""
     return f"v{DIGEST_VERSION}|{run.status}|{last}"
 
@@ -275,8 +278,8 @@ def digests(
     with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
 
     Reads two queries for runs whose stored digest is current; builds the
-    others from their samples (three queries) and stores those of runs not
-    final: a final run's digest is the control worker's to store (`digest_refresh`).
+    others from their samples (three queries) and stores nothing: storing is the
+    control worker's (`digest_refresh`).
     """
     if overview and names is not None:
         names = {name + OVERVIEW: name for name in names}
@@ -291,7 +294,6 @@ def digests(
     missing = [run for pk, run in by_pk.items() if pk not in current]
     if missing:
         built = _build(missing)
-        _store([run for run in missing if not run.is_final], built)
         for pk, digest in built.items():
             if names is not None:
                 digest.series = {
@@ -327,18 +329,37 @@ def _build(runs: list[Run]) -> dict[int, Digest]:
 
 
 def digest_refresh(run_pk: int) -> bool:
-    """Build and store the digest of a final run unless the stored one is current; whether
-    it was built. The run stays locked meanwhile, so an event arriving for it waits and
-    then has it built again (a missing or not yet final run: nothing, logged)."""
+    """Build and store the digest of a run unless the stored one is current (a running
+    run's: stored less than RUNNING_REBUILD_S ago); whether it was built. The run stays
+    locked meanwhile, so an event arriving for it waits and then has it built again (a
+    missing or queued run: nothing, logged)."""
     with transaction.atomic():
         run = Run.objects.select_for_update(no_key=True).filter(pk=run_pk).first()
-        if run is None or not run.is_final:
+        if run is None or run.status == Run.Status.QUEUED:
             logger.info("run %s: %s, no digest built", run_pk, run.status if run else "gone")
             return False
-        if RunTimeline.objects.filter(run=run, key=digest_key(run)).exists():
+        current = RunTimeline.objects.filter(run=run, key=digest_key(run))
+        if not run.is_final:
+            current = current.filter(built_at__gt=timezone.now() - RUNNING_REBUILD)
+        if current.exists():
             return False
         _store([run], _build([run]))
     return True
+
+
+def digests_refresh_running() -> int:
+    """Rebuild the digests of the running runs that got events since theirs was stored, at
+    most every RUNNING_REBUILD_S (the control worker's reaper pass); how many were built."""
+    recently = Q(built_at__gt=timezone.now() - RUNNING_REBUILD)
+    fresh = RunTimeline.objects.filter(run=OuterRef("pk")).filter(
+        recently | Q(built_at__gte=OuterRef("last_event_at"))
+    )
+    due = (
+        Run.objects.filter(status=Run.Status.RUNNING)
+        .exclude(Exists(fresh))
+        .values_list("pk", flat=True)
+    )
+    return sum(digest_refresh(pk) for pk in due)
 
 
 def _store(runs: list[Run], built: dict[int, Digest]) -> None:

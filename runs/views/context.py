@@ -77,8 +77,8 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
 
 
 def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
-    """Where the live stream starts: after the samples the page's digest holds (it may be
-    up to RUNNING_REBUILD_S old) and the results the page shows."""
+    """Where the live stream starts: after the samples the page's digest holds (a running
+    run's, stored by the control worker, may be a minute old) and the results the page shows."""
     stored = selectors.live_cursor(run)
     cursor: LiveCursor = {
         "p": digest.cursor.get("p", stored["p"]),

@@ -1,12 +1,14 @@
 """Timeline digests are the control worker's: built when a run ends and again after a late
 event (runs.tasks.digest_build), read by the pages (tests/runs/pages/test_timelines.py)."""
 
+from datetime import timedelta
 from functools import partial
 
 import pytest
+from django.utils import timezone
 
 from runs import services, tasks
-from runs.models import Run, RunTimeline
+from runs.models import ProgressSample, Run, RunTimeline
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imports import ImportDetails, pgbench_import
 from runs.services.runs import digest_build_send
@@ -71,11 +73,39 @@ def test_the_task_builds_a_final_runs_digest_once_and_again_after_a_late_event()
     assert store.digests([run], names=["tps"])[run.pk].series["tps"].y[-1] == 7777.0
 
 
-def test_the_task_builds_nothing_for_a_run_not_final_or_gone():
-    run = RunFactory(status=Run.Status.RUNNING)
+def test_the_task_builds_nothing_for_a_queued_run_or_one_gone():
+    run = RunFactory(status=Run.Status.QUEUED)
     assert store.digest_refresh(run.pk) is False
     assert store.digest_refresh(run.pk + 1000) is False
     assert not RunTimeline.objects.exists()
+
+
+def running(durations: tuple[int, ...]) -> Run:
+    run = long_run(durations)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, finished_at=None, last_event_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return run
+
+
+def test_the_reaper_pass_rebuilds_a_running_runs_digest_at_most_once_a_minute_while_events_arrive():
+    run, quiet = running((120,)), running((60,))
+    assert store.digests_refresh_running() == 2
+    first = RunTimeline.objects.get(run=run)
+    assert first.facts["cursor"]["p"] == ProgressSample.objects.filter(run=run).latest("pk").pk
+
+    newer = {"point": 0, "t": 121.0, "tps": 5.0, "latency_ms": 1.0}
+    services.run_record_event(events.run_event(run, 1, "progress", newer))
+    assert store.digests_refresh_running() == 0, "stored less than a minute ago"
+
+    a_minute_ago = timezone.now() - store.RUNNING_REBUILD - timedelta(seconds=1)
+    RunTimeline.objects.update(built_at=a_minute_ago)
+    Run.objects.filter(pk=quiet.pk).update(last_event_at=a_minute_ago - timedelta(seconds=1))
+    assert store.digests_refresh_running() == 1, "only the run with a newer event"
+    rebuilt = RunTimeline.objects.get(run=run)
+    assert rebuilt.facts["cursor"]["p"] > first.facts["cursor"]["p"]
+    assert RunTimeline.objects.get(run=quiet).built_at == a_minute_ago
 
 
 def test_an_imported_run_has_its_digest_built_once_imported(

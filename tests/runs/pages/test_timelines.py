@@ -167,16 +167,20 @@ def test_a_shared_link_zooms_into_its_own_runs_only(user):
     assert anonymous.get(url, {**query, "run": shared.pk}).status_code == 404
 
 
-def test_a_running_runs_page_starts_its_live_stream_after_what_its_digest_holds(
-    signed_in, monkeypatch
-):
-    monkeypatch.setattr(store, "RUNNING_REBUILD_S", 10**9)  # no rebuild during the test
+def test_a_running_runs_page_writes_nothing_and_streams_after_what_the_worker_stored(signed_in):
     run = long_run((100,))
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, finished_at=None, last_event_at=timezone.now()
+    )
     url = reverse("run-detail", args=[run.pk])
-    signed_in.get(url)
+    writes, _figures = writes_of(signed_in, url)
+    assert writes == [] and not RunTimeline.objects.exists(), "built for the view only"
+
+    store.digest_refresh(run.pk)  # the control worker's reaper pass
+    stored = RunTimeline.objects.get(run=run)
     newer = ProgressSample.objects.create(run=run, point=0, t=101.0, tps=1.0, latency_ms=1.0)
-    page = signed_in.get(url)  # the stored digest
+    page = signed_in.get(url)
     xs, _ys = tps_trace(page.context["figures"]["tps"])
     assert xs[-1] == 100.0
     assert parse_cursor(page.context["cursor"])["p"] == newer.pk - 1
+    assert RunTimeline.objects.get(run=run).built_at == stored.built_at

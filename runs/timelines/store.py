@@ -55,7 +55,7 @@ from runs.timelines.samples import (
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 3
+DIGEST_VERSION = 4
 # How old the stored digest of a running run may be (its live stream sends what is newer).
 RUNNING_REBUILD_S = 60
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
@@ -160,8 +160,14 @@ def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Tim
         raise ValueError(f"unknown timeline {name!r}")
     _model, value = source
     rows = list(rows)
+    # A second read from a sampled log rests on its logged transactions (`sampled`).
+    counts = [r.sampled for r in rows if isinstance(r, ProgressSample)] or None
     return build_timeline(
-        [r.point for r in rows], [r.t or 0.0 for r in rows], [value(r) for r in rows], offsets
+        [r.point for r in rows],
+        [r.t or 0.0 for r in rows],
+        [value(r) for r in rows],
+        offsets,
+        counts,
     )
 
 

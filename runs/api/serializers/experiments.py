@@ -202,7 +202,16 @@ class ResultSerializer(StrictModelSerializer):
 class ProgressSampleSerializer(StrictModelSerializer):
     class Meta:
         model = ProgressSample
-        fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
+        fields = [
+            "point",
+            "t",
+            "tps",
+            "latency_ms",
+            "stddev_ms",
+            "failed",
+            "sampled",
+            "sampling_rate",
+        ]
 
 
 class SampleSerializer(serializers.Serializer):

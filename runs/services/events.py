@@ -49,14 +49,13 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
+from runs.services.catalogues import catalogue_keep
 from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
 logger = logging.getLogger(__name__)
 
 FINAL_STATUSES = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
-
-
 
 
 def parse_event_time(value: object) -> datetime | None:
@@ -251,9 +250,7 @@ def progress_values(
     }
 
 
-def _add_samples(
-    run: Run, model: SampleModel, point: int, samples: list[Sample]
-) -> None:
+def _add_samples(run: Run, model: SampleModel, point: int, samples: list[Sample]) -> None:
     """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
     new = _not_stored(model, run, point, samples)
     rows = [model(run=run, point=point, t=s.get("t"), data=s) for s in new]
@@ -317,6 +314,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
+    if isinstance(settings.get("catalogue"), dict):
+        _keep_catalogue(run, settings["catalogue"])
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
     when = parse_event_time(data.get("finished_at"))
     finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
@@ -325,6 +324,15 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     job_settled_after_commit(run)
     hosts = [pk for pk in (run.host_id, run.client_host_id) if pk is not None]
     Host.objects.filter(pk__in=hosts, current_run=run).update(current_run=None)
+
+
+def _keep_catalogue(run: Run, catalogue: dict) -> None:
+    """The catalogue a run's agent read from its server (none cached), for its version."""
+    version = catalogue.get("version")
+    if not isinstance(version, str) or not version:
+        logger.warning("run %s: a catalogue without a version was sent; not kept", run.pk)
+        return
+    catalogue_keep(version, catalogue, run.host.name if run.host_id else "")
 
 
 def _keep_late_result(run: Run, data: ResultDocument, snapshot: dict[str, object]) -> None:
@@ -389,9 +397,3 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "scripts": point.get("scripts") or [],
         "processes": point.get("processes") or [],
     }
-
-
-
-
-
-

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from agents.contract.events import AgentEvent, RegistrationData, is_agent_event, validate_event
 from agents.contract.events import RunEvent as RunEventDocument
-from runs.models import Host, PgCatalogue, Run, StorageTarget
+from runs.models import Host, Run, StorageTarget
+from runs.services.catalogues import catalogue_keep
 from runs.services.events import parse_event_time, run_record_event
 from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
 from runs.services.hosts.space import host_record_space, registered_space
@@ -71,12 +72,5 @@ def _register(host: Host, data: RegistrationData) -> None:
             },
         )
     for version, catalogue in (data.get("catalogues") or {}).items():
-        PgCatalogue.objects.update_or_create(
-            version=version,
-            defaults={
-                "catalogue": catalogue,
-                "reported_by": host.name,
-                "received_at": timezone.now(),
-            },
-        )
+        catalogue_keep(version, catalogue, host.name)
     logger.info("agent %s registered with storage %s", host.name, ", ".join(storage) or "none")

@@ -8,7 +8,7 @@ transactions (`--sampling-rate`) at a rate chosen to keep the log near
 TARGET_LOG_LINES_PER_S lines a second, and never below what gives a point
 PLANNED_LOGGED_TRANSACTIONS logged transactions (or every one, when a point
 has fewer): its percentiles rest on at least MIN_LOGGED_TRANSACTIONS even
-when it reaches half the tps it was expected to. The rate comes from the
+when it reaches a quarter of the tps it was expected to. The rate comes from the
 throughput the point is expected to reach: the previous point's, the
 warm-up's or a short calibration run's tps (agents/sweep/driver.py), scaled
 up to this point's clients, the rate limit (-R), or a first guess that errs
@@ -54,10 +54,11 @@ logger = logging.getLogger(__name__)
 # and give 30,000 latencies a minute (p99's rank known to ±0.06 percentile points).
 TARGET_LOG_LINES_PER_S = 500
 # The fewest logged transactions a point's percentiles should rest on (p99: its 10
-# slowest), and what the rate plans for: twice that, so a point reaching half its
-# expected tps still rests on the minimum.
+# slowest), and what the rate plans for: four times that, so a point reaching a
+# quarter of its expected tps still rests on the minimum (a point at more clients is
+# expected at the last tps scaled up, and contention can cut it to a third).
 MIN_LOGGED_TRANSACTIONS = 1000
-PLANNED_LOGGED_TRANSACTIONS = 2 * MIN_LOGGED_TRANSACTIONS
+PLANNED_LOGGED_TRANSACTIONS = 4 * MIN_LOGGED_TRANSACTIONS
 # Used only when no tps could be measured before the point: above what select-only
 # reaches per core here (about 13,000 tps), so it errs towards a smaller sample.
 FIRST_GUESS_TPS_PER_CPU = 50_000

@@ -13,7 +13,7 @@ rests on, kept beside the samples a reduction keeps (a chart's hover shows them)
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NotRequired, TypedDict, TypeVar
 
 import numpy as np
 from tsdownsample import MinMaxLTTBDownsampler
@@ -30,6 +30,18 @@ T = TypeVar("T")
 
 def _rounded(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
+
+
+class StoredTimeline(TypedDict):
+    """A timeline as runs.models.TimelineSeries.samples keeps it."""
+
+    x: list[float]
+    y: list[float]
+    starts: list[int]
+    last_point: NotRequired[int | None]
+    last_t: NotRequired[float]
+    # What each sample rests on (logged transactions), for a timeline read from a log.
+    counts: NotRequired[list[int | None]]
 
 
 @dataclass(frozen=True)
@@ -81,19 +93,21 @@ class Timeline:
         """`counts` aligned with `gapped()`'s samples (None: not known)."""
         return None if self.counts is None else _gapped(self.counts, self.starts)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> StoredTimeline:
         """The stored form (runs.models.TimelineSeries.samples)."""
-        stored = {
+        stored: StoredTimeline = {
             "x": self.x,
             "y": self.y,
             "starts": self.starts,
             "last_point": self.last_point,
             "last_t": self.last_t,
         }
-        return stored if self.counts is None else {**stored, "counts": self.counts}
+        if self.counts is not None:
+            stored["counts"] = self.counts
+        return stored
 
     @classmethod
-    def from_json(cls, data: dict) -> "Timeline":
+    def from_json(cls, data: StoredTimeline) -> "Timeline":
         return cls(
             data["x"],
             data["y"],

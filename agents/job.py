@@ -319,6 +319,8 @@ class Job:
                 install, catalogue_dir, lambda: nullcontext(cluster)
             )
             self._validate_settings(requested, catalogue)
+            if install.source != "build":
+                self.result["settings"]["catalogue"] = catalogue.as_dict()
         if requested:
             self.status("starting", "applying settings and restarting")
             pg_settings.apply_settings(cluster, requested)

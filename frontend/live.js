@@ -30,14 +30,19 @@ class Timeline {
   }
 }
 
-function extend(element, timeline, point, t, valuesByTrace, firstTrace = 0) {
+// `count`: what the sample rests on (logged transactions), for traces whose hover shows it.
+function extend(element, timeline, point, t, valuesByTrace, firstTrace = 0, count = null) {
   const xs = timeline.place(point, t);
   if (!element.data) return;
   const gap = xs.length === 2;
   const indices = valuesByTrace.map((_, i) => firstTrace + i);
   const x = valuesByTrace.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
   const y = valuesByTrace.map((v) => (gap ? [null, v] : [v]));
-  window.Plotly.extendTraces(element, { x, y }, indices);
+  const update = { x, y };
+  if (indices.every((i) => Array.isArray(element.data[i]?.customdata))) {
+    update.customdata = valuesByTrace.map(() => (gap ? [null, count] : [count]));
+  }
+  window.Plotly.extendTraces(element, update, indices);
 }
 
 function setStatus(data) {
@@ -73,8 +78,8 @@ function follow() {
 
   source.addEventListener("progress", (event) => {
     const d = JSON.parse(event.data);
-    extend(charts.tps, progressLine, d.point, d.t, [d.tps]);
-    extend(charts.latency, latencyLine, d.point, d.t, [d.latency_ms]);
+    extend(charts.tps, progressLine, d.point, d.t, [d.tps], 0, d.sampled);
+    extend(charts.latency, latencyLine, d.point, d.t, [d.latency_ms], 0, d.sampled);
     document.querySelector(".chart-empty")?.remove();
   });
   source.addEventListener("host", (event) => {

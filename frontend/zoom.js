@@ -37,13 +37,16 @@ export function followZoom(element, figure) {
   const original = zoomable.map(({ index }) => ({
     x: figure.data[index].x.slice(),
     y: figure.data[index].y.slice(),
+    // What each sample rests on (logged transactions), where the hover shows it.
+    customdata: figure.data[index].customdata?.slice() ?? null,
   }));
   let asked = 0;
   element.on("plotly_relayout", async (event) => {
     const indices = zoomable.map(({ index }) => index);
     if (isAutorange(event)) {
       asked += 1;
-      window.Plotly.restyle(element, { x: original.map((t) => t.x), y: original.map((t) => t.y) }, indices);
+      const restored = { x: original.map((t) => t.x), y: original.map((t) => t.y) };
+      window.Plotly.restyle(element, { ...restored, customdata: original.map((t) => t.customdata) }, indices);
       return;
     }
     const range = visibleRange(event);
@@ -51,7 +54,8 @@ export function followZoom(element, figure) {
     const mine = ++asked;
     const windows = await Promise.all(zoomable.map(({ meta }) => fetchWindow(url, meta, ...range)));
     if (mine !== asked) return; // a newer zoom is under way
-    window.Plotly.restyle(element, { x: windows.map((w) => w.x), y: windows.map((w) => w.y) }, indices);
+    const zoomed = { x: windows.map((w) => w.x), y: windows.map((w) => w.y) };
+    window.Plotly.restyle(element, { ...zoomed, customdata: windows.map((w) => w.counts ?? null) }, indices);
     element.dataset.zoomed = windows.map((w) => w.samples).join(",");
   });
 }

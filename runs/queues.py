@@ -6,7 +6,8 @@ host that runs its pgbench); everything else here reads it. A host runs one
 job at a time (the agent's concurrency is 1) and takes its queue in the order
 the runs were sent, so a waiting run starts when the run in progress and every
 run before it have taken their estimated time; a run with a client host waits
-for both hosts and keeps both busy.
+for both hosts and keeps both busy. A run's time is learned from the runs its
+host finished (runs/estimates.py).
 """
 
 from dataclasses import dataclass, field
@@ -15,8 +16,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, learned_timings
 from runs.models import Host, Run
-from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 
 OCCUPYING = (Run.Status.QUEUED, Run.Status.RUNNING)
 
@@ -30,17 +31,17 @@ def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
     )
 
 
-def estimated_seconds(run: Run) -> float | None:
-    """How long a run takes by its spec: a cluster setup, the dataset load, its warm-up and
-    every point's duration; None for runs measured by transactions (their time is unknown)."""
+def estimated_seconds(run: Run, timings: Timings = DEFAULT_TIMINGS) -> float | None:
+    """How long a run takes by its spec and its host's `timings`: a cluster setup, the
+    dataset load, its warm-up and every point; None for runs measured by transactions
+    (their time is unknown)."""
     sweep = run.spec.get("sweep") or {}
     duration = sweep.get("duration_s")
     if not duration:
         return None
     points = len(sweep.get("clients") or [1]) * (sweep.get("repeats") or 1)
     scale = (run.spec.get("dataset") or {}).get("scale") or 1
-    setup = RUN_OVERHEAD_S + scale * SCALE_LOAD_S_PER_UNIT
-    return setup + (sweep.get("warmup_s") or 0) + points * duration
+    return timings.run_seconds(scale, sweep.get("warmup_s") or 0, points, duration)
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,10 @@ class HostQueue:
     waiting: list[Waiting] = field(default_factory=list)
 
 
-def _busy_until(current: Run | None, now: datetime) -> datetime | None:
+def _busy_until(current: Run | None, now: datetime, learned: Learned) -> datetime | None:
     if current is None:
         return now
-    seconds = estimated_seconds(current)
+    seconds = estimated_seconds(current, learned.for_run(current))
     if seconds is None:
         return None
     return max(now, (current.started_at or now) + timedelta(seconds=seconds))
@@ -87,13 +88,14 @@ def host_queues(hosts: list[Host]) -> dict[int, HostQueue]:
             if run.status == Run.Status.RUNNING and queues[pk].current is None:
                 queues[pk].current = run
     now = timezone.now()
-    free_at = {pk: _busy_until(queue.current, now) for pk, queue in queues.items()}
+    learned = learned_timings({run.host_id for run in occupying})
+    free_at = {pk: _busy_until(queue.current, now, learned) for pk, queue in queues.items()}
     for run in occupying:
         if run.status != Run.Status.QUEUED:
             continue
         held = _occupied(run, queues)
         starts = _latest([free_at[pk] for pk in held])
-        seconds = estimated_seconds(run)
+        seconds = estimated_seconds(run, learned.for_run(run))
         for pk in held:
             queues[pk].waiting.append(Waiting(run, starts))
             free_at[pk] = starts + timedelta(seconds=seconds) if starts and seconds else None

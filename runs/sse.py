@@ -72,6 +72,7 @@ def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
             "t": progress.t,
             "tps": progress.tps,
             "latency_ms": progress.latency_ms,
+            "sampled": progress.sampled,
         }
         out.append(sse_message("progress", data, cursor))
     for host in batch["host"]:

@@ -223,11 +223,12 @@ def _serve(points: LocalPoints, reporter: LinkReporter, link: PairLink) -> None:
     """Measure what the server asks for until it says stop."""
     points.context.prepare_workdir()
     while True:
-        message = link.wait_for({"measure", "warmup", "stop"}, reporter.should_cancel)
+        kinds = {"measure", "warmup", "calibrate", "stop"}
+        message = link.wait_for(kinds, reporter.should_cancel)
         if message["kind"] == "stop":
             return
-        if message["kind"] == "warmup":
-            _warm_up(points, link, int(message["clients"]))
+        if message["kind"] in ("warmup", "calibrate"):
+            _warm_up(points, link, message["kind"], int(message["clients"]))
             continue
         try:
             points.run_point(
@@ -237,9 +238,13 @@ def _serve(points: LocalPoints, reporter: LinkReporter, link: PairLink) -> None:
             link.send("point", point=reporter.failed_point or {}, error=error.as_dict())
 
 
-def _warm_up(points: LocalPoints, link: PairLink, clients: int) -> None:
+def _warm_up(points: LocalPoints, link: PairLink, kind: str, clients: int) -> None:
+    """A warm-up or calibration run asked for by the server half; answered `warmed`."""
     try:
-        points.warm_up(clients)
+        if kind == "calibrate":
+            points.calibrate(clients)
+        else:
+            points.warm_up(clients)
         link.send("warmed", error=None)
     except JobError as error:
         link.send("warmed", error=error.as_dict())

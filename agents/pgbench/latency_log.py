@@ -5,10 +5,14 @@ work per transaction for select-only at 2 clients on a 2-vCPU VM, about 4,000
 instructions a line; docs/benchmarks.md), so by default
 (`workload.latency_log: "sampled"`) pgbench logs a random sample of the
 transactions (`--sampling-rate`) at a rate chosen to keep the log near
-TARGET_LOG_LINES_PER_S lines a second. The rate comes from the throughput
-the point is expected to reach: the previous point's or the warm-up's tps,
-scaled up to this point's clients, the rate limit (-R), or a first guess
-that errs high (a lower rate: a smaller sample, never a costlier log).
+TARGET_LOG_LINES_PER_S lines a second, and never below what gives a point
+PLANNED_LOGGED_TRANSACTIONS logged transactions (or every one, when a point
+has fewer): its percentiles rest on at least MIN_LOGGED_TRANSACTIONS even
+when it reaches a quarter of the tps it was expected to. The rate comes from the
+throughput the point is expected to reach: the previous point's, the
+warm-up's or a short calibration run's tps (agents/sweep/driver.py), scaled
+up to this point's clients, the rate limit (-R), or a first guess that errs
+high when nothing could be measured.
 
 Logs go to a private directory under the agent's state directory, never under
 a storage target being measured, and are read after pgbench has ended, so
@@ -48,8 +52,14 @@ logger = logging.getLogger(__name__)
 # 500 lines/s cost about 0.1 % of select-only's work here (docs/benchmarks.md)
 # and give 30,000 latencies a minute (p99's rank known to ±0.06 percentile points).
 TARGET_LOG_LINES_PER_S = 500
-# Above what select-only reaches per core here (about 13,000 tps): a guess that
-# errs high picks a smaller sample rather than a costlier log.
+# The fewest logged transactions a point's percentiles should rest on (p99: its 10
+# slowest), and what the rate plans for: four times that, so a point reaching a
+# quarter of its expected tps still rests on the minimum (a point at more clients is
+# expected at the last tps scaled up, and contention can cut it to a third).
+MIN_LOGGED_TRANSACTIONS = 1000
+PLANNED_LOGGED_TRANSACTIONS = 4 * MIN_LOGGED_TRANSACTIONS
+# Used only when no tps could be measured before the point: above what select-only
+# reaches per core here (about 13,000 tps), so it errs towards a smaller sample.
 FIRST_GUESS_TPS_PER_CPU = 50_000
 LOG_DIR_NAME = "txlog"
 LOG_FILE_PREFIX = "pgbench_log"
@@ -90,14 +100,31 @@ def expected_throughput(
     return expected
 
 
-def sampling_rate_for(expected_tps: float) -> float:
-    """The fraction of transactions to log so the log holds ~TARGET_LOG_LINES_PER_S lines/s.
+def point_transactions(
+    expected_tps: float, duration_s: int | None, per_client: int | None, clients: int
+) -> float | None:
+    """The transactions a point is expected to run: its duration at the expected tps,
+    or its transaction count (-t) times its clients; None when neither is set."""
+    if duration_s:
+        return expected_tps * duration_s
+    if per_client:
+        return float(per_client * clients)
+    return None
 
-    Two significant digits; 1.0 (every transaction) when the expected tps is that low.
+
+def sampling_rate_for(expected_tps: float, transactions: float | None = None) -> float:
+    """The fraction of transactions to log so the log holds ~TARGET_LOG_LINES_PER_S lines/s,
+    or more when that would give fewer than PLANNED_LOGGED_TRANSACTIONS of the point's
+    `transactions` (expected; unknown: None).
+
+    Two significant digits; 1.0 (every transaction) when the point is that slow or short.
     """
-    if expected_tps <= TARGET_LOG_LINES_PER_S:
+    rate = TARGET_LOG_LINES_PER_S / expected_tps if expected_tps > 0 else 1.0
+    if transactions:
+        rate = max(rate, PLANNED_LOGGED_TRANSACTIONS / transactions)
+    if rate >= 1.0:
         return 1.0
-    return float(f"{TARGET_LOG_LINES_PER_S / expected_tps:.2g}")
+    return float(f"{rate:.2g}")
 
 
 @dataclass(frozen=True)
@@ -109,10 +136,13 @@ class LogPlan:
     expected: ExpectedThroughput | None = None
 
     @classmethod
-    def for_point(cls, mode: LatencyLog, expected: ExpectedThroughput) -> "LogPlan":
+    def for_point(
+        cls, mode: LatencyLog, expected: ExpectedThroughput, transactions: float | None = None
+    ) -> "LogPlan":
+        """The plan of a point expected at `expected` tps, running `transactions` in all."""
         if mode != "sampled":
             return cls(mode)
-        return cls(mode, sampling_rate_for(expected.tps), expected)
+        return cls(mode, sampling_rate_for(expected.tps, transactions), expected)
 
     @property
     def source(self) -> PercentileSource:

@@ -80,6 +80,9 @@ class PointRunner(Protocol):
 
     def warm_up(self, clients: int) -> None: ...
 
+    def calibrate(self, clients: int) -> None:
+        """A short unlogged run whose tps sets the first point's log sampling rate."""
+
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured point; returns it (also kept and emitted)."""
 

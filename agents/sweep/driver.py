@@ -1,7 +1,9 @@
 """The measured part of a job: dataset, setup SQL, then the client sweep.
 
 The Sweep owns the order of things: the script files, `pgbench -i`, the setup
-SQL, the client order, the warm-up, CHECKPOINT/VACUUM between points. Each
+SQL, the client order, the warm-up (or, without one, a short calibration run
+whose tps sets the first point's log sampling rate), CHECKPOINT/VACUUM between
+points. Each
 point is measured by its `PointRunner` (agents/sweep/local.py here,
 agents/sweep/remote.py on a client host), which gets the sweep's
 `PointContext`, not the Sweep.
@@ -48,6 +50,8 @@ class Sweep:
             self.reporter.emit("log", {"level": "info", "message": message})
         if self.spec["sweep"]["warmup_s"]:
             self.points.warm_up(points[0][0])
+        elif workload["latency_log"] == "sampled":
+            self.points.calibrate(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.reporter.check_cancel()
             self.between_points()

@@ -25,6 +25,7 @@ from agents.pgbench.latency_log import (
     Measured,
     expected_throughput,
     point_log_dir,
+    point_transactions,
 )
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished
@@ -40,6 +41,10 @@ from agents.sweep.process_group import ProcessGroupPoint
 
 logger = logging.getLogger(__name__)
 
+# The calibration run's length: long enough for a tps within a few percent once
+# connected, short beside a point.
+CALIBRATION_S = 2
+
 
 class LocalPoints:
     """Runs the warm-up and each point's pgbench here, against `context.cluster`."""
@@ -50,18 +55,30 @@ class LocalPoints:
         self.measured: Measured | None = None
 
     def warm_up(self, clients: int) -> None:
+        seconds = self.context.spec["sweep"]["warmup_s"]
+        message = f"warming up for {seconds} s at {clients} clients"
+        self._unlogged_run("warmup", message, clients, seconds, "warmup")
+
+    def calibrate(self, clients: int) -> None:
+        """A short run without a log before the first point of a sweep without a warm-up:
+        its tps sets the first point's sampling rate (agents/pgbench/latency_log.py)."""
+        message = f"measuring the tps for {CALIBRATION_S} s at {clients} clients"
+        self._unlogged_run("calibrate", message, clients, CALIBRATION_S, "calibration")
+
+    def _unlogged_run(
+        self, name: str, message: str, clients: int, seconds: int, source: ExpectedFrom
+    ) -> None:
         context = self.context
-        seconds = context.spec["sweep"]["warmup_s"]
-        context.reporter.step("warmup", f"warming up for {seconds} s at {clients} clients")
+        context.reporter.step(name, message)
         argv = self.run_argv(clients, log_args=[], duration_s=seconds)
-        finished = context.pgbench_command("warmup", argv, lambda line: None, timed=True)
+        finished = context.pgbench_command(name, argv, lambda line: None, timed=True)
         context.reporter.check_cancel()
         if finished.exit_code != 0:
             raise JobError(
                 "pgbench_failed",
-                f"the warm-up run exited with {finished.exit_code}: {last_lines(finished.stderr)}",
+                f"the {name} run exited with {finished.exit_code}: {last_lines(finished.stderr)}",
             )
-        self._remember_throughput(clients, finished.stdout + finished.stderr, "warmup")
+        self._remember_throughput(clients, finished.stdout + finished.stderr, source)
 
     def _remember_throughput(self, clients: int, output: str, source: ExpectedFrom) -> None:
         try:
@@ -100,11 +117,14 @@ class LocalPoints:
 
     def log_plan(self, clients: int) -> LogPlan:
         """This point's log: its mode, and for a sample the rate the expected tps calls for."""
-        workload = self.context.spec["workload"]
+        workload, sweep = self.context.spec["workload"], self.context.spec["sweep"]
         expected = expected_throughput(
             clients, self.measured, workload["rate_tps"], self.context.cpu_count()
         )
-        return LogPlan.for_point(workload["latency_log"], expected)
+        transactions = point_transactions(
+            expected.tps, sweep["duration_s"], sweep["transactions"], clients
+        )
+        return LogPlan.for_point(workload["latency_log"], expected, transactions)
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""

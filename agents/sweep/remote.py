@@ -54,7 +54,15 @@ class RemotePoints:
 
     def warm_up(self, clients: int) -> None:
         self.reporter.step("warmup", f"warming up on the client at {clients} clients")
-        self.link.send("warmup", clients=clients)
+        self._on_client("warmup", clients)
+
+    def calibrate(self, clients: int) -> None:
+        self.reporter.step("calibrate", f"measuring the tps on the client at {clients} clients")
+        self._on_client("calibrate", clients)
+
+    def _on_client(self, kind: str, clients: int) -> None:
+        """Ask the client for an unlogged run (warm-up or calibration), wait until it ran."""
+        self.link.send(kind, clients=clients)
         answer = self.link.wait_for({"warmed"}, self.should_cancel, None, self.relay)
         if answer.get("error"):
             raise self.client_error(answer["error"])

@@ -29,16 +29,26 @@ WARNING_MARKER = {"symbol": "diamond-open", "size": 12, "color": "#c92a2a", "lin
 Offsets = dict[int, float]
 
 
+# The hover of a second read from a sampled log: what its value rests on.
+COUNTED_HOVER = (
+    "%{x:.0f} s: %{y}<br>%{customdata:,} logged transactions<extra>%{fullData.name}</extra>"
+)
+
+
 def _timeline_trace(
     series: Timeline | None, name: str, color: str, meta: PlotlyJson, dash: str | None = None
 ) -> PlotlyJson:
     """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
-    says where the live script continues it (the last point and its t)."""
+    says where the live script continues it (the last point and its t). A timeline whose
+    seconds rest on logged transactions shows their number in its hover (`customdata`)."""
     series = series or Timeline([], [], [])
     xs, ys = series.gapped()
     if series.last_point is not None:
         meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}
+    counts = series.gapped_counts()
+    counted = {} if counts is None else {"customdata": counts, "hovertemplate": COUNTED_HOVER}
     return {
+        **counted,
         "type": "scatter",
         "x": xs,
         "y": ys,

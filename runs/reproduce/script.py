@@ -350,9 +350,9 @@ BEFORE_POINT = {
 
 
 def _pgbench_part(manifest: Manifest) -> str:
-    """Warm-ups and measured points in their recorded order; each point's tps beside the record.
-    A point of several pgbench processes (workload.processes) runs them together, as the
-    agent did, and its tps is their sum."""
+    """Warm-ups and calibration runs, and measured points in their recorded order; each
+    point's tps beside the record. A point of several pgbench processes
+    (workload.processes) runs them together, as the agent did, and its tps is their sum."""
     spec = manifest["spec"]
     between = (spec.get("sweep") or {}).get("between_points", "none")
     per_point = max(1, len((spec.get("workload") or {}).get("processes") or []))
@@ -361,7 +361,7 @@ def _pgbench_part(manifest: Manifest) -> str:
     lines = [TPS_OF, 'printf "%8s %4s %14s %14s\\n" clients run "recorded tps" "tps now"']
     together: list[tuple[int, str]] = []
     for number, command in enumerate(manifest["commands"]):
-        if command["name"] == "warmup":
+        if command["name"] in ("warmup", "calibrate"):
             warmup = _replayed(command["argv"], files)
             lines.append(_pgbench_line(warmup, f"$workdir/out/warmup-{number}.txt"))
         elif command["name"] == "pgbench":

@@ -24,7 +24,7 @@ BENCHLAB_EVENT_RETENTION_DAYS after their run finished (`events_purge`).
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -49,6 +49,7 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
+from runs.services.catalogues import catalogue_keep
 from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
@@ -318,6 +319,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
+    if isinstance(settings.get("catalogue"), dict):
+        _keep_catalogue(run, settings["catalogue"])
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
     when = parse_event_time(data.get("finished_at"))
     finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
@@ -326,6 +329,15 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     job_settled_after_commit(run)
     hosts = [pk for pk in (run.host_id, run.client_host_id) if pk is not None]
     Host.objects.filter(pk__in=hosts, current_run=run).update(current_run=None)
+
+
+def _keep_catalogue(run: Run, catalogue: dict[str, Any]) -> None:
+    """The catalogue a run's agent read from its server (none cached), for its version."""
+    version = catalogue.get("version")
+    if not isinstance(version, str) or not version:
+        logger.warning("run %s: a catalogue without a version was sent; not kept", run.pk)
+        return
+    catalogue_keep(version, catalogue, run.host.name if run.host_id else "")
 
 
 def _keep_late_result(run: Run, data: ResultDocument, snapshot: dict[str, object]) -> None:

@@ -32,6 +32,7 @@ from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
+from runs.estimates import Learned, learned_timings
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
@@ -47,11 +48,6 @@ logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
 
 DEFAULT_STORAGE_LAYOUT: StorageSpec = {"data": "default", "wal": None}
-# Rough cost of one cluster lifecycle besides the measured points (initdb,
-# start, settings and restart, stop) and of `pgbench -i` per scale unit;
-# estimates say they are rough. Rounds pay them once per repeat.
-RUN_OVERHEAD_S = 30
-SCALE_LOAD_S_PER_UNIT = 0.5
 
 M2M_FIELDS = ("hosts", "builds", "config_profiles", "workloads")
 STORAGE_ROLES = ("data", "wal")
@@ -351,8 +347,9 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
     }
     if experiment.duration_s is None or not cells:
         return estimate
+    learned = learned_timings({cell.host.pk for cell in cells})
     host_times = [
-        _host_time(experiment, host_cells, lifecycles, points_per_run)
+        _host_time(experiment, host_cells, lifecycles, points_per_run, learned)
         for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
     ]
     if experiment.client_host is not None:
@@ -374,14 +371,18 @@ class HostTime(NamedTuple):
 
 
 def _host_time(
-    experiment: Experiment, cells: Iterable[Cell], lifecycles: int, points: int
+    experiment: Experiment, cells: Iterable[Cell], lifecycles: int, points: int, learned: Learned
 ) -> HostTime:
+    """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py)."""
     setup = total = 0.0
     for cell in cells:
-        cell_setup = RUN_OVERHEAD_S + cell.workload.scale * SCALE_LOAD_S_PER_UNIT
-        measured = experiment.warmup_s + points * (experiment.duration_s or 0)
+        timings = learned.for_cell(cell.host.pk, cell.build.pk)
+        cell_setup = timings.run_seconds(cell.workload.scale, 0, 0, 0)
+        run_s = timings.run_seconds(
+            cell.workload.scale, experiment.warmup_s, points, experiment.duration_s or 0
+        )
         setup += lifecycles * cell_setup
-        total += lifecycles * (cell_setup + measured)
+        total += lifecycles * run_s
     return HostTime(setup, total)
 
 

@@ -185,8 +185,14 @@ def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Tim
         raise ValueError(f"unknown timeline {name!r}")
     _kind, value = source
     rows = list(rows)
+    # A second read from a sampled log rests on its logged transactions (`sampled`).
+    counts = [r.sampled for r in rows if isinstance(r, ProgressSample)] or None
     return build_timeline(
-        [r.point for r in rows], [r.t or 0.0 for r in rows], [value(r) for r in rows], offsets
+        [r.point for r in rows],
+        [r.t or 0.0 for r in rows],
+        [value(r) for r in rows],
+        offsets,
+        counts,
     )
 
 

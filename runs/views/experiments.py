@@ -10,11 +10,11 @@ from django.views.decorators.http import require_POST
 from agents.contract.errors import JobError
 from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
+from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.forms.experiments import ScheduleForm
 from runs.models import Experiment, Host
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
-from runs.services.experiments import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.views.context import experiment_context, export_urls
 from runs.views.export import export_response
 

@@ -5,8 +5,13 @@
 - CSV `?rows=stats`: one row per run, client count and metric: n, mean,
   median, sd, 95 % CI, MDE and, against a baseline (comparisons), the
   difference with its CI, p, q (Benjamini-Hochberg) and the verdict.
-- JSON: the runs with their points and warnings, the statistics rows, and
-  what every warning code means.
+- CSV `?rows=seconds`: one row per second of each point (its timeline), with
+  the logged transactions it rests on (`sampled`) and the sampling rate.
+- JSON: the runs with their points (each with its seconds) and warnings, the
+  statistics rows, and what every warning code means.
+
+A point says what its percentiles rest on (`latency_sampled_transactions`,
+`latency_sampling_rate`).
 """
 
 import csv
@@ -18,7 +23,7 @@ from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
-from runs.models import Result, Run
+from runs.models import ProgressSample, Result, Run
 from runs.views.context import min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -44,6 +49,8 @@ COLUMNS = [
     "latency_avg_ms",
     "latency_stddev_ms",
     *(f"latency_{p}_ms" for p in PERCENTILES),
+    "latency_sampled_transactions",
+    "latency_sampling_rate",
     "transactions",
     "failed",
     "duration_s",
@@ -72,7 +79,18 @@ STATS_COLUMNS = [
     "verdict_note",
     "warnings",
 ]
-ROW_KINDS = ("points", "stats")
+SECOND_COLUMNS = [
+    *RUN_COLUMNS,
+    "point",
+    "t",
+    "tps",
+    "latency_ms",
+    "stddev_ms",
+    "failed",
+    "sampled",
+    "sampling_rate",
+]
+ROW_KINDS = ("points", "stats", "seconds")
 
 
 def run_fields(run: Run) -> dict[str, object]:
@@ -103,12 +121,37 @@ def point_fields(result: Result) -> dict[str, object]:
         "latency_avg_ms": result.latency_avg_ms,
         "latency_stddev_ms": result.latency_stddev_ms,
         **{f"latency_{p}_ms": percentiles.get(p) for p in PERCENTILES},
+        "latency_sampled_transactions": percentiles.get("sampled_transactions"),
+        "latency_sampling_rate": percentiles.get("sampling_rate"),
         "transactions": result.transactions,
         "failed": result.failed,
         "duration_s": result.duration_s,
         "pgbench_cpu_s": result.pgbench_cpu_s,
         "agent_cpu_s": result.agent_cpu_s,
     }
+
+
+def second_fields(sample: ProgressSample) -> dict[str, object]:
+    """One second of a point's timeline as stored, with what it rests on."""
+    return {
+        "point": sample.point,
+        "t": sample.t,
+        "tps": sample.tps,
+        "latency_ms": sample.latency_ms,
+        "stddev_ms": sample.stddev_ms,
+        "failed": sample.failed,
+        "sampled": sample.sampled,
+        "sampling_rate": sample.sampling_rate,
+    }
+
+
+def seconds_by_point(runs: list[Run]) -> dict[tuple[int, int], list[ProgressSample]]:
+    """(run id, point) -> its seconds in time order, for all `runs` in one query."""
+    found: dict[tuple[int, int], list[ProgressSample]] = {}
+    rows = ProgressSample.objects.filter(run__in=runs).order_by("run_id", "point", "t", "pk")
+    for sample in rows:
+        found.setdefault((sample.run_id, sample.point), []).append(sample)
+    return found
 
 
 def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[str]:
@@ -125,6 +168,7 @@ def _json_body(
     runs: list[Run], loaded: StatsInputs, table: StatsTable, baseline: Run | None
 ) -> dict[str, object]:
     cells, results = loaded["cells"], loaded["own_results"]
+    seconds = seconds_by_point(runs)
     return {
         "runs": [
             {
@@ -133,6 +177,7 @@ def _json_body(
                     {
                         **point_fields(r),
                         "warnings": point_warning_codes(table, standing_for(run, cells), r),
+                        "seconds": [second_fields(s) for s in seconds.get((run.pk, r.index), [])],
                     }
                     for r in results[run.pk]
                 ],
@@ -156,6 +201,14 @@ def _csv_points(
         for result in loaded["own_results"][run.pk]:
             codes = " ".join(point_warning_codes(table, cell, result))
             writer.writerow({**run_fields(run), **point_fields(result), "warnings": codes})
+
+
+def _csv_seconds(response: HttpResponse, runs: list[Run]) -> None:
+    writer = csv.DictWriter(response, fieldnames=SECOND_COLUMNS)
+    writer.writeheader()
+    identity = {run.pk: run_fields(run) for run in runs}
+    for (run_pk, _point), samples in seconds_by_point(runs).items():
+        writer.writerows({**identity[run_pk], **second_fields(s)} for s in samples)
 
 
 def _csv_stats(response: HttpResponse, cells: list[Run], table: StatsTable) -> None:
@@ -193,8 +246,10 @@ def export_response(
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         if rows == "stats":
             _csv_stats(response, loaded["cells"], table)
+        elif rows == "seconds":
+            _csv_seconds(response, runs)
         else:
             _csv_points(response, runs, loaded, table)
-        filename = f"{filename}-stats" if rows == "stats" else filename
+        filename = filename if rows == "points" else f"{filename}-{rows}"
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response

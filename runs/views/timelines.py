@@ -59,6 +59,9 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
     found = store.window(run, name, x0, x1)
     xs, ys = found.series.gapped()
     body = {"run": run.pk, "series": name, "x0": x0, "x1": x1, "x": xs, "y": ys}
+    counts = found.series.gapped_counts()
+    if counts is not None:
+        body["counts"] = counts
     return JsonResponse({**body, "samples": found.samples, "reduced": found.reduced})
 
 

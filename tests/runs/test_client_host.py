@@ -9,6 +9,7 @@ from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
 from runs import services
 from runs.analysis.validity import result_warnings
+from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Host, HostSample, Run, Series
 from runs.services.events import run_record_event
 from runs.services.history.series import series_fire, series_save
@@ -94,7 +95,7 @@ def test_the_estimate_counts_the_client_host_busy_for_every_server_hosts_runs():
 
     estimate = services.experiment_estimate(experiment)
 
-    setup = services.experiments.RUN_OVERHEAD_S + 0.5
+    setup = RUN_OVERHEAD_S + 0.5
     assert estimate == expected_estimate("blocks", 4, busiest_runs=4, points_per_run=6, setup=setup)
 
 

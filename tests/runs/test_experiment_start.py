@@ -12,6 +12,7 @@ from agents.contract.spec.document import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
 from runs.contract.execution import derived_seed, execution_plan
+from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.models import Experiment, Run
 from runs.services.errors import Conflict
 from runs.services.validation import check_job_spec
@@ -278,7 +279,7 @@ def test_estimate_in_blocks_counts_one_setup_per_cell_on_the_busiest_host():
 
     estimate = services.experiment_estimate(experiment)
 
-    setup = services.experiments.RUN_OVERHEAD_S + 0.5
+    setup = RUN_OVERHEAD_S + 0.5
     assert estimate == expected_estimate("blocks", 4, busiest_runs=2, points_per_run=6, setup=setup)
 
 
@@ -295,7 +296,7 @@ def test_estimate_in_rounds_adds_a_setup_and_warm_up_per_repeat_of_each_cell():
 
     estimate = services.experiment_estimate(experiment)
 
-    setup = services.experiments.RUN_OVERHEAD_S + 10 * services.experiments.SCALE_LOAD_S_PER_UNIT
+    setup = RUN_OVERHEAD_S + 10 * SCALE_LOAD_S_PER_UNIT
     assert estimate == expected_estimate("rounds", 6, busiest_runs=6, points_per_run=2, setup=setup)
 
 

@@ -11,7 +11,7 @@ from typing import Literal, NotRequired, TypedDict
 # them, or the per-second aggregates (max only).
 PercentileSource = Literal["sample", "full", "aggregate"]
 # What the sampling rate was chosen from.
-ExpectedFrom = Literal["warmup", "previous_point", "rate_limit", "first_guess"]
+ExpectedFrom = Literal["warmup", "calibration", "previous_point", "rate_limit", "first_guess"]
 
 FULL_LOG_WARNING = (
     "latency_log full: pgbench writes a line per transaction, which costs throughput "

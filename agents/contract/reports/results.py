@@ -149,6 +149,10 @@ class SettingsRecord(TypedDict):
     # Compile-time settings the server reports (pg_settings context "internal"):
     # block_size, wal_block_size, segment_size, ... as "setting" or "setting unit".
     compiled: NotRequired[dict[str, str]]
+    # The pg_settings catalogue this job read from the server because the agent had
+    # none cached (the first job of a version; a source build's are its own): the lab
+    # keeps it to check settings when runs are scheduled.
+    catalogue: NotRequired[dict[str, Any]]
 
 
 class ResultDocument(TypedDict):

@@ -237,7 +237,16 @@ class ResultSerializer(StrictModelSerializer[Result]):
 class ProgressSampleSerializer(StrictModelSerializer[ProgressSample]):
     class Meta:
         model = ProgressSample
-        fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
+        fields = [
+            "point",
+            "t",
+            "tps",
+            "latency_ms",
+            "stddev_ms",
+            "failed",
+            "sampled",
+            "sampling_rate",
+        ]
 
 
 class SampleSerializer(serializers.Serializer[Document]):

@@ -17,7 +17,8 @@ from agents.contract.reports.events import (
     validate_event,
 )
 from agents.contract.reports.events import RunEvent as RunEventDocument
-from runs.models import Host, PgCatalogue, Run, StorageTarget
+from runs.models import Host, Run, StorageTarget
+from runs.services.catalogues import catalogue_keep
 from runs.services.events import parse_event_time, run_record_event
 from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
 from runs.services.hosts.space import host_record_space, registered_space
@@ -76,12 +77,5 @@ def _register(host: Host, data: RegistrationData) -> None:
             },
         )
     for version, catalogue in (data.get("catalogues") or {}).items():
-        PgCatalogue.objects.update_or_create(
-            version=version,
-            defaults={
-                "catalogue": catalogue,
-                "reported_by": host.name,
-                "received_at": timezone.now(),
-            },
-        )
+        catalogue_keep(version, catalogue, host.name)
     logger.info("agent %s registered with storage %s", host.name, ", ".join(storage) or "none")

@@ -10,6 +10,7 @@ from agents.contract.errors import JobError
 from agents.contract.reports.latency import describe_percentiles
 from agents.pgbench.latency_log import (
     FIRST_GUESS_TPS_PER_CPU,
+    MIN_LOGGED_TRANSACTIONS,
     STALE_AFTER_S,
     TARGET_LOG_LINES_PER_S,
     ExpectedThroughput,
@@ -18,6 +19,7 @@ from agents.pgbench.latency_log import (
     _write_owner,
     expected_throughput,
     log_root,
+    point_transactions,
     remove_dead_job_logs,
     remove_stale_logs,
     sampling_rate_for,
@@ -49,6 +51,38 @@ def test_rate_limit_caps_the_expected_throughput() -> None:
 def test_sampling_rate_keeps_the_log_near_its_target(tps: float, rate: float) -> None:
     assert sampling_rate_for(tps) == rate
     assert tps * rate <= TARGET_LOG_LINES_PER_S * 1.05 or rate == 1.0
+
+
+@pytest.mark.parametrize(
+    ("tps", "duration_s"), [(708.0, 10), (708.0, 3), (150_000.0, 1), (2_000.0, 2), (50.0, 10)]
+)
+def test_sample_of_a_point_at_its_expected_tps_holds_four_times_the_minimum(
+    tps: float, duration_s: int
+) -> None:
+    transactions = point_transactions(tps, duration_s, None, clients=4)
+    assert transactions == tps * duration_s
+    rate = sampling_rate_for(tps, transactions)
+    logged = rate * transactions
+    assert logged >= min(4 * MIN_LOGGED_TRANSACTIONS * 0.95, transactions)
+    assert rate == 1.0 or logged / duration_s <= max(
+        TARGET_LOG_LINES_PER_S * 1.05, 4.2 * MIN_LOGGED_TRANSACTIONS / duration_s
+    )
+
+
+def test_transaction_count_points_plan_on_their_exact_count() -> None:
+    assert point_transactions(708.0, None, 300, clients=2) == 600.0
+    assert sampling_rate_for(708.0, 600.0) == 1.0, "fewer than the minimum: every one logged"
+    assert sampling_rate_for(708.0, 100_000.0) == 0.71
+    assert sampling_rate_for(708.0, 5_000.0) == 0.8
+    assert point_transactions(708.0, None, None, clients=2) is None
+
+
+def test_first_guess_of_the_old_kind_would_have_logged_too_few() -> None:
+    """The case of issue 19: 708 tps planned at the first guess logs a few dozen lines in
+    10 s; planned at the measured tps it logs thousands."""
+    guessed = FIRST_GUESS_TPS_PER_CPU * 2
+    assert sampling_rate_for(guessed) * 708 * 10 < 100
+    assert sampling_rate_for(708.0, 7080.0) * 7080 >= 4 * MIN_LOGGED_TRANSACTIONS
 
 
 def test_sampled_plan_passes_its_rate_to_pgbench(tmp_path: Path) -> None:

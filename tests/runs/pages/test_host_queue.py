@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Run
 from runs.queues import estimated_seconds, host_queues
-from runs.services.experiments import RUN_OVERHEAD_S
 from tests.runs.factories import HostFactory, RunFactory
 
 pytestmark = pytest.mark.django_db

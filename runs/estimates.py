@@ -1,0 +1,144 @@
+"""How long a run takes, learned from the runs a host finished.
+
+A run is a cluster setup (finding or building PostgreSQL, initdb, start,
+settings; and at the end stopping and removing the cluster), a dataset load
+(`pgbench -i` and the setup SQL, per scale unit), its warm-up and its points,
+each its duration plus an overhead (the calibration run, CHECKPOINT/VACUUM
+between points, samplers and the transaction log read afterwards). The
+agent's status events say when each phase began (`provisioning`, `loading`,
+`running N points`, `stopping`), so each succeeded run measures the three
+costs; the median of a host's latest runs of the same build (else of any
+build on that host) is what the next estimate uses. With nothing learned the
+estimate falls back to the constants below.
+"""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils.dateparse import parse_datetime
+
+from runs.models import Run, RunEvent
+
+# Rough cost of one cluster lifecycle besides the measured points (initdb, start,
+# settings and restart, stop) and of `pgbench -i` per scale unit, when nothing was
+# learned on the host yet. Rounds pay them once per repeat.
+RUN_OVERHEAD_S = 30.0
+SCALE_LOAD_S_PER_UNIT = 0.5
+POINT_OVERHEAD_S = 0.0
+# How many of a host's latest succeeded runs its estimates learn from.
+LEARNED_RUNS = 20
+
+
+@dataclass(frozen=True)
+class Timings:
+    """What a run costs besides its measured seconds; `runs` is how many it was learned from."""
+
+    setup_s: float
+    load_s_per_unit: float
+    point_overhead_s: float
+    runs: int = 0
+
+    def run_seconds(self, scale: float, warmup_s: float, points: int, duration_s: float) -> float:
+        """A run's seconds: setup, the load at `scale`, the warm-up and every point."""
+        load = scale * self.load_s_per_unit
+        return self.setup_s + load + warmup_s + points * (duration_s + self.point_overhead_s)
+
+
+DEFAULT_TIMINGS = Timings(RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT, POINT_OVERHEAD_S)
+
+
+@dataclass(frozen=True)
+class Learned:
+    """Timings learned per (host, build) and per host; `for_cell` picks the closest."""
+
+    by_build: dict[tuple[int, int], Timings]
+    by_host: dict[int, Timings]
+
+    def for_cell(self, host_id: int | None, build_id: int | None) -> Timings:
+        if host_id is not None and build_id is not None and (host_id, build_id) in self.by_build:
+            return self.by_build[(host_id, build_id)]
+        return self.by_host.get(host_id or 0, DEFAULT_TIMINGS)
+
+    def for_run(self, run: Run) -> Timings:
+        return self.for_cell(run.host_id, run.build_id)
+
+
+def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings | None:
+    """One finished run's setup, load per scale unit and per-point overhead, from its
+    status events (time, state, message) in order; None when a phase is missing."""
+    sweep, dataset = run.spec.get("sweep") or {}, run.spec.get("dataset") or {}
+    points = len(sweep.get("clients") or []) * (sweep.get("repeats") or 1)
+    duration = sweep.get("duration_s")
+    loading = _first(statuses, lambda state, message: state == "loading")
+    running = _first(statuses, lambda state, message: message.endswith(" points"))
+    stopping = _first(statuses, lambda state, message: state == "stopping")
+    started, finished = run.started_at, run.finished_at
+    if loading is None or running is None or stopping is None or not duration:
+        return None
+    if started is None or finished is None:
+        return None
+    setup = (loading - started) + (finished - stopping)
+    load = (running - loading).total_seconds()
+    measured = (stopping - running).total_seconds() - (sweep.get("warmup_s") or 0)
+    return Timings(
+        setup_s=max(setup.total_seconds(), 0.0),
+        load_s_per_unit=max(load, 0.0) / max(dataset.get("scale") or 1, 1),
+        point_overhead_s=max(measured / max(points, 1) - duration, 0.0),
+        runs=1,
+    )
+
+
+def _first(
+    statuses: list[tuple[datetime, str, str]], wanted: Callable[[str, str], bool]
+) -> datetime | None:
+    """When the first status (state, message) that is `wanted` was said."""
+    return next((ts for ts, state, message in statuses if wanted(state, message)), None)
+
+
+def learned_timings(host_ids: Iterable[int]) -> Learned:
+    """Timings learned from the latest LEARNED_RUNS succeeded runs of each host."""
+    runs: list[Run] = []
+    for host_id in set(host_ids):
+        latest = Run.objects.filter(host_id=host_id, status=Run.Status.SUCCEEDED)
+        runs += latest.exclude(started_at=None).order_by("-finished_at")[:LEARNED_RUNS]
+    statuses = _statuses([run.pk for run in runs])
+    by_build: dict[tuple[int, int], list[Timings]] = defaultdict(list)
+    by_host: dict[int, list[Timings]] = defaultdict(list)
+    for run in runs:
+        phases = run_phases(run, statuses.get(run.pk, []))
+        if phases is not None:
+            by_build[(run.host_id, run.build_id)].append(phases)
+            by_host[run.host_id].append(phases)
+    return Learned(
+        {key: _median(found) for key, found in by_build.items()},
+        {key: _median(found) for key, found in by_host.items()},
+    )
+
+
+def _statuses(run_ids: list[int]) -> dict[int, list[tuple[datetime, str, str]]]:
+    """Run id -> its status events (time, state, message) in order."""
+    found: dict[int, list[tuple[datetime, str, str]]] = defaultdict(list)
+    rows = (
+        RunEvent.objects.filter(run_id__in=run_ids, type="status")
+        .exclude(ts=None)
+        .order_by("run_id", "seq")
+        .values_list("run_id", "ts", "payload")
+    )
+    for run_id, ts, payload in rows:
+        when = ts if isinstance(ts, datetime) else parse_datetime(str(ts))
+        if when is not None:
+            state, message = str(payload.get("state", "")), str(payload.get("message", ""))
+            found[run_id].append((when, state, message))
+    return found
+
+
+def _median(found: list[Timings]) -> Timings:
+    return Timings(
+        statistics.median(t.setup_s for t in found),
+        statistics.median(t.load_s_per_unit for t in found),
+        statistics.median(t.point_overhead_s for t in found),
+        len(found),
+    )

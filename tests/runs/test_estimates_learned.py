@@ -1,0 +1,113 @@
+"""Estimates learned from the runs a host finished (runs/estimates.py): cluster setup, load
+per scale unit and per-point overhead from the agent's status events, per host and build."""
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from runs import services
+from runs.estimates import DEFAULT_TIMINGS, RUN_OVERHEAD_S, Timings, learned_timings
+from runs.models import Host, PgBuild, Run, RunEvent
+from runs.queues import estimated_seconds, host_queues
+from tests.runs.factories import ExperimentFactory, HostFactory, PgBuildFactory, RunFactory
+
+pytestmark = pytest.mark.django_db
+
+SPEC = {"sweep": {"clients": [1, 2], "repeats": 1, "duration_s": 10}, "dataset": {"scale": 2}}
+
+
+def finished_like_an_agent(
+    host: Host, build: PgBuild, setup_s: float, load_s: float, overhead_s: float
+) -> Run:
+    """A succeeded run of SPEC with the status events an agent sends, its phases lasting
+    `setup_s` (half before the load, half after the points), `load_s` and two points of
+    10 s plus `overhead_s` each."""
+    start = timezone.now() - timedelta(hours=1)
+    loading = start + timedelta(seconds=setup_s / 2)
+    running = loading + timedelta(seconds=load_s)
+    stopping = running + timedelta(seconds=2 * (10 + overhead_s))
+    finished = stopping + timedelta(seconds=setup_s / 2)
+    run = RunFactory(
+        host=host,
+        build=build,
+        spec=SPEC,
+        status=Run.Status.SUCCEEDED,
+        started_at=start,
+        finished_at=finished,
+    )
+    said: list[tuple[datetime, str, str]] = [
+        (start, "provisioning", "finding PostgreSQL 16"),
+        (start + timedelta(seconds=1), "initdb", "creating a throw-away cluster"),
+        (loading, "loading", "pgbench -i at scale 2"),
+        (running, "running", "running 2 points"),
+        (running + timedelta(seconds=1), "running", "point 1 of 2: 1 clients, run 1"),
+        (stopping, "stopping", "stopping and removing the cluster"),
+    ]
+    RunEvent.objects.bulk_create(
+        RunEvent(run=run, seq=n, type="status", ts=ts, payload={"state": s, "message": m})
+        for n, (ts, s, m) in enumerate(said, start=1)
+    )
+    return run
+
+
+def test_a_finished_runs_phases_are_learned_for_its_host_and_build() -> None:
+    host, build = HostFactory(), PgBuildFactory()
+    for setup in (4.0, 5.0, 9.0):
+        finished_like_an_agent(host, build, setup_s=setup, load_s=1.0, overhead_s=1.5)
+
+    learned = learned_timings([host.pk])
+
+    timings = learned.for_cell(host.pk, build.pk)
+    assert timings.runs == 3
+    assert timings.setup_s == pytest.approx(5.0)
+    assert timings.load_s_per_unit == pytest.approx(0.5)
+    assert timings.point_overhead_s == pytest.approx(1.5)
+    other_build = PgBuildFactory()
+    assert learned.for_cell(host.pk, other_build.pk) == learned.by_host[host.pk]
+    assert learned.for_cell(HostFactory().pk, build.pk) == DEFAULT_TIMINGS
+
+
+def test_a_build_learned_on_the_host_wins_over_the_hosts_other_builds() -> None:
+    host, slow, fast = HostFactory(), PgBuildFactory(), PgBuildFactory()
+    finished_like_an_agent(host, slow, setup_s=60.0, load_s=1.0, overhead_s=0.5)
+    finished_like_an_agent(host, fast, setup_s=4.0, load_s=1.0, overhead_s=0.5)
+
+    learned = learned_timings([host.pk])
+
+    assert learned.for_cell(host.pk, slow.pk).setup_s == pytest.approx(60.0)
+    assert learned.for_cell(host.pk, fast.pk).setup_s == pytest.approx(4.0)
+
+
+def test_the_queue_starts_waiting_runs_at_the_learned_times() -> None:
+    host, build = HostFactory(), PgBuildFactory()
+    finished_like_an_agent(host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    started = timezone.now() - timedelta(seconds=5)
+    RunFactory(host=host, build=build, spec=SPEC, status=Run.Status.RUNNING, started_at=started)
+    waiting = RunFactory(host=host, build=build, spec=SPEC, position=1)
+
+    (queued,) = host_queues([host])[host.pk].waiting
+
+    learned = Timings(6.0, 1.0, 1.0)
+    assert estimated_seconds(waiting, learned) == pytest.approx(6 + 2 + 2 * 11)
+    assert queued.starts_at == started + timedelta(seconds=30)
+    assert estimated_seconds(waiting) == RUN_OVERHEAD_S + 2 * 0.5 + 2 * 10
+
+
+def test_an_experiments_estimate_uses_what_its_host_learned() -> None:
+    host, build = HostFactory(), PgBuildFactory()
+    finished_like_an_agent(host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    experiment = ExperimentFactory(hosts=[host], builds=[build], clients=[1, 2], duration_s=10)
+
+    estimate = services.experiment_estimate(experiment)
+
+    assert estimate["setup_seconds"] == round(6 + 1 * 1.0)  # the workload's scale is 1
+    assert estimate["estimated_seconds"] == round(6 + 1 + 2 * 11)
+
+
+def test_runs_without_their_phases_teach_nothing() -> None:
+    host = HostFactory()
+    RunFactory(host=host, spec=SPEC, status=Run.Status.SUCCEEDED, started_at=timezone.now())
+    RunFactory(host=host, spec=SPEC, status=Run.Status.FAILED, started_at=timezone.now())
+
+    assert learned_timings([host.pk]).for_cell(host.pk, None) == DEFAULT_TIMINGS

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
+from runs.analysis.shapes import shape_of
 from runs.analysis.stats import MIN_REPEATS, Summary
 from runs.models import Result, Run
 
@@ -69,6 +70,18 @@ CHECKS = {
             "unsafe settings",
             "without crash safety the server skips work production servers do, so the "
             "numbers do not carry over",
+        ),
+        Check(
+            "outlier_repeat",
+            "outlier repeat",
+            "a repeat far from the others (in MAD units) moves the mean and widens the "
+            "interval; the verdict then uses ranks (median and Mann-Whitney) instead",
+        ),
+        Check(
+            "repeats_in_two_groups",
+            "repeats in two groups",
+            "repeats that fall into two groups measured two different states, and their "
+            "mean is neither; the verdict then uses ranks (median and Mann-Whitney) instead",
         ),
         Check(
             "too_few_repeats",
@@ -360,17 +373,28 @@ def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
     return found
 
 
-def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:
-    """The checks on a run's repeats at one client count."""
+def cell_warnings(summary: Summary | None, values: Sequence[float] = ()) -> list[ValidityWarning]:
+    """The checks on a run's repeats at one client count (`values`: the repeats, in order)."""
     if summary is None:
         return []
-    found = []
+    found = _shape_warnings(values) if all(v > 0 for v in values) else []
     if summary.cv is not None and summary.cv > REPEATS_CV_ABOVE:
         found.append(
             ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats")
         )
     if summary.n < MIN_REPEATS:
         found.append(ValidityWarning("too_few_repeats", f"{summary.n} of {MIN_REPEATS} needed"))
+    return found
+
+
+def _shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
+    shape = shape_of(values)
+    found = []
+    if shape.outliers:
+        repeats = ", ".join(str(i + 1) for i in shape.outliers)
+        found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
+    if shape.bimodal:
+        found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
     return found
 
 

@@ -255,10 +255,8 @@ def _too_few(question: Question, difference: Difference | None, min_effect_pct: 
 
 def is_comparable(question: Question) -> bool:
     """Every repeat on both sides is positive: the ratio of geometric means exists."""
-    return all(
-        len(side) and all(value > 0 for value in side)
-        for side in (question.values, question.baseline)
-    )
+    sides = (np.asarray(side, dtype=float) for side in (question.values, question.baseline))
+    return all(side.size and bool(np.all(side > 0)) for side in sides)
 
 
 def is_testable(question: Question) -> bool:

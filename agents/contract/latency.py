@@ -47,7 +47,7 @@ class LatencyPercentiles(TypedDict):
     warning: NotRequired[str | None]
 
 
-def describe_percentiles(percentiles: LatencyPercentiles | dict | None) -> str:
+def describe_percentiles(percentiles: LatencyPercentiles | None) -> str:
     """One line saying where a point's percentiles come from, e.g.
     "from a 2 % sample, 41,000 transactions"."""
     if not percentiles:

@@ -123,7 +123,7 @@ class _Splitter:
             self.parens = max(0, self.parens + {"(": 1, ")": -1}.get(char, 0))
             self._add("symbol", char, pos + 1)
 
-    def _word(self, word: re.Match) -> None:
+    def _word(self, word: re.Match[str]) -> None:
         text, end = self.text, word.end()
         prefix = word.group().lower()
         if text.startswith("&'", end) and prefix == "u":

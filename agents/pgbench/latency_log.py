@@ -295,7 +295,9 @@ def _last_write(directory: Path) -> float:
         return time.time()
 
 
-def _log_removal_error(function: object, path: str, exc_info: tuple) -> None:
+def _log_removal_error(
+    function: object, path: str, exc_info: tuple[type[BaseException], BaseException, object]
+) -> None:
     logger.warning("could not remove transaction log %s: %s", path, exc_info[1])
 
 

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agents.contract.builds import BuildDefinition, BuildRecord
 from agents.contract.errors import Cancelled, JobError
@@ -254,7 +255,7 @@ class BuildSteps:
             raise BuildFailed(step, f"exit code {exit_code}; last lines of the log:\n{self.tail()}")
 
     def _wait(
-        self, process: subprocess.Popen, step: str, on_tick: Callable[[], None] | None
+        self, process: "subprocess.Popen[Any]", step: str, on_tick: Callable[[], None] | None
     ) -> int:
         deadline = time.monotonic() + STEP_TIMEOUT_S
         while True:

@@ -534,7 +534,7 @@ class Cluster:
                 process.kill()
         psutil.wait_procs(leftovers, timeout=10)
 
-    def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         started = time.monotonic()
         result = subprocess.run(
             self.os_user.command(argv, self.server_view(), self.job_dir),

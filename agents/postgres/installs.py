@@ -164,7 +164,7 @@ def find_cached_installs(cache_dir: Path) -> list[Install]:
     return sorted(found, key=lambda install: version_key(install.version), reverse=True)
 
 
-def _pip(*args: str, timeout: int) -> subprocess.CompletedProcess:
+def _pip(*args: str, timeout: int) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "pip", *args]
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)

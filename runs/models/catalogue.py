@@ -5,7 +5,7 @@ derived properties only.
 """
 
 from datetime import timedelta
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -16,8 +16,11 @@ from agents.contract.signing import fingerprint, is_secret
 from agents.contract.spec import SettingValue
 from runs.contract.choices import text_choices
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def owner_field(related_name: str) -> models.ForeignKey:
+
+def owner_field(related_name: str) -> "models.ForeignKey[User | None, User | None]":
     """`created_by`, the owner: only they or staff may change or delete the row.
 
     Null (rows from before ownership, presets, a deleted user) means staff only.

@@ -27,7 +27,7 @@ def workload_spec(workload: Workload) -> WorkloadSections:
     }
 
 
-def clean_build_definition(source: str, definition: object) -> dict:
+def clean_build_definition(source: str, definition: object) -> dict[str, object]:
     """A source build's definition checked as the agent will check it, else `{}`.
 
     Raises ValidationError on `definition` naming the part to fix (e.g.

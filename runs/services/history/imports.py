@@ -234,7 +234,7 @@ def _as_point(
 ) -> PointResult:
     """The point as an agent would have sent it; repeats count earlier runs at these clients."""
     repeat = 1 + sum(1 for p in earlier if p["clients"] == parsed["clients"])
-    point: dict = {
+    point: dict[str, object] = {
         **parsed,
         "index": index,
         "repeat": repeat,

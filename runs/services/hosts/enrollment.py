@@ -118,7 +118,7 @@ def _enrollment_refusal(event: AgentEvent, name: str, host: Host | None) -> str:
     return _pending_reason(host)
 
 
-def _reported(event: AgentEvent) -> dict:
+def _reported(event: AgentEvent) -> dict[str, object]:
     """What a registration reported, without the secret."""
     return {key: value for key, value in event["data"].items() if key != "secret"}
 

@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
 from agents.contract.samples import HostSampleDocument, ServerSampleDocument
-from runs.analysis.shapes import shape_of
 from runs.analysis.stats import MIN_REPEATS, Summary
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 
@@ -427,28 +426,17 @@ def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
     return found
 
 
-def cell_warnings(summary: Summary | None, values: Sequence[float] = ()) -> list[ValidityWarning]:
-    """The checks on a run's repeats at one client count (`values`: the repeats, in order)."""
+def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:
+    """The checks on a run's repeats at one client count."""
     if summary is None:
         return []
-    found = _shape_warnings(values) if all(v > 0 for v in values) else []
+    found = []
     if summary.cv is not None and summary.cv > REPEATS_CV_ABOVE:
         found.append(
             ValidityWarning("repeats_disagree", f"CV {summary.cv * 100:.0f} % across repeats")
         )
     if summary.n < MIN_REPEATS:
         found.append(ValidityWarning("too_few_repeats", f"{summary.n} of {MIN_REPEATS} needed"))
-    return found
-
-
-def _shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
-    shape = shape_of(values)
-    found = []
-    if shape.outliers:
-        repeats = ", ".join(str(i + 1) for i in shape.outliers)
-        found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
-    if shape.bimodal:
-        found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
     return found
 
 

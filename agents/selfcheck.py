@@ -37,10 +37,10 @@ from scipy import stats
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
-from agents.contract.latency import LatencyPercentiles
-from agents.contract.pgbench_parse import parse_output
-from agents.contract.results import PointResult
-from agents.contract.spec import validate_spec
+from agents.contract.pgbench_output.parse import parse_output
+from agents.contract.reports.latency import LatencyPercentiles
+from agents.contract.reports.results import PointResult
+from agents.contract.spec.document import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
 from agents.pgbench.process import run_pgbench

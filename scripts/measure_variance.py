@@ -21,8 +21,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.config import DEFAULT_OS_USER, AgentConfig  # noqa: E402
-from agents.postgres.cluster import Cluster  # noqa: E402
-from agents.postgres.installs import Install, ensure_install  # noqa: E402
+from agents.postgres.cluster.lifecycle import Cluster  # noqa: E402
+from agents.postgres.installs.ensure import ensure_install  # noqa: E402
+from agents.postgres.installs.inventory import Install  # noqa: E402
 from agents.postgres.osuser import OsUser, ensure_os_user  # noqa: E402
 
 SCALE, CLIENTS, WARM_UP_SECONDS = 10, 1, 5

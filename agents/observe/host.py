@@ -8,8 +8,8 @@ process table: the sampler must not compete with pgbench for CPU.
 import os
 from pathlib import Path
 
-from agents.contract.results import Sample
-from agents.contract.samples import DiskRates
+from agents.contract.reports.results import Sample
+from agents.contract.reports.samples import DiskRates
 from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 from agents.observe.procfs import (

@@ -40,7 +40,7 @@ class Finished:
     cpu_s: float | None
 
     def as_fields(self) -> dict[str, object]:
-        """The point result's command fields (agents/contract/results.py)."""
+        """The point result's command fields (agents/contract/reports/results.py)."""
         return {
             "argv": self.argv,
             "exit_code": self.exit_code,

@@ -14,20 +14,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, cast
 
 from agents.contract.errors import JobError
-from agents.contract.results import PointResult, Sample
-from agents.contract.spec import JobSpec
+from agents.contract.reports.results import PointResult, Sample
+from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
 from agents.pgbench.latency_log import log_root
 from agents.pgbench.process import Finished, run_pgbench
-from agents.postgres.cluster import Cluster
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.disk_full import sign_line
 from agents.postgres.osuser import chown_tree
 from agents.sandbox import Started
 
 if TYPE_CHECKING:
-    from agents.postgres.installs import Install
+    from agents.postgres.installs.inventory import Install
 
 T = TypeVar("T")
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.contract.errors import JobError
-from agents.contract.latency import ExpectedFrom
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
-from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
-from agents.contract.results import PointResult, ProgressLine
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
+from agents.contract.reports.latency import ExpectedFrom
+from agents.contract.reports.results import PointResult, ProgressLine
+from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.pgbench import command
 from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
-from agents.contract.results import ProgressLine
-from agents.contract.spec import ProcessSpec
+from agents.contract.reports.results import ProgressLine
+from agents.contract.spec.document import ProcessSpec
+from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.pgbench import command
 from agents.pgbench.combine import combine_processes
 from agents.pgbench.group import (

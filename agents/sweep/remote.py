@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from agents.contract.errors import JobError
-from agents.contract.results import PointResult
-from agents.pair import Message, PairLink
+from agents.contract.reports.results import PointResult
+from agents.pair.link import Message, PairLink
 from agents.sweep.context import PointBase, PointContext
 
 

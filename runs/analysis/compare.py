@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agents.contract.builds import BuildRecord
+from agents.contract.builds.definition import BuildRecord
 from runs.analysis import stats, verdicts
 from runs.analysis import validity as checks
 from runs.analysis.equivalence import DEFAULT_MARGIN_PCT

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
-from agents.contract.samples import HostSampleDocument, ServerSampleDocument
+from agents.contract.reports.samples import HostSampleDocument, ServerSampleDocument
 from runs.analysis.stats import MIN_REPEATS, Summary
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 

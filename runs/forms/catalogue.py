@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.contract.errors import JobError
-from agents.contract.fields import DATASET, WORKLOAD
-from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec, SettingValue
+from agents.contract.spec.document import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec, SettingValue
+from agents.contract.spec.fields import DATASET, WORKLOAD
 from runs import services
 from runs.contract import spec_fields
 from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS

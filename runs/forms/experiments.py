@@ -8,7 +8,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
-from agents.contract.spec import StorageSpec
+from agents.contract.spec.document import StorageSpec
 from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS

@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from agents.contract.spec import BUILTIN_SCRIPTS, ScriptSpec
+from agents.contract.spec.document import BUILTIN_SCRIPTS, ScriptSpec
 
 SCRIPT_PARTS = ("name", "text", "weight")
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agents.contract import vocabulary
 from agents.contract.signing import fingerprint, is_secret
-from agents.contract.spec import SettingValue
+from agents.contract.spec.document import SettingValue
 from runs.contract.choices import text_choices
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class PgBuild(models.Model):
     name = models.CharField(max_length=100, unique=True)
     version = models.CharField(max_length=20)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.AUTO)
-    # Source builds only: the job spec's `postgres.build` (agents/contract/builds.py).
+    # Source builds only: the job spec's `postgres.build` (agents/contract/builds/definition.py).
     definition = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     created_by = owner_field("pg_builds")
@@ -172,7 +172,7 @@ class PgCatalogue(models.Model):
     """The `pg_settings` catalogue of one exact PostgreSQL version.
 
     Sent by agents at registration; `catalogue` is the JSON that
-    `agents.contract.catalogue.Catalogue.from_json` reads. Config profiles are
+    `agents.contract.settings.catalogue.Catalogue.from_json` reads. Config profiles are
     validated against it before anything is queued.
     """
 
@@ -281,7 +281,7 @@ class Workload(models.Model):
     defines = models.JSONField(default=dict, blank=True)
     # What the lab measures besides tps (docs/benchmarks.md, "What each pgbench
     # option costs"): each costs throughput, so only the cheap ones are on by default.
-    # Labels and help texts of the spec fields: agents/contract/fields.py.
+    # Labels and help texts of the spec fields: agents/contract/spec/fields.py.
     latency_log = models.CharField(
         max_length=10, choices=LatencyLog.choices, default=LatencyLog.SAMPLED
     )

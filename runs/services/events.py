@@ -31,15 +31,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.contract.events import (
+from agents.contract.reports.events import (
     LogData,
     ProgressData,
     SampleData,
     StatusData,
     StepData,
 )
-from agents.contract.events import RunEvent as RunEventDocument
-from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
+from agents.contract.reports.events import RunEvent as RunEventDocument
+from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
 from runs.models import (
     Host,
     HostSample,

@@ -19,8 +19,7 @@ from django.contrib.auth.models import User as DjangoUser
 from django.db import transaction
 
 from agents.contract.errors import JobError
-from agents.contract.fields import SWEEP, defaults
-from agents.contract.spec import (
+from agents.contract.spec.document import (
     DEFAULTS,
     SPEC_VERSION,
     JobSpec,
@@ -29,6 +28,7 @@ from agents.contract.spec import (
     StorageSpec,
     SweepSpec,
 )
+from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values

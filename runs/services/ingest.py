@@ -22,13 +22,13 @@ from django.db.models import JSONField, Model, QuerySet
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import (
+from agents.contract.reports.events import (
     AgentEvent,
     HeartbeatData,
     SampleData,
     validate_event,
 )
-from agents.contract.events import RunEvent as RunEventDocument
+from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import (
     Host,
     HostSample,
@@ -54,7 +54,7 @@ LIVE_TYPES = frozenset({"progress", "sample"})
 Accepted = list[tuple[RunEventDocument, Run]]
 Row = dict[str, object]  # a row to insert: column attname -> value
 StoredRows = QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[ServerSample]
-# The sample event's keys (agents.contract.events.SampleData) -> the row they are stored as.
+# The sample event's keys (agents.contract.reports.events.SampleData) -> the row they are stored as.
 SAMPLE_KINDS: tuple[tuple[str, type[HostSample] | type[ServerSample], Row], ...] = (
     ("host", HostSample, {"role": HostSample.Role.SERVER}),
     ("server", ServerSample, {}),

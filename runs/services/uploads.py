@@ -3,7 +3,7 @@
 An upload is checked before anything is kept: at most SOURCE_UPLOAD_MAX_MB,
 within the uploader's SOURCE_UPLOAD_QUOTA_MB, a tarball whose members stay in
 the tree and add up to less than the agents unpack
-(agents.contract.source_tree), with `configure` at its top. Its bytes are a
+(agents.contract.builds.source_tree), with `configure` at its top. Its bytes are a
 file in SOURCE_UPLOAD_DIR named by the sha256, its row a SourceUpload of the
 build, and the build's source becomes `{"kind": "upload", "location":
 <sha256>}`. The file goes when its last build is deleted.
@@ -29,9 +29,9 @@ from django.db.models import Model, Sum
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from agents.contract.builds.source_tree import UnsafeSource, bounded_members
 from agents.contract.errors import JobError
-from agents.contract.source_tree import UnsafeSource, bounded_members
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from runs.contract import transport
 from runs.models import PgBuild, Run, SourceUpload
 from runs.services.errors import Conflict

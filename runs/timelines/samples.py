@@ -8,7 +8,7 @@ and its label) are what digests store and charts draw.
 
 from collections.abc import Sequence
 
-from agents.contract.samples import DiskRates, HostSampleDocument
+from agents.contract.reports.samples import DiskRates, HostSampleDocument
 from runs.analysis.validity import CheckpointEvent, checkpoint_events
 from runs.models import HostSample, ProgressSample, ServerSample
 

@@ -17,7 +17,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.wire import agent_queue
-from agents.identity import load_or_create_identity
+from agents.worker.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, HostSample, Run
 from tests.integration.conftest import REPO, Lab, running_lab

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.client_half import run_client_half
 from agents.config import AgentConfig
 from agents.contract.wire import dispatch_key
 from agents.events import EventEmitter
 from agents.job import run_job
-from agents.pair import PairLink
-from agents.transport import redis_client
+from agents.pair.client_half import run_client_half
+from agents.pair.link import PairLink
+from agents.worker.transport import redis_client
 from runs import presets, services
 from runs.forms.experiments import parse_clients, parse_storage_layouts
 from runs.models import ConfigProfile, Experiment, Host, HostSample, PgBuild, Run, Workload

@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
-from agents.contract.spec import VERSION_PATTERN, ScriptSpec, SettingValue
+from agents.contract.spec.document import VERSION_PATTERN, ScriptSpec, SettingValue
 from runs import services
 from runs.api.errors import job_error_detail
 from runs.api.fields import (

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from agents.contract.events import EVENT_VERSION
+from agents.contract.reports.events import EVENT_VERSION
 from agents.contract.signing import new_secret, sign
 from runs.contract.transport import redis_connection
 from runs.control.consumer import EventConsumer

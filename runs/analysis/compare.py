@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agents.contract.builds.definition import BuildRecord
-from runs.analysis import stats
+from runs.analysis import stats, verdicts
 from runs.analysis import validity as checks
-from runs.analysis.stats import Judgement, Question, Summary
+from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
+from runs.analysis.shapes import Shape, shape_of
+from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
+from runs.analysis.verdicts import Judgement, Question
 from runs.models import Result, Run
 
 METRICS = {
@@ -113,11 +116,24 @@ def cell_warnings(
     )
     codes = {w.code for w in merged}
     for metric, summary in summaries.items():
-        for warning in checks.cell_warnings(summary):
+        values = [v for r in results if (v := metric_value(r, metric)) is not None]
+        for warning in [*checks.cell_warnings(summary), *shape_warnings(values)]:
             if warning.code not in codes:
                 codes.add(warning.code)
                 merged.append(ValidityWarning(warning.code, f"{METRICS[metric]}: {warning.detail}"))
     return merged
+
+
+def shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
+    """An outlier repeat or repeats in two groups (runs/analysis/shapes.py), as warnings."""
+    shape = shape_of(values) if values and min(values) > 0 else Shape()
+    found = []
+    if shape.outliers:
+        repeats = ", ".join(str(i + 1) for i in shape.outliers)
+        found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
+    if shape.bimodal:
+        found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,7 @@ class StatsTable:
     peaks: dict[int, dict[str, Peak]]
     point_warnings: dict[tuple[int, int], list[ValidityWarning]]
     fdr_q: float = stats.FDR_Q
+    margin_pct: float = DEFAULT_MARGIN_PCT
 
     def checks_present(self) -> list[checks.Check]:
         """The checks some row of the table failed, in their defined order (the legend)."""
@@ -240,6 +257,7 @@ def _judge_rows(
     results: Results,
     metrics: Sequence[str],
     min_effect_pct: float,
+    margin_pct: float,
 ) -> int:
     """Fill each non-baseline cell's judgement; returns the number of tested comparisons."""
     values_of = {
@@ -257,7 +275,7 @@ def _judge_rows(
             if values and base:
                 targets.append((row, metric, base_summaries[metric].get(row.clients)))
                 questions.append(Question(values, base, HIGHER_IS_BETTER[metric]))
-    judgements = stats.judge(questions, min_effect_pct)
+    judgements = verdicts.judge(questions, min_effect_pct, margin_pct)
     for (row, metric, base_summary), judgement in zip(targets, judgements, strict=True):
         summary = row.cells[metric].summary
         row.cells[metric] = MetricCell(metric, summary, judgement, _cell_mde(summary, base_summary))
@@ -271,14 +289,19 @@ def stats_table(
     in_samples: dict[tuple[int, int], list[ValidityWarning]],
     min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
     metrics: Sequence[str] = COMPARED_METRICS,
+    margin_pct: float = DEFAULT_MARGIN_PCT,
 ) -> StatsTable:
     """Every (run, client count) with its statistics, warnings and, if a baseline is
     given, its difference, q-value and verdict against the baseline at the same clients.
     `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines.store)."""
     rows, by_point = _rows(runs, baseline, results, in_samples, metrics)
-    comparisons = _judge_rows(rows, baseline, results, metrics, min_effect_pct) if baseline else 0
+    comparisons = (
+        _judge_rows(rows, baseline, results, metrics, min_effect_pct, margin_pct) if baseline else 0
+    )
     peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}
-    return StatsTable(rows, tuple(metrics), min_effect_pct, comparisons, peaks, by_point)
+    return StatsTable(
+        rows, tuple(metrics), min_effect_pct, comparisons, peaks, by_point, margin_pct=margin_pct
+    )
 
 
 def _number(value: float | None) -> float | None:
@@ -309,6 +332,7 @@ def cell_record(row: PointRow, cell: MetricCell) -> dict[str, object]:
         "q": _number(judgement.q if judgement else None),
         "verdict": cell.verdict or None,
         "verdict_note": judgement.explanation if judgement else "",
+        **verdicts.record_fields(judgement),
         "warnings": [w.as_dict() for w in row.warnings],
     }
 

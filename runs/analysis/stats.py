@@ -1,4 +1,4 @@
-"""Statistics over repeats: summaries, differences to a baseline and verdicts.
+"""Statistics over repeats: summaries, differences to a baseline, BH and power.
 
 Pure functions over plain numbers (scipy.stats does the distributions); the
 pages, the API and the exports all read their numbers from here.
@@ -9,9 +9,8 @@ pages, the API and the exports all read their numbers from here.
 - A compared cell is judged on log values: Welch's t-test on the logs gives a
   p-value and a 95 % interval for the difference of log means, so
   `exp(interval) - 1` is a sound interval for the ratio of (geometric) means.
-- p-values of one table are adjusted together with Benjamini-Hochberg; a
-  verdict word needs q <= FDR_Q and an estimated difference of at least the
-  minimum effect the user asked for.
+- p-values of one table are adjusted together with Benjamini-Hochberg
+  (the verdicts themselves: runs/analysis/verdicts.py).
 - Power (noncentral t) gives the minimum detectable effect of the repeats at
   hand and how many repeats a verdict at the minimum effect would need.
 """
@@ -20,7 +19,6 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 from scipy import optimize, stats
@@ -34,19 +32,6 @@ DEFAULT_MIN_EFFECT_PCT = 1.0
 MAX_MIN_EFFECT_PCT = 50.0
 # Beyond this many repeats per run the advice is "more than MAX_REPEATS_ADVISED".
 MAX_REPEATS_ADVISED = 1000
-ONE_REPEAT = "one repeat shows no spread"
-NO_MIN_EFFECT = "with a minimum effect of 0 there is no difference to size the repeats for"
-
-
-class Verdict(StrEnum):
-    """The word a compared cell gets; stable values (API, exports, pages)."""
-
-    FASTER = "faster"
-    SLOWER = "slower"
-    BETTER = "better"
-    WORSE = "worse"
-    NO_DIFFERENCE = "no significant difference"
-    TOO_FEW_REPEATS = "too few repeats"
 
 
 @dataclass(frozen=True)
@@ -78,41 +63,8 @@ class Difference:
     ci_low_pct: float
     ci_high_pct: float
     p: float
-
-
-@dataclass(frozen=True)
-class Question:
-    """One compared cell: the repeats of a run and of the baseline at the same point."""
-
-    values: Sequence[float]
-    baseline: Sequence[float]
-    higher_is_better: bool
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """The answer to a Question, after the whole table's p-values were adjusted."""
-
-    difference: Difference | None
-    q: float | None
-    verdict: Verdict | None
-    repeats_needed: int | None = None
-    # Why no number of repeats can be advised (too few repeats only), else "".
-    unsized_because: str = ""
-
-    @property
-    def explanation(self) -> str:
-        """What stands behind the verdict, in one line for the page."""
-        if self.verdict is not Verdict.TOO_FEW_REPEATS:
-            return ""
-        if self.unsized_because:
-            return f"needs at least {MIN_REPEATS} repeats per run; {self.unsized_because}"
-        if self.repeats_needed is None:
-            return f"needs more than {MAX_REPEATS_ADVISED} repeats per run at this spread"
-        return (
-            f"needs {self.repeats_needed} repeats per run to find a difference "
-            f"of the minimum effect significant {POWER:.0%} of the time"
-        )
+    # The 1 - 2 ALPHA interval of the difference of log means (the equivalence test's).
+    log_equivalence: tuple[float, float] = (0.0, 0.0)
 
 
 def _positive_logs(values: Sequence[float] | np.ndarray) -> np.ndarray | None:
@@ -233,6 +185,7 @@ def relative_differences(
     estimate, se = mean_a - mean_b, np.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
     df = np.array([welch_df(*row) for row in zip(sd_a**2, n_a, sd_b**2, n_b, strict=True)])
     half = stats.t.ppf(1 - ALPHA / 2, df) * se
+    narrow = stats.t.ppf(1 - ALPHA, df) * se
     # No spread on either side: the difference is exact (never so with real measurements).
     p = np.where(se > 0, test.pvalue, np.where(estimate == 0, 1.0, 0.0))
     found: list[Difference | None] = [None] * len(pairs)
@@ -242,6 +195,10 @@ def relative_differences(
             ci_low_pct=math.expm1(estimate[row] - half[row]) * 100.0,
             ci_high_pct=math.expm1(estimate[row] + half[row]) * 100.0,
             p=float(p[row]),
+            log_equivalence=(
+                float(estimate[row] - narrow[row]),
+                float(estimate[row] + narrow[row]),
+            ),
         )
     return found
 
@@ -256,66 +213,6 @@ def adjust_p_values(p_values: Sequence[float]) -> list[float]:
     if not p_values:
         return []
     return [float(q) for q in stats.false_discovery_control(np.asarray(p_values), method="bh")]
-
-
-def decide(
-    difference: Difference, q: float, min_effect_pct: float, higher_is_better: bool
-) -> Verdict:
-    """The verdict word of a cell with at least MIN_REPEATS repeats on both sides."""
-    if q > FDR_Q or abs(difference.pct) < min_effect_pct:
-        return Verdict.NO_DIFFERENCE
-    if higher_is_better:
-        return Verdict.FASTER if difference.pct > 0 else Verdict.SLOWER
-    return Verdict.BETTER if difference.pct < 0 else Verdict.WORSE
-
-
-def _too_few(question: Question, difference: Difference | None, min_effect_pct: float) -> Judgement:
-    sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
-    log_vars = [float(np.log(side).var(ddof=1)) for side in sides if side.size >= 2]
-    if not log_vars:
-        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, ONE_REPEAT)
-    if min_effect_pct <= 0:
-        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, NO_MIN_EFFECT)
-    needed = repeats_needed(math.sqrt(sum(log_vars) / len(log_vars)), min_effect_pct)
-    return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, needed)
-
-
-def is_comparable(question: Question) -> bool:
-    """Every repeat on both sides is positive: the ratio of geometric means exists."""
-    return all(_positive_logs(side) is not None for side in (question.values, question.baseline))
-
-
-def is_testable(question: Question) -> bool:
-    """Enough repeats on both sides for a verdict."""
-    return min(len(question.values), len(question.baseline)) >= MIN_REPEATS
-
-
-def judge(questions: Sequence[Question], min_effect_pct: float) -> list[Judgement]:
-    """Judge every cell of a table; BH runs over the cells that can get a verdict.
-
-    Cells below MIN_REPEATS still get their difference (from two repeats a
-    side) but no q-value and the verdict TOO_FEW_REPEATS with the repeats
-    needed. A cell whose difference cannot be computed (non-positive values)
-    gets no verdict, whatever its repeats.
-    """
-    differences = relative_differences([(q.values, q.baseline) for q in questions])
-    tested = {
-        i: difference
-        for i, (question, difference) in enumerate(zip(questions, differences, strict=True))
-        if difference is not None and is_testable(question)
-    }
-    q_values = dict(zip(tested, adjust_p_values([d.p for d in tested.values()]), strict=True))
-    judgements = []
-    for i, (question, difference) in enumerate(zip(questions, differences, strict=True)):
-        if not is_comparable(question):
-            judgements.append(Judgement(None, None, None))
-        elif not is_testable(question):
-            judgements.append(_too_few(question, difference, min_effect_pct))
-        else:  # comparable and testable: its difference was tested
-            q = q_values[i]
-            verdict = decide(tested[i], q, min_effect_pct, question.higher_is_better)
-            judgements.append(Judgement(difference, q, verdict))
-    return judgements
 
 
 def parse_min_effect(raw: str | None) -> float:

@@ -8,6 +8,7 @@ from typing import TypedDict
 from runs import selectors
 from runs.analysis.cells import cell_runs, results_by_cell, standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
+from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
 from runs.analysis.stats import CONFIDENCE
 from runs.analysis.validity import ValidityWarning
 from runs.models import Comparison, Result, Run
@@ -55,20 +56,28 @@ def load_inputs(
 
 
 def table_of(
-    loaded: StatsInputs, baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+    loaded: StatsInputs,
+    baseline: Run | None,
+    min_effect_pct: float,
+    metrics: tuple[str, ...],
+    margin_pct: float = DEFAULT_MARGIN_PCT,
 ) -> StatsTable:
     """The statistics table of loaded runs' cells, against the cell `baseline` belongs to."""
     cells = loaded["cells"]
     base = standing_for(baseline, cells) if baseline else None
     found = loaded["in_samples"]
-    return stats_table(cells, base, loaded["results"], found, min_effect_pct, metrics)
+    return stats_table(cells, base, loaded["results"], found, min_effect_pct, metrics, margin_pct)
 
 
 def statistics(
-    runs: list[Run], baseline: Run | None, min_effect_pct: float, metrics: tuple[str, ...]
+    runs: list[Run],
+    baseline: Run | None,
+    min_effect_pct: float,
+    metrics: tuple[str, ...],
+    margin_pct: float = DEFAULT_MARGIN_PCT,
 ) -> StatsTable:
     """The statistics table of these runs' cells (the API uses it as the pages do)."""
-    return table_of(load_inputs(runs), baseline, min_effect_pct, metrics)
+    return table_of(load_inputs(runs), baseline, min_effect_pct, metrics, margin_pct)
 
 
 def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, object]:
@@ -77,6 +86,7 @@ def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, ob
     return {
         "baseline_run_id": base_row.run.pk if base_row else baseline and baseline.pk,
         "min_effect_pct": table.min_effect_pct,
+        "margin_pct": table.margin_pct,
         "confidence": CONFIDENCE,
         "comparisons": table.comparisons,
         "false_discovery_control": f"Benjamini-Hochberg, q={table.fdr_q:g}",
@@ -84,9 +94,11 @@ def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, ob
     }
 
 
-def comparison_statistics(comparison: Comparison, min_effect_pct: float) -> dict[str, object]:
+def comparison_statistics(
+    comparison: Comparison, min_effect_pct: float, margin_pct: float = DEFAULT_MARGIN_PCT
+) -> dict[str, object]:
     """The statistics document of a saved comparison against its baseline."""
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
-    table = statistics(runs, baseline, min_effect_pct, COMPARED_METRICS)
+    table = statistics(runs, baseline, min_effect_pct, COMPARED_METRICS, margin_pct)
     return statistics_document(table, baseline)

@@ -88,6 +88,18 @@ CHECKS = {
             "than on a server that does",
         ),
         Check(
+            "outlier_repeat",
+            "outlier repeat",
+            "a repeat far from the others (in MAD units) moves the mean and widens the "
+            "interval; the verdict then uses ranks (median and Mann-Whitney) instead",
+        ),
+        Check(
+            "repeats_in_two_groups",
+            "repeats in two groups",
+            "repeats that fall into two groups measured two different states, and their "
+            "mean is neither; the verdict then uses ranks (median and Mann-Whitney) instead",
+        ),
+        Check(
             "too_few_repeats",
             "too few repeats",
             f"below {MIN_REPEATS} repeats the spread is unknown and no verdict is possible",

@@ -290,7 +290,8 @@ class ComparisonViewSet(
         query = serializers.StatisticsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         comparison = self.get_object()
-        return Response(comparison_statistics(comparison, query.validated_data["min_effect"]))
+        found = query.validated_data
+        return Response(comparison_statistics(comparison, found["min_effect"], found["margin"]))
 
 
 class ShareLinkViewSet(

@@ -48,7 +48,11 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
     urls["zoom"] = reverse("run-timeline")
     context = saved_comparison_context(
-        comparison, read_only=False, urls=urls, min_effect_raw=request.GET.get("min_effect")
+        comparison,
+        read_only=False,
+        urls=urls,
+        min_effect_raw=request.GET.get("min_effect"),
+        margin_raw=request.GET.get("margin"),
     )
     context["share_links"] = comparison.share_links.all()
     return render(request, "runs/comparison_detail.html", context)

@@ -7,7 +7,7 @@ stream and the exports); `read_only` hides everything that writes.
 from collections.abc import Callable
 
 from runs import selectors
-from runs.analysis import stats
+from runs.analysis import equivalence, stats
 from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
 from runs.analysis.compare import (
@@ -144,6 +144,14 @@ def min_effect_from(raw: str | None) -> tuple[float, str]:
         return stats.DEFAULT_MIN_EFFECT_PCT, str(exc)
 
 
+def margin_from(raw: str | None) -> tuple[float, str]:
+    """(equivalence margin in percent, error text): the default with the error on bad input."""
+    try:
+        return equivalence.parse_margin(raw), ""
+    except ValueError as exc:
+        return equivalence.DEFAULT_MARGIN_PCT, str(exc)
+
+
 def comparison_context(
     runs: list[Run],
     baseline: Run,
@@ -151,6 +159,7 @@ def comparison_context(
     urls: dict[str, str],
     name: str,
     min_effect_raw: str | None = None,
+    margin_raw: str | None = None,
 ) -> dict[str, object]:
     """The compare page: charts, the statistics table against the baseline, what differs,
     timelines and the server's activity overlaid.
@@ -159,12 +168,13 @@ def comparison_context(
     cell's timelines are those of the run standing for it (one cluster's story).
     """
     min_effect, min_effect_error = min_effect_from(min_effect_raw)
+    margin, margin_error = margin_from(margin_raw)
     overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
     loaded = load_inputs(runs, store.COMPARE_SERIES, overview)
     runs = loaded["cells"]
     baseline = standing_for(baseline, runs)
     labels = {run.pk: run_label(run) for run in runs}
-    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS)
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin)
     digests = loaded["digests"]
     return {
         "runs": runs,
@@ -173,6 +183,7 @@ def comparison_context(
         "metrics": METRICS,
         "table": table,
         "min_effect_error": min_effect_error,
+        "margin_error": margin_error,
         "figures": {
             "tps": _clients_chart(loaded, table, "tps", labels, name),
             "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
@@ -187,12 +198,16 @@ def comparison_context(
 
 
 def saved_comparison_context(
-    comparison: Comparison, read_only: bool, urls: dict[str, str], min_effect_raw: str | None = None
+    comparison: Comparison,
+    read_only: bool,
+    urls: dict[str, str],
+    min_effect_raw: str | None = None,
+    margin_raw: str | None = None,
 ) -> dict[str, object]:
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
     name = f"comparison-{comparison.pk}"
-    context = comparison_context(runs, baseline, read_only, urls, name, min_effect_raw)
+    context = comparison_context(runs, baseline, read_only, urls, name, min_effect_raw, margin_raw)
     return {**context, "comparison": comparison, "notes": notes_for_runs(runs)}
 
 

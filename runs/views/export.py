@@ -4,7 +4,8 @@
   its validity warnings (its own, its cell's and its run's).
 - CSV `?rows=stats`: one row per run, client count and metric: n, mean,
   median, sd, 95 % CI, MDE and, against a baseline (comparisons), the
-  difference with its CI, p, q (Benjamini-Hochberg) and the verdict.
+  difference with its CI, p, q (Benjamini-Hochberg) and the verdict: its words,
+  method, "same" interval, rounds still needed and rank-based answer.
 - CSV `?rows=seconds`: one row per second of each point (its timeline), with
   the logged transactions it rests on (`sampled`) and the sampling rate.
 - JSON: the runs with their points (each with its seconds) and warnings, the
@@ -23,8 +24,9 @@ from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
+from runs.analysis.verdicts import VERDICT_DEFAULTS
 from runs.models import ProgressSample, Result, Run
-from runs.views.context import min_effect_from
+from runs.views.context import margin_from, min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
 RUN_COLUMNS = [
@@ -77,6 +79,7 @@ STATS_COLUMNS = [
     "q",
     "verdict",
     "verdict_note",
+    *VERDICT_DEFAULTS,
     "warnings",
 ]
 SECOND_COLUMNS = [
@@ -229,15 +232,18 @@ def export_response(
     query: Mapping[str, str] | None = None,
     baseline: Run | None = None,
 ) -> HttpResponse:
-    """`fmt` is `csv` or `json`; `query` may hold `rows` (CSV) and `min_effect` (percent)."""
+    """`fmt` is `csv` or `json`; `query` may hold `rows` (CSV), `min_effect` and `margin`
+    (percent)."""
     query = query or {}
     rows = query.get("rows") or "points"
     min_effect, error = min_effect_from(query.get("min_effect"))
+    margin, margin_error = margin_from(query.get("margin"))
+    error = error or margin_error
     if rows not in ROW_KINDS or error:
         message = error or f"rows must be one of {', '.join(ROW_KINDS)}, not {rows!r}"
         return JsonResponse({"error": message}, status=400)
     loaded = load_inputs(runs)
-    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS)
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin)
     response: HttpResponse
     if fmt == "json":
         body = _json_body(runs, loaded, table, baseline)

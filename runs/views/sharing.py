@@ -80,7 +80,11 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         context = experiment_context(target, metric, read_only=True, urls=urls)
     else:
         context = saved_comparison_context(
-            target, True, urls, min_effect_raw=request.GET.get("min_effect")
+            target,
+            True,
+            urls,
+            min_effect_raw=request.GET.get("min_effect"),
+            margin_raw=request.GET.get("margin"),
         )
     return render(request, TEMPLATES[link.target_kind], context)
 

@@ -21,7 +21,10 @@ from tests.runs.factories import ConfigProfileFactory, UserFactory
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(360)]
 
 SEED = 7
-VERDICTS = re.compile(r"^(faster|slower|better|worse|no significant difference)$")
+VERDICTS = re.compile(
+    r"^((faster|slower|better|worse) by \d+\.\d % \[[+-]\d+\.\d, [+-]\d+\.\d\]"
+    r"|same within ±5 %|undecided: .+)$"
+)
 INTERVAL = re.compile(r"^[+-]\d+\.\d % \[[+-]\d+\.\d, [+-]\d+\.\d\]")
 
 

@@ -1,5 +1,5 @@
 """Statistics over repeats: summaries, log-Welch differences, BH, power, and a calibration
-on simulated data of known distribution (fixed seed)."""
+on simulated data of known distribution (fixed seed); the three-way answers: test_verdicts.py."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from runs.analysis import stats
-from runs.analysis.stats import Question, Verdict
+from runs.analysis.verdicts import Question, Verdict, judge
 
 SIGNIFICANT = {Verdict.FASTER, Verdict.SLOWER}
 BASE_TPS, CV = 1000.0, 0.05
@@ -31,7 +31,7 @@ def simulated_verdicts(
             )
             for _ in range(cells_per_table)
         ]
-        verdicts += [j.verdict for j in stats.judge(questions, min_effect_pct=1.0)]
+        verdicts += [j.verdict for j in judge(questions, min_effect_pct=1.0)]
     return verdicts
 
 
@@ -113,16 +113,16 @@ def test_difference_is_the_ratio_of_geometric_means_with_the_welch_interval_on_l
 def test_latency_verdicts_say_better_or_worse():
     lower = Question([0.80, 0.81, 0.79, 0.80], [1.0, 1.01, 0.99, 1.0], higher_is_better=False)
     higher = Question([1.2, 1.21, 1.19, 1.2], [1.0, 1.01, 0.99, 1.0], higher_is_better=False)
-    assert [j.verdict for j in stats.judge([lower, higher], 1.0)] == [Verdict.BETTER, Verdict.WORSE]
+    assert [j.verdict for j in judge([lower, higher], 1.0)] == [Verdict.BETTER, Verdict.WORSE]
 
 
-def test_a_significant_difference_below_the_minimum_effect_is_no_verdict():
+def test_a_significant_difference_below_the_minimum_effect_is_the_same_within_the_margin():
     # 0.5 % more, measured very precisely: significant, but smaller than 1 %.
     question = Question([1005.0, 1005.1, 1004.9], [1000.0, 1000.1, 999.9], higher_is_better=True)
-    (judged,) = stats.judge([question], min_effect_pct=1.0)
+    (judged,) = judge([question], min_effect_pct=1.0)
     assert judged.q < 0.001
-    assert judged.verdict is Verdict.NO_DIFFERENCE
-    (judged,) = stats.judge([question], min_effect_pct=0.25)
+    assert judged.verdict is Verdict.SAME
+    (judged,) = judge([question], min_effect_pct=0.25)
     assert judged.verdict is Verdict.FASTER
 
 
@@ -136,7 +136,7 @@ def test_benjamini_hochberg_adjusts_across_the_table():
 
 def test_too_few_repeats_says_how_many_the_spread_needs():
     question = Question([1100.0, 1150.0], [1000.0, 1040.0], higher_is_better=True)
-    (judged,) = stats.judge([question], min_effect_pct=5.0)
+    (judged,) = judge([question], min_effect_pct=5.0)
     assert judged.verdict is Verdict.TOO_FEW_REPEATS
     assert judged.q is None and judged.difference is not None
     log_sd = math.sqrt(
@@ -147,7 +147,7 @@ def test_too_few_repeats_says_how_many_the_spread_needs():
 
 
 def test_one_repeat_cannot_say_how_many_are_needed():
-    (judged,) = stats.judge([Question([1100.0], [1000.0], True)], min_effect_pct=1.0)
+    (judged,) = judge([Question([1100.0], [1000.0], True)], min_effect_pct=1.0)
     assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.difference is None
     assert "one repeat shows no spread" in judged.explanation
 
@@ -169,7 +169,7 @@ def test_minimum_detectable_effect_is_detected_with_eighty_percent_power():
     for _ in range(1500):
         a = BASE_TPS * np.exp(rng.normal(0, CV, 5))
         b = BASE_TPS * np.exp(rng.normal(math.log1p(mde / 100), CV, 5))
-        verdicts += [j.verdict for j in stats.judge([Question(b, a, True)], 0.0)]
+        verdicts += [j.verdict for j in judge([Question(b, a, True)], 0.0)]
     assert significant_share(verdicts) == pytest.approx(0.8, abs=0.04)
     assert summary.mde_pct is not None and summary.mde_pct > 0
 
@@ -196,7 +196,7 @@ def test_repeats_needed_find_the_minimum_effect_significant_eighty_percent_of_th
         for _ in range(trials):
             base = BASE_TPS * np.exp(rng.normal(0, log_sd, repeats))
             new = BASE_TPS * np.exp(rng.normal(math.log1p(effect / 100), log_sd, repeats))
-            verdicts += [j.verdict for j in stats.judge([Question(new, base, True)], 0.0)]
+            verdicts += [j.verdict for j in judge([Question(new, base, True)], 0.0)]
         return significant_share(verdicts)
 
     assert significant_rate(n) == pytest.approx(0.8, abs=0.04)
@@ -208,16 +208,16 @@ def test_repeats_needed_find_the_minimum_effect_significant_eighty_percent_of_th
     [([0.0, 0.5, 0.4], [0.5, 0.5, 0.6]), ([0.0, 0.5], [0.5]), ([0.4, 0.5], [-0.1, 0.5, 0.6])],
 )
 def test_a_repeat_at_or_below_zero_gets_no_verdict_whatever_the_repeats(values, baseline):
-    (judged,) = stats.judge([Question(values, baseline, False)], 1.0)
+    (judged,) = judge([Question(values, baseline, False)], 1.0)
     assert (judged.difference, judged.q, judged.verdict) == (None, None, None)
 
 
 def test_identical_repeats_on_both_sides_give_an_exact_difference_and_no_nan():
     same = Question([1000.0] * 3, [1000.0] * 3, True)
     faster = Question([1100.0] * 3, [1000.0] * 3, True)
-    judged_same, judged_faster = stats.judge([same, faster], 1.0)
+    judged_same, judged_faster = judge([same, faster], 1.0)
     assert (judged_same.difference.pct, judged_same.q) == (0.0, 1.0)
-    assert judged_same.verdict is Verdict.NO_DIFFERENCE
+    assert judged_same.verdict is Verdict.SAME
     difference = judged_faster.difference
     assert difference.ci_low_pct == difference.pct == difference.ci_high_pct == pytest.approx(10.0)
     assert judged_faster.verdict is Verdict.FASTER
@@ -234,12 +234,12 @@ def test_identical_repeats_on_one_side_are_welch_as_scipy_computes_it():
     assert difference.p == pytest.approx(test.pvalue)
     assert difference.ci_low_pct == pytest.approx(math.expm1(low) * 100)
     assert difference.ci_high_pct == pytest.approx(math.expm1(high) * 100)
-    (judged,) = stats.judge([Question(values, baseline, True)], 1.0)
+    (judged,) = judge([Question(values, baseline, True)], 1.0)
     assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.repeats_needed is not None
 
 
 def test_a_minimum_effect_of_zero_asks_for_the_minimum_repeats_without_a_count():
-    (judged,) = stats.judge([Question([1100.0, 1150.0], [1000.0, 1040.0], True)], 0.0)
+    (judged,) = judge([Question([1100.0, 1150.0], [1000.0, 1040.0], True)], 0.0)
     assert judged.verdict is Verdict.TOO_FEW_REPEATS and judged.repeats_needed is None
     assert judged.explanation == (
         "needs at least 3 repeats per run; with a minimum effect of 0 there is no difference "

@@ -6,9 +6,9 @@ from rest_framework import serializers
 
 from agents.contract.errors import JobError
 from runs import services
-from runs.analysis import stats
-from runs.analysis.stats import Verdict
+from runs.analysis import equivalence, stats
 from runs.analysis.validity import CHECKS
+from runs.analysis.verdicts import Method, Verdict
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -30,6 +30,12 @@ class StatisticsQuerySerializer(serializers.Serializer[Document]):
         max_value=stats.MAX_MIN_EFFECT_PCT,
         default=stats.DEFAULT_MIN_EFFECT_PCT,
         help_text="smallest difference in percent that earns a verdict word",
+    )
+    margin = serializers.FloatField(
+        min_value=equivalence.MIN_MARGIN_PCT,
+        max_value=equivalence.MAX_MARGIN_PCT,
+        default=equivalence.DEFAULT_MARGIN_PCT,
+        help_text='equivalence margin in percent: "same" means within ±margin',
     )
 
 
@@ -61,6 +67,21 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     q = serializers.FloatField(allow_null=True)
     verdict = serializers.ChoiceField(choices=[v.value for v in Verdict], allow_null=True)
     verdict_note = serializers.CharField(allow_blank=True)
+    verdict_text = serializers.CharField(allow_blank=True, help_text="the verdict in words")
+    verdict_method = serializers.ChoiceField(
+        choices=[m.value for m in Method],
+        allow_null=True,
+        help_text="log-welch, or rank where a side's repeats are not log-normal",
+    )
+    same_ci_low_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, low")
+    same_ci_high_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, high")
+    rounds_needed = serializers.IntegerField(
+        allow_null=True, help_text="undecided: about how many more rounds would decide it"
+    )
+    rank_diff_pct = serializers.FloatField(allow_null=True, help_text="Hodges-Lehmann shift")
+    rank_ci_low_pct = serializers.FloatField(allow_null=True)
+    rank_ci_high_pct = serializers.FloatField(allow_null=True)
+    rank_p = serializers.FloatField(allow_null=True, help_text="Mann-Whitney p")
     warnings = ValidityWarningSerializer(many=True)
 
 
@@ -69,6 +90,7 @@ class ComparisonStatisticsSerializer(serializers.Serializer[Document]):
 
     baseline_run_id = serializers.IntegerField()
     min_effect_pct = serializers.FloatField()
+    margin_pct = serializers.FloatField()
     confidence = serializers.FloatField()
     comparisons = serializers.IntegerField(help_text="how many p-values BH adjusts together")
     false_discovery_control = serializers.CharField()

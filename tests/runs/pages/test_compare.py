@@ -73,14 +73,15 @@ def test_three_clearly_faster_repeats_get_the_verdict_faster_and_better_latency(
     assert row.tps.mde_pct is not None and row.tps.mde_pct < 20
 
 
-def test_a_difference_below_the_minimum_effect_gets_no_verdict():
+def test_a_difference_below_the_minimum_effect_is_the_same_within_the_margin():
     base = finished_run(three_repeats(1000.0, 4.0, spread=0.001))
     near = finished_run(three_repeats(1020.0, 3.95, spread=0.001), experiment=base.experiment)
     assert (
         next(r for r in table_of([base, near], base).rows if r.run == near).tps.verdict == "faster"
     )
     row = next(r for r in table_of([base, near], base, 5.0).rows if r.run == near)
-    assert row.tps.verdict == "no significant difference"
+    assert row.tps.verdict == "same"
+    assert row.tps.judgement.sentence == "same within ±5 %"
 
 
 def test_repeats_that_disagree_are_a_warning_of_the_cell():
@@ -103,7 +104,7 @@ def test_compare_page_shows_the_interval_the_verdict_and_the_number_of_compariso
     signed_in.post(reverse("comparison-create"), {"runs": [base.pk, faster.pk]})
     page = signed_in.get(reverse("comparison-detail", args=[Comparison.objects.get().pk]))
     html = page.content.decode()
-    assert re.search(r'<span class="verdict verdict-faster">faster</span>', html)
+    assert re.search(r'<span class="verdict verdict-faster">faster by 20\.0 % \[\+\d', html)
     assert re.search(r'class="num diff-ci"[^>]*>\+20\.0 % \[\+\d+\.\d, \+\d+\.\d\]', html)
     assert '<strong id="comparison-count">2</strong> comparisons' in html
     assert "Benjamini–Hochberg at q = 0.05" in html
@@ -115,11 +116,16 @@ def test_minimum_effect_is_set_on_the_page_and_a_bad_one_is_explained(signed_in)
     near = finished_run(three_repeats(1020.0, 3.95, spread=0.001), experiment=base.experiment)
     signed_in.post(reverse("comparison-create"), {"runs": [base.pk, near.pk]})
     url = reverse("comparison-detail", args=[Comparison.objects.get().pk])
-    assert ">faster</span>" in signed_in.get(url).content.decode()
-    assert "no significant difference" in signed_in.get(url, {"min_effect": "5"}).content.decode()
-    refused = signed_in.get(url, {"min_effect": "lots"})
+    assert ">faster by 2.0 % [" in signed_in.get(url).content.decode()
+    assert ">same within ±5 %</span>" in signed_in.get(url, {"min_effect": "5"}).content.decode()
+    narrow = signed_in.get(url, {"min_effect": "5", "margin": "1"}).content.decode()
+    # +2 % measured precisely: beyond a ±1 % margin, below a 5 % minimum effect.
+    assert ">undecided: more rounds at this estimate would not decide it<" in narrow
+    assert 'id="margin"' in narrow
+    refused = signed_in.get(url, {"min_effect": "lots", "margin": "0"})
     assert refused.status_code == 200
     assert "min_effect must be a number of percent" in refused.content.decode()
+    assert "margin must be between 0.1 and 50 (percent)" in refused.content.decode()
 
 
 def test_compare_charts_draw_confidence_intervals_and_mark_warned_points(signed_in, two_runs):

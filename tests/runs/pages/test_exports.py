@@ -104,7 +104,8 @@ def test_json_export_has_the_statistics_and_what_each_warning_code_means(signed_
     assert statistics["comparisons"] == 2
     assert statistics["false_discovery_control"] == "Benjamini-Hochberg, q=0.05"
     verdicts = {(r["run_id"], r["metric"]): r["verdict"] for r in statistics["rows"]}
-    assert verdicts[(other.pk, "tps")] == "no significant difference"
+    assert verdicts[(other.pk, "tps")] == "same"
+    assert statistics["margin_pct"] == 5.0
     assert body["runs"][0]["points"][0]["warnings"] == ["window_shorter_than_checkpoint_timeout"]
     assert (
         "checkpoint_timeout"

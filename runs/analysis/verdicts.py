@@ -1,0 +1,329 @@
+"""The answer for each compared cell: different, same within the margin, or undecided.
+
+- faster/slower (latency: better/worse) by X % [95 % CI]: the cell's p-value,
+  adjusted with the rest of its table (Benjamini-Hochberg), is at most FDR_Q and
+  the estimate reaches the minimum effect;
+- same within ±m %: otherwise, when the 1 - 2 ALPHA interval lies inside the
+  user's margin (TOST, runs/analysis/equivalence.py);
+- undecided: neither, with about how many more rounds would decide it.
+
+The numbers come from Welch's t-test on log values (runs/analysis/stats.py)
+unless a side's repeats are not log-normal (an outlier or two groups,
+runs/analysis/shapes.py): then from the rank-based answer (Hodges-Lehmann
+shift with Mann-Whitney p, runs/analysis/ranks.py), and the judgement says so.
+"""
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from runs.analysis import ranks, stats
+from runs.analysis.equivalence import (
+    DEFAULT_MARGIN_PCT,
+    Spread,
+    rounds_to_decide,
+    within_margin,
+)
+from runs.analysis.shapes import shape_of
+from runs.analysis.stats import ALPHA, FDR_Q, MAX_REPEATS_ADVISED, MIN_REPEATS, POWER, Difference
+
+ONE_REPEAT = "one repeat shows no spread"
+NO_MIN_EFFECT = "with a minimum effect of 0 there is no difference to size the repeats for"
+
+
+class Verdict(StrEnum):
+    """The word a compared cell gets; stable values (API, exports, pages)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "same"
+    UNDECIDED = "undecided"
+    TOO_FEW_REPEATS = "too few repeats"
+
+
+class Method(StrEnum):
+    """Which test a verdict used; stable values (API, exports)."""
+
+    LOG_WELCH = "log-welch"
+    RANK = "rank"
+
+
+DIRECTIONS = {Verdict.FASTER, Verdict.SLOWER, Verdict.BETTER, Verdict.WORSE}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One compared cell: the repeats of a run and of the baseline at the same point."""
+
+    values: Sequence[float]
+    baseline: Sequence[float]
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
+class RankAnswer:
+    """The rank-based difference in percent (Hodges-Lehmann), its 95 % CI (None with too
+    few repeats for one) and the Mann-Whitney p."""
+
+    pct: float
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    p: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one testable cell's chosen method found, before the table's BH adjustment."""
+
+    method: Method
+    pct: float
+    p: float
+    equivalence: tuple[float, float] | None
+    spread: Spread
+    rank: RankAnswer | None = None
+    shape: str = ""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The answer to a Question, after the whole table's p-values were adjusted."""
+
+    difference: Difference | None
+    q: float | None
+    verdict: Verdict | None
+    repeats_needed: int | None = None
+    # Why no number of repeats can be advised (too few repeats only), else "".
+    unsized_because: str = ""
+    margin_pct: float = DEFAULT_MARGIN_PCT
+    answer: Answer | None = None
+    min_effect_pct: float = 0.0
+
+    @functools.cached_property
+    def rounds_needed(self) -> int | None:
+        """Undecided: about how many more rounds would decide it (None: none, or too many)."""
+        if self.verdict is not Verdict.UNDECIDED or not self.answer:
+            return None
+        return rounds_to_decide(self.answer.spread, self.margin_pct, self.min_effect_pct)
+
+    @property
+    def method(self) -> Method | None:
+        return self.answer.method if self.answer else None
+
+    @property
+    def rank(self) -> RankAnswer | None:
+        return self.answer.rank if self.answer else None
+
+    @property
+    def equivalence_pct(self) -> tuple[float, float] | None:
+        """The 1 - 2 ALPHA interval of the method used, in percent (the "same" test)."""
+        if not self.answer or not self.answer.equivalence:
+            return None
+        low, high = self.answer.equivalence
+        return math.expm1(low) * 100.0, math.expm1(high) * 100.0
+
+    @property
+    def sentence(self) -> str:
+        """The verdict in words with its number, as the page shows it."""
+        if self.verdict in DIRECTIONS and self.answer:
+            return f"{self.verdict} by {abs(self.answer.pct):.1f} %{self._interval_text()}"
+        if self.verdict is Verdict.SAME:
+            return f"same within ±{self.margin_pct:g} %"
+        if self.verdict is Verdict.UNDECIDED:
+            if self.rounds_needed is None:
+                return "undecided: more rounds at this estimate would not decide it"
+            plural = "s" if self.rounds_needed > 1 else ""
+            return f"undecided: about {self.rounds_needed} more round{plural} would decide it"
+        return str(self.verdict or "")
+
+    def _interval_text(self) -> str:
+        if self.answer and self.answer.rank:
+            low, high = self.answer.rank.ci_low_pct, self.answer.rank.ci_high_pct
+        elif self.difference:
+            low, high = self.difference.ci_low_pct, self.difference.ci_high_pct
+        else:
+            return ""
+        return "" if low is None or high is None else f" [{low:+.1f}, {high:+.1f}]"
+
+    @property
+    def explanation(self) -> str:
+        """What stands behind the verdict, in one line for the page."""
+        if self.verdict is Verdict.TOO_FEW_REPEATS:
+            return self._too_few_text()
+        if not self.answer:
+            return ""
+        found = []
+        if self.answer.rank:
+            rank = self.answer.rank
+            found.append(
+                f"rank-based ({self.answer.shape}): median ratio {rank.pct:+.1f} %, "
+                f"Mann-Whitney p = {rank.p:.2g}"
+            )
+        if self.verdict is Verdict.UNDECIDED and self.rounds_needed is None:
+            found.append(
+                f"more than {MAX_REPEATS_ADVISED} rounds, or an estimate "
+                "between the margin and the minimum effect"
+            )
+        interval = self.equivalence_pct
+        if interval and self.verdict in (Verdict.SAME, Verdict.UNDECIDED):
+            confidence = (1 - 2 * ALPHA) * 100
+            found.append(f"{confidence:.0f} % interval [{interval[0]:+.1f}, {interval[1]:+.1f}] %")
+        return "; ".join(found)
+
+    def _too_few_text(self) -> str:
+        if self.unsized_because:
+            return f"needs at least {MIN_REPEATS} repeats per run; {self.unsized_because}"
+        if self.repeats_needed is None:
+            return f"needs more than {MAX_REPEATS_ADVISED} repeats per run at this spread"
+        return (
+            f"needs {self.repeats_needed} repeats per run to find a difference "
+            f"of the minimum effect significant {POWER:.0%} of the time"
+        )
+
+
+def _welch_answer(question: Question, difference: Difference) -> Answer:
+    log_estimate = math.log1p(difference.pct / 100.0)
+    logs = [np.log(np.asarray(side, dtype=float)) for side in (question.values, question.baseline)]
+    spread = Spread(
+        log_estimate,
+        float(logs[0].std(ddof=1)),
+        logs[0].size,
+        float(logs[1].std(ddof=1)),
+        logs[1].size,
+    )
+    equivalence = difference.log_equivalence
+    return Answer(Method.LOG_WELCH, difference.pct, difference.p, equivalence, spread)
+
+
+def _rank_answer(question: Question, shape: str) -> Answer:
+    shift = ranks.rank_shift(question.values, question.baseline, ALPHA)
+    low, high = (
+        (math.expm1(end) * 100.0 for end in shift.interval) if shift.interval else (None, None)
+    )
+    pct = math.expm1(shift.log_shift) * 100.0
+    spread = Spread(
+        shift.log_shift,
+        ranks.robust_log_sd(question.values),
+        len(question.values),
+        ranks.robust_log_sd(question.baseline),
+        len(question.baseline),
+    )
+    rank = RankAnswer(pct, low, high, shift.p)
+    return Answer(Method.RANK, pct, shift.p, shift.equivalence_interval, spread, rank, shape)
+
+
+def answer(question: Question, difference: Difference) -> Answer:
+    """The numbers a testable cell is judged on: log-Welch, or ranks where a side's
+    repeats are not log-normal."""
+    shapes = {"this run": shape_of(question.values), "baseline": shape_of(question.baseline)}
+    odd = [
+        f"{side}: {shape.describe()}" for side, shape in shapes.items() if not shape.is_log_normal
+    ]
+    if not odd:
+        return _welch_answer(question, difference)
+    return _rank_answer(question, "; ".join(odd))
+
+
+def decide(
+    found: Answer, q: float, min_effect_pct: float, margin_pct: float, higher_is_better: bool
+) -> Verdict:
+    """The verdict word of a cell with at least MIN_REPEATS repeats on both sides."""
+    if q <= FDR_Q and abs(found.pct) >= min_effect_pct:
+        if higher_is_better:
+            return Verdict.FASTER if found.pct > 0 else Verdict.SLOWER
+        return Verdict.BETTER if found.pct < 0 else Verdict.WORSE
+    if within_margin(found.equivalence, margin_pct):
+        return Verdict.SAME
+    return Verdict.UNDECIDED
+
+
+def _too_few(question: Question, difference: Difference | None, min_effect_pct: float) -> Judgement:
+    sides = [np.asarray(side, dtype=float) for side in (question.values, question.baseline)]
+    log_vars = [float(np.log(side).var(ddof=1)) for side in sides if side.size >= 2]
+    if not log_vars:
+        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, ONE_REPEAT)
+    if min_effect_pct <= 0:
+        return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, None, NO_MIN_EFFECT)
+    needed = stats.repeats_needed(math.sqrt(sum(log_vars) / len(log_vars)), min_effect_pct)
+    return Judgement(difference, None, Verdict.TOO_FEW_REPEATS, needed)
+
+
+def is_comparable(question: Question) -> bool:
+    """Every repeat on both sides is positive: the ratio of geometric means exists."""
+    sides = (np.asarray(side, dtype=float) for side in (question.values, question.baseline))
+    return all(side.size and bool(np.all(side > 0)) for side in sides)
+
+
+def is_testable(question: Question) -> bool:
+    """Enough repeats on both sides for a verdict."""
+    return min(len(question.values), len(question.baseline)) >= MIN_REPEATS
+
+
+def judge(
+    questions: Sequence[Question], min_effect_pct: float, margin_pct: float = DEFAULT_MARGIN_PCT
+) -> list[Judgement]:
+    """Judge every cell of a table; BH runs over the cells that can get a verdict.
+
+    Cells below MIN_REPEATS still get their difference (from two repeats a
+    side) but no q-value and the verdict TOO_FEW_REPEATS with the repeats
+    needed. A cell whose difference cannot be computed (non-positive values)
+    gets no verdict, whatever its repeats.
+    """
+    differences = stats.relative_differences([(q.values, q.baseline) for q in questions])
+    answers = {
+        i: answer(question, difference)
+        for i, (question, difference) in enumerate(zip(questions, differences, strict=True))
+        if difference is not None and is_testable(question)
+    }
+    q_values = dict(
+        zip(answers, stats.adjust_p_values([a.p for a in answers.values()]), strict=True)
+    )
+    judgements = []
+    for i, (question, difference) in enumerate(zip(questions, differences, strict=True)):
+        if not is_comparable(question):
+            judgements.append(Judgement(None, None, None, margin_pct=margin_pct))
+        elif i not in answers:
+            judgements.append(_too_few(question, difference, min_effect_pct))
+        else:
+            found, q = answers[i], q_values[i]
+            verdict = decide(found, q, min_effect_pct, margin_pct, question.higher_is_better)
+            judgements.append(
+                Judgement(difference, q, verdict, None, "", margin_pct, found, min_effect_pct)
+            )
+    return judgements
+
+
+VERDICT_DEFAULTS: dict[str, object] = {
+    "verdict_text": "",
+    "verdict_method": None,
+    "same_ci_low_pct": None,
+    "same_ci_high_pct": None,
+    "rounds_needed": None,
+    "rank_diff_pct": None,
+    "rank_ci_low_pct": None,
+    "rank_ci_high_pct": None,
+    "rank_p": None,
+}
+
+
+def record_fields(judgement: Judgement | None) -> dict[str, object]:
+    """The answer of a cell as plain values (API, exports); VERDICT_DEFAULTS without one."""
+    if judgement is None:
+        return VERDICT_DEFAULTS
+    same, rank = judgement.equivalence_pct, judgement.rank
+    return {
+        "verdict_text": judgement.sentence,
+        "verdict_method": str(judgement.method) if judgement.method else None,
+        "same_ci_low_pct": same[0] if same else None,
+        "same_ci_high_pct": same[1] if same else None,
+        "rounds_needed": judgement.rounds_needed,
+        "rank_diff_pct": rank.pct if rank else None,
+        "rank_ci_low_pct": rank.ci_low_pct if rank else None,
+        "rank_ci_high_pct": rank.ci_high_pct if rank else None,
+        "rank_p": rank.p if rank else None,
+    }

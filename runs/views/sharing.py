@@ -11,12 +11,8 @@ from runs import selectors, services
 from runs.analysis.compare import METRICS
 from runs.models import Comparison, Experiment, Run, ShareLink
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.context import (
-    experiment_context,
-    export_urls,
-    run_context,
-    saved_comparison_context,
-)
+from runs.views.comparing import baseline_from, saved_comparison_context
+from runs.views.context import experiment_context, export_urls, run_context
 from runs.views.export import export_response
 
 TEMPLATES = {
@@ -79,9 +75,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         metric = metric if metric in METRICS else "tps"
         context = experiment_context(target, metric, read_only=True, urls=urls)
     else:
-        context = saved_comparison_context(
-            target, True, urls, min_effect_raw=request.GET.get("min_effect")
-        )
+        context = saved_comparison_context(target, True, urls, query=request.GET)
     return render(request, TEMPLATES[link.target_kind], context)
 
 
@@ -97,5 +91,7 @@ def shared_export(request: HttpRequest, token: str, fmt: str) -> HttpResponse:
         runs = selectors.experiment_runs(target)
     else:
         runs = selectors.comparison_runs(target)
-        baseline = target.baseline or runs[0]
+        baseline, _error = baseline_from(
+            runs, target.baseline or runs[0], request.GET.get("baseline")
+        )
     return export_response(runs, fmt, f"shared-{link.target_kind}", request.GET, baseline)

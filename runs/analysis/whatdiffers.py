@@ -41,16 +41,18 @@ def shown_differences(runs: list[Run]) -> list[tuple[str, list[ShownValue | None
 
 
 def wal_apart_on_data_device(runs: list[Run], labels: dict[int, str]) -> list[str]:
-    """A sentence per run whose WAL has a storage target of its own on the data's device."""
-    found = []
+    """A sentence per device where cells put the WAL on a storage target of its own that
+    is on the data's device: WAL apart then changes nothing."""
+    by_device: dict[str, list[str]] = {}
     for run in runs:
         facts = run.storage_facts or {}
         data = (facts.get("data") or {}).get("device")
         wal = (facts.get("wal") or {}).get("device")
         if run.storage_wal and data and data == wal:
-            found.append(
-                f"{labels.get(run.pk, f'#{run.pk}')}: the WAL target {run.storage_wal!r} is on "
-                f"the same device as the data ({data}), so WAL apart changes nothing there; "
-                "point the wal target at another disk on the agent (--storage wal=PATH)."
-            )
-    return found
+            by_device.setdefault(data, []).append(labels.get(run.pk, f"#{run.pk}"))
+    return [
+        f"WAL apart is on the data's device ({device}) for {len(cells)} "
+        f"cell{'s' if len(cells) > 1 else ''} ({'; '.join(cells)}): it changes nothing there. "
+        "Point the wal storage target at another disk on the agent (--storage wal=PATH)."
+        for device, cells in by_device.items()
+    ]

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from runs.models import Run
+from runs.services.history.imported import imported_file
 
 CLIENTS = "clients"
 RUN = "run"
@@ -83,8 +84,12 @@ def storage_value(run: Run) -> str:
 
 
 def cell_name(run: Run) -> str:
-    """What tells two otherwise equal cells apart: `e7 cell 2` in rounds, else `#12`."""
-    return f"e{run.experiment_id} cell {run.cell + 1}" if run.round is not None else f"#{run.pk}"
+    """What tells two otherwise equal cells apart: `e7 cell 2` in rounds, `#31 c8.log` for
+    an import (its file), else `#12`."""
+    if run.round is not None:
+        return f"e{run.experiment_id} cell {run.cell + 1}"
+    file_name = imported_file(run)
+    return f"#{run.pk} {file_name}" if file_name else f"#{run.pk}"
 
 
 def _config_values(runs: list[Run]) -> tuple[str, dict[int, str]]:

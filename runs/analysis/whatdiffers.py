@@ -52,7 +52,12 @@ def wal_apart_on_data_device(runs: list[Run], labels: dict[int, str]) -> list[st
             by_device.setdefault(data, []).append(labels.get(run.pk, f"#{run.pk}"))
     return [
         f"WAL apart is on the data's device ({device}) for {len(cells)} "
-        f"cell{'s' if len(cells) > 1 else ''} ({'; '.join(cells)}): it changes nothing there. "
+        f"cell{'s' if len(cells) > 1 else ''} ({_some(cells)}): it changes nothing there. "
         "Point the wal storage target at another disk on the agent (--storage wal=PATH)."
         for device, cells in by_device.items()
     ]
+
+
+def _some(labels: list[str], shown: int = 2) -> str:
+    more = len(labels) - shown
+    return "; ".join(labels[:shown]) + (f"; and {more} more" if more > 0 else "")

@@ -2,7 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -26,9 +26,12 @@ TEMPLATES = {
 @require_POST
 def share_create(request: AuthenticatedHttpRequest, kind: str, pk: int) -> HttpResponse:
     link = services.share_link_create(request.user, _share_target(kind, pk))
-    url = request.build_absolute_uri(reverse("shared", args=[link.token]))
+    # The page's choices (a comparison's shape, baseline, ...) travel with the link.
+    query = QueryDict(request.POST.get("query", "")).urlencode()
+    suffix = f"?{query}" if query else ""
+    url = request.build_absolute_uri(reverse("shared", args=[link.token]) + suffix)
     messages.success(request, f"Share link created: {url}")
-    return redirect(f"{kind}-detail", pk=pk)
+    return redirect(reverse(f"{kind}-detail", args=[pk]) + suffix)
 
 
 def _share_target(kind: str, pk: int) -> Run | Experiment | Comparison:

@@ -126,7 +126,7 @@ def drawn(page, element_id: str) -> dict:
     height, the plot area's height, and the facet titles."""
     return page.evaluate(
         """(id) => {
-          const el = document.getElementById(id);
+          const el = document.querySelector(`[data-figure="${id}"]`);
           const legend = el.querySelector('.legend');
           return {
             types: el.data.map(t => t.type),
@@ -151,6 +151,8 @@ def fits(page) -> dict:
           tables: Object.fromEntries([...document.querySelectorAll('.table-wrap')]
             .filter(w => w.querySelector('#compare-table, .pivot-table'))
             .map(w => [w.querySelector('table').id, w.scrollWidth - w.clientWidth])),
+          cols: [...document.querySelectorAll('#compare-table tbody tr:nth-child(2) td')].map(
+            td => [td.getBoundingClientRect().width | 0, td.textContent.trim().slice(0, 30)]),
         })"""
     )
 
@@ -179,7 +181,7 @@ def test_seed_1_at_16_cells_reads_as_configs_per_version_and_shapes_from_the_url
     assert chart["categories"] == list(LADDER)
     assert chart["facets"] == ["<b>storage: default</b>", "<b>storage: default, WAL on wal</b>"]
     expect(page.locator("select[name=only_clients] option:checked")).to_have_text("20")
-    expect(page.locator(".wal-warning")).to_contain_text("/dev/sda1 for 8 cells")
+    expect(page.locator(".wal-warning")).to_contain_text("(/dev/sda1) for 8 cells")
     expect(page.locator("#diff-table thead")).to_contain_text("default, WAL on wal")
     expect(page.locator("#peaks-table tbody tr")).to_have_count(16)
     expect(page.locator("#peaks-table")).not_to_contain_text("None")

@@ -105,7 +105,7 @@ def load_config(args: argparse.Namespace, **extra: object) -> AgentConfig:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from agents.contract.manifest import manifest_spec
+    from agents.contract.spec.manifest import manifest_spec
     from agents.job import run_job
 
     if (args.spec is None) == (args.manifest is None):
@@ -125,7 +125,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_parse(args: argparse.Namespace) -> int:
-    from agents.contract.pgbench_parse import PgbenchParseError, parse_output
+    from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 
     try:
         parsed = parse_output(args.file.read_text(errors="replace"))
@@ -145,8 +145,8 @@ def command_facts(args: argparse.Namespace) -> int:
 
 
 def command_installs(args: argparse.Namespace) -> int:
-    from agents.postgres.installs import list_installs
-    from agents.postgres.source_build import cached_builds
+    from agents.postgres.installs.ensure import list_installs
+    from agents.postgres.installs.source_build import cached_builds
 
     config = load_config(args)
     cli_output.print_json(
@@ -156,9 +156,9 @@ def command_installs(args: argparse.Namespace) -> int:
 
 
 def command_build(args: argparse.Namespace) -> int:
-    from agents.contract.builds import check_build_definition
+    from agents.contract.builds.definition import check_build_definition
+    from agents.postgres.installs.source_build import ensure_build
     from agents.postgres.osuser import ensure_os_user
-    from agents.postgres.source_build import ensure_build
 
     definition = check_build_definition(json.loads(args.spec.read_text()))
     config = load_config(args)
@@ -173,7 +173,7 @@ def command_build(args: argparse.Namespace) -> int:
 
 
 def command_worker(args: argparse.Namespace) -> int:
-    from agents.worker import start_worker
+    from agents.worker.celery_worker import start_worker
 
     config = load_config(args, name=args.name, redis_url=args.redis_url)
     start_worker(config, loglevel=args.loglevel)
@@ -181,7 +181,7 @@ def command_worker(args: argparse.Namespace) -> int:
 
 
 def command_identity(args: argparse.Namespace) -> int:
-    from agents.identity import load_or_create_identity
+    from agents.worker.identity import load_or_create_identity
 
     config = load_config(args)
     identity = load_or_create_identity(config.state_dir, args.name)

@@ -5,8 +5,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from agents.contract.manifest import Manifest, command_shape
-from agents.contract.results import ResultDocument
+from agents.contract.reports.results import ResultDocument
+from agents.contract.spec.manifest import Manifest, command_shape
 from agents.events import Sink
 
 

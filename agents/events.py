@@ -1,4 +1,4 @@
-"""Emitting events (their types and validation: agents.contract.events).
+"""Emitting events (their types and validation: agents.contract.reports.events).
 
 The runner calls `EventEmitter.emit(type, data)`; every sink gets the same
 numbered document. Sinks are plain callables: the CLI prints, the worker
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from agents.contract.events import EVENT_TYPES, EVENT_VERSION, InvalidEvent
+from agents.contract.reports.events import EVENT_TYPES, EVENT_VERSION, InvalidEvent
 
 logger = logging.getLogger(__name__)
 

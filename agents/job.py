@@ -15,33 +15,35 @@ from typing import Any
 
 import agents
 from agents.config import AgentConfig
-from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import Cancelled, JobError
-from agents.contract.pgbench_versions import refuse_missing_options
-from agents.contract.results import RESULT_VERSION, PointResult, ResultDocument
-from agents.contract.scripts import check_workload_scripts
-from agents.contract.spec import JobSpec, PostgresSpec, SettingValue, StorageSpec, validate_spec
+from agents.contract.reports.results import RESULT_VERSION, PointResult, ResultDocument
+from agents.contract.settings.catalogue import Catalogue, refuse_settings, validate_settings
+from agents.contract.spec.document import (
+    JobSpec,
+    PostgresSpec,
+    SettingValue,
+    StorageSpec,
+    validate_spec,
+)
+from agents.contract.spec.pgbench_versions import refuse_missing_options
 from agents.contract.vocabulary import JobOutcome
-from agents.contract.workload_sql import check_workload_sql
+from agents.contract.workload_text.scripts import check_workload_scripts
+from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
-from agents.pair import PairLink
+from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
-from agents.postgres.build_steps import BuildFailed
-from agents.postgres.cluster import Cluster, usable_job_id
+from agents.postgres.cluster.directories import usable_job_id
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
-from agents.postgres.installs import (
-    Install,
-    ensure_install,
-    major_of,
-    make_dirs,
-    matches_version,
-)
-from agents.postgres.osuser import ensure_os_user
-from agents.postgres.source_build import check_allowed as check_build_allowed
-from agents.postgres.source_build import ensure_build
+from agents.postgres.installs.build_steps import BuildFailed
+from agents.postgres.installs.ensure import ensure_install
+from agents.postgres.installs.inventory import Install, major_of, matches_version
+from agents.postgres.installs.source_build import check_allowed as check_build_allowed
+from agents.postgres.installs.source_build import ensure_build
+from agents.postgres.osuser import ensure_os_user, make_dirs
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
 
 logger = logging.getLogger(__name__)

@@ -37,9 +37,10 @@ from scipy import stats
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
-from agents.contract.pgbench_parse import parse_output
-from agents.contract.results import PointResult
-from agents.contract.spec import validate_spec
+from agents.contract.pgbench_output.parse import parse_output
+from agents.contract.reports.latency import LatencyPercentiles
+from agents.contract.reports.results import PointResult
+from agents.contract.spec.document import validate_spec
 from agents.events import EventEmitter
 from agents.job import Job
 from agents.pgbench.process import run_pgbench
@@ -53,7 +54,7 @@ CPU_BUDGET_PERCENT = 0.5
 CONFIDENCE = 0.95
 CLIENTS = 2
 SCALE = 10
-WORKLOADS: dict[str, dict] = {
+WORKLOADS: dict[str, dict[str, object]] = {
     "select-only prepared": {
         "scripts": [{"builtin": "select-only", "weight": 1}],
         "query_mode": "prepared",
@@ -78,6 +79,46 @@ class RoundResult(TypedDict):
 class Measured(TypedDict):
     tps: float
     pgbench_cpu_us_per_tx: float | None
+
+
+class PgbenchCpuReport(TypedDict):
+    lab_us_per_tx: float
+    plain_us_per_tx: float
+    ratio: float
+    ratio_ci95: list[float]
+
+
+class WorkloadReport(TypedDict):
+    """One workload's rounds and what they show (the report's `workloads`)."""
+
+    workload: str
+    clients: int
+    lab_argv: list[str]
+    plain_argv: list[str]
+    rounds: list[RoundResult]
+    lab_tps_mean: float
+    plain_tps_mean: float
+    ratio: float
+    ratio_ci95: list[float]
+    verdict: "Verdict"
+    agent_cpu_percent_of_window: float
+    pgbench_cpu_per_transaction: PgbenchCpuReport | None
+    latency_percentiles_ms: LatencyPercentiles | None
+
+
+class SelfcheckReport(TypedDict):
+    """What `python -m agents selfcheck` prints."""
+
+    postgres: str
+    duration_s: int
+    rounds: int
+    cpu_count: int
+    load_average_before: list[float]
+    load_average_after: list[float]
+    finished_at: str
+    workloads: list[WorkloadReport]
+    targets: dict[str, float]
+    passed: bool
 
 
 @dataclass(frozen=True)
@@ -108,7 +149,7 @@ def ratio_estimate(ratios: list[float]) -> RatioEstimate:
     return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
 
 
-def selfcheck_spec(name: str, duration_s: int) -> dict:
+def selfcheck_spec(name: str, duration_s: int) -> dict[str, object]:
     return {
         "version": 1,
         "run_id": "selfcheck",
@@ -124,7 +165,7 @@ def run_selfcheck(
     rounds: int = 6,
     duration_s: int = 20,
     log: Callable[[str], None] | None = None,
-) -> dict:
+) -> SelfcheckReport:
     """Interleave the lab's and the plain command per workload; return the report."""
     say = log or logger.info
     load_before = os.getloadavg()
@@ -153,7 +194,7 @@ def run_selfcheck(
 
 def _check_workload(
     points: LocalPoints, name: str, rounds: int, say: Callable[[str], None]
-) -> dict:
+) -> WorkloadReport:
     say(f"{name}: warming up for {points.context.spec['sweep']['warmup_s']} s")
     points.warm_up(CLIENTS)
     results: list[RoundResult] = []
@@ -223,7 +264,7 @@ def _start_plain(points: LocalPoints, argv: list[str], **popen_kwargs: Any) -> S
     return bare.start(argv, View(), points.context.workdir, env=env, **popen_kwargs)
 
 
-def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
+def _pgbench_cpu_report(results: list[RoundResult]) -> PgbenchCpuReport | None:
     """pgbench's CPU per transaction on each side, and lab/plain with its interval."""
     pairs = [(r["lab_pgbench_cpu_us_per_tx"], r["plain_pgbench_cpu_us_per_tx"]) for r in results]
     known = [(lab, plain) for lab, plain in pairs if lab and plain]
@@ -240,7 +281,7 @@ def _pgbench_cpu_report(results: list[RoundResult]) -> dict | None:
 
 def _workload_report(
     name: str, points: LocalPoints, results: list[RoundResult], lab_points: list[PointResult]
-) -> dict:
+) -> WorkloadReport:
     estimate = ratio_estimate([result["ratio"] for result in results])
     cpu_s = sum(point["agent_cpu_s"] for point in lab_points)
     window_s = sum(point["seconds"] for point in lab_points)
@@ -261,7 +302,7 @@ def _workload_report(
     }
 
 
-def _describe(workload: dict) -> str:
+def _describe(workload: WorkloadReport) -> str:
     low, high = workload["ratio_ci95"]
     cpu = workload["pgbench_cpu_per_transaction"]
     pgbench_cpu = (
@@ -280,12 +321,12 @@ def _describe(workload: dict) -> str:
 
 
 def _report(
-    workloads: list[dict],
+    workloads: list[WorkloadReport],
     version: str,
     duration_s: int,
     rounds: int,
     load_before: tuple[float, float, float],
-) -> dict:
+) -> SelfcheckReport:
     over = any(workload["verdict"] == "over budget" for workload in workloads)
     cpu_ok = all(w["agent_cpu_percent_of_window"] < CPU_BUDGET_PERCENT for w in workloads)
     return {

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import overload
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.contract.wire import (
@@ -22,6 +23,10 @@ from agents.contract.wire import (
     EVENTS_STREAM_MAXLEN,
     EVENTS_STREAM_MAXLEN_ENV,
 )
+
+# Django's generic classes (ModelForm[Workload], ModelAdmin[Run]) subscriptable at run time,
+# as django-stubs has them for the type checker.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ from runs import models
 
 
 @admin.register(models.Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(admin.ModelAdmin[models.Host]):
     list_display = ["name", "enrollment", "last_seen", "registered_at"]
     search_fields = ["name"]
     # Enrollment changes go through the hosts page (services); the secret is never shown.
@@ -16,7 +16,7 @@ class HostAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[models.ApiToken]):
     """Tokens by their first characters; delete one to revoke it. New ones come from
     `manage.py create_api_token`, the one place a token is shown."""
 
@@ -30,7 +30,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(admin.ModelAdmin[models.Run]):
     list_display = ["id", "experiment", "host", "build", "config_profile", "status", "queued_at"]
     list_filter = ["status", "host"]
     raw_id_fields = ["experiment", "rerun_of"]

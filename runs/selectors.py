@@ -6,7 +6,6 @@ from typing import NamedTuple, NotRequired, TypedDict
 from django.db.models import Count, Max, QuerySet
 
 from runs.models import (
-    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -49,7 +48,7 @@ class LiveRows(TypedDict):
     progress: list[ProgressSample]
     host: list[HostSample]
     results: list[Result]
-    client_host: list[ClientHostSample]
+    client_host: list[HostSample]
 
 
 def run_list(status: str = "", host: str = "", experiment: str = "") -> QuerySet[Run]:
@@ -92,19 +91,23 @@ class RunTimelines(NamedTuple):
     host: dict[int, list[HostSample]]
     server: dict[int, list[ServerSample]]
     # Runs with a client host: that host's samples (the others have none).
-    client: dict[int, list[ClientHostSample]]
+    client: dict[int, list[HostSample]]
 
 
 def timelines_by_run(run_ids: set[int]) -> RunTimelines:
-    """Every sample of these runs, one query per kind."""
-    found = []
-    for model in (ProgressSample, HostSample, ServerSample, ClientHostSample):
-        grouped: dict[int, list] = {pk: [] for pk in run_ids}
-        rows = model.objects.filter(run_id__in=run_ids).order_by("run_id", "point", "t", "pk")
-        for row in rows:
-            grouped[row.run_id].append(row)
-        found.append(grouped)
-    return RunTimelines(found[0], found[1], found[2], found[3])
+    """Every sample of these runs, one query per model."""
+    found = RunTimelines({}, {}, {}, {})
+    for grouped in found:
+        grouped.update({pk: [] for pk in run_ids})
+    order = ("run_id", "point", "t", "pk")
+    for progress in ProgressSample.objects.filter(run_id__in=run_ids).order_by(*order):
+        found.progress[progress.run_id].append(progress)
+    for server in ServerSample.objects.filter(run_id__in=run_ids).order_by(*order):
+        found.server[server.run_id].append(server)
+    by_role = {HostSample.Role.SERVER: found.host, HostSample.Role.CLIENT: found.client}
+    for host in HostSample.objects.filter(run_id__in=run_ids).order_by(*order):
+        by_role[HostSample.Role(host.role)][host.run_id].append(host)
+    return found
 
 
 def run_logs(run: Run) -> list[RunEvent]:
@@ -114,14 +117,19 @@ def run_logs(run: Run) -> list[RunEvent]:
 
 def live_cursor(run: Run) -> LiveCursor:
     """The highest stored row ids the page was rendered with; the stream starts after them."""
+    hosts = run.host_samples.all()
     cursor: LiveCursor = {
-        "p": run.progress.aggregate(m=Max("pk"))["m"] or 0,
-        "h": run.host_samples.aggregate(m=Max("pk"))["m"] or 0,
-        "r": run.results.aggregate(m=Max("pk"))["m"] or 0,
+        "p": _last_pk(run.progress.all()),
+        "h": _last_pk(hosts.filter(role=HostSample.Role.SERVER)),
+        "r": _last_pk(run.results.all()),
     }
     if run.client_host_id:
-        cursor["c"] = run.client_host_samples.aggregate(m=Max("pk"))["m"] or 0
+        cursor["c"] = _last_pk(hosts.filter(role=HostSample.Role.CLIENT))
     return cursor
+
+
+def _last_pk(rows: QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[Result]) -> int:
+    return rows.aggregate(m=Max("pk"))["m"] or 0
 
 
 def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
@@ -132,20 +140,22 @@ def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
         "progress": list(
             ProgressSample.objects.filter(run_id=run_id, pk__gt=cursor["p"]).order_by("pk")[:500]
         ),
-        "host": list(
-            HostSample.objects.filter(run_id=run_id, pk__gt=cursor["h"]).order_by("pk")[:500]
-        ),
+        "host": _host_rows_after(run_id, HostSample.Role.SERVER, cursor["h"]),
         "results": list(Result.objects.filter(run_id=run_id, pk__gt=cursor["r"]).order_by("pk")),
         "client_host": _client_rows_after(run_id, cursor),
     }
 
 
-def _client_rows_after(run_id: int, cursor: LiveCursor) -> list[ClientHostSample]:
+def _host_rows_after(run_id: int, role: HostSample.Role, after: int) -> list[HostSample]:
+    rows = HostSample.objects.filter(run_id=run_id, role=role, pk__gt=after).order_by("pk")
+    return list(rows[:500])
+
+
+def _client_rows_after(run_id: int, cursor: LiveCursor) -> list[HostSample]:
     """Client host samples after the cursor; none asked for when it has no `c` (no client)."""
     if "c" not in cursor:
         return []
-    rows = ClientHostSample.objects.filter(run_id=run_id, pk__gt=cursor["c"]).order_by("pk")
-    return list(rows[:500])
+    return _host_rows_after(run_id, HostSample.Role.CLIENT, cursor["c"])
 
 
 def experiment_list() -> QuerySet[Experiment]:

@@ -19,9 +19,9 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.config import AgentConfig  # noqa: E402
-from agents.postgres.cluster import Cluster  # noqa: E402
-from agents.postgres.installs import ensure_install, make_dirs  # noqa: E402
-from agents.postgres.osuser import ensure_os_user  # noqa: E402
+from agents.postgres.cluster.lifecycle import Cluster  # noqa: E402
+from agents.postgres.installs.ensure import ensure_install  # noqa: E402
+from agents.postgres.osuser import ensure_os_user, make_dirs  # noqa: E402
 
 STATE_FILE = "labdb.json"
 JOB_ID = "labdb"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import AgentConfig
-from agents.contract.builds import BuildDefinition
+from agents.contract.builds.definition import BuildDefinition
 from runs.presets.seeds import LWLOCK_PARTITIONS_256_PATCH
 
 REPO = Path(__file__).resolve().parent.parent

@@ -75,7 +75,7 @@ def test_the_contract_imports_only_the_standard_library_and_itself() -> None:
     assert outside == []
 
 
-@pytest.mark.parametrize("module", ["agents.worker", "agents.__main__"])
+@pytest.mark.parametrize("module", ["agents.worker.celery_worker", "agents.__main__"])
 def test_loading_the_agent_loads_neither_django_settings_nor_the_web_code(module: str) -> None:
     probe = (
         f"import sys, {module}; "
@@ -97,11 +97,11 @@ def test_loading_the_agent_loads_neither_django_settings_nor_the_web_code(module
 def test_the_boundary_check_finds_an_agent_import_inside_a_function(tmp_path: Path) -> None:
     leaky = tmp_path / "leaky.py"
     leaky.write_text(
-        "from agents.contract.spec import validate_spec\n"
+        "from agents.contract.spec.document import validate_spec\n"
         "def later():\n"
-        "    from agents.postgres.cluster import Cluster\n"
+        "    from agents.postgres.cluster.lifecycle import Cluster\n"
     )
 
     found = offending_imports([leaky], ("agents",), allowed="agents.contract", root=tmp_path)
 
-    assert found == ["leaky.py:3 agents.postgres.cluster"]
+    assert found == ["leaky.py:3 agents.postgres.cluster.lifecycle"]

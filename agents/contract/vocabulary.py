@@ -33,7 +33,7 @@ SWEEP_ORDERS: tuple[SweepOrder, ...] = get_args(SweepOrder)
 BetweenPoints = Literal["none", "checkpoint", "vacuum", "vacuum_checkpoint"]
 BETWEEN_POINTS: tuple[BetweenPoints, ...] = get_args(BetweenPoints)
 
-# What a measured point asks pgbench to log (agents/contract/latency.py).
+# What a measured point asks pgbench to log (agents/contract/reports/latency.py).
 LatencyLog = Literal["sampled", "aggregate", "full", "none"]
 LATENCY_LOGS: tuple[LatencyLog, ...] = get_args(LatencyLog)
 LATENCY_LOG_LABELS: dict[LatencyLog, str] = {

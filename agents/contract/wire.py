@@ -59,7 +59,7 @@ def settled_key(job_id: str) -> str:
 
 
 def pair_key(dispatch: str, part: str) -> str:
-    """A key the two halves of a run with a client host talk through (agents/pair.py):
+    """A key the two halves of a run with a client host talk through (agents/pair/link.py):
     `to-server`, `to-client` (message lists) and `alive:server`, `alive:client`."""
     return f"benchlab:pair:{dispatch}:{part}"
 

@@ -14,7 +14,7 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agents.contract.facts import CpuClock, CpuFacts, DiskFacts, Facts, MemoryFacts, OsFacts
+from agents.contract.reports.facts import CpuClock, CpuFacts, DiskFacts, Facts, MemoryFacts, OsFacts
 from agents.observe.procfs import (
     SECTOR_BYTES,
     read_int,

@@ -7,9 +7,9 @@ process table: the sampler must not compete with pgbench for CPU.
 
 import os
 from pathlib import Path
-from typing import TypedDict
 
-from agents.contract.results import Sample
+from agents.contract.reports.results import Sample
+from agents.contract.reports.samples import DiskRates
 from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 from agents.observe.procfs import (
@@ -27,18 +27,6 @@ def process_cpu_seconds() -> float:
     """User plus system CPU time of this process (all threads) so far."""
     times = os.times()
     return times.user + times.system
-
-
-class DiskRates(TypedDict):
-    """One role's device over one interval; all None for a role with no block device."""
-
-    device: str | None
-    read_bytes_per_s: int | None
-    write_bytes_per_s: int | None
-    read_iops: float | None
-    write_iops: float | None
-    util_percent: float | None
-    queue_depth: float | None
 
 
 def _percent(part: int, whole: int) -> float:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from agents.contract.results import Sample
+from agents.contract.reports.results import Sample
 from agents.observe.clock import SYSTEM_CLOCK, Clock
 
 logger = logging.getLogger(__name__)

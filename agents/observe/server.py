@@ -10,7 +10,7 @@ import logging
 import psycopg
 from psycopg.rows import DictRow, dict_row
 
-from agents.contract.results import Sample
+from agents.contract.reports.results import Sample
 from agents.observe.clock import SYSTEM_CLOCK, Clock
 from agents.observe.periodic import PeriodicSampler, SampleCallback
 

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.contract.facts import Space, StorageFacts
+from agents.contract.reports.facts import Space, StorageFacts
 from agents.observe.procfs import read_text
 
 SYS_CLASS_BLOCK = Path("/sys/class/block")

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents.contract.results import ProgressLine
+from agents.contract.reports.results import ProgressLine
 
 SUMMED_COUNTS = ("transactions", "failed", "retried", "aborted_clients")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
-from agents.contract.spec import DatasetSpec, JobSpec, ScriptSpec, WorkloadSpec
+from agents.contract.spec.document import DatasetSpec, JobSpec, ScriptSpec, WorkloadSpec
 
 FIRST_MAJOR_WITH_RETRIES = 15
 
@@ -59,7 +59,8 @@ def script_args(
     """`-b name@weight` for builtins, `-f path@weight` for custom scripts written to disk.
 
     With `weighted` false (pgbench before 9.6; the spec then has one script, see
-    agents/contract/pgbench_versions.py) a builtin is `-S`, `-N` or nothing, a custom one `-f path`.
+    agents/contract/spec/pgbench_versions.py) a builtin is `-S`, `-N` or nothing, a custom one
+    `-f path`.
     """
     if not weighted:
         script = scripts[0]

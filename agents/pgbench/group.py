@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
-from agents.contract.results import ProgressLine
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
+from agents.contract.reports.results import ProgressLine
 from agents.pgbench.combine import sum_lines
 from agents.pgbench.process import Finished
 

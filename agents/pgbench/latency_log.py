@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
-from agents.contract.latency import (
+from agents.contract.reports.latency import (
     FULL_LOG_WARNING,
     ExpectedFrom,
     LatencyPercentiles,
     PercentileSource,
 )
-from agents.contract.results import ProgressLine
+from agents.contract.reports.results import ProgressLine
 from agents.contract.vocabulary import LatencyLog
 from agents.pgbench.log_timeline import aggregate_timeline
 from agents.pgbench.txlog import (
@@ -40,9 +40,8 @@ from agents.pgbench.txlog import (
     percentiles_of,
     read_transaction_logs,
 )
-from agents.postgres.installs import make_dirs
-from agents.postgres.markers import ClusterMarker
-from agents.postgres.osuser import OsUser, chown_tree
+from agents.postgres.cluster.markers import ClusterMarker
+from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +294,9 @@ def _last_write(directory: Path) -> float:
         return time.time()
 
 
-def _log_removal_error(function: object, path: str, exc_info: tuple) -> None:
+def _log_removal_error(
+    function: object, path: str, exc_info: tuple[type[BaseException], BaseException, object]
+) -> None:
     logger.warning("could not remove transaction log %s: %s", path, exc_info[1])
 
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agents.contract.results import ProgressLine
+from agents.contract.reports.results import ProgressLine
 from agents.pgbench.log_timeline import SecondBins
 from agents.pgbench.txlog import TransactionLogError, add_to_bins, parse_line
 

@@ -27,7 +27,7 @@ agents/pgbench/log_tail.py reads a sampled log while pgbench writes it.
 import math
 from dataclasses import dataclass, field
 
-from agents.contract.results import ProgressLine
+from agents.contract.reports.results import ProgressLine
 
 
 @dataclass

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agents.contract.latency import LatencyPercentiles
-from agents.contract.results import ProgressLine
+from agents.contract.reports.latency import LatencyPercentiles
+from agents.contract.reports.results import ProgressLine
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan, log_files
 from agents.pgbench.log_tail import LogTail
 from agents.pgbench.log_timeline import whole_seconds

@@ -40,7 +40,7 @@ class Finished:
     cpu_s: float | None
 
     def as_fields(self) -> dict[str, object]:
-        """The point result's command fields (agents/contract/results.py)."""
+        """The point result's command fields (agents/contract/reports/results.py)."""
         return {
             "argv": self.argv,
             "exit_code": self.exit_code,
@@ -61,7 +61,7 @@ class Launcher(Protocol):
 class _Reaper:
     """Waits for one child with wait4 and keeps its exit code and CPU seconds."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
+    def __init__(self, process: "subprocess.Popen[Any]") -> None:
         self.process = process
         self.cpu_s: float | None = None
         self.done = threading.Event()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.contract.errors import JobError
-from agents.contract.space import megabytes
+from agents.contract.spec.space import megabytes
 
 logger = logging.getLogger(__name__)
 

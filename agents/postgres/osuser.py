@@ -137,3 +137,15 @@ def chown_tree(path: Path, user: OsUser) -> None:
     for directory, subdirs, files in os.walk(path):
         for name in subdirs + files:
             os.chown(Path(directory) / name, user.uid, user.gid, follow_symlinks=False)
+
+
+def make_dirs(path: Path) -> None:
+    """Create `path` and missing parents as 0755, so the PostgreSQL OS user can traverse them."""
+    missing = []
+    for directory in [path, *path.parents]:
+        if directory.exists():
+            break
+        missing.append(directory)
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        directory.chmod(0o755)

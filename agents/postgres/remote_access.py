@@ -13,7 +13,7 @@ import secrets
 from psycopg import sql
 
 from agents.contract.errors import JobError
-from agents.postgres.cluster import Cluster
+from agents.postgres.cluster.lifecycle import Cluster
 
 LOOPBACK = "127.0.0.1"
 

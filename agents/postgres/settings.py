@@ -1,7 +1,7 @@
 """postgresql.conf settings on a live cluster: reading the catalogue, applying, reading back.
 
 The catalogue and the validation of requested settings are pure and shared
-with the lab (agents/contract/catalogue.py). Here the agent reads a version's
+with the lab (agents/contract/settings/catalogue.py). Here the agent reads a version's
 catalogue from a real server once and caches it, and applies a job's settings:
 it writes them into the cluster's own include file (`benchlab.conf` in the
 data directory, included at the end of postgresql.conf), then restarts the
@@ -17,17 +17,22 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.contract.catalogue import CATALOGUE_QUERY, Catalogue, catalogue_from_rows, value_text
 from agents.contract.errors import JobError
-from agents.contract.results import EffectiveSetting
-from agents.contract.spec import SettingValue
+from agents.contract.reports.results import EffectiveSetting
+from agents.contract.settings.catalogue import (
+    CATALOGUE_QUERY,
+    Catalogue,
+    catalogue_from_rows,
+    value_text,
+)
+from agents.contract.spec.document import SettingValue
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg.rows import TupleRow
 
-    from agents.postgres.cluster import Cluster
-    from agents.postgres.installs import Install
+    from agents.postgres.cluster.lifecycle import Cluster
+    from agents.postgres.installs.inventory import Install
 
 logger = logging.getLogger(__name__)
 

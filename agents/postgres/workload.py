@@ -1,11 +1,11 @@
 """The workload's SQL as its role: setup SQL one statement at a time, and why the role refused.
 
 Setup SQL runs like `psql -f`: statement by statement (split as psql splits,
-agents/contract/sql_text.py), each in its own transaction unless the SQL opens
+agents/contract/workload_text/sql_text.py), each in its own transaction unless the SQL opens
 one, stopping at the first error. An error names the statement. When the
 server refused a statement for lack of privilege, or pgbench aborted a client
 on such an error in a custom script, the error also says why: workload SQL
-runs as a role without superuser rights (agents/postgres/cluster.py), and only
+runs as a role without superuser rights (agents/postgres/cluster/clients.py), and only
 the agent's local config can change that.
 """
 
@@ -18,10 +18,11 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from agents.contract.errors import JobError
-from agents.contract.spec import ScriptSpec
-from agents.contract.sql_text import Statement, split_statements
-from agents.contract.workload_sql import SETUP_SQL_FIELD, describe, read_statements
-from agents.postgres.cluster import Cluster, WorkloadAccess
+from agents.contract.spec.document import ScriptSpec
+from agents.contract.workload_text.sql_text import Statement, split_statements
+from agents.contract.workload_text.workload_sql import SETUP_SQL_FIELD, describe, read_statements
+from agents.postgres.cluster.clients import WorkloadAccess
+from agents.postgres.cluster.lifecycle import Cluster
 
 # pgbench 12+ aborting a client on an SQL error:
 # "client 3 script 0 aborted in command 4 query 0: ERROR: ..."

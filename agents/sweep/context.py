@@ -11,25 +11,40 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, cast
 
 from agents.contract.errors import JobError
-from agents.contract.results import PointResult
-from agents.contract.spec import JobSpec
+from agents.contract.reports.results import PointResult, Sample
+from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.server import ServerSampler
 from agents.pgbench import command
 from agents.pgbench.latency_log import log_root
 from agents.pgbench.process import Finished, run_pgbench
-from agents.postgres.cluster import Cluster
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.disk_full import sign_line
 from agents.postgres.osuser import chown_tree
 from agents.sandbox import Started
 
 if TYPE_CHECKING:
-    from agents.postgres.installs import Install
+    from agents.postgres.installs.inventory import Install
 
 T = TypeVar("T")
+
+
+class PointBase(TypedDict):
+    """What every live event of a point starts with."""
+
+    point: int
+    clients: int
+    repeat: int
+
+
+class PointSamples(TypedDict):
+    """What a point's samplers took: the host's samples and the server's."""
+
+    host: list[Sample]
+    server: list[Sample]
 
 
 class SweepReporter(Protocol):
@@ -203,7 +218,9 @@ class PointContext:
             return min(threads, clients)
         return command.default_threads(clients, self.cpu_count())
 
-    def sampled(self, point_base: dict, measure: Callable[[], T]) -> tuple[T, dict, float]:
+    def sampled(
+        self, point_base: PointBase, measure: Callable[[], T]
+    ) -> tuple[T, PointSamples, float]:
         """Run `measure()` with the samplers; returns (its value, samples, agent CPU seconds)."""
         samplers = PointSamplers(self, point_base)
         samplers.start()
@@ -219,7 +236,7 @@ class PointContext:
 class PointSamplers:
     """Host and server samplers around one point; each sample is also emitted live."""
 
-    def __init__(self, context: PointContext, point_base: dict):
+    def __init__(self, context: PointContext, point_base: PointBase):
         emit = context.reporter.emit
         self.host = HostSampler(
             context.storage, on_sample=lambda s: emit("sample", {**point_base, "host": s})
@@ -237,7 +254,7 @@ class PointSamplers:
         if self.server is not None:
             self.server.start()
 
-    def stop(self) -> dict:
+    def stop(self) -> PointSamples:
         server = self.server.stop() if self.server is not None else []
         return {"host": self.host.stop(), "server": server}
 

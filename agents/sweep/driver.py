@@ -10,9 +10,9 @@ agents/sweep/remote.py on a client host), which gets the sweep's
 import secrets
 
 from agents.contract.errors import JobError
-from agents.contract.latency import FULL_LOG_WARNING
-from agents.contract.pgbench_parse import parse_init_progress
-from agents.contract.spec import SweepSpec, sweep_points
+from agents.contract.pgbench_output.init_progress import parse_init_progress
+from agents.contract.reports.latency import FULL_LOG_WARNING
+from agents.contract.spec.document import SweepSpec, sweep_points
 from agents.observe.server import unavailable_measurements
 from agents.pgbench import command
 from agents.postgres.workload import run_setup_sql

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.contract.errors import JobError
-from agents.contract.latency import ExpectedFrom
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
-from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
-from agents.contract.results import PointResult, ProgressLine
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
+from agents.contract.reports.latency import ExpectedFrom
+from agents.contract.reports.results import PointResult, ProgressLine
+from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.pgbench import command
 from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
@@ -29,7 +29,13 @@ from agents.pgbench.latency_log import (
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished
 from agents.postgres.workload import script_refusal
-from agents.sweep.context import PointContext, as_point_result, last_lines
+from agents.sweep.context import (
+    PointBase,
+    PointContext,
+    PointSamples,
+    as_point_result,
+    last_lines,
+)
 from agents.sweep.process_group import ProcessGroupPoint
 
 logger = logging.getLogger(__name__)
@@ -108,7 +114,7 @@ class LocalPoints:
         plan = self.log_plan(clients)
         label = f"{context.cluster.job_id}-point-{index}"
         with point_log_dir(context.log_root, label, context.cluster.os_user) as log_dir:
-            point_base = {"point": index, "clients": clients, "repeat": repeat}
+            point_base: PointBase = {"point": index, "clients": clients, "repeat": repeat}
             point_log = PointLog(plan, log_dir, self.log_timeline_emitter(point_base))
             if context.spec["workload"]["processes"]:
                 group = ProcessGroupPoint(context, clients, point_base)
@@ -129,7 +135,7 @@ class LocalPoints:
             self.measured = Measured(clients, point["tps"], "previous_point")
         return as_point_result(point)
 
-    def log_timeline_emitter(self, point_base: dict) -> Callable[[ProgressLine], None] | None:
+    def log_timeline_emitter(self, point_base: PointBase) -> Callable[[ProgressLine], None] | None:
         """Where a point's live seconds read from its log go; None when `-P` gives them."""
         if self.context.spec["workload"]["progress"]:
             return None
@@ -140,8 +146,8 @@ class LocalPoints:
         return emit
 
     def _measure(
-        self, argv: list[str], point_base: dict, point_log: PointLog
-    ) -> tuple[Finished, dict, float]:
+        self, argv: list[str], point_base: PointBase, point_log: PointLog
+    ) -> tuple[Finished, PointSamples, float]:
         """Run pgbench with the samplers; returns (finished, samples, agent CPU seconds)."""
 
         def measure() -> Finished:
@@ -155,7 +161,7 @@ class LocalPoints:
 
         return self.context.sampled(point_base, measure)
 
-    def _progress_emitter(self, point_base: dict) -> Callable[[str], None]:
+    def _progress_emitter(self, point_base: PointBase) -> Callable[[str], None]:
         """pgbench's `-P` lines as progress events (workload.progress)."""
 
         def on_line(line: str) -> None:
@@ -165,7 +171,7 @@ class LocalPoints:
         return on_line
 
     def _point_result(
-        self, index: int, clients: int, repeat: int, finished: Finished, samples: dict
+        self, index: int, clients: int, repeat: int, finished: Finished, samples: PointSamples
     ) -> dict[str, Any]:
         threads = self.context.threads(clients)
         point: dict[str, Any] = {

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.contract.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
-from agents.contract.results import ProgressLine
-from agents.contract.spec import ProcessSpec
+from agents.contract.reports.results import ProgressLine
+from agents.contract.spec.document import ProcessSpec
+from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
 from agents.pgbench import command
 from agents.pgbench.combine import combine_processes
 from agents.pgbench.group import (
@@ -29,7 +29,7 @@ from agents.pgbench.group import (
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan
 from agents.pgbench.point_log import PointLog
 from agents.pgbench.process import Finished
-from agents.sweep.context import PointContext
+from agents.sweep.context import PointBase, PointContext, PointSamples
 
 PROCESS_KEYS = (
     "tps",
@@ -46,7 +46,7 @@ PROCESS_KEYS = (
 class ProcessGroupPoint:
     """One point's processes at the sweep's client count `clients`."""
 
-    def __init__(self, context: PointContext, clients: int, point_base: dict[str, Any]) -> None:
+    def __init__(self, context: PointContext, clients: int, point_base: PointBase) -> None:
         self.context = context
         self.clients = clients
         self.point_base = point_base
@@ -109,7 +109,7 @@ class ProcessGroupPoint:
     def _emit_progress(self, line: ProgressLine) -> None:
         self.context.reporter.emit("progress", {**self.point_base, **line})
 
-    def point(self, finished: list[Finished], samples: dict) -> dict[str, Any]:
+    def point(self, finished: list[Finished], samples: PointSamples) -> dict[str, Any]:
         """The point: combined summary, samples, and each process's own record."""
         records = [self.record(number, done) for number, done in enumerate(finished)]
         combined = combine_processes(records)

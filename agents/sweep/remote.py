@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from agents.contract.errors import JobError
-from agents.contract.results import PointResult
-from agents.pair import Message, PairLink
-from agents.sweep.context import PointContext
+from agents.contract.reports.results import PointResult
+from agents.pair.link import Message, PairLink
+from agents.sweep.context import PointBase, PointContext
 
 
 class RemotePoints:
@@ -34,7 +34,7 @@ class RemotePoints:
         """Measure one point on the client, sampling this host and its server meanwhile."""
         message = f"point {index + 1} of {total}: {clients} clients, run {repeat}, on the client"
         self.reporter.status("running", message)
-        point_base = {"point": index, "clients": clients, "repeat": repeat}
+        point_base: PointBase = {"point": index, "clients": clients, "repeat": repeat}
         self.link.send("measure", index=index, total=total, clients=clients, repeat=repeat)
         answer, samples, agent_cpu_s = self.context.sampled(
             point_base, lambda: self.link.wait_for({"point"}, self.should_cancel, None, self.relay)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agents.contract.builds.definition import BuildRecord
 from runs.analysis import stats
 from runs.analysis import validity as checks
 from runs.analysis.stats import Judgement, Question, Summary
@@ -301,7 +302,7 @@ DIFFERENCE_FIELDS = {
 }
 
 
-def cell_record(row: PointRow, cell: MetricCell) -> dict:
+def cell_record(row: PointRow, cell: MetricCell) -> dict[str, object]:
     """One (run, clients, metric) of a table as plain JSON-able values (API, exports)."""
     summary, difference, judgement = cell.summary, cell.difference, cell.judgement
     return {
@@ -320,7 +321,7 @@ def cell_record(row: PointRow, cell: MetricCell) -> dict:
     }
 
 
-def table_records(table: StatsTable) -> list[dict]:
+def table_records(table: StatsTable) -> list[dict[str, object]]:
     """Every cell of the table, row by row, metric by metric."""
     return [cell_record(row, row.cells[m]) for row in table.rows for m in table.metrics]
 
@@ -353,7 +354,7 @@ def setting_text(setting: str | int | None, unit: str | None) -> str:
     return f"{total}B"
 
 
-def _effective_settings(run: Run) -> dict:
+def _effective_settings(run: Run) -> dict[str, object]:
     """Settings as read back from the server, else as requested in the spec."""
     if run.effective_settings:
         return {
@@ -364,7 +365,7 @@ def _effective_settings(run: Run) -> dict:
     return dict(run.spec.get("settings") or {})
 
 
-def source_build_profile(record: dict) -> dict[str, object]:
+def source_build_profile(record: BuildRecord) -> dict[str, object]:
     """What decides a source build, as "what differs" lists it: source, flags, patches, compiler."""
     if not record:
         return {}

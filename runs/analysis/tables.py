@@ -71,7 +71,7 @@ def statistics(
     return table_of(load_inputs(runs), baseline, min_effect_pct, metrics)
 
 
-def statistics_document(table: StatsTable, baseline: Run | None) -> dict:
+def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, object]:
     """A statistics table as the API and the JSON exports answer it."""
     base_row = next((row for row in table.rows if row.is_baseline), None)
     return {
@@ -84,7 +84,7 @@ def statistics_document(table: StatsTable, baseline: Run | None) -> dict:
     }
 
 
-def comparison_statistics(comparison: Comparison, min_effect_pct: float) -> dict:
+def comparison_statistics(comparison: Comparison, min_effect_pct: float) -> dict[str, object]:
     """The statistics document of a saved comparison against its baseline."""
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]

@@ -10,12 +10,15 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
+from agents.contract.reports.samples import HostSampleDocument, ServerSampleDocument
 from runs.analysis.stats import MIN_REPEATS, Summary
-from runs.models import Result, Run
+from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 
 
 @dataclass(frozen=True)
@@ -152,30 +155,36 @@ class CheckpointEvent:
 
 @dataclass
 class PointSamples:
-    """The stored timelines of one point: objects with `.t` and `.tps`, or `.data` dicts."""
+    """The stored timelines of one point."""
 
-    progress: list = field(default_factory=list)
-    host: list = field(default_factory=list)
-    server: list = field(default_factory=list)
+    progress: list[ProgressSample] = field(default_factory=list)
+    host: list[HostSample] = field(default_factory=list)
+    server: list[ServerSample] = field(default_factory=list)
     # A run with a client host: the client host's samples (pgbench runs there).
-    client: list = field(default_factory=list)
+    client: list[HostSample] = field(default_factory=list)
 
 
-def _by_time(samples: Iterable) -> list:
+TimedSample = TypeVar("TimedSample", ProgressSample, HostSample, ServerSample)
+
+
+def _by_time(samples: Iterable[TimedSample]) -> list[TimedSample]:
     return sorted(samples, key=lambda s: s.t if s.t is not None else 0.0)
 
 
-def _checkpoint_writes(data: dict) -> float:
+def _checkpoint_writes(data: ServerSampleDocument) -> float:
     return data.get("buffers_checkpoint_per_s") or 0.0
 
 
-def _started(before: dict, after: dict) -> list[str]:
+def _started(before: ServerSampleDocument, after: ServerSampleDocument) -> list[str]:
     """The kinds of checkpoint whose counter went up between two samples."""
-    counters = (("timed", "checkpoints_timed"), ("requested", "checkpoints_req"))
+    counters: tuple[tuple[str, Literal["checkpoints_timed", "checkpoints_req"]], ...] = (
+        ("timed", "checkpoints_timed"),
+        ("requested", "checkpoints_req"),
+    )
     return [kind for kind, key in counters if (after.get(key) or 0) > (before.get(key) or 0)]
 
 
-def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEvent]:
+def checkpoint_events(point: int, server_samples: Sequence[ServerSample]) -> list[CheckpointEvent]:
     """Checkpoint starts (a counter went up) and ends (writes stopped) within one point."""
     ordered = _by_time(server_samples)
     events: list[CheckpointEvent] = []
@@ -195,7 +204,7 @@ def checkpoint_events(point: int, server_samples: Sequence) -> list[CheckpointEv
     return events
 
 
-def _writes_from(start: CheckpointEvent, ordered: Sequence) -> bool:
+def _writes_from(start: CheckpointEvent, ordered: Sequence[ServerSample]) -> bool:
     """Whether a started checkpoint wrote within the window, or started at its last sample.
 
     A timed checkpoint on a server that wrote no WAL since the last one is
@@ -224,11 +233,12 @@ def _checkpoint_warning(point: int, samples: PointSamples) -> list[ValidityWarni
     return [ValidityWarning("checkpoint_in_window", seen)]
 
 
-def _idle_percent(data: dict) -> float | None:
+def _idle_percent(data: HostSampleDocument) -> float | None:
     """CPU time nothing ran on: idle plus I/O wait (a CPU waiting on a disk is free for work)."""
-    if data.get("cpu_idle") is None:
+    idle = data.get("cpu_idle")
+    if idle is None:
         return None
-    return data["cpu_idle"] + (data.get("cpu_iowait") or 0.0)
+    return idle + (data.get("cpu_iowait") or 0.0)
 
 
 def _host_idle_warning(samples: PointSamples) -> list[ValidityWarning]:
@@ -317,11 +327,14 @@ def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
     return [ValidityWarning("unsteady_timeline", "; ".join(seen))] if seen else []
 
 
-def _counting_noise(progress: list, t: np.ndarray, mean_tps: float) -> float:
+def _counting_noise(
+    progress: list[ProgressSample], t: NDArray[np.float64], mean_tps: float
+) -> float:
     """The CV per-second tps has from counting alone: 1/sqrt(what each second counted)."""
     sampled = [s.sampled for s in progress if s.tps is not None]
-    if sampled and None not in sampled:
-        counted = float(np.mean(sampled))
+    known = [count for count in sampled if count is not None]
+    if sampled and len(known) == len(sampled):
+        counted = float(np.mean(known))
     else:
         counted = mean_tps * (float(np.median(np.diff(t))) or 1.0)
     return 1 / np.sqrt(counted) if counted > 0 else float("inf")

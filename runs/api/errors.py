@@ -18,6 +18,7 @@ stable:
   `method_not_allowed`, `parse_error`, ...).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -34,7 +35,9 @@ from agents.contract.errors import USER_CODES, JobError
 from runs.services.errors import Conflict, InUse, LimitReached
 
 
-def error_body(code: str, message: str, fields: dict | None = None, **extra: Any) -> dict:
+def error_body(
+    code: str, message: str, fields: Mapping[str, object] | None = None, **extra: object
+) -> dict[str, object]:
     return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
 
 
@@ -43,7 +46,7 @@ def job_error_detail(exc: JobError) -> dict[str, list[str]]:
     return {exc.field or "non_field_errors": [exc.message]}
 
 
-def exception_handler(exc: Exception, context: dict) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, object]) -> Response | None:
     """Answer JobError with 400, Conflict with 409, a body over the limit with 413; reshape
     DRF's own errors."""
     if isinstance(exc, RequestDataTooBig | TooManyFieldsSent):

@@ -8,7 +8,8 @@ PostgreSQL's jsonb and text cannot store one.
 """
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from django.db import models
 from drf_spectacular.utils import extend_schema_field
@@ -50,7 +51,13 @@ class StrictBooleanField(JsonTyped, serializers.BooleanField):
     json_types = (bool,)
 
 
-class StrictModelSerializer(serializers.ModelSerializer):
+# What a serializer of no model reads and shows: a JSON object (a query, a document).
+Document = Mapping[str, object]
+SerializedModel = TypeVar("SerializedModel", bound=models.Model)
+Scalar = str | int | float | bool
+
+
+class StrictModelSerializer(serializers.ModelSerializer[SerializedModel]):
     """A ModelSerializer whose model fields take only their own JSON type, and that refuses
     a field it does not have (a misspelt `repeat` would otherwise leave the default)."""
 
@@ -85,7 +92,7 @@ SCALAR_SCHEMA = {
 
 
 @extend_schema_field(SCALAR_SCHEMA)
-class ScalarField(serializers.Field):
+class ScalarField(serializers.Field[Scalar, object, object, object]):
     """A string (one line, no NUL), a number or a boolean."""
 
     default_error_messages = {
@@ -93,7 +100,7 @@ class ScalarField(serializers.Field):
         "line": "must be a single line without NUL characters",
     }
 
-    def to_internal_value(self, data: object) -> str | int | float | bool:
+    def to_internal_value(self, data: object) -> Scalar:
         if not isinstance(data, str | int | float | bool):
             self.fail("type")
         if isinstance(data, str) and ("\n" in data or "\x00" in data):
@@ -114,7 +121,7 @@ class NamedScalarsField(serializers.DictField):
         self.pattern = pattern
         self.what = what
 
-    def to_internal_value(self, data: Any) -> dict:
+    def to_internal_value(self, data: Any) -> dict[str, Scalar]:
         values = super().to_internal_value(data)
         bad = [name for name in values if not self.pattern.match(name)]
         if bad:
@@ -134,7 +141,7 @@ def defines_field(**kwargs: Any) -> NamedScalarsField:
     return NamedScalarsField(VARIABLE_NAME, "pgbench variable name", **kwargs)
 
 
-class ScriptSerializer(serializers.Serializer):
+class ScriptSerializer(serializers.Serializer[Document]):
     """A built-in pgbench script (`builtin`) or a custom one (`name` and `text`), with a weight."""
 
     builtin = serializers.ChoiceField(choices=BUILTIN_SCRIPTS, required=False)
@@ -142,13 +149,13 @@ class ScriptSerializer(serializers.Serializer):
     text = StrictCharField(max_length=100_000, required=False, trim_whitespace=False)
     weight = StrictIntegerField(min_value=0, max_value=1_000_000, default=1)
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("builtin" in attrs) == ("text" in attrs):
             raise serializers.ValidationError("give either builtin, or name and text")
         return attrs
 
 
-class StorageLayoutSerializer(serializers.Serializer):
+class StorageLayoutSerializer(serializers.Serializer[Document]):
     """Where a run keeps its data and (optionally, on another target) its WAL."""
 
     # The key is `data`, which shadows Serializer.data for the type checker only.

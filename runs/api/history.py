@@ -4,6 +4,8 @@ Registered in runs/api/urls.py; the services in runs.services.history.imports an
 runs.services.history.series do the work.
 """
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -12,7 +14,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.fields import StrictCharField, StrictModelSerializer
+from runs.api.fields import Document, StrictCharField, StrictModelSerializer
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
@@ -26,15 +28,15 @@ MAX_IMPORT_FILES = 100
 MAX_FILE_CHARS = 5_000_000
 
 
-class ImportFileSerializer(serializers.Serializer):
+class ImportFileSerializer(serializers.Serializer[Document]):
     name = StrictCharField(max_length=300)
     content = StrictCharField(max_length=MAX_FILE_CHARS, trim_whitespace=False)
 
 
-class ImportSerializer(serializers.Serializer):
+class ImportSerializer(serializers.Serializer[Document]):
     """One or many raw pgbench outputs (what pgbench printed) with what the user knows."""
 
-    files: "serializers.ListSerializer[list[dict]]" = serializers.ListSerializer(
+    files: "serializers.ListSerializer[list[Document]]" = serializers.ListSerializer(
         child=ImportFileSerializer(), allow_empty=False, max_length=MAX_IMPORT_FILES
     )
     command_line = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
@@ -49,7 +51,7 @@ class ImportSerializer(serializers.Serializer):
     )
 
 
-class ImportOutcomeSerializer(serializers.Serializer):
+class ImportOutcomeSerializer(serializers.Serializer[Document]):
     experiment = serializers.IntegerField(allow_null=True)
     runs = serializers.ListField(child=serializers.IntegerField())
     refused = serializers.ListField(
@@ -62,10 +64,11 @@ class ImportOutcomeSerializer(serializers.Serializer):
     )
 
 
-class ImportViewSet(viewsets.GenericViewSet):
+class ImportViewSet(viewsets.GenericViewSet[Run]):
     """Import pgbench outputs as runs marked imported; `refused` names each file not imported."""
 
-    serializer_class = ImportSerializer
+    # The stubs tie serializer_class to the viewset's model; this one takes a document.
+    serializer_class = ImportSerializer  # type: ignore[assignment]
 
     @extend_schema(
         request=ImportSerializer,
@@ -92,7 +95,7 @@ class ImportViewSet(viewsets.GenericViewSet):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class SeriesSerializer(StrictModelSerializer):
+class SeriesSerializer(StrictModelSerializer[Series]):
     template = serializers.PrimaryKeyRelatedField(queryset=Experiment.objects.all())
     created_by = owner_name()
 
@@ -126,11 +129,11 @@ class SeriesSerializer(StrictModelSerializer):
                 raise serializers.ValidationError(str(error)) from error
         return value
 
-    def create(self, validated_data: dict) -> Series:
+    def create(self, validated_data: dict[str, Any]) -> Series:
         owner = signed_in_user(self.context["request"])
         return series_service.series_save(Series(created_by=owner, **validated_data))
 
-    def update(self, instance: Series, validated_data: dict) -> Series:
+    def update(self, instance: Series, validated_data: dict[str, Any]) -> Series:
         for name, value in validated_data.items():
             setattr(instance, name, value)
         return series_service.series_save(instance)
@@ -141,7 +144,7 @@ class SeriesViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Series],
 ):
     """Experiments on a cron schedule (UTC); changing one is for its owner or staff."""
 
@@ -150,7 +153,7 @@ class SeriesViewSet(
     serializer_class = SeriesSerializer
 
 
-class AlertSerializer(StrictModelSerializer):
+class AlertSerializer(StrictModelSerializer[Alert]):
     series: "serializers.PrimaryKeyRelatedField[Series]" = serializers.PrimaryKeyRelatedField(
         read_only=True
     )
@@ -166,11 +169,13 @@ class AlertSerializer(StrictModelSerializer):
         read_only_fields = fields
 
 
-class AcknowledgeSerializer(serializers.Serializer):
+class AcknowledgeSerializer(serializers.Serializer[Document]):
     note = StrictCharField(max_length=2000)
 
 
-class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AlertViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Alert]
+):
     """Change points in the bad direction; anyone signed in acknowledges one with a note."""
 
     queryset = Alert.objects.select_related("occurrence", "acknowledged_by")
@@ -187,7 +192,7 @@ class AlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return Response(AlertSerializer(alert).data)
 
 
-class NoteSerializer(StrictModelSerializer):
+class NoteSerializer(StrictModelSerializer[Note]):
     # A note is on a run or on a host; the other is null.
     run = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), required=False, allow_null=True
@@ -202,7 +207,7 @@ class NoteSerializer(StrictModelSerializer):
         fields = ["id", "run", "host", "text", "created_by", "created_at"]
         read_only_fields = ["created_by", "created_at"]
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if (attrs.get("run") is None) == (attrs.get("host") is None):
             raise serializers.ValidationError({"run": "Give exactly one of run and host."})
         user = self.context["request"].user
@@ -210,7 +215,7 @@ class NoteSerializer(StrictModelSerializer):
             raise PermissionDenied("Only staff add notes to hosts.")
         return attrs
 
-    def create(self, validated_data: dict) -> Note:
+    def create(self, validated_data: dict[str, Any]) -> Note:
         host = validated_data.get("host")
         return series_service.note_add(
             signed_in_user(self.context["request"]),
@@ -220,7 +225,7 @@ class NoteSerializer(StrictModelSerializer):
         )
 
 
-class NoteViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+class NoteViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet[Note]):
     """Dated notes on runs and hosts ("firmware updated"); hosts' notes are for staff to add."""
 
     serializer_class = NoteSerializer

@@ -2,14 +2,19 @@
 
 import re
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 MAX_PAGE = 10**18 - 1
+
+
+PagedModel = TypeVar("PagedModel", bound=Model)
+Row = TypeVar("Row")
 
 
 class StrictPageNumberPagination(PageNumberPagination):
@@ -20,14 +25,18 @@ class StrictPageNumberPagination(PageNumberPagination):
     """
 
     def paginate_queryset(
-        self, queryset: QuerySet | Sequence, request: Request, view: APIView | None = None
-    ) -> list | None:
+        self,
+        queryset: QuerySet[PagedModel, Row] | Sequence[Row],
+        request: Request,
+        view: APIView | None = None,
+    ) -> list[Row] | None:
         pages = request.query_params.getlist(self.page_query_param)
         if len(pages) > 1 or (pages and not _is_page_number(pages[0])):
             raise ValidationError({self.page_query_param: ["a page is one number from 1 up"]})
         return super().paginate_queryset(queryset, request, view)
 
-    def get_schema_operation_parameters(self, view: APIView) -> list[dict]:
+    # OpenAPI parameter objects, typed as DRF's stubs type the method it overrides.
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         """The schema says what a page number is: a whole number from 1 up (18 digits at most)."""
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

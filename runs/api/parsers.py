@@ -24,7 +24,10 @@ class JSONParser(parsers.JSONParser):
     """Parses a JSON body nested at most MAX_JSON_DEPTH levels deep; ParseError otherwise."""
 
     def parse(
-        self, stream: Any, media_type: str | None = None, parser_context: Mapping | None = None
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, object] | None = None,
     ) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)

@@ -38,7 +38,7 @@ Direction = Literal["request", "response"]
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's AutoSchema plus the error responses of `ERROR_DESCRIPTIONS`."""
 
-    def _get_response_bodies(self, direction: Direction = "response") -> dict:
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, object]:
         responses = super()._get_response_bodies(direction)
         for code in self.error_codes():
             if str(code) in responses:
@@ -50,7 +50,7 @@ class AutoSchema(SpectacularAutoSchema):
 
     def _map_serializer(
         self, serializer: object, direction: Direction, bypass_extensions: bool = False
-    ) -> dict:
+    ) -> dict[str, object]:
         """Request bodies of a StrictModelSerializer say they take no other property."""
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
         if direction == "request" and isinstance(serializer, StrictModelSerializer):

@@ -1,6 +1,6 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -19,7 +19,6 @@ from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.models import (
-    ClientHostSample,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -48,18 +47,20 @@ class RunResults(TypedDict):
     progress: QuerySet[ProgressSample]
     host_samples: QuerySet[HostSample]
     server_samples: QuerySet[ServerSample]
-    client_host_samples: QuerySet[ClientHostSample]
+    client_host_samples: QuerySet[HostSample]
 
 
 def run_results(run: Run, point: int | None) -> RunResults:
     """Every point of a run, with the timelines of all points or of `point` only."""
     only = {"point": point} if point is not None else {}
+    order = ("point", "t", "pk")
+    hosts = run.host_samples.filter(**only)
     return {
         "results": run.results.order_by("index"),
-        "progress": run.progress.filter(**only).order_by("point", "t", "pk"),
-        "host_samples": run.host_samples.filter(**only).order_by("point", "t", "pk"),
-        "server_samples": run.server_samples.filter(**only).order_by("point", "t", "pk"),
-        "client_host_samples": run.client_host_samples.filter(**only).order_by("point", "t", "pk"),
+        "progress": run.progress.filter(**only).order_by(*order),
+        "host_samples": hosts.filter(role=HostSample.Role.SERVER).order_by(*order),
+        "server_samples": run.server_samples.filter(**only).order_by(*order),
+        "client_host_samples": hosts.filter(role=HostSample.Role.CLIENT).order_by(*order),
     }
 
 
@@ -67,7 +68,7 @@ class HostViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Host],
 ):
     """Hosts as their agents registered them; people may edit notes and labels."""
 
@@ -92,7 +93,7 @@ class HostViewSet(
         return Response(self.get_serializer(host).data)
 
 
-class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
+class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet[StorageTarget]):
     """Storage targets reported by agents."""
 
     queryset = StorageTarget.objects.select_related("host")
@@ -100,7 +101,10 @@ class StorageTargetViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = {"host__name": ["exact"], "name": ["exact"]}
 
 
-class OwnedModelViewSet(viewsets.ModelViewSet):
+OwnedModel = TypeVar("OwnedModel", PgBuild, ConfigProfile, Workload)
+
+
+class OwnedModelViewSet(viewsets.ModelViewSet[OwnedModel]):
     """Create sets the owner; change and delete are for the owner or staff.
 
     Deleting something in use answers 409 naming what uses it.
@@ -108,14 +112,14 @@ class OwnedModelViewSet(viewsets.ModelViewSet):
 
     permission_classes = [OwnerOrStaffMayChange]
 
-    def perform_create(self, serializer: BaseSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[OwnedModel]) -> None:
         serializer.save(created_by=signed_in_user(self.request))
 
     def perform_destroy(self, instance: Deletable) -> None:
         services.object_delete(instance, self.request.user)
 
 
-class PgBuildViewSet(OwnedModelViewSet):
+class PgBuildViewSet(OwnedModelViewSet[PgBuild]):
     """PostgreSQL builds: a version and where its binaries come from."""
 
     queryset = PgBuild.objects.select_related("created_by")
@@ -138,7 +142,7 @@ class PgBuildViewSet(OwnedModelViewSet):
         return Response(self.get_serializer(build).data)
 
 
-class ConfigProfileViewSet(OwnedModelViewSet):
+class ConfigProfileViewSet(OwnedModelViewSet[ConfigProfile]):
     """postgresql.conf profiles, validated against the known pg_settings catalogues."""
 
     queryset = ConfigProfile.objects.select_related("parent", "created_by")
@@ -151,7 +155,7 @@ class ConfigProfileViewSet(OwnedModelViewSet):
         return Response(self.get_object().diff_against_parent())
 
 
-class WorkloadViewSet(OwnedModelViewSet):
+class WorkloadViewSet(OwnedModelViewSet[Workload]):
     """Datasets and pgbench scripts."""
 
     queryset = Workload.objects.select_related("created_by")
@@ -163,7 +167,7 @@ class ExperimentViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Experiment],
 ):
     """Experiments: a matrix to measure; `start` expands it into queued runs.
 
@@ -198,11 +202,14 @@ class ExperimentViewSet(
     def runs(self, request: Request, pk: str | None = None) -> Response:
         """The experiment's runs in the order they were queued, with their cell and round."""
         runs = self.get_object().runs.select_related(*RUN_JOINS).order_by("position", "pk")
-        page = self.paginate_queryset(runs)
+        # The viewset's paginator, called directly: GenericAPIView.paginate_queryset is typed
+        # for the viewset's own model, and these are runs.
+        paginator = self.paginator
+        page = paginator.paginate_queryset(runs, request, view=self) if paginator else None
         return self.get_paginated_response(serializers.RunSerializer(page, many=True).data)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
     """Runs, filterable by host, build, status and queued date range.
 
     Cancelling is for the run's owner, its experiment's owner or staff;
@@ -215,7 +222,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = RunFilter
     ordering_fields = ["queued_at", "started_at", "finished_at", "status"]
 
-    def get_serializer_class(self) -> type[BaseSerializer]:
+    def get_serializer_class(self) -> type[BaseSerializer[Run]]:
         if self.action == "list":
             return serializers.RunSerializer
         return serializers.RunDetailSerializer
@@ -258,7 +265,7 @@ class ComparisonViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[Comparison],
 ):
     """Saved selections of runs with a baseline; deleting is for the owner or staff."""
 
@@ -290,7 +297,7 @@ class ShareLinkViewSet(
     mixins.CreateModelMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    viewsets.GenericViewSet,
+    viewsets.GenericViewSet[ShareLink],
 ):
     """Read-only links to a run, an experiment or a comparison; `revoke` ends one.
 

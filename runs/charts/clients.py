@@ -6,11 +6,11 @@ in the hover), and each run's peak as an annotation.
 from runs.analysis.compare import METRICS, Peak, run_summaries
 from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
-from runs.charts.figures import COLORS, base_layout, figure_json
+from runs.charts.figures import COLORS, PlotlyJson, base_layout, figure_json
 from runs.models import Result, Run
 
 
-def _ci_bars(summaries: list[Summary]) -> dict:
+def _ci_bars(summaries: list[Summary]) -> PlotlyJson:
     return {
         "type": "data",
         "symmetric": False,
@@ -55,7 +55,7 @@ def clients_figure(
     name: str,
     cell_warnings: dict[tuple[int, int], list[ValidityWarning]] | None = None,
     peaks: dict[int, Peak] | None = None,
-) -> dict:
+) -> PlotlyJson:
     """`metric` against clients, one line per run (bars for a single client count).
 
     Markers are the mean over repeats with 95 % CI error bars; a cell with
@@ -70,7 +70,7 @@ def clients_figure(
     def x_of(clients: int) -> int | str:
         return f"{clients} clients" if as_bars else clients
 
-    traces: list[dict] = []
+    traces: list[PlotlyJson] = []
     annotations: list[dict[str, object]] = []
     for n, run in enumerate(runs):
         color = COLORS[n % len(COLORS)]
@@ -103,10 +103,13 @@ def clients_figure(
                 _peak_annotation(peak, x_of(peak.clients), color, labels[run.pk], len(annotations))
             )
     title = f"{METRICS[metric]} against clients (mean, 95 % CI)"
-    layout = base_layout(title, "clients", METRICS[metric], height=380)
+    x_axis: PlotlyJson = {
+        "type": "log" if len(client_counts) > 3 else "linear",
+        "tickvals": sorted(client_counts),
+    }
+    layout = base_layout(
+        title, "clients", METRICS[metric], height=380, x_axis=None if as_bars else x_axis
+    )
     layout["hovermode"] = "closest"
     layout["annotations"] = annotations
-    if not as_bars:
-        layout["xaxis"]["type"] = "log" if len(client_counts) > 3 else "linear"
-        layout["xaxis"]["tickvals"] = sorted(client_counts)
     return figure_json(traces, layout, f"{name}-{metric}")

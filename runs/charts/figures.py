@@ -2,6 +2,7 @@
 
 import functools
 import json
+from typing import TypedDict
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -10,6 +11,17 @@ COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c
 
 
 TEMPLATE = "plotly_white"
+
+
+# A figure, trace, layout or axis in plotly's figure schema: JSON that plotly.js checks.
+PlotlyJson = dict[str, object]
+
+
+class PlotlyFigure(TypedDict):
+    """A figure as plotly's `to_plotly_json` gives it."""
+
+    data: list[PlotlyJson]
+    layout: PlotlyJson
 
 
 # No plotly logo and no button that uploads a figure to plotly's cloud (Chart Studio):
@@ -25,7 +37,17 @@ PLOT_CONFIG = {
 PNG_WIDTH = 1200
 
 
-def base_layout(title: str, x_title: str, y_title: str, height: int = 320) -> dict:
+def base_layout(
+    title: str,
+    x_title: str,
+    y_title: str,
+    height: int = 320,
+    *,
+    x_axis: PlotlyJson | None = None,
+    y_axis: PlotlyJson | None = None,
+) -> PlotlyJson:
+    """The layout of a chart; `x_axis` and `y_axis` add to (or replace) its axes' keys."""
+    y_base = {"title": {"text": y_title}, "rangemode": "tozero", "separatethousands": True}
     return {
         "title": {
             "text": title,
@@ -40,27 +62,31 @@ def base_layout(title: str, x_title: str, y_title: str, height: int = 320) -> di
         },
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 50, "b": 45},
-        "xaxis": {"title": {"text": x_title}, "zeroline": False},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "separatethousands": True},
+        "xaxis": {"title": {"text": x_title}, "zeroline": False, **(x_axis or {})},
+        "yaxis": {**y_base, **(y_axis or {})},
         "legend": {"orientation": "h", "y": -0.25},
         "hovermode": "x unified",
     }
 
 
 @functools.cache
-def _template() -> dict:
+def _template() -> PlotlyJson:
     """The `plotly_white` template as plotly.js takes it (it knows no template names)."""
-    return json.loads(go.Figure(layout={"template": TEMPLATE}).to_json())["layout"]["template"]
+    template: PlotlyJson = json.loads(go.Figure(layout={"template": TEMPLATE}).to_json())["layout"][
+        "template"
+    ]
+    return template
 
 
 @functools.cache
-def two_rows_layout() -> dict:
+def two_rows_layout() -> dict[str, PlotlyJson]:
     """The axes of two rows sharing their x axis, as plotly's make_subplots lays them out."""
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    return json.loads(figure.layout.to_json())
+    axes: dict[str, PlotlyJson] = json.loads(figure.layout.to_json())
+    return axes
 
 
-def figure_json(traces: list[dict], layout: dict, filename: str) -> dict:
+def figure_json(traces: list[PlotlyJson], layout: PlotlyJson, filename: str) -> PlotlyJson:
     """A figure as a plain dict for `json_script`, with the modebar config (PNG name).
 
     Traces and layout are plain dicts in plotly's figure schema: building

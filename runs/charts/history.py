@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from runs.analysis.changepoints import change_points
 from runs.analysis.compare import METRICS
+from runs.charts.figures import PlotlyFigure
 from runs.models import Note, Run, Series
 from runs.services.history.series import (
     SERIES_METRICS,
@@ -17,7 +18,7 @@ from runs.services.history.series import (
 )
 
 
-def series_figures(series: Series) -> dict[str, dict]:
+def series_figures(series: Series) -> dict[str, PlotlyFigure]:
     """Metric -> its figure (plotly's plain dict: `data`, `layout`) over the series' history,
     for each metric that was measured."""
     runs = list(Run.objects.filter(experiment__occurrence__series=series))

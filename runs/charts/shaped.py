@@ -8,6 +8,7 @@ more each gets its own y axis; when a facet's own values do, the y axes are log.
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from runs.analysis.compare import METRICS
 from runs.analysis.pivot import ShapedPoint
@@ -19,6 +20,8 @@ PANEL_HEIGHT = 270
 GAP_X, GAP_Y = 0.05, 0.14
 MAGNITUDE = 10.0
 Panel = tuple[str, str]
+# Plotly figure JSON built here and read back (axes merged with `|=`).
+Json = dict[str, Any]
 
 
 def _panels(points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]) -> list[Panel]:
@@ -60,7 +63,7 @@ def _hover(point: ShapedPoint, shape: Shape, dims: Mapping[str, Dimension]) -> s
     return "<br>".join(lines)
 
 
-def _error_bars(points: list[ShapedPoint]) -> dict:
+def _error_bars(points: list[ShapedPoint]) -> Json:
     summaries = [p.summary for p in points if p.summary]
     return {
         "type": "data",
@@ -77,7 +80,7 @@ def _trace(
     dims: Mapping[str, Dimension],
     as_lines: bool,
     color: str | list[str],
-) -> dict:
+) -> Json:
     points = [p for p in points if p.summary]
     x = [p.clients if as_lines else p.values[shape.x] for p in points]
     warned = [bool(p.warnings) for p in points]
@@ -129,16 +132,16 @@ def shaped_figure(
     dims: Mapping[str, Dimension],
     metric: str,
     name: str,
-) -> dict:
+) -> Json:
     """`metric` of the points in `shape`: one trace per panel and colour value."""
     as_lines = shape.x == CLIENTS and len(dims[CLIENTS].values) > 1
     panels = _panels(points, shape, dims)
     columns = _grid(panels, shape)
     rows = math.ceil(len(panels) / columns)
     colours = dims[shape.colour].values if shape.colour else ("",)
-    traces: list[dict] = []
-    layout_axes: dict[str, dict] = {}
-    titles: list[dict] = []
+    traces: list[Json] = []
+    layout_axes: dict[str, Json] = {}
+    titles: list[Json] = []
     by_panel: dict[Panel, list[float]] = {}
     for n, panel in enumerate(panels):
         here = [p for p in points if (p.at(shape.facet_row), p.at(shape.facet_col)) == panel]
@@ -175,8 +178,8 @@ def _bar_colours(
 
 def _x_axis(
     shape: Shape, dims: Mapping[str, Dimension], as_lines: bool, domain: list[float], n: int
-) -> dict:
-    axis: dict = {"domain": domain, "anchor": f"y{_axis_suffix(n)}", "zeroline": False}
+) -> Json:
+    axis: Json = {"domain": domain, "anchor": f"y{_axis_suffix(n)}", "zeroline": False}
     if as_lines:
         counts = [int(v) for v in dims[CLIENTS].values]
         axis |= {"type": "log" if len(counts) > 3 else "linear", "tickvals": counts}
@@ -189,7 +192,7 @@ def _x_axis(
     return axis
 
 
-def _title_annotation(text: str, x_domain: list[float], y_domain: list[float]) -> dict:
+def _title_annotation(text: str, x_domain: list[float], y_domain: list[float]) -> Json:
     return {
         "text": text,
         "x": (x_domain[0] + x_domain[1]) / 2,
@@ -209,10 +212,10 @@ def _layout(
     metric: str,
     rows: int,
     columns: int,
-    axes: dict,
-    titles: list[dict],
+    axes: dict[str, Json],
+    titles: list[Json],
     by_panel: dict[Panel, list[float]],
-) -> dict:
+) -> Json:
     independent, log = _y_axes(by_panel)
     drawn = " and ".join(dims[k].title for k in (shape.x, shape.colour) if k)
     title = f"{METRICS[metric]} by {drawn} (mean, 95 % CI)"

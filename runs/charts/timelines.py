@@ -11,7 +11,7 @@ fetches at full resolution (frontend/zoom.js).
 """
 
 from runs.analysis.validity import CheckpointEvent, ValidityWarning
-from runs.charts.figures import COLORS, base_layout, figure_json, two_rows_layout
+from runs.charts.figures import COLORS, PlotlyJson, base_layout, figure_json, two_rows_layout
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
@@ -29,7 +29,9 @@ WARNING_MARKER = {"symbol": "diamond-open", "size": 12, "color": "#c92a2a", "lin
 Offsets = dict[int, float]
 
 
-def _timeline_trace(series: Timeline | None, name: str, color: str, meta: dict) -> dict:
+def _timeline_trace(
+    series: Timeline | None, name: str, color: str, meta: PlotlyJson, dash: str | None = None
+) -> PlotlyJson:
     """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
     says where the live script continues it (the last point and its t)."""
     series = series or Timeline([], [], [])
@@ -42,7 +44,7 @@ def _timeline_trace(series: Timeline | None, name: str, color: str, meta: dict) 
         "y": ys,
         "mode": "lines+markers",
         "name": name,
-        "line": {"color": color, "width": 2},
+        "line": {"color": color, "width": 2, **({"dash": dash} if dash else {})},
         "marker": {"size": 3},
         "connectgaps": False,
         "meta": meta,
@@ -51,7 +53,7 @@ def _timeline_trace(series: Timeline | None, name: str, color: str, meta: dict) 
 
 def progress_traces(
     digest: Digest, run_pk: int, name: str, color: str, n_out: int = CHART_SAMPLES
-) -> tuple[dict, dict]:
+) -> tuple[PlotlyJson, PlotlyJson]:
     """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
     traces = []
     for key in ("tps", "latency_ms"):
@@ -61,7 +63,7 @@ def progress_traces(
     return traces[0], traces[1]
 
 
-def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[dict]:
+def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[PlotlyJson]:
     """Vertical lines at checkpoint starts (solid) and ends (dotted), coloured by cause."""
     return [
         {
@@ -84,7 +86,7 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
 
 def _warning_marks(
     marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
-) -> dict:
+) -> PlotlyJson:
     """A marker above each warned point of a timeline, named in the legend and the hover,
     its warnings in the hover text."""
     xs, ys, text = [], [], []
@@ -109,7 +111,7 @@ def _warning_marks(
 
 def run_timelines(
     run: Run, digest: Digest, point_warnings: dict[int, list[ValidityWarning]]
-) -> dict:
+) -> dict[str, PlotlyJson]:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
     Checkpoints are vertical lines; warned points get a marker on the tps chart, the
@@ -148,7 +150,7 @@ def timeline_source(run: Run) -> str:
     return TIMELINE_SOURCES.get(workload.get("latency_log", ""), "")
 
 
-def host_figure(run: Run, digest: Digest) -> dict:
+def host_figure(run: Run, digest: Digest) -> PlotlyJson:
     """CPU and disk utilisation of the host during the run, one trace per series; with a
     client host, its CPU too (after the host's traces, which the live page extends)."""
     traces = [
@@ -162,19 +164,16 @@ def host_figure(run: Run, digest: Digest) -> dict:
     ]
     for key, label in CLIENT_HOST_SERIES if run.client_host_id else ():
         client = digest.series.get(f"client.{key}")
-        trace = _timeline_trace(
-            client, f"client host {label}", "#555555", {"run": run.pk, "series": f"client.{key}"}
-        )
-        trace["line"]["dash"] = "dot" if key == "cpu_user" else "dash"
-        traces.append(trace)
-    layout = base_layout("host", "seconds", "%", height=260)
-    layout["yaxis"]["range"] = [0, 100]
+        meta = {"run": run.pk, "series": f"client.{key}"}
+        dash = "dot" if key == "cpu_user" else "dash"
+        traces.append(_timeline_trace(client, f"client host {label}", "#555555", meta, dash))
+    layout = base_layout("host", "seconds", "%", height=260, y_axis={"range": [0, 100]})
     return figure_json(traces, layout, f"run-{run.pk}-host")
 
 
 def _checkpoint_markers(
     events: list[CheckpointEvent], offsets: Offsets, name: str, color: str | None = None
-) -> dict:
+) -> PlotlyJson:
     """Checkpoint starts (triangle up) and ends (triangle down) as one marker trace."""
     return {
         "type": "scatter",
@@ -193,10 +192,10 @@ def _checkpoint_markers(
     }
 
 
-def server_figure(run: Run, digest: Digest) -> dict:
+def server_figure(run: Run, digest: Digest) -> PlotlyJson:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
-    traces = []
+    traces: list[PlotlyJson] = []
     for n, (key, label) in enumerate(BUFFER_SERIES):
         name = f"server.{key}"
         traces.append(
@@ -211,13 +210,13 @@ def server_figure(run: Run, digest: Digest) -> dict:
     waits = sorted(name for name in digest.series if name.startswith("wait."))
     for n, name in enumerate(waits):
         color = COLORS[(n + 3) % len(COLORS)]
-        meta = {"run": run.pk, "series": name}
+        meta: PlotlyJson = {"run": run.pk, "series": name}
         trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
         traces.append(trace)
     rows = two_rows_layout()
-    layout = base_layout("server: buffers written and wait events", "seconds", "buffers/s", 440)
-    layout["yaxis"] = {**layout["yaxis"], **rows["yaxis"]}
+    title = "server: buffers written and wait events"
+    layout = base_layout(title, "seconds", "buffers/s", 440, y_axis=rows["yaxis"])
     layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}
     layout["xaxis2"] = {**rows["xaxis2"], "title": {"text": "seconds"}}
     layout["xaxis"] = {**rows["xaxis"], "zeroline": False}
@@ -230,7 +229,7 @@ def overlaid_timelines(
     labels: dict[int, str],
     name: str,
     repeats: dict[int, list[int]] | None = None,
-) -> dict:
+) -> dict[str, PlotlyJson]:
     """tps and latency timelines of several cells on one axis each: every repeat of a cell
     (`repeats`: cell's run id -> the run ids of its rounds) in the cell's colour, one
     legend entry per cell, each line reduced to its share of what a chart shows."""
@@ -245,7 +244,7 @@ def overlaid_timelines(
         first = pk == next(p for _n, r, p in drawn if r.pk == run.pk)
         for trace in (tps, latency):
             trace.update(legendgroup=str(run.pk), showlegend=first, marker={"size": 2})
-            trace["line"]["width"] = 1.5
+            trace["line"] = {"color": color, "width": 1.5}
         tps_traces.append(tps)
         latency_traces.append(latency)
     return {
@@ -260,7 +259,7 @@ def overlaid_timelines(
     }
 
 
-def _timeline_layout(title: str, y_title: str) -> dict:
+def _timeline_layout(title: str, y_title: str) -> PlotlyJson:
     """An overlaid timeline's layout: the legend to the right, so many cells do not make
     it taller than the plot."""
     layout = base_layout(title, "seconds", y_title, height=380)
@@ -270,7 +269,7 @@ def _timeline_layout(title: str, y_title: str) -> dict:
 
 def overlaid_server(
     runs: list[Run], digests: dict[int, Digest], labels: dict[int, str], name: str
-) -> dict:
+) -> PlotlyJson:
     """Buffers written per second of several runs on one axis, with each run's checkpoints."""
     traces = []
     n_out = trace_budget(len(runs))

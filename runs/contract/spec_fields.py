@@ -1,4 +1,4 @@
-"""The lab's side of the spec fields declared in agents/contract/fields.py.
+"""The lab's side of the spec fields declared in agents/contract/spec/fields.py.
 
 A `Workload` row stores every dataset and workload field, an `Experiment` row
 every sweep field a person chooses, each in a column of the field's name. The
@@ -10,7 +10,7 @@ field needs its column and nothing else in the lab.
 from collections.abc import Iterable
 from typing import TypedDict
 
-from agents.contract.fields import DATASET, SWEEP, WORKLOAD, Field
+from agents.contract.spec.fields import DATASET, SWEEP, WORKLOAD, Field
 
 # The fields of a Workload row, in the order its form and API show them.
 WORKLOAD_ROW_FIELDS = DATASET + WORKLOAD

@@ -7,13 +7,16 @@ names on the wire are the contract's (agents.contract.wire).
 
 import json
 import logging
+from collections.abc import Callable
 from functools import lru_cache
 
 import redis
 from django.conf import settings
+from django.db import transaction
+from kombu.exceptions import OperationalError
 
 from agents.contract.signing import sign
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from agents.contract.wire import (
     DISPATCH_KEY_TTL_S,
     RUN_JOB_TASK,
@@ -28,6 +31,9 @@ from benchlab.celery import app
 
 logger = logging.getLogger(__name__)
 
+# What a send raises while Redis does not answer (celery's publish, after its own retries).
+REDIS_DOWN = (OperationalError, redis.ConnectionError, redis.TimeoutError)
+
 
 @lru_cache(maxsize=4)
 def _connection(url: str) -> redis.Redis:
@@ -37,6 +43,24 @@ def _connection(url: str) -> redis.Redis:
 def redis_connection() -> redis.Redis:
     """A shared client for REDIS_URL (thread-safe: redis-py pools its connections)."""
     return _connection(settings.REDIS_URL)
+
+
+def send_after_commit(run_pk: int, what: str, send: Callable[[], None]) -> None:
+    """Call `send` once the transaction commits; Redis not answering is logged, not raised.
+
+    The write it follows is committed, so the request succeeds: a job not sent is
+    sent again by the reaper once Redis answers (the run stays queued, neither
+    waiting nor claimed: `runs_recover_lost_jobs`); a cancel flag not set is lost
+    (the run is cancelled in the lab; an agent that takes its job runs it).
+    """
+
+    def send_or_log() -> None:
+        try:
+            send()
+        except REDIS_DOWN as error:
+            logger.warning("run %s: %s not sent, Redis did not answer: %s", run_pk, what, error)
+
+    transaction.on_commit(send_or_log)
 
 
 def send_job(spec: JobSpec, host_name: str, task_id: str, secret: str) -> None:

@@ -44,8 +44,8 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.contract import wire
-from agents.contract.events import InvalidEvent, is_agent_event
 from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
+from agents.contract.reports.events import InvalidEvent, is_agent_event
 from runs.contract.transport import redis_connection
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.control.members import remove_dead_consumers

@@ -5,6 +5,7 @@ They parse and check input; writes go through runs.services.
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django import forms
@@ -13,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from agents.contract.errors import JobError
-from agents.contract.fields import DATASET, WORKLOAD
-from agents.contract.spec import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec
+from agents.contract.spec.document import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec, SettingValue
+from agents.contract.spec.fields import DATASET, WORKLOAD
 from runs import services
 from runs.contract import spec_fields
 from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS
@@ -57,11 +58,11 @@ def parse_settings(text: str) -> dict[str, str]:
     return settings
 
 
-def format_settings(settings: dict) -> str:
+def format_settings(settings: Mapping[str, SettingValue]) -> str:
     return "\n".join(f"{name} = {value}" for name, value in settings.items())
 
 
-class ConfigProfileForm(forms.ModelForm):
+class ConfigProfileForm(forms.ModelForm[ConfigProfile]):
     """A profile's settings as postgresql.conf lines, checked against the known catalogues."""
 
     settings_text = forms.CharField(
@@ -82,10 +83,10 @@ class ConfigProfileForm(forms.ModelForm):
         self.notes: list[str] = []
         if self.instance.pk:
             self.fields["settings_text"].initial = format_settings(self.instance.settings)
-            parent = cast(forms.ModelChoiceField, self.fields["parent"])
+            parent = cast(forms.ModelChoiceField[ConfigProfile], self.fields["parent"])
             parent.queryset = ConfigProfile.objects.exclude(pk=self.instance.pk)
 
-    def clean_settings_text(self) -> dict:
+    def clean_settings_text(self) -> dict[str, str]:
         return parse_settings(self.cleaned_data["settings_text"])
 
     def clean(self) -> dict[str, Any]:
@@ -112,7 +113,7 @@ class ConfigProfileForm(forms.ModelForm):
 SPEC_INPUTS = spec_fields.scalar(WORKLOAD_ROW_FIELDS)
 
 
-class WorkloadForm(forms.ModelForm):
+class WorkloadForm(forms.ModelForm[Workload]):
     """A workload: dataset options, setup SQL, several scripts (built-in or custom, each with
     its weight, runs/forms/workload_editor.py), -D variables and the processes of a point."""
 
@@ -180,8 +181,8 @@ class WorkloadForm(forms.ModelForm):
     def script_slots(self) -> list[tuple[forms.BoundField, ...]]:
         return workload_editor.slots_of(self, self.slots)
 
-    def clean_defines_text(self) -> dict:
-        defines = {}
+    def clean_defines_text(self) -> dict[str, str]:
+        defines: dict[str, str] = {}
         for line in self.cleaned_data["defines_text"].splitlines():
             if line.strip():
                 name, sep, value = line.partition("=")
@@ -190,7 +191,7 @@ class WorkloadForm(forms.ModelForm):
                 defines[name.strip()] = value.strip()
         return defines
 
-    def clean_processes_text(self) -> list:
+    def clean_processes_text(self) -> list[object]:
         return workload_editor.processes_from(self.cleaned_data["processes_text"])
 
     def scripts(self) -> list[ScriptSpec]:
@@ -242,7 +243,7 @@ BUILD_DEFINITION_HELP = (
 )
 
 
-class PgBuildForm(forms.ModelForm):
+class PgBuildForm(forms.ModelForm[PgBuild]):
     definition = forms.JSONField(
         required=False,
         label="Build definition",
@@ -302,7 +303,7 @@ class PgBuildForm(forms.ModelForm):
         return version
 
 
-class HostNotesForm(forms.ModelForm):
+class HostNotesForm(forms.ModelForm[Host]):
     labels_text = forms.CharField(
         required=False, label="Labels", help_text="Comma-separated, e.g. RAID1 write-through"
     )

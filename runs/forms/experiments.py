@@ -8,6 +8,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
+from agents.contract.spec.document import StorageSpec
 from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
@@ -57,9 +58,9 @@ def parse_clients(text: str) -> list[int]:
     return clients
 
 
-def parse_storage_layouts(text: str) -> list[dict]:
+def parse_storage_layouts(text: str) -> list[StorageSpec]:
     """`nvme, nvme:sata` -> [{"data": "nvme", "wal": None}, {"data": "nvme", "wal": "sata"}]."""
-    layouts = []
+    layouts: list[StorageSpec] = []
     for part in re.split(r"[\s,;]+", text.strip()):
         if not part:
             continue
@@ -175,10 +176,10 @@ class ScheduleForm(forms.Form):
     def clean_clients(self) -> list[int]:
         return parse_clients(self.cleaned_data["clients"])
 
-    def clean_storage(self) -> list[dict]:
+    def clean_storage(self) -> list[StorageSpec]:
         return parse_storage_layouts(self.cleaned_data["storage"])
 
-    def service_data(self) -> dict:
+    def service_data(self) -> dict[str, object]:
         """The values `services.experiment_schedule` takes."""
         data = self.cleaned_data
         return {

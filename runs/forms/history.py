@@ -3,6 +3,7 @@
 from typing import Any
 
 from django import forms
+from django.core.files.uploadedfile import UploadedFile
 
 from runs.models import Experiment, Series
 from runs.services.history.imported import not_imported
@@ -21,7 +22,7 @@ class MultipleFileField(forms.FileField):
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(**kwargs)
 
-    def clean(self, data: Any, initial: Any = None) -> list:
+    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile[bytes]]:
         if isinstance(data, list | tuple):
             return [super(MultipleFileField, self).clean(item, initial) for item in data]
         return [super().clean(data, initial)]
@@ -43,7 +44,7 @@ class ImportForm(forms.Form):
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
-class SeriesForm(forms.ModelForm):
+class SeriesForm(forms.ModelForm[Series]):
     """A series: the experiment to repeat, its cron schedule, where alerts go."""
 
     # An experiment of imported runs cannot be run again.

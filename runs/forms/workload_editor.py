@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from agents.contract.spec import BUILTIN_SCRIPTS, ScriptSpec
+from agents.contract.spec.document import BUILTIN_SCRIPTS, ScriptSpec
 
 SCRIPT_PARTS = ("name", "text", "weight")
 
@@ -113,7 +113,7 @@ def script_error_field(spec_field: str | None, scripts: list[ScriptSpec]) -> str
     return slot_field("text", slot)
 
 
-def processes_from(text: str) -> list[Any]:
+def processes_from(text: str) -> list[object]:
     """The processes field: empty, or a JSON list as the API takes it."""
     if not text.strip():
         return []

@@ -9,6 +9,7 @@ their buffer writes, wait events, CPU and disk utilisation.
 import math
 import random
 import secrets
+from typing import TypeVar
 
 from django.utils import timezone
 
@@ -84,7 +85,10 @@ def long_run(of: Experiment, seconds: list[int], seed: int, running: bool = Fals
     return run
 
 
-def _store(model: type[ProgressSample] | type[HostSample] | type[ServerSample], rows: list) -> None:
+StoredSample = TypeVar("StoredSample", ProgressSample, HostSample, ServerSample)
+
+
+def _store(model: type[StoredSample], rows: list[StoredSample]) -> None:
     model.objects.bulk_create(rows, batch_size=BATCH)
 
 
@@ -108,7 +112,7 @@ def _host(run: Run, point: int, t: int, rng: random.Random) -> HostSample:
             "wal": {"util_percent": 60 + rng.uniform(-10, 10)},
         },
     }
-    return HostSample(run=run, point=point, t=float(t), data=data)
+    return HostSample(run=run, role=HostSample.Role.SERVER, point=point, t=float(t), data=data)
 
 
 def _server(run: Run, point: int, t: int, rng: random.Random) -> ServerSample:

@@ -21,7 +21,6 @@ from runs.models.catalogue import (
 from runs.models.experiments import Comparison, Experiment, Run
 from runs.models.history import Alert, Note, Occurrence, Provenance, Series
 from runs.models.samples import (
-    ClientHostSample,
     HostSample,
     ProgressSample,
     Result,
@@ -35,7 +34,6 @@ from runs.models.security import ApiToken, ShareLink, new_share_token
 __all__ = [
     "Alert",
     "ApiToken",
-    "ClientHostSample",
     "Comparison",
     "ConfigProfile",
     "Experiment",

@@ -5,7 +5,7 @@ derived properties only.
 """
 
 from datetime import timedelta
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -13,11 +13,14 @@ from django.utils import timezone
 
 from agents.contract import vocabulary
 from agents.contract.signing import fingerprint, is_secret
-from agents.contract.spec import SettingValue
+from agents.contract.spec.document import SettingValue
 from runs.contract.choices import text_choices
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def owner_field(related_name: str) -> models.ForeignKey:
+
+def owner_field(related_name: str) -> "models.ForeignKey[User | None, User | None]":
     """`created_by`, the owner: only they or staff may change or delete the row.
 
     Null (rows from before ownership, presets, a deleted user) means staff only.
@@ -131,7 +134,7 @@ class PgBuild(models.Model):
     name = models.CharField(max_length=100, unique=True)
     version = models.CharField(max_length=20)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.AUTO)
-    # Source builds only: the job spec's `postgres.build` (agents/contract/builds.py).
+    # Source builds only: the job spec's `postgres.build` (agents/contract/builds/definition.py).
     definition = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     created_by = owner_field("pg_builds")
@@ -169,7 +172,7 @@ class PgCatalogue(models.Model):
     """The `pg_settings` catalogue of one exact PostgreSQL version.
 
     Sent by agents at registration; `catalogue` is the JSON that
-    `agents.contract.catalogue.Catalogue.from_json` reads. Config profiles are
+    `agents.contract.settings.catalogue.Catalogue.from_json` reads. Config profiles are
     validated against it before anything is queued.
     """
 
@@ -278,7 +281,7 @@ class Workload(models.Model):
     defines = models.JSONField(default=dict, blank=True)
     # What the lab measures besides tps (docs/benchmarks.md, "What each pgbench
     # option costs"): each costs throughput, so only the cheap ones are on by default.
-    # Labels and help texts of the spec fields: agents/contract/fields.py.
+    # Labels and help texts of the spec fields: agents/contract/spec/fields.py.
     latency_log = models.CharField(
         max_length=10, choices=LatencyLog.choices, default=LatencyLog.SAMPLED
     )

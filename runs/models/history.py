@@ -3,12 +3,17 @@
 Every write goes through `runs.services`.
 """
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def user_field(related_name: str) -> models.ForeignKey:
+
+def user_field(related_name: str) -> "models.ForeignKey[User | None, User | None]":
     """A user who did something (imported, acknowledged); kept null when the user is deleted."""
     return models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -81,45 +81,43 @@ class ProgressSample(models.Model):
         return f"run {self.run_id} point {self.point} t={self.t}"
 
 
-class HostSample(models.Model):
-    """One sample of the host (CPU, iowait, disk, memory) during a point."""
+class PointSample(models.Model):
+    """What every host or server sample has: the point, its second `t` in it, and what the
+    sampler measured (`data`, the agent's sample document)."""
+
+    point = models.PositiveIntegerField()
+    t = models.FloatField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        abstract = True
+
+
+class HostSample(PointSample):
+    """One sample of a host (CPU, iowait, disk, memory) during a point: of the server host
+    (every run), or of the client host pgbench ran on (a run with a client host)."""
+
+    class Role(models.TextChoices):
+        SERVER = "server", "server host"
+        CLIENT = "client", "client host"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="host_samples")
-    point = models.PositiveIntegerField()
-    t = models.FloatField(null=True, blank=True)
-    data = models.JSONField(default=dict)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.SERVER)
 
     class Meta:
         ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point", "t"], name="host_sample_run_point_t")]
+        indexes = [
+            models.Index(fields=["run", "role", "point", "t"], name="host_sample_run_role_point_t")
+        ]
 
     def __str__(self) -> str:
-        return f"run {self.run_id} point {self.point} host t={self.t}"
+        return f"run {self.run_id} point {self.point} {self.get_role_display()} t={self.t}"
 
 
-class ClientHostSample(models.Model):
-    """One sample of the client host (CPU, memory) during a point of a run with a client host."""
-
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="client_host_samples")
-    point = models.PositiveIntegerField()
-    t = models.FloatField(null=True, blank=True)
-    data = models.JSONField(default=dict)
-
-    class Meta:
-        ordering = ["run", "point", "t"]
-        indexes = [models.Index(fields=["run", "point"], name="client_sample_run_point")]
-
-    def __str__(self) -> str:
-        return f"run {self.run_id} point {self.point} client host t={self.t}"
-
-
-class ServerSample(models.Model):
+class ServerSample(PointSample):
     """One sample of the PostgreSQL server (checkpoints, wait events) during a point."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="server_samples")
-    point = models.PositiveIntegerField()
-    t = models.FloatField(null=True, blank=True)
-    data = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["run", "point", "t"]

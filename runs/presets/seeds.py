@@ -9,8 +9,8 @@ form then starts from `form_initial(preset)`.
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
-from agents.contract.builds import BuildDefinition
-from agents.contract.spec import ProcessSpec, ScriptSpec, SettingValue
+from agents.contract.builds.definition import BuildDefinition
+from agents.contract.spec.document import ProcessSpec, ScriptSpec, SettingValue
 from agents.contract.vocabulary import BuiltinScript, QueryMode
 from runs import tpcc_like
 

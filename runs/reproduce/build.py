@@ -3,13 +3,13 @@ and the three ways user text enters a reproduce script (runs/reproduce/script.py
 `quoted` (one shell word), `decoded` (exact text from base64) and `shown` /
 `comment_lines` (text in a comment, for the reader only).
 
-A run on a source build (job spec `postgres.build`, agents/contract/builds.py)
+A run on a source build (job spec `postgres.build`, agents/contract/builds/definition.py)
 cannot be reproduced with a prebuilt release of the same version: its
 configure flags and patches are what it measured. The script therefore
 fetches the same source (tarball URL or path, or git repository at its ref),
 applies the same patches in order with their strip levels, configures with
 the same flags and CFLAGS and installs into its work directory, as the agent
-did (agents/postgres/source_build.py). The agent's cache keeps the binaries
+did (agents/postgres/installs/source_build.py). The agent's cache keeps the binaries
 it built; the script reuses them when they are still there (`recorded_bindir`).
 """
 
@@ -17,7 +17,7 @@ import base64
 import shlex
 import unicodedata
 
-from agents.contract.builds import BuildDefinition, BuildSource
+from agents.contract.builds.definition import BuildDefinition, BuildSource
 
 # What a build needs on a Debian/Ubuntu machine (README, "Builds from source").
 BUILD_PACKAGES = "gcc make libc6-dev pkg-config patch"

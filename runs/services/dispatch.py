@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.contract.errors import JobError
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from agents.contract.wire import agent_queue, job_id_of
 from runs.contract import transport
 from runs.models import Run
@@ -45,15 +45,19 @@ def _send_halves(run: Run, spec: JobSpec, task_id: str) -> None:
     """After the commit: the job to the run's host, and with a client host, the same job as
     its client half to the client host (one token, so one cancel flag stops both)."""
     host_name, secret = run.host.name, run.host.secret
-    transaction.on_commit(lambda: transport.send_job(spec, host_name, task_id, secret))
+    transport.send_after_commit(
+        run.pk, "job", lambda: transport.send_job(spec, host_name, task_id, secret)
+    )
     client = run.client_host
     if client is None:
         return
     client_spec: JobSpec = {**spec, "network": {**spec["network"], "role": "client"}}
     client_spec["network"]["peer"] = host_name
     client_name, client_secret = client.name, client.secret
-    transaction.on_commit(
-        lambda: transport.send_job(client_spec, client_name, f"{task_id}-client", client_secret)
+    transport.send_after_commit(
+        run.pk,
+        "client half's job",
+        lambda: transport.send_job(client_spec, client_name, f"{task_id}-client", client_secret),
     )
 
 
@@ -79,7 +83,11 @@ def run_redispatch(run: Run) -> bool:
             dispatches=F("dispatches") + 1,
         )
         if changed:
-            transaction.on_commit(lambda: transport.request_cancel(run.run_id, old_token))
+            transport.send_after_commit(
+                run.pk,
+                "old dispatch's cancel flag",
+                lambda: transport.request_cancel(run.run_id, old_token),
+            )
             _send_halves(run, spec, task_id)
     if changed:
         logger.warning(

@@ -18,7 +18,7 @@ class InUse(Conflict):
 
     code = "in_use"
 
-    def __init__(self, message: str, used_by: dict[str, list]):
+    def __init__(self, message: str, used_by: dict[str, list[int]]):
         super().__init__(message)
         self.used_by = used_by
 

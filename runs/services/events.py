@@ -27,20 +27,20 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from agents.contract.events import (
+from agents.contract.reports.events import (
     LogData,
     ProgressData,
     SampleData,
     StatusData,
     StepData,
 )
-from agents.contract.events import RunEvent as RunEventDocument
-from agents.contract.results import PointResult, ProgressLine, ResultDocument, Sample
+from agents.contract.reports.events import RunEvent as RunEventDocument
+from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
 from runs.models import (
-    ClientHostSample,
     Host,
     HostSample,
     ProgressSample,
@@ -55,8 +55,6 @@ from runs.services.runs import digest_build_after_commit, run_finish, run_mark_r
 logger = logging.getLogger(__name__)
 
 FINAL_STATUSES = {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
-
-
 
 
 def parse_event_time(value: object) -> datetime | None:
@@ -108,7 +106,7 @@ def event_values(run_pk: int, event: RunEventDocument) -> dict[str, object]:
 # What typed rows hold of each event type's data, left out of its RunEvent row.
 STORED_ELSEWHERE: dict[str, frozenset[str] | None] = {
     "progress": None,  # all of it: one ProgressSample
-    "sample": None,  # all of it: a HostSample and/or a ServerSample
+    "sample": None,  # all of it: HostSample (server and/or client host) and/or ServerSample
     "point": frozenset({"progress", "host_samples", "server_samples", "stdout", "stderr"}),
     "result": frozenset(
         {"points", "facts", "install", "storage", "settings", "steps", "server_log_tail"}
@@ -200,7 +198,7 @@ def _apply_progress(run: Run, data: ProgressData) -> None:
 
 def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     """Store the progress lines of `point` that are not stored yet (one row per `t`)."""
-    new = _not_stored(ProgressSample, run, point, lines)
+    new = _not_stored(ProgressSample.objects.filter(run=run, point=point), lines)
     ProgressSample.objects.bulk_create(
         ProgressSample(**progress_values(run.pk, point, line)) for line in new
     )
@@ -231,9 +229,6 @@ def _replace_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> No
     _add_progress(run, point, lines)
 
 
-SampleModel = type[HostSample] | type[ServerSample] | type[ClientHostSample]
-
-
 def progress_values(
     run_pk: int, point: int, line: ProgressLine | ProgressData
 ) -> dict[str, object]:
@@ -251,29 +246,35 @@ def progress_values(
     }
 
 
-def _add_samples(
-    run: Run, model: SampleModel, point: int, samples: list[Sample]
-) -> None:
-    """Store the host or server samples of `point` that are not stored yet (one row per `t`)."""
-    new = _not_stored(model, run, point, samples)
-    rows = [model(run=run, point=point, t=s.get("t"), data=s) for s in new]
-    model.objects.bulk_create(rows)  # type: ignore[arg-type]  # rows of `model`, whichever
+def _add_host_samples(run: Run, role: HostSample.Role, point: int, samples: list[Sample]) -> None:
+    """Store the samples of the host in `role` during `point` not stored yet (one row per
+    `t`)."""
+    stored = HostSample.objects.filter(run=run, role=role, point=point)
+    HostSample.objects.bulk_create(
+        HostSample(run=run, role=role, point=point, t=s.get("t"), data=s)
+        for s in _not_stored(stored, samples)
+    )
+
+
+def _add_server_samples(run: Run, point: int, samples: list[Sample]) -> None:
+    """Store the server samples of `point` not stored yet (one row per `t`)."""
+    stored = ServerSample.objects.filter(run=run, point=point)
+    ServerSample.objects.bulk_create(
+        ServerSample(run=run, point=point, t=s.get("t"), data=s)
+        for s in _not_stored(stored, samples)
+    )
 
 
 Row = TypeVar("Row", ProgressLine, Sample)
+StoredRows = QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[ServerSample]
 
 
-def _not_stored(
-    model: type[ProgressSample] | SampleModel,
-    run: Run,
-    point: int,
-    rows: Sequence[Row],
-) -> list[Row]:
-    """The rows whose `t` this run's `point` has not stored yet (the run row is locked)."""
+def _not_stored(stored_rows: StoredRows, rows: Sequence[Row]) -> list[Row]:
+    """The rows whose `t` is not among `stored_rows` (of one point; the run row is locked)."""
     wanted = {row.get("t") for row in rows}
-    found = model.objects.filter(run=run, point=point, t__in=[t for t in wanted if t is not None])
+    found = stored_rows.filter(t__in=[t for t in wanted if t is not None])
     stored = set(found.values_list("t", flat=True))
-    if None in wanted and model.objects.filter(run=run, point=point, t__isnull=True).exists():
+    if None in wanted and stored_rows.filter(t__isnull=True).exists():
         stored.add(None)
     new = []
     for row in rows:
@@ -286,11 +287,11 @@ def _not_stored(
 def _apply_sample(run: Run, data: SampleData) -> None:
     point = data.get("point", 0)
     if isinstance(data.get("host"), dict):
-        _add_samples(run, HostSample, point, [data["host"]])
+        _add_host_samples(run, HostSample.Role.SERVER, point, [data["host"]])
     if isinstance(data.get("server"), dict):
-        _add_samples(run, ServerSample, point, [data["server"]])
+        _add_server_samples(run, point, [data["server"]])
     if isinstance(data.get("client_host"), dict):
-        _add_samples(run, ClientHostSample, point, [data["client_host"]])
+        _add_host_samples(run, HostSample.Role.CLIENT, point, [data["client_host"]])
 
 
 def _apply_log(run: Run, data: LogData) -> None:
@@ -357,9 +358,9 @@ def store_point(run: Run, point: PointResult) -> Result:
         run=run, index=index, defaults=_result_values(point)
     )
     _replace_progress(run, index, point.get("progress") or [])
-    _add_samples(run, HostSample, index, point.get("host_samples") or [])
-    _add_samples(run, ServerSample, index, point.get("server_samples") or [])
-    _add_samples(run, ClientHostSample, index, point.get("client_host_samples") or [])
+    _add_host_samples(run, HostSample.Role.SERVER, index, point.get("host_samples") or [])
+    _add_server_samples(run, index, point.get("server_samples") or [])
+    _add_host_samples(run, HostSample.Role.CLIENT, index, point.get("client_host_samples") or [])
     return result
 
 
@@ -389,9 +390,3 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "scripts": point.get("scripts") or [],
         "processes": point.get("processes") or [],
     }
-
-
-
-
-
-

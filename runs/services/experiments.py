@@ -19,15 +19,16 @@ from django.contrib.auth.models import User as DjangoUser
 from django.db import transaction
 
 from agents.contract.errors import JobError
-from agents.contract.fields import SWEEP, defaults
-from agents.contract.spec import (
+from agents.contract.spec.document import (
     DEFAULTS,
     SPEC_VERSION,
     JobSpec,
     NetworkSpec,
     PostgresSpec,
+    StorageSpec,
     SweepSpec,
 )
+from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 User = AbstractBaseUser | AnonymousUser | None
 
-DEFAULT_STORAGE_LAYOUT = {"data": "default", "wal": None}
+DEFAULT_STORAGE_LAYOUT: StorageSpec = {"data": "default", "wal": None}
 # Rough cost of one cluster lifecycle besides the measured points (initdb,
 # start, settings and restart, stop) and of `pgbench -i` per scale unit;
 # estimates say they are rough. Rounds pay them once per repeat.
@@ -64,7 +65,7 @@ class Cell:
     host: Host
     build: PgBuild
     config_profile: ConfigProfile
-    storage: dict
+    storage: StorageSpec
     workload: Workload
 
 
@@ -104,7 +105,7 @@ class Estimate(TypedDict):
 
 
 @retry_on_conflict
-def experiment_schedule(user: User, data: dict, start: bool) -> Scheduled:
+def experiment_schedule(user: User, data: dict[str, object], start: bool) -> Scheduled:
     """Create an experiment, validate every cell's spec once and, with `start`, queue its runs.
 
     `data` holds the Experiment fields plus `hosts`, `builds`,
@@ -147,7 +148,7 @@ def experiment_start(experiment: Experiment, user: User = None) -> list[Run]:
     return runs
 
 
-def _experiment_create(user: User, data: dict) -> Experiment:
+def _experiment_create(user: User, data: dict[str, object]) -> Experiment:
     values = {k: v for k, v in data.items() if k not in M2M_FIELDS}
     values.setdefault("storage_layouts", [dict(DEFAULT_STORAGE_LAYOUT)])
     if values.get("seed") is None:

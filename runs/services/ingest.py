@@ -18,14 +18,18 @@ import logging
 from typing import cast
 
 from django.db import connection
-from django.db.models import JSONField, Model
+from django.db.models import JSONField, Model, QuerySet
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from agents.contract.events import AgentEvent, HeartbeatData, ProgressData, validate_event
-from agents.contract.events import RunEvent as RunEventDocument
+from agents.contract.reports.events import (
+    AgentEvent,
+    HeartbeatData,
+    SampleData,
+    validate_event,
+)
+from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import (
-    ClientHostSample,
     Host,
     HostSample,
     ProgressSample,
@@ -49,8 +53,12 @@ LIVE_TYPES = frozenset({"progress", "sample"})
 
 Accepted = list[tuple[RunEventDocument, Run]]
 Row = dict[str, object]  # a row to insert: column attname -> value
-SampleModel = (
-    type[ProgressSample] | type[HostSample] | type[ServerSample] | type[ClientHostSample]
+StoredRows = QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[ServerSample]
+# The sample event's keys (agents.contract.reports.events.SampleData) -> the row they are stored as.
+SAMPLE_KINDS: tuple[tuple[str, type[HostSample] | type[ServerSample], Row], ...] = (
+    ("host", HostSample, {"role": HostSample.Role.SERVER}),
+    ("server", ServerSample, {}),
+    ("client_host", HostSample, {"role": HostSample.Role.CLIENT}),
 )
 
 
@@ -185,24 +193,28 @@ def _new_events(accepted: Accepted) -> Accepted:
 def _store_samples(fresh: Accepted) -> None:
     """One sample row per (run, point, t) not stored yet, for each kind of sample."""
     progress: list[Row] = []
-    host: list[Row] = []
-    server: list[Row] = []
-    client: list[Row] = []
+    samples: dict[str, list[Row]] = {key: [] for key, _model, _fixed in SAMPLE_KINDS}
     for event, run in fresh:
-        data = cast(dict, event["data"])
-        point = int(data.get("point") or 0)
         if event["type"] == "progress":
-            progress.append(progress_values(run.pk, point, cast(ProgressData, data)))
+            line = event["data"]
+            progress.append(progress_values(run.pk, int(line.get("point") or 0), line))
             continue
-        for rows, key in ((host, "host"), (server, "server"), (client, "client_host")):
+        data = cast(SampleData, event["data"])
+        point = int(data.get("point") or 0)
+        for key, _model, fixed in SAMPLE_KINDS:
             if isinstance(sample := data.get(key), dict):
-                rows.append(
-                    {"run_id": run.pk, "point": point, "t": sample.get("t"), "data": sample}
+                samples[key].append(
+                    {
+                        "run_id": run.pk,
+                        **fixed,
+                        "point": point,
+                        "t": sample.get("t"),
+                        "data": sample,
+                    }
                 )
-    insert_rows(ProgressSample, _not_stored(ProgressSample, progress))
-    insert_rows(HostSample, _not_stored(HostSample, host))
-    insert_rows(ServerSample, _not_stored(ServerSample, server))
-    insert_rows(ClientHostSample, _not_stored(ClientHostSample, client))
+    insert_rows(ProgressSample, _not_stored(ProgressSample.objects.all(), progress))
+    for key, model, fixed in SAMPLE_KINDS:
+        insert_rows(model, _not_stored(model.objects.filter(**fixed), samples[key]))
 
 
 def insert_rows(model: type[Model], rows: list[Row]) -> None:
@@ -233,12 +245,13 @@ def insert_rows(model: type[Model], rows: list[Row]) -> None:
             )
 
 
-def _not_stored(model: SampleModel, candidates: list[Row]) -> list[Row]:
-    """The rows whose (run, point, t) is neither stored nor earlier in `candidates`."""
+def _not_stored(stored_rows: StoredRows, candidates: list[Row]) -> list[Row]:
+    """The rows whose (run, point, t) is neither among `stored_rows` nor earlier in
+    `candidates`."""
     if not candidates:
         return []
     stored: set[tuple[object, object, object]] = set(
-        model.objects.filter(
+        stored_rows.filter(
             run_id__in={row["run_id"] for row in candidates},
             point__in={row["point"] for row in candidates},
             t__in={row["t"] for row in candidates if row["t"] is not None},

@@ -74,8 +74,9 @@ def run_finish(
 def digest_build_after_commit(run: Run) -> None:
     """Have the control worker build the final run's timeline digest once the caller
     commits (runs.tasks.digest_build): when the run ends, and again when an event
-    arrives for it later, so that page views only read it (docs/decisions.md)."""
-    transaction.on_commit(partial(digest_build_send, run.pk))
+    arrives for it later, so that page views only read it (docs/decisions.md). Not sent
+    while Redis does not answer: the run's first page view builds it then."""
+    transport.send_after_commit(run.pk, "digest task", partial(digest_build_send, run.pk))
 
 
 def digest_build_send(run_pk: int) -> None:
@@ -105,7 +106,9 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
             raise Conflict(f"run {run.pk} is already {_status_of(run)}")
         Host.objects.filter(current_run=run).update(current_run=None)
         run_id, token = run.run_id, run.token
-        transaction.on_commit(lambda: transport.request_cancel(run_id, token))
+        transport.send_after_commit(
+            run.pk, "cancel flag", lambda: transport.request_cancel(run_id, token)
+        )
     logger.info("run %s: cancelled by %s", run.pk, user)
     run.refresh_from_db()
     return run

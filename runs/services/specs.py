@@ -4,10 +4,10 @@ from typing import TypedDict, cast
 
 from django.core.exceptions import ValidationError
 
-from agents.contract.builds import check_build_definition
+from agents.contract.builds.definition import check_build_definition
 from agents.contract.errors import JobError
-from agents.contract.fields import DATASET, WORKLOAD
-from agents.contract.spec import DatasetSpec, WorkloadSpec
+from agents.contract.spec.document import DatasetSpec, WorkloadSpec
+from agents.contract.spec.fields import DATASET, WORKLOAD
 from runs.contract.spec_fields import section_values
 from runs.models import PgBuild, Workload
 
@@ -27,7 +27,7 @@ def workload_spec(workload: Workload) -> WorkloadSections:
     }
 
 
-def clean_build_definition(source: str, definition: object) -> dict:
+def clean_build_definition(source: str, definition: object) -> dict[str, object]:
     """A source build's definition checked as the agent will check it, else `{}`.
 
     Raises ValidationError on `definition` naming the part to fix (e.g.

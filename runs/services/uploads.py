@@ -3,7 +3,7 @@
 An upload is checked before anything is kept: at most SOURCE_UPLOAD_MAX_MB,
 within the uploader's SOURCE_UPLOAD_QUOTA_MB, a tarball whose members stay in
 the tree and add up to less than the agents unpack
-(agents.contract.source_tree), with `configure` at its top. Its bytes are a
+(agents.contract.builds.source_tree), with `configure` at its top. Its bytes are a
 file in SOURCE_UPLOAD_DIR named by the sha256, its row a SourceUpload of the
 build, and the build's source becomes `{"kind": "upload", "location":
 <sha256>}`. The file goes when its last build is deleted.
@@ -29,9 +29,9 @@ from django.db.models import Model, Sum
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from agents.contract.builds.source_tree import UnsafeSource, bounded_members
 from agents.contract.errors import JobError
-from agents.contract.source_tree import UnsafeSource, bounded_members
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
 from runs.contract import transport
 from runs.models import PgBuild, Run, SourceUpload
 from runs.services.errors import Conflict
@@ -52,8 +52,8 @@ def upload_path(sha256: str) -> Path:
 
 
 def source_upload_check(
-    upload: UploadedFile | None, user: User | None, replacing: PgBuild | None = None
-) -> UploadedFile:
+    upload: "UploadedFile[bytes] | None", user: User | None, replacing: PgBuild | None = None
+) -> "UploadedFile[bytes]":
     """The upload, if the lab may keep it for `user` (as the source of `replacing`, whose
     current upload then no longer counts); JobError on `file` saying what to fix."""
     if upload is None:
@@ -80,7 +80,7 @@ def _quota_used(user: User | None, replacing: PgBuild | None) -> int:
     return int(uploads.aggregate(total=Sum("size"))["total"] or 0)
 
 
-def _check_release_tarball(upload: UploadedFile) -> None:
+def _check_release_tarball(upload: "UploadedFile[bytes]") -> None:
     """A tarball the agents will unpack, with `configure` at its top (read, never written)."""
     upload.seek(0)
     try:
@@ -96,7 +96,9 @@ def _check_release_tarball(upload: UploadedFile) -> None:
         raise _refused("the tarball has no configure at its top: upload a release tarball")
 
 
-def source_upload_store(build: PgBuild, upload: UploadedFile, user: User | None) -> SourceUpload:
+def source_upload_store(
+    build: PgBuild, upload: "UploadedFile[bytes]", user: User | None
+) -> SourceUpload:
     """Keep a checked upload as `build`'s source (replacing an earlier one); its row.
 
     Conflict while runs of the build wait or run: their jobs name the earlier tarball.
@@ -123,7 +125,7 @@ def source_upload_store(build: PgBuild, upload: UploadedFile, user: User | None)
     return kept
 
 
-def _write_file(upload: UploadedFile) -> str:
+def _write_file(upload: "UploadedFile[bytes]") -> str:
     """Write the upload to SOURCE_UPLOAD_DIR (complete or not at all); its sha256."""
     directory = Path(settings.SOURCE_UPLOAD_DIR)
     directory.mkdir(parents=True, exist_ok=True)
@@ -142,7 +144,7 @@ def _write_file(upload: UploadedFile) -> str:
     return digest.hexdigest()
 
 
-def upload_digest(upload: UploadedFile) -> str:
+def upload_digest(upload: "UploadedFile[bytes]") -> str:
     """The sha256 of an upload's bytes (the name it is kept and sent under)."""
     digest = hashlib.sha256()
     upload.seek(0)
@@ -152,7 +154,9 @@ def upload_digest(upload: UploadedFile) -> str:
     return digest.hexdigest()
 
 
-def build_source_upload(build: PgBuild, upload: UploadedFile | None, user: User | None) -> PgBuild:
+def build_source_upload(
+    build: PgBuild, upload: "UploadedFile[bytes] | None", user: User | None
+) -> PgBuild:
     """Make an uploaded tarball the source of a source build (the API's upload)."""
     if build.source != PgBuild.Source.BUILD:
         raise JobError("invalid_spec", 'only a build with source "build" takes a tarball', "source")

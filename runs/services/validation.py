@@ -1,7 +1,7 @@
 """Checks a job spec the way the agent will, before anything is queued.
 
-The contract's pure checks do the work (`agents.contract.spec`,
-`agents.contract.scripts`, `agents.contract.catalogue`): the agent runs the
+The contract's pure checks do the work (`agents.contract.spec.document`,
+`agents.contract.workload_text.scripts`, `agents.contract.settings.catalogue`): the agent runs the
 same ones, so the web tier and the agent cannot disagree. Errors are
 `agents.contract.errors.JobError` with the field to fix; the API answers them
 with 400 (see runs.api.errors).
@@ -10,12 +10,12 @@ with 400 (see runs.api.errors).
 import logging
 from collections.abc import Mapping
 
-from agents.contract.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.errors import JobError
-from agents.contract.pgbench_versions import refuse_missing_options
-from agents.contract.scripts import check_workload_scripts
-from agents.contract.spec import JobSpec, SettingValue, validate_spec
-from agents.contract.workload_sql import check_workload_sql
+from agents.contract.settings.catalogue import Catalogue, refuse_settings, validate_settings
+from agents.contract.spec.document import JobSpec, SettingValue, validate_spec
+from agents.contract.spec.pgbench_versions import refuse_missing_options
+from agents.contract.workload_text.scripts import check_workload_scripts
+from agents.contract.workload_text.workload_sql import check_workload_sql
 from runs.models import PgBuild, PgCatalogue, Workload
 from runs.services.specs import workload_spec
 

@@ -8,8 +8,8 @@ from typing import TypeGuard, TypeVar
 
 from django import template
 
-from agents.contract.latency import LatencyPercentiles, describe_percentiles
-from agents.contract.results import EffectiveSetting
+from agents.contract.reports.latency import LatencyPercentiles, describe_percentiles
+from agents.contract.reports.results import EffectiveSetting
 from runs.analysis.compare import setting_text
 
 register = template.Library()

@@ -10,6 +10,7 @@ or dip of an hour-long run is still on the chart.
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import numpy as np
 from tsdownsample import MinMaxLTTBDownsampler
@@ -24,6 +25,16 @@ DIGITS = 6
 
 def _rounded(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
+
+
+class StoredTimeline(TypedDict):
+    """A timeline as runs.models.TimelineSeries.samples keeps it."""
+
+    x: list[float]
+    y: list[float]
+    starts: list[int]
+    last_point: NotRequired[int | None]
+    last_t: NotRequired[float]
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,7 @@ class Timeline:
             ys.insert(index, None)
         return xs, ys
 
-    def as_json(self) -> dict:
+    def as_json(self) -> StoredTimeline:
         """The stored form (runs.models.TimelineSeries.samples)."""
         return {
             "x": self.x,
@@ -84,7 +95,7 @@ class Timeline:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Timeline":
+    def from_json(cls, data: StoredTimeline) -> "Timeline":
         return cls(
             data["x"], data["y"], data["starts"], data.get("last_point"), data.get("last_t", 0.0)
         )

@@ -8,8 +8,9 @@ and its label) are what digests store and charts draw.
 
 from collections.abc import Sequence
 
+from agents.contract.reports.samples import DiskRates, HostSampleDocument
 from runs.analysis.validity import CheckpointEvent, checkpoint_events
-from runs.models import ServerSample
+from runs.models import HostSample, ProgressSample, ServerSample
 
 HOST_SERIES = (
     ("cpu_user", "CPU user %"),
@@ -42,12 +43,14 @@ def point_offsets(*series: Samples) -> dict[int, float]:
     return offsets
 
 
-def offsets_for(progress: Sequence, host: Sequence, server: Sequence) -> dict[int, float]:
+def offsets_for(
+    progress: Sequence[ProgressSample], host: Sequence[HostSample], server: Sequence[ServerSample]
+) -> dict[int, float]:
     """A run's point offsets from all of its stored timelines."""
     return point_offsets(sample_times(progress), sample_times(host), sample_times(server))
 
 
-def sample_times(samples: Sequence) -> Samples:
+def sample_times(samples: Sequence[ProgressSample | HostSample | ServerSample]) -> Samples:
     return [(s.point, s.t or 0.0) for s in samples]
 
 
@@ -59,16 +62,20 @@ def run_checkpoints(server_samples: list[ServerSample]) -> list[CheckpointEvent]
     return [e for point, rows in sorted(by_point.items()) for e in checkpoint_events(point, rows)]
 
 
-def host_sample_values(sample: dict) -> dict[str, float | None]:
+def host_sample_values(sample: HostSampleDocument) -> dict[str, float | None]:
     """The plotted values of one host sample (see agents/observe/host.py)."""
     disks = sample.get("disks") or {}
     return {
         "cpu_user": sample.get("cpu_user"),
         "cpu_system": sample.get("cpu_system"),
         "cpu_iowait": sample.get("cpu_iowait"),
-        "disk_data_util": (disks.get("data") or {}).get("util_percent"),
-        "disk_wal_util": (disks.get("wal") or {}).get("util_percent"),
+        "disk_data_util": _util_percent(disks.get("data")),
+        "disk_wal_util": _util_percent(disks.get("wal")),
     }
+
+
+def _util_percent(rates: DiskRates | None) -> float | None:
+    return rates.get("util_percent") if rates else None
 
 
 def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:

@@ -23,16 +23,16 @@ import operator
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Literal, TypedDict
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from runs import selectors
 from runs.analysis import validity as checks
 from runs.analysis.validity import CheckpointEvent, PointSamples, ValidityWarning
 from runs.models import (
-    ClientHostSample,
     HostSample,
     ProgressSample,
     Run,
@@ -70,11 +70,21 @@ COMPARE_SERIES = ("tps", "latency_ms", "server.written")
 # a chart of many runs reads those instead of ten times the samples it would throw away.
 OVERVIEW = "~overview"
 
-Sample = ProgressSample | HostSample | ServerSample | ClientHostSample
-Source = tuple[
-    type[ProgressSample] | type[HostSample] | type[ServerSample] | type[ClientHostSample],
-    Callable,
-]
+Sample = ProgressSample | HostSample | ServerSample
+# Where a series' samples are: progress, the server host's, the client host's, the server's.
+SampleKind = Literal["progress", "host", "client", "server"]
+# The value of a row of that kind (each reads its own kind's rows).
+Source = tuple[SampleKind, Callable[..., float | None]]
+
+
+class DigestFacts(TypedDict):
+    """A digest but its series as RunTimeline.facts keeps it (JSON: string keys, lists)."""
+
+    offsets: dict[str, float]
+    checkpoints: list[tuple[int, float, str, str]]
+    warnings: dict[str, list[tuple[str, str]]]
+    marks: dict[str, list[float]]
+    cursor: dict[str, int]
 
 
 @dataclass
@@ -88,20 +98,20 @@ class Digest:
     cursor: dict[str, int] = field(default_factory=dict)
     series: dict[str, Timeline] = field(default_factory=dict)
 
-    def facts(self) -> dict:
+    def facts(self) -> DigestFacts:
         """The stored form of everything but the series (RunTimeline.facts)."""
         return {
             "offsets": {str(p): start for p, start in self.offsets.items()},
-            "checkpoints": [[e.point, e.t, e.kind, e.edge] for e in self.checkpoints],
+            "checkpoints": [(e.point, e.t, e.kind, e.edge) for e in self.checkpoints],
             "warnings": {
-                str(p): [[w.code, w.detail] for w in found] for p, found in self.warnings.items()
+                str(p): [(w.code, w.detail) for w in found] for p, found in self.warnings.items()
             },
             "marks": {str(p): list(mark) for p, mark in self.marks.items()},
             "cursor": self.cursor,
         }
 
     @classmethod
-    def from_facts(cls, facts: dict) -> "Digest":
+    def from_facts(cls, facts: DigestFacts) -> "Digest":
         return cls(
             offsets={int(p): start for p, start in facts["offsets"].items()},
             checkpoints=[CheckpointEvent(*row) for row in facts["checkpoints"]],
@@ -123,26 +133,38 @@ def _wait_count(kind: str) -> Callable[[ServerSample], int]:
 
 
 def source_of(name: str) -> Source | None:
-    """The sample model and value behind a series name (`tps`, `host.cpu_user`,
+    """The kind of sample and value behind a series name (`tps`, `host.cpu_user`,
     `client.cpu_user`, `server.written`, `server.<buffer key>`, `wait.<wait-event type>`);
     None if unknown."""
     kind, _dot, key = name.partition(".")
     if name in PROGRESS_SERIES:
-        return ProgressSample, operator.attrgetter(name)
+        return "progress", operator.attrgetter(name)
     if kind == "host" and key in HOST_KEYS:
-        return HostSample, lambda s: host_sample_values(s.data)[key]
+        return "host", lambda s: host_sample_values(s.data)[key]
     if kind == "client" and key in CLIENT_KEYS:
-        return ClientHostSample, lambda s: host_sample_values(s.data)[key]
+        return "client", lambda s: host_sample_values(s.data)[key]
     if kind == "server" and key == "written":
-        return ServerSample, written_per_second
+        return "server", written_per_second
     if kind == "server" and key in BUFFER_KEYS:
-        return ServerSample, lambda s: s.data.get(key)
+        return "server", lambda s: s.data.get(key)
     if kind == "wait" and key:
-        return ServerSample, _wait_count(key)
+        return "server", _wait_count(key)
     return None
 
 
-def _series_names(server: list[ServerSample], client: list[ClientHostSample]) -> list[str]:
+def _stored_rows(
+    run: Run, kind: SampleKind
+) -> QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[ServerSample]:
+    """The run's rows of one kind of sample."""
+    if kind == "progress":
+        return run.progress.all()
+    if kind == "server":
+        return run.server_samples.all()
+    role = HostSample.Role.CLIENT if kind == "client" else HostSample.Role.SERVER
+    return run.host_samples.filter(role=role)
+
+
+def _series_names(server: list[ServerSample], client: list[HostSample]) -> list[str]:
     waits = [f"wait.{kind}" for kind in wait_event_types(server)]
     return [
         *PROGRESS_SERIES,
@@ -158,7 +180,7 @@ def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Tim
     source = source_of(name)
     if source is None:
         raise ValueError(f"unknown timeline {name!r}")
-    _model, value = source
+    _kind, value = source
     rows = list(rows)
     return build_timeline(
         [r.point for r in rows], [r.t or 0.0 for r in rows], [value(r) for r in rows], offsets
@@ -169,7 +191,7 @@ def _by_point(
     progress: list[ProgressSample],
     host: list[HostSample],
     server: list[ServerSample],
-    client: list[ClientHostSample],
+    client: list[HostSample],
 ) -> dict[int, PointSamples]:
     points: dict[int, PointSamples] = {}
     kinds = (("progress", progress), ("host", host), ("server", server), ("client", client))
@@ -179,7 +201,9 @@ def _by_point(
     return points
 
 
-def _marks(progress: list[ProgressSample], offsets: dict[int, float]) -> dict[int, tuple]:
+def _marks(
+    progress: list[ProgressSample], offsets: dict[int, float]
+) -> dict[int, tuple[float, float]]:
     """Point -> (x, y) of its warning mark: mid-window, above its highest tps."""
     measured: dict[int, list[ProgressSample]] = {}
     for sample in progress:
@@ -198,7 +222,7 @@ def build_digest(
     progress: list[ProgressSample],
     host: list[HostSample],
     server: list[ServerSample],
-    client: list[ClientHostSample] | None = None,
+    client: list[HostSample] | None = None,
 ) -> Digest:
     """The digest of one run from all of its samples, in point and time order (`client`:
     the client host's, for a run with one)."""
@@ -208,11 +232,11 @@ def build_digest(
         point: checks.sample_warnings(point, samples)
         for point, samples in _by_point(progress, host, server, client).items()
     }
-    rows_of: dict[type, list[Sample]] = {
-        ProgressSample: list(progress),
-        HostSample: list(host),
-        ServerSample: list(server),
-        ClientHostSample: list(client),
+    rows_of: dict[SampleKind, list[Sample]] = {
+        "progress": list(progress),
+        "host": list(host),
+        "server": list(server),
+        "client": list(client),
     }
     series = {}
     for name in _series_names(server, client):
@@ -362,12 +386,10 @@ def window(run: Run, name: str, x0: float, x1: float) -> Window:
     source = source_of(name)
     if source is None:
         raise ValueError(f"unknown timeline {name!r}")
-    model, _value = source
+    kind, _value = source
     offsets = digests([run], names=())[run.pk].offsets
     rows: list[Sample] = list(
-        model.objects.filter(run=run)
-        .filter(_overlapping(offsets, x0, x1))
-        .order_by("point", "t", "pk")
+        _stored_rows(run, kind).filter(_overlapping(offsets, x0, x1)).order_by("point", "t", "pk")
     )
     series = _series(name, rows, offsets)
     if len(series) > ZOOM_MAX_SAMPLES:

@@ -13,7 +13,7 @@ reports each script's rate and latency; new-order transactions per minute
 from importlib import resources
 from typing import Any
 
-from agents.contract.spec import CustomScriptSpec
+from agents.contract.spec.document import CustomScriptSpec
 
 TITLE = "TPC-C-like"
 HONEST_NAME = "TPC-C-like, not an audited TPC-C result"

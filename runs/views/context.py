@@ -94,7 +94,7 @@ def has_server_samples(digest: store.Digest) -> bool:
 
 def _clients_chart(
     loaded: StatsInputs, table: StatsTable, metric: str, labels: dict[int, str], name: str
-) -> dict:
+) -> dict[str, object]:
     peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
     return clients.clients_figure(
         loaded["cells"],

@@ -26,7 +26,7 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _schedule_initial(request: HttpRequest) -> dict:
+def _schedule_initial(request: HttpRequest) -> dict[str, object]:
     """The form's starting values: a preset's if one is picked, else the defaults."""
     preset = presets.find(request.GET.get("preset", ""))
     return presets.form_initial(preset) if preset else {}

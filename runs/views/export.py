@@ -10,12 +10,13 @@
 """
 
 import csv
+from collections.abc import Mapping
 
 from django.http import HttpResponse, JsonResponse
 
 from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
-from runs.analysis.compare import COMPARED_METRICS, StatsTable, table_records
+from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.models import Result, Run
 from runs.views.context import min_effect_from
@@ -74,7 +75,7 @@ STATS_COLUMNS = [
 ROW_KINDS = ("points", "stats")
 
 
-def run_fields(run: Run) -> dict:
+def run_fields(run: Run) -> dict[str, object]:
     """What identifies a run in an export."""
     return {
         "run_id": run.pk,
@@ -90,7 +91,7 @@ def run_fields(run: Run) -> dict:
     }
 
 
-def point_fields(result: Result) -> dict:
+def point_fields(result: Result) -> dict[str, object]:
     """One point's measured values as stored."""
     percentiles = result.percentiles or {}
     return {
@@ -122,7 +123,7 @@ def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[st
 
 def _json_body(
     runs: list[Run], loaded: StatsInputs, table: StatsTable, baseline: Run | None
-) -> dict:
+) -> dict[str, object]:
     cells, results = loaded["cells"], loaded["own_results"]
     return {
         "runs": [
@@ -161,16 +162,18 @@ def _csv_stats(response: HttpResponse, cells: list[Run], table: StatsTable) -> N
     by_pk = {run.pk: run for run in cells}
     writer = csv.DictWriter(response, fieldnames=STATS_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    for record in table_records(table):
-        codes = " ".join(w["code"] for w in record["warnings"])
-        writer.writerow({**run_fields(by_pk[record["run_id"]]), **record, "warnings": codes})
+    for row in table.rows:
+        codes = " ".join(w.code for w in row.warnings)
+        for metric in table.metrics:
+            record = cell_record(row, row.cells[metric])
+            writer.writerow({**run_fields(by_pk[row.run.pk]), **record, "warnings": codes})
 
 
 def export_response(
     runs: list[Run],
     fmt: str,
     filename: str,
-    query: dict | None = None,
+    query: Mapping[str, str] | None = None,
     baseline: Run | None = None,
 ) -> HttpResponse:
     """`fmt` is `csv` or `json`; `query` may hold `rows` (CSV) and `min_effect` (percent)."""

@@ -35,8 +35,9 @@ from pathlib import Path
 import pytest
 
 from agents.config import DEFAULT_OS_USER, AgentConfig
-from agents.postgres.cluster import Cluster
-from agents.postgres.installs import Install, ensure_install, find_system_installs
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.installs.ensure import ensure_install
+from agents.postgres.installs.inventory import Install, find_system_installs
 from agents.postgres.osuser import OsUser, ensure_os_user
 
 _job_numbers = itertools.count(1)

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.config import AgentConfig
-from agents.contract.results import ResultDocument
+from agents.contract.reports.results import ResultDocument
 from agents.events import EventEmitter
 from agents.job import run_job
 

@@ -3,7 +3,7 @@
 import pytest
 
 from agents.cli_output import describe, print_summary
-from agents.contract.results import PointResult, ResultDocument
+from agents.contract.reports.results import PointResult, ResultDocument
 
 
 def point(index: int, tps: float | None, latency_ms: float | None) -> PointResult:

@@ -1,8 +1,6 @@
 """A storage target that fills up during a job: a real, small ext4 filesystem on a loop
 device, real PostgreSQL 16 and `pgbench -i` at a scale that does not fit."""
 
-import os
-import subprocess
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -11,33 +9,18 @@ import pytest
 
 from agents.config import AgentConfig
 from tests.agents.jobs import Recorder, run, small_spec
+from tests.small_disk import small_filesystem
 
 DISK_MB = 128
-# About 300 MB of tables, indexes and WAL (agents/contract/space.py): far more than fits.
+# About 300 MB of tables, indexes and WAL (agents/contract/spec/space.py): far more than fits.
 TOO_BIG_SCALE = 10
-
-
-def _run(*argv: str) -> None:
-    subprocess.run(argv, check=True, capture_output=True, text=True)
 
 
 @pytest.fixture
 def small_disk(storage_root: Path) -> Iterator[Path]:
-    """A 128 MB ext4 filesystem (no blocks reserved for root) mounted in the test's
-    storage root; unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a loop filesystem needs root")
-    image, mount = storage_root / "disk.img", storage_root / "small"
-    with open(image, "wb") as file:
-        file.truncate(DISK_MB * 1024**2)
-    _run("mkfs.ext4", "-q", "-m", "0", "-F", str(image))
-    mount.mkdir()
-    _run("mount", "-o", "loop", str(image), str(mount))
-    mount.chmod(0o755)
-    yield mount
-    result = subprocess.run(["umount", str(mount)], capture_output=True, text=True)
-    if result.returncode != 0:  # still busy: detach it anyway, the test has failed already
-        _run("umount", "--lazy", str(mount))
+    """A 128 MB ext4 filesystem mounted in the test's storage root; unmounted afterwards."""
+    with small_filesystem(storage_root, DISK_MB) as mount:
+        yield mount
 
 
 def _config(storage_root: Path, small_disk: Path) -> AgentConfig:

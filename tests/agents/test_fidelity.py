@@ -12,11 +12,11 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
-from agents.contract.spec import validate_spec
+from agents.contract.spec.document import validate_spec
 from agents.pgbench import command
 from agents.pgbench.latency_log import LOG_FILE_PREFIX, ExpectedThroughput, LogPlan, log_files
 from agents.pgbench.txlog import read_transaction_logs
-from agents.postgres.cluster import Cluster
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.osuser import chown_tree
 from tests.agents.jobs import run, small_spec
 

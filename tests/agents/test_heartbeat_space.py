@@ -4,9 +4,9 @@ then once a minute, and again when a job starts or ends."""
 import os
 from pathlib import Path
 
-from agents.contract.events import validate_event
+from agents.contract.reports.events import validate_event
 from agents.observe.storage import target_space
-from agents.transport import AgentEventEmitter, Heartbeat
+from agents.worker.transport import AgentEventEmitter, Heartbeat
 
 
 def test_heartbeats_report_each_targets_free_space_once_a_minute_and_when_a_job_changes(

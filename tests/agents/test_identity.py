@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from agents.identity import identity_path, load_or_create_identity
+from agents.worker.identity import identity_path, load_or_create_identity
 
 
 def test_identity_is_created_once_and_kept(tmp_path: Path) -> None:

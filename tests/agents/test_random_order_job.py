@@ -1,6 +1,6 @@
 """A real job with a random client order: the agent draws the seed, records it, follows it."""
 
-from agents.contract.spec import sweep_points
+from agents.contract.spec.document import sweep_points
 from tests.agents.jobs import run, small_spec
 
 

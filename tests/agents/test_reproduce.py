@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import AgentConfig
-from agents.contract.manifest import Manifest, command_shape, make_manifest
+from agents.contract.spec.manifest import Manifest, command_shape, make_manifest
 from runs.reproduce.script import reproduce_script
 from tests.agents.jobs import run, small_spec
 

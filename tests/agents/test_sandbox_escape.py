@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import pytest
 
 from agents.config import AgentConfig
-from agents.identity import load_or_create_identity
 from agents.postgres.osuser import OsUser
+from agents.worker.identity import load_or_create_identity
 from tests.agents.jobs import run, small_spec
 
 

@@ -3,9 +3,9 @@
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.spec import validate_spec
-from agents.contract.sql_text import SqlTextError, server_side_copy, split_statements
-from agents.contract.workload_sql import check_workload_sql
+from agents.contract.spec.document import validate_spec
+from agents.contract.workload_text.sql_text import SqlTextError, server_side_copy, split_statements
+from agents.contract.workload_text.workload_sql import check_workload_sql
 
 
 def texts(sql: str, meta_commands: bool = False) -> list[str]:

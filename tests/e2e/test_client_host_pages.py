@@ -5,7 +5,7 @@ run page extends its CPU traces."""
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import ClientHostSample, Run
+from runs.models import HostSample, Run
 from tests.runs.factories import (
     ConfigProfileFactory,
     HostFactory,
@@ -57,8 +57,12 @@ def test_live_run_page_extends_the_client_host_cpu_traces(signed_in_page, web):
     page.goto(f"{web.url}/runs/{run.pk}/")
     page.wait_for_function("() => window.benchlabLive && window.benchlabLive.readyState === 1")
     for t in (1.0, 2.0):
-        ClientHostSample.objects.create(
-            run=run, point=0, t=t, data={"t": t, "cpu_user": 90.0, "cpu_system": 5.0}
+        HostSample.objects.create(
+            run=run,
+            role=HostSample.Role.CLIENT,
+            point=0,
+            t=t,
+            data={"t": t, "cpu_user": 90.0, "cpu_system": 5.0},
         )
 
     page.wait_for_function("() => document.getElementById('chart-host').data[5].x.length === 2")

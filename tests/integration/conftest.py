@@ -30,7 +30,7 @@ from rest_framework.test import APIClient
 
 from agents.config import default_state_dir
 from agents.contract.wire import EVENTS_STREAM_ENV, agent_queue, dead_letter_stream
-from agents.identity import load_or_create_identity
+from agents.worker.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, Run
 from runs.services.access.tokens import api_token_create
@@ -70,6 +70,8 @@ class Lab:
         self.identity = load_or_create_identity(default_state_dir(), self.name)
         self.control: subprocess.Popen | None = None
         self.agent: subprocess.Popen | None = None
+        # Every agent process started: what a killed one left is found (integration/faults.py).
+        self.agent_pids: list[int] = []
         self.env = {
             **os.environ,
             "DATABASE_URL": database_url(),
@@ -83,10 +85,13 @@ class Lab:
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        return subprocess.Popen(
+        process = subprocess.Popen(
             argv, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
+        if name == "agent":
+            self.agent_pids.append(process.pid)
+        return process
 
     def start_control(self) -> None:
         self.control = self._spawn(

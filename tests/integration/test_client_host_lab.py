@@ -17,9 +17,9 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.wire import agent_queue
-from agents.identity import load_or_create_identity
+from agents.worker.identity import load_or_create_identity
 from runs import services
-from runs.models import Host, Run
+from runs.models import Host, HostSample, Run
 from tests.integration.conftest import REPO, Lab, running_lab
 from tests.integration.test_lab import create, start
 from tests.waiting import wait_for
@@ -133,8 +133,10 @@ def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(p
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     (result,) = run.results.all()
     assert result.argv[result.argv.index("-h") + 1] == "127.0.0.1", "TCP, not the socket"
-    assert run.host_samples.exists() and run.server_samples.exists()
-    assert run.client_host_samples.exists(), "the client host samples itself"
+    assert run.host_samples.filter(role=HostSample.Role.SERVER).exists()
+    assert run.server_samples.exists()
+    client_samples = run.host_samples.filter(role=HostSample.Role.CLIENT)
+    assert client_samples.exists(), "the client host samples itself"
     assert run.network["transport"] == "tcp" and run.network["select1_ms"] > 0
     page = api.get(f"/api/runs/{run_id}/").json()
     assert page["client_host"] == client.name

@@ -6,23 +6,26 @@ for the lab database and for the benchmarks, real pgbench.
 
 import json
 import re
+import time
 
 import pytest
 
 from agents.contract.signing import sign
 from agents.contract.wire import agent_queue
 from runs.models import Host, ProgressSample, Result, Run, RunEvent
+from tests.integration.api import create, start
+from tests.integration.faults import (
+    assert_measured_once,
+    assert_no_orphans,
+    assert_stored_once,
+    next_run_succeeds,
+    recovered,
+)
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
-
-
-def create(api, path: str, payload: dict) -> dict:
-    response = api.post(f"/api/{path}/", payload, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
 
 
 def experiment(api, lab, profiles: list[dict], clients: list[int], duration_s: int) -> dict:
@@ -83,12 +86,6 @@ def as_sent(run: Run, stored: RunEvent) -> dict:
     }
 
 
-def start(api, experiment_id: int) -> list[int]:
-    response = api.post(f"/api/experiments/{experiment_id}/start/")
-    assert response.status_code == 201, response.content
-    return [run["id"] for run in response.json()]
-
-
 def test_two_configs_by_two_client_counts_store_what_the_agent_measured(api, lab):
     exp = experiment(
         api, lab, [{"shared_buffers": "64MB"}, {"shared_buffers": "96MB"}], [1, 2], duration_s=2
@@ -138,20 +135,31 @@ def test_cancel_mid_run_keeps_finished_points(api, lab):
     assert 1 <= run.results.count() < 3
 
 
+@pytest.mark.faults
 def test_killed_agent_fails_its_run_with_a_reason(api, lab, settings):
     settings.HEARTBEAT_OFFLINE_AFTER_S = int(lab.env["HEARTBEAT_OFFLINE_AFTER_S"])
-    exp = experiment(api, lab, [{}], [1, 2], duration_s=3)
+    exp = experiment(api, lab, [{}], [1, 2], duration_s=5)
     (run_id,) = start(api, exp["id"])
 
     lab.wait_run(run_id, lambda run: run.progress.filter(point=1).exists(), "to run point 2")
     lab.kill_agent()
+    killed = time.monotonic()
     run = lab.wait_terminal(run_id, timeout=60)
+    seconds = recovered("agent killed, never restarted: run final", killed)
 
     assert run.status == Run.Status.FAILED
     assert run.error_code == "agent_lost"
     assert run.error_message
+    assert seconds < 12 + 15, "AGENT_LOST_GRACE_S 12, the reaper every 2 s, and a margin"
     assert run.results.count() == 1, "the point finished before the agent died is kept"
     assert not Host.objects.get(name=lab.name).is_online
+    assert_stored_once(run)
+    assert_measured_once(lab, [run])
+    lab.start_agent()  # a new agent on the host, later: it removes what the killed one left
+    replaced = time.monotonic()
+    assert_no_orphans(lab)
+    next_run_succeeds(api, lab)
+    recovered("agent killed, never restarted: a new agent's first run", replaced)
 
 
 def test_control_worker_down_during_a_run_loses_no_event(api, lab):

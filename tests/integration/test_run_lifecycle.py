@@ -5,7 +5,6 @@ Each test logs how long the lab took to recover (docs/reliability.md keeps the f
 """
 
 import json
-import logging
 import time
 from collections.abc import Iterator
 
@@ -15,22 +14,21 @@ from agents.config import default_state_dir
 from agents.contract.wire import agent_queue
 from runs.models import Run, RunEvent
 from tests.integration.conftest import Lab, running_lab
+from tests.integration.faults import (
+    assert_measured_once,
+    assert_no_orphans,
+    assert_stored_once,
+    next_run_succeeds,
+    recovered,
+)
 from tests.integration.test_lab import experiment, start
 from tests.integration.test_redis_loss import web_tier_on  # noqa: F401 - a fixture
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
-
-logger = logging.getLogger(__name__)
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 # Longer than any test here waits: a run settled within it was not settled by the grace.
 GRACE_S = "120"
-
-
-def recovered(scenario: str, since: float) -> float:
-    seconds = time.monotonic() - since
-    logger.warning("time to recover, %s: %.1f s", scenario, seconds)
-    return seconds
 
 
 @pytest.fixture
@@ -71,6 +69,10 @@ def test_an_agent_killed_mid_run_and_back_within_the_grace_settles_its_run_at_on
     nxt = lab.wait_terminal(other, timeout=120)
     assert nxt.status == Run.Status.SUCCEEDED, nxt.error_message
     assert nxt.results.count() == 2
+    assert_stored_once(run, gapless=False)  # the restarted agent's report: seqs from its clock
+    assert_stored_once(nxt)
+    assert_measured_once(lab, [run, nxt])
+    assert_no_orphans(lab)
 
 
 def test_cancel_of_a_run_whose_agent_is_gone_ends_it_at_once(api, patient_lab):
@@ -90,6 +92,11 @@ def test_cancel_of_a_run_whose_agent_is_gone_ends_it_at_once(api, patient_lab):
     assert (run.status, run.error_category) == ("cancelled", "cancelled")
     assert run.results.count() == 1, "the point finished before is kept"
     assert run.host.current_run is None
+    assert_stored_once(run)
+    lab.start_agent()
+    assert_no_orphans(lab)
+    next_run_succeeds(api, lab)
+    assert_measured_once(lab, [run])
 
 
 @pytest.fixture
@@ -121,9 +128,11 @@ def test_a_job_sent_again_after_redis_lost_everything_is_measured_once(api, lab_
     assert run.results.count() == 2
     assert [step["name"] for step in run.steps].count("pgbench") == 2, "one pgbench per point"
     assert RunEvent.objects.filter(run=run, type="result").count() == 1
-    agent_log = (lab.log_dir / "agent.log").read_text()
-    assert agent_log.count("creating a throw-away cluster") == 1, "measured once"
-    assert agent_log.count("answered from the ledger") == 1
+    assert_stored_once(run)
+    assert_measured_once(lab, [run])
+    assert (lab.log_dir / "agent.log").read_text().count("answered from the ledger") == 1
     ledger = list((default_state_dir() / "ledger" / lab.name).glob("*.json"))
     assert len(ledger) == 1
     assert lab.redis.llen(agent_queue(lab.name)) == 0
+    assert_no_orphans(lab)
+    next_run_succeeds(api, lab)

@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from agents.contract.catalogue import CATALOGUE_QUERY, catalogue_from_rows
+from agents.contract.settings.catalogue import CATALOGUE_QUERY, catalogue_from_rows
 from agents.contract.wire import agent_queue, cancel_key, dispatch_key
 from runs.contract.transport import redis_connection
 from runs.models import Host, PgCatalogue, Run

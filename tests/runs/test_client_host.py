@@ -9,7 +9,7 @@ from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
 from runs import services
 from runs.analysis.validity import result_warnings
-from runs.models import ClientHostSample, Host, HostSample, Run, Series
+from runs.models import Host, HostSample, Run, Series
 from runs.services.events import run_record_event
 from runs.services.history.series import series_fire, series_save
 from runs.timelines import store
@@ -173,7 +173,9 @@ def test_client_host_samples_and_the_network_path_are_stored(user):
 
     run.refresh_from_db()
     assert run.network == network
-    assert [s.data["cpu_user"] for s in run.client_host_samples.all()] == [97.0]
+    assert [s.data["cpu_user"] for s in run.host_samples.filter(role=HostSample.Role.CLIENT)] == [
+        97.0
+    ]
     page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert f"pgbench on client host <strong>{run.client_host.name}</strong>" in page
     assert "0.05 ms" in page
@@ -185,7 +187,9 @@ def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_red
     result = ResultFactory(run=run, index=0, threads=1, pgbench_cpus=1, pgbench_cpu_s=8.0)
     for t in (1.0, 2.0, 3.0):
         HostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 1.0})
-        ClientHostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 2.0})
+        HostSample.objects.create(
+            run=run, role=HostSample.Role.CLIENT, point=0, t=t, data={"t": t, "cpu_idle": 2.0}
+        )
 
     found = store.digests([run])[run.pk].warnings[0]
     (warning,) = result_warnings(result, found)

@@ -8,7 +8,7 @@ import pytest
 
 from agents.contract.errors import JobError
 from agents.contract.signing import unsigned, verify
-from agents.contract.spec import validate_spec
+from agents.contract.spec.document import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
 from runs.contract.execution import derived_seed, execution_plan

@@ -9,7 +9,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from agents.contract.builds import BuildDefinition
+from agents.contract.builds.definition import BuildDefinition
 from runs.reproduce.build import source_build_function
 from runs.reproduce.script import TPS_OF, reproduce_script
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.contract.sql_text import SqlTextError, split_statements
+from agents.contract.workload_text.sql_text import SqlTextError, split_statements
 from runs.reproduce.script import reproduce_script
 
 HOSTILE = [

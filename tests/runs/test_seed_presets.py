@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.client_half import run_client_half
 from agents.config import AgentConfig
 from agents.contract.wire import dispatch_key
 from agents.events import EventEmitter
 from agents.job import run_job
-from agents.pair import PairLink
-from agents.transport import redis_client
+from agents.pair.client_half import run_client_half
+from agents.pair.link import PairLink
+from agents.worker.transport import redis_client
 from runs import presets, services
 from runs.forms.experiments import parse_clients, parse_storage_layouts
-from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.models import ConfigProfile, Experiment, Host, HostSample, PgBuild, Run, Workload
 from runs.services.hosts.events import record_event
 from runs.views.context import experiment_context
 from tests.runs.factories import HostFactory, UserFactory
@@ -204,7 +204,8 @@ def test_seed_4_memory_profiles_run_pgbench_on_the_client_host_with_vacuum_first
     for run in runs:
         assert run.client_host == Host.objects.get(name="client")
         assert run.network["transport"] == "tcp" and run.network["select1_ms"] > 0
-        assert run.client_host_samples.exists() and run.host_samples.exists()
+        assert run.host_samples.filter(role=HostSample.Role.CLIENT).exists()
+        assert run.host_samples.filter(role=HostSample.Role.SERVER).exists()
         argv = run.results.first().argv
         assert argv[argv.index("-h") + 1] == "127.0.0.1"
         assert "-v" in argv

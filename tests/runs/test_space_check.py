@@ -1,5 +1,5 @@
 """Free space: stored from registrations and heartbeats, checked when an experiment is
-scheduled or started (runs/services/hosts/space.py, agents/contract/space.py)."""
+scheduled or started (runs/services/hosts/space.py, agents/contract/spec/space.py)."""
 
 import pytest
 

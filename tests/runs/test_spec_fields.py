@@ -3,8 +3,8 @@ job spec and manifest. A field some layer drops fails here by name."""
 
 import pytest
 
-from agents.contract.fields import Field
-from agents.contract.manifest import make_manifest
+from agents.contract.spec.fields import Field
+from agents.contract.spec.manifest import make_manifest
 from runs.api.serializers import WorkloadSerializer
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
 from runs.forms.catalogue import WorkloadForm

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import AgentConfig
-from agents.contract.pgbench_parse import parse_output
+from agents.contract.pgbench_output.parse import parse_output
 from runs.analysis import validity
 from runs.analysis.stats import summarize
 from runs.analysis.validity import PointSamples, point_warnings, run_warnings

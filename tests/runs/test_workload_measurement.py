@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.spec import validate_spec
+from agents.contract.spec.document import validate_spec
 from agents.pgbench.command import Connection, reporting_args, run_argv, workload_args
 from runs import services
 from runs.models import Workload

@@ -1,15 +1,18 @@
 """API representations of the catalogue: hosts, storage, builds, config profiles, workloads."""
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.forms.models import model_to_dict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
-from agents.contract.spec import VERSION_PATTERN, ScriptSpec
+from agents.contract.spec.document import VERSION_PATTERN, ScriptSpec, SettingValue
 from runs import services
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
+    Document,
     ScriptSerializer,
     StrictCharField,
     StrictModelSerializer,
@@ -33,7 +36,7 @@ def owner_name() -> "serializers.StringRelatedField[User]":
     return serializers.StringRelatedField(allow_null=True)
 
 
-class StorageTargetSerializer(StrictModelSerializer):
+class StorageTargetSerializer(StrictModelSerializer[StorageTarget]):
     host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -44,7 +47,7 @@ class StorageTargetSerializer(StrictModelSerializer):
         read_only_fields = fields
 
 
-class HostSerializer(StrictModelSerializer):
+class HostSerializer(StrictModelSerializer[Host]):
     is_online = serializers.BooleanField(read_only=True)
     fingerprint = serializers.CharField(
         read_only=True, help_text="Digest of the agent's secret, compared before approving."
@@ -74,7 +77,7 @@ class HostSerializer(StrictModelSerializer):
         read_only_fields = [f for f in fields if f not in ("notes", "labels")]
 
 
-class PgBuildSerializer(StrictModelSerializer):
+class PgBuildSerializer(StrictModelSerializer[PgBuild]):
     version = StrictRegexField(
         VERSION_PATTERN,
         max_length=20,
@@ -89,7 +92,7 @@ class PgBuildSerializer(StrictModelSerializer):
         ]  # fmt: skip
         read_only_fields = ["created_by", "created_at"]
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """A source build's definition is checked as the agent checks it (400 naming the part)."""
         source = attrs.get("source", getattr(self.instance, "source", PgBuild.Source.AUTO))
         definition = attrs.get("definition", getattr(self.instance, "definition", {}))
@@ -97,7 +100,7 @@ class PgBuildSerializer(StrictModelSerializer):
         return attrs
 
 
-class ConfigProfileSerializer(StrictModelSerializer):
+class ConfigProfileSerializer(StrictModelSerializer[ConfigProfile]):
     settings = settings_field(required=False)
     effective_settings = serializers.SerializerMethodField()
     validation_notes = serializers.SerializerMethodField()
@@ -120,7 +123,7 @@ class ConfigProfileSerializer(StrictModelSerializer):
         read_only_fields = ["created_by", "created_at", "updated_at"]
 
     @extend_schema_field(settings_field())
-    def get_effective_settings(self, profile: ConfigProfile) -> dict:
+    def get_effective_settings(self, profile: ConfigProfile) -> dict[str, SettingValue]:
         return profile.effective_settings()
 
     def get_validation_notes(self, profile: ConfigProfile) -> list[str]:
@@ -130,7 +133,7 @@ class ConfigProfileSerializer(StrictModelSerializer):
         except JobError as exc:
             return [str(exc)]
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Check the merged settings against the catalogues of the lab's build versions."""
         values = dict(attrs.get("settings", getattr(self.instance, "settings", {})))
         parent = attrs.get("parent", getattr(self.instance, "parent", None))
@@ -145,12 +148,12 @@ class ConfigProfileSerializer(StrictModelSerializer):
         return attrs
 
 
-class ConfigProfileDiffSerializer(serializers.Serializer):
+class ConfigProfileDiffSerializer(serializers.Serializer[Document]):
     added = serializers.DictField()
     changed = serializers.DictField()
 
 
-class WorkloadSerializer(StrictModelSerializer):
+class WorkloadSerializer(StrictModelSerializer[Workload]):
     scripts: "serializers.ListSerializer[list[ScriptSpec]]" = serializers.ListSerializer(
         child=ScriptSerializer(), max_length=128, min_length=1, required=False
     )
@@ -179,7 +182,7 @@ class WorkloadSerializer(StrictModelSerializer):
             },
         }
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Check the dataset options and scripts as the agent will (\\shell is refused)."""
         stored = model_to_dict(self.instance, exclude=["id", "created_by"]) if self.instance else {}
         values = {**stored, **attrs}

@@ -1,5 +1,7 @@
 """API representations of statistics, comparisons and share links."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
@@ -9,6 +11,7 @@ from runs.analysis.stats import Verdict
 from runs.analysis.validity import CHECKS
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
+    Document,
     StrictModelSerializer,
 )
 from runs.api.permissions import signed_in_user
@@ -21,7 +24,7 @@ from runs.models import (
 )
 
 
-class StatisticsQuerySerializer(serializers.Serializer):
+class StatisticsQuerySerializer(serializers.Serializer[Document]):
     min_effect = serializers.FloatField(
         min_value=0.0,
         max_value=stats.MAX_MIN_EFFECT_PCT,
@@ -30,14 +33,14 @@ class StatisticsQuerySerializer(serializers.Serializer):
     )
 
 
-class ValidityWarningSerializer(serializers.Serializer):
+class ValidityWarningSerializer(serializers.Serializer[Document]):
     code = serializers.ChoiceField(choices=sorted(CHECKS))
     title = serializers.CharField()
     detail = serializers.CharField()
     why = serializers.CharField()
 
 
-class StatisticsRowSerializer(serializers.Serializer):
+class StatisticsRowSerializer(serializers.Serializer[Document]):
     """One run (or cell in rounds), client count and metric (runs.analysis.compare.cell_record)."""
 
     run_id = serializers.IntegerField()
@@ -61,7 +64,7 @@ class StatisticsRowSerializer(serializers.Serializer):
     warnings = ValidityWarningSerializer(many=True)
 
 
-class ComparisonStatisticsSerializer(serializers.Serializer):
+class ComparisonStatisticsSerializer(serializers.Serializer[Document]):
     """A comparison's statistics table (`runs.api.views.ComparisonViewSet.statistics`)."""
 
     baseline_run_id = serializers.IntegerField()
@@ -72,7 +75,7 @@ class ComparisonStatisticsSerializer(serializers.Serializer):
     rows = StatisticsRowSerializer(many=True)
 
 
-class ComparisonSerializer(StrictModelSerializer):
+class ComparisonSerializer(StrictModelSerializer[Comparison]):
     runs = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), many=True, allow_empty=False
     )
@@ -86,7 +89,7 @@ class ComparisonSerializer(StrictModelSerializer):
         fields = ["id", "name", "description", "runs", "baseline", "created_by", "created_at"]
         read_only_fields = ["created_by", "created_at"]
 
-    def create(self, validated_data: dict) -> Comparison:
+    def create(self, validated_data: dict[str, Any]) -> Comparison:
         try:
             return services.comparison_create(
                 signed_in_user(self.context["request"]), **validated_data
@@ -95,7 +98,7 @@ class ComparisonSerializer(StrictModelSerializer):
             raise serializers.ValidationError(job_error_detail(exc), code="invalid") from exc
 
 
-class ShareLinkSerializer(StrictModelSerializer):
+class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
     # A link shares one of these; the other two are null.
     run = serializers.PrimaryKeyRelatedField(
         queryset=Run.objects.all(), required=False, allow_null=True
@@ -126,7 +129,7 @@ class ShareLinkSerializer(StrictModelSerializer):
         ]
         read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
         if len(targets) != 1:
             raise serializers.ValidationError(
@@ -134,6 +137,6 @@ class ShareLinkSerializer(StrictModelSerializer):
             )
         return {"target": targets[0]}
 
-    def create(self, validated_data: dict) -> ShareLink:
+    def create(self, validated_data: dict[str, Any]) -> ShareLink:
         user = signed_in_user(self.context["request"])
         return services.share_link_create(user, validated_data["target"])

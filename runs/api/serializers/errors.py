@@ -2,8 +2,10 @@
 
 from rest_framework import serializers
 
+from runs.api.fields import Document
 
-class ErrorDetailSerializer(serializers.Serializer):
+
+class ErrorDetailSerializer(serializers.Serializer[Document]):
     """`code` is stable (runs.api.errors); `fields` maps each bad field to its messages."""
 
     code = serializers.CharField()
@@ -30,7 +32,7 @@ class ErrorDetailSerializer(serializers.Serializer):
     )
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Document]):
     """Every error the API answers: `{"error": {"code", "message", "fields"}}`."""
 
     error = ErrorDetailSerializer()

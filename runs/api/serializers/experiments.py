@@ -4,14 +4,17 @@ Writes that are more than a plain definition go through runs.services; serialize
 shape and check input.
 """
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
-from agents.contract.spec import StorageSpec
+from agents.contract.spec.document import StorageSpec
 from runs import services
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
+    Document,
     StorageLayoutSerializer,
     StrictIntegerField,
     StrictModelSerializer,
@@ -34,7 +37,7 @@ from runs.services.errors import LimitReached
 from runs.services.history.imported import same_output_as
 
 
-class ExperimentSerializer(StrictModelSerializer):
+class ExperimentSerializer(StrictModelSerializer[Experiment]):
     hosts = serializers.PrimaryKeyRelatedField(
         queryset=Host.objects.all(), many=True, allow_empty=False
     )
@@ -104,10 +107,10 @@ class ExperimentSerializer(StrictModelSerializer):
         ]
         read_only_fields = ["status", "created_by", "created_at"]
 
-    def validate_storage_layouts(self, value: list[dict]) -> list[dict]:
+    def validate_storage_layouts(self, value: list[StorageSpec]) -> list[StorageSpec]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
 
-    def create(self, validated_data: dict) -> Experiment:
+    def create(self, validated_data: dict[str, Any]) -> Experiment:
         user = signed_in_user(self.context["request"])
         try:
             start = validated_data.pop("start")
@@ -118,7 +121,7 @@ class ExperimentSerializer(StrictModelSerializer):
             raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
 
 
-class EstimateSerializer(serializers.Serializer):
+class EstimateSerializer(serializers.Serializer[Document]):
     execution = serializers.CharField()
     runs = serializers.IntegerField(help_text="Runs to queue: one cluster setup each.")
     points = serializers.IntegerField()
@@ -128,7 +131,7 @@ class EstimateSerializer(serializers.Serializer):
     estimated_seconds = serializers.IntegerField(allow_null=True)
 
 
-class RunSerializer(StrictModelSerializer):
+class RunSerializer(StrictModelSerializer[Run]):
     host: "serializers.SlugRelatedField[Host]" = serializers.SlugRelatedField(
         slug_field="name", read_only=True
     )
@@ -176,7 +179,7 @@ class RunSerializer(StrictModelSerializer):
         read_only_fields = fields
 
 
-class ProvenanceSerializer(StrictModelSerializer):
+class ProvenanceSerializer(StrictModelSerializer[Provenance]):
     """Where an imported run came from, and the other runs imported from the same content."""
 
     same_output_as = serializers.SerializerMethodField(
@@ -214,43 +217,43 @@ class RunDetailSerializer(RunSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance: Run) -> dict:
+    def to_representation(self, instance: Run) -> dict[str, Any]:
         data = super().to_representation(instance)
         data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
         return data
 
     @extend_schema_field(ProvenanceSerializer(allow_null=True))
-    def get_provenance(self, run: Run) -> dict | None:
+    def get_provenance(self, run: Run) -> dict[str, Any] | None:
         provenance = getattr(run, "provenance", None)
         return ProvenanceSerializer(provenance).data if provenance is not None else None
 
 
-class ResultSerializer(StrictModelSerializer):
+class ResultSerializer(StrictModelSerializer[Result]):
     class Meta:
         model = Result
         exclude = ["id", "run"]
 
 
-class ProgressSampleSerializer(StrictModelSerializer):
+class ProgressSampleSerializer(StrictModelSerializer[ProgressSample]):
     class Meta:
         model = ProgressSample
         fields = ["point", "t", "tps", "latency_ms", "stddev_ms", "failed"]
 
 
-class SampleSerializer(serializers.Serializer):
+class SampleSerializer(serializers.Serializer[Document]):
     point = serializers.IntegerField()
     t = serializers.FloatField(allow_null=True)
     # The key is `data`, which shadows Serializer.data for the type checker only.
     data = serializers.DictField()  # type: ignore[assignment]
 
 
-class RunResultsQuerySerializer(serializers.Serializer):
+class RunResultsQuerySerializer(serializers.Serializer[Document]):
     point = serializers.IntegerField(
         min_value=0, max_value=2**31 - 1, required=False, help_text="only this point's timelines"
     )
 
 
-class RunResultsSerializer(serializers.Serializer):
+class RunResultsSerializer(serializers.Serializer[Document]):
     """A run's points with their timelines (`runs.api.views.run_results`)."""
 
     results = ResultSerializer(many=True)

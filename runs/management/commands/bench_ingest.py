@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from agents.contract.events import EVENT_VERSION
+from agents.contract.reports.events import EVENT_VERSION
 from agents.contract.signing import new_secret, sign
 from runs.contract.transport import redis_connection
 from runs.control.consumer import EventConsumer
@@ -30,7 +30,7 @@ HEARTBEAT_EVERY_S = 5
 XADD_CHUNK = 1000
 
 
-def _event(run: Run, seq: int, kind: str, data: dict) -> dict:
+def _event(run: Run, seq: int, kind: str, data: dict[str, object]) -> dict[str, object]:
     event = {
         "version": EVENT_VERSION,
         "run_id": str(run.pk),
@@ -44,7 +44,7 @@ def _event(run: Run, seq: int, kind: str, data: dict) -> dict:
     return sign("event", event, run.host.secret)
 
 
-def _heartbeat(run: Run, seq: int) -> dict:
+def _heartbeat(run: Run, seq: int) -> dict[str, object]:
     event = {
         "version": EVENT_VERSION,
         "agent": run.host.name,
@@ -56,7 +56,7 @@ def _heartbeat(run: Run, seq: int) -> dict:
     return sign("event", event, run.host.secret)
 
 
-def agent_second(run: Run, t: int) -> list[dict]:
+def agent_second(run: Run, t: int) -> list[dict[str, object]]:
     """What one agent sends in second `t` of its run."""
     host = {"t": float(t), "cpu_user": 50.0, "cpu_idle": 30.0, "disks": {}}
     server = {"t": float(t), "checkpoints_timed": 0, "buffers_checkpoint_per_s": 0.0}

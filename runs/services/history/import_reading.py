@@ -1,6 +1,6 @@
 """Reading an uploaded pgbench output: its runs, the version it states, what it lacks.
 
-The parser is the agent's own (`agents.contract.pgbench_parse`, docs/decisions.md).
+The parser is the agent's own (`agents.contract.pgbench_output.parse`, docs/decisions.md).
 A file is split into one chunk per pgbench run (a sweep written to one log),
 each chunk parsed on its own; a chunk that cannot become a point raises
 FileRefused with a message naming the file, the lines and what is missing.
@@ -9,8 +9,8 @@ FileRefused with a message naming the file, the lines and what is missing.
 import re
 from dataclasses import dataclass
 
-from agents.contract.pgbench_output import PgbenchOutput
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
+from agents.contract.pgbench_output.documents import PgbenchOutput
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 
 # A line that begins the next pgbench run of a log once a summary has ended.
 RUN_START = re.compile(r"(pgbench \(|starting vacuum|progress[: ]|transaction type:|\$ )")

@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from agents.contract.pgbench_output import PgbenchOutput
-from agents.contract.results import PointResult
+from agents.contract.pgbench_output.documents import PgbenchOutput
+from agents.contract.reports.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Result, Run, Workload
 from runs.services.events import store_point
 from runs.services.history.import_reading import (
@@ -234,7 +234,7 @@ def _as_point(
 ) -> PointResult:
     """The point as an agent would have sent it; repeats count earlier runs at these clients."""
     repeat = 1 + sum(1 for p in earlier if p["clients"] == parsed["clients"])
-    point: dict = {
+    point: dict[str, object] = {
         **parsed,
         "index": index,
         "repeat": repeat,

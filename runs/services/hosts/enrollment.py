@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.contract.errors import CANCELLED
-from agents.contract.events import AgentEvent, Event, is_agent_event, validate_event
+from agents.contract.reports.events import AgentEvent, Event, is_agent_event, validate_event
 from agents.contract.signing import fingerprint, is_secret, verify
 from runs.contract import transport
 from runs.models import Host, Run
@@ -118,7 +118,7 @@ def _enrollment_refusal(event: AgentEvent, name: str, host: Host | None) -> str:
     return _pending_reason(host)
 
 
-def _reported(event: AgentEvent) -> dict:
+def _reported(event: AgentEvent) -> dict[str, object]:
     """What a registration reported, without the secret."""
     return {key: value for key, value in event["data"].items() if key != "secret"}
 
@@ -204,7 +204,9 @@ def _cancel_queued(run: Run, message: str) -> None:
     error = {"code": "cancelled", "category": CANCELLED, "field": None, "message": message}
     if run_finish(run, Run.Status.CANCELLED, error, from_states=(Run.Status.QUEUED,)):
         run_id, token = run.run_id, run.token
-        transaction.on_commit(lambda: transport.request_cancel(run_id, token))
+        transport.send_after_commit(
+            run.pk, "cancel flag", lambda: transport.request_cancel(run_id, token)
+        )
 
 
 def _set_enrollment(host: Host, enrollment: str, user: User | None) -> None:

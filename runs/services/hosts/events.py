@@ -10,8 +10,13 @@ from typing import cast
 
 from django.utils import timezone
 
-from agents.contract.events import AgentEvent, RegistrationData, is_agent_event, validate_event
-from agents.contract.events import RunEvent as RunEventDocument
+from agents.contract.reports.events import (
+    AgentEvent,
+    RegistrationData,
+    is_agent_event,
+    validate_event,
+)
+from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import Host, PgCatalogue, Run, StorageTarget
 from runs.services.events import parse_event_time, run_record_event
 from runs.services.hosts.reconcile import agent_report, reconcile_after_commit

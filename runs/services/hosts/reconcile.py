@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from agents.contract.errors import JobError
-from agents.contract.events import HeartbeatData
+from agents.contract.reports.events import HeartbeatData
 from agents.contract.wire import dispatch_key
 from runs.contract import transport
 from runs.models import Host, Run, RunEvent

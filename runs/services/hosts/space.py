@@ -4,7 +4,7 @@ experiment is scheduled or started.
 Agents report total and free bytes per target at registration (their facts) and in
 heartbeats (once a minute, and when a job starts or ends). `Host.storage_space`
 keeps the latest: `{target: {"total_bytes", "free_bytes", "at"}}`. A cell whose
-dataset cannot fit (agents/contract/space.py's estimate, margin included) is
+dataset cannot fit (agents/contract/spec/space.py's estimate, margin included) is
 refused with `insufficient_space`; where no figure was reported yet, it is not.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 from django.utils import timezone
 
 from agents.contract.errors import JobError
-from agents.contract.space import megabytes, space_needed
-from agents.contract.spec import JobSpec
+from agents.contract.spec.document import JobSpec
+from agents.contract.spec.space import megabytes, space_needed
 from runs.models import Host
 
 logger = logging.getLogger(__name__)

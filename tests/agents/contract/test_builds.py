@@ -5,10 +5,10 @@ import tarfile
 
 import pytest
 
+from agents.contract.builds.source_tree import UnsafeSource, bounded_members
 from agents.contract.errors import JobError
-from agents.contract.pgbench_versions import refuse_missing_options, version_num
-from agents.contract.source_tree import UnsafeSource, bounded_members
-from agents.contract.spec import validate_spec
+from agents.contract.spec.document import validate_spec
+from agents.contract.spec.pgbench_versions import refuse_missing_options, version_num
 
 TARBALL = {"kind": "url", "location": "https://example.org/postgresql-14.3.tar.bz2"}
 TWO_SCRIPTS = [{"builtin": "select-only", "weight": 1}, {"builtin": "tpcb-like", "weight": 1}]

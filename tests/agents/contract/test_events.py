@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.contract.events import InvalidEvent, validate_event
+from agents.contract.reports.events import InvalidEvent, validate_event
 from agents.events import EventEmitter
 
 

@@ -5,8 +5,8 @@ from typing import Any, get_type_hints
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.fields import SECTIONS
-from agents.contract.spec import DEFAULTS, JobSpec, validate_spec
+from agents.contract.spec.document import DEFAULTS, JobSpec, validate_spec
+from agents.contract.spec.fields import SECTIONS
 
 
 @pytest.mark.parametrize("section", sorted(SECTIONS))

@@ -22,9 +22,14 @@ from hypothesis import strategies as st
 
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
-from agents.contract.script_reader import READINGS, MetaCommand, meta_commands, reading_for
-from agents.contract.scripts import check_script
-from agents.postgres.installs import (
+from agents.contract.workload_text.script_reader import (
+    READINGS,
+    MetaCommand,
+    meta_commands,
+    reading_for,
+)
+from agents.contract.workload_text.scripts import check_script
+from agents.postgres.installs.inventory import (
     Install,
     find_cached_installs,
     find_system_installs,

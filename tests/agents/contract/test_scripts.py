@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.scripts import check_script, check_workload_scripts
-from agents.postgres.cluster import Cluster
+from agents.contract.workload_text.scripts import check_script, check_workload_scripts
+from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.osuser import OsUser
 
 ATTACKS = [

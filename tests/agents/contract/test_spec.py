@@ -1,7 +1,7 @@
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.spec import sweep_points, validate_spec
+from agents.contract.spec.document import sweep_points, validate_spec
 
 
 def spec(**sections):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from agents.contract.results import Sample
+from agents.contract.reports.results import Sample
 from agents.observe.clock import SystemClock
 from agents.observe.periodic import PeriodicSampler
 from tests.agents.observe.fakes import FakeClock, wait_until

@@ -19,7 +19,7 @@ from agents.observe.server import (
     counters_sql,
     unavailable_measurements,
 )
-from agents.postgres.installs import ensure_install
+from agents.postgres.installs.ensure import ensure_install
 from tests.agents.observe.fakes import FakeClock, wait_until
 
 INTERVAL = 0.2

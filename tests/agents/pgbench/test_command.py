@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.spec import validate_spec
+from agents.contract.spec.document import validate_spec
 from agents.pgbench import command
 
 CONN = command.Connection(host="/tmp/socket", port=5432, user="bench", dbname="bench")

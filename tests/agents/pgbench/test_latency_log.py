@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.latency import describe_percentiles
+from agents.contract.reports.latency import describe_percentiles
 from agents.pgbench.latency_log import (
     FIRST_GUESS_TPS_PER_CPU,
     STALE_AFTER_S,

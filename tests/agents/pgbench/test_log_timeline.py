@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.results import ProgressLine
+from agents.contract.reports.results import ProgressLine
 from agents.pgbench.latency_log import ExpectedThroughput, LogPlan
 from agents.pgbench.log_tail import MAX_LIVE_LAG_S, LogTail
 from agents.pgbench.log_timeline import SecondBins, aggregate_timeline, whole_seconds

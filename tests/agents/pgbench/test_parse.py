@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 from tests.agents.pgbench.captures import CAPTURED, VERSIONS, all_captures, capture
 
 RUNS = [case for case in all_captures() if not case[1].startswith("init")]

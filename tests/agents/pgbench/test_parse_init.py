@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.contract.pgbench_parse import parse_init_progress
+from agents.contract.pgbench_output.init_progress import parse_init_progress
 from tests.agents.pgbench.captures import VERSIONS, capture
 
 INIT_SCENARIOS = ["init", "init_server_side", "init_partitioned"]

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from agents.__main__ import main as agents_main
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
+from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 from tests.agents.pgbench.captures import VERSIONS, all_captures, capture
 
 FROM_15 = ["pg15", "pg16", "pg17", "pg18"]

@@ -5,7 +5,7 @@ the others are built line by line from the printf formats the notes give for eac
 version range (sections 2 to 6).
 """
 
-from agents.contract.pgbench_parse import parse_output
+from agents.contract.pgbench_output.parse import parse_output
 from tests.agents.pgbench.captures import FIXTURES
 
 OLD_HEADER = """\

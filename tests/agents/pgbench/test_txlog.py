@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.pgbench_parse import parse_output
+from agents.contract.pgbench_output.parse import parse_output
 from agents.pgbench.txlog import (
     TransactionLogError,
     latency_percentiles,

@@ -21,12 +21,12 @@ import pytest
 import redis
 
 from agents.config import AgentConfig
+from agents.contract.builds.source_tree import UNPACKED_LIMIT_BYTES
 from agents.contract.errors import JobError
-from agents.contract.source_tree import UNPACKED_LIMIT_BYTES
 from agents.contract.wire import source_upload_key
-from agents.postgres.build_steps import BuildFailed
+from agents.postgres.installs.build_steps import BuildFailed
+from agents.postgres.installs.source_build import builds_dir, ensure_build
 from agents.postgres.osuser import OsUser
-from agents.postgres.source_build import builds_dir, ensure_build
 from tests.agents.jobs import run, small_spec
 from tests.source_builds import (
     FAKE_PARTITIONS_PATCH,

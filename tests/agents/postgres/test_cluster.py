@@ -13,17 +13,17 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
-from agents.postgres.cluster import (
+from agents.postgres.cluster.clients import (
     SUPERUSER,
     WORKLOAD_DATABASE,
     WORKLOAD_ROLE,
-    Cluster,
     WorkloadAccess,
-    usable_job_id,
 )
-from agents.postgres.installs import ensure_install
-from agents.postgres.leftovers import remove_leftover_clusters
-from agents.postgres.markers import MARKER, ClusterMarker
+from agents.postgres.cluster.directories import usable_job_id
+from agents.postgres.cluster.leftovers import remove_leftover_clusters
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.cluster.markers import MARKER, ClusterMarker
+from agents.postgres.installs.ensure import ensure_install
 from tests.agents.conftest import unique_job_id
 
 
@@ -209,8 +209,8 @@ def test_debian_install_runs_a_cluster_too(make_cluster, pg15_system_install) ->
 ABANDON_A_CLUSTER = """
 import sys
 from pathlib import Path
-from agents.postgres.cluster import Cluster
-from agents.postgres.installs import inspect_bindir
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.installs.inventory import inspect_bindir
 from agents.postgres.osuser import ensure_os_user
 bindir, user, data_parent, wal_parent, job_id = sys.argv[1:]
 install = inspect_bindir(Path(bindir), "prebuilt")

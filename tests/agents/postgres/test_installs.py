@@ -6,14 +6,9 @@ from pathlib import Path
 import pytest
 
 from agents.contract.errors import JobError
-from agents.postgres.installs import (
-    Install,
-    available_prebuilt_versions,
-    ensure_install,
-    find_cached_installs,
-    find_system_installs,
-    list_installs,
-)
+from agents.postgres.installs.ensure import ensure_install, list_installs
+from agents.postgres.installs.inventory import Install, find_cached_installs, find_system_installs
+from agents.postgres.installs.prebuilt import available_prebuilt_versions
 
 
 @pytest.mark.cluster  # downloads a release

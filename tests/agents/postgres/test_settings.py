@@ -6,11 +6,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from agents.contract import guc_values
-from agents.contract.catalogue import Catalogue, validate_settings
 from agents.contract.errors import JobError
-from agents.postgres.cluster import Cluster
-from agents.postgres.installs import Install
+from agents.contract.settings import guc_values
+from agents.contract.settings.catalogue import Catalogue, validate_settings
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.installs.inventory import Install
 from agents.postgres.settings import (
     apply_settings,
     catalogue_path,

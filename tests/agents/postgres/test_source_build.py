@@ -19,14 +19,14 @@ import pytest
 import redis
 
 from agents.config import AgentConfig
-from agents.contract.builds import BuildDefinition
-from agents.contract.catalogue import Catalogue
+from agents.contract.builds.definition import BuildDefinition
 from agents.contract.errors import JobError
+from agents.contract.settings.catalogue import Catalogue
 from agents.contract.wire import source_upload_key
-from agents.postgres.build_steps import check_prerequisites
-from agents.postgres.cluster import initdb_version_args
+from agents.postgres.cluster.lifecycle import initdb_version_args
+from agents.postgres.installs.build_steps import check_prerequisites
+from agents.postgres.installs.source_build import build_key, builds_dir, ensure_build, fetch_source
 from agents.postgres.osuser import OsUser
-from agents.postgres.source_build import build_key, builds_dir, ensure_build, fetch_source
 from tests.agents.jobs import run, small_spec
 from tests.source_builds import (
     allowing_builds,

@@ -1,6 +1,6 @@
 """The agent worker waits out a broker outage of any length."""
 
-from agents.worker import app
+from agents.worker.celery_worker import app
 
 
 def test_the_agent_worker_reconnects_to_redis_without_a_retry_limit() -> None:

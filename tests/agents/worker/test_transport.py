@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from agents.contract.events import validate_event
+from agents.contract.reports.events import validate_event
 from agents.events import EventEmitter
-from agents.transport import (
+from agents.worker.transport import (
     AgentEventEmitter,
     CancelWatcher,
     Heartbeat,

@@ -24,7 +24,7 @@ from agents.contract.wire import (
     claim_key,
     dispatch_key,
 )
-from agents.identity import load_or_create_identity
+from agents.worker.identity import load_or_create_identity
 from tests.agents.jobs import small_spec
 from tests.agents.worker.conftest import SHARED_REDIS_URL
 from tests.waiting import wait_for

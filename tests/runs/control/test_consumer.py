@@ -8,7 +8,7 @@ import pytest
 from django.db import OperationalError, connection
 
 from runs.control.consumer import EventConsumer
-from runs.models import Run, RunEvent
+from runs.models import HostSample, Run, RunEvent
 from tests.runs import events
 from tests.runs.factories import RunFactory
 from tests.waiting import wait_for
@@ -181,8 +181,11 @@ def test_a_batch_of_live_events_of_many_runs_is_stored_once_in_stream_order(
         assert list(run.progress.values_list("t", "tps")) == [(1.0, 101.0), (2.0, 102.0)]
         stored = RunEvent.objects.filter(run=run, type="progress")
         assert stored.count() == 3 and not any(stored.values_list("payload", flat=True))
-    assert running[0].host_samples.count() == 1 and running[0].server_samples.count() == 1
-    assert list(running[0].client_host_samples.values_list("data__cpu_user", flat=True)) == [90.0]
+    hosts = running[0].host_samples
+    assert hosts.filter(role=HostSample.Role.SERVER).count() == 1
+    assert running[0].server_samples.count() == 1
+    client = hosts.filter(role=HostSample.Role.CLIENT)
+    assert list(client.values_list("data__cpu_user", flat=True)) == [90.0]
     assert RunEvent.objects.filter(run=running[0], type="sample").count() == 1
     queued.refresh_from_db()
     assert queued.status == Run.Status.RUNNING and queued.progress.count() == 1

@@ -22,6 +22,7 @@ from runs.contract.transport import redis_connection
 from runs.control.consumer import EventConsumer
 from runs.models import Experiment, Host, Run
 from runs.services.access.tokens import api_token_create
+from tests.integration.faults import assert_stored_once
 from tests.runs import events
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -41,9 +42,10 @@ STREAMS_PER_HOST = 10
 ROUND_S = 0.05
 MAX_BACKLOG = 200
 
-pytestmark = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="row locks: PostgreSQL only"
-)
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: PostgreSQL only"),
+    pytest.mark.faults,
+]
 
 
 class Fleet:
@@ -198,4 +200,6 @@ def test_starts_and_cancels_during_event_streaming_never_fail_and_every_run_ends
         Run.Status.CANCELLED,
     }
     assert lab_redis.xlen(consumer.dead_letter_stream) == 0
+    for run in Run.objects.all():
+        assert_stored_once(run)
     assert time.monotonic() - started < 120, f"requests took {requests_s:.0f} s"

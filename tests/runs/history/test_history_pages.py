@@ -5,7 +5,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from agents.contract.manifest import MANIFEST_KIND
+from agents.contract.spec.manifest import MANIFEST_KIND
 from runs.models import Host, Note, Run, Series
 from runs.services.history.series import series_save
 from tests.runs.factories import ExperimentFactory, HostFactory, ResultFactory, RunFactory

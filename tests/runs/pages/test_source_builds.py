@@ -15,8 +15,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from agents.contract.builds import check_build_definition
-from agents.contract.source_tree import UNPACKED_LIMIT_BYTES
+from agents.contract.builds.definition import check_build_definition
+from agents.contract.builds.source_tree import UNPACKED_LIMIT_BYTES
 from agents.contract.wire import source_upload_key
 from runs import services
 from runs.analysis.compare import differences

@@ -1,0 +1,284 @@
+"""The steps of one source build: patch, configure, make, make install.
+
+Each step runs as the agent's unprivileged OS user with a minimal environment,
+its output appended to one build log; every flag is an argv element (CFLAGS,
+checked against the allow-list, goes to configure through the environment), no
+step goes through a shell of ours. A patch is applied only after the files it
+names are found inside the tree and not behind a symlink. A failing step raises
+BuildFailed naming the step and the log lines that matter. `make` reports a percentage: object
+files built against the C files the tree will compile.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.contract.builds.definition import BuildDefinition, BuildRecord
+from agents.contract.builds.source_tree import UnsafeSource, patch_file_names, stripped
+from agents.contract.errors import Cancelled, JobError
+from agents.postgres.installs.inventory import Progress
+from agents.postgres.osuser import OsUser
+from agents.sandbox import View
+
+TAIL_LINES = 25
+POLL_S = 1.0
+STEP_TIMEOUT_S = 3 * 3600
+# C files under these directories are not compiled by a plain `make`.
+UNBUILT_DIRS = ("src/test", "src/tools", "src/tutorial", "src/interfaces/ecpg/test", "src/pl")
+# Headers a configure with default flags needs, and the Debian package that has each.
+LIBRARY_HEADERS = {
+    "readline": ("/usr/include/readline/readline.h", "libreadline-dev"),
+    "zlib": ("/usr/include/zlib.h", "zlib1g-dev"),
+    "icu": ("/usr/include/unicode/ucol.h", "libicu-dev"),
+}
+# Headers an optional configure flag needs, and the Debian package that has each.
+FLAG_HEADERS = {
+    "--with-openssl": ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    "--with-ssl=openssl": ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    "--with-lz4": ("/usr/include/lz4.h", "liblz4-dev"),
+    "--with-zstd": ("/usr/include/zstd.h", "libzstd-dev"),
+    "--with-icu": ("/usr/include/unicode/ucol.h", "libicu-dev"),
+    "--with-libxml": ("/usr/include/libxml2/libxml/parser.h", "libxml2-dev"),
+    "--with-liburing": ("/usr/include/liburing.h", "liburing-dev"),
+    "--with-libnuma": ("/usr/include/numa.h", "libnuma-dev"),
+}
+
+
+class BuildFailed(JobError):
+    """A build step failed; `record` carries the build record with its log."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(
+            "build_failed", f"source build failed at {step}: {message}", "postgres.build"
+        )
+        self.step = step
+        self.record: BuildRecord | None = None
+
+
+def compiler_version() -> str:
+    """`cc --version`'s first line; JobError naming the package when there is no compiler."""
+    missing_programs(["cc", "make"])
+    output = subprocess.run(["cc", "--version"], capture_output=True, text=True, timeout=30)
+    return output.stdout.splitlines()[0].strip() if output.stdout else "cc (unknown version)"
+
+
+PROGRAM_PACKAGES = {
+    "cc": "gcc",
+    "make": "make",
+    "patch": "patch",
+    "git": "git",
+    "bison": "bison",
+    "flex": "flex",
+    "perl": "perl",
+}
+
+
+def missing_programs(programs: list[str]) -> None:
+    """Raise JobError(build_prerequisites) naming the Debian packages for missing programs."""
+    missing = [name for name in programs if shutil.which(name) is None]
+    if missing:
+        packages = " ".join(PROGRAM_PACKAGES[name] for name in missing)
+        raise JobError(
+            "build_prerequisites",
+            f"a source build needs {', '.join(missing)}: apt-get install {packages}",
+            field="postgres.build",
+        )
+
+
+def check_prerequisites(definition: BuildDefinition) -> None:
+    """Refuse before building when a program or library the build needs is missing."""
+    programs = ["cc", "make", "perl"]
+    if definition["source"]["kind"] == "git":
+        programs += ["git", "bison", "flex"]  # a checkout has no generated parser files
+    if definition["patches"]:
+        programs.append("patch")
+    missing_programs(programs)
+    flags = set(definition["configure_flags"])
+    packages = [
+        package
+        for library, (header, package) in LIBRARY_HEADERS.items()
+        if f"--without-{library}" not in flags and not Path(header).exists()
+    ]
+    if packages:
+        raise JobError(
+            "build_prerequisites",
+            f"configure needs headers from {', '.join(packages)}: apt-get install "
+            f"{' '.join(packages)}, or build with --without-readline, --without-zlib, "
+            "--without-icu",
+            field="postgres.build.configure_flags",
+        )
+    wanted = [FLAG_HEADERS[flag] for flag in definition["configure_flags"] if flag in FLAG_HEADERS]
+    missing = sorted({package for header, package in wanted if not Path(header).exists()})
+    if missing:
+        raise JobError(
+            "build_prerequisites",
+            f"the configure flags need headers this host lacks: apt-get install "
+            f"{' '.join(missing)} on the agent's host, or remove the flags",
+            field="postgres.build.configure_flags",
+        )
+
+
+def check_patch_targets(tree: Path, diff: str, strip: int) -> None:
+    """UnsafeSource when a file the patch names is outside `tree` or behind a symlink in it."""
+    for header in patch_file_names(diff):
+        name = stripped(header, strip)
+        path = tree
+        for part in name.split("/") if name else []:
+            path = path / part
+            if path.is_symlink():
+                raise UnsafeSource(
+                    f"{name} is reached through the symlink {path.relative_to(tree)}"
+                )
+        if not path.resolve().is_relative_to(tree.resolve()):
+            raise UnsafeSource(f"{name} lies outside the source tree")
+
+
+def run_git(args: list[str]) -> str:
+    """Run git (no shell); BuildFailed(fetch) with its message when it fails."""
+    missing_programs(["git"])
+    result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=1800)
+    if result.returncode != 0:
+        raise BuildFailed("fetch", f"git {args[0]} failed: {result.stderr.strip()[-500:]}")
+    return result.stdout
+
+
+class BuildSteps:
+    """Runs the build steps in `tree`, installing into `prefix`, as `os_user`."""
+
+    def __init__(
+        self,
+        tree: Path,
+        prefix: Path,
+        os_user: OsUser,
+        progress: Progress,
+        should_cancel: Callable[[], bool],
+    ) -> None:
+        self.tree = tree
+        self.prefix = prefix
+        self.os_user = os_user
+        self.progress = progress
+        self.should_cancel = should_cancel
+        self.log_path = tree.parent / "build.log"
+        self.log_path.touch()
+        os.chmod(self.log_path, 0o666)
+
+    def view(self) -> View:
+        """What the build's programs see: the system's compiler, and the tree and prefix only."""
+        return View(writable=(self.tree.parent, self.prefix))
+
+    def run_all(self, definition: BuildDefinition) -> None:
+        """Patch, configure, make, install (and pgbench from contrib before 9.5)."""
+        for patch in definition["patches"]:
+            self.progress(f"applying patch {patch['name']}", 2.0)
+            step = f"patch {patch['name']}"
+            try:
+                check_patch_targets(self.tree, patch["diff"], patch["strip"])
+            except UnsafeSource as error:
+                raise BuildFailed(step, f"{error}: the patch was not applied") from error
+            self._run(step, self._patch_argv(patch["strip"]), patch["diff"])
+        self.progress("configuring", 5.0)
+        configure = ["./configure", f"--prefix={self.prefix}", *definition["configure_flags"]]
+        cflags = {"CFLAGS": definition["cflags"]} if definition["cflags"] else {}
+        self._run("configure", configure, env=cflags)
+        self._compile()
+        self.progress("installing", 92.0)
+        self._run("make install", ["make", "-s", "install"])
+        if (self.tree / "contrib" / "pgbench").is_dir():
+            self._run(
+                "make install (contrib/pgbench)", ["make", "-s", "-C", "contrib/pgbench", "install"]
+            )
+        self.progress("build installed", 95.0)
+
+    def _patch_argv(self, strip: int) -> list[str]:
+        # --unified: never read the diff as an ed script (which can run commands).
+        return [
+            "patch",
+            f"-p{strip}",
+            "--unified",
+            f"--directory={self.tree}",
+            "--batch",
+            "--forward",
+            "--no-backup-if-mismatch",
+        ]
+
+    def _compile(self) -> None:
+        total = max(1, self._count_files("*.c"))
+        jobs = str(os.cpu_count() or 1)
+
+        def report() -> None:
+            built = min(self._count_files("*.o"), total)  # a few objects have no .c
+            self.progress(f"compiling ({built}/{total} files)", 10.0 + 80.0 * min(built / total, 1))
+
+        self._run("make", ["make", "-s", f"-j{jobs}"], on_tick=report)
+
+    def _count_files(self, pattern: str) -> int:
+        skipped = [self.tree / directory for directory in UNBUILT_DIRS]
+        return sum(
+            1
+            for path in (self.tree / "src").rglob(pattern)
+            if not any(path.is_relative_to(directory) for directory in skipped)
+        )
+
+    def _run(
+        self,
+        step: str,
+        argv: list[str],
+        stdin_text: str | None = None,
+        env: dict[str, str] | None = None,
+        on_tick: Callable[[], None] | None = None,
+    ) -> None:
+        """Run one step, its output appended to the log; BuildFailed when it fails."""
+        with open(self.log_path, "a") as log:
+            log.write(f"\n$ {' '.join(argv)}\n")
+            log.flush()
+            process = self.os_user.start(
+                argv,
+                self.view(),
+                self.tree,
+                env=env or {},
+                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            ).process
+            if stdin_text is not None and process.stdin is not None:
+                process.stdin.write(stdin_text)
+                process.stdin.close()
+            exit_code = self._wait(process, step, on_tick)
+        if exit_code != 0:
+            raise BuildFailed(step, f"exit code {exit_code}; last lines of the log:\n{self.tail()}")
+
+    def _wait(
+        self, process: "subprocess.Popen[Any]", step: str, on_tick: Callable[[], None] | None
+    ) -> int:
+        deadline = time.monotonic() + STEP_TIMEOUT_S
+        while True:
+            try:
+                return process.wait(timeout=POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            cancelled = self.should_cancel()
+            if cancelled or time.monotonic() > deadline:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait()
+                if cancelled:
+                    raise Cancelled(f"cancelled during the source build ({step})")
+                raise BuildFailed(step, f"took more than {STEP_TIMEOUT_S} s")
+            if on_tick is not None:
+                on_tick()
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        """The log's last lines (what a failure message shows)."""
+        text = self.log_path.read_text(errors="replace")
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def log_text(self, limit: int) -> str:
+        """The whole log, or its last `limit` characters when it is longer."""
+        text = self.log_path.read_text(errors="replace")
+        return text if len(text) <= limit else f"[log shortened to its end]\n{text[-limit:]}"

@@ -1,0 +1,50 @@
+"""The install cache's rules: one process fills an entry at a time (`locked`), and what
+it holds is the agent's own and read-only to the PostgreSQL OS user (`seal_install`)."""
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "a") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def make_world_readable(root: Path) -> None:
+    """Let the unprivileged PostgreSQL user read every file and run every program.
+
+    Symbolic links are left alone, never followed (`os.walk` lists a link to a
+    directory among the directories).
+    """
+    root.chmod(0o755)
+    for directory, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            path = Path(directory) / name
+            if path.is_symlink():
+                continue
+            mode = path.stat().st_mode
+            path.chmod(0o755 if path.is_dir() or mode & 0o100 else 0o644)
+
+
+def seal_install(root: Path) -> None:
+    """Make an install the agent's own and read-only to everyone else.
+
+    A source build runs as the job's OS user and leaves its files to that user;
+    sealed, no later job (that user too) can rewrite the binaries other runs use.
+    Symbolic links are changed themselves, never followed: a build may have
+    planted one pointing anywhere.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for directory, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            os.chown(Path(directory) / name, uid, gid, follow_symlinks=False)
+    make_world_readable(root)

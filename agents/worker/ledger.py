@@ -1,0 +1,120 @@
+"""The agent's ledger: the jobs it started and finished, kept on disk (exactly once).
+
+One JSON file per job under `<state_dir>/ledger/<agent name>/`, named by a
+digest of the job id, written atomically (a temporary file, fsync, rename).
+A job is `started` before anything of it runs and `finished`, with its result
+document, before that document is sent. So:
+
+- a job delivered again whose entry is finished is answered with the result
+  the ledger holds, never measured again;
+- an entry still `started` when the agent starts was cut short (the agent was
+  killed, the host rebooted): the job is reported failed as `agent_restarted`,
+  never run again;
+- a finished entry stays `unconfirmed` (named in heartbeats) until the lab says
+  it stored the result (`wire.settled_key`), and is forgotten after KEEP_S.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agents.contract.reports.results import ResultDocument
+
+logger = logging.getLogger(__name__)
+
+# A finished entry is kept this long: longer than any redelivery (Celery's visibility
+# timeout is an hour) or any resend of the reaper.
+KEEP_S = 7 * 24 * 3600
+# Heartbeats name at most this many unconfirmed jobs, the newest first.
+MAX_UNCONFIRMED = 20
+
+EntryState = Literal["started", "finished"]
+
+
+@dataclass
+class LedgerEntry:
+    """One job as the ledger knows it; `token` is the dispatch that started it."""
+
+    job_id: str
+    run_id: str
+    token: str | None
+    state: EntryState
+    started_at: float
+    finished_at: float | None = None
+    confirmed: bool = False
+    result: dict[str, Any] | None = field(default=None)
+
+
+class Ledger:
+    """The ledger of one agent (by name) in its state directory."""
+
+    def __init__(self, state_dir: Path, agent: str):
+        self.directory = state_dir / "ledger" / agent
+
+    def path(self, job_id: str) -> Path:
+        return self.directory / f"{hashlib.sha256(job_id.encode()).hexdigest()[:32]}.json"
+
+    def entry(self, job_id: str) -> LedgerEntry | None:
+        """The job's entry; None when this agent never started it."""
+        return self._read(self.path(job_id))
+
+    def start(self, job_id: str, run_id: str, token: str | None) -> LedgerEntry:
+        """Record that the job starts now (before anything of it runs)."""
+        entry = LedgerEntry(job_id, run_id, token, "started", time.time())
+        self._write(entry)
+        return entry
+
+    def finish(self, entry: LedgerEntry, result: ResultDocument) -> None:
+        """Record the job's result document (before it is sent)."""
+        entry.state, entry.finished_at, entry.result = "finished", time.time(), dict(result)
+        self._write(entry)
+
+    def confirm(self, entry: LedgerEntry) -> None:
+        entry.confirmed = True
+        self._write(entry)
+
+    def interrupted(self) -> list[LedgerEntry]:
+        """The jobs started and never finished: cut short by an earlier agent process."""
+        return [entry for entry in self._entries() if entry.state == "started"]
+
+    def unconfirmed(self) -> list[LedgerEntry]:
+        """Finished jobs whose result the lab has not confirmed, newest first (at most
+        MAX_UNCONFIRMED); entries older than KEEP_S are removed on the way."""
+        now, kept = time.time(), []
+        for entry in self._entries():
+            if entry.state == "finished" and now - (entry.finished_at or now) > KEEP_S:
+                self.path(entry.job_id).unlink(missing_ok=True)
+            elif entry.state == "finished" and not entry.confirmed:
+                kept.append(entry)
+        kept.sort(key=lambda entry: entry.finished_at or 0.0, reverse=True)
+        return kept[:MAX_UNCONFIRMED]
+
+    def _entries(self) -> list[LedgerEntry]:
+        found = (self._read(path) for path in sorted(self.directory.glob("*.json")))
+        return [entry for entry in found if entry is not None]
+
+    def _read(self, path: Path) -> LedgerEntry | None:
+        try:
+            return LedgerEntry(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            return None
+
+    def _write(self, entry: LedgerEntry) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.path(entry.job_id)
+        temporary = path.with_name(path.name + ".tmp")
+        with temporary.open("w") as out:
+            json.dump(asdict(entry), out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

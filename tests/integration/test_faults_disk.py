@@ -26,7 +26,7 @@ from tests.small_disk import small_filesystem
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DISK_MB = 256
-# About 180 MB with the lab's margin (agents/contract/space.py): fits the empty disk.
+# About 180 MB with the lab's margin (agents/contract/spec/space.py): fits the empty disk.
 SCALE = 4
 # What the ballast leaves free: initdb fits, pgbench -i at SCALE does not.
 LEFT_MB = 70

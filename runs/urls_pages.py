@@ -60,11 +60,6 @@ urlpatterns = [
     path("comparisons/new", comparisons.comparison_create, name="comparison-create"),
     path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
     path(
-        "comparisons/<int:pk>/baseline",
-        comparisons.comparison_baseline,
-        name="comparison-baseline",
-    ),
-    path(
         "comparisons/<int:pk>/results.<fmt:fmt>",
         comparisons.comparison_export,
         name="comparison-export",

@@ -44,6 +44,14 @@ NOISY_FACTS = {"collected_at", "mhz_current", "free_bytes", "used_bytes", "avail
 OS_FACTS = ("os", "sysctls", "limits")
 
 
+def storage_place(run: Run, role: str, target: str) -> str:
+    """`fast (/dev/nvme0n1p2, xfs)`: a storage target with the device and filesystem the
+    agent found behind it, or its bare name when it found none."""
+    found = (run.storage_facts or {}).get(role) or {}
+    where = ", ".join(str(found[k]) for k in ("device", "filesystem") if found.get(k))
+    return f"{target} ({where})" if where else target
+
+
 def metric_value(result: Result, metric: str) -> float | None:
     """One metric of a point: `tps`, `latency_avg_ms` or a percentile key such as `p95`."""
     if metric in ("tps", "latency_avg_ms"):
@@ -413,9 +421,13 @@ def run_profile(run: Run) -> dict[str, str]:
         "config": run.config_profile.name,
         "settings": _effective_settings(run),
         "storage": {
-            "data": run.storage_data,
-            "wal": run.storage_wal or "(inside data)",
-            "facts": run.storage_facts,
+            "data": storage_place(run, "data", run.storage_data),
+            "wal": storage_place(run, "wal", run.storage_wal)
+            if run.storage_wal
+            else "(inside data)",
+            "mount_options": {
+                role: found.get("mount_options") for role, found in run.storage_facts.items()
+            },
         },
         "host": run.host.name,
         "hardware": {k: v for k, v in facts.items() if k not in OS_FACTS},

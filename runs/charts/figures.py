@@ -24,7 +24,17 @@ class PlotlyFigure(TypedDict):
     layout: PlotlyJson
 
 
-PLOT_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
+# No plotly logo and no button that uploads a figure to plotly's cloud (Chart Studio):
+# the lab is private, and the lab's own Share is the way to show a chart to others.
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio"],
+}
+# A PNG export is this wide (the layout's height), at twice the pixels.
+PNG_WIDTH = 1200
 
 
 def base_layout(
@@ -39,9 +49,19 @@ def base_layout(
     """The layout of a chart; `x_axis` and `y_axis` add to (or replace) its axes' keys."""
     y_base = {"title": {"text": y_title}, "rangemode": "tozero", "separatethousands": True}
     return {
-        "title": {"text": title, "x": 0, "font": {"size": 14}},
+        "title": {
+            "text": title,
+            "x": 0,
+            "xref": "paper",
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 12},
+            "font": {"size": 14},
+        },
         "height": height,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 45},
         "xaxis": {"title": {"text": x_title}, "zeroline": False, **(x_axis or {})},
         "yaxis": {**y_base, **(y_axis or {})},
         "legend": {"orientation": "h", "y": -0.25},
@@ -72,5 +92,12 @@ def figure_json(traces: list[PlotlyJson], layout: PlotlyJson, filename: str) -> 
     Traces and layout are plain dicts in plotly's figure schema: building
     plotly's validated objects took most of a page's time with dozens of traces.
     """
-    config = {**PLOT_CONFIG, "toImageButtonOptions": {"scale": 2, "filename": filename}}
+    image = {
+        "format": "png",
+        "filename": filename,
+        "width": PNG_WIDTH,
+        "height": layout.get("height", 400),
+        "scale": 2,
+    }
+    config = {**PLOT_CONFIG, "toImageButtonOptions": image}
     return {"data": traces, "layout": {**layout, "template": _template()}, "config": config}

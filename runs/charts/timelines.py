@@ -234,27 +234,47 @@ def server_figure(run: Run, digest: Digest) -> PlotlyJson:
 
 
 def overlaid_timelines(
-    runs: list[Run], digests: dict[int, Digest], labels: dict[int, str], name: str
+    runs: list[Run],
+    digests: dict[int, Digest],
+    labels: dict[int, str],
+    name: str,
+    repeats: dict[int, list[int]] | None = None,
 ) -> dict[str, PlotlyJson]:
-    """tps and latency timelines of several runs on one axis each, one line per run,
-    each reduced to its share of what a chart shows."""
+    """tps and latency timelines of several cells on one axis each: every repeat of a cell
+    (`repeats`: cell's run id -> the run ids of its rounds) in the cell's colour, one
+    legend entry per cell, each line reduced to its share of what a chart shows."""
+    repeats = repeats or {}
+    drawn = [(n, run, pk) for n, run in enumerate(runs) for pk in repeats.get(run.pk, [run.pk])]
+    drawn = [(n, run, pk) for n, run, pk in drawn if pk in digests]
     tps_traces, latency_traces = [], []
-    n_out = trace_budget(len(runs))
-    for n, run in enumerate(runs):
-        color = COLORS[n % len(COLORS)]
-        tps, latency = progress_traces(digests[run.pk], run.pk, labels[run.pk], color, n_out)
+    n_out = trace_budget(len(drawn))
+    for n, run, pk in drawn:
+        color, label = COLORS[n % len(COLORS)], labels[run.pk]
+        tps, latency = progress_traces(digests[pk], pk, label, color, n_out)
+        first = pk == next(p for _n, r, p in drawn if r.pk == run.pk)
+        for trace in (tps, latency):
+            trace.update(legendgroup=str(run.pk), showlegend=first, marker={"size": 2})
+            trace["line"] = {"color": color, "width": 1.5}
         tps_traces.append(tps)
         latency_traces.append(latency)
     return {
         "tps": figure_json(
-            tps_traces, base_layout("tps over time", "seconds", "tps"), f"{name}-tps-time"
+            tps_traces, _timeline_layout("tps over time, every repeat", "tps"), f"{name}-tps-time"
         ),
         "latency": figure_json(
             latency_traces,
-            base_layout("latency over time", "seconds", "ms"),
+            _timeline_layout("latency over time, every repeat", "ms"),
             f"{name}-latency-time",
         ),
     }
+
+
+def _timeline_layout(title: str, y_title: str) -> PlotlyJson:
+    """An overlaid timeline's layout: the legend to the right, so many cells do not make
+    it taller than the plot."""
+    layout = base_layout(title, "seconds", y_title, height=380)
+    layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
+    return layout
 
 
 def overlaid_server(

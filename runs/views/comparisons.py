@@ -12,7 +12,8 @@ from runs import selectors, services
 from runs.forms.experiments import CompareForm
 from runs.models import Comparison
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.context import export_urls, saved_comparison_context
+from runs.views.comparing import baseline_from, saved_comparison_context
+from runs.views.context import export_urls
 from runs.views.export import export_response
 
 
@@ -47,37 +48,16 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
     urls["zoom"] = reverse("run-timeline")
-    context = saved_comparison_context(
-        comparison,
-        read_only=False,
-        urls=urls,
-        min_effect_raw=request.GET.get("min_effect"),
-        margin_raw=request.GET.get("margin"),
-    )
+    context = saved_comparison_context(comparison, read_only=False, urls=urls, query=request.GET)
     context["share_links"] = comparison.share_links.all()
     return render(request, "runs/comparison_detail.html", context)
-
-
-@login_required
-@require_POST
-def comparison_baseline(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    """Save a different baseline among the compared runs, as a new comparison."""
-    comparison = get_object_or_404(Comparison, pk=pk)
-    runs = selectors.comparison_runs(comparison)
-    baseline = next((r for r in runs if str(r.pk) == request.POST.get("baseline")), None)
-    if baseline is None:
-        messages.error(request, "Pick the baseline among the compared runs.")
-        return redirect("comparison-detail", pk=pk)
-    saved = services.comparison_create(
-        request.user, comparison.name, sorted(runs, key=lambda r: r.pk), baseline
-    )
-    messages.success(request, f"Saved with run #{baseline.pk} as the baseline.")
-    return redirect("comparison-detail", pk=saved.pk)
 
 
 @login_required
 def comparison_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
     runs = selectors.comparison_runs(comparison)
-    baseline = comparison.baseline or runs[0]
+    baseline, _error = baseline_from(
+        runs, comparison.baseline or runs[0], request.GET.get("baseline")
+    )
     return export_response(runs, fmt, f"comparison-{pk}", request.GET, baseline)

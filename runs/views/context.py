@@ -1,4 +1,5 @@
-"""What a run, experiment or comparison page shows, for signed-in and shared views alike.
+"""What a run or experiment page shows, for signed-in and shared views alike (the
+comparison page: runs/views/comparing.py).
 
 `urls` in each context holds the links that differ between the two (the live
 stream and the exports); `read_only` hides everything that writes.
@@ -9,25 +10,22 @@ from collections.abc import Callable
 from runs import selectors
 from runs.analysis import equivalence, stats
 from runs.analysis import validity as checks
-from runs.analysis.cells import standing_for
 from runs.analysis.compare import (
-    COMPARED_METRICS,
     METRICS,
     StatsTable,
-    differences,
     point_warnings,
     stats_table,
 )
-from runs.analysis.tables import StatsInputs, load_inputs, table_of
+from runs.analysis.shaping import cell_labels, dimensions
+from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients
 from runs.charts import timelines as timeline_charts
-from runs.models import Comparison, Experiment, Run
+from runs.models import Experiment, Run
 from runs.selectors import LiveCursor
 from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
-from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
 
 
 def run_label(run: Run) -> str:
@@ -64,7 +62,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
             "server": timeline_charts.server_figure(run, digest),
         },
         "has_progress": bool(digest.series.get("tps")),
-        "has_server_samples": _has_server_samples(digest),
+        "has_server_samples": has_server_samples(digest),
         "cursor": format_cursor(_live_cursor(run, digest)),
         "logs": selectors.run_logs(run),
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
@@ -90,7 +88,7 @@ def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
     return cursor
 
 
-def _has_server_samples(digest: store.Digest) -> bool:
+def has_server_samples(digest: store.Digest) -> bool:
     return any(len(s) for name, s in digest.series.items() if name.startswith(("server.", "wait.")))
 
 
@@ -118,7 +116,8 @@ def experiment_context(
     runs = selectors.experiment_runs(experiment)
     loaded = load_inputs(runs)
     cells = loaded["cells"]
-    labels = {run.pk: run_label(run) for run in cells}
+    dims = dimensions(cells, {r.clients for rs in loaded["results"].values() for r in rs})
+    labels = cell_labels(cells, dims)
     table = stats_table(cells, None, loaded["results"], loaded["in_samples"], metrics=(metric,))
     name = f"experiment-{experiment.pk}"
     return {
@@ -150,65 +149,6 @@ def margin_from(raw: str | None) -> tuple[float, str]:
         return equivalence.parse_margin(raw), ""
     except ValueError as exc:
         return equivalence.DEFAULT_MARGIN_PCT, str(exc)
-
-
-def comparison_context(
-    runs: list[Run],
-    baseline: Run,
-    read_only: bool,
-    urls: dict[str, str],
-    name: str,
-    min_effect_raw: str | None = None,
-    margin_raw: str | None = None,
-) -> dict[str, object]:
-    """The compare page: charts, the statistics table against the baseline, what differs,
-    timelines and the server's activity overlaid.
-
-    Runs measured in rounds are compared as their cells (runs/analysis/cells.py); a
-    cell's timelines are those of the run standing for it (one cluster's story).
-    """
-    min_effect, min_effect_error = min_effect_from(min_effect_raw)
-    margin, margin_error = margin_from(margin_raw)
-    overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
-    loaded = load_inputs(runs, store.COMPARE_SERIES, overview)
-    runs = loaded["cells"]
-    baseline = standing_for(baseline, runs)
-    labels = {run.pk: run_label(run) for run in runs}
-    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin)
-    digests = loaded["digests"]
-    return {
-        "runs": runs,
-        "baseline": baseline,
-        "labels": labels,
-        "metrics": METRICS,
-        "table": table,
-        "min_effect_error": min_effect_error,
-        "margin_error": margin_error,
-        "figures": {
-            "tps": _clients_chart(loaded, table, "tps", labels, name),
-            "latency": _clients_chart(loaded, table, "latency_avg_ms", labels, name),
-            "timelines": timeline_charts.overlaid_timelines(runs, digests, labels, name),
-            "server": timeline_charts.overlaid_server(runs, digests, labels, name),
-        },
-        "has_server_samples": any(_has_server_samples(digests[run.pk]) for run in runs),
-        "differences": differences(runs),
-        "read_only": read_only,
-        "urls": urls,
-    }
-
-
-def saved_comparison_context(
-    comparison: Comparison,
-    read_only: bool,
-    urls: dict[str, str],
-    min_effect_raw: str | None = None,
-    margin_raw: str | None = None,
-) -> dict[str, object]:
-    runs = selectors.comparison_runs(comparison)
-    baseline = comparison.baseline or runs[0]
-    name = f"comparison-{comparison.pk}"
-    context = comparison_context(runs, baseline, read_only, urls, name, min_effect_raw, margin_raw)
-    return {**context, "comparison": comparison, "notes": notes_for_runs(runs)}
 
 
 def export_urls(make: Callable[[str], str]) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -11,12 +11,8 @@ from runs import selectors, services
 from runs.analysis.compare import METRICS
 from runs.models import Comparison, Experiment, Run, ShareLink
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.context import (
-    experiment_context,
-    export_urls,
-    run_context,
-    saved_comparison_context,
-)
+from runs.views.comparing import baseline_from, saved_comparison_context
+from runs.views.context import experiment_context, export_urls, run_context
 from runs.views.export import export_response
 
 TEMPLATES = {
@@ -30,9 +26,12 @@ TEMPLATES = {
 @require_POST
 def share_create(request: AuthenticatedHttpRequest, kind: str, pk: int) -> HttpResponse:
     link = services.share_link_create(request.user, _share_target(kind, pk))
-    url = request.build_absolute_uri(reverse("shared", args=[link.token]))
+    # The page's choices (a comparison's shape, baseline, ...) travel with the link.
+    query = QueryDict(request.POST.get("query", "")).urlencode()
+    suffix = f"?{query}" if query else ""
+    url = request.build_absolute_uri(reverse("shared", args=[link.token]) + suffix)
     messages.success(request, f"Share link created: {url}")
-    return redirect(f"{kind}-detail", pk=pk)
+    return redirect(reverse(f"{kind}-detail", args=[pk]) + suffix)
 
 
 def _share_target(kind: str, pk: int) -> Run | Experiment | Comparison:
@@ -79,13 +78,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         metric = metric if metric in METRICS else "tps"
         context = experiment_context(target, metric, read_only=True, urls=urls)
     else:
-        context = saved_comparison_context(
-            target,
-            True,
-            urls,
-            min_effect_raw=request.GET.get("min_effect"),
-            margin_raw=request.GET.get("margin"),
-        )
+        context = saved_comparison_context(target, True, urls, query=request.GET)
     return render(request, TEMPLATES[link.target_kind], context)
 
 
@@ -101,5 +94,7 @@ def shared_export(request: HttpRequest, token: str, fmt: str) -> HttpResponse:
         runs = selectors.experiment_runs(target)
     else:
         runs = selectors.comparison_runs(target)
-        baseline = target.baseline or runs[0]
+        baseline, _error = baseline_from(
+            runs, target.baseline or runs[0], request.GET.get("baseline")
+        )
     return export_response(runs, fmt, f"shared-{link.target_kind}", request.GET, baseline)

@@ -138,8 +138,16 @@ def test_compare_charts_draw_confidence_intervals_and_mark_warned_points(signed_
     assert tps["data"][0]["error_y"]["array"][0] == pytest.approx(summary.ci_high - summary.mean)
     assert tps["data"][0]["marker"]["symbol"] == ["diamond-open", "diamond-open"]  # too few repeats
     assert "too few repeats" in tps["data"][0]["text"][0]
-    peaks = [a["text"] for a in tps["layout"]["annotations"]]
-    assert peaks == ["peak 3,050.0 @ 4", "peak 4,100.0 @ 4"]
+    # The runs differ in build, shared_buffers (their profiles' only difference), workload
+    # and host (each run its own factory build, host and workload) all together: one
+    # dimension, a line per run named by all four.
+    names = [
+        f"{run.build.name} · {buffers} · {run.workload.name} · {run.host.name}"
+        for run, buffers in zip(two_runs, ["128MB", "1GB"], strict=True)
+    ]
+    assert [trace["name"] for trace in tps["data"]] == names
+    assert tps["layout"]["legend"]["title"]["text"] == "version · shared_buffers · workload · host"
+    assert tps["layout"]["annotations"] == []
 
 
 def test_compare_page_overlays_buffers_written_and_checkpoints_per_run(signed_in, two_runs):
@@ -182,16 +190,18 @@ def test_comparing_one_run_is_refused_with_a_message(signed_in, two_runs):
     assert not Comparison.objects.exists()
 
 
-def test_changing_the_baseline_saves_a_new_comparison(signed_in, two_runs):
+def test_the_baseline_changes_in_place_by_a_query_parameter(signed_in, two_runs):
     base, tuned = two_runs
     signed_in.post(reverse("comparison-create"), {"runs": [base.pk, tuned.pk]})
-    first = Comparison.objects.get()
-    response = signed_in.post(
-        reverse("comparison-baseline", args=[first.pk]), {"baseline": tuned.pk}
-    )
-    second = Comparison.objects.exclude(pk=first.pk).get()
-    assert second.baseline == tuned
-    assert response["Location"] == reverse("comparison-detail", args=[second.pk])
+    comparison = Comparison.objects.get()
+    url = reverse("comparison-detail", args=[comparison.pk])
+    page = signed_in.get(url, {"baseline": tuned.pk}).content.decode()
+    assert Comparison.objects.count() == 1
+    assert f'<option value="{tuned.pk}" selected>' in page
+    assert "-25.6 % [" in page  # 3050 against 4100 at 4 clients, now from the other side
+    refused = signed_in.get(url, {"baseline": "nope"})
+    assert refused.status_code == 200
+    assert "baseline: &#x27;nope&#x27; is not one of the compared runs" in refused.content.decode()
 
 
 def test_settings_are_compared_with_their_units_applied():

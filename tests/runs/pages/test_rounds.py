@@ -102,6 +102,13 @@ def test_compare_page_compares_cells_with_their_rounds_as_repeats(signed_in, rou
     page = signed_in.get(response["Location"]).content.decode()
 
     traces = figure(page, "fig-cmp-tps")["data"]
-    assert sorted(trace["y"][0] for trace in traces) == [1100.0, 2100.0]
+    # One client count: the cells as bars, each named by what differs (the profile among it).
+    (bars,) = traces
+    assert bars["y"] == [1100.0, 2100.0]
     assert len(re.findall(r'<tr class="[^"]*" data-run="\d+" data-clients="4"', page)) == 2
-    assert "cell 1" in page and "cell 2" in page
+    labels = bars["x"]
+    assert [label.split(" · ")[1] for label in labels] == ["small", "large"]
+    timeline = figure(page, "fig-cmp-tps-time")["data"]
+    # Every round's timeline, in its cell's colour, one legend entry per cell.
+    assert sorted(trace["meta"]["run"] for trace in timeline) == sorted(r.pk for r in rounds)
+    assert sorted(trace["name"] for trace in timeline if trace["showlegend"]) == sorted(labels)

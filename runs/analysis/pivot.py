@@ -1,0 +1,92 @@
+"""The measured points of a comparison placed by its shape (runs/analysis/shaping.py):
+each point with its value of every dimension, and the seed-style pivot table (rows one
+dimension or several, columns another) of mean and CI with every repeat's value.
+"""
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from runs.analysis.compare import StatsTable, repeat_values
+from runs.analysis.shaping import Dimension, Shape, kept, point_values
+from runs.analysis.stats import Summary
+from runs.analysis.validity import ValidityWarning
+from runs.models import Result, Run
+
+
+@dataclass(frozen=True)
+class ShapedPoint:
+    """One cell at one client count, one metric: where the shape puts it and its numbers."""
+
+    run: Run
+    clients: int
+    values: dict[str, str]
+    summary: Summary | None
+    repeats: list[float]
+    warnings: list[ValidityWarning]
+
+    def at(self, key: str | None) -> str:
+        return self.values[key] if key else ""
+
+
+def shaped_points(
+    table: StatsTable,
+    results: Mapping[int, Sequence[Result]],
+    dims: Mapping[str, Dimension],
+    shape: Shape,
+    metric: str,
+) -> list[ShapedPoint]:
+    """The table's points that pass the shape's filters, with each repeat's value."""
+    values_of = {pk: repeat_values(rs, metric) for pk, rs in results.items()}
+    points = []
+    for row in table.rows:
+        values = point_values(row.run, row.clients, dims)
+        if kept(values, shape):
+            repeats = values_of.get(row.run.pk, {}).get(row.clients, [])
+            summary = row.cells[metric].summary if metric in row.cells else None
+            points.append(ShapedPoint(row.run, row.clients, values, summary, repeats, row.warnings))
+    return points
+
+
+@dataclass(frozen=True)
+class PivotRow:
+    label: str
+    cells: list[ShapedPoint | None]
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """Rows: the values of `row_keys` together; columns: the values of `column_key`."""
+
+    metric: str
+    row_title: str
+    column_title: str
+    columns: list[str]
+    rows: list[PivotRow]
+
+
+def pivot(
+    points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension], metric: str
+) -> Pivot:
+    """Columns are the colour (else a facet), rows every other drawn dimension."""
+    column_key = shape.colour or shape.facet_col or shape.facet_row
+    row_keys = [
+        key for key in (shape.facet_row, shape.facet_col, shape.x) if key and key != column_key
+    ]
+    columns = list(dims[column_key].values) if column_key else [""]
+    by_place = {(tuple(p.at(k) for k in row_keys), p.at(column_key)): p for p in points}
+    present = {place for place, _column in by_place}
+    rows = []
+    for place in itertools.product(*(dims[key].values for key in row_keys)):
+        if place in present:
+            cells = [by_place.get((place, column)) for column in columns]
+            rows.append(PivotRow(" · ".join(place), cells))
+    used = [n for n, column in enumerate(columns) if any(r.cells[n] for r in rows)]
+    rows = [PivotRow(r.label, [r.cells[n] for n in used]) for r in rows]
+    return Pivot(
+        metric,
+        " · ".join(dims[key].title for key in row_keys),
+        dims[column_key].title if column_key else "",
+        [columns[n] for n in used],
+        rows,
+    )

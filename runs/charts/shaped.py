@@ -1,0 +1,249 @@
+"""A comparison drawn in the shape the user picked (runs/analysis/shaping.py): the x
+axis, one colour per value of the colour dimension (one legend entry each), and a
+small multiple per facet value. Lines when the x axis is a client sweep, grouped bars
+otherwise; the mean of the repeats with its 95 % CI; an open marker (bars: a cross
+pattern) on points with validity warnings. When facets differ in magnitude by 10x or
+more each gets its own y axis; when a facet's own values do, the y axes are log.
+"""
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from runs.analysis.compare import METRICS
+from runs.analysis.pivot import ShapedPoint
+from runs.analysis.shaping import CLIENTS, Dimension, Shape
+from runs.charts.figures import COLORS, base_layout, figure_json
+
+WRAP_COLUMNS = 3
+PANEL_HEIGHT = 270
+GAP_X, GAP_Y = 0.05, 0.14
+MAGNITUDE = 10.0
+Panel = tuple[str, str]
+# Plotly figure JSON built here and read back (axes merged with `|=`).
+Json = dict[str, Any]
+
+
+def _panels(points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]) -> list[Panel]:
+    present = {(p.at(shape.facet_row), p.at(shape.facet_col)) for p in points}
+    rows = dims[shape.facet_row].values if shape.facet_row else ("",)
+    cols = dims[shape.facet_col].values if shape.facet_col else ("",)
+    return [(r, c) for r in rows for c in cols if (r, c) in present] or [("", "")]
+
+
+def _grid(panels: list[Panel], shape: Shape) -> int:
+    """Columns of the grid: one per facet column value, wrapped at WRAP_COLUMNS without rows."""
+    if shape.facet_row:
+        return max(1, len({c for _r, c in panels}))
+    return min(len(panels), WRAP_COLUMNS)
+
+
+def _axis_suffix(n: int) -> str:
+    return str(n + 1) if n else ""
+
+
+def _domains(n: int, columns: int, rows: int) -> tuple[list[float], list[float]]:
+    width = (1 - GAP_X * (columns - 1)) / columns
+    height = (1 - GAP_Y * (rows - 1)) / rows
+    row, column = divmod(n, columns)
+    left, top = column * (width + GAP_X), 1 - row * (height + GAP_Y)
+    return [left, min(1.0, left + width)], [max(0.0, top - height), top]
+
+
+def _hover(point: ShapedPoint, shape: Shape, dims: Mapping[str, Dimension]) -> str:
+    summary = point.summary
+    lines = [" · ".join(f"{dims[k].title} {point.values[k]}" for k in shape.placed)]
+    if summary is not None:
+        lines.append(
+            f"n={summary.n}, 95 % CI {summary.ci_low:,.3f} to {summary.ci_high:,.3f}"
+            if summary.ci_low is not None and summary.ci_high is not None
+            else f"n={summary.n}: no interval"
+        )
+    lines += [f"⚠ {w.title}: {w.detail}" for w in point.warnings]
+    return "<br>".join(lines)
+
+
+def _error_bars(points: list[ShapedPoint]) -> Json:
+    summaries = [p.summary for p in points if p.summary]
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [s.ci_high - s.mean if s.ci_high is not None else 0.0 for s in summaries],
+        "arrayminus": [s.mean - s.ci_low if s.ci_low is not None else 0.0 for s in summaries],
+        "visible": any(s.n > 1 for s in summaries),
+    }
+
+
+def _trace(
+    points: list[ShapedPoint],
+    shape: Shape,
+    dims: Mapping[str, Dimension],
+    as_lines: bool,
+    color: str | list[str],
+) -> Json:
+    points = [p for p in points if p.summary]
+    x = [p.clients if as_lines else p.values[shape.x] for p in points]
+    warned = [bool(p.warnings) for p in points]
+    trace = {
+        "x": x,
+        "y": [p.summary.mean for p in points if p.summary],
+        "error_y": _error_bars(points),
+        "text": [_hover(p, shape, dims) for p in points],
+        "hovertemplate": "%{y:,.3f}<br>%{text}<extra>%{fullData.name}</extra>",
+    }
+    if as_lines:
+        marker = {
+            "color": color,
+            "size": [12 if w else 7 for w in warned],
+            "symbol": ["diamond-open" if w else "circle" for w in warned],
+            "line": {"width": 2},
+        }
+        return {"type": "scatter", "mode": "lines+markers", "marker": marker, **trace}
+    pattern = {"shape": ["x" if w else "" for w in warned]}
+    return {"type": "bar", "marker": {"color": color, "pattern": pattern}, **trace}
+
+
+def _spread(values: list[float]) -> float:
+    positive = [v for v in values if v > 0]
+    return max(positive) / min(positive) if len(positive) > 1 else 1.0
+
+
+def _y_axes(by_panel: dict[Panel, list[float]]) -> tuple[bool, bool]:
+    """(independent y per facet, log y): facets 10x apart get their own axis; values 10x
+    apart inside a facet get a log axis."""
+    peaks = [max(values) for values in by_panel.values() if values]
+    independent = len(peaks) > 1 and _spread(peaks) >= MAGNITUDE
+    log = any(_spread(values) >= MAGNITUDE for values in by_panel.values())
+    return independent, log
+
+
+def _panel_title(panel: Panel, shape: Shape, dims: Mapping[str, Dimension]) -> str:
+    parts = [
+        f"{dims[key].title}: {value}"
+        for key, value in ((shape.facet_row, panel[0]), (shape.facet_col, panel[1]))
+        if key
+    ]
+    return "<b>" + " · ".join(parts) + "</b>" if parts else ""
+
+
+def shaped_figure(
+    points: list[ShapedPoint],
+    shape: Shape,
+    dims: Mapping[str, Dimension],
+    metric: str,
+    name: str,
+) -> Json:
+    """`metric` of the points in `shape`: one trace per panel and colour value."""
+    as_lines = shape.x == CLIENTS and len(dims[CLIENTS].values) > 1
+    panels = _panels(points, shape, dims)
+    columns = _grid(panels, shape)
+    rows = math.ceil(len(panels) / columns)
+    colours = dims[shape.colour].values if shape.colour else ("",)
+    traces: list[Json] = []
+    layout_axes: dict[str, Json] = {}
+    titles: list[Json] = []
+    by_panel: dict[Panel, list[float]] = {}
+    for n, panel in enumerate(panels):
+        here = [p for p in points if (p.at(shape.facet_row), p.at(shape.facet_col)) == panel]
+        here.sort(key=lambda p: dims[shape.x].values.index(p.values[shape.x]))
+        by_panel[panel] = [p.summary.mean for p in here if p.summary]
+        axes = {"xaxis": f"x{_axis_suffix(n)}", "yaxis": f"y{_axis_suffix(n)}"}
+        for c, value in enumerate(colours):
+            mine = [p for p in here if p.at(shape.colour) == value]
+            if not mine:
+                continue
+            color = COLORS[c % len(COLORS)] if shape.colour else _bar_colours(mine, shape, dims)
+            trace = _trace(mine, shape, dims, as_lines, color)
+            first = not any(t["legendgroup"] == value for t in traces)
+            legend = {"name": value or METRICS[metric], "legendgroup": value}
+            traces.append({**trace, **legend, **axes, "showlegend": bool(shape.colour) and first})
+        x_domain, y_domain = _domains(n, columns, rows)
+        layout_axes[f"xaxis{_axis_suffix(n)}"] = _x_axis(shape, dims, as_lines, x_domain, n)
+        layout_axes[f"yaxis{_axis_suffix(n)}"] = {"domain": y_domain, "anchor": axes["xaxis"]}
+        if title := _panel_title(panel, shape, dims):
+            titles.append(_title_annotation(title, x_domain, y_domain))
+    return figure_json(
+        traces,
+        _layout(shape, dims, metric, rows, columns, layout_axes, titles, by_panel),
+        f"{name}-{metric}-by-{shape.x}",
+    )
+
+
+def _bar_colours(
+    points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]
+) -> list[str]:
+    order = dims[shape.x].values
+    return [COLORS[order.index(p.values[shape.x]) % len(COLORS)] for p in points]
+
+
+def _x_axis(
+    shape: Shape, dims: Mapping[str, Dimension], as_lines: bool, domain: list[float], n: int
+) -> Json:
+    axis: Json = {"domain": domain, "anchor": f"y{_axis_suffix(n)}", "zeroline": False}
+    if as_lines:
+        counts = [int(v) for v in dims[CLIENTS].values]
+        axis |= {"type": "log" if len(counts) > 3 else "linear", "tickvals": counts}
+    else:
+        axis |= {
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": dims[shape.x].values,
+        }
+    return axis
+
+
+def _title_annotation(text: str, x_domain: list[float], y_domain: list[float]) -> Json:
+    return {
+        "text": text,
+        "x": (x_domain[0] + x_domain[1]) / 2,
+        "y": y_domain[1],
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 12},
+    }
+
+
+def _layout(
+    shape: Shape,
+    dims: Mapping[str, Dimension],
+    metric: str,
+    rows: int,
+    columns: int,
+    axes: dict[str, Json],
+    titles: list[Json],
+    by_panel: dict[Panel, list[float]],
+) -> Json:
+    independent, log = _y_axes(by_panel)
+    drawn = " and ".join(dims[k].title for k in (shape.x, shape.colour) if k)
+    title = f"{METRICS[metric]} by {drawn} (mean, 95 % CI)"
+    layout = base_layout(title, "", METRICS[metric], height=110 + PANEL_HEIGHT * rows)
+    for key, axis in axes.items():
+        if key.startswith("yaxis"):
+            axis |= {"type": "log"} if log else {"rangemode": "tozero"}
+            axis |= {"separatethousands": True}
+            if not independent and key != "yaxis":
+                axis["matches"] = "y"
+    panels = sum(1 for key in axes if key.startswith("xaxis"))
+    for n in range(panels):
+        if n + columns >= panels:
+            axes[f"xaxis{_axis_suffix(n)}"]["title"] = {"text": dims[shape.x].title}
+        if n % columns == 0:
+            y_title = METRICS[metric] + (" (log)" if log else "")
+            axes[f"yaxis{_axis_suffix(n)}"]["title"] = {"text": y_title}
+    layout.pop("xaxis"), layout.pop("yaxis")
+    layout |= axes
+    layout["annotations"] = titles
+    layout["hovermode"] = "closest"
+    layout["barmode"] = "group"
+    layout["margin"] = {"l": 70, "r": 20, "t": 70, "b": 50}
+    layout["legend"] = {
+        "title": {"text": dims[shape.colour].title if shape.colour else ""},
+        "orientation": "v",
+        "x": 1.01,
+        "y": 1,
+        "yanchor": "top",
+    }
+    return layout

@@ -19,7 +19,8 @@ from runs.models import (
     ServerSample,
 )
 
-RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment")
+# provenance: an imported run is labelled by its file (runs.views.context.run_label).
+RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment", "provenance")
 
 
 class LiveCursor(TypedDict):

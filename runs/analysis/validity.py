@@ -37,8 +37,15 @@ CHECKS = {
         Check(
             "load_generator_saturated",
             "load generator saturated",
-            "when pgbench's threads are busy all the time, or no CPU is left idle, the "
-            "number may show the client's limit, not PostgreSQL's",
+            "pgbench itself used (nearly) all the CPU it could, or a large share of a host "
+            "with none left idle: the number may show the client's limit, not PostgreSQL's",
+        ),
+        Check(
+            "host_busy",
+            "host busy with other processes",
+            "no CPU was left idle while pgbench itself used little of it: the server or "
+            "programs outside the benchmark took it all; check what else ran before "
+            "comparing the number with one from a quiet host",
         ),
         Check(
             "failed_transactions",
@@ -67,8 +74,15 @@ CHECKS = {
         Check(
             "unsafe_settings",
             "unsafe settings",
-            "without crash safety the server skips work production servers do, so the "
-            "numbers do not carry over",
+            "with fsync or full_page_writes off a crash can corrupt the cluster; the server "
+            "skips writes production servers make, so the numbers do not carry over",
+        ),
+        Check(
+            "commits_not_durable",
+            "commits not durable",
+            "with synchronous_commit off a crash can lose the last commits (the cluster is "
+            "not corrupted); commits do not wait for their WAL flush, so they are faster "
+            "than on a server that does",
         ),
         Check(
             "too_few_repeats",
@@ -83,6 +97,9 @@ CHECKS = {
 IDLE_CPU_PERCENT_BELOW = 5.0
 # pgbench's CPU time over what its threads could use in the window (one CPU each at most).
 PGBENCH_THREAD_BUSY_ABOVE = 0.9
+# On a host with no idle CPU, pgbench using this share of what its threads could use
+# competes with the server for CPU; below it the server or other programs took the host.
+PGBENCH_SHARE_ON_FULL_HOST = 0.5
 # A least-squares trend that moves tps by this share over the window, and is
 # significant at TREND_P, is drift rather than noise.
 TREND_SHARE = 0.10
@@ -94,7 +111,12 @@ TREND_P = 0.01
 PROGRESS_CV_ABOVE = 0.25
 MIN_PROGRESS_SAMPLES = 5
 REPEATS_CV_ABOVE = 0.10
-UNSAFE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+# setting -> (value, check): off values that can corrupt, and one that only loses commits.
+UNSAFE = {
+    "fsync": ("off", "unsafe_settings"),
+    "full_page_writes": ("off", "unsafe_settings"),
+    "synchronous_commit": ("off", "commits_not_durable"),
+}
 DEFAULT_CHECKPOINT_TIMEOUT_S = 300.0
 TIME_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -210,14 +232,31 @@ def _idle_percent(data: dict) -> float | None:
 
 
 def _host_idle_warning(samples: PointSamples) -> list[ValidityWarning]:
-    """The load generator's host: the client host when pgbench ran there, else the server's."""
+    """The load generator's host: the client host when pgbench ran there, else the server's.
+
+    Found as `host_busy`; `result_warnings` names pgbench the cause when the
+    point's result shows pgbench itself used the CPU (`_blame_for_full_host`).
+    """
     where, generator = ("client host", samples.client) if samples.client else ("host", samples.host)
     idle = [p for s in generator if (p := _idle_percent(s.data)) is not None]
     if len(idle) < 2 or float(np.median(idle)) >= IDLE_CPU_PERCENT_BELOW:
         return []
     median = float(np.median(idle))
     detail = f"{where} CPU idle {median:.1f} % (with I/O wait, median over the window)"
-    return [ValidityWarning("load_generator_saturated", detail)]
+    return [ValidityWarning("host_busy", detail)]
+
+
+def _blame_for_full_host(result: Result, warning: ValidityWarning) -> ValidityWarning:
+    """A host with no idle CPU: pgbench saturated when its own CPU share was large, else
+    a host busy with other processes (or with its server)."""
+    if warning.code != "host_busy":
+        return warning
+    busy = result.pgbench_busy_share
+    if busy is None:
+        return ValidityWarning("host_busy", f"{warning.detail}; pgbench's own CPU not measured")
+    seen = f"{warning.detail}; pgbench used {busy * 100:.0f} % of the CPU its threads could use"
+    code = "load_generator_saturated" if busy >= PGBENCH_SHARE_ON_FULL_HOST else "host_busy"
+    return ValidityWarning(code, seen)
 
 
 def _pgbench_busy_warning(result: Result) -> list[ValidityWarning]:
@@ -301,7 +340,8 @@ def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[V
     """The checks one measured point can fail on its own: those found in its samples
     (`sample_warnings`) and its result's, in the order CHECKS defines."""
     order = list(CHECKS)
-    found = _joined([*_pgbench_busy_warning(result), *in_samples, *_failure_warning(result)])
+    blamed = [_blame_for_full_host(result, warning) for warning in in_samples]
+    found = _joined([*_pgbench_busy_warning(result), *blamed, *_failure_warning(result)])
     return sorted(found, key=lambda warning: order.index(warning.code))
 
 
@@ -346,13 +386,14 @@ def window_seconds(run: Run, results: Sequence[Result]) -> float | None:
 
 def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
     """The checks that hold for every point of a run: its settings and window length."""
-    found = []
     settings = run_settings(run)
-    unsafe = [
-        f"{name}={value}" for name, value in UNSAFE.items() if settings.get(name, ("",))[0] == value
-    ]
-    if unsafe:
-        found.append(ValidityWarning("unsafe_settings", ", ".join(unsafe)))
+    found = _joined(
+        [
+            ValidityWarning(code, f"{name}={value}")
+            for name, (value, code) in UNSAFE.items()
+            if settings.get(name, ("",))[0] == value
+        ]
+    )
     window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
     if window and window < timeout:
         detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"

@@ -17,7 +17,9 @@ from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
 from runs.services.history import series as series_service
-from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.import_reading import UploadedOutput
+from runs.services.history.imported import refuse_imported_template
+from runs.services.history.imports import ImportDetails, pgbench_import
 from runs.services.history.webhooks import WebhookRefused, webhook_check
 
 MAX_IMPORT_FILES = 100
@@ -53,6 +55,11 @@ class ImportOutcomeSerializer(serializers.Serializer):
     refused = serializers.ListField(
         child=serializers.CharField(), help_text="One message per file not imported."
     )
+    duplicates = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="One message per imported file whose content an earlier import holds: "
+        "'NAME: same output as run ID (...)'.",
+    )
 
 
 class ImportViewSet(viewsets.GenericViewSet):
@@ -78,6 +85,7 @@ class ImportViewSet(viewsets.GenericViewSet):
             "experiment": outcome.experiment.pk if outcome.experiment else None,
             "runs": [run.pk for run in outcome.runs],
             "refused": outcome.errors,
+            "duplicates": outcome.duplicates,
         }
         if not outcome.runs:
             raise serializers.ValidationError({"files": outcome.errors}, code="invalid")
@@ -95,6 +103,13 @@ class SeriesSerializer(StrictModelSerializer):
             "created_by", "created_at",
         ]  # fmt: skip
         read_only_fields = ["created_by", "created_at"]
+
+    def validate_template(self, value: Experiment) -> Experiment:
+        try:
+            refuse_imported_template(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from error
+        return value
 
     def validate_schedule(self, value: str) -> str:
         try:

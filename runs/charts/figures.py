@@ -9,9 +9,6 @@ from plotly.subplots import make_subplots
 COLORS = ("#2f6fdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#5c940d", "#862e9c")
 
 
-WARN_COLOR = "#b7791f"
-
-
 TEMPLATE = "plotly_white"
 
 

@@ -11,7 +11,7 @@ fetches at full resolution (frontend/zoom.js).
 """
 
 from runs.analysis.validity import CheckpointEvent, ValidityWarning
-from runs.charts.figures import COLORS, WARN_COLOR, base_layout, figure_json, two_rows_layout
+from runs.charts.figures import COLORS, base_layout, figure_json, two_rows_layout
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
@@ -22,6 +22,9 @@ from runs.timelines.samples import (
 from runs.timelines.store import Digest
 
 CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#868e96"}
+# A validity warning is an open diamond (as on the clients charts) in a colour no checkpoint
+# has: checkpoints are triangles and lines in the colours above.
+WARNING_MARKER = {"symbol": "diamond-open", "size": 12, "color": "#c92a2a", "line": {"width": 2}}
 
 Offsets = dict[int, float]
 
@@ -82,7 +85,8 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
 def _warning_marks(
     marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict:
-    """A marker above each warned point of a timeline, its warnings in the hover text."""
+    """A marker above each warned point of a timeline, named in the legend and the hover,
+    its warnings in the hover text."""
     xs, ys, text = [], [], []
     for point, found in sorted(point_warnings.items()):
         if not found or point not in marks:
@@ -97,8 +101,8 @@ def _warning_marks(
         "text": text,
         "mode": "markers",
         "name": "validity warning",
-        "marker": {"symbol": "triangle-down", "size": 11, "color": WARN_COLOR},
-        "hovertemplate": "%{text}<extra></extra>",
+        "marker": WARNING_MARKER,
+        "hovertemplate": "%{text}<extra>validity warning</extra>",
         "showlegend": bool(xs),
     }
 
@@ -108,13 +112,19 @@ def run_timelines(
 ) -> dict:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
-    Checkpoints are vertical lines; warned points get a marker on the tps chart.
+    Checkpoints are vertical lines; warned points get a marker on the tps chart, the
+    one entry of its legend.
     """
     tps, latency = progress_traces(digest, run.pk, "run", COLORS[0])
+    tps["showlegend"] = False
     marks = _warning_marks(digest.marks, point_warnings)
     shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
     extra = {"showlegend": False, "shapes": shapes}
-    tps_layout = {**base_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"), **extra}
+    tps_layout = {
+        **base_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"),
+        **extra,
+        "showlegend": marks["showlegend"],
+    }
     latency_layout = {**base_layout("latency over time", "seconds", "ms"), **extra}
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),

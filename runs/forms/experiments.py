@@ -12,6 +12,7 @@ from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.history.imported import not_imported
 
 
 class CheckboxList(forms.CheckboxSelectMultiple):
@@ -115,19 +116,20 @@ class ScheduleForm(forms.Form):
         help_text="Run pgbench on this host, over TCP to the server host (the network path is "
         "part of what is measured). Both hosts are busy for each run.",
     )
+    # Builds, configs and workloads an import made describe runs made elsewhere.
     builds = forms.ModelMultipleChoiceField(
-        PgBuild.objects.all(),
+        not_imported(PgBuild.objects.all()),
         widget=CheckboxList(),
         error_messages={"required": "pick at least one PostgreSQL build"},
     )
     config_profiles = forms.ModelMultipleChoiceField(
-        ConfigProfile.objects.all(),
+        not_imported(ConfigProfile.objects.all()),
         label="Config profiles",
         widget=CheckboxList(),
         error_messages={"required": "pick at least one config profile"},
     )
     workloads = forms.ModelMultipleChoiceField(
-        Workload.objects.all(),
+        not_imported(Workload.objects.all()),
         widget=CheckboxList(lambda workload: {"data-scale": workload.scale}),
         error_messages={"required": "pick at least one workload"},
     )

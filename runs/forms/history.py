@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 
 from runs.models import Experiment, Series
+from runs.services.history.imported import not_imported
 from runs.services.history.series import cron_fields
 from runs.services.history.webhooks import WebhookRefused, webhook_check
 
@@ -45,7 +46,8 @@ class ImportForm(forms.Form):
 class SeriesForm(forms.ModelForm):
     """A series: the experiment to repeat, its cron schedule, where alerts go."""
 
-    template = forms.ModelChoiceField(queryset=Experiment.objects.all())
+    # An experiment of imported runs cannot be run again.
+    template = forms.ModelChoiceField(queryset=not_imported(Experiment.objects.all()))
     webhook_url = forms.URLField(
         required=False,
         assume_scheme="https",

@@ -146,7 +146,7 @@ class Provenance(models.Model):
 
     run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, related_name="provenance")
     file_name = models.CharField(max_length=300)
-    sha256 = models.CharField(max_length=64)
+    sha256 = models.CharField(max_length=64, db_index=True)
     command_line = models.TextField(blank=True)
     pg_version = models.CharField(max_length=40, blank=True)
     notes = models.TextField(blank=True)

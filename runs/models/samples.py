@@ -16,6 +16,8 @@ class Result(models.Model):
     repeat = models.PositiveIntegerField(default=1)
     tps = models.FloatField(null=True, blank=True)
     latency_avg_ms = models.FloatField(null=True, blank=True)
+    # True when pgbench printed no latency (9.2, 9.3) and the lab derived it: clients / tps.
+    latency_derived = models.BooleanField(default=False)
     latency_stddev_ms = models.FloatField(null=True, blank=True)
     percentiles = models.JSONField(default=dict, blank=True)
     transactions = models.BigIntegerField(null=True, blank=True)

@@ -34,6 +34,7 @@ from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.history.imported import refuse_imported
 from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.retry import retry_on_conflict
@@ -226,6 +227,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     require_repeats_within_limit(experiment.repeats)
     _require_one_stop_condition(experiment)
     _require_a_matrix(experiment)
+    refuse_imported(experiment)
     _require_approved_hosts(experiment)
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)

@@ -17,6 +17,7 @@ from runs.models import Host, Run
 from runs.services.access.permissions import AnyUser
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
+from runs.services.history.imported import imported_file
 from runs.services.history.series import CONTROL_QUEUE, occurrence_run_finished
 from runs.services.limits import require_queue_room
 from runs.services.retry import retry_on_conflict
@@ -114,9 +115,16 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
 def run_rerun(run: Run, user: User) -> Run:
     """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.
 
-    Raises Conflict when the run's host is not approved (any more): only an
-    approved agent shares a secret with the lab.
+    Raises Conflict for an imported run (there is no job to send again) and when
+    the run's host is not approved (any more): only an approved agent shares a
+    secret with the lab.
     """
+    file_name = imported_file(run)
+    if file_name is not None:
+        raise Conflict(
+            f"run {run.pk} was imported from {file_name}: there is no job to run again; "
+            "schedule an experiment to measure it in the lab"
+        )
     if not run.host.is_approved:
         raise Conflict(f"host {run.host.name} is {run.host.enrollment}; approve it to run again")
     definition = {k: v for k, v in run.spec.items() if k not in ("run_id", "token", "job_id")}

@@ -55,7 +55,7 @@ from runs.timelines.samples import (
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 3
+DIGEST_VERSION = 4
 # How old the stored digest of a running run may be (its live stream sends what is newer).
 RUNNING_REBUILD_S = 60
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).

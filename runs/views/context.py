@@ -23,6 +23,7 @@ from runs.charts import clients
 from runs.charts import timelines as timeline_charts
 from runs.models import Comparison, Experiment, Run
 from runs.selectors import LiveCursor
+from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
@@ -31,7 +32,12 @@ from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
 
 def run_label(run: Run) -> str:
     """`#12 pg16 · tuned · tpcb` — short enough for a legend; a cell measured in
-    rounds is named by its experiment and cell (`e7 cell 2 pg16 · tuned · tpcb`)."""
+    rounds is named by its experiment and cell (`e7 cell 2 pg16 · tuned · tpcb`),
+    an imported run by its file (`#31 c8.log · imported 9.2 · imported tpcb-like, ...`:
+    its config is always "settings unknown")."""
+    file_name = imported_file(run)
+    if file_name is not None:
+        return f"#{run.pk} {file_name} · {run.build.name} · {run.workload.name}"
     what = f"{run.build.name} · {run.config_profile.name} · {run.workload.name}"
     if run.round is not None:
         return f"e{run.experiment_id} cell {run.cell + 1} {what}"
@@ -64,6 +70,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "spec": {key: value for key, value in run.spec.items() if key != "token"},
         "commands": [step for step in run.steps if step.get("argv")],
         "run_notes": notes_for_runs([run]),
+        "same_output_as": same_output_as(run),
         "read_only": read_only,
         "urls": urls,
     }

@@ -17,7 +17,8 @@ from runs.reproduce.script import reproduce_script, run_manifest
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
 from runs.services.history import series as series_service
-from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.import_reading import UploadedOutput
+from runs.services.history.imports import ImportDetails, pgbench_import
 from runs.views.auth import AuthenticatedHttpRequest
 
 
@@ -34,6 +35,8 @@ def import_outputs(request: AuthenticatedHttpRequest) -> HttpResponse:
         outcome = pgbench_import(request.user, uploads, details)
         for error in outcome.errors:
             messages.error(request, f"Not imported: {error}")
+        for duplicate in outcome.duplicates:
+            messages.warning(request, f"Imported again: {duplicate}")
         if outcome.experiment is not None:
             messages.success(request, f"Imported {len(outcome.runs)} of {len(uploads)} files.")
             return redirect("experiment-detail", pk=outcome.experiment.pk)

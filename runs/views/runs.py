@@ -73,7 +73,11 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def run_rerun(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = _run_or_404(pk)
-    rerun = services.run_rerun(run, request.user)
+    try:
+        rerun = services.run_rerun(run, request.user)
+    except Conflict as exc:
+        messages.error(request, exc.message)
+        return redirect("run-detail", pk=pk)
     messages.success(request, f"Re-run of #{pk} queued as #{rerun.pk}.")
     return redirect("run-detail", pk=rerun.pk)
 

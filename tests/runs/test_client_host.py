@@ -182,7 +182,7 @@ def test_client_host_samples_and_the_network_path_are_stored(user):
 
 def test_a_busy_client_host_flags_the_load_generator_not_the_server_host(lab_redis):
     run = RunFactory(client_host=HostFactory(), status=Run.Status.SUCCEEDED)
-    result = ResultFactory(run=run, index=0)
+    result = ResultFactory(run=run, index=0, threads=1, pgbench_cpus=1, pgbench_cpu_s=8.0)
     for t in (1.0, 2.0, 3.0):
         HostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 1.0})
         ClientHostSample.objects.create(run=run, point=0, t=t, data={"t": t, "cpu_idle": 2.0})

@@ -7,7 +7,8 @@ import pytest
 
 from runs import services, tasks
 from runs.models import Run, RunTimeline
-from runs.services.history.imports import ImportDetails, UploadedOutput, pgbench_import
+from runs.services.history.import_reading import UploadedOutput
+from runs.services.history.imports import ImportDetails, pgbench_import
 from runs.services.runs import digest_build_send
 from runs.timelines import store
 from tests.runs import events

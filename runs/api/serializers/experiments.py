@@ -4,6 +4,7 @@ Writes that are more than a plain definition go through runs.services; serialize
 shape and check input.
 """
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
@@ -24,11 +25,13 @@ from runs.models import (
     Host,
     PgBuild,
     ProgressSample,
+    Provenance,
     Result,
     Run,
     Workload,
 )
 from runs.services.errors import LimitReached
+from runs.services.history.imported import same_output_as
 
 
 class ExperimentSerializer(StrictModelSerializer):
@@ -173,10 +176,34 @@ class RunSerializer(StrictModelSerializer):
         read_only_fields = fields
 
 
+class ProvenanceSerializer(StrictModelSerializer):
+    """Where an imported run came from, and the other runs imported from the same content."""
+
+    same_output_as = serializers.SerializerMethodField(
+        help_text="Ids of other runs imported from a file with the same sha256."
+    )
+
+    class Meta:
+        model = Provenance
+        fields = [
+            "file_name", "sha256", "command_line", "pg_version", "notes", "file_said",
+            "imported_at", "same_output_as",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_same_output_as(self, provenance: Provenance) -> list[int]:
+        return [run.pk for run in same_output_as(provenance.run)]
+
+
 class RunDetailSerializer(RunSerializer):
+    provenance = serializers.SerializerMethodField(
+        help_text="For an imported run: its file; null for a run the lab measured."
+    )
+
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields,
+            "provenance",
             "spec",
             "install",
             "facts",
@@ -191,6 +218,11 @@ class RunDetailSerializer(RunSerializer):
         data = super().to_representation(instance)
         data["spec"] = {k: v for k, v in data["spec"].items() if k != "token"}
         return data
+
+    @extend_schema_field(ProvenanceSerializer(allow_null=True))
+    def get_provenance(self, run: Run) -> dict | None:
+        provenance = getattr(run, "provenance", None)
+        return ProvenanceSerializer(provenance).data if provenance is not None else None
 
 
 class ResultSerializer(StrictModelSerializer):
@@ -226,19 +258,3 @@ class RunResultsSerializer(serializers.Serializer):
     host_samples = SampleSerializer(many=True)
     client_host_samples = SampleSerializer(many=True)
     server_samples = SampleSerializer(many=True)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -3,13 +3,13 @@
 Each uploaded file becomes one succeeded run of one new experiment per batch,
 with one point per pgbench run the file holds (a sweep written to one log
 gives several points) and a `Provenance` row: file name, sha256, who, when,
-and what the file said about the host and programs. The parser is the
-agent's own (`agents.contract.pgbench_parse`, docs/decisions.md). A file that
-cannot be read is reported by name and line; the other files still import.
+and what the file said about the host and programs. Reading a file is
+runs.services.history.import_reading; a file that cannot be read is reported
+by name and line, and the other files still import. A file whose content an
+earlier import already holds imports again and is flagged with that run.
 """
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -18,31 +18,30 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.contract.pgbench_output import PgbenchOutput
-from agents.contract.pgbench_parse import PgbenchParseError, parse_output
 from agents.contract.results import PointResult
-from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Run, Workload
+from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Result, Run, Workload
 from runs.services.events import store_point
+from runs.services.history.import_reading import (
+    FileRefused,
+    UploadedOutput,
+    derived_latency_ms,
+    file_text,
+    parse_points,
+    stated_version,
+)
 from runs.services.runs import digest_build_after_commit
 
 IMPORTED_STORAGE = "imported"
 UNNAMED_MACHINE = "unknown machine"
+# The built-in scripts as `transaction type:` names them, 9.6+ and 9.2 - 9.5.
 BUILTIN_NAMES = {
     "<builtin: TPC-B (sort of)>": "tpcb-like",
     "<builtin: simple update>": "simple-update",
     "<builtin: select only>": "select-only",
+    "TPC-B (sort of)": "tpcb-like",
+    "Update only pgbench_accounts": "simple-update",
+    "SELECT only": "select-only",
 }
-# A line that begins the next pgbench run of a log once a summary has ended.
-RUN_START = re.compile(r"(pgbench \(|starting vacuum|progress[: ]|transaction type:|\$ )")
-SUMMARY_START = "transaction type:"
-SUMMARY_END = re.compile(r"tps = ")
-
-
-@dataclass(frozen=True)
-class UploadedOutput:
-    """One file of a batch: its name as uploaded and its bytes."""
-
-    name: str
-    content: bytes
 
 
 @dataclass(frozen=True)
@@ -57,21 +56,21 @@ class ImportDetails:
 
 @dataclass
 class ImportOutcome:
-    """The experiment holding the imported runs, and one message per file refused."""
+    """The experiment holding the imported runs, one message per file refused and one per
+    file imported before."""
 
     experiment: Experiment | None = None
     runs: list[Run] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-class FileRefused(ValueError):
-    """A file of the batch that cannot be imported; the message names file and line."""
+    # One message per imported file whose content an earlier import holds.
+    duplicates: list[str] = field(default_factory=list)
 
 
 def pgbench_import(
     user: User, files: list[UploadedOutput], details: ImportDetails
 ) -> ImportOutcome:
-    """Import every readable file; each unreadable one adds a message naming it and its line."""
+    """Import every readable file; each unreadable one adds an error naming it and its line,
+    each whose content an earlier import holds a duplicate message naming that run."""
     outcome = ImportOutcome()
     for upload in files:
         try:
@@ -79,55 +78,19 @@ def pgbench_import(
         except FileRefused as refused:
             outcome.errors.append(str(refused))
             continue
+        sha256 = hashlib.sha256(upload.content).hexdigest()
+        earlier = Provenance.objects.filter(sha256=sha256).order_by("run_id").first()
         with transaction.atomic():
             if outcome.experiment is None:
                 outcome.experiment = _batch_experiment(user, len(files))
-            outcome.runs.append(_imported_run(user, outcome.experiment, upload, points, details))
+            run = _imported_run(user, outcome.experiment, upload, points, details)
+        outcome.runs.append(run)
+        if earlier is not None:
+            outcome.duplicates.append(
+                f"{upload.name}: same output as run {earlier.run_id} "
+                f"({earlier.file_name}, imported {earlier.imported_at:%Y-%m-%d %H:%M})"
+            )
     return outcome
-
-
-def parse_points(upload: UploadedOutput) -> list[PgbenchOutput]:
-    """The pgbench runs in one file, in order; FileRefused names the file and the line."""
-    try:
-        text = upload.content.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise FileRefused(f"{upload.name}: not UTF-8 text (byte {error.start})") from error
-    lines = text.split("\n")
-    points = []
-    for first, last in run_chunks(lines):
-        points.append(_parse_chunk(upload.name, lines, first, last))
-    return points
-
-
-def run_chunks(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, end) line ranges of each pgbench run in a log, split between summaries."""
-    summaries = [i for i, line in enumerate(lines) if line.startswith(SUMMARY_START)]
-    starts = [0]
-    for previous, following in zip(summaries, summaries[1:], strict=False):
-        starts.append(_next_run_start(lines, previous, following))
-    return list(zip(starts, [*starts[1:], len(lines)], strict=True))
-
-
-def _next_run_start(lines: list[str], previous: int, following: int) -> int:
-    tps_lines = [i for i in range(previous, following) if SUMMARY_END.match(lines[i])]
-    after = tps_lines[-1] + 1 if tps_lines else previous + 1
-    return next((i for i in range(after, following) if RUN_START.match(lines[i])), following)
-
-
-def _parse_chunk(name: str, lines: list[str], first: int, end: int) -> PgbenchOutput:
-    try:
-        parsed = parse_output("\n".join(lines[first:end]))
-    except PgbenchParseError as error:
-        if error.line_no is None:
-            raise FileRefused(f"{name}: lines {first + 1}-{end}: {error}") from error
-        line_no = first + error.line_no
-        raise FileRefused(f'{name}: line {line_no}: cannot read "{error.line}"') from error
-    if parsed["tps"] is None or parsed["clients"] is None:
-        raise FileRefused(
-            f"{name}: lines {first + 1}-{end}: no pgbench summary (no 'number of clients' "
-            "and 'tps =' lines); upload what pgbench printed, stdout and stderr"
-        )
-    return parsed
 
 
 def _batch_experiment(user: User, files: int) -> Experiment:
@@ -148,9 +111,11 @@ def _imported_run(
     details: ImportDetails,
 ) -> Run:
     """One succeeded run holding the file's points, with the file's provenance."""
-    run = _run_row(user, experiment, points, details)
+    version = stated_version(points[0], file_text(upload))
+    run = _run_row(user, experiment, points, details, version)
     for index, parsed in enumerate(points):
-        store_point(run, _as_point(index, parsed, points[:index], details.command_line))
+        result = store_point(run, _as_point(index, parsed, points[:index], details.command_line))
+        _derive_latency(result, parsed)
     Provenance.objects.create(
         run=run,
         file_name=upload.name,
@@ -158,7 +123,7 @@ def _imported_run(
         command_line=details.command_line,
         pg_version=details.pg_version,
         notes=details.notes,
-        file_said=_file_said(points),
+        file_said=_file_said(points, version),
         imported_by=user,
         imported_at=run.queued_at,
     )
@@ -166,13 +131,25 @@ def _imported_run(
     return run
 
 
+def _derive_latency(result: Result, parsed: PgbenchOutput) -> None:
+    """Store the latency pgbench did not print (9.2, 9.3), marked derived."""
+    latency = derived_latency_ms(parsed)
+    if latency is not None:
+        result.latency_avg_ms, result.latency_derived = latency, True
+        result.save(update_fields=["latency_avg_ms", "latency_derived"])
+
+
 def _run_row(
-    user: User, experiment: Experiment, points: list[PgbenchOutput], details: ImportDetails
+    user: User,
+    experiment: Experiment,
+    points: list[PgbenchOutput],
+    details: ImportDetails,
+    stated: str | None,
 ) -> Run:
+    """The run: the version typed with the batch, else the one the file states."""
     first = points[0]
-    version = details.pg_version or first["server_version"] or first["pgbench_version"] or "unknown"
     host = _import_host(details.host_name)
-    build = _import_build(version)
+    build = _import_build(details.pg_version or stated or "unknown")
     config, _ = ConfigProfile.objects.get_or_create(
         name="imported (settings unknown)",
         defaults={"description": "Runs imported from pgbench outputs: settings not recorded."},
@@ -273,10 +250,11 @@ def _as_point(
     return cast(PointResult, point)
 
 
-def _file_said(points: list[PgbenchOutput]) -> dict[str, object]:
+def _file_said(points: list[PgbenchOutput], version: str | None) -> dict[str, object]:
     """What the file itself tells about the host and programs (first run of the file)."""
     first = points[0]
     return {
+        "version": version,
         "pgbench_version": first["pgbench_version"],
         "server_version": first["server_version"],
         "transaction_type": first["transaction_type"],

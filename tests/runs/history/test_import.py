@@ -7,12 +7,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from runs.models import Provenance, Result, Run
-from runs.services.history.imports import (
-    ImportDetails,
-    UploadedOutput,
-    parse_points,
-    pgbench_import,
-)
+from runs.services.history.import_reading import UploadedOutput, parse_points
+from runs.services.history.imports import ImportDetails, pgbench_import
 from tests.agents.pgbench.captures import FIXTURES
 
 VERSIONS = ["pg13", "pg14", "pg16", "pg18"]

@@ -64,7 +64,7 @@ def test_a_point_with_a_warning_is_marked_in_the_chart_and_the_table(signed_in):
         rf'<tr data-run="{run.pk}" data-clients="4" class="warned">(.*?)</tr>', page, re.S
     )
     assert 'data-warning="unsafe_settings"' in row.group(1)
-    assert "without crash safety" in page  # the legend says why it matters
+    assert "a crash can corrupt the cluster" in page  # the legend says why it matters
 
 
 def test_the_peak_is_annotated_and_listed(signed_in):

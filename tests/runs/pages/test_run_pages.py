@@ -145,8 +145,14 @@ def test_run_page_lists_warnings_per_point_and_for_the_whole_run(signed_in, run_
     assert "data-warning" not in rows["0"]
     notice = page.split('id="run-warnings"')[1].split("</div>")[0]
     assert "window shorter than checkpoint_timeout" in notice  # 2 s points, 300 s default
-    marks = figure(page, "fig-tps")["data"][1]
+    tps_figure = figure(page, "fig-tps")
+    marks = tps_figure["data"][1]
     assert marks["name"] == "validity warning" and marks["x"] == [3.0]
+    assert tps_figure["layout"]["showlegend"] and marks["showlegend"]
+    assert "validity warning" in marks["hovertemplate"]
+    checkpoints = figure(page, "fig-server")["data"][3]
+    assert marks["marker"]["symbol"] not in checkpoints["marker"]["symbol"]
+    assert marks["marker"]["color"] not in checkpoints["marker"]["color"]
 
 
 def test_run_page_shows_the_messages_pgbench_printed_that_the_parser_does_not_know(signed_in):

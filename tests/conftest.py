@@ -33,6 +33,23 @@ from psycopg.conninfo import conninfo_to_dict
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/benchlab")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def worker_redis_url(url: str, worker: str) -> str:
+    """The Redis URL of one pytest-xdist worker (`gw0`, `gw1`, ...): the suite's database
+    for the first, the next ones down (or up, from a low database) for the others, so two
+    workers' queues and streams never meet."""
+    index = int(worker.removeprefix("gw"))
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    db = base - index if base - index >= 0 else base + index
+    return parts._replace(path=f"/{db}").geturl()
+
+
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["REDIS_URL"] = worker_redis_url(
+        os.environ["REDIS_URL"], os.environ["PYTEST_XDIST_WORKER"]
+    )
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
 

@@ -14,7 +14,7 @@ from agents.contract.builds.definition import BuildRecord
 from runs.analysis import stats, verdicts
 from runs.analysis import validity as checks
 from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
-from runs.analysis.shapes import Shape, shape_of
+from runs.analysis.shapes import shape_warnings
 from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
 from runs.analysis.verdicts import Judgement, Question
@@ -130,18 +130,6 @@ def cell_warnings(
                 codes.add(warning.code)
                 merged.append(ValidityWarning(warning.code, f"{METRICS[metric]}: {warning.detail}"))
     return merged
-
-
-def shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
-    """An outlier repeat or repeats in two groups (runs/analysis/shapes.py), as warnings."""
-    shape = shape_of(values) if values and min(values) > 0 else Shape()
-    found = []
-    if shape.outliers:
-        repeats = ", ".join(str(i + 1) for i in shape.outliers)
-        found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
-    if shape.bimodal:
-        found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
-    return found
 
 
 @dataclass(frozen=True)

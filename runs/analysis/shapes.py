@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from runs.analysis.validity import ValidityWarning
+
 MIN_OUTLIER_REPEATS = 4
 MIN_BIMODAL_REPEATS = 6
 FLAGGED_SHARE = 0.01
@@ -124,3 +126,15 @@ def shape_of(values: Sequence[float]) -> Shape:
         outliers = tuple(int(i) for i in np.flatnonzero(far))
     bimodal = logs.size >= MIN_BIMODAL_REPEATS and widest_gap(logs) > gap_threshold(logs.size)
     return Shape(outliers, bool(bimodal))
+
+
+def shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
+    """An outlier repeat or repeats in two groups, as the validity warnings shown beside them."""
+    shape = shape_of(values) if values and min(values) > 0 else Shape()
+    found = []
+    if shape.outliers:
+        repeats = ", ".join(str(i + 1) for i in shape.outliers)
+        found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
+    if shape.bimodal:
+        found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
+    return found

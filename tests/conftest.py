@@ -52,6 +52,9 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     )
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
+# A worker inherits DJANGO_SETTINGS_MODULE from the first process, so pytest-django has
+# read the settings before this module ran: they take the worker's Redis here.
+settings.REDIS_URL = settings.CELERY_BROKER_URL = os.environ["REDIS_URL"]
 
 
 class OneRoundPBKDF2PasswordHasher(PBKDF2PasswordHasher):

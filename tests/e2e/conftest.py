@@ -64,7 +64,7 @@ class Web:
              "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
             cwd=REPO, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
-        wait_for(self._accepting, 30, "uvicorn to accept connections", self.logs)
+        wait_for(self._accepting, 90, "uvicorn to accept connections", self.logs)
 
     def _accepting(self) -> bool:
         if self.process.poll() is not None:

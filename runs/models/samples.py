@@ -62,6 +62,11 @@ class ProgressSample(models.Model):
     """One second of a point: a pgbench `-P` line, or the second read from the transaction
     log; from a sampled log its tps is an estimate resting on `sampled` log lines."""
 
+    # What the API and the per-second export show of each second.
+    SHOWN_FIELDS = (
+        "point", "t", "tps", "latency_ms", "stddev_ms", "failed", "sampled", "sampling_rate",
+    )  # fmt: skip
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="progress")
     point = models.PositiveIntegerField()
     t = models.FloatField()

@@ -82,17 +82,7 @@ STATS_COLUMNS = [
     *VERDICT_DEFAULTS,
     "warnings",
 ]
-SECOND_COLUMNS = [
-    *RUN_COLUMNS,
-    "point",
-    "t",
-    "tps",
-    "latency_ms",
-    "stddev_ms",
-    "failed",
-    "sampled",
-    "sampling_rate",
-]
+SECOND_COLUMNS = [*RUN_COLUMNS, *ProgressSample.SHOWN_FIELDS]
 ROW_KINDS = ("points", "stats", "seconds")
 
 

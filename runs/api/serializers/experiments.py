@@ -237,16 +237,7 @@ class ResultSerializer(StrictModelSerializer[Result]):
 class ProgressSampleSerializer(StrictModelSerializer[ProgressSample]):
     class Meta:
         model = ProgressSample
-        fields = [
-            "point",
-            "t",
-            "tps",
-            "latency_ms",
-            "stddev_ms",
-            "failed",
-            "sampled",
-            "sampling_rate",
-        ]
+        fields = list(ProgressSample.SHOWN_FIELDS)
 
 
 class SampleSerializer(serializers.Serializer[Document]):

@@ -11,8 +11,7 @@ the agent's local config can change that.
 
 import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -69,16 +68,16 @@ def setup_sql_error(statement: Statement, error: psycopg.Error, access: Workload
 
 
 def script_refusal(
-    point: Mapping[str, Any], scripts: Sequence[ScriptSpec], access: WorkloadAccess
+    errors: Sequence[str], scripts: Sequence[ScriptSpec], access: WorkloadAccess
 ) -> JobError | None:
     """JobError("refused_sql") when pgbench aborted a client on a privilege error, else None.
 
-    `point` is a parsed point (its `errors`), `scripts` the spec's scripts in
-    the order they were given to pgbench.
+    `errors` are pgbench's error lines (a parsed point's, or a run's stderr),
+    `scripts` the spec's scripts in the order they were given to pgbench.
     """
     if access.superuser:
         return None
-    for line in point.get("errors") or []:
+    for line in errors:
         abort = SCRIPT_ABORT.search(line)
         if abort and PRIVILEGE_TEXT.search(abort.group(3)):
             return _script_error(scripts, access, abort)

@@ -74,7 +74,8 @@ class LocalPoints:
         finished = context.pgbench_command(name, argv, lambda line: None, timed=True)
         context.reporter.check_cancel()
         if finished.exit_code != 0:
-            raise JobError(
+            # A refused script aborts the warm-up or the calibration before any point.
+            raise self._refusal(finished.stderr.splitlines()) or JobError(
                 "pgbench_failed",
                 f"the {name} run exited with {finished.exit_code}: {last_lines(finished.stderr)}",
             )
@@ -241,10 +242,7 @@ class LocalPoints:
 
     def _failure(self, point: dict[str, Any], finished: Finished) -> JobError:
         """Why pgbench failed: a refused script, else its last words."""
-        workload = self.context.spec["workload"]
-        # A point of several processes names its scripts by number only (their errors mix).
-        scripts = [] if workload["processes"] else workload["scripts"]
-        refusal = script_refusal(point, scripts, self.context.cluster.require_workload())
+        refusal = self._refusal(point.get("errors") or [])
         if refusal is not None:
             return refusal
         reason = point["parse_error"] or last_lines(finished.stderr)
@@ -252,3 +250,11 @@ class LocalPoints:
             "pgbench_failed",
             f"pgbench exited with {finished.exit_code} at point {point['index'] + 1}: {reason}",
         )
+
+    def _refusal(self, errors: list[str]) -> JobError | None:
+        """JobError("refused_sql") when one of pgbench's `errors` lines is a client aborted
+        on a privilege the workload's role lacks (agents/postgres/workload.py), else None."""
+        workload = self.context.spec["workload"]
+        # A point of several processes names its scripts by number only (their errors mix).
+        scripts = [] if workload["processes"] else workload["scripts"]
+        return script_refusal(errors, scripts, self.context.cluster.require_workload())

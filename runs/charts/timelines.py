@@ -244,7 +244,8 @@ def overlaid_timelines(
     (`repeats`: cell's run id -> the run ids of its rounds) in the cell's colour, one
     legend entry per cell, each line reduced to its share of what a chart shows."""
     repeats = repeats or {}
-    drawn = [(n, run, pk) for n, run in enumerate(runs) for pk in repeats.get(run.pk, [run.pk])]
+    # A cell with no measured point (cancelled in its first) still draws what it sampled.
+    drawn = [(n, run, pk) for n, run in enumerate(runs) for pk in repeats.get(run.pk) or [run.pk]]
     drawn = [(n, run, pk) for n, run, pk in drawn if pk in digests]
     tps_traces, latency_traces = [], []
     n_out = trace_budget(len(drawn))

@@ -8,7 +8,7 @@ names on the wire are the contract's (agents.contract.wire).
 import json
 import logging
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import redis
 from django.conf import settings
@@ -53,14 +53,15 @@ def send_after_commit(run_pk: int, what: str, send: Callable[[], None]) -> None:
     waiting nor claimed: `runs_recover_lost_jobs`); a cancel flag not set is lost
     (the run is cancelled in the lab; an agent that takes its job runs it).
     """
+    transaction.on_commit(partial(send_or_log, run_pk, what, send))
 
-    def send_or_log() -> None:
-        try:
-            send()
-        except REDIS_DOWN as error:
-            logger.warning("run %s: %s not sent, Redis did not answer: %s", run_pk, what, error)
 
-    transaction.on_commit(send_or_log)
+def send_or_log(run_pk: int, what: str, send: Callable[[], None]) -> None:
+    """Call `send`; Redis not answering is logged as a warning naming the run and `what`."""
+    try:
+        send()
+    except REDIS_DOWN as error:
+        logger.warning("run %s: %s not sent, Redis did not answer: %s", run_pk, what, error)
 
 
 def send_job(spec: JobSpec, host_name: str, task_id: str, secret: str) -> None:

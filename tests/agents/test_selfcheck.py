@@ -45,6 +45,7 @@ def test_one_round_gives_no_interval():
         ratio_estimate([1.0])
 
 
+@pytest.mark.solo
 def test_lab_command_is_not_over_budget_against_plain_pgbench(storage_root: Path):
     messages: list[str] = []
     # A storage target of its own, removed after the test, not the shared default one.

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from runs import services, tasks
+from runs.contract.transport import send_or_log
 from runs.models import ProgressSample, Run, RunTimeline
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imports import ImportDetails, pgbench_import
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.django_db
 
 def digest_builds_sent(callbacks: list) -> list[tuple]:
     """The runs the committed transaction has the control worker build digests for."""
-    return [c.args for c in callbacks if isinstance(c, partial) and c.func is digest_build_send]
+    sends = [c.args[2] for c in callbacks if isinstance(c, partial) and c.func is send_or_log]
+    return [s.args for s in sends if isinstance(s, partial) and s.func is digest_build_send]
 
 
 def test_a_run_that_ends_has_its_digest_built_once_its_result_commits(

@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from runs.contract.execution import execution_plan
+from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Experiment, Run
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -106,7 +107,7 @@ def test_unknown_storage_target_of_a_host_is_shown_next_to_storage(signed_in, ca
 
 def test_form_carries_what_the_live_estimate_needs(signed_in, catalogue):
     page = signed_in.get(reverse("schedule")).content.decode()
-    assert 'data-run-overhead="30"' in page
+    assert f'data-run-overhead="{RUN_OVERHEAD_S}"' in page
     assert f'data-scale="{catalogue["workloads"].scale}"' in page
     assert "schedule.js" in page
 

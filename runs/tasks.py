@@ -1,8 +1,10 @@
-"""Control-plane tasks (queue `control`): regression-mode series, timeline digests.
+"""Control-plane tasks (queue `control`): regression-mode series, timeline digests,
+adaptive experiments' steps.
 
 `series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
-when a run has ended or a final run got a late event (runs.services.runs).
+when a run has ended or a final run got a late event (runs.services.runs);
+`adaptive_step_task` when a run of an adaptive experiment has ended.
 """
 
 import logging
@@ -10,7 +12,9 @@ import logging
 from celery import shared_task
 
 from agents.contract.errors import JobError
+from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Series
+from runs.services.adaptive import ADAPTIVE_TASK, adaptive_step
 from runs.services.errors import Conflict
 from runs.services.history import series as series_service
 from runs.services.runs import DIGEST_TASK
@@ -19,7 +23,7 @@ from runs.timelines import store
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=series_service.FIRE_TASK, queue=series_service.CONTROL_QUEUE)
+@shared_task(name=series_service.FIRE_TASK, queue=CONTROL_QUEUE)
 def series_fire(series_id: int) -> None:
     """Start the next occurrence of an enabled series (a disabled or deleted one: nothing)."""
     series = Series.objects.filter(pk=series_id, enabled=True).select_related("template").first()
@@ -33,7 +37,7 @@ def series_fire(series_id: int) -> None:
         logger.error("series %s: occurrence created but not started: %s", series_id, error)
 
 
-@shared_task(name=series_service.DETECT_TASK, queue=series_service.CONTROL_QUEUE)
+@shared_task(name=series_service.DETECT_TASK, queue=CONTROL_QUEUE)
 def series_detect(series_id: int) -> None:
     """Look for change points in the series and raise and deliver its new alerts."""
     series = Series.objects.filter(pk=series_id).first()
@@ -44,8 +48,16 @@ def series_detect(series_id: int) -> None:
     logger.info("series %s: %d new alerts", series_id, len(alerts))
 
 
-@shared_task(name=DIGEST_TASK, queue=series_service.CONTROL_QUEUE)
+@shared_task(name=DIGEST_TASK, queue=CONTROL_QUEUE)
 def digest_build(run_id: int) -> None:
     """Build and store a final run's timeline digest, unless the stored one is current."""
     built = store.digest_refresh(run_id)
     logger.info("run %s: timeline digest %s", run_id, "built" if built else "already current")
+
+
+@shared_task(name=ADAPTIVE_TASK, queue=CONTROL_QUEUE)
+def adaptive_step_task(experiment_id: int) -> None:
+    """Look at an adaptive experiment and queue its next round or end it, once its
+    latest round's runs are all final (runs.services.adaptive)."""
+    if not adaptive_step(experiment_id):
+        logger.info("experiment %s: no adaptive step due", experiment_id)

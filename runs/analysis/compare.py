@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agents.contract.builds.definition import BuildRecord
-from runs.analysis import stats, verdicts
+from runs.analysis import run_checks, stats, verdicts
 from runs.analysis import validity as checks
 from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
 from runs.analysis.shapes import shape_warnings
@@ -221,7 +221,7 @@ def _rows(
         run_results = results.get(run.pk, [])
         by_point = point_warnings(run_results, in_samples)
         by_run_point |= by_point
-        run_wide = checks.run_warnings(run, run_results)
+        run_wide = run_checks.run_warnings(run, run_results)
         summaries = {m: run_summaries(run_results, m) for m in metrics}
         for clients in sorted({r.clients for r in run_results}):
             at = [r for r in run_results if r.clients == clients]
@@ -278,6 +278,12 @@ def _judge_rows(
     return sum(1 for j in judgements if j.q is not None)
 
 
+def _settled(results: Results, by_point: PointWarnings) -> Results:
+    """`results` without the points whose tps never settled (check never_settled)."""
+    out = {key for key, found in by_point.items() if any(w.code == "never_settled" for w in found)}
+    return {pk: [r for r in rs if (r.run_id, r.index) not in out] for pk, rs in results.items()}
+
+
 def stats_table(
     runs: list[Run],
     baseline: Run | None,
@@ -286,13 +292,16 @@ def stats_table(
     min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
     metrics: Sequence[str] = COMPARED_METRICS,
     margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
 ) -> StatsTable:
     """Every (run, client count) with its statistics, warnings and, if a baseline is
     given, its difference, q-value and verdict against the baseline at the same clients.
-    `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines.store)."""
+    `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines.store).
+    Verdicts leave out points that never settled, unless `keep_unsettled`."""
     rows, by_point = _rows(runs, baseline, results, in_samples, metrics)
+    judged = results if keep_unsettled else _settled(results, by_point)
     comparisons = (
-        _judge_rows(rows, baseline, results, metrics, min_effect_pct, margin_pct) if baseline else 0
+        _judge_rows(rows, baseline, judged, metrics, min_effect_pct, margin_pct) if baseline else 0
     )
     peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}
     return StatsTable(
@@ -371,7 +380,7 @@ def _effective_settings(run: Run) -> dict[str, object]:
     if run.effective_settings:
         return {
             name: setting_text(setting, unit)
-            for name, (setting, unit) in checks.run_settings(run).items()
+            for name, (setting, unit) in run_checks.run_settings(run).items()
             if name not in PER_CLUSTER_SETTINGS
         }
     return dict(run.spec.get("settings") or {})

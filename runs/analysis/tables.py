@@ -61,12 +61,16 @@ def table_of(
     min_effect_pct: float,
     metrics: tuple[str, ...],
     margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
 ) -> StatsTable:
-    """The statistics table of loaded runs' cells, against the cell `baseline` belongs to."""
+    """The statistics table of loaded runs' cells, against the cell `baseline` belongs to;
+    verdicts leave out points that never settled unless `keep_unsettled`."""
     cells = loaded["cells"]
     base = standing_for(baseline, cells) if baseline else None
     found = loaded["in_samples"]
-    return stats_table(cells, base, loaded["results"], found, min_effect_pct, metrics, margin_pct)
+    return stats_table(
+        cells, base, loaded["results"], found, min_effect_pct, metrics, margin_pct, keep_unsettled
+    )
 
 
 def statistics(
@@ -75,9 +79,11 @@ def statistics(
     min_effect_pct: float,
     metrics: tuple[str, ...],
     margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
 ) -> StatsTable:
     """The statistics table of these runs' cells (the API uses it as the pages do)."""
-    return table_of(load_inputs(runs), baseline, min_effect_pct, metrics, margin_pct)
+    loaded = load_inputs(runs)
+    return table_of(loaded, baseline, min_effect_pct, metrics, margin_pct, keep_unsettled)
 
 
 def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, object]:
@@ -95,10 +101,15 @@ def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, ob
 
 
 def comparison_statistics(
-    comparison: Comparison, min_effect_pct: float, margin_pct: float = DEFAULT_MARGIN_PCT
+    comparison: Comparison,
+    min_effect_pct: float,
+    margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
 ) -> dict[str, object]:
     """The statistics document of a saved comparison against its baseline."""
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
-    table = statistics(runs, baseline, min_effect_pct, COMPARED_METRICS, margin_pct)
+    table = statistics(
+        runs, baseline, min_effect_pct, COMPARED_METRICS, margin_pct, keep_unsettled
+    )
     return statistics_document(table, baseline)

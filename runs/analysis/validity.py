@@ -7,7 +7,7 @@ summary over repeats. They never change a number, they stand beside it.
 """
 
 import itertools
-import re
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -18,7 +18,8 @@ from scipy import stats as scipy_stats
 
 from agents.contract.reports.samples import HostSampleDocument, ServerSampleDocument
 from runs.analysis.stats import MIN_REPEATS, Summary
-from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
+from runs.analysis.steady import MIN_STEADY_SECONDS, MIN_STEADY_SHARE, SteadyState, steady_state
+from runs.models import HostSample, ProgressSample, Result, ServerSample
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,18 @@ CHECKS = {
             "unsteady timeline",
             "a trend or large swings within the window mean the average depends on when "
             "the window started and how long it ran",
+        ),
+        Check(
+            "warm_up_in_window",
+            "warm-up inside the window",
+            "tps ramped before it settled (a cold cache, a growing table): pgbench's tps "
+            "counts those seconds too; a warm-up at least that long leaves them out",
+        ),
+        Check(
+            "never_settled",
+            "never settled",
+            "tps kept drifting through the window, so there is no steady state to measure; "
+            "verdicts leave the point out unless you keep it (keep_unsettled=1)",
         ),
         Check(
             "repeats_disagree",
@@ -126,14 +139,6 @@ TREND_P = 0.01
 PROGRESS_CV_ABOVE = 0.25
 MIN_PROGRESS_SAMPLES = 5
 REPEATS_CV_ABOVE = 0.10
-# setting -> (value, check): off values that can corrupt, and one that only loses commits.
-UNSAFE = {
-    "fsync": ("off", "unsafe_settings"),
-    "full_page_writes": ("off", "unsafe_settings"),
-    "synchronous_commit": ("off", "commits_not_durable"),
-}
-DEFAULT_CHECKPOINT_TIMEOUT_S = 300.0
-TIME_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True)
@@ -293,7 +298,7 @@ def _pgbench_busy_warning(result: Result) -> list[ValidityWarning]:
     return [ValidityWarning("load_generator_saturated", detail)]
 
 
-def _joined(warnings: list[ValidityWarning]) -> list[ValidityWarning]:
+def joined(warnings: list[ValidityWarning]) -> list[ValidityWarning]:
     """One warning per code, the details of several findings joined with '; '."""
     details: dict[str, list[str]] = {}
     for warning in warnings:
@@ -352,12 +357,34 @@ def _counting_noise(
     return 1 / np.sqrt(counted) if counted > 0 else float("inf")
 
 
+def point_steady_state(samples: PointSamples) -> SteadyState | None:
+    """Where the point's per-second tps became steady (runs/analysis/steady.py); None
+    with too few seconds to tell."""
+    tps = [s.tps for s in _by_time(samples.progress) if s.tps is not None]
+    return steady_state(tps) if len(tps) >= 2 * MIN_STEADY_SECONDS else None
+
+
+def _steady_warning(samples: PointSamples) -> list[ValidityWarning]:
+    steady = point_steady_state(samples)
+    if steady is None:
+        return []
+    if not steady.settled:
+        shortest = max(MIN_STEADY_SECONDS, math.ceil(steady.seconds * MIN_STEADY_SHARE))
+        detail = f"tps drifts in every last stretch of {shortest} s or more of {steady.seconds} s"
+        return [ValidityWarning("never_settled", detail)]
+    if steady.start:
+        detail = f"tps settled after {steady.start} of {steady.seconds} s"
+        return [ValidityWarning("warm_up_in_window", detail)]
+    return []
+
+
 def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:
     """The checks a point's stored timelines can fail (kept with its timeline digest)."""
     return [
         *_checkpoint_warning(point, samples),
         *_host_idle_warning(samples),
         *_timeline_warning(samples),
+        *_steady_warning(samples),
     ]
 
 
@@ -366,64 +393,13 @@ def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[V
     (`sample_warnings`) and its result's, in the order CHECKS defines."""
     order = list(CHECKS)
     blamed = [_blame_for_full_host(result, warning) for warning in in_samples]
-    found = _joined([*_pgbench_busy_warning(result), *blamed, *_failure_warning(result)])
+    found = joined([*_pgbench_busy_warning(result), *blamed, *_failure_warning(result)])
     return sorted(found, key=lambda warning: order.index(warning.code))
 
 
 def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
     """The checks one measured point can fail on its own, from its samples and result."""
     return result_warnings(result, sample_warnings(result.index, samples))
-
-
-def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:
-    """name -> (setting, unit): read back from the server, else as requested in the spec."""
-    if run.effective_settings:
-        return {
-            row["name"]: (str(row.get("setting")), row.get("unit"))
-            for row in run.effective_settings
-            if isinstance(row, dict) and row.get("name")
-        }
-    return {name: (str(value), None) for name, value in (run.spec.get("settings") or {}).items()}
-
-
-def duration_seconds(setting: str, unit: str | None) -> float | None:
-    """`300` with unit `s`, or `5min` as written in a config file, in seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", setting)
-    if not match:
-        return None
-    scale = TIME_UNITS_S.get(match[2] or unit or "s")
-    return float(match[1]) * scale if scale else None
-
-
-def checkpoint_timeout_s(run: Run) -> float:
-    setting = run_settings(run).get("checkpoint_timeout")
-    seconds = duration_seconds(*setting) if setting else None
-    return seconds if seconds is not None else DEFAULT_CHECKPOINT_TIMEOUT_S
-
-
-def window_seconds(run: Run, results: Sequence[Result]) -> float | None:
-    """The measured window of the run's points (-T), None for -t runs without durations."""
-    durations = [r.duration_s for r in results if r.duration_s]
-    if durations:
-        return min(durations)
-    return (run.spec.get("sweep") or {}).get("duration_s")
-
-
-def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
-    """The checks that hold for every point of a run: its settings and window length."""
-    settings = run_settings(run)
-    found = _joined(
-        [
-            ValidityWarning(code, f"{name}={value}")
-            for name, (value, code) in UNSAFE.items()
-            if settings.get(name, ("",))[0] == value
-        ]
-    )
-    window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
-    if window and window < timeout:
-        detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"
-        found.append(ValidityWarning("window_shorter_than_checkpoint_timeout", detail))
-    return found
 
 
 def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:

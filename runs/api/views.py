@@ -291,7 +291,11 @@ class ComparisonViewSet(
         query.is_valid(raise_exception=True)
         comparison = self.get_object()
         found = query.validated_data
-        return Response(comparison_statistics(comparison, found["min_effect"], found["margin"]))
+        return Response(
+            comparison_statistics(
+                comparison, found["min_effect"], found["margin"], found["keep_unsettled"]
+            )
+        )
 
 
 class ShareLinkViewSet(

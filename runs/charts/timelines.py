@@ -25,6 +25,7 @@ CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#86
 # A validity warning is an open diamond (as on the clients charts) in a colour no checkpoint
 # has: checkpoints are triangles and lines in the colours above.
 WARNING_MARKER = {"symbol": "diamond-open", "size": 12, "color": "#c92a2a", "line": {"width": 2}}
+WARM_UP_FILL = "rgba(134, 142, 150, 0.18)"
 
 Offsets = dict[int, float]
 
@@ -94,6 +95,42 @@ def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[
     ]
 
 
+def _warm_up_shapes(warm_ups: dict[int, float], offsets: Offsets) -> list[PlotlyJson]:
+    """A grey band over each point's seconds before its tps settled (a detected warm-up)."""
+    return [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": offsets.get(point, 0.0),
+            "x1": offsets.get(point, 0.0) + end,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": WARM_UP_FILL,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for point, end in sorted(warm_ups.items())
+    ]
+
+
+def _warm_up_labels(warm_ups: dict[int, float], offsets: Offsets) -> list[PlotlyJson]:
+    """'warm-up N s' at the top of each band."""
+    return [
+        {
+            "xref": "x",
+            "yref": "paper",
+            "x": offsets.get(point, 0.0) + end / 2,
+            "y": 1,
+            "yanchor": "bottom",
+            "text": f"warm-up {end:.0f} s",
+            "showarrow": False,
+            "font": {"size": 10, "color": "#666"},
+        }
+        for point, end in sorted(warm_ups.items())
+    ]
+
+
 def _warning_marks(
     marks: dict[int, tuple[float, float]], point_warnings: dict[int, list[ValidityWarning]]
 ) -> PlotlyJson:
@@ -124,19 +161,26 @@ def run_timelines(
 ) -> dict[str, PlotlyJson]:
     """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
 
-    Checkpoints are vertical lines; warned points get a marker on the tps chart, the
-    one entry of its legend.
+    Checkpoints are vertical lines; the seconds a point's tps ramped before it settled
+    are a grey band (labelled on the tps chart); warned points get a marker on the tps
+    chart, the one entry of its legend.
     """
     tps, latency = progress_traces(digest, run.pk, "run", COLORS[0])
     tps["showlegend"] = False
     marks = _warning_marks(digest.marks, point_warnings)
-    shapes = _checkpoint_shapes(digest.checkpoints, digest.offsets)
+    shapes = [
+        *_warm_up_shapes(digest.warm_ups, digest.offsets),
+        *_checkpoint_shapes(digest.checkpoints, digest.offsets),
+    ]
     extra = {"showlegend": False, "shapes": shapes}
     tps_layout = {
         **base_layout(f"tps over time{timeline_source(run)}", "seconds", "tps"),
         **extra,
         "showlegend": marks["showlegend"],
     }
+    labels = _warm_up_labels(digest.warm_ups, digest.offsets)
+    if labels:
+        tps_layout["annotations"] = labels
     latency_layout = {**base_layout("latency over time", "seconds", "ms"), **extra}
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),

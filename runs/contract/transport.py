@@ -31,6 +31,8 @@ from benchlab.celery import app
 
 logger = logging.getLogger(__name__)
 
+# The control worker's queue: the tasks the lab sends itself (series, digests, adaptive steps).
+CONTROL_QUEUE = "control"
 # What a send raises while Redis does not answer (celery's publish, after its own retries).
 REDIS_DOWN = (OperationalError, redis.ConnectionError, redis.TimeoutError)
 

@@ -5,7 +5,8 @@ points kept); a queued run whose job Redis lost is sent again or fails
 (runs.services.hosts.liveness); event rows past their retention are deleted
 (runs.services.events.events_purge); the timeline digests of running runs that
 got events are rebuilt, at most once a minute each (runs.timelines.store), so
-their pages only read.
+their pages only read; an adaptive experiment whose round ended without its step
+being taken (the task's message lost) takes it (runs.services.adaptive).
 """
 
 import logging
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from runs.control.loop import run_until_stopped
 from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
+from runs.services.adaptive import adaptive_steps_due
 from runs.timelines.store import digests_refresh_running
 
 logger = logging.getLogger(__name__)
@@ -31,6 +33,7 @@ class Reaper:
         runs_recover_lost_jobs()
         events_purge()
         digests_refresh_running()
+        adaptive_steps_due()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Reap now and every `interval_s` until `stop` is set."""

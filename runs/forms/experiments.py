@@ -13,6 +13,7 @@ from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.services.adaptive import ADAPTIVE_FIELDS
 from runs.services.history.imported import not_imported
 
 
@@ -86,6 +87,8 @@ SPEC_FIELD_TO_FORM = {
     "hosts": "hosts",
     "client_host": "client_host",
     "network": "client_host",
+    "execution": "execution",
+    **{name: name for name in ADAPTIVE_FIELDS},
 }
 
 
@@ -96,6 +99,15 @@ def form_field_for(spec_field: str | None) -> str | None:
     if spec_field in SPEC_FIELD_TO_FORM:
         return SPEC_FIELD_TO_FORM[spec_field]
     return SPEC_FIELD_TO_FORM.get(spec_field.split(".")[0])
+
+
+def _experiment_field(name: str, label: str | None = None) -> forms.Field:
+    """The Experiment model field's own form field, optional (empty: the model's default)."""
+    model_field = Experiment._meta.get_field(name)
+    field = model_field.formfield(required=False, label=label) if model_field.concrete else None
+    if not isinstance(field, forms.Field):
+        raise TypeError(f"Experiment.{name} has no form field")
+    return field
 
 
 class ScheduleForm(forms.Form):
@@ -172,6 +184,11 @@ class ScheduleForm(forms.Form):
         initial="checkpoint",
         **spec_fields.described("between_points"),
     )
+    adaptive = _experiment_field("adaptive")
+    max_rounds = _experiment_field("max_rounds")
+    max_hours = _experiment_field("max_hours")
+    margin_pct = _experiment_field("margin_pct", label="Margin (±%)")
+    min_effect_pct = _experiment_field("min_effect_pct", label="Minimum effect (%)")
 
     def clean_clients(self) -> list[int]:
         return parse_clients(self.cleaned_data["clients"])
@@ -201,6 +218,8 @@ class ScheduleForm(forms.Form):
             "between_points": data["between_points"],
             "execution": data["execution"],
             "seed": data["seed"],
+            # Left empty: the model's default.
+            **{name: data[name] for name in ADAPTIVE_FIELDS if data.get(name) is not None},
         }
 
     def add_job_error(self, exc: JobError) -> None:

@@ -9,6 +9,8 @@ from django.db import models
 from django.utils import timezone
 
 from agents.contract import vocabulary
+from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
+from runs.analysis.stats import DEFAULT_MIN_EFFECT_PCT
 from runs.contract.choices import text_choices
 from runs.contract.execution import BLOCKS, ROUNDS, draw_seed
 from runs.models.catalogue import ConfigProfile, Host, PgBuild, Workload, owner_field
@@ -64,6 +66,32 @@ class Experiment(models.Model):
         "busy for every run of the experiment.",
     )
 
+    # Issue 20: an adaptive experiment in rounds measures `repeats` rounds, then adds rounds
+    # only to cells still undecided against the first cell, up to its budget
+    # (runs/services/adaptive.py); `adaptive_state` is the lab's record of its looks.
+    adaptive = models.BooleanField(
+        default=False,
+        help_text="Add rounds only to cells not yet decided against the first cell (faster, "
+        "slower or same within the margin), until all are decided or the budget is spent.",
+    )
+    max_rounds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Adaptive: the most rounds any cell gets."
+    )
+    max_hours = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Adaptive: stop adding rounds once a next round would end past this many "
+        "hours from the start (optional).",
+    )
+    margin_pct = models.FloatField(
+        default=DEFAULT_MARGIN_PCT, help_text="Adaptive: the ±% within which a cell is the same."
+    )
+    min_effect_pct = models.FloatField(
+        default=DEFAULT_MIN_EFFECT_PCT,
+        help_text="Adaptive: the smallest difference in % worth calling faster or slower.",
+    )
+    adaptive_state = models.JSONField(default=dict, blank=True)
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -73,10 +101,14 @@ class Experiment(models.Model):
     @property
     def status(self) -> str:
         """Derived from the runs: `draft` before any run, else running, queued,
-        failed, succeeded (every run) or cancelled, the first that applies."""
+        failed, succeeded (every run) or cancelled, the first that applies. An adaptive
+        experiment not ended is running between its rounds too (the control worker
+        looks and queues the next)."""
         states = set(self.runs.values_list("status", flat=True))
         if not states:
             return "draft"
+        if self.adaptive and self.adaptive_state.get("ended") == "":
+            return Run.Status.QUEUED if states == {Run.Status.QUEUED} else Run.Status.RUNNING
         for state in (Run.Status.RUNNING, Run.Status.QUEUED, Run.Status.FAILED):
             if state in states:
                 return state

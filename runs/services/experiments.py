@@ -13,9 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypedDict, cast
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
-from django.contrib.auth.models import User as DjangoUser
 from django.db import transaction
 
 from agents.contract.errors import JobError
@@ -30,48 +27,26 @@ from agents.contract.spec.document import (
 )
 from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
-from runs.contract.execution import ROUNDS, Slot, derived_seed, execution_plan
+from runs.contract.execution import ROUNDS, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.estimates import Learned, learned_timings
-from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
-from runs.services.dispatch import run_dispatch
+from runs.models import Experiment, Host, PgBuild, Run
+from runs.services.adaptive import adaptive_plan, adaptive_seconds, require_adaptive_design
 from runs.services.errors import Conflict
 from runs.services.history.imported import refuse_imported
 from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
+from runs.services.queueing import Cell, CheckedCell, User, owner, queue_slot
 from runs.services.retry import retry_on_conflict
 from runs.services.specs import workload_spec
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
 
-User = AbstractBaseUser | AnonymousUser | None
-
 DEFAULT_STORAGE_LAYOUT: StorageSpec = {"data": "default", "wal": None}
 
 M2M_FIELDS = ("hosts", "builds", "config_profiles", "workloads")
 STORAGE_ROLES = ("data", "wal")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One cell of an experiment's matrix; `index` is its place in matrix order."""
-
-    index: int
-    host: Host
-    build: PgBuild
-    config_profile: ConfigProfile
-    storage: StorageSpec
-    workload: Workload
-
-
-@dataclass(frozen=True)
-class CheckedCell:
-    """A cell with its validated spec and the notes the check made (e.g. no catalogue)."""
-
-    cell: Cell
-    spec: JobSpec
-    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -90,7 +65,9 @@ class Estimate(TypedDict):
     `runs` is also the number of cluster setups: one run is one cluster
     lifecycle. `setup_seconds` is the part of `estimated_seconds` the busiest
     host spends on setups (initdb, start, `pgbench -i`). Seconds are null for
-    `transactions` sweeps.
+    `transactions` sweeps. An adaptive experiment queues its first rounds (these
+    figures), then adds rounds: `expected_seconds` and `max_seconds` say how long
+    in all (runs.services.adaptive.adaptive_seconds); null for the others.
     """
 
     execution: str
@@ -98,6 +75,8 @@ class Estimate(TypedDict):
     points: int
     setup_seconds: int | None
     estimated_seconds: int | None
+    expected_seconds: int | None
+    max_seconds: int | None
 
 
 @retry_on_conflict
@@ -149,15 +128,10 @@ def _experiment_create(user: User, data: dict[str, object]) -> Experiment:
     values.setdefault("storage_layouts", [dict(DEFAULT_STORAGE_LAYOUT)])
     if values.get("seed") is None:
         values.pop("seed", None)
-    experiment = Experiment.objects.create(created_by=_owner(user), **values)
+    experiment = Experiment.objects.create(created_by=owner(user), **values)
     for name in M2M_FIELDS:
         getattr(experiment, name).set(data.get(name, []))
     return experiment
-
-
-def _owner(user: User) -> DjangoUser | None:
-    """The owner to record: the signed-in user, none for an anonymous or absent one."""
-    return user if isinstance(user, DjangoUser) else None
 
 
 def experiment_cells(experiment: Experiment) -> list[Cell]:
@@ -228,6 +202,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_approved_hosts(experiment)
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
+    require_adaptive_design(experiment, len(cells))
     checked = [_check_cell(experiment, cell) for cell in cells]
     _require_room(checked)
     return checked
@@ -344,6 +319,8 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
         "points": len(cells) * clients * experiment.repeats,
         "setup_seconds": None,
         "estimated_seconds": None,
+        "expected_seconds": None,
+        "max_seconds": None,
     }
     if experiment.duration_s is None or not cells:
         return estimate
@@ -360,6 +337,10 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
     busiest = max(host_times, key=lambda time: time.total)
     estimate["setup_seconds"] = round(busiest.setup)
     estimate["estimated_seconds"] = round(busiest.total)
+    if experiment.adaptive and experiment.max_rounds:
+        per_round = busiest.total / max(experiment.repeats, 1)
+        expected, most = adaptive_seconds(experiment, per_round)
+        estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
     return estimate
 
 
@@ -396,33 +377,7 @@ def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) 
     """
     plan = execution_plan(len(checked), experiment.repeats, experiment.execution, experiment.seed)
     require_queue_room(user, len(plan))
-    return [_create_run(experiment, checked[slot.cell], slot, user) for slot in plan]
-
-
-def _slot_spec(experiment: Experiment, spec: JobSpec, slot: Slot) -> JobSpec:
-    """The cell's spec for one run: the repeat it measures and its client-order seed."""
-    slot_spec = copy.deepcopy(spec)
-    slot_spec["sweep"]["first_repeat"] = slot.round or 1
-    if slot_spec["sweep"]["order"] == "random":
-        slot_spec["sweep"]["seed"] = derived_seed(experiment.seed, slot.position)
-    return slot_spec
-
-
-def _create_run(experiment: Experiment, checked: CheckedCell, slot: Slot, user: User) -> Run:
-    cell, spec = checked.cell, _slot_spec(experiment, checked.spec, slot)
-    run = Run.objects.create(
-        experiment=experiment,
-        host=cell.host,
-        build=cell.build,
-        config_profile=cell.config_profile,
-        workload=cell.workload,
-        storage_data=spec["storage"]["data"],
-        storage_wal=spec["storage"]["wal"] or "",
-        position=slot.position,
-        cell=slot.cell,
-        round=slot.round,
-        created_by=_owner(user),
-        client_host=experiment.client_host,
-    )
-    run_dispatch(run, spec)
-    return run
+    if experiment.adaptive:
+        experiment.adaptive_state = adaptive_plan(experiment)
+        experiment.save(update_fields=["adaptive_state"])
+    return [queue_slot(experiment, checked[slot.cell], slot, user) for slot in plan]

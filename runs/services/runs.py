@@ -13,12 +13,14 @@ from django.utils import timezone
 from agents.contract.errors import Cancelled
 from benchlab.celery import app
 from runs.contract import transport
+from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Host, Run
 from runs.services.access.permissions import AnyUser
+from runs.services.adaptive import adaptive_step_after_commit
 from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.history.imported import imported_file
-from runs.services.history.series import CONTROL_QUEUE, occurrence_run_finished
+from runs.services.history.series import occurrence_run_finished
 from runs.services.limits import require_queue_room
 from runs.services.retry import retry_on_conflict
 from runs.services.validation import check_job_spec
@@ -65,6 +67,7 @@ def run_finish(
     if changed:
         logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")
         occurrence_run_finished(run)
+        adaptive_step_after_commit(run)
         digest_build_after_commit(run)
     else:
         logger.info("run %s: is %s, not made %s", run.pk, _status_of(run), status)

@@ -56,7 +56,7 @@ from runs.timelines.samples import (
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 4
+DIGEST_VERSION = 5
 # How often the control worker rebuilds a running run's digest while events arrive (the
 # page's live stream sends what is newer than the digest).
 RUNNING_REBUILD_S = 60
@@ -88,6 +88,7 @@ class DigestFacts(TypedDict):
     warnings: dict[str, list[tuple[str, str]]]
     marks: dict[str, list[float]]
     cursor: dict[str, int]
+    warm_ups: dict[str, float]
 
 
 @dataclass
@@ -100,6 +101,8 @@ class Digest:
     marks: dict[int, tuple[float, float]]
     cursor: dict[str, int] = field(default_factory=dict)
     series: dict[str, Timeline] = field(default_factory=dict)
+    # Point -> when (seconds into the point) its tps settled after a ramp (runs/analysis/steady.py).
+    warm_ups: dict[int, float] = field(default_factory=dict)
 
     def facts(self) -> DigestFacts:
         """The stored form of everything but the series (RunTimeline.facts)."""
@@ -111,6 +114,7 @@ class Digest:
             },
             "marks": {str(p): list(mark) for p, mark in self.marks.items()},
             "cursor": self.cursor,
+            "warm_ups": {str(p): seconds for p, seconds in self.warm_ups.items()},
         }
 
     @classmethod
@@ -124,6 +128,7 @@ class Digest:
             },
             marks={int(p): (mark[0], mark[1]) for p, mark in facts["marks"].items()},
             cursor=facts["cursor"],
+            warm_ups={int(p): seconds for p, seconds in facts["warm_ups"].items()},
         )
 
 
@@ -227,6 +232,16 @@ def _marks(
     }
 
 
+def _warm_up_end(samples: PointSamples) -> float | None:
+    """The time within the point when its tps settled after a ramp (None: no ramp, or it
+    never settled)."""
+    steady = checks.point_steady_state(samples)
+    if steady is None or not steady.settled or not steady.start:
+        return None
+    measured = sorted(s.t or 0.0 for s in samples.progress if s.tps is not None)
+    return measured[steady.start]
+
+
 def build_digest(
     progress: list[ProgressSample],
     host: list[HostSample],
@@ -237,10 +252,9 @@ def build_digest(
     the client host's, for a run with one)."""
     client = client or []
     offsets = offsets_for(progress, host, server)
-    found = {
-        point: checks.sample_warnings(point, samples)
-        for point, samples in _by_point(progress, host, server, client).items()
-    }
+    by_point = _by_point(progress, host, server, client)
+    found = {point: checks.sample_warnings(point, samples) for point, samples in by_point.items()}
+    warm_ups = {point: _warm_up_end(samples) for point, samples in by_point.items()}
     rows_of: dict[SampleKind, list[Sample]] = {
         "progress": list(progress),
         "host": list(host),
@@ -259,6 +273,7 @@ def build_digest(
         checkpoints=run_checkpoints(server),
         warnings={point: found_here for point, found_here in found.items() if found_here},
         marks=_marks(progress, offsets),
+        warm_ups={point: end for point, end in warm_ups.items() if end is not None},
         cursor={
             "p": max((sample.pk for sample in progress), default=0),
             "h": max((sample.pk for sample in host), default=0),

@@ -87,7 +87,8 @@ def comparison_context(
     dims = dimensions(cells, {r.clients for rs in results.values() for r in rs})
     shape, shape_errors = shape_from_query(dims, query)
     labels = cell_labels(cells, dims)
-    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin)
+    keep_unsettled = query.get("keep_unsettled") == "1"
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin, keep_unsettled)
     points = {m: shaped_points(table, results, dims, shape, m) for m in COMPARED_METRICS}
     repeats = {pk: list(dict.fromkeys(r.run_id for r in rs)) for pk, rs in results.items()}
     digests = loaded["digests"]

@@ -8,8 +8,7 @@ stream and the exports); `read_only` hides everything that writes.
 from collections.abc import Callable
 
 from runs import selectors
-from runs.analysis import equivalence, stats
-from runs.analysis import validity as checks
+from runs.analysis import equivalence, run_checks, stats
 from runs.analysis.compare import (
     METRICS,
     StatsTable,
@@ -26,6 +25,7 @@ from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
+from runs.views.adaptive import adaptive_summary
 
 
 def run_label(run: Run) -> str:
@@ -54,7 +54,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "run": run,
         "results": results,
         "point_warnings": by_point,
-        "run_warnings": checks.run_warnings(run, results),
+        "run_warnings": run_checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
         "figures": {
             **timeline_charts.run_timelines(run, digest, by_point),
@@ -132,6 +132,9 @@ def experiment_context(
         "has_results": any(loaded["results"].values()),
         "read_only": read_only,
         "urls": urls,
+        "adaptive": adaptive_summary(
+            experiment, {run.cell: labels[run.pk] for run in cells if run.pk in labels}
+        ),
     }
 
 

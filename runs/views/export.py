@@ -233,7 +233,8 @@ def export_response(
         message = error or f"rows must be one of {', '.join(ROW_KINDS)}, not {rows!r}"
         return JsonResponse({"error": message}, status=400)
     loaded = load_inputs(runs)
-    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin)
+    keep_unsettled = query.get("keep_unsettled") == "1"
+    table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin, keep_unsettled)
     response: HttpResponse
     if fmt == "json":
         body = _json_body(runs, loaded, table, baseline)

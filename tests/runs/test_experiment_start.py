@@ -263,6 +263,8 @@ def expected_estimate(
         "points": runs * points_per_run,
         "setup_seconds": round(busiest_runs * setup),
         "estimated_seconds": round(busiest_runs * (setup + 5 + points_per_run * 10)),
+        "expected_seconds": None,
+        "max_seconds": None,
     }
 
 

@@ -1,7 +1,8 @@
 """Validity warnings that name their cause: what corrupts apart from what loses commits,
 pgbench saturated apart from a host busy with other work (no database needed)."""
 
-from runs.analysis.validity import CHECKS, PointSamples, result_warnings, run_warnings
+from runs.analysis.run_checks import run_warnings
+from runs.analysis.validity import CHECKS, PointSamples, result_warnings
 from runs.analysis.validity import sample_warnings as found_in_samples
 from runs.models import HostSample, Result, Run
 

@@ -37,6 +37,10 @@ class StatisticsQuerySerializer(serializers.Serializer[Document]):
         default=equivalence.DEFAULT_MARGIN_PCT,
         help_text='equivalence margin in percent: "same" means within ±margin',
     )
+    keep_unsettled = serializers.BooleanField(
+        default=False,
+        help_text="count points whose tps never settled in the verdicts too (left out by default)",
+    )
 
 
 class ValidityWarningSerializer(serializers.Serializer[Document]):

@@ -100,12 +100,18 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "warmup_s",
             "between_points",
             "client_host",
+            "adaptive",
+            "max_rounds",
+            "max_hours",
+            "margin_pct",
+            "min_effect_pct",
+            "adaptive_state",
             "start",
             "status",
             "created_by",
             "created_at",
         ]
-        read_only_fields = ["status", "created_by", "created_at"]
+        read_only_fields = ["status", "created_by", "created_at", "adaptive_state"]
 
     def validate_storage_layouts(self, value: list[StorageSpec]) -> list[StorageSpec]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
@@ -129,6 +135,12 @@ class EstimateSerializer(serializers.Serializer[Document]):
         allow_null=True, help_text="The busiest host's time in cluster setups."
     )
     estimated_seconds = serializers.IntegerField(allow_null=True)
+    expected_seconds = serializers.IntegerField(
+        allow_null=True, help_text="Adaptive: the expected time in all, added rounds included."
+    )
+    max_seconds = serializers.IntegerField(
+        allow_null=True, help_text="Adaptive: the time if every cell takes the most rounds."
+    )
 
 
 class RunSerializer(StrictModelSerializer[Run]):

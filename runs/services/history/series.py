@@ -25,6 +25,7 @@ from benchlab.celery import app
 from runs.analysis.changepoints import ChangePoint, change_points
 from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
 from runs.analysis.stats import summarize
+from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
 from runs.services.experiments import M2M_FIELDS, experiment_start
 from runs.services.history.webhooks import webhook_post
@@ -33,12 +34,12 @@ logger = logging.getLogger(__name__)
 
 FIRE_TASK = "runs.tasks.series_fire"
 DETECT_TASK = "runs.tasks.series_detect"
-CONTROL_QUEUE = "control"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 # An occurrence copies every column of its series' template (the spec's sweep fields,
-# runs/contract/spec_fields.py, among them) but these: it is a new experiment with its own seed.
-NOT_COPIED = ("id", "name", "created_by", "created_at", "seed")
+# runs/contract/spec_fields.py, among them) but these: it is a new experiment with its own seed
+# (and, adaptive, its own looks).
+NOT_COPIED = ("id", "name", "created_by", "created_at", "seed", "adaptive_state")
 
 
 def copied_fields() -> list[str]:

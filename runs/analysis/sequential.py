@@ -1,0 +1,268 @@
+"""Adaptive experiments: when the lab looks at the cells, and what each look may conclude.
+
+An adaptive experiment measures every cell for its first rounds, then looks at each
+compared point (a cell against the baseline cell at one client count) and adds
+rounds only to cells with a point still undecided, until every point is decided or
+the planned rounds are spent (runs/services/adaptive.py). Looking again and again
+at growing data and stopping as soon as a test passes inflates its error rates; a
+group-sequential design keeps them at ALPHA (docs/decisions.md says why this one):
+
+- The looks are planned when the experiment starts (`look_rounds`): after the first
+  rounds, each time the rounds double, and at the last round the budget allows.
+  Their information fractions t_k = n_k / N fix the boundaries.
+- Alpha spending (Lan-DeMets, Pocock type): by look k a share `spent(t_k)` of ALPHA
+  is spent, and each look's boundary is the one a Brownian motion observed at the
+  fractions first crosses with the look's part (`look_levels`, simulated once per
+  plan with a fixed seed). "Same within ±m %" is TOST, each one-sided test spending
+  its ALPHA the same way. Early looks get a usable part, so a large effect ends soon.
+- A look's levels become Welch intervals on log values at the Welch-Satterthwaite
+  df, as the fixed verdicts use (runs/analysis/verdicts.py); Benjamini-Hochberg runs
+  over the look's points at the look's level. A decided point keeps its answer.
+"""
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from runs.analysis import stats
+from runs.analysis.equivalence import margin_log
+from runs.analysis.stats import ALPHA, MIN_REPEATS
+from runs.analysis.verdicts import Question, Verdict
+
+# Each look after the first comes when the rounds have doubled.
+LOOK_GROWTH = 2
+# Brownian paths simulated for a plan's boundary constants: their quantile is then
+# within about 0.01 of the exact one (a nominal level off by well under 1 % of ALPHA).
+SIMULATED_PATHS = 200_000
+BOUNDARY_SEED = 20
+# The log sd of a repeat assumed for the expected time when no rounds were measured.
+ASSUMED_ROUND_LOG_SD = 0.05
+EXPECTED_TIME_CELLS = 400
+
+
+def look_rounds(first: int, last: int) -> tuple[int, ...]:
+    """The rounds after which the lab looks: `first`, then doubling, then `last`."""
+    if first < MIN_REPEATS:
+        raise ValueError(f"an adaptive experiment starts with at least {MIN_REPEATS} rounds")
+    if last < first:
+        raise ValueError(f"the budget of {last} rounds is below the first {first} rounds")
+    looks = []
+    rounds = first
+    while rounds < last:
+        looks.append(rounds)
+        rounds *= LOOK_GROWTH
+    return (*looks, last)
+
+
+@dataclass(frozen=True)
+class LookLevel:
+    """One planned look: after `rounds` rounds, "different" is tested at the two-sided
+    level `alpha` and each one-sided test of "same" at `alpha_same`."""
+
+    rounds: int
+    alpha: float
+    alpha_same: float
+
+
+def spent(fraction: float) -> float:
+    """The share of ALPHA spent by the information fraction `fraction` (Lan-DeMets'
+    Pocock-type spending: early looks get a usable part, so a large effect ends soon)."""
+    return math.log1p((math.e - 1) * fraction)
+
+
+@functools.lru_cache(maxsize=64)
+def look_levels(looks: tuple[int, ...]) -> tuple[LookLevel, ...]:
+    """Each look's nominal levels: the boundaries that spend ALPHA as `spent` says,
+    found on simulated Brownian paths observed at the looks' information fractions."""
+    fractions = np.asarray(looks, dtype=float) / looks[-1]
+    steps = np.diff(np.concatenate([[0.0], fractions]))
+    rng = np.random.default_rng(BOUNDARY_SEED)
+    paths = np.cumsum(rng.standard_normal((SIMULATED_PATHS, len(looks))) * np.sqrt(steps), axis=1)
+    z = paths / np.sqrt(fractions)
+    two_sided = _boundaries(np.abs(z), fractions, sides=2)
+    one_sided = _boundaries(z, fractions, sides=1)
+    return tuple(
+        LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
+        for rounds, b, b_same in zip(looks, two_sided, one_sided, strict=True)
+    )
+
+
+def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]:
+    """Each look's boundary on `z` (paths x looks; |Z| for a two-sided test): a path
+    first crosses at look k with probability ALPHA * (spent(t_k) - spent(t_k-1)). The
+    first look's is the normal quantile; the later ones count the paths still inside."""
+    boundaries = [float(scipy_stats.norm.isf(ALPHA * spent(fractions[0]) / sides))]
+    inside = z[:, 0] < boundaries[0]
+    for k in range(1, len(fractions)):
+        share = ALPHA * (spent(fractions[k]) - spent(fractions[k - 1]))
+        crossing = max(1, round(share * z.shape[0]))
+        candidates = np.sort(z[inside, k])[::-1]
+        boundary = float(candidates[min(crossing, candidates.size) - 1])
+        boundaries.append(boundary)
+        inside &= z[:, k] < boundary
+    return boundaries
+
+
+@dataclass(frozen=True)
+class PointAnswer:
+    """What one look found for one compared point; intervals in percent."""
+
+    verdict: Verdict
+    pct: float | None = None
+    interval_pct: tuple[float, float] | None = None
+    same_interval_pct: tuple[float, float] | None = None
+
+    @property
+    def sentence(self) -> str:
+        if self.verdict is Verdict.SAME and self.same_interval_pct:
+            low, high = self.same_interval_pct
+            return f"same: [{low:+.1f}, {high:+.1f}] %"
+        if self.pct is None or self.interval_pct is None:
+            return str(self.verdict)
+        low, high = self.interval_pct
+        if self.verdict is Verdict.UNDECIDED:
+            return f"undecided: {self.pct:+.1f} % [{low:+.1f}, {high:+.1f}]"
+        return f"{self.verdict} by {abs(self.pct):.1f} % [{low:+.1f}, {high:+.1f}]"
+
+
+@dataclass(frozen=True)
+class _Looked:
+    """A look's numbers for rows of points at once (log scale)."""
+
+    estimate: np.ndarray
+    p: np.ndarray
+    half_width: np.ndarray
+    same_half_width: np.ndarray
+
+
+def _look(logs: np.ndarray, base_logs: np.ndarray, level: LookLevel) -> _Looked:
+    """Welch on log values of each row: `logs` and `base_logs` are (points, rounds)."""
+    n, base_n = logs.shape[1], base_logs.shape[1]
+    part, base_part = logs.var(axis=1, ddof=1) / n, base_logs.var(axis=1, ddof=1) / base_n
+    se = np.sqrt(part + base_part)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (part + base_part) ** 2 / (part**2 / (n - 1) + base_part**2 / (base_n - 1))
+        df = np.where(np.isfinite(df), df, n + base_n - 2)
+        estimate = logs.mean(axis=1) - base_logs.mean(axis=1)
+        t = np.where(se > 0, np.abs(estimate) / se, np.where(estimate == 0, 0.0, np.inf))
+    return _Looked(
+        estimate,
+        2 * scipy_stats.t.sf(t, df),
+        scipy_stats.t.ppf(1 - level.alpha / 2, df) * se,
+        scipy_stats.t.ppf(1 - level.alpha_same, df) * se,
+    )
+
+
+def _verdicts(
+    looked: _Looked,
+    q: np.ndarray,
+    level: LookLevel,
+    min_effect_pct: float,
+    margin_pct: float,
+    higher_is_better: bool,
+) -> list[Verdict]:
+    bound = margin_log(margin_pct)
+    differ = (q <= level.alpha) & (np.abs(np.expm1(looked.estimate)) * 100 >= min_effect_pct)
+    same = np.abs(looked.estimate) + looked.same_half_width <= bound
+    up, down = (
+        (Verdict.FASTER, Verdict.SLOWER) if higher_is_better else (Verdict.WORSE, Verdict.BETTER)
+    )
+    return [
+        (up if estimate > 0 else down) if d else Verdict.SAME if s else Verdict.UNDECIDED
+        for estimate, d, s in zip(looked.estimate, differ, same, strict=True)
+    ]
+
+
+def judge_look(
+    questions: Sequence[Question], level: LookLevel, min_effect_pct: float, margin_pct: float
+) -> list[PointAnswer]:
+    """The answer of each still undecided point at one look; BH over these points.
+
+    Every question has the look's rounds on both sides (a failed round leaves one
+    fewer); a point with fewer than two positive values a side stays undecided.
+    """
+    answers: list[PointAnswer | None] = [None] * len(questions)
+    usable = [
+        i
+        for i, question in enumerate(questions)
+        if min(len(question.values), len(question.baseline)) >= 2
+        and min(*question.values, *question.baseline) > 0
+    ]
+    looked_by_point: dict[int, tuple[_Looked, float]] = {}
+    for i in usable:
+        question = questions[i]
+        logs = np.log(np.asarray([question.values], dtype=float))
+        base_logs = np.log(np.asarray([question.baseline], dtype=float))
+        looked = _look(logs, base_logs, level)
+        looked_by_point[i] = (looked, float(looked.p[0]))
+    q_values = stats.adjust_p_values([p for _looked, p in looked_by_point.values()])
+    for (i, (looked, _p)), q in zip(looked_by_point.items(), q_values, strict=True):
+        question = questions[i]
+        verdict = _verdicts(
+            looked, np.asarray([q]), level, min_effect_pct, margin_pct, question.higher_is_better
+        )[0]
+        estimate = float(looked.estimate[0])
+        half, same_half = float(looked.half_width[0]), float(looked.same_half_width[0])
+        answers[i] = PointAnswer(
+            verdict,
+            _pct(estimate),
+            (_pct(estimate - half), _pct(estimate + half)),
+            (_pct(estimate - same_half), _pct(estimate + same_half)),
+        )
+    return [answer or PointAnswer(Verdict.UNDECIDED) for answer in answers]
+
+
+def _pct(log_ratio: float) -> float:
+    return math.expm1(log_ratio) * 100.0
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """Simulated compared points: each one's final verdict and the rounds it took."""
+
+    verdicts: list[Verdict]
+    rounds: np.ndarray
+
+
+def simulate(
+    values: np.ndarray,
+    baseline: np.ndarray,
+    looks: tuple[int, ...],
+    min_effect_pct: float,
+    margin_pct: float,
+) -> Simulated:
+    """Run the adaptive rule on points whose every round is drawn in advance: `values`
+    and `baseline` are (points, looks[-1]) arrays of tps, each point its own table."""
+    logs, base_logs = np.log(values), np.log(baseline)
+    verdicts = [Verdict.UNDECIDED] * logs.shape[0]
+    rounds = np.full(logs.shape[0], looks[-1])
+    open_rows = np.arange(logs.shape[0])
+    for level in look_levels(looks):
+        looked = _look(logs[open_rows, : level.rounds], base_logs[open_rows, : level.rounds], level)
+        found = _verdicts(looked, looked.p, level, min_effect_pct, margin_pct, True)
+        decided = np.asarray([verdict is not Verdict.UNDECIDED for verdict in found])
+        for row, verdict in zip(open_rows[decided], np.asarray(found)[decided], strict=True):
+            verdicts[row] = Verdict(verdict)
+            rounds[row] = level.rounds
+        open_rows = open_rows[~decided]
+        if not open_rows.size:
+            break
+    return Simulated(verdicts, rounds)
+
+
+def expected_rounds(
+    first: int, last: int, margin_pct: float, min_effect_pct: float, log_sd: float | None
+) -> float:
+    """The mean rounds an A/A point takes to decide (or to spend the budget) when
+    repeats spread by `log_sd` (ASSUMED_ROUND_LOG_SD when unknown): the usual case of
+    a cell that differs little, and the slowest to settle."""
+    sd = log_sd if log_sd and log_sd > 0 else ASSUMED_ROUND_LOG_SD
+    rng = np.random.default_rng(BOUNDARY_SEED)
+    shape = (EXPECTED_TIME_CELLS, last)
+    values, baseline = np.exp(rng.normal(0, sd, shape)), np.exp(rng.normal(0, sd, shape))
+    looks = look_rounds(first, last)
+    return float(simulate(values, baseline, looks, min_effect_pct, margin_pct).rounds.mean())

@@ -1,0 +1,349 @@
+"""Adaptive experiments (issue 20): rounds added only where a cell is still undecided.
+
+An adaptive experiment in rounds queues its first `repeats` rounds like any other
+(runs.services.experiments), with its looks planned (`adaptive_plan`). When every
+run of its latest round is final, the control worker takes a step (`adaptive_step`,
+task runs.tasks.adaptive_step: sent when a run of it ends, and from the reaper's
+pass, so a lost message only delays a step):
+
+- at a planned look (runs/analysis/sequential.py), each compared point still
+  undecided (a cell against the first cell at one client count, on tps) is judged
+  at the look's levels; a decided point keeps its answer;
+- the experiment ends when every point is decided, at the last planned look (its
+  budget of rounds), when a next round would end past `max_hours` from the first
+  run's start, or when one of its runs was cancelled (a person stopped it);
+- otherwise the next round is queued: the first cell and every cell with a point
+  still undecided, in an order drawn from the experiment's seed and the round.
+
+`Experiment.adaptive_state` records the plan, each look and each point's answer.
+"""
+
+import logging
+import math
+import random
+import statistics
+from datetime import timedelta
+from functools import partial
+from typing import TypedDict, cast
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max, Min, Q
+from django.utils import timezone
+
+from agents.contract.errors import JobError
+from agents.contract.spec.document import JobSpec, StorageSpec
+from benchlab.celery import app
+from runs.analysis import sequential
+from runs.analysis.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from runs.analysis.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
+from runs.analysis.verdicts import Question, Verdict
+from runs.contract import transport
+from runs.contract.execution import ROUNDS, Slot, derived_seed
+from runs.contract.transport import CONTROL_QUEUE
+from runs.models import Experiment, Result, Run
+from runs.services.errors import LimitReached
+from runs.services.limits import require_queue_room
+from runs.services.queueing import Cell, CheckedCell, queue_slot
+
+logger = logging.getLogger(__name__)
+
+ADAPTIVE_TASK = "runs.tasks.adaptive_step"
+BASELINE_CELL = 0
+# How many of the hosts' latest points in rounds the expected time learns the spread from.
+LEARNED_RESULTS = 2000
+# What a stored spec holds of its dispatch, not of its cell (runs.services.dispatch).
+DISPATCH_KEYS = ("run_id", "token", "job_id")
+# Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
+ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
+ENDED_DECIDED = "every cell decided"
+ENDED_BUDGET = "budget of rounds spent"
+ENDED_HOURS = "budget of hours spent"
+ENDED_CANCELLED = "a run was cancelled"
+ENDED_LIMIT = "the owner's queue is full (fair use)"
+ENDED_NO_RUNS = "no run of the first cell succeeded"
+
+
+class PointState(TypedDict):
+    """One compared point: a cell against the first cell at one client count."""
+
+    cell: int
+    clients: int
+    verdict: str
+    sentence: str
+    rounds: int
+
+
+class LookRecord(TypedDict):
+    rounds: int
+    alpha: float
+    alpha_same: float
+    decided: int
+    at: str
+
+
+class AdaptiveState(TypedDict, total=False):
+    looks: list[int]
+    points: list[PointState]
+    looked: list[LookRecord]
+    ended: str
+    ended_at: str
+
+
+ADAPTIVE_FIELDS = ("adaptive", "max_rounds", "max_hours", "margin_pct", "min_effect_pct")
+
+
+def require_adaptive_design(experiment: Experiment, cells: int) -> None:
+    """Raise JobError naming the field to fix when an adaptive experiment cannot run as one
+    (a question about the experiment, asked before any cell is checked)."""
+    if not experiment.adaptive:
+        return
+    if experiment.execution != ROUNDS:
+        raise JobError(
+            "invalid_spec", "an adaptive experiment runs in rounds: choose rounds", "execution"
+        )
+    if cells < 2:
+        message = (
+            "an adaptive experiment compares each cell with the first: pick at least two "
+            "builds, config profiles, storage layouts or workloads"
+        )
+        raise JobError("invalid_spec", message, "adaptive")
+    if experiment.repeats < MIN_REPEATS:
+        message = f"an adaptive experiment measures at least {MIN_REPEATS} rounds before it looks"
+        raise JobError("invalid_spec", message, "repeats")
+    limit = settings.BENCHLAB_MAX_REPEATS
+    if not experiment.max_rounds or not experiment.repeats <= experiment.max_rounds <= limit:
+        message = f"give the most rounds a cell may get, from {experiment.repeats} to {limit}"
+        raise JobError("invalid_spec", message, "max_rounds")
+    if experiment.max_hours is not None and not experiment.max_hours > 0:
+        raise JobError("invalid_spec", "give a budget in hours above 0, or none", "max_hours")
+    if not MIN_MARGIN_PCT <= experiment.margin_pct <= MAX_MARGIN_PCT:
+        message = f"the margin is between {MIN_MARGIN_PCT:g} and {MAX_MARGIN_PCT:g} (percent)"
+        raise JobError("invalid_spec", message, "margin_pct")
+    if not 0 <= experiment.min_effect_pct <= MAX_MIN_EFFECT_PCT:
+        message = f"the minimum effect is between 0 and {MAX_MIN_EFFECT_PCT:g} (percent)"
+        raise JobError("invalid_spec", message, "min_effect_pct")
+
+
+def adaptive_plan(experiment: Experiment) -> AdaptiveState:
+    """The state an adaptive experiment starts with: its looks, up to `max_rounds`."""
+    looks = sequential.look_rounds(experiment.repeats, experiment.max_rounds or experiment.repeats)
+    return {"looks": list(looks), "points": [], "looked": [], "ended": ""}
+
+
+def adaptive_seconds(experiment: Experiment, round_seconds: float) -> tuple[float, float]:
+    """(expected, most) seconds of an adaptive experiment whose every round costs
+    `round_seconds` on its busiest host: the rounds an A/A cell takes on average at the
+    spread the host's earlier rounds showed (sequential.expected_rounds), and the
+    budget's. The first cell runs every round while another cell is undecided."""
+    most = experiment.max_rounds or experiment.repeats
+    expected = sequential.expected_rounds(
+        experiment.repeats,
+        most,
+        experiment.margin_pct,
+        experiment.min_effect_pct,
+        round_log_sd(experiment),
+    )
+    return expected * round_seconds, most * round_seconds
+
+
+def round_log_sd(experiment: Experiment) -> float | None:
+    """The median log sd of tps between the rounds of a cell, over the latest cells
+    measured in rounds on the experiment's hosts (None: none with MIN_REPEATS rounds)."""
+    results = (
+        Result.objects.filter(
+            run__host__in=experiment.hosts.all(), run__round__isnull=False, tps__gt=0
+        )
+        .order_by("-run_id")
+        .values_list("run__experiment_id", "run__cell", "clients", "tps")[:LEARNED_RESULTS]
+    )
+    by_point: dict[tuple[int, int, int], list[float]] = {}
+    for experiment_id, cell, clients, tps in results:
+        by_point.setdefault((experiment_id, cell, clients), []).append(math.log(tps or 1.0))
+    sds = [statistics.stdev(logs) for logs in by_point.values() if len(logs) >= MIN_REPEATS]
+    return statistics.median(sds) if sds else None
+
+
+def adaptive_step_after_commit(run: Run) -> None:
+    """When the run's experiment is adaptive, have the control worker take its next step
+    once the caller commits (the run that ended may have been its round's last)."""
+    experiment_pk = run.experiment_id
+    if not Experiment.objects.filter(pk=experiment_pk, adaptive=True).exists():
+        return
+    transport.send_after_commit(run.pk, "adaptive step", partial(adaptive_step_send, experiment_pk))
+
+
+def adaptive_step_send(experiment_pk: int) -> None:
+    """Send the control worker the task that takes the experiment's next step."""
+    app.send_task(ADAPTIVE_TASK, args=[experiment_pk], queue=CONTROL_QUEUE)
+
+
+def adaptive_steps_due() -> int:
+    """Take the step of every adaptive experiment not ended whose runs are all final (the
+    reaper's pass: a step whose message was lost). Returns how many stepped."""
+    waiting = (
+        Experiment.objects.filter(adaptive=True, adaptive_state__ended="", runs__isnull=False)
+        .exclude(runs__status__in=ACTIVE_STATES)
+        .distinct()
+    )
+    return sum(adaptive_step(pk) for pk in waiting.values_list("pk", flat=True))
+
+
+def adaptive_step(experiment_pk: int) -> bool:
+    """Look and queue the next round, or end, once the latest round's runs are all final.
+
+    Idempotent: a step whose round still runs, or was already taken, changes nothing
+    (False). Holds the experiment's row lock, so two steps never queue a round twice.
+    """
+    with transaction.atomic():
+        experiment = (
+            Experiment.objects.select_for_update(no_key=True)
+            .filter(pk=experiment_pk, adaptive=True)
+            .first()
+        )
+        if experiment is None or experiment.adaptive_state.get("ended", "") != "":
+            return False
+        runs = experiment.runs.filter(round__isnull=False)
+        if not runs.exists() or runs.filter(status__in=ACTIVE_STATES).exists():
+            return False
+        latest = runs.aggregate(latest=Max("round"))["latest"]
+        state: AdaptiveState = experiment.adaptive_state
+        ended = _take_step(experiment, state, latest)
+        if ended:
+            state["ended"], state["ended_at"] = ended, timezone.now().isoformat()
+        experiment.adaptive_state = state
+        experiment.save(update_fields=["adaptive_state"])
+    logger.info(
+        "experiment %s: adaptive step after round %s: %s",
+        experiment_pk,
+        latest,
+        ended or f"round {latest + 1} queued",
+    )
+    return True
+
+
+def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str:
+    """Look if `latest` is a planned look; return why the experiment ends, or "" after
+    queueing the next round."""
+    if experiment.runs.filter(status=Run.Status.CANCELLED).exists():
+        return ENDED_CANCELLED
+    if latest in state["looks"]:
+        _look(experiment, state, latest)
+    points = state["points"]
+    if state["looked"] and not points:
+        return ENDED_NO_RUNS
+    open_cells = sorted({p["cell"] for p in points if p["verdict"] == Verdict.UNDECIDED})
+    if state["looked"] and not open_cells:
+        return ENDED_DECIDED
+    if latest >= max(state["looks"]):
+        return ENDED_BUDGET
+    if _past_hours(experiment, latest):
+        return ENDED_HOURS
+    cells = open_cells or _all_cells(experiment)
+    try:
+        _queue_round(experiment, sorted({BASELINE_CELL, *cells}), latest + 1)
+    except LimitReached as exc:
+        logger.warning("experiment %s: no next round: %s", experiment.pk, exc.message)
+        return ENDED_LIMIT
+    return ""
+
+
+def _all_cells(experiment: Experiment) -> list[int]:
+    return sorted(set(experiment.runs.values_list("cell", flat=True)))
+
+
+def _look(experiment: Experiment, state: AdaptiveState, rounds: int) -> None:
+    """Judge every point still undecided at this look; record the look."""
+    levels = sequential.look_levels(tuple(state["looks"]))
+    level = next(level for level in levels if level.rounds == rounds)
+    values = _tps_by_point(experiment, rounds)
+    known = {(p["cell"], p["clients"]): p for p in state["points"]}
+    for cell, clients in sorted(values):
+        if cell != BASELINE_CELL and (cell, clients) not in known:
+            known[(cell, clients)] = PointState(
+                cell=cell, clients=clients, verdict=Verdict.UNDECIDED, sentence="", rounds=0
+            )
+    open_points = [key for key, p in known.items() if p["verdict"] == Verdict.UNDECIDED]
+    questions = [
+        Question(values.get(key, []), values.get((BASELINE_CELL, key[1]), []), True)
+        for key in open_points
+    ]
+    answers = sequential.judge_look(
+        questions, level, experiment.min_effect_pct, experiment.margin_pct
+    )
+    decided = 0
+    for key, answer, question in zip(open_points, answers, questions, strict=True):
+        point = known[key]
+        point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
+        point["rounds"] = min(len(question.values), len(question.baseline))
+        decided += answer.verdict is not Verdict.UNDECIDED
+    state["points"] = [known[key] for key in sorted(known)]
+    state["looked"] = [
+        *state["looked"],
+        LookRecord(
+            rounds=rounds,
+            alpha=level.alpha,
+            alpha_same=level.alpha_same,
+            decided=decided,
+            at=timezone.now().isoformat(),
+        ),
+    ]
+
+
+def _tps_by_point(experiment: Experiment, rounds: int) -> dict[tuple[int, int], list[float]]:
+    """(cell, clients) -> the tps of each of its rounds up to `rounds`: the newest run of a
+    round counts (a re-run replaces it); points pgbench did not finish cleanly do not."""
+    newest: dict[tuple[int, int | None], int] = {}
+    runs = experiment.runs.filter(round__isnull=False, round__lte=rounds).order_by("pk")
+    for pk, cell, round_number in runs.values_list("pk", "cell", "round"):
+        newest[(cell, round_number)] = pk
+    cell_of = {pk: cell for (cell, _round), pk in newest.items()}
+    values: dict[tuple[int, int], list[float]] = {}
+    clean = Q(exit_code=0) | Q(exit_code__isnull=True)
+    results = Result.objects.filter(clean, run_id__in=cell_of, tps__gt=0, aborted_clients=0)
+    for run_id, clients, tps in results.order_by("run_id", "index").values_list(
+        "run_id", "clients", "tps"
+    ):
+        values.setdefault((cell_of[run_id], clients), []).append(float(tps or 0.0))
+    return values
+
+
+def _past_hours(experiment: Experiment, latest: int) -> bool:
+    """A next round, as long as the last one took, would end past `max_hours`."""
+    if experiment.max_hours is None:
+        return False
+    runs = experiment.runs.filter(round__isnull=False)
+    first_start = runs.aggregate(first=Min("started_at"))["first"]
+    round_times = runs.filter(round=latest).aggregate(
+        start=Min("started_at"), end=Max("finished_at")
+    )
+    if first_start is None or round_times["start"] is None or round_times["end"] is None:
+        return False
+    last_round = round_times["end"] - round_times["start"]
+    deadline = first_start + timedelta(hours=experiment.max_hours)
+    return timezone.now() + last_round > deadline
+
+
+def _queue_round(experiment: Experiment, cells: list[int], round_number: int) -> list[Run]:
+    """Queue one run of each of `cells` for `round_number`, in an order drawn from the
+    experiment's seed and the round; each copies its cell's first run's spec."""
+    require_queue_room(experiment.created_by, len(cells))
+    rng = random.Random(derived_seed(experiment.seed, -round_number))
+    order = rng.sample(cells, len(cells))
+    position = (experiment.runs.aggregate(last=Max("position"))["last"] or 0) + 1
+    firsts = experiment.runs.filter(round=1, cell__in=cells).order_by("pk")
+    checked = {run.cell: _checked_cell(run) for run in firsts}
+    return [
+        queue_slot(
+            experiment, checked[cell], Slot(position + n, cell, round_number), experiment.created_by
+        )
+        for n, cell in enumerate(order)
+    ]
+
+
+def _checked_cell(run: Run) -> CheckedCell:
+    """The cell a run of the first round measured, with the spec it was checked with."""
+    spec = cast(JobSpec, {k: v for k, v in run.spec.items() if k not in DISPATCH_KEYS})
+    storage: StorageSpec = {"data": run.storage_data, "wal": run.storage_wal or None}
+    cell = Cell(run.cell, run.host, run.build, run.config_profile, storage, run.workload)
+    return CheckedCell(cell, spec, [])

@@ -1,0 +1,87 @@
+"""What the experiment page shows of an adaptive experiment (runs/services/adaptive.py):
+its planned looks, each compared point's answer and the rounds it took, why it ended,
+and its machine time beside the fixed design of its budget."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
+
+from runs.models import Experiment, Run
+from runs.services.adaptive import BASELINE_CELL, AdaptiveState, LookRecord
+
+
+@dataclass(frozen=True)
+class PointRow:
+    cell: int
+    label: str
+    clients: int
+    verdict: str
+    sentence: str
+    rounds: int
+
+
+@dataclass(frozen=True)
+class AdaptiveSummary:
+    looks: list[int]
+    looked: list[LookRecord]
+    points: list[PointRow]
+    ended: str
+    baseline_label: str
+    rounds_run: int
+    runs_queued: int
+    budget_runs: int
+    run_time: timedelta | None
+    budget_time: timedelta | None
+
+    @property
+    def run_seconds(self) -> float | None:
+        return self.run_time.total_seconds() if self.run_time is not None else None
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return self.budget_time.total_seconds() if self.budget_time is not None else None
+
+    @property
+    def share_of_budget_pct(self) -> float | None:
+        """The runs queued in percent of the fixed design of the budget's rounds."""
+        return 100.0 * self.runs_queued / self.budget_runs if self.budget_runs else None
+
+
+def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> AdaptiveSummary | None:
+    """The adaptive section of the experiment page; None for an experiment that is not
+    adaptive or not started. `cell_labels`: cell index -> the label its runs carry."""
+    state: AdaptiveState = experiment.adaptive_state
+    if not experiment.adaptive or not state.get("looks"):
+        return None
+    runs = experiment.runs.filter(round__isnull=False)
+    cells = len(set(runs.values_list("cell", flat=True)))
+    budget_rounds = max(state["looks"])
+    finished = runs.filter(started_at__isnull=False, finished_at__isnull=False)
+    took = finished.annotate(
+        took=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
+    ).aggregate(total=Sum("took"))["total"]
+    count = finished.count()
+    per_run = took / count if took is not None and count else None
+    return AdaptiveSummary(
+        looks=state["looks"],
+        looked=state.get("looked", []),
+        points=[
+            PointRow(
+                p["cell"],
+                cell_labels.get(p["cell"], f"cell {p['cell']}"),
+                p["clients"],
+                p["verdict"],
+                p["sentence"],
+                p["rounds"],
+            )
+            for p in state.get("points", [])
+        ],
+        ended=state.get("ended", ""),
+        baseline_label=cell_labels.get(BASELINE_CELL, "the first cell"),
+        rounds_run=runs.aggregate(latest=Max("round"))["latest"] or 0,
+        runs_queued=runs.exclude(status=Run.Status.CANCELLED).count(),
+        budget_runs=cells * budget_rounds,
+        run_time=took,
+        budget_time=per_run * cells * budget_rounds if per_run is not None else None,
+    )

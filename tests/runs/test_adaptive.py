@@ -1,0 +1,216 @@
+"""Adaptive experiments in the lab (runs/services/adaptive.py): the plan at start, a step
+per ended round, rounds added only for undecided cells, and each way it ends. The runs
+here are finished by the test; tests/integration/test_adaptive_lab.py has real agents
+measure them."""
+
+from functools import partial
+
+import pytest
+
+from agents.contract.errors import JobError
+from runs import services
+from runs.contract.transport import send_or_log
+from runs.models import Experiment, Result, Run
+from runs.services import adaptive
+from runs.services.adaptive import (
+    ENDED_BUDGET,
+    ENDED_CANCELLED,
+    ENDED_DECIDED,
+    adaptive_step,
+    adaptive_step_send,
+    adaptive_steps_due,
+)
+from tests.runs.factories import ConfigProfileFactory, ExperimentFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def adaptive_experiment(cells: int = 3, **fields) -> Experiment:
+    values = {
+        "execution": "rounds",
+        "repeats": 3,
+        "adaptive": True,
+        "max_rounds": 12,
+        "clients": [2],
+        "margin_pct": 5.0,
+        **fields,
+    }
+    return ExperimentFactory(
+        config_profiles=[ConfigProfileFactory(name=f"p{n}") for n in range(cells)], **values
+    )
+
+
+def start(experiment: Experiment) -> list[Run]:
+    return services.experiment_start(experiment, UserFactory())
+
+
+def finish_round(experiment: Experiment, tps_of_cell: dict[int, float], spread: float = 0.001):
+    """Finish every queued run of the experiment with one point at its cell's tps, a
+    little apart from round to round; then the step the control worker would take."""
+    for run in experiment.runs.filter(status=Run.Status.QUEUED):
+        wobble = 1 + spread * ((run.round or 1) % 3 - 1)
+        Result.objects.create(
+            run=run, index=0, clients=2, repeat=run.round or 1, tps=tps_of_cell[run.cell] * wobble,
+            exit_code=0,
+        )  # fmt: skip
+        services.run_finish(run, Run.Status.SUCCEEDED)
+    return adaptive_step(experiment.pk)
+
+
+def rounds_of(experiment: Experiment) -> dict[int, list[int]]:
+    """round -> the cells it ran."""
+    found: dict[int, list[int]] = {}
+    for round_number, cell in experiment.runs.values_list("round", "cell").order_by("position"):
+        found.setdefault(round_number, []).append(cell)
+    return {r: sorted(cells) for r, cells in found.items()}
+
+
+def test_start_queues_the_first_rounds_and_plans_the_looks(lab_redis):
+    experiment = adaptive_experiment()
+
+    runs = start(experiment)
+
+    experiment.refresh_from_db()
+    assert len(runs) == 9
+    assert experiment.adaptive_state["looks"] == [3, 6, 12]
+    assert experiment.adaptive_state["ended"] == ""
+
+
+def test_a_clear_difference_and_a_same_end_the_experiment_at_the_first_look(lab_redis):
+    experiment = adaptive_experiment()
+    start(experiment)
+
+    assert finish_round(experiment, {0: 1000.0, 1: 2000.0, 2: 1000.0}) is True
+
+    experiment.refresh_from_db()
+    state = experiment.adaptive_state
+    assert state["ended"] == ENDED_DECIDED
+    verdicts = {p["cell"]: p["verdict"] for p in state["points"]}
+    assert verdicts == {1: "faster", 2: "same"}
+    assert [look["rounds"] for look in state["looked"]] == [3]
+    assert sorted(rounds_of(experiment)) == [1, 2, 3], "no round added"
+    sentence = next(p["sentence"] for p in state["points"] if p["cell"] == 1)
+    assert sentence.startswith("faster by 100.0 %")
+
+
+def test_only_undecided_cells_and_the_first_get_more_rounds(lab_redis):
+    experiment = adaptive_experiment()
+    start(experiment)
+    # Cell 1 is twice as fast; cell 2 is 3 % faster with a spread that leaves it open.
+    finish_round(experiment, {0: 1000.0, 1: 2000.0, 2: 1030.0}, spread=0.05)
+
+    experiment.refresh_from_db()
+    assert experiment.adaptive_state["ended"] == ""
+    assert rounds_of(experiment)[4] == [0, 2]
+    fourth = experiment.runs.filter(round=4)
+    assert all(run.spec["sweep"]["first_repeat"] == 4 for run in fourth)
+    assert {run.token for run in fourth} and all(run.token for run in fourth)
+
+
+def test_a_step_while_the_round_runs_or_taken_twice_changes_nothing(lab_redis):
+    experiment = adaptive_experiment()
+    start(experiment)
+    assert adaptive_step(experiment.pk) is False, "the first rounds still run"
+
+    finish_round(experiment, {0: 1000.0, 1: 1030.0, 2: 1030.0}, spread=0.05)
+    queued = experiment.runs.count()
+
+    assert adaptive_step(experiment.pk) is False
+    assert adaptive_steps_due() == 0
+    assert experiment.runs.count() == queued
+
+
+def test_undecided_at_the_budget_ends_with_the_budget_spent(lab_redis):
+    experiment = adaptive_experiment(cells=2, max_rounds=4)
+    start(experiment)
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05)
+    assert rounds_of(experiment)[4] == [0, 1]
+
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05)
+
+    experiment.refresh_from_db()
+    assert experiment.adaptive_state["ended"] == ENDED_BUDGET
+    assert [p["verdict"] for p in experiment.adaptive_state["points"]] == ["undecided"]
+    assert max(rounds_of(experiment)) == 4
+
+
+def test_a_cancelled_run_ends_the_experiment_without_more_rounds(lab_redis):
+    experiment = adaptive_experiment(cells=2)
+    runs = start(experiment)
+    services.run_cancel(runs[0], UserFactory())
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05)
+
+    experiment.refresh_from_db()
+    assert experiment.adaptive_state["ended"] == ENDED_CANCELLED
+    assert max(rounds_of(experiment)) == 3
+
+
+def test_a_run_that_ends_sends_the_step_to_the_control_worker(
+    lab_redis, django_capture_on_commit_callbacks, monkeypatch
+):
+    experiment = adaptive_experiment(cells=2)
+    run = start(experiment)[0]
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.run_finish(run, Run.Status.SUCCEEDED)
+
+    sends = [c.args[2] for c in callbacks if isinstance(c, partial) and c.func is send_or_log]
+    steps = [s.args for s in sends if isinstance(s, partial) and s.func is adaptive_step_send]
+    assert steps == [(experiment.pk,)]
+    sent = []
+    monkeypatch.setattr(adaptive.app, "send_task", lambda *a, **kw: sent.append((a, kw)))
+    adaptive_step_send(experiment.pk)
+    assert sent == [((adaptive.ADAPTIVE_TASK,), {"args": [experiment.pk], "queue": "control"})]
+
+
+def test_the_reaper_takes_a_step_whose_message_was_lost(lab_redis):
+    experiment = adaptive_experiment()
+    start(experiment)
+    for run in experiment.runs.all():
+        Result.objects.create(run=run, index=0, clients=2, repeat=run.round, tps=1000.0 + run.cell)
+        services.run_finish(run, Run.Status.SUCCEEDED)
+
+    assert adaptive_steps_due() == 1
+
+    experiment.refresh_from_db()
+    assert experiment.adaptive_state["looked"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"execution": "blocks"}, "execution"),
+        ({"repeats": 2}, "repeats"),
+        ({"max_rounds": None}, "max_rounds"),
+        ({"max_rounds": 2}, "max_rounds"),
+        ({"max_rounds": 10_000}, "max_rounds"),
+        ({"margin_pct": 0.0}, "margin_pct"),
+        ({"min_effect_pct": 80.0}, "min_effect_pct"),
+        ({"max_hours": 0.0}, "max_hours"),
+    ],
+)
+def test_an_adaptive_design_that_cannot_run_is_refused_naming_the_field(fields, field):
+    experiment = adaptive_experiment(**fields)
+
+    with pytest.raises(JobError) as refused:
+        start(experiment)
+
+    assert refused.value.field == field
+    assert not experiment.runs.exists()
+
+
+def test_one_cell_has_nothing_to_compare_with(lab_redis):
+    with pytest.raises(JobError, match="at least two") as refused:
+        start(adaptive_experiment(cells=1))
+    assert refused.value.field == "adaptive"
+
+
+def test_the_estimate_gives_the_first_rounds_the_expected_and_the_longest_time():
+    experiment = adaptive_experiment(cells=2, max_rounds=24)
+
+    estimate = services.experiment_estimate(experiment)
+
+    assert estimate["runs"] == 6
+    first = estimate["estimated_seconds"]
+    assert first and estimate["max_seconds"] == pytest.approx(first * 8, rel=0.01)
+    assert first < estimate["expected_seconds"] <= estimate["max_seconds"]

@@ -1,0 +1,113 @@
+"""The adaptive rule (runs/analysis/sequential.py), calibrated by simulation with the
+spread measured on this machine, beside the fixed design of the same rates.
+
+Each simulated compared point draws its rounds as tests/runs/test_verdicts_calibration.py
+does (a fresh cluster per repeat, its seconds averaged), with the budget of the fixed
+design that finds a 5 % shift 95 % of the time. The adaptive rule looks after rounds
+3, 6, 12, ... and the budget, and must keep the fixed design's bounds: A/A points
+falsely faster or slower at most 5 % of the time, "same within ±5 %" in at least 80 %
+of those decided, the right direction in at least 90 % at a 5 % shift either way. Its
+machine time, over a mix of those cases and a large effect, is at most half the fixed
+design's (docs/benchmarks.md has the figures).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from runs.analysis.sequential import LookLevel, look_levels, look_rounds, simulate
+from runs.analysis.stats import ALPHA
+from runs.analysis.verdicts import Verdict
+from tests.runs.test_verdicts_calibration import (
+    CELLS,
+    DIRECTIONS,
+    MARGIN_PCT,
+    MIN_EFFECT_PCT,
+    fixed_design_rounds,
+    simulated_repeats,
+)
+
+CASES = {"A/A": 0.0, "+5 %": 0.05, "-5 %": -0.05, "+50 %": 0.5}
+# A/A points: more of them, so the 5 % bound on false directions is judged within
+# 1.4 points (two binomial standard errors) rather than 2.5.
+A_A_POINTS = 1000
+
+
+@pytest.fixture(scope="module")
+def budget() -> int:
+    return fixed_design_rounds(5.0, power=0.95)
+
+
+@pytest.fixture(scope="module")
+def simulated(budget: int) -> dict[str, tuple[list[Verdict], np.ndarray]]:
+    """Each case's CELLS points run through the adaptive rule: verdicts and rounds taken."""
+    looks = look_rounds(3, budget)
+    found = {}
+    for n, (case, shift) in enumerate(CASES.items()):
+        rng = np.random.default_rng(20261127 + n)
+        points = A_A_POINTS if shift == 0 else CELLS
+        values = np.stack([simulated_repeats(rng, budget, shift) for _ in range(points)])
+        baseline = np.stack([simulated_repeats(rng, budget, 0.0) for _ in range(points)])
+        result = simulate(values, baseline, looks, MIN_EFFECT_PCT, MARGIN_PCT)
+        found[case] = (result.verdicts, result.rounds)
+    return found
+
+
+def test_looks_double_from_the_first_rounds_to_the_budget():
+    assert look_rounds(3, 20) == (3, 6, 12, 20)
+    assert look_rounds(3, 3) == (3,)
+    with pytest.raises(ValueError, match="at least 3 rounds"):
+        look_rounds(2, 10)
+    with pytest.raises(ValueError, match="below the first"):
+        look_rounds(5, 4)
+
+
+def test_each_look_tests_below_alpha_and_the_levels_grow_with_the_information():
+    levels = look_levels(look_rounds(3, 192))
+    alphas = [level.alpha for level in levels]
+    assert all(0 < a < ALPHA for a in alphas)
+    assert alphas == sorted(alphas)
+    assert look_levels((10,)) == (LookLevel(10, pytest.approx(ALPHA), pytest.approx(ALPHA)),)
+
+
+def test_the_levels_keep_the_chance_of_any_false_difference_at_alpha():
+    """Brownian paths drawn apart from those the boundaries came from: the share that
+    crosses some look's boundary is ALPHA, within the simulation's error."""
+    looks = look_rounds(3, 96)
+    levels = look_levels(looks)
+    fractions = np.asarray(looks, dtype=float) / looks[-1]
+    rng = np.random.default_rng(99)
+    steps = np.sqrt(np.diff(np.concatenate([[0.0], fractions])))
+    z = np.cumsum(rng.standard_normal((400_000, len(looks))) * steps, axis=1) / np.sqrt(fractions)
+    bounds = np.asarray([norm.isf(level.alpha / 2) for level in levels])
+    crossed = (np.abs(z) >= bounds).any(axis=1).mean()
+    assert crossed == pytest.approx(ALPHA, abs=0.002)
+
+
+def test_a_a_points_are_rarely_faster_or_slower_and_mostly_the_same_once_decided(simulated):
+    verdicts, _rounds = simulated["A/A"]
+    decided = [v for v in verdicts if v is not Verdict.UNDECIDED]
+    allowance = 2 * math.sqrt(0.05 * 0.95 / A_A_POINTS)
+    assert sum(v in DIRECTIONS for v in verdicts) / len(verdicts) <= 0.05 + allowance
+    assert sum(v is Verdict.SAME for v in decided) / len(decided) >= 0.80
+
+
+@pytest.mark.parametrize(("case", "right"), [("+5 %", Verdict.FASTER), ("-5 %", Verdict.SLOWER)])
+def test_a_five_percent_shift_gets_its_direction(simulated, case, right):
+    verdicts, _rounds = simulated[case]
+    assert sum(v is right for v in verdicts) / len(verdicts) >= 0.90
+    assert not DIRECTIONS - {right} & set(verdicts)
+
+
+def test_a_large_effect_is_decided_in_a_few_percent_of_the_budget(simulated, budget):
+    verdicts, rounds = simulated["+50 %"]
+    assert set(verdicts) == {Verdict.FASTER}
+    assert rounds.mean() < 0.05 * budget
+
+
+def test_the_mix_takes_at_most_half_the_machine_time_of_the_fixed_design(simulated, budget):
+    shares = {case: float(rounds.mean()) / budget for case, (_v, rounds) in simulated.items()}
+    assert all(share <= 1.0 for share in shares.values())
+    assert sum(shares.values()) / len(shares) <= 0.5, shares

@@ -48,7 +48,7 @@ from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_
 from agents.contract.reports.events import InvalidEvent, is_agent_event
 from runs.contract.transport import redis_connection
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
-from runs.control.members import remove_dead_consumers
+from runs.control.members import claim_from_dead_here, remove_dead_consumers
 from runs.services import event_refusal, record_event
 from runs.services.ingest import (
     is_heartbeat,
@@ -137,10 +137,12 @@ class EventConsumer:
         return len(entries)
 
     def _forget_dead_members(self) -> None:
-        """Now and then, remove the group's members that are gone (runs.control.members)."""
+        """Now and then (first at start), take over what members whose process is gone
+        left pending and remove the group's members that are gone (runs.control.members)."""
         if time.monotonic() < self._next_members_check:
             return
         self._next_members_check = time.monotonic() + MEMBERS_CHECK_S
+        claim_from_dead_here(self.client, self.stream, self.group, self.consumer)
         remove_dead_consumers(self.client, self.stream, self.group, keep=self.consumer)
 
     def _own_pending(self) -> list[Entry]:

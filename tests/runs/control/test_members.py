@@ -1,11 +1,14 @@
 """Members of the control group that are gone are removed; live ones and owners stay."""
 
+import os
+import socket
+import subprocess
 import time
 
 import pytest
 
 from runs.control.consumer import EventConsumer
-from runs.control.members import remove_dead_consumers
+from runs.control.members import claim_from_dead_here, remove_dead_consumers
 
 
 @pytest.mark.django_db
@@ -26,3 +29,32 @@ def test_idle_members_without_pending_entries_are_removed(lab_redis, events_stre
     assert removed == ["gone"]
     names = {member["name"] for member in lab_redis.xinfo_consumers(events_stream, group)}
     assert names == {"owner", "live"}
+
+
+def dead_pid() -> int:
+    """The pid of a process that ran here and has ended."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.django_db
+def test_what_a_killed_worker_of_this_host_left_pending_is_claimed_at_once(
+    lab_redis, events_stream
+):
+    group, host = "control", socket.gethostname()
+    EventConsumer(client=lab_redis).ensure_group()
+    for entry in range(4):
+        lab_redis.xadd(events_stream, {"event": str(entry)})
+    killed, elsewhere, alive = f"{host}-{dead_pid()}", "other-host-1", f"{host}-{os.getpid()}"
+    for name in (killed, elsewhere, alive):
+        lab_redis.xreadgroup(group, name, {events_stream: ">"}, count=1)  # left pending
+
+    claimed = claim_from_dead_here(lab_redis, events_stream, group, claimer="restarted")
+
+    assert claimed == 1
+    pending = {m["name"]: m["pending"] for m in lab_redis.xinfo_consumers(events_stream, group)}
+    assert pending == {killed: 0, elsewhere: 1, alive: 1, "restarted": 1}
+    # The restarted worker's next round reads it as its own pending entry.
+    consumer = EventConsumer(client=lab_redis, consumer="restarted")
+    assert [fields for _id, fields in consumer._own_pending()] == [{"event": "0"}]

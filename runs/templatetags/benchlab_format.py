@@ -2,6 +2,7 @@
 thousands separators, milliseconds with three decimals, a dash for nothing."""
 
 import json
+import math
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import TypeGuard, TypeVar
@@ -46,6 +47,12 @@ def count(value: object) -> str:
 def percent(value: object) -> str:
     """`+12.3 %` with an explicit sign, for deltas."""
     return f"{value:+.1f} %" if _is_number(value) else NOTHING
+
+
+@register.filter
+def log_sd_percent(value: object) -> str:
+    """A variance of log values as the sd people read as a percent spread: `12.3 %`."""
+    return f"{math.sqrt(max(float(value), 0.0)) * 100:.1f} %" if _is_number(value) else NOTHING
 
 
 @register.filter

@@ -1,13 +1,17 @@
-"""What the experiment page shows of an adaptive experiment (runs/services/adaptive.py):
-its planned looks, each compared point's answer and the rounds it took, why it ended,
-and its machine time beside the fixed design of its budget."""
+"""What the experiment page shows about spending repeats: an adaptive experiment's
+planned looks, each compared point's answer and the rounds it took, why it ended and
+its machine time beside the fixed design of its budget (runs/services/adaptive.py);
+and for any experiment, where its spread comes from (runs/analysis/variance.py)."""
 
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
 
-from runs.models import Experiment, Run
+from runs.analysis.variance import PointSeconds, VarianceSplit, variance_split
+from runs.contract.execution import ROUNDS
+from runs.estimates import learned_timings
+from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.adaptive import BASELINE_CELL, AdaptiveState, LookRecord
 
 
@@ -85,3 +89,26 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
         run_time=took,
         budget_time=per_run * cells * budget_rounds if per_run is not None else None,
     )
+
+
+def spread_split(experiment: Experiment, results: dict[int, list[Result]]) -> VarianceSplit | None:
+    """Where the experiment's spread comes from (runs/analysis/variance.py): its repeats at
+    each cell and client count (`results`: a cell's standing run -> every round's points),
+    each point's seconds, and the setup a run costs on its first cell's host."""
+    repeats = [
+        [r.tps or 0.0 for r in rs if r.clients == clients]
+        for rs in results.values()
+        for clients in {r.clients for r in rs}
+    ]
+    by_point: dict[tuple[int, int], tuple[list[float], list[int | None]]] = {}
+    rows = ProgressSample.objects.filter(run__experiment=experiment, tps__isnull=False)
+    for run_id, point, tps, sampled in rows.order_by("run_id", "point", "t").values_list(
+        "run_id", "point", "tps", "sampled"
+    ):
+        values, counts = by_point.setdefault((run_id, point), ([], []))
+        values.append(tps or 0.0)
+        counts.append(sampled)
+    points = [PointSeconds(values, counts) for values, counts in by_point.values()]
+    first = experiment.runs.order_by("position").first()
+    setup = learned_timings([first.host_id]).for_run(first).setup_s if first else 0.0
+    return variance_split(repeats, points, setup, experiment.execution == ROUNDS)

@@ -25,7 +25,7 @@ from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
-from runs.views.adaptive import adaptive_summary
+from runs.views.adaptive import adaptive_summary, spread_split
 
 
 def run_label(run: Run) -> str:
@@ -135,6 +135,7 @@ def experiment_context(
         "adaptive": adaptive_summary(
             experiment, {run.cell: labels[run.pk] for run in cells if run.pk in labels}
         ),
+        "spread": spread_split(experiment, loaded["results"]) if runs else None,
     }
 
 

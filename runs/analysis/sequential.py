@@ -115,12 +115,13 @@ class PointAnswer:
     pct: float | None = None
     interval_pct: tuple[float, float] | None = None
     same_interval_pct: tuple[float, float] | None = None
+    margin_pct: float = 0.0
 
     @property
     def sentence(self) -> str:
         if self.verdict is Verdict.SAME and self.same_interval_pct:
             low, high = self.same_interval_pct
-            return f"same: [{low:+.1f}, {high:+.1f}] %"
+            return f"same within ±{self.margin_pct:g} % [{low:+.1f}, {high:+.1f}]"
         if self.pct is None or self.interval_pct is None:
             return str(self.verdict)
         low, high = self.interval_pct
@@ -212,6 +213,7 @@ def judge_look(
             _pct(estimate),
             (_pct(estimate - half), _pct(estimate + half)),
             (_pct(estimate - same_half), _pct(estimate + same_half)),
+            margin_pct,
         )
     return [answer or PointAnswer(Verdict.UNDECIDED) for answer in answers]
 

@@ -89,8 +89,9 @@ def test_a_clear_difference_and_a_same_end_the_experiment_at_the_first_look(lab_
     assert verdicts == {1: "faster", 2: "same"}
     assert [look["rounds"] for look in state["looked"]] == [3]
     assert sorted(rounds_of(experiment)) == [1, 2, 3], "no round added"
-    sentence = next(p["sentence"] for p in state["points"] if p["cell"] == 1)
-    assert sentence.startswith("faster by 100.0 %")
+    sentences = {p["cell"]: p["sentence"] for p in state["points"]}
+    assert sentences[1].startswith("faster by 100.0 % [")
+    assert sentences[2].startswith("same within ±5 % [")
 
 
 def test_only_undecided_cells_and_the_first_get_more_rounds(lab_redis):

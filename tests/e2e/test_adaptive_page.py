@@ -1,0 +1,71 @@
+"""Adaptive rounds in a real browser against the real stack (issue 20): scheduled from the
+form's adaptive panel, measured by a real agent, looked at by the real control worker,
+and the experiment page showing each cell's answer, the rounds it took and why it ended.
+
+Three select-only workloads held to a rate by pgbench `-R` (1,000, 1,000 and 2,000 tps):
+the doubled rate is decided "faster" at the first look after 3 rounds and gets no more
+rounds; the identical one ends "same within ±10 %" there or gets rounds of its own.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from runs.models import Experiment, PgBuild, Workload
+from tests.e2e.conftest import PASSWORD, sign_in
+from tests.runs.factories import ConfigProfileFactory, UserFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
+
+RATES = {"a-1000": 1000, "b-1000": 1000, "c-2000": 2000}
+
+
+def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack, page, tmp_path):
+    lab, web = stack
+    PgBuild.objects.create(name="pg16", version="16", source="prebuilt")
+    ConfigProfileFactory(name="defaults", settings={})
+    for name, rate in RATES.items():
+        Workload.objects.create(
+            name=name, scale=1, scripts=[{"builtin": "select-only", "weight": 1}], rate_tps=rate
+        )
+    sign_in(page, web.url, UserFactory(password=PASSWORD).username)
+
+    page.goto(f"{web.url}/experiments/new")
+    page.fill("input[name=name]", "adaptive rates")
+    page.check(f"input[data-host='{lab.name}']")
+    page.check("label:has-text('pg16') input")
+    page.check("label:has-text('defaults') input")
+    for name in RATES:
+        page.check(f"label:has-text('{name}') input")
+    page.fill("input[name=clients]", "1")
+    page.fill("input[name=duration_s]", "3")
+    page.fill("input[name=repeats]", "3")
+    page.select_option("select[name=execution]", "rounds")
+    page.check("input[name=adaptive]")
+    page.fill("input[name=max_rounds]", "6")
+    page.fill("input[name=margin_pct]", "10")
+    page.click("button[name=start]")
+    expect(page.locator(".messages")).to_contain_text("9 run(s) queued")
+    expect(page.locator("#adaptive")).to_contain_text("The first look comes after round 3")
+
+    experiment = Experiment.objects.get()
+    lab_logs = lab.logs
+    for _ in range(120):
+        experiment.refresh_from_db()
+        if experiment.adaptive_state.get("ended"):
+            break
+        page.wait_for_timeout(3000)
+    assert experiment.adaptive_state.get("ended"), lab_logs()
+
+    page.reload()
+    state = page.locator("#adaptive-state")
+    expect(state).to_contain_text(re.compile(r"Ended: (every cell decided|budget of rounds spent)"))
+    faster = page.locator("#adaptive-cells tr[data-cell='2']")
+    expect(faster).to_have_attribute("data-verdict", "faster")
+    expect(faster.locator(".verdict")).to_have_text(re.compile(r"^faster by \d+\.\d % \["))
+    expect(faster.locator("td").last).to_have_text("3")
+    same = page.locator("#adaptive-cells tr[data-cell='1']")
+    expect(same).to_have_attribute("data-verdict", re.compile("^(same|undecided)$"))
+    expect(page.locator("#spread-advice")).to_contain_text("narrow the interval faster")
+    page.screenshot(path=str(tmp_path / "adaptive-experiment.png"), full_page=True)

@@ -112,15 +112,16 @@ def marked_for_job(directory: Path, job_id: str) -> bool:
     return marker is not None and marker.job_id == job_id
 
 
-def kill_stragglers(data_dir: Path, cluster: object) -> None:
-    """Kill leftover server processes: those whose working directory is `data_dir`."""
+def kill_stragglers(job_dir: Path, cluster: object) -> None:
+    """Kill leftover job processes: those working inside `job_dir` (the server in its data
+    directory, a pgbench and its sandbox in theirs) that outlived the agent that ran them."""
     leftovers = []
     for process in psutil.process_iter(["pid"]):
         with contextlib.suppress(psutil.Error):
-            if Path(process.cwd()) == data_dir:
+            if Path(process.cwd()).is_relative_to(job_dir):
                 leftovers.append(process)
     for process in leftovers:
-        logger.warning("killing leftover server process %s of %s", process.pid, cluster)
+        logger.warning("killing leftover job process %s of %s", process.pid, cluster)
         with contextlib.suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(leftovers, timeout=10)

@@ -337,7 +337,7 @@ class Cluster(ClusterClients):
                 logger.warning("%s has no marker of job %s; leaving it", directory, self.job_id)
                 continue
             if directory == self.job_dir:
-                kill_stragglers(self.data_dir, self)
+                kill_stragglers(self.job_dir, self)
             shutil.rmtree(directory)
 
     def _run(self, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:

@@ -256,6 +256,27 @@ def test_leftovers_of_a_gone_process_are_removed_and_a_live_agents_cluster_kept(
         assert stranger.exists()
 
 
+def test_a_leftover_clusters_pgbench_that_outlived_its_agent_is_killed_with_it(
+    pg16_install, os_user, cluster_root
+):
+    """A process working in the dead job's directory (a pgbench and its sandbox, which a
+    killed agent can leave waiting) goes with the cluster, not only the server."""
+    data_parent = cluster_root / f"left-{unique_job_id()}"
+    wal_parent = cluster_root / f"left-wal-{unique_job_id()}"
+    orphan_job, _postmaster = _abandon_a_cluster(pg16_install, os_user, data_parent, wal_parent)
+    pgbench_dir = data_parent / f"benchlab-{orphan_job}" / "pgbench"
+    pgbench_dir.mkdir()
+    straggler = subprocess.Popen(["sleep", "300"], cwd=pgbench_dir)
+    try:
+        remove_leftover_clusters({"data": data_parent, "wal": wal_parent}, os_user)
+
+        straggler.wait(timeout=15)  # killed (and already reaped by the kill's wait)
+        assert _gone(straggler.pid)
+        assert not pgbench_dir.exists()
+    finally:
+        straggler.kill()
+
+
 @pytest.mark.parametrize(
     ("run_id", "job_id"),
     [("42", "42"), ("-1", "1"), ("café run", "caf--run"), ("__", "local"), ("x" * 80, "x" * 48)],

@@ -57,6 +57,8 @@ def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack,
             break
         page.wait_for_timeout(3000)
     assert experiment.adaptive_state.get("ended"), lab_logs()
+    assert not experiment.runs.filter(cell=2, round__gt=3).exists(), "decided: no more rounds"
+    assert set(experiment.runs.filter(round__gt=3).values_list("cell", flat=True)) <= {0, 1}
 
     page.reload()
     state = page.locator("#adaptive-state")

@@ -1,6 +1,6 @@
 """Adaptive experiments in the lab (runs/services/adaptive.py): the plan at start, a step
 per ended round, rounds added only for undecided cells, and each way it ends. The runs
-here are finished by the test; tests/integration/test_adaptive_lab.py has real agents
+here are finished by the test; tests/e2e/test_adaptive_page.py has real agents
 measure them."""
 
 from functools import partial

@@ -167,10 +167,10 @@ def round_log_sd(experiment: Experiment) -> float | None:
 def adaptive_step_after_commit(run: Run) -> None:
     """When the run's experiment is adaptive, have the control worker take its next step
     once the caller commits (the run that ended may have been its round's last)."""
-    experiment_pk = run.experiment_id
-    if not Experiment.objects.filter(pk=experiment_pk, adaptive=True).exists():
+    if not run.experiment.adaptive:
         return
-    transport.send_after_commit(run.pk, "adaptive step", partial(adaptive_step_send, experiment_pk))
+    step = partial(adaptive_step_send, run.experiment_id)
+    transport.send_after_commit(run.pk, "adaptive step", step)
 
 
 def adaptive_step_send(experiment_pk: int) -> None:

@@ -16,8 +16,11 @@ group-sequential design keeps them at ALPHA (docs/decisions.md says why this one
   plan with a fixed seed). "Same within ±m %" is TOST, each one-sided test spending
   its ALPHA the same way. Early looks get a usable part, so a large effect ends soon.
 - A look's levels become Welch intervals on log values at the Welch-Satterthwaite
-  df, as the fixed verdicts use (runs/analysis/verdicts.py); Benjamini-Hochberg runs
-  over the look's points at the look's level. A decided point keeps its answer.
+  df, as the fixed verdicts use (runs/analysis/verdicts.py); where a side's rounds
+  are not log-normal (an outlier round, rounds in two groups: runs/analysis/shapes.py)
+  the point's answer is rank-based at the same levels (Hodges-Lehmann shift,
+  Mann-Whitney p: runs/analysis/ranks.py) and says so. Benjamini-Hochberg runs over
+  the look's points at the look's level. A decided point keeps its answer.
 """
 
 import functools
@@ -28,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from runs.analysis import stats
+from runs.analysis import ranks, stats
 from runs.analysis.equivalence import margin_log
+from runs.analysis.shapes import shape_of
 from runs.analysis.stats import ALPHA, MIN_REPEATS
 from runs.analysis.verdicts import Question, Verdict
 
@@ -116,28 +120,43 @@ class PointAnswer:
     interval_pct: tuple[float, float] | None = None
     same_interval_pct: tuple[float, float] | None = None
     margin_pct: float = 0.0
+    # Why the answer is rank-based (the sides' shapes); "" for log-Welch.
+    rank_because: str = ""
 
     @property
     def sentence(self) -> str:
+        ranked = f"; rank-based ({self.rank_because})" if self.rank_because else ""
         if self.verdict is Verdict.SAME and self.same_interval_pct:
-            low, high = self.same_interval_pct
-            return f"same within ±{self.margin_pct:g} % [{low:+.1f}, {high:+.1f}]"
+            bounds = _bounds(self.same_interval_pct)
+            return f"same within ±{self.margin_pct:g} % {bounds}{ranked}"
         if self.pct is None or self.interval_pct is None:
-            return str(self.verdict)
-        low, high = self.interval_pct
+            return f"{self.verdict}{ranked}"
+        bounds = _bounds(self.interval_pct)
         if self.verdict is Verdict.UNDECIDED:
-            return f"undecided: {self.pct:+.1f} % [{low:+.1f}, {high:+.1f}]"
-        return f"{self.verdict} by {abs(self.pct):.1f} % [{low:+.1f}, {high:+.1f}]"
+            return f"undecided: {self.pct:+.1f} % {bounds}{ranked}"
+        return f"{self.verdict} by {abs(self.pct):.1f} % {bounds}{ranked}"
+
+
+def _bounds(interval: tuple[float, float]) -> str:
+    """An interval in percent as the sentences write it; ranks over few rounds have none
+    at an early look's level."""
+    low, high = interval
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= -100.0:
+        return "[no interval yet at this look's level]"
+    return f"[{low:+.1f}, {high:+.1f}]"
 
 
 @dataclass(frozen=True)
 class _Looked:
-    """A look's numbers for rows of points at once (log scale)."""
+    """A look's numbers for rows of points at once (log scale): the estimate, its p, its
+    interval at the look's level and its equivalence interval (TOST at alpha_same)."""
 
     estimate: np.ndarray
     p: np.ndarray
-    half_width: np.ndarray
-    same_half_width: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    same_low: np.ndarray
+    same_high: np.ndarray
 
 
 def _moments(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -158,11 +177,45 @@ def _look(logs: np.ndarray, base_logs: np.ndarray, level: LookLevel) -> _Looked:
         df = np.where(np.isfinite(df), df, n + base_n - 2)
         estimate = mean - base_mean
         t = np.where(se > 0, np.abs(estimate) / se, np.where(estimate == 0, 0.0, np.inf))
+    half = scipy_stats.t.ppf(1 - level.alpha / 2, df) * se
+    same_half = scipy_stats.t.ppf(1 - level.alpha_same, df) * se
     return _Looked(
         estimate,
         2 * scipy_stats.t.sf(t, df),
-        scipy_stats.t.ppf(1 - level.alpha / 2, df) * se,
-        scipy_stats.t.ppf(1 - level.alpha_same, df) * se,
+        estimate - half,
+        estimate + half,
+        estimate - same_half,
+        estimate + same_half,
+    )
+
+
+def _rank_row(question: Question, level: LookLevel) -> tuple[float, ...]:
+    """(estimate, p, low, high, same_low, same_high) of one point from ranks at the look's
+    levels; an interval too wide for its repeats is unbounded."""
+    shift = ranks.rank_shift(question.values, question.baseline, level.alpha)
+    same = ranks.rank_shift(question.values, question.baseline, level.alpha_same)
+    low, high = shift.interval or (-math.inf, math.inf)
+    same_low, same_high = same.equivalence_interval or (-math.inf, math.inf)
+    return shift.log_shift, shift.p, low, high, same_low, same_high
+
+
+def _with_ranks(looked: _Looked, rows: dict[int, Question], level: LookLevel) -> _Looked:
+    """`looked` with the rows in `rows` (row -> its question) answered from ranks."""
+    columns = [np.array(column, dtype=float) for column in (
+        looked.estimate, looked.p, looked.low, looked.high, looked.same_low, looked.same_high
+    )]  # fmt: skip
+    for row, question in rows.items():
+        for column, value in zip(columns, _rank_row(question, level), strict=True):
+            column[row] = value
+    return _Looked(*columns)
+
+
+def rank_because(question: Question) -> str:
+    """Why a point's answer is rank-based: its sides' shapes that are not log-normal
+    ("" when both are)."""
+    shapes = {"this cell": shape_of(question.values), "first cell": shape_of(question.baseline)}
+    return "; ".join(
+        f"{side}: {shape.describe()}" for side, shape in shapes.items() if not shape.is_log_normal
     )
 
 
@@ -176,7 +229,7 @@ def _verdicts(
 ) -> list[Verdict]:
     bound = margin_log(margin_pct)
     differ = (q <= level.alpha) & (np.abs(np.expm1(looked.estimate)) * 100 >= min_effect_pct)
-    same = np.abs(looked.estimate) + looked.same_half_width <= bound
+    same = (looked.same_low >= -bound) & (looked.same_high <= bound)
     return [
         _direction(bool(up), bool(higher)) if d else Verdict.SAME if s else Verdict.UNDECIDED
         for up, d, s, higher in zip(
@@ -219,19 +272,22 @@ def judge_look(
         return answers
     logs = _log_rows([questions[i].values for i in usable])
     looked = _look(logs, _log_rows([questions[i].baseline for i in usable]), level)
+    because = [rank_because(questions[i]) for i in usable]
+    ranked = {row: questions[i] for row, i in enumerate(usable) if because[row]}
+    looked = _with_ranks(looked, ranked, level) if ranked else looked
     q_values = np.asarray(stats.adjust_p_values(looked.p.tolist()))
     higher = np.asarray([questions[i].higher_is_better for i in usable])
     verdicts = _verdicts(looked, q_values, level, min_effect_pct, margin_pct, higher)
-    estimates, halves = looked.estimate.tolist(), looked.half_width.tolist()
-    same_halves = looked.same_half_width.tolist()
+    estimates, lows, highs = looked.estimate.tolist(), looked.low.tolist(), looked.high.tolist()
+    same_lows, same_highs = looked.same_low.tolist(), looked.same_high.tolist()
     for row, i in enumerate(usable):
-        estimate, half, same_half = estimates[row], halves[row], same_halves[row]
         answers[i] = PointAnswer(
             verdicts[row],
-            _pct(estimate),
-            (_pct(estimate - half), _pct(estimate + half)),
-            (_pct(estimate - same_half), _pct(estimate + same_half)),
+            _pct(estimates[row]),
+            (_pct(lows[row]), _pct(highs[row])),
+            (_pct(same_lows[row]), _pct(same_highs[row])),
             margin_pct,
+            because[row],
         )
     return answers
 

@@ -1,0 +1,66 @@
+"""One look of the adaptive rule (runs/analysis/sequential.py, judge_look): points with
+different numbers of rounds at once, latency's direction, and the rank-based answer
+for rounds that are not log-normal."""
+
+import numpy as np
+import pytest
+
+from runs.analysis.sequential import judge_look, look_levels
+from runs.analysis.verdicts import Question, Verdict
+
+MIN_EFFECT_PCT, MARGIN_PCT = 1.0, 5.0
+
+
+def level_at(rounds: int):
+    (first, *_rest) = look_levels((rounds, 4 * rounds))
+    return first
+
+
+def steady(mean: float, n: int, seed: int, cv: float = 0.01) -> list[float]:
+    return list(np.random.default_rng(seed).normal(mean, mean * cv, n))
+
+
+def test_points_with_a_round_fewer_are_judged_in_one_look_like_on_their_own():
+    full = Question(steady(2000, 6, 1), steady(1000, 6, 2), True)
+    one_failed = Question(steady(1000, 5, 3), steady(1000, 6, 4), True)
+    level = level_at(6)
+
+    together = judge_look([full, one_failed], level, MIN_EFFECT_PCT, MARGIN_PCT)
+
+    assert [a.verdict for a in together] == [Verdict.FASTER, Verdict.SAME]
+    alone = judge_look([one_failed], level, MIN_EFFECT_PCT, MARGIN_PCT)[0]
+    assert together[1].same_interval_pct == pytest.approx(alone.same_interval_pct)
+
+
+def test_a_latency_that_rose_is_worse_and_one_that_fell_is_better():
+    level = level_at(6)
+    rose = Question(steady(4.0, 6, 5), steady(2.0, 6, 6), False)
+    fell = Question(steady(1.0, 6, 7), steady(2.0, 6, 8), False)
+
+    answers = judge_look([rose, fell], level, MIN_EFFECT_PCT, MARGIN_PCT)
+
+    assert [a.verdict for a in answers] == [Verdict.WORSE, Verdict.BETTER]
+    assert answers[0].sentence.startswith("worse by ") and 95 < answers[0].pct < 105
+
+
+def test_an_outlier_round_gets_the_rank_based_answer_and_says_so():
+    baseline = steady(1000, 12, 9)
+    values = [*steady(1000, 11, 10), 3000.0]  # one round three times the others
+    level = level_at(12)
+
+    (answer,) = judge_look([Question(values, baseline, True)], level, MIN_EFFECT_PCT, MARGIN_PCT)
+
+    assert "rank-based (this cell: " in answer.sentence
+    assert answer.pct == pytest.approx(0.0, abs=2.0), "the outlier does not move the shift"
+    assert answer.verdict is Verdict.SAME
+
+
+def test_log_normal_rounds_keep_the_welch_answer():
+    level = level_at(12)
+    (answer,) = judge_look(
+        [Question(steady(1000, 12, 11), steady(1000, 12, 12), True)],
+        level,
+        MIN_EFFECT_PCT,
+        MARGIN_PCT,
+    )
+    assert answer.rank_because == "" and "rank-based" not in answer.sentence

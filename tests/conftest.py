@@ -15,6 +15,7 @@ needs, from its fixtures) with `--fast` and its guard; CONTRIBUTING.md explains 
 """
 
 import ipaddress
+import json
 import os
 import socket
 import sys
@@ -129,6 +130,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         deselected = set(slow)
         items[:] = [item for item in items if item not in deselected]
+    items.sort(key=_expected_file_seconds, reverse=True)
+
+
+# Seconds the slowest test files took (scripts/file-seconds): the suite's xdist workers
+# take files in this order (scripts/test: --no-loadscope-reorder), the longest first, so
+# no long file starts last and keeps one worker busy while the other has nothing left.
+FILE_SECONDS: dict[str, float] = json.loads(
+    (Path(__file__).parent / "file_seconds.json").read_text()
+)
+
+
+def _expected_file_seconds(item: pytest.Item) -> float:
+    """What the item's file took last measured; 0 for the rest (they keep their order)."""
+    return FILE_SECONDS.get(item.nodeid.split("::")[0], 0.0)
 
 
 # What a fast test must not start or reach: programs that are or need a server, the lab

@@ -3,7 +3,9 @@
 `scripts/fetch-pg-sources` downloads the tarballs once per machine (Debian's
 source packages hold the upstream releases); the agent's cache keeps the
 builds, so only the first run on a machine compiles (about 6 minutes each on 2 cores).
-Builds use --without-icu/readline/zlib to stay small and need no -dev packages.
+Builds use --without-icu/readline/zlib to stay small and need no -dev packages, and
+CFLAGS -O0: no test times these servers, and 15.18 compiles in 1 min 44 s instead of
+3 min 29 s on a quiet 2-core machine.
 """
 
 import io
@@ -19,6 +21,7 @@ from runs.presets.seeds import LWLOCK_PARTITIONS_256_PATCH
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_FLAGS = ["--without-icu", "--without-readline", "--without-zlib"]
+UNOPTIMISED = "-O0"
 
 
 def sources_dir() -> Path:
@@ -44,7 +47,7 @@ def blocks16_definition(directory: Path) -> BuildDefinition:
         "patches": [
             {"name": "buffer-partitions-256", "diff": LWLOCK_PARTITIONS_256_PATCH, "strip": 1}
         ],
-        "cflags": None,
+        "cflags": UNOPTIMISED,
     }
 
 
@@ -54,7 +57,7 @@ def pg13_definition(directory: Path) -> BuildDefinition:
         "source": {"kind": "path", "location": str(tarball(directory, "13")), "ref": None},
         "configure_flags": ["--without-readline", "--without-zlib"],
         "patches": [],
-        "cflags": None,
+        "cflags": UNOPTIMISED,
     }
 
 

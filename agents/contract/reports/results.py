@@ -10,6 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from agents.contract.builds.definition import BuildRecord
 from agents.contract.errors import ErrorDocument
+from agents.contract.reports.counters import PointCounters
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
@@ -106,6 +107,12 @@ class PointResult(TypedDict):
     # CPUs its threads could use at most on the host it ran on (threads, or fewer CPUs).
     pgbench_cpu_s: NotRequired[float | None]
     pgbench_cpus: NotRequired[int | None]
+    # pgbench's context switches over the point (its rusage, all its threads).
+    pgbench_voluntary_switches: NotRequired[int | None]
+    pgbench_involuntary_switches: NotRequired[int | None]
+    # The server's and the OS's counters over the window, per transaction
+    # (agents/contract/reports/counters.py); absent where they were not read.
+    counters: NotRequired[PointCounters]
     query_mode: NotRequired[str | None]
     scale: NotRequired[int | None]
     notices: NotRequired[list[str]]

@@ -27,7 +27,8 @@ class ProgressLine(TypedDict):
     """One second of a point: a `pgbench -P` line, or the same second read from the
     transaction log (agents/pgbench/log_timeline.py). From a sampled log, tps and
     failed are estimates: `sampled` log lines at `sampling_rate` (relative error
-    about 1/sqrt(sampled)); the latency is that of the sampled transactions."""
+    about 1/sqrt(sampled)); the latency is that of the sampled transactions, and so are
+    its percentiles (nearest rank; None in a second with no sampled transaction)."""
 
     t: float
     tps: float
@@ -40,6 +41,9 @@ class ProgressLine(TypedDict):
     retries: NotRequired[int | None]
     sampled: NotRequired[int]
     sampling_rate: NotRequired[float]
+    p50_ms: NotRequired[float | None]
+    p95_ms: NotRequired[float | None]
+    p99_ms: NotRequired[float | None]
 
 
 class StatementLatency(TypedDict):

@@ -74,6 +74,30 @@ def progress_traces(
     return traces[0], traces[1]
 
 
+# Each second's latency percentiles from the sampled log (agents/pgbench/log_timeline.py),
+# drawn with the average: (series, legend name, dash).
+PERCENTILE_LINES = (
+    ("p50_ms", "p50", "dot"),
+    ("p95_ms", "p95", "dash"),
+    ("p99_ms", "p99", "longdash"),
+)
+
+
+def percentile_traces(digest: Digest, run_pk: int) -> list[PlotlyJson]:
+    """A line per latency percentile the run's seconds have; [] without any (`-P`, an
+    aggregate log, runs stored before issue 21). Their hover says the logged transactions
+    each second rests on."""
+    traces = []
+    for n, (key, name, dash) in enumerate(PERCENTILE_LINES, start=1):
+        series = digest.series.get(key)
+        if series is not None and series.y:
+            meta = {"run": run_pk, "series": key}
+            traces.append(
+                _timeline_trace(series.reduced(CHART_SAMPLES), name, COLORS[n], meta, dash)
+            )
+    return traces
+
+
 def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[PlotlyJson]:
     """Vertical lines at checkpoint starts (solid) and ends (dotted), coloured by cause."""
     return [
@@ -181,10 +205,16 @@ def run_timelines(
     labels = _warm_up_labels(digest.warm_ups, digest.offsets)
     if labels:
         tps_layout["annotations"] = labels
-    latency_layout = {**base_layout("latency over time", "seconds", "ms"), **extra}
+    percentiles = percentile_traces(digest, run.pk)
+    latency["name"] = "average" if percentiles else latency["name"]
+    latency_layout = {
+        **base_layout("latency over time", "seconds", "ms"),
+        **extra,
+        "showlegend": bool(percentiles),
+    }
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
-        "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
+        "latency": figure_json([latency, *percentiles], latency_layout, f"run-{run.pk}-latency"),
     }
 
 

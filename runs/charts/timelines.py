@@ -83,18 +83,29 @@ PERCENTILE_LINES = (
 )
 
 
-def percentile_traces(digest: Digest, run_pk: int) -> list[PlotlyJson]:
-    """A line per latency percentile the run's seconds have; [] without any (`-P`, an
-    aggregate log, runs stored before issue 21). Their hover says the logged transactions
-    each second rests on."""
+def draws_percentiles(run: Run, digest: Digest) -> bool:
+    """Whether the latency chart has percentile lines: the run's seconds have them, or a
+    run still measuring reads its seconds from a per-transaction log (the live page
+    extends them). `-P`, an aggregate log and runs stored before issue 21 have none."""
+    if any(digest.series.get(key) for key, _name, _dash in PERCENTILE_LINES):
+        return True
+    workload = run.spec.get("workload") or {}
+    logged = workload.get("latency_log", "sampled") in ("sampled", "full")
+    return not run.is_final and logged and not workload.get("progress")
+
+
+def percentile_traces(run: Run, digest: Digest) -> list[PlotlyJson]:
+    """A line per latency percentile (after the average, in PERCENTILE_LINES' order, where
+    the live page extends them), or [] (`draws_percentiles`). Their hover says the logged
+    transactions each second rests on."""
+    if not draws_percentiles(run, digest):
+        return []
     traces = []
     for n, (key, name, dash) in enumerate(PERCENTILE_LINES, start=1):
         series = digest.series.get(key)
-        if series is not None and series.y:
-            meta = {"run": run_pk, "series": key}
-            traces.append(
-                _timeline_trace(series.reduced(CHART_SAMPLES), name, COLORS[n], meta, dash)
-            )
+        reduced = series.reduced(CHART_SAMPLES) if series else None
+        meta = {"run": run.pk, "series": key}
+        traces.append(_timeline_trace(reduced, name, COLORS[n], meta, dash))
     return traces
 
 
@@ -183,7 +194,8 @@ def _warning_marks(
 def run_timelines(
     run: Run, digest: Digest, point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict[str, PlotlyJson]:
-    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
+    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0, and the
+    latency's percentile lines after it).
 
     Checkpoints are vertical lines; the seconds a point's tps ramped before it settled
     are a grey band (labelled on the tps chart); warned points get a marker on the tps
@@ -205,7 +217,7 @@ def run_timelines(
     labels = _warm_up_labels(digest.warm_ups, digest.offsets)
     if labels:
         tps_layout["annotations"] = labels
-    percentiles = percentile_traces(digest, run.pk)
+    percentiles = percentile_traces(run, digest)
     latency["name"] = "average" if percentiles else latency["name"]
     latency_layout = {
         **base_layout("latency over time", "seconds", "ms"),

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from runs.models import Comparison, ProgressSample, Result, Run
 from runs.services.events import store_point
+from runs.sse import _messages
 from tests.runs.pages.conftest import finished_run
 from tests.runs.test_movers import STEADY
 
@@ -90,6 +91,24 @@ def test_the_run_page_shows_counters_per_transaction_and_draws_percentiles(
     latency = response.context["figures"]["latency"]["data"]
     assert [trace["name"] for trace in latency] == ["average", "p50", "p95", "p99"]
     assert latency[3]["y"] == [4.7] and latency[3]["customdata"] == [250]
+
+
+def test_a_running_runs_latency_chart_has_percentile_lines_the_live_stream_extends(
+    signed_in: Client,
+) -> None:
+    run = finished_run([])
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    figures = signed_in.get(reverse("run-detail", args=[run.pk])).context["figures"]
+    assert [trace["name"] for trace in figures["latency"]["data"]] == [
+        "average",
+        "p50",
+        "p95",
+        "p99",
+    ]
+    stored_point(run)
+    batch = {"run": None, "progress": list(run.progress.all()), "host": [], "results": []}
+    [message] = _messages({**batch, "client_host": []}, {"p": 0, "h": 0, "r": 0, "c": 0})  # type: ignore[arg-type]
+    assert '"p50_ms":1.8,"p95_ms":3.1,"p99_ms":4.7' in message
 
 
 def test_a_run_without_counters_has_no_counter_table(signed_in: Client) -> None:

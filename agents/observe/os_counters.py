@@ -1,20 +1,25 @@
-"""The operating system's counters of a PostgreSQL server: CPU time and disk bytes.
+"""The operating system's counters around a point: the server's CPU time, the disks'
+bytes, the host's context switches.
 
 The server's processes are the postmaster and its children. Linux adds a
-child's CPU time and I/O to its parent when the parent reaps it (the
-postmaster's `cutime`/`cstime` in /proc/<pid>/stat, and its /proc/<pid>/io,
-which counts the whole process with its reaped children): so the backends
-that exited in the window (pgbench's, at its end) are counted too, and a
-difference between two readings is the server's whole use in between.
-Context switches are not carried over that way, so the host's total
-(/proc/stat `ctxt`) is read instead.
+child's CPU time to its parent's `cutime`/`cstime` (/proc/<pid>/stat) when the
+parent reaps it: so the backends that exited in the window (pgbench's, at its
+end) are counted too, and a difference between two readings is the server's
+whole CPU time in between. Context switches are not carried over that way, so
+the host's total (/proc/stat `ctxt`) is read instead.
+
+Disk bytes are those the devices behind the data and WAL directories moved
+(/proc/diskstats), not the processes' /proc/<pid>/io `write_bytes`: that one
+counts a page-cache folio each time a write dirties it again, and with the
+large folios of recent kernels a commit's 8 kB WAL write counted as about
+270 kB (docs/decisions.md).
 """
 
 import os
 from pathlib import Path
 
 from agents.contract.reports.counters import Number
-from agents.observe.procfs import read_text
+from agents.observe.procfs import SECTOR_BYTES, read_diskstats, read_text
 
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 # Fields of /proc/<pid>/stat after the command name: 0 is the state, 1 the parent pid,
@@ -36,17 +41,6 @@ def _cpu_ticks(fields: list[str]) -> int:
     return sum(int(value) for value in fields[CPU_FIELDS])
 
 
-def _io_bytes(pid: int, proc: Path) -> tuple[int, int] | None:
-    """(read_bytes, write_bytes) of /proc/<pid>/io; None when unreadable (another user's)."""
-    text = read_text(proc / str(pid) / "io")
-    if text is None:
-        return None
-    values = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-    if "read_bytes" not in values or "write_bytes" not in values:
-        return None
-    return int(values["read_bytes"]), int(values["write_bytes"])
-
-
 def server_children(postmaster_pid: int, proc: Path = Path("/proc")) -> list[int]:
     """The pids whose parent is the postmaster, now."""
     children = []
@@ -60,29 +54,29 @@ def server_children(postmaster_pid: int, proc: Path = Path("/proc")) -> list[int
 
 
 def server_counters(postmaster_pid: int, proc: Path = Path("/proc")) -> dict[str, Number]:
-    """CPU seconds and disk bytes of the server so far; {} when its postmaster is gone.
-
-    Disk bytes are left out when /proc/<pid>/io cannot be read (the agent runs
-    as another user than the server and without the right to read it).
-    """
+    """The server's CPU seconds so far; {} when its postmaster is gone."""
     postmaster = _stat_fields(postmaster_pid, proc)
     if postmaster is None:
         return {}
     ticks = _cpu_ticks(postmaster)
-    io = _io_bytes(postmaster_pid, proc)
-    read_bytes, write_bytes = io if io is not None else (0, 0)
     for child in server_children(postmaster_pid, proc):
         fields = _stat_fields(child, proc)
         ticks += _cpu_ticks(fields) if fields is not None else 0
-        child_io = _io_bytes(child, proc)
-        if child_io is not None:
-            read_bytes += child_io[0]
-            write_bytes += child_io[1]
-    counters: dict[str, Number] = {"os.server_cpu_s": round(ticks / CLOCK_TICKS_PER_S, 2)}
-    if io is not None:
-        counters["os.server_read_bytes"] = read_bytes
-        counters["os.server_write_bytes"] = write_bytes
-    return counters
+    return {"os.server_cpu_s": round(ticks / CLOCK_TICKS_PER_S, 2)}
+
+
+def disk_counters(devices: set[str], path: str = "/proc/diskstats") -> dict[str, Number]:
+    """Bytes read and written so far by the named block devices together; {} with none
+    (data and WAL on tmpfs)."""
+    if not devices:
+        return {}
+    found = read_diskstats(devices, path)
+    if not found:
+        return {}
+    return {
+        "os.disk_read_bytes": sum(c.read_sectors for c in found.values()) * SECTOR_BYTES,
+        "os.disk_write_bytes": sum(c.write_sectors for c in found.values()) * SECTOR_BYTES,
+    }
 
 
 def host_context_switches(path: Path = Path("/proc/stat")) -> dict[str, Number]:

@@ -29,7 +29,7 @@ from agents.contract.reports.counters import (
     counter_deltas,
     per_transaction,
 )
-from agents.observe.os_counters import host_context_switches, server_counters
+from agents.observe.os_counters import disk_counters, host_context_switches, server_counters
 from agents.observe.pg_counters import (
     WAL_TIME_KEYS,
     WAL_TIMING_SQL,
@@ -66,7 +66,8 @@ class CounterWindow:
 
 
 class CounterReader:
-    """Reads a server's counters and its processes' through a short-lived connection.
+    """Reads a server's counters through a short-lived connection, its processes' CPU time
+    and the bytes of the block devices named in `devices` (those behind data and WAL).
 
     A connection that fails (the server went away) leaves a note in the window
     and the readings so far: whether that fails the point is the runner's decision.
@@ -78,12 +79,14 @@ class CounterReader:
         server_version_num: int,
         dbname: str,
         postmaster_pid: int | None,
+        devices: set[str],
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.conninfo = conninfo
         self.server_version_num = server_version_num
         self.dbname = dbname
         self.postmaster_pid = postmaster_pid
+        self.devices = devices
         self.sleep = sleep
 
     def start(self) -> CounterWindow:
@@ -116,6 +119,7 @@ class CounterReader:
             notes.append(f"the server's statistics could not be read: {message}")
         if self.postmaster_pid is not None:
             snapshot.update(server_counters(self.postmaster_pid))
+        snapshot.update(disk_counters(self.devices))
         snapshot.update(host_context_switches())
         return snapshot
 

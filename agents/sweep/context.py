@@ -19,6 +19,7 @@ from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.point_counters import CounterReader, CounterWindow
 from agents.observe.server import ServerSampler
+from agents.observe.storage import sampling_device
 from agents.pgbench import command
 from agents.pgbench.latency_log import log_root
 from agents.pgbench.process import Finished, run_pgbench
@@ -255,6 +256,7 @@ class PointContext:
             self.install.version_num,
             self.cluster.require_workload().dbname,
             self.cluster.postmaster_pid,
+            {device for path in self.storage.values() if (device := sampling_device(path))},
         )
 
 

@@ -119,11 +119,11 @@ COUNTERS: dict[str, Counter] = {
     "os.server_cpu_s": Counter(
         "server CPU time", "s", "/proc/<pid>/stat utime+stime of the server's processes"
     ),
-    "os.server_read_bytes": Counter(
-        "server disk reads", "bytes", "/proc/<pid>/io read_bytes of the server's processes"
+    "os.disk_read_bytes": Counter(
+        "disk reads", "bytes", "/proc/diskstats sectors read by the data and WAL devices"
     ),
-    "os.server_write_bytes": Counter(
-        "server disk writes", "bytes", "/proc/<pid>/io write_bytes of the server's processes"
+    "os.disk_write_bytes": Counter(
+        "disk writes", "bytes", "/proc/diskstats sectors written by the data and WAL devices"
     ),
     "os.pgbench_cpu_s": Counter("pgbench CPU time", "s", "wait4() rusage of pgbench"),
     "os.pgbench_voluntary_switches": Counter(

@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 
 from agents.contract.reports.counters import COUNTERS, counter_deltas, per_transaction
-from agents.observe.os_counters import CLOCK_TICKS_PER_S, host_context_switches, server_counters
+from agents.observe.os_counters import (
+    CLOCK_TICKS_PER_S,
+    disk_counters,
+    host_context_switches,
+    server_counters,
+)
 from agents.observe.pg_counters import (
     BGWRITER_SQL_17_PLUS,
     BGWRITER_SQL_UP_TO_16,
@@ -68,9 +73,7 @@ def test_a_difference_is_divided_by_the_transactions() -> None:
     assert per_transaction(deltas, 3) == {"wal.bytes": 1333.33, "wal.fpi": 0.0}
 
 
-def test_a_reset_counter_or_no_transaction_gives_none_never_a_negative_or_infinite_value() -> (
-    None
-):
+def test_a_reset_counter_or_no_transaction_gives_none_never_a_negative_or_infinite_value() -> None:
     deltas = counter_deltas({"db.blks_hit": 900, "wal.bytes": 1}, {"db.blks_hit": 10})
     assert deltas == {"db.blks_hit": None}
     assert per_transaction({"wal.bytes": 10}, 0) == {"wal.bytes": None}
@@ -90,7 +93,7 @@ def test_pgbench_totals_join_the_window_and_notes_travel_along() -> None:
     assert counters["server_version_num"] == 160015
 
 
-def _process(proc: Path, pid: int, parent: int, ticks: tuple[int, int, int, int], io: bool) -> None:
+def _process(proc: Path, pid: int, parent: int, ticks: tuple[int, int, int, int]) -> None:
     directory = proc / str(pid)
     directory.mkdir()
     utime, stime, cutime, cstime = ticks
@@ -98,29 +101,32 @@ def _process(proc: Path, pid: int, parent: int, ticks: tuple[int, int, int, int]
     (directory / "stat").write_text(
         f"{pid} (postgres: a (b)) S {parent} {rest} {utime} {stime} {cutime} {cstime} 20 0\n"
     )
-    if io:
-        (directory / "io").write_text(f"rchar: 1\nread_bytes: {pid}\nwrite_bytes: {2 * pid}\n")
 
 
-def test_the_server_is_its_postmaster_with_reaped_children_plus_its_live_children(
+def test_the_servers_cpu_is_its_postmaster_with_reaped_children_plus_its_live_children(
     tmp_path: Path,
 ) -> None:
-    _process(tmp_path, 100, 1, (10, 5, 300, 100), io=True)
-    _process(tmp_path, 101, 100, (20, 5, 0, 0), io=True)
-    _process(tmp_path, 102, 100, (1, 1, 0, 0), io=False)
-    _process(tmp_path, 200, 1, (999, 999, 0, 0), io=True)
-    counters = server_counters(100, tmp_path)
-    assert counters == {
-        "os.server_cpu_s": round(442 / CLOCK_TICKS_PER_S, 2),
-        "os.server_read_bytes": 201,
-        "os.server_write_bytes": 402,
-    }
+    _process(tmp_path, 100, 1, (10, 5, 300, 100))
+    _process(tmp_path, 101, 100, (20, 5, 0, 0))
+    _process(tmp_path, 102, 100, (1, 1, 0, 0))
+    _process(tmp_path, 200, 1, (999, 999, 0, 0))
+    assert server_counters(100, tmp_path) == {"os.server_cpu_s": round(442 / CLOCK_TICKS_PER_S, 2)}
     assert server_counters(999, tmp_path) == {}
 
 
-def test_the_server_without_a_readable_io_file_has_cpu_time_only(tmp_path: Path) -> None:
-    _process(tmp_path, 100, 1, (10, 0, 0, 0), io=False)
-    assert set(server_counters(100, tmp_path)) == {"os.server_cpu_s"}
+def test_disk_bytes_are_the_data_and_wal_devices_sectors_together(tmp_path: Path) -> None:
+    stats = tmp_path / "diskstats"
+    stats.write_text(
+        "   8       0 sda 10 0 100 0 20 0 400 0 0 0 0\n"
+        "   8      16 sdb 1 0 8 0 2 0 16 0 0 0 0\n"
+        "   8      32 sdc 1 0 999 0 2 0 999 0 0 0 0\n"
+    )
+    assert disk_counters({"sda", "sdb"}, str(stats)) == {
+        "os.disk_read_bytes": 108 * 512,
+        "os.disk_write_bytes": 416 * 512,
+    }
+    assert disk_counters(set(), str(stats)) == {}
+    assert disk_counters({"nvme9n1"}, str(stats)) == {}
 
 
 def test_host_context_switches_come_from_proc_stat(tmp_path: Path) -> None:

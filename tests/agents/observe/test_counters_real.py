@@ -8,6 +8,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.observe.point_counters import CounterReader, point_counters
+from agents.observe.storage import sampling_device
 from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.installs.ensure import ensure_install
 from tests.agents.jobs import run, small_spec
@@ -38,6 +39,7 @@ def test_a_tpcb_point_on_16_counts_wal_and_io_per_transaction(config: AgentConfi
     assert 0.99 <= per_transaction["db.xact_commit"] <= 1.1
     assert per_transaction["io.hits"] > 0
     assert per_transaction["os.server_cpu_s"] > 0
+    assert per_transaction["os.disk_write_bytes"] > 0  # the commits' WAL fsyncs
     assert per_transaction["os.pgbench_cpu_s"] > 0
     assert "bgwriter.buffers_backend" in per_transaction
     assert "wal.write_time_ms" not in per_transaction  # track_wal_io_timing is off
@@ -61,7 +63,11 @@ def test_each_versions_queries_read_its_views(
     cluster.initdb()
     cluster.start()
     version_num = cluster.install.version_num
-    reader = CounterReader(cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid)
+    device = sampling_device(cluster.data_dir)
+    devices = {device} if device else set()
+    reader = CounterReader(
+        cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid, devices
+    )
     window = reader.start()
     with cluster.connect() as connection:
         connection.execute("CREATE TABLE written AS SELECT g FROM generate_series(1, 10000) g")
@@ -72,6 +78,7 @@ def test_each_versions_queries_read_its_views(
     assert deltas["wal.bytes"] > 100_000 and deltas["wal.records"] >= 20_000
     assert deltas["db.tup_updated"] == 10_000 and deltas["db.xact_commit"] >= 2
     assert deltas["os.server_cpu_s"] >= 0
+    assert ("os.disk_write_bytes" in deltas) is bool(devices)
     assert ("io.extends" in deltas) is (version_num >= 160000)
     assert ("bgwriter.buffers_backend" in deltas) is (version_num < 170000)
     assert deltas["wal.writes"] >= 1

@@ -16,7 +16,7 @@ settle (`settle`):
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 APPLICATION_NAME = "benchlab-counters"
 CONNECT_TIMEOUT_S = 5
+STATEMENT_TIMEOUT = "5s"
 CLIENTS_GONE_TIMEOUT_S = 10.0
 CLIENTS_POLL_S = 0.05
 STATS_SETTLE_S = 0.6
@@ -80,14 +81,12 @@ class CounterReader:
         dbname: str,
         postmaster_pid: int | None,
         devices: set[str],
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.conninfo = conninfo
         self.server_version_num = server_version_num
         self.dbname = dbname
         self.postmaster_pid = postmaster_pid
         self.devices = devices
-        self.sleep = sleep
 
     def start(self) -> CounterWindow:
         """The window with its start reading."""
@@ -111,6 +110,7 @@ class CounterReader:
                 connect_timeout=CONNECT_TIMEOUT_S,
                 row_factory=dict_row,
             ) as connection:
+                connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
                 self._settle(connection, notes)
                 snapshot.update(self._statistics(connection))
         except psycopg.OperationalError as error:
@@ -133,8 +133,8 @@ class CounterReader:
                     "their last statistics may be missing"
                 )
                 break
-            self.sleep(CLIENTS_POLL_S)
-        self.sleep(STATS_SETTLE_S)
+            time.sleep(CLIENTS_POLL_S)
+        time.sleep(STATS_SETTLE_S)
         connection.execute("SELECT pg_stat_clear_snapshot()")
 
     def _statistics(self, connection: psycopg.Connection[DictRow]) -> Snapshot:

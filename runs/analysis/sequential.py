@@ -140,15 +140,23 @@ class _Looked:
     same_half_width: np.ndarray
 
 
+def _moments(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, variance, count) of each row's values; NaN pads a row with fewer rounds."""
+    n = np.sum(~np.isnan(rows), axis=1)
+    mean = np.nansum(rows, axis=1) / n
+    return mean, np.nansum((rows - mean[:, None]) ** 2, axis=1) / (n - 1), n
+
+
 def _look(logs: np.ndarray, base_logs: np.ndarray, level: LookLevel) -> _Looked:
     """Welch on log values of each row: `logs` and `base_logs` are (points, rounds)."""
-    n, base_n = logs.shape[1], base_logs.shape[1]
-    part, base_part = logs.var(axis=1, ddof=1) / n, base_logs.var(axis=1, ddof=1) / base_n
+    mean, var, n = _moments(logs)
+    base_mean, base_var, base_n = _moments(base_logs)
+    part, base_part = var / n, base_var / base_n
     se = np.sqrt(part + base_part)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = (part + base_part) ** 2 / (part**2 / (n - 1) + base_part**2 / (base_n - 1))
         df = np.where(np.isfinite(df), df, n + base_n - 2)
-        estimate = logs.mean(axis=1) - base_logs.mean(axis=1)
+        estimate = mean - base_mean
         t = np.where(se > 0, np.abs(estimate) / se, np.where(estimate == 0, 0.0, np.inf))
     return _Looked(
         estimate,
@@ -164,18 +172,32 @@ def _verdicts(
     level: LookLevel,
     min_effect_pct: float,
     margin_pct: float,
-    higher_is_better: bool,
+    higher_is_better: np.ndarray,
 ) -> list[Verdict]:
     bound = margin_log(margin_pct)
     differ = (q <= level.alpha) & (np.abs(np.expm1(looked.estimate)) * 100 >= min_effect_pct)
     same = np.abs(looked.estimate) + looked.same_half_width <= bound
-    up, down = (
-        (Verdict.FASTER, Verdict.SLOWER) if higher_is_better else (Verdict.WORSE, Verdict.BETTER)
-    )
     return [
-        (up if estimate > 0 else down) if d else Verdict.SAME if s else Verdict.UNDECIDED
-        for estimate, d, s in zip(looked.estimate, differ, same, strict=True)
+        _direction(bool(up), bool(higher)) if d else Verdict.SAME if s else Verdict.UNDECIDED
+        for up, d, s, higher in zip(
+            looked.estimate > 0, differ, same, higher_is_better, strict=True
+        )
     ]
+
+
+def _direction(up: bool, higher_is_better: bool) -> Verdict:
+    """The word for a significant change: tps up is faster, latency up is worse."""
+    if higher_is_better:
+        return Verdict.FASTER if up else Verdict.SLOWER
+    return Verdict.WORSE if up else Verdict.BETTER
+
+
+def _log_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    """Logs of ragged rows, NaN-padded to the longest."""
+    padded = np.full((len(rows), max(len(row) for row in rows)), np.nan)
+    for i, row in enumerate(rows):
+        padded[i, : len(row)] = np.log(np.asarray(row, dtype=float))
+    return padded
 
 
 def judge_look(
@@ -186,36 +208,32 @@ def judge_look(
     Every question has the look's rounds on both sides (a failed round leaves one
     fewer); a point with fewer than two positive values a side stays undecided.
     """
-    answers: list[PointAnswer | None] = [None] * len(questions)
     usable = [
         i
         for i, question in enumerate(questions)
         if min(len(question.values), len(question.baseline)) >= 2
         and min(*question.values, *question.baseline) > 0
     ]
-    looked_by_point: dict[int, tuple[_Looked, float]] = {}
-    for i in usable:
-        question = questions[i]
-        logs = np.log(np.asarray([question.values], dtype=float))
-        base_logs = np.log(np.asarray([question.baseline], dtype=float))
-        looked = _look(logs, base_logs, level)
-        looked_by_point[i] = (looked, float(looked.p[0]))
-    q_values = stats.adjust_p_values([p for _looked, p in looked_by_point.values()])
-    for (i, (looked, _p)), q in zip(looked_by_point.items(), q_values, strict=True):
-        question = questions[i]
-        verdict = _verdicts(
-            looked, np.asarray([q]), level, min_effect_pct, margin_pct, question.higher_is_better
-        )[0]
-        estimate = float(looked.estimate[0])
-        half, same_half = float(looked.half_width[0]), float(looked.same_half_width[0])
+    answers = [PointAnswer(Verdict.UNDECIDED) for _ in questions]
+    if not usable:
+        return answers
+    logs = _log_rows([questions[i].values for i in usable])
+    looked = _look(logs, _log_rows([questions[i].baseline for i in usable]), level)
+    q_values = np.asarray(stats.adjust_p_values(looked.p.tolist()))
+    higher = np.asarray([questions[i].higher_is_better for i in usable])
+    verdicts = _verdicts(looked, q_values, level, min_effect_pct, margin_pct, higher)
+    estimates, halves = looked.estimate.tolist(), looked.half_width.tolist()
+    same_halves = looked.same_half_width.tolist()
+    for row, i in enumerate(usable):
+        estimate, half, same_half = estimates[row], halves[row], same_halves[row]
         answers[i] = PointAnswer(
-            verdict,
+            verdicts[row],
             _pct(estimate),
             (_pct(estimate - half), _pct(estimate + half)),
             (_pct(estimate - same_half), _pct(estimate + same_half)),
             margin_pct,
         )
-    return [answer or PointAnswer(Verdict.UNDECIDED) for answer in answers]
+    return answers
 
 
 def _pct(log_ratio: float) -> float:
@@ -245,7 +263,8 @@ def simulate(
     open_rows = np.arange(logs.shape[0])
     for level in look_levels(looks):
         looked = _look(logs[open_rows, : level.rounds], base_logs[open_rows, : level.rounds], level)
-        found = _verdicts(looked, looked.p, level, min_effect_pct, margin_pct, True)
+        higher = np.ones(open_rows.size, dtype=bool)
+        found = _verdicts(looked, looked.p, level, min_effect_pct, margin_pct, higher)
         decided = np.asarray([verdict is not Verdict.UNDECIDED for verdict in found])
         for row, verdict in zip(open_rows[decided], np.asarray(found)[decided], strict=True):
             verdicts[row] = Verdict(verdict)

@@ -364,8 +364,7 @@ def point_steady_state(samples: PointSamples) -> SteadyState | None:
     return steady_state(tps) if len(tps) >= 2 * MIN_STEADY_SECONDS else None
 
 
-def _steady_warning(samples: PointSamples) -> list[ValidityWarning]:
-    steady = point_steady_state(samples)
+def _steady_warning(steady: SteadyState | None) -> list[ValidityWarning]:
     if steady is None:
         return []
     if not steady.settled:
@@ -378,13 +377,16 @@ def _steady_warning(samples: PointSamples) -> list[ValidityWarning]:
     return []
 
 
-def sample_warnings(point: int, samples: PointSamples) -> list[ValidityWarning]:
-    """The checks a point's stored timelines can fail (kept with its timeline digest)."""
+def sample_warnings(
+    point: int, samples: PointSamples, steady: SteadyState | None
+) -> list[ValidityWarning]:
+    """The checks a point's stored timelines can fail (kept with its timeline digest);
+    `steady`: its `point_steady_state`, which the digest draws too."""
     return [
         *_checkpoint_warning(point, samples),
         *_host_idle_warning(samples),
         *_timeline_warning(samples),
-        *_steady_warning(samples),
+        *_steady_warning(steady),
     ]
 
 
@@ -399,7 +401,8 @@ def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[V
 
 def point_warnings(result: Result, samples: PointSamples) -> list[ValidityWarning]:
     """The checks one measured point can fail on its own, from its samples and result."""
-    return result_warnings(result, sample_warnings(result.index, samples))
+    steady = point_steady_state(samples)
+    return result_warnings(result, sample_warnings(result.index, samples, steady))
 
 
 def cell_warnings(summary: Summary | None) -> list[ValidityWarning]:

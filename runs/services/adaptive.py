@@ -13,15 +13,20 @@ pass, so a lost message only delays a step):
   budget of rounds), when a next round would end past `max_hours` from the first
   run's start, or when one of its runs was cancelled (a person stopped it);
 - otherwise the next round is queued: the first cell and every cell with a point
-  still undecided, in an order drawn from the experiment's seed and the round.
+  still undecided, in an order drawn from the experiment's seed and the round;
+- at a look, when the experiment's spread says longer points narrow the intervals
+  faster than more rounds (second-to-second noise dominates, runs/analysis/variance.py),
+  every later round runs its points twice as long (once; `AdaptiveState.lengthened`).
 
 `Experiment.adaptive_state` records the plan, each look and each point's answer.
 """
 
+import copy
 import logging
 import math
 import random
 import statistics
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from typing import TypedDict, cast
@@ -37,11 +42,13 @@ from benchlab.celery import app
 from runs.analysis import sequential
 from runs.analysis.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from runs.analysis.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
+from runs.analysis.variance import PointSeconds, VarianceSplit, variance_split
 from runs.analysis.verdicts import Question, Verdict
 from runs.contract import transport
 from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
-from runs.models import Experiment, Result, Run
+from runs.estimates import learned_timings
+from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
 from runs.services.queueing import Cell, CheckedCell, queue_slot
@@ -62,6 +69,8 @@ ENDED_HOURS = "budget of hours spent"
 ENDED_CANCELLED = "a run was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 ENDED_NO_RUNS = "no run of the first cell succeeded"
+# How much longer points run once the spread says longer points pay (once per experiment).
+LONGER_POINTS_FACTOR = 2
 
 
 class PointState(TypedDict):
@@ -82,10 +91,19 @@ class LookRecord(TypedDict):
     at: str
 
 
+class Lengthened(TypedDict):
+    """From `from_round` on, points run `factor` times as long, for `advice`'s reason."""
+
+    from_round: int
+    factor: int
+    advice: str
+
+
 class AdaptiveState(TypedDict, total=False):
     looks: list[int]
     points: list[PointState]
     looked: list[LookRecord]
+    lengthened: Lengthened
     ended: str
     ended_at: str
 
@@ -131,11 +149,14 @@ def adaptive_plan(experiment: Experiment) -> AdaptiveState:
     return {"looks": list(looks), "points": [], "looked": [], "ended": ""}
 
 
-def adaptive_seconds(experiment: Experiment, round_seconds: float) -> tuple[float, float]:
+def adaptive_seconds(
+    experiment: Experiment, round_seconds: float, longer_round_seconds: float
+) -> tuple[float, float]:
     """(expected, most) seconds of an adaptive experiment whose every round costs
-    `round_seconds` on its busiest host: the rounds an A/A cell takes on average at the
-    spread the host's earlier rounds showed (sequential.expected_rounds), and the
-    budget's. The first cell runs every round while another cell is undecided."""
+    `round_seconds` on its busiest host, `longer_round_seconds` with longer points: the
+    rounds an A/A cell takes on average at the spread the host's earlier rounds showed
+    (sequential.expected_rounds), and the budget's, every round after the first look
+    with longer points. The first cell runs every round while another is undecided."""
     most = experiment.max_rounds or experiment.repeats
     expected = sequential.expected_rounds(
         experiment.repeats,
@@ -144,7 +165,8 @@ def adaptive_seconds(experiment: Experiment, round_seconds: float) -> tuple[floa
         experiment.min_effect_pct,
         round_log_sd(experiment),
     )
-    return expected * round_seconds, most * round_seconds
+    first = experiment.repeats
+    return expected * round_seconds, first * round_seconds + (most - first) * longer_round_seconds
 
 
 def round_log_sd(experiment: Experiment) -> float | None:
@@ -167,10 +189,10 @@ def round_log_sd(experiment: Experiment) -> float | None:
 def adaptive_step_after_commit(run: Run) -> None:
     """When the run's experiment is adaptive, have the control worker take its next step
     once the caller commits (the run that ended may have been its round's last)."""
-    experiment_pk = run.experiment_id
-    if not Experiment.objects.filter(pk=experiment_pk, adaptive=True).exists():
+    if not run.experiment.adaptive:
         return
-    transport.send_after_commit(run.pk, "adaptive step", partial(adaptive_step_send, experiment_pk))
+    step = partial(adaptive_step_send, run.experiment_id)
+    transport.send_after_commit(run.pk, "adaptive step", step)
 
 
 def adaptive_step_send(experiment_pk: int) -> None:
@@ -229,6 +251,7 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
         return ENDED_CANCELLED
     if latest in state["looks"]:
         _look(experiment, state, latest)
+        _consider_longer_points(experiment, state, latest)
     points = state["points"]
     if state["looked"] and not points:
         return ENDED_NO_RUNS
@@ -241,7 +264,7 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
         return ENDED_HOURS
     cells = open_cells or _all_cells(experiment)
     try:
-        _queue_round(experiment, sorted({BASELINE_CELL, *cells}), latest + 1)
+        _queue_round(experiment, sorted({BASELINE_CELL, *cells}), latest + 1, _factor(state))
     except LimitReached as exc:
         logger.warning("experiment %s: no next round: %s", experiment.pk, exc.message)
         return ENDED_LIMIT
@@ -324,15 +347,60 @@ def _past_hours(experiment: Experiment, latest: int) -> bool:
     return timezone.now() + last_round > deadline
 
 
-def _queue_round(experiment: Experiment, cells: list[int], round_number: int) -> list[Run]:
+def _consider_longer_points(experiment: Experiment, state: AdaptiveState, latest: int) -> None:
+    """Lengthen every later round's points when the spread measured so far says longer
+    points narrow the intervals faster than more rounds (a decision on the variances
+    alone, never on the differences, so it leaves the tests' error rates as they are)."""
+    if "lengthened" in state:
+        return
+    values = _tps_by_point(experiment, latest)
+    split = experiment_split(experiment, list(values.values()))
+    if split is None or split.more_rounds_pay:
+        return
+    state["lengthened"] = Lengthened(
+        from_round=latest + 1, factor=LONGER_POINTS_FACTOR, advice=split.advice
+    )
+    logger.info("experiment %s: points run longer from round %s", experiment.pk, latest + 1)
+
+
+def _factor(state: AdaptiveState) -> int:
+    lengthened = state.get("lengthened")
+    return lengthened["factor"] if lengthened else 1
+
+
+def experiment_split(
+    experiment: Experiment, repeats: Sequence[Sequence[float]]
+) -> VarianceSplit | None:
+    """Where `experiment`'s spread comes from (runs/analysis/variance.py); `repeats`: the
+    tps of each repeat at each cell and client count. None without two repeats of a
+    point or per-second samples. The experiment page shows it; `_consider_longer_points`
+    acts on it."""
+    by_point: dict[tuple[int, int], tuple[list[float], list[int | None]]] = {}
+    rows = ProgressSample.objects.filter(run__experiment=experiment, tps__isnull=False)
+    for run_id, point, tps, sampled in rows.order_by("run_id", "point", "t").values_list(
+        "run_id", "point", "tps", "sampled"
+    ):
+        values, counts = by_point.setdefault((run_id, point), ([], []))
+        values.append(tps or 0.0)
+        counts.append(sampled)
+    points = [PointSeconds(values, counts) for values, counts in by_point.values()]
+    first = experiment.runs.order_by("position").first()
+    setup = learned_timings([first.host_id]).for_run(first).setup_s if first else 0.0
+    return variance_split(repeats, points, setup, experiment.execution == ROUNDS)
+
+
+def _queue_round(
+    experiment: Experiment, cells: list[int], round_number: int, factor: int
+) -> list[Run]:
     """Queue one run of each of `cells` for `round_number`, in an order drawn from the
-    experiment's seed and the round; each copies its cell's first run's spec."""
+    experiment's seed and the round; each copies its cell's first run's spec, with
+    points `factor` times as long."""
     require_queue_room(experiment.created_by, len(cells))
     rng = random.Random(derived_seed(experiment.seed, -round_number))
     order = rng.sample(cells, len(cells))
     position = (experiment.runs.aggregate(last=Max("position"))["last"] or 0) + 1
     firsts = experiment.runs.filter(round=1, cell__in=cells).order_by("pk")
-    checked = {run.cell: _checked_cell(run) for run in firsts}
+    checked = {run.cell: _checked_cell(run, factor) for run in firsts}
     return [
         queue_slot(
             experiment, checked[cell], Slot(position + n, cell, round_number), experiment.created_by
@@ -341,9 +409,15 @@ def _queue_round(experiment: Experiment, cells: list[int], round_number: int) ->
     ]
 
 
-def _checked_cell(run: Run) -> CheckedCell:
-    """The cell a run of the first round measured, with the spec it was checked with."""
+def _checked_cell(run: Run, factor: int) -> CheckedCell:
+    """The cell a run of the first round measured, with the spec it was checked with
+    (its points `factor` times as long: -T, or -t for a sweep by transactions)."""
     spec = cast(JobSpec, {k: v for k, v in run.spec.items() if k not in DISPATCH_KEYS})
+    sweep = spec["sweep"] = copy.deepcopy(spec["sweep"])
+    if sweep["duration_s"] is not None:
+        sweep["duration_s"] *= factor
+    if sweep["transactions"] is not None:
+        sweep["transactions"] *= factor
     storage: StorageSpec = {"data": run.storage_data, "wal": run.storage_wal or None}
     cell = Cell(run.cell, run.host, run.build, run.config_profile, storage, run.workload)
     return CheckedCell(cell, spec, [])

@@ -170,7 +170,8 @@ def _locked_run(run_id: str | None) -> Run | None:
     except ValueError:
         return None
     locked = Run.objects.select_for_update(of=("self",), no_key=True)  # never the host
-    return locked.filter(pk=pk).select_related("host").first()
+    # The experiment comes along: a final event reads it (adaptive, series occurrence).
+    return locked.filter(pk=pk).select_related("host", "experiment").first()
 
 
 def _set_step(run: Run, text: str) -> None:

@@ -31,7 +31,12 @@ from runs.contract.execution import ROUNDS, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.estimates import Learned, learned_timings
 from runs.models import Experiment, Host, PgBuild, Run
-from runs.services.adaptive import adaptive_plan, adaptive_seconds, require_adaptive_design
+from runs.services.adaptive import (
+    LONGER_POINTS_FACTOR,
+    adaptive_plan,
+    adaptive_seconds,
+    require_adaptive_design,
+)
 from runs.services.errors import Conflict
 from runs.services.history.imported import refuse_imported
 from runs.services.hosts.space import require_room
@@ -325,21 +330,17 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
     if experiment.duration_s is None or not cells:
         return estimate
     learned = learned_timings({cell.host.pk for cell in cells})
-    host_times = [
-        _host_time(experiment, host_cells, lifecycles, points_per_run, learned)
-        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
-    ]
-    if experiment.client_host is not None:
-        # The client host is busy for every run of every server host, one after another.
-        host_times.append(
-            HostTime(sum(t.setup for t in host_times), sum(t.total for t in host_times))
-        )
-    busiest = max(host_times, key=lambda time: time.total)
+    busiest = _busiest(experiment, cells, lifecycles, points_per_run, learned, 1)
     estimate["setup_seconds"] = round(busiest.setup)
     estimate["estimated_seconds"] = round(busiest.total)
     if experiment.adaptive and experiment.max_rounds:
-        per_round = busiest.total / max(experiment.repeats, 1)
-        expected, most = adaptive_seconds(experiment, per_round)
+        first_rounds = max(experiment.repeats, 1)
+        # After a look, rounds may run longer points (runs.services.adaptive).
+        longer = _busiest(
+            experiment, cells, lifecycles, points_per_run, learned, LONGER_POINTS_FACTOR
+        )
+        per_round, longer_round = busiest.total / first_rounds, longer.total / first_rounds
+        expected, most = adaptive_seconds(experiment, per_round, longer_round)
         estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
     return estimate
 
@@ -351,17 +352,43 @@ class HostTime(NamedTuple):
     total: float
 
 
-def _host_time(
-    experiment: Experiment, cells: Iterable[Cell], lifecycles: int, points: int, learned: Learned
+def _busiest(
+    experiment: Experiment,
+    cells: list[Cell],
+    lifecycles: int,
+    points: int,
+    learned: Learned,
+    factor: int,
 ) -> HostTime:
-    """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py)."""
+    """The busiest host's time on its cells, with points `factor` times as long."""
+    host_times = [
+        _host_time(experiment, host_cells, lifecycles, points, learned, factor)
+        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
+    ]
+    if experiment.client_host is not None:
+        # The client host is busy for every run of every server host, one after another.
+        host_times.append(
+            HostTime(sum(t.setup for t in host_times), sum(t.total for t in host_times))
+        )
+    return max(host_times, key=lambda time: time.total)
+
+
+def _host_time(
+    experiment: Experiment,
+    cells: Iterable[Cell],
+    lifecycles: int,
+    points: int,
+    learned: Learned,
+    factor: int,
+) -> HostTime:
+    """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py),
+    with points `factor` times as long."""
     setup = total = 0.0
+    duration_s = (experiment.duration_s or 0) * factor
     for cell in cells:
         timings = learned.for_cell(cell.host.pk, cell.build.pk)
         cell_setup = timings.run_seconds(cell.workload.scale, 0, 0, 0)
-        run_s = timings.run_seconds(
-            cell.workload.scale, experiment.warmup_s, points, experiment.duration_s or 0
-        )
+        run_s = timings.run_seconds(cell.workload.scale, experiment.warmup_s, points, duration_s)
         setup += lifecycles * cell_setup
         total += lifecycles * run_s
     return HostTime(setup, total)

@@ -4,14 +4,13 @@ The pages never read every sample of a run. `digests` gives each run's
 `Digest`: where each point starts on the time axis, its checkpoints, the
 validity warnings found in each point's samples, where a point's warning mark
 goes, and its timelines reduced to about a thousand samples each with
-MinMax-LTTB (runs/timelines/downsample.py). Digests are stored (RunTimeline, TimelineSeries)
-under a key of the run's state (its status, and for a final run the time of
-its last event). Only the control worker stores them (`digest_refresh`): a
-final run's when the run ends and again when an event arrives for it later
-(task runs.tasks.digest_build; the event changes the key), a running run's
-from the reaper's pass, again at most every RUNNING_REBUILD_S while new events
-arrive (`digests_refresh_running`). A page that finds none current builds one
-for itself and stores nothing. A running run's stored digest serves its pages
+MinMax-LTTB (runs/timelines/downsample.py). Digests are stored (RunTimeline,
+TimelineSeries) under a key of the run's state (its status, and for a final run
+the time of its last event). Only the control worker stores them
+(`digest_refresh`): a final run's when it ends and when a late event changes
+the key (task runs.tasks.digest_build), a running run's from the reaper's pass,
+at most every RUNNING_REBUILD_S while events arrive. A page that finds none
+current builds one for itself and stores nothing. A running run's stored digest serves its pages
 whatever its age: it records the last progress and host sample it holds
 (`cursor`), and the page's live stream sends every sample after those.
 
@@ -32,6 +31,7 @@ from django.utils import timezone
 
 from runs import selectors
 from runs.analysis import validity as checks
+from runs.analysis.steady import SteadyState
 from runs.analysis.validity import CheckpointEvent, PointSamples, ValidityWarning
 from runs.models import (
     HostSample,
@@ -232,10 +232,9 @@ def _marks(
     }
 
 
-def _warm_up_end(samples: PointSamples) -> float | None:
+def _warm_up_end(samples: PointSamples, steady: SteadyState | None) -> float | None:
     """The time within the point when its tps settled after a ramp (None: no ramp, or it
     never settled)."""
-    steady = checks.point_steady_state(samples)
     if steady is None or not steady.settled or not steady.start:
         return None
     measured = sorted(s.t or 0.0 for s in samples.progress if s.tps is not None)
@@ -253,8 +252,9 @@ def build_digest(
     client = client or []
     offsets = offsets_for(progress, host, server)
     by_point = _by_point(progress, host, server, client)
-    found = {point: checks.sample_warnings(point, samples) for point, samples in by_point.items()}
-    warm_ups = {point: _warm_up_end(samples) for point, samples in by_point.items()}
+    steady = {point: checks.point_steady_state(samples) for point, samples in by_point.items()}
+    found = {p: checks.sample_warnings(p, samples, steady[p]) for p, samples in by_point.items()}
+    warm_ups = {p: _warm_up_end(samples, steady[p]) for p, samples in by_point.items()}
     rows_of: dict[SampleKind, list[Sample]] = {
         "progress": list(progress),
         "host": list(host),

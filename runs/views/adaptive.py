@@ -8,11 +8,15 @@ from datetime import timedelta
 
 from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
 
-from runs.analysis.variance import PointSeconds, VarianceSplit, variance_split
-from runs.contract.execution import ROUNDS
-from runs.estimates import learned_timings
-from runs.models import Experiment, ProgressSample, Result, Run
-from runs.services.adaptive import BASELINE_CELL, AdaptiveState, LookRecord
+from runs.analysis.variance import VarianceSplit
+from runs.models import Experiment, Result, Run
+from runs.services.adaptive import (
+    BASELINE_CELL,
+    AdaptiveState,
+    Lengthened,
+    LookRecord,
+    experiment_split,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class AdaptiveSummary:
     budget_runs: int
     run_time: timedelta | None
     budget_time: timedelta | None
+    lengthened: Lengthened | None
 
     @property
     def run_seconds(self) -> float | None:
@@ -88,27 +93,16 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
         budget_runs=cells * budget_rounds,
         run_time=took,
         budget_time=per_run * cells * budget_rounds if per_run is not None else None,
+        lengthened=state.get("lengthened"),
     )
 
 
 def spread_split(experiment: Experiment, results: dict[int, list[Result]]) -> VarianceSplit | None:
-    """Where the experiment's spread comes from (runs/analysis/variance.py): its repeats at
-    each cell and client count (`results`: a cell's standing run -> every round's points),
-    each point's seconds, and the setup a run costs on its first cell's host."""
+    """Where the experiment's spread comes from (runs/services/adaptive.py): `results` maps a
+    cell's standing run to every round's points."""
     repeats = [
         [r.tps or 0.0 for r in rs if r.clients == clients]
         for rs in results.values()
         for clients in {r.clients for r in rs}
     ]
-    by_point: dict[tuple[int, int], tuple[list[float], list[int | None]]] = {}
-    rows = ProgressSample.objects.filter(run__experiment=experiment, tps__isnull=False)
-    for run_id, point, tps, sampled in rows.order_by("run_id", "point", "t").values_list(
-        "run_id", "point", "tps", "sampled"
-    ):
-        values, counts = by_point.setdefault((run_id, point), ([], []))
-        values.append(tps or 0.0)
-        counts.append(sampled)
-    points = [PointSeconds(values, counts) for values, counts in by_point.values()]
-    first = experiment.runs.order_by("position").first()
-    setup = learned_timings([first.host_id]).for_run(first).setup_s if first else 0.0
-    return variance_split(repeats, points, setup, experiment.execution == ROUNDS)
+    return experiment_split(experiment, repeats)

@@ -6,11 +6,12 @@ measure them."""
 from functools import partial
 
 import pytest
+from django.urls import reverse
 
 from agents.contract.errors import JobError
 from runs import services
 from runs.contract.transport import send_or_log
-from runs.models import Experiment, Result, Run
+from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive
 from runs.services.adaptive import (
     ENDED_BUDGET,
@@ -44,15 +45,25 @@ def start(experiment: Experiment) -> list[Run]:
     return services.experiment_start(experiment, UserFactory())
 
 
-def finish_round(experiment: Experiment, tps_of_cell: dict[int, float], spread: float = 0.001):
+def finish_round(
+    experiment: Experiment,
+    tps_of_cell: dict[int, float],
+    spread: float = 0.001,
+    swing: float | None = None,
+):
     """Finish every queued run of the experiment with one point at its cell's tps, a
-    little apart from round to round; then the step the control worker would take."""
+    little apart from round to round (with `swing`: ten per-second samples swinging by
+    that share around it, counted exactly); then the step the control worker would take."""
     for run in experiment.runs.filter(status=Run.Status.QUEUED):
-        wobble = 1 + spread * ((run.round or 1) % 3 - 1)
+        tps = tps_of_cell[run.cell] * (1 + spread * ((run.round or 1) % 3 - 1))
         Result.objects.create(
-            run=run, index=0, clients=2, repeat=run.round or 1, tps=tps_of_cell[run.cell] * wobble,
-            exit_code=0,
-        )  # fmt: skip
+            run=run, index=0, clients=2, repeat=run.round or 1, tps=tps, exit_code=0
+        )
+        if swing is not None:
+            ProgressSample.objects.bulk_create(
+                ProgressSample(run=run, point=0, t=float(t), tps=tps * (1 + swing * (-1) ** t))
+                for t in range(1, 11)
+            )
         services.run_finish(run, Run.Status.SUCCEEDED)
     return adaptive_step(experiment.pk)
 
@@ -213,5 +224,38 @@ def test_the_estimate_gives_the_first_rounds_the_expected_and_the_longest_time()
 
     assert estimate["runs"] == 6
     first = estimate["estimated_seconds"]
-    assert first and estimate["max_seconds"] == pytest.approx(first * 8, rel=0.01)
+    # Rounds after the first look may run points twice as long (longer points pay).
+    experiment.duration_s *= 2
+    longer_first = services.experiment_estimate(experiment)["estimated_seconds"]
+    most = first + longer_first * (24 - 3) / 3
+    assert first and estimate["max_seconds"] == pytest.approx(most, rel=0.01)
     assert first < estimate["expected_seconds"] <= estimate["max_seconds"]
+
+
+def test_points_run_longer_after_a_look_when_second_to_second_noise_dominates(
+    lab_redis, admin_client
+):
+    experiment = adaptive_experiment(cells=2)
+    start(experiment)
+    # Seconds swinging by 40 % around repeats 5 % apart: longer windows pay, not rounds.
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05, swing=0.4)
+
+    experiment.refresh_from_db()
+    lengthened = experiment.adaptive_state["lengthened"]
+    assert lengthened["from_round"] == 4 and lengthened["factor"] == 2
+    assert "longer points narrow the interval faster" in lengthened["advice"]
+    first, fourth = experiment.runs.get(round=1, cell=0), experiment.runs.get(round=4, cell=0)
+    assert fourth.spec["sweep"]["duration_s"] == 2 * first.spec["sweep"]["duration_s"]
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert "From round 4, points run 2 times as long: " in page
+
+
+def test_points_keep_their_length_when_rounds_pay(lab_redis):
+    experiment = adaptive_experiment(cells=2)
+    start(experiment)
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05, swing=0.001)
+
+    experiment.refresh_from_db()
+    assert "lengthened" not in experiment.adaptive_state
+    first, fourth = experiment.runs.get(round=1, cell=0), experiment.runs.get(round=4, cell=0)
+    assert fourth.spec["sweep"]["duration_s"] == first.spec["sweep"]["duration_s"]

@@ -2,7 +2,7 @@
 pgbench saturated apart from a host busy with other work (no database needed)."""
 
 from runs.analysis.run_checks import run_warnings
-from runs.analysis.validity import CHECKS, PointSamples, result_warnings
+from runs.analysis.validity import CHECKS, PointSamples, point_steady_state, result_warnings
 from runs.analysis.validity import sample_warnings as found_in_samples
 from runs.models import HostSample, Result, Run
 
@@ -46,7 +46,7 @@ def point(pgbench_cpu_s: float | None, threads: int = 1) -> Result:
 
 
 def codes_and_details(result: Result, samples: PointSamples) -> dict[str, str]:
-    found = result_warnings(result, found_in_samples(0, samples))
+    found = result_warnings(result, found_in_samples(0, samples, point_steady_state(samples)))
     return {warning.code: warning.detail for warning in found}
 
 

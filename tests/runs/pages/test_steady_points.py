@@ -10,7 +10,12 @@ from django.utils import timezone
 
 from runs import services
 from runs.analysis.tables import load_inputs, table_of
-from runs.analysis.validity import PointSamples, sample_warnings
+from runs.analysis.validity import (
+    PointSamples,
+    ValidityWarning,
+    point_steady_state,
+    sample_warnings,
+)
 from runs.models import ProgressSample, Result, Run
 from runs.timelines import store
 from tests.runs.factories import ExperimentFactory, RunFactory
@@ -57,20 +62,25 @@ def progress_of(shape) -> PointSamples:
     )
 
 
+def warnings_of(shape) -> list[ValidityWarning]:
+    samples = progress_of(shape)
+    return sample_warnings(0, samples, point_steady_state(samples))
+
+
 def test_a_ramp_is_a_warm_up_inside_the_window_naming_when_tps_settled():
-    (warning,) = [w for w in sample_warnings(0, progress_of(ramp)) if w.code.startswith("warm")]
+    (warning,) = [w for w in warnings_of(ramp) if w.code.startswith("warm")]
     assert warning.code == "warm_up_in_window"
     settled = int(warning.detail.split("after ")[1].split(" of")[0])
     assert 10 <= settled <= 30
 
 
 def test_a_flat_point_has_no_steady_state_warning():
-    codes = {w.code for w in sample_warnings(0, progress_of(flat))}
+    codes = {w.code for w in warnings_of(flat)}
     assert not codes & {"warm_up_in_window", "never_settled"}
 
 
 def test_a_climbing_point_never_settles():
-    found = {w.code: w.detail for w in sample_warnings(0, progress_of(climbing))}
+    found = {w.code: w.detail for w in warnings_of(climbing)}
     assert "never_settled" in found and "of 60 s" in found["never_settled"]
 
 

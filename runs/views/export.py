@@ -31,6 +31,7 @@ from runs.analysis.cells import standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.analysis.verdicts import VERDICT_DEFAULTS
+from runs.counters.points import per_transaction
 from runs.models import ProgressSample, Result, Run
 from runs.views.context import margin_from, min_effect_from
 
@@ -133,7 +134,7 @@ def point_fields(result: Result) -> dict[str, object]:
 
 def counter_fields(result: Result) -> dict[str, object]:
     """A point's counters per transaction as `per_transaction.<key>` columns."""
-    values = (result.counters or {}).get("per_transaction") or {}
+    values = per_transaction(result)
     return {f"per_transaction.{key}": values.get(key) for key in COUNTERS}
 
 

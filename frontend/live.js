@@ -79,7 +79,11 @@ function follow() {
   source.addEventListener("progress", (event) => {
     const d = JSON.parse(event.data);
     extend(charts.tps, progressLine, d.point, d.t, [d.tps], 0, d.sampled);
-    extend(charts.latency, latencyLine, d.point, d.t, [d.latency_ms], 0, d.sampled);
+    // The latency chart's percentile lines, when it has them, follow the average.
+    const latency = charts.latency.data?.length === 4
+      ? [d.latency_ms, d.p50_ms, d.p95_ms, d.p99_ms]
+      : [d.latency_ms];
+    extend(charts.latency, latencyLine, d.point, d.t, latency, 0, d.sampled);
     document.querySelector(".chart-empty")?.remove();
   });
   source.addEventListener("host", (event) => {

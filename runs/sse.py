@@ -73,6 +73,9 @@ def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
             "tps": progress.tps,
             "latency_ms": progress.latency_ms,
             "sampled": progress.sampled,
+            "p50_ms": progress.p50_ms,
+            "p95_ms": progress.p95_ms,
+            "p99_ms": progress.p99_ms,
         }
         out.append(sse_message("progress", data, cursor))
     for host in batch["host"]:

@@ -14,7 +14,9 @@ transaction completed, so the timeline is taken from it:
 - from a sample (`--sampling-rate`), tps is the logged lines over the rate: an
   estimate whose relative error is about 1/sqrt(lines). Every such line says
   what it rests on (`sampled` lines, `sampling_rate`), and the latency is the
-  mean and standard deviation of the sampled transactions;
+  mean and standard deviation of the sampled transactions, and its p50, p95 and
+  p99 (nearest rank among them, `sampled` says how many they rest on, read from
+  buckets 2 % wide so that memory does not grow with the transactions);
 - only the seconds pgbench ran through whole are kept (none past its exit).
 
 An aggregate log (`--aggregate-interval=1`) holds exact per-second counts and
@@ -38,6 +40,43 @@ class SecondBin:
     sum_us: float = 0.0
     sum_squares_us: float = 0.0
     failed: int = 0
+    # The second's latencies counted by bucket (`latency_bucket`), for its percentiles.
+    buckets: dict[int, int] = field(default_factory=dict)
+
+
+# The percentiles each second carries, and the width of the buckets they are read from:
+# a bucket holds latencies within 2 % of each other, so a second holds a few hundred
+# buckets however many transactions it logged.
+SECOND_PERCENTILES = (50, 95, 99)
+BUCKET_GROWTH = 1.02
+
+
+def latency_bucket(latency_us: int) -> int:
+    """The bucket of a latency: latencies within 2 % of each other share one."""
+    return math.floor(math.log(max(latency_us, 1), BUCKET_GROWTH))
+
+
+def bucket_value_us(bucket: int) -> float:
+    """The middle (geometric) of a bucket's latencies, in microseconds."""
+    return float(BUCKET_GROWTH ** (bucket + 0.5))
+
+
+def second_percentiles(buckets: dict[int, int]) -> dict[str, float | None]:
+    """`p50_ms`, `p95_ms`, `p99_ms` (nearest rank) of one second's bucketed latencies;
+    None for a second with none."""
+    total = sum(buckets.values())
+    values: dict[str, float | None] = {f"p{p}_ms": None for p in SECOND_PERCENTILES}
+    if not total:
+        return values
+    ordered = sorted(buckets.items())
+    for percent in SECOND_PERCENTILES:
+        rank, seen = max(math.ceil(percent / 100 * total), 1), 0
+        for bucket, count in ordered:
+            seen += count
+            if seen >= rank:
+                values[f"p{percent}_ms"] = round(bucket_value_us(bucket) / 1000, 3)
+                break
+    return values
 
 
 @dataclass
@@ -63,6 +102,8 @@ class SecondBins:
             found.latencies += 1
             found.sum_us += latency_us
             found.sum_squares_us += float(latency_us) ** 2
+            bucket = latency_bucket(latency_us)
+            found.buckets[bucket] = found.buckets.get(bucket, 0) + 1
 
     def add_failure(self, completed_at: float) -> None:
         found = self.bin_at(completed_at)
@@ -76,7 +117,7 @@ class SecondBins:
         variance = (
             found.sum_squares_us / found.latencies - mean_us**2 if found.latencies > 1 else 0.0
         )
-        return ProgressLine(
+        line = ProgressLine(
             t=float(second + 1),
             tps=round(found.latencies / sampling_rate, 3),
             latency_ms=round(mean_us / 1000, 3),
@@ -85,6 +126,10 @@ class SecondBins:
             sampled=found.latencies,
             sampling_rate=sampling_rate,
         )
+        percentiles = second_percentiles(found.buckets)
+        line["p50_ms"], line["p95_ms"] = percentiles["p50_ms"], percentiles["p95_ms"]
+        line["p99_ms"] = percentiles["p99_ms"]
+        return line
 
     def timeline(self, whole_seconds: int, sampling_rate: float) -> list[ProgressLine]:
         """Lines for seconds 0 to whole_seconds - 1 (a second with nothing logged reads 0 tps)."""

@@ -38,6 +38,8 @@ class Finished:
     seconds: float
     stopped_early: bool
     cpu_s: float | None
+    # Context switches of pgbench (and its threads) from the same rusage: (voluntary, involuntary).
+    switches: tuple[int, int] | None = None
 
     def as_fields(self) -> dict[str, object]:
         """The point result's command fields (agents/contract/reports/results.py)."""
@@ -47,6 +49,8 @@ class Finished:
             "seconds": self.seconds,
             "stopped_early": self.stopped_early,
             "pgbench_cpu_s": self.cpu_s,
+            "pgbench_voluntary_switches": self.switches[0] if self.switches else None,
+            "pgbench_involuntary_switches": self.switches[1] if self.switches else None,
             "stdout": self.stdout,
             "stderr": self.stderr,
         }
@@ -64,6 +68,7 @@ class _Reaper:
     def __init__(self, process: "subprocess.Popen[Any]") -> None:
         self.process = process
         self.cpu_s: float | None = None
+        self.switches: tuple[int, int] | None = None
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._reap, daemon=True)
         self._thread.start()
@@ -76,6 +81,7 @@ class _Reaper:
             self.process.returncode = -1
         else:
             self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
+            self.switches = (usage.ru_nvcsw, usage.ru_nivcsw)
             self.process.returncode = os.waitstatus_to_exitcode(status)
         finally:
             self.done.set()
@@ -135,6 +141,7 @@ def run_pgbench(
         seconds=round(time.monotonic() - started, 3),
         stopped_early=stopped_early,
         cpu_s=reaper.cpu_s,
+        switches=reaper.switches,
     )
 
 

@@ -17,7 +17,9 @@ from agents.contract.errors import JobError
 from agents.contract.reports.results import PointResult, Sample
 from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
+from agents.observe.point_counters import CounterReader, CounterWindow
 from agents.observe.server import ServerSampler
+from agents.observe.storage import sampling_device
 from agents.pgbench import command
 from agents.pgbench.latency_log import log_root
 from agents.pgbench.process import Finished, run_pgbench
@@ -41,10 +43,12 @@ class PointBase(TypedDict):
 
 
 class PointSamples(TypedDict):
-    """What a point's samplers took: the host's samples and the server's."""
+    """What a point's samplers took: the host's samples and the server's, and the server's
+    counters at the window's start and end (None where this host does not sample the server)."""
 
     host: list[Sample]
     server: list[Sample]
+    counters: CounterWindow | None
 
 
 class SweepReporter(Protocol):
@@ -224,7 +228,13 @@ class PointContext:
     def sampled(
         self, point_base: PointBase, measure: Callable[[], T]
     ) -> tuple[T, PointSamples, float]:
-        """Run `measure()` with the samplers; returns (its value, samples, agent CPU seconds)."""
+        """Run `measure()` with the samplers; returns (its value, samples, agent CPU seconds).
+
+        The server's counters are read before the samplers start and after they stop
+        (agents/observe/point_counters.py), outside what the samplers and pgbench measure.
+        """
+        reader = self.counter_reader()
+        window = reader.start() if reader is not None else None
         samplers = PointSamplers(self, point_base)
         samplers.start()
         cpu_before = process_cpu_seconds()
@@ -232,8 +242,22 @@ class PointContext:
             measured = measure()
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before
-            samples = samplers.stop()
-        return measured, samples, agent_cpu_s
+            host, server = samplers.stop()
+        counters = reader.finish(window) if reader is not None and window is not None else None
+        return measured, {"host": host, "server": server, "counters": counters}, agent_cpu_s
+
+    def counter_reader(self) -> CounterReader | None:
+        """What reads the server's counters around a point; None where pgbench's server is
+        another host's (a client host's points are counted by the server half)."""
+        if not self.samples_server:
+            return None
+        return CounterReader(
+            self.cluster.conninfo(),
+            self.install.version_num,
+            self.cluster.require_workload().dbname,
+            self.cluster.postmaster_pid,
+            {device for path in self.storage.values() if (device := sampling_device(path))},
+        )
 
 
 class PointSamplers:
@@ -257,9 +281,10 @@ class PointSamplers:
         if self.server is not None:
             self.server.start()
 
-    def stop(self) -> PointSamples:
+    def stop(self) -> tuple[list[Sample], list[Sample]]:
+        """(the host's samples, the server's)."""
         server = self.server.stop() if self.server is not None else []
-        return {"host": self.host.stop(), "server": server}
+        return self.host.stop(), server
 
 
 def last_lines(text: str, count: int = 3) -> str:

@@ -17,6 +17,7 @@ from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 from agents.contract.reports.latency import ExpectedFrom
 from agents.contract.reports.results import PointResult, ProgressLine
 from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
+from agents.observe.point_counters import point_counters
 from agents.pgbench import command
 from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
@@ -209,6 +210,8 @@ class LocalPoints:
         point.update(parsed_summary(finished))
         point["notices"] = point.get("notices", [])[:MAX_NOTICES]
         point["messages"] = point.get("messages", [])[:MAX_NOTICES]
+        if samples["counters"] is not None:
+            point["counters"] = point_counters(samples["counters"], point)
         return point
 
     def _keep_point(self, point: dict[str, Any], finished: Finished) -> None:

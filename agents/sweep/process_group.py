@@ -16,6 +16,7 @@ from typing import Any
 from agents.contract.reports.results import ProgressLine
 from agents.contract.spec.document import ProcessSpec
 from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
+from agents.observe.point_counters import point_counters
 from agents.pgbench import command
 from agents.pgbench.combine import combine_processes
 from agents.pgbench.group import (
@@ -137,6 +138,8 @@ class ProcessGroupPoint:
         }
         point["notices"] = point["notices"][:MAX_NOTICES]
         point["messages"] = point["messages"][:MAX_NOTICES]
+        if samples["counters"] is not None:
+            point["counters"] = point_counters(samples["counters"], point)
         return point
 
     def record(self, number: int, finished: Finished) -> dict[str, Any]:
@@ -168,7 +171,17 @@ def combined_finished(finished: list[Finished]) -> Finished:
         seconds=max(done.seconds for done in finished),
         stopped_early=any(done.stopped_early for done in finished),
         cpu_s=_summed_cpu(finished),
+        switches=_summed_switches(finished),
     )
+
+
+def _summed_switches(finished: list[Finished]) -> tuple[int, int] | None:
+    """The processes' (voluntary, involuntary) context switches together; None when any is
+    unknown."""
+    counts = [done.switches for done in finished]
+    if any(count is None for count in counts):
+        return None
+    return sum(c[0] for c in counts if c), sum(c[1] for c in counts if c)
 
 
 def _summed_cpu(finished: list[Finished]) -> float | None:

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from agents.contract.errors import JobError
 from agents.contract.reports.results import PointResult
+from agents.observe.point_counters import point_counters
 from agents.pair.link import Message, PairLink
 from agents.sweep.context import PointBase, PointContext
 
@@ -46,6 +47,8 @@ class RemotePoints:
             "server_samples": samples["server"],
             "agent_cpu_s": round(agent_cpu_s, 4),
         }
+        if samples["counters"] is not None:
+            point["counters"] = point_counters(samples["counters"], point)
         if answer.get("error"):
             self.reporter.keep_failed_point(_as_point(point))
             raise self.client_error(answer["error"])

@@ -11,6 +11,7 @@ from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, tab
 from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
 from runs.analysis.stats import CONFIDENCE
 from runs.analysis.validity import ValidityWarning
+from runs.counters.points import movers_by_cell, movers_document
 from runs.models import Comparison, Result, Run
 from runs.timelines import store
 
@@ -73,22 +74,13 @@ def table_of(
     )
 
 
-def statistics(
-    runs: list[Run],
-    baseline: Run | None,
-    min_effect_pct: float,
-    metrics: tuple[str, ...],
-    margin_pct: float = DEFAULT_MARGIN_PCT,
-    keep_unsettled: bool = False,
-) -> StatsTable:
-    """The statistics table of these runs' cells (the API uses it as the pages do)."""
-    loaded = load_inputs(runs)
-    return table_of(loaded, baseline, min_effect_pct, metrics, margin_pct, keep_unsettled)
-
-
-def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, object]:
-    """A statistics table as the API and the JSON exports answer it."""
+def statistics_document(
+    table: StatsTable, baseline: Run | None, results: dict[int, list[Result]] | None = None
+) -> dict[str, object]:
+    """A statistics table as the API and the JSON exports answer it; with the cells'
+    `results` (`load_inputs`), each compared cell's top movers (runs/counters/movers.py)."""
     base_row = next((row for row in table.rows if row.is_baseline), None)
+    movers = movers_document(movers_by_cell(table, results)) if results is not None else []
     return {
         "baseline_run_id": base_row.run.pk if base_row else baseline and baseline.pk,
         "min_effect_pct": table.min_effect_pct,
@@ -97,6 +89,7 @@ def statistics_document(table: StatsTable, baseline: Run | None) -> dict[str, ob
         "comparisons": table.comparisons,
         "false_discovery_control": f"Benjamini-Hochberg, q={table.fdr_q:g}",
         "rows": table_records(table),
+        "top_movers": movers,
     }
 
 
@@ -109,7 +102,6 @@ def comparison_statistics(
     """The statistics document of a saved comparison against its baseline."""
     runs = selectors.comparison_runs(comparison)
     baseline = comparison.baseline or runs[0]
-    table = statistics(
-        runs, baseline, min_effect_pct, COMPARED_METRICS, margin_pct, keep_unsettled
-    )
-    return statistics_document(table, baseline)
+    loaded = load_inputs(runs)
+    table = table_of(loaded, baseline, min_effect_pct, COMPARED_METRICS, margin_pct, keep_unsettled)
+    return statistics_document(table, baseline, loaded["results"])

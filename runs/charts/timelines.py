@@ -74,6 +74,41 @@ def progress_traces(
     return traces[0], traces[1]
 
 
+# Each second's latency percentiles from the sampled log (agents/pgbench/log_timeline.py),
+# drawn with the average: (series, legend name, dash).
+PERCENTILE_LINES = (
+    ("p50_ms", "p50", "dot"),
+    ("p95_ms", "p95", "dash"),
+    ("p99_ms", "p99", "longdash"),
+)
+
+
+def draws_percentiles(run: Run, digest: Digest) -> bool:
+    """Whether the latency chart has percentile lines: the run's seconds have them, or a
+    run still measuring reads its seconds from a per-transaction log (the live page
+    extends them). `-P`, an aggregate log and runs stored before issue 21 have none."""
+    if any(digest.series.get(key) for key, _name, _dash in PERCENTILE_LINES):
+        return True
+    workload = run.spec.get("workload") or {}
+    logged = workload.get("latency_log", "sampled") in ("sampled", "full")
+    return not run.is_final and logged and not workload.get("progress")
+
+
+def percentile_traces(run: Run, digest: Digest) -> list[PlotlyJson]:
+    """A line per latency percentile (after the average, in PERCENTILE_LINES' order, where
+    the live page extends them), or [] (`draws_percentiles`). Their hover says the logged
+    transactions each second rests on."""
+    if not draws_percentiles(run, digest):
+        return []
+    traces = []
+    for n, (key, name, dash) in enumerate(PERCENTILE_LINES, start=1):
+        series = digest.series.get(key)
+        reduced = series.reduced(CHART_SAMPLES) if series else None
+        meta = {"run": run.pk, "series": key}
+        traces.append(_timeline_trace(reduced, name, COLORS[n], meta, dash))
+    return traces
+
+
 def _checkpoint_shapes(events: list[CheckpointEvent], offsets: Offsets) -> list[PlotlyJson]:
     """Vertical lines at checkpoint starts (solid) and ends (dotted), coloured by cause."""
     return [
@@ -159,7 +194,8 @@ def _warning_marks(
 def run_timelines(
     run: Run, digest: Digest, point_warnings: dict[int, list[ValidityWarning]]
 ) -> dict[str, PlotlyJson]:
-    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0).
+    """{"tps": figure, "latency": figure} of one run, live-extendable (trace 0, and the
+    latency's percentile lines after it).
 
     Checkpoints are vertical lines; the seconds a point's tps ramped before it settled
     are a grey band (labelled on the tps chart); warned points get a marker on the tps
@@ -181,10 +217,16 @@ def run_timelines(
     labels = _warm_up_labels(digest.warm_ups, digest.offsets)
     if labels:
         tps_layout["annotations"] = labels
-    latency_layout = {**base_layout("latency over time", "seconds", "ms"), **extra}
+    percentiles = percentile_traces(run, digest)
+    latency["name"] = "average" if percentiles else latency["name"]
+    latency_layout = {
+        **base_layout("latency over time", "seconds", "ms"),
+        **extra,
+        "showlegend": bool(percentiles),
+    }
     return {
         "tps": figure_json([tps, marks], tps_layout, f"run-{run.pk}-tps"),
-        "latency": figure_json([latency], latency_layout, f"run-{run.pk}-latency"),
+        "latency": figure_json([latency, *percentiles], latency_layout, f"run-{run.pk}-latency"),
     }
 
 

@@ -40,6 +40,9 @@ class Result(models.Model):
     # point of several (its own numbers, argv and output).
     scripts = models.JSONField(default=list, blank=True)
     processes = models.JSONField(default=list, blank=True)
+    # Issue 21: the server's and the OS's counters over the window, with each per
+    # transaction (agents/contract/reports/counters.py); {} for points measured before.
+    counters = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "index"]
@@ -60,11 +63,13 @@ class Result(models.Model):
 
 class ProgressSample(models.Model):
     """One second of a point: a pgbench `-P` line, or the second read from the transaction
-    log; from a sampled log its tps is an estimate resting on `sampled` log lines."""
+    log; from a sampled log its tps is an estimate resting on `sampled` log lines, and so
+    are its latency percentiles."""
 
     # What the API and the per-second export show of each second.
     SHOWN_FIELDS = (
         "point", "t", "tps", "latency_ms", "stddev_ms", "failed", "sampled", "sampling_rate",
+        "p50_ms", "p95_ms", "p99_ms",
     )  # fmt: skip
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="progress")
@@ -77,6 +82,11 @@ class ProgressSample(models.Model):
     # From a sampled transaction log: the lines behind this second, and the sampling rate.
     sampled = models.PositiveIntegerField(null=True, blank=True)
     sampling_rate = models.FloatField(null=True, blank=True)
+    # The latency percentiles of the second's logged transactions (issue 21); None without
+    # a transaction log (`-P`, an aggregate log) or in a second with nothing logged.
+    p50_ms = models.FloatField(null=True, blank=True)
+    p95_ms = models.FloatField(null=True, blank=True)
+    p99_ms = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "point", "t"]

@@ -80,6 +80,7 @@ def run_manifest(run: "Run") -> Manifest:
             "repeat": r.repeat,
             "tps": r.tps,
             "latency_avg_ms": r.latency_avg_ms,
+            "counters": (r.counters or {}).get("per_transaction") or {},
         }
         for r in run.results.order_by("index")
     ]

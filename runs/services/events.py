@@ -206,7 +206,10 @@ def _add_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
     )
 
 
-PROGRESS_VALUES = ("tps", "latency_ms", "stddev_ms", "failed", "sampled", "sampling_rate")
+PROGRESS_VALUES = (
+    "tps", "latency_ms", "stddev_ms", "failed", "sampled", "sampling_rate",
+    "p50_ms", "p95_ms", "p99_ms",
+)  # fmt: skip
 
 
 def _replace_progress(run: Run, point: int, lines: Sequence[ProgressLine]) -> None:
@@ -245,6 +248,9 @@ def progress_values(
         "failed": line.get("failed") or 0,
         "sampled": line.get("sampled"),
         "sampling_rate": line.get("sampling_rate"),
+        "p50_ms": line.get("p50_ms"),
+        "p95_ms": line.get("p95_ms"),
+        "p99_ms": line.get("p99_ms"),
     }
 
 
@@ -402,4 +408,5 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "stderr": point.get("stderr") or "",
         "scripts": point.get("scripts") or [],
         "processes": point.get("processes") or [],
+        "counters": point.get("counters") or {},
     }

@@ -120,3 +120,9 @@ BUILD_LOG_TAIL_LINES = 40
 def build_log_tail(log: str | None) -> str:
     """The last lines of a source build's log, where a failure says what went wrong."""
     return "\n".join((log or "").rstrip().splitlines()[-BUILD_LOG_TAIL_LINES:])
+
+
+@register.filter
+def significant(value: float | None) -> str:
+    """A value to 3 significant digits (a counter per transaction), "—" when unknown."""
+    return "—" if value is None else f"{value:.3g}"

@@ -56,7 +56,7 @@ from runs.timelines.samples import (
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 5
+DIGEST_VERSION = 6
 # How often the control worker rebuilds a running run's digest while events arrive (the
 # page's live stream sends what is newer than the digest).
 RUNNING_REBUILD_S = 60
@@ -64,7 +64,7 @@ RUNNING_REBUILD = timedelta(seconds=RUNNING_REBUILD_S)
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
 ZOOM_MAX_SAMPLES = 5000
 
-PROGRESS_SERIES = ("tps", "latency_ms")
+PROGRESS_SERIES = ("tps", "latency_ms", "p50_ms", "p95_ms", "p99_ms")
 HOST_KEYS = tuple(key for key, _label in HOST_SERIES)
 CLIENT_KEYS = tuple(key for key, _label in CLIENT_HOST_SERIES)
 BUFFER_KEYS = tuple(key for key, _label in BUFFER_SERIES)

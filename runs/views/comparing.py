@@ -28,6 +28,7 @@ from runs.analysis.tables import load_inputs, table_of
 from runs.analysis.whatdiffers import shown_differences, wal_apart_on_data_device
 from runs.charts import timelines as timeline_charts
 from runs.charts.shaped import shaped_figure
+from runs.counters.points import movers_by_cell, movers_by_run
 from runs.models import Comparison, Run
 from runs.services.history.series import notes_for_runs
 from runs.timelines import store
@@ -101,9 +102,7 @@ def comparison_context(
         "shape": shape,
         "shape_controls": shape_controls(dims, shape),
         "pivots": [pivot(points[m], shape, dims, m) for m in COMPARED_METRICS],
-        "errors": [
-            e for e in (min_effect_error, margin_error, baseline_error, *shape_errors) if e
-        ],
+        "errors": [e for e in (min_effect_error, margin_error, baseline_error, *shape_errors) if e],
         "min_effect_error": min_effect_error,
         "margin_error": margin_error,
         "figures": {
@@ -112,6 +111,7 @@ def comparison_context(
             "timelines": timeline_charts.overlaid_timelines(cells, digests, labels, name, repeats),
             "server": timeline_charts.overlaid_server(cells, digests, labels, name),
         },
+        "movers": movers_by_run(movers_by_cell(table, results)),
         "has_server_samples": any(has_server_samples(digests[run.pk]) for run in cells),
         "differences": shown_differences(cells),
         "wal_warnings": wal_apart_on_data_device(cells, labels),

@@ -7,9 +7,14 @@
   difference with its CI, p, q (Benjamini-Hochberg) and the verdict: its words,
   method, "same" interval, rounds still needed and rank-based answer.
 - CSV `?rows=seconds`: one row per second of each point (its timeline), with
-  the logged transactions it rests on (`sampled`) and the sampling rate.
-- JSON: the runs with their points (each with its seconds) and warnings, the
-  statistics rows, and what every warning code means.
+  the logged transactions it rests on (`sampled`), the sampling rate and the
+  second's latency percentiles.
+- JSON: the runs with their points (each with its seconds and its `counters`)
+  and warnings, the statistics rows, and what every warning code means.
+
+A point's counters per transaction (agents/contract/reports/counters.py) are
+CSV columns `per_transaction.<key>`, one for every counter the lab knows
+(empty where the point's server had none).
 
 A point says what its percentiles rest on (`latency_sampled_transactions`,
 `latency_sampling_rate`).
@@ -20,11 +25,13 @@ from collections.abc import Mapping
 
 from django.http import HttpResponse, JsonResponse
 
+from agents.contract.reports.counters import COUNTERS
 from runs.analysis import validity as checks
 from runs.analysis.cells import standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.analysis.verdicts import VERDICT_DEFAULTS
+from runs.counters.points import per_transaction
 from runs.models import ProgressSample, Result, Run
 from runs.views.context import margin_from, min_effect_from
 
@@ -58,6 +65,7 @@ COLUMNS = [
     "duration_s",
     "pgbench_cpu_s",
     "agent_cpu_s",
+    *(f"per_transaction.{key}" for key in COUNTERS),
     "warnings",
 ]
 STATS_COLUMNS = [
@@ -124,18 +132,15 @@ def point_fields(result: Result) -> dict[str, object]:
     }
 
 
+def counter_fields(result: Result) -> dict[str, object]:
+    """A point's counters per transaction as `per_transaction.<key>` columns."""
+    values = per_transaction(result)
+    return {f"per_transaction.{key}": values.get(key) for key in COUNTERS}
+
+
 def second_fields(sample: ProgressSample) -> dict[str, object]:
     """One second of a point's timeline as stored, with what it rests on."""
-    return {
-        "point": sample.point,
-        "t": sample.t,
-        "tps": sample.tps,
-        "latency_ms": sample.latency_ms,
-        "stddev_ms": sample.stddev_ms,
-        "failed": sample.failed,
-        "sampled": sample.sampled,
-        "sampling_rate": sample.sampling_rate,
-    }
+    return {name: getattr(sample, name) for name in ProgressSample.SHOWN_FIELDS}
 
 
 def seconds_by_point(runs: list[Run]) -> dict[tuple[int, int], list[ProgressSample]]:
@@ -169,6 +174,7 @@ def _json_body(
                 "points": [
                     {
                         **point_fields(r),
+                        "counters": r.counters or {},
                         "warnings": point_warning_codes(table, standing_for(run, cells), r),
                         "seconds": [second_fields(s) for s in seconds.get((run.pk, r.index), [])],
                     }
@@ -177,7 +183,7 @@ def _json_body(
             }
             for run in runs
         ],
-        "statistics": statistics_document(table, baseline),
+        "statistics": statistics_document(table, baseline, loaded["results"]),
         "warning_codes": {
             code: {"title": check.title, "why": check.why} for code, check in checks.CHECKS.items()
         },
@@ -193,7 +199,8 @@ def _csv_points(
         cell = standing_for(run, loaded["cells"])
         for result in loaded["own_results"][run.pk]:
             codes = " ".join(point_warning_codes(table, cell, result))
-            writer.writerow({**run_fields(run), **point_fields(result), "warnings": codes})
+            fields = {**run_fields(run), **point_fields(result), **counter_fields(result)}
+            writer.writerow({**fields, "warnings": codes})
 
 
 def _csv_seconds(response: HttpResponse, runs: list[Run]) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from agents.contract.builds.definition import BuildRecord
 from agents.contract.errors import ErrorDocument
+from agents.contract.reports.counters import PointCounters
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
@@ -26,7 +27,8 @@ class ProgressLine(TypedDict):
     """One second of a point: a `pgbench -P` line, or the same second read from the
     transaction log (agents/pgbench/log_timeline.py). From a sampled log, tps and
     failed are estimates: `sampled` log lines at `sampling_rate` (relative error
-    about 1/sqrt(sampled)); the latency is that of the sampled transactions."""
+    about 1/sqrt(sampled)); the latency is that of the sampled transactions, and so are
+    its percentiles (nearest rank; None in a second with no sampled transaction)."""
 
     t: float
     tps: float
@@ -39,6 +41,9 @@ class ProgressLine(TypedDict):
     retries: NotRequired[int | None]
     sampled: NotRequired[int]
     sampling_rate: NotRequired[float]
+    p50_ms: NotRequired[float | None]
+    p95_ms: NotRequired[float | None]
+    p99_ms: NotRequired[float | None]
 
 
 class StatementLatency(TypedDict):
@@ -106,6 +111,12 @@ class PointResult(TypedDict):
     # CPUs its threads could use at most on the host it ran on (threads, or fewer CPUs).
     pgbench_cpu_s: NotRequired[float | None]
     pgbench_cpus: NotRequired[int | None]
+    # pgbench's context switches over the point (its rusage, all its threads).
+    pgbench_voluntary_switches: NotRequired[int | None]
+    pgbench_involuntary_switches: NotRequired[int | None]
+    # The server's and the OS's counters over the window, per transaction
+    # (agents/contract/reports/counters.py); absent where they were not read.
+    counters: NotRequired[PointCounters]
     query_mode: NotRequired[str | None]
     scale: NotRequired[int | None]
     notices: NotRequired[list[str]]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 MANIFEST_VERSION: Literal[1] = 1
 MANIFEST_KIND = "benchlab-run-manifest"
@@ -38,6 +38,8 @@ class RecordedPoint(TypedDict):
     repeat: int
     tps: float | None
     latency_avg_ms: float | None
+    # The point's counters per transaction (agents/contract/reports/counters.py).
+    counters: NotRequired[dict[str, float | None]]
 
 
 class Manifest(TypedDict):

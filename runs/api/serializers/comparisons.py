@@ -16,6 +16,7 @@ from runs.api.fields import (
 )
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
+from runs.counters.movers import Change
 from runs.models import (
     Comparison,
     Experiment,
@@ -89,6 +90,36 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     warnings = ValidityWarningSerializer(many=True)
 
 
+class MoverSerializer(serializers.Serializer[Document]):
+    """A counter that moved (runs.counters.movers.Mover.as_document)."""
+
+    counter = serializers.CharField(help_text="the counter's key, e.g. wal.fpi")
+    # `label` and `source` shadow Field attributes for the type checker only (DRF pops
+    # declared fields off the class).
+    label = serializers.CharField()  # type: ignore[assignment]
+    source = serializers.CharField(  # type: ignore[assignment]
+        help_text="the view and column (or OS file) it is read from"
+    )
+    unit = serializers.CharField()
+    change = serializers.ChoiceField(choices=[c.value for c in Change])
+    mean_per_transaction = serializers.FloatField()
+    baseline_mean_per_transaction = serializers.FloatField()
+    diff_pct = serializers.FloatField(allow_null=True, help_text="null when it appears/vanishes")
+    diff_ci_low_pct = serializers.FloatField(allow_null=True)
+    diff_ci_high_pct = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True)
+    q = serializers.FloatField(allow_null=True, help_text="BH across the cell's counters")
+    words = serializers.CharField(help_text="e.g. full-page images per transaction +310 % [...]")
+
+
+class CellMoversSerializer(serializers.Serializer[Document]):
+    """A compared cell's top movers against the baseline cell at the same clients."""
+
+    run_id = serializers.IntegerField()
+    clients = serializers.IntegerField()
+    movers = MoverSerializer(many=True)
+
+
 class ComparisonStatisticsSerializer(serializers.Serializer[Document]):
     """A comparison's statistics table (`runs.api.views.ComparisonViewSet.statistics`)."""
 
@@ -99,6 +130,7 @@ class ComparisonStatisticsSerializer(serializers.Serializer[Document]):
     comparisons = serializers.IntegerField(help_text="how many p-values BH adjusts together")
     false_discovery_control = serializers.CharField()
     rows = StatisticsRowSerializer(many=True)
+    top_movers = CellMoversSerializer(many=True)
 
 
 class ComparisonSerializer(StrictModelSerializer[Comparison]):

@@ -35,7 +35,16 @@ def test_transactions_are_binned_by_the_second_after_launch_they_completed_in(tm
 
     first, second, third = reading.bins.timeline(3, sampling_rate=1.0)
     assert first == ProgressLine(
-        t=1.0, tps=2.0, latency_ms=2.0, stddev_ms=1.0, failed=0, sampled=2, sampling_rate=1.0
+        t=1.0,
+        tps=2.0,
+        latency_ms=2.0,
+        stddev_ms=1.0,
+        failed=0,
+        sampled=2,
+        sampling_rate=1.0,
+        p50_ms=pytest.approx(1.0, rel=0.01),
+        p95_ms=pytest.approx(3.0, rel=0.01),
+        p99_ms=pytest.approx(3.0, rel=0.01),
     )
     assert (second["t"], second["tps"], second["latency_ms"], second["failed"]) == (2.0, 1, 2, 1)
     assert (third["tps"], third["stddev_ms"], third["sampled"]) == (1.0, 0.0, 1)
@@ -51,6 +60,24 @@ def test_a_sample_is_scaled_up_by_its_rate_and_says_what_it_rests_on():
     assert line["tps"] == pytest.approx(50_000.0)
     assert line["failed"] == 200
     assert (line["sampled"], line["sampling_rate"]) == (250, 0.005)
+
+
+def test_each_second_has_its_percentiles_within_one_percent_and_an_empty_one_has_none():
+    bins = SecondBins(start=START)
+    for latency_us in range(1000, 101_000, 1000):  # 100 latencies, 1 to 100 ms
+        bins.add_latency(START + 0.5, latency_us)
+    first, empty = bins.timeline(2, sampling_rate=0.01)
+    # Read from buckets 2 % wide: within 1 % of the exact nearest-rank values.
+    assert (first["p50_ms"], first["p95_ms"], first["p99_ms"]) == pytest.approx(
+        (50.0, 95.0, 99.0), rel=0.01
+    )
+    assert first["sampled"] == 100
+    assert (empty["p50_ms"], empty["p95_ms"], empty["p99_ms"], empty["sampled"]) == (
+        None,
+        None,
+        None,
+        0,
+    )
 
 
 def test_seconds_without_a_logged_transaction_read_zero_and_cut_seconds_are_left_out():

@@ -1,0 +1,153 @@
+"""The counters that moved most between a compared cell and the baseline cell.
+
+Each counter's per-transaction values over the repeats of both cells are
+compared as the tps verdicts are: the ratio of geometric means with Welch's
+interval on logs (runs/analysis/stats.py), its p-value adjusted with the
+cell's other counters (Benjamini-Hochberg). A counter that moved is one whose
+adjusted p is at most FDR_Q and whose change reaches the minimum effect.
+
+Zeros have no logarithm and a ratio from zero means nothing, so:
+
+- zero in every repeat of the baseline and above zero in every repeat of the
+  cell: the counter *appears*; the other way round it *vanishes*. Both rank
+  before any ratio (the change is not a matter of degree) and read "0 → 2.1";
+- zero in some repeats of a side and not in others: not ranked (there is no
+  honest interval for it with a few repeats);
+- zero everywhere: nothing moved.
+
+The rest are ranked by the size of the change on the log scale (a doubling and
+a halving weigh the same), largest first.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from agents.contract.reports.counters import COUNTERS, Counter
+from runs.analysis import stats
+
+TOP_MOVERS = 3
+# Appearing or vanishing needs the same answer in at least this many repeats a side,
+# as an interval needs two.
+MIN_REPEATS_A_SIDE = 2
+
+
+class Change(StrEnum):
+    """How a counter moved; stable values (API, exports)."""
+
+    RATIO = "ratio"
+    APPEARS = "appears"
+    VANISHES = "vanishes"
+
+
+@dataclass(frozen=True)
+class Mover:
+    """One counter that moved: its means per transaction on both sides and, for a ratio,
+    the difference with its interval and adjusted p."""
+
+    key: str
+    change: Change
+    mean: float
+    baseline_mean: float
+    difference: stats.Difference | None = None
+    q: float | None = None
+
+    @property
+    def counter(self) -> Counter:
+        return COUNTERS[self.key]
+
+    @property
+    def words(self) -> str:
+        """ "full-page images per transaction +310 % [+280, +340]", or "... appear (0 → 2.1)"."""
+        subject = f"{self.counter.label} per transaction"
+        if self.change is Change.APPEARS:
+            return f"{subject} appear (0 → {_plain(self.mean)})"
+        if self.change is Change.VANISHES:
+            return f"{subject} vanish ({_plain(self.baseline_mean)} → 0)"
+        if self.difference is None:
+            raise ValueError(f"a ratio mover of {self.key} without its difference")
+        found = self.difference
+        interval = f"[{_signed(found.ci_low_pct)}, {_signed(found.ci_high_pct)}]"
+        return f"{subject} {_signed(found.pct)} % {interval}"
+
+    @property
+    def weight(self) -> float:
+        """How far it moved on the log scale; an appearing or vanishing counter is infinite."""
+        if self.difference is None:
+            return math.inf
+        return abs(math.log1p(self.difference.pct / 100.0))
+
+    def as_document(self) -> dict[str, object]:
+        """The mover as the API and the JSON export give it."""
+        found = self.difference
+        return {
+            "counter": self.key,
+            "label": self.counter.label,
+            "source": self.counter.source,
+            "unit": self.counter.unit,
+            "change": self.change.value,
+            "mean_per_transaction": self.mean,
+            "baseline_mean_per_transaction": self.baseline_mean,
+            "diff_pct": found.pct if found else None,
+            "diff_ci_low_pct": found.ci_low_pct if found else None,
+            "diff_ci_high_pct": found.ci_high_pct if found else None,
+            "p": found.p if found else None,
+            "q": self.q,
+            "words": self.words,
+        }
+
+
+def _signed(pct: float) -> str:
+    return f"{pct:+.0f}" if abs(pct) >= 10 else f"{pct:+.1f}"
+
+
+def _plain(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _zero_change(key: str, values: Sequence[float], base: Sequence[float]) -> Mover | None:
+    """The counter as appearing or vanishing, when one side is zero in every repeat and
+    the other in none; else None."""
+    if all(v == 0 for v in base) and all(v > 0 for v in values):
+        return Mover(key, Change.APPEARS, _mean(values), 0.0)
+    if all(v > 0 for v in base) and all(v == 0 for v in values):
+        return Mover(key, Change.VANISHES, 0.0, _mean(base))
+    return None
+
+
+def top_movers(
+    values: Mapping[str, Sequence[float | None]],
+    baseline: Mapping[str, Sequence[float | None]],
+    min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
+    limit: int = TOP_MOVERS,
+) -> list[Mover]:
+    """The `limit` counters that moved most from `baseline` to `values` (each: counter key
+    -> its per-transaction value in each repeat; None where a repeat could not count it)."""
+    moved: list[Mover] = []
+    keys: list[str] = []
+    pairs: list[tuple[list[float], list[float]]] = []
+    for key in COUNTERS:
+        own = [v for v in values.get(key, []) if v is not None]
+        base = [v for v in baseline.get(key, []) if v is not None]
+        if min(len(own), len(base)) < MIN_REPEATS_A_SIDE:
+            continue
+        if 0 in own or 0 in base:
+            zero_change = _zero_change(key, own, base)
+            moved.extend([zero_change] if zero_change else [])
+            continue
+        keys.append(key)
+        pairs.append((own, base))
+    differences = stats.relative_differences(pairs)
+    tested = [(k, p, d) for k, p, d in zip(keys, pairs, differences, strict=True) if d]
+    q_values = stats.adjust_p_values([d.p for _k, _p, d in tested])
+    for (key, (own, base), found), q in zip(tested, q_values, strict=True):
+        if q <= stats.FDR_Q and abs(found.pct) >= min_effect_pct:
+            moved.append(Mover(key, Change.RATIO, _mean(own), _mean(base), found, q))
+    order = list(COUNTERS)
+    moved.sort(key=lambda mover: (-mover.weight, order.index(mover.key)))
+    return moved[:limit]

@@ -1,0 +1,90 @@
+"""Points' counters per transaction as pages, the API and exports read them.
+
+- `counter_table`: the run page's table, a row per counter and a column per point;
+- `movers_by_cell`: the top movers of each compared cell of a statistics table
+  against the baseline cell at the same client count (runs/counters/movers.py).
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agents.contract.reports.counters import COUNTERS, Counter
+from runs.analysis.compare import StatsTable
+from runs.counters.movers import Mover, top_movers
+from runs.models import Result
+
+# (run id, client count) of a compared cell -> its top movers.
+CellMovers = dict[tuple[int, int], list[Mover]]
+
+
+def per_transaction(result: Result) -> dict[str, float | None]:
+    """The point's counters per transaction; {} for a point measured before issue 21."""
+    values = (result.counters or {}).get("per_transaction") or {}
+    return dict(values)
+
+
+@dataclass(frozen=True)
+class CounterRow:
+    """One counter on the run page: what it is and its value per transaction at each point."""
+
+    key: str
+    counter: Counter
+    values: list[float | None]
+
+
+def counter_table(results: Sequence[Result]) -> list[CounterRow]:
+    """A row for each counter any of the points has, in the catalogue's order."""
+    by_point = [per_transaction(result) for result in results]
+    present = {key for values in by_point for key in values}
+    return [
+        CounterRow(key, counter, [values.get(key) for values in by_point])
+        for key, counter in COUNTERS.items()
+        if key in present
+    ]
+
+
+def repeat_counters(results: Sequence[Result], clients: int) -> dict[str, list[float | None]]:
+    """Each counter's per-transaction value in every repeat at `clients`."""
+    found: dict[str, list[float | None]] = {}
+    for result in results:
+        if result.clients != clients:
+            continue
+        for key, value in per_transaction(result).items():
+            found.setdefault(key, []).append(value)
+    return found
+
+
+def movers_by_cell(table: StatsTable, results: Mapping[int, Sequence[Result]]) -> CellMovers:
+    """The top movers of every compared (non-baseline) cell of `table`; `results` are the
+    points of each cell (runs.analysis.tables.load_inputs' `results`)."""
+    base_row = next((row for row in table.rows if row.is_baseline), None)
+    if base_row is None:
+        return {}
+    base_results = results.get(base_row.run.pk, [])
+    found: CellMovers = {}
+    for row in table.rows:
+        if row.is_baseline:
+            continue
+        values = repeat_counters(results.get(row.run.pk, []), row.clients)
+        baseline = repeat_counters(base_results, row.clients)
+        found[(row.run.pk, row.clients)] = top_movers(values, baseline, table.min_effect_pct)
+    return found
+
+
+def movers_by_run(movers: CellMovers) -> dict[int, dict[int, list[Mover]]]:
+    """run id -> client count -> the cell's top movers (for a page's two lookups);
+    {} when no cell has any (the page then leaves the column out)."""
+    nested: dict[int, dict[int, list[Mover]]] = {}
+    if not any(movers.values()):
+        return nested
+    for (run_id, clients), found in movers.items():
+        nested.setdefault(run_id, {})[clients] = found
+    return nested
+
+
+def movers_document(movers: CellMovers) -> list[dict[str, object]]:
+    """The top movers of each compared cell as the API and JSON exports give them."""
+    return [
+        {"run_id": run_id, "clients": clients, "movers": [m.as_document() for m in found]}
+        for (run_id, clients), found in movers.items()
+    ]

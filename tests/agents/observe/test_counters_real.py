@@ -1,0 +1,84 @@
+"""A real point's counters, from real servers: one with pg_stat_io (16), one without (14);
+and the queries of 15, 17 and 18 against their own servers."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agents.config import AgentConfig
+from agents.observe.point_counters import CounterReader, point_counters
+from agents.observe.storage import sampling_device
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.installs.ensure import ensure_install
+from tests.agents.jobs import run, small_spec
+
+
+def _only_point(version: str, builtin: str, config: AgentConfig) -> dict:
+    spec = small_spec(
+        postgres={"version": version, "source": "prebuilt"},
+        workload={"scripts": [{"builtin": builtin, "weight": 1}]},
+        sweep={"clients": [2], "duration_s": 2, "warmup_s": 0},
+    )
+    document, _events = run(spec, config)
+    assert document["status"] == "succeeded", document["error"]
+    [point] = document["points"]
+    return dict(point)
+
+
+def test_a_tpcb_point_on_16_counts_wal_and_io_per_transaction(config: AgentConfig) -> None:
+    point = _only_point("16", "tpcb-like", config)
+    counters = point["counters"]
+    per_transaction = counters["per_transaction"]
+    assert counters["transactions"] == point["transactions"] > 0
+    assert counters["server_version_num"] // 10000 == 16
+    # tpcb-like: 3 updates, 1 insert, 1 select and a commit per transaction.
+    assert 100 < per_transaction["wal.bytes"] < 20000
+    assert per_transaction["wal.records"] >= 5
+    assert 2.9 <= per_transaction["db.tup_updated"] <= 3.1
+    assert 0.99 <= per_transaction["db.xact_commit"] <= 1.1
+    assert per_transaction["io.hits"] > 0
+    assert per_transaction["os.server_cpu_s"] > 0
+    assert per_transaction["os.disk_write_bytes"] > 0  # the commits' WAL fsyncs
+    assert per_transaction["os.pgbench_cpu_s"] > 0
+    assert "bgwriter.buffers_backend" in per_transaction
+    assert "wal.write_time_ms" not in per_transaction  # track_wal_io_timing is off
+
+
+def test_a_select_only_point_on_14_counts_hits_without_pg_stat_io(config: AgentConfig) -> None:
+    point = _only_point("14", "select-only", config)
+    per_transaction = point["counters"]["per_transaction"]
+    assert per_transaction["db.blks_hit"] >= 1
+    assert 0.99 <= per_transaction["db.tup_fetched"] <= 1.1
+    assert per_transaction["wal.fpi"] is not None
+    assert not any(key.startswith("io.") for key in per_transaction)
+    assert per_transaction["db.tup_updated"] < 0.01
+
+
+@pytest.mark.parametrize("version", ["15.19", "17.11", "18.6"])
+def test_each_versions_queries_read_its_views(
+    version: str, make_cluster: Callable[..., Cluster], agent_cache_dir: Path
+) -> None:
+    cluster = make_cluster(install=ensure_install(version, "prebuilt", agent_cache_dir))
+    cluster.initdb()
+    cluster.start()
+    version_num = cluster.install.version_num
+    device = sampling_device(cluster.data_dir)
+    devices = {device} if device else set()
+    reader = CounterReader(
+        cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid, devices
+    )
+    window = reader.start()
+    with cluster.connect() as connection:
+        connection.execute("CREATE TABLE written AS SELECT g FROM generate_series(1, 10000) g")
+        connection.execute("UPDATE written SET g = g + 1")
+    counters = point_counters(reader.finish(window), {"transactions": 2})
+    deltas = counters["deltas"]
+    assert "notes" not in counters
+    assert deltas["wal.bytes"] > 100_000 and deltas["wal.records"] >= 20_000
+    assert deltas["db.tup_updated"] == 10_000 and deltas["db.xact_commit"] >= 2
+    assert deltas["os.server_cpu_s"] >= 0
+    assert ("os.disk_write_bytes" in deltas) is bool(devices)
+    assert ("io.extends" in deltas) is (version_num >= 160000)
+    assert ("bgwriter.buffers_backend" in deltas) is (version_num < 170000)
+    assert deltas["wal.writes"] >= 1

@@ -1,0 +1,165 @@
+"""Issue 21 in the lab: a point's counters and its seconds' latency percentiles are stored,
+answered by the API, exported, in the manifest and on the run page; the compare page and
+its API name the counters that moved most beside each verdict."""
+
+import csv
+import io
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from runs.models import Comparison, ProgressSample, Result, Run
+from runs.services.events import store_point
+from runs.sse import _messages
+from tests.runs.pages.conftest import finished_run
+from tests.runs.test_movers import STEADY
+
+pytestmark = pytest.mark.django_db
+
+COUNTERS = {
+    "transactions": 2000,
+    "server_version_num": 160015,
+    "deltas": {"wal.fpi": 4000, "db.blks_hit": 46000},
+    "per_transaction": {"wal.fpi": 2.0, "db.blks_hit": 23.0},
+}
+
+
+def stored_point(run: Run) -> Result:
+    """A point with counters and a second with its percentiles, stored as events store it."""
+    point = {
+        "index": 0,
+        "clients": 2,
+        "repeat": 1,
+        "tps": 1000.0,
+        "transactions": 2000,
+        "counters": COUNTERS,
+        "progress": [
+            {
+                "t": 1.0,
+                "tps": 1000.0,
+                "latency_ms": 2.0,
+                "stddev_ms": 0.5,
+                "sampled": 250,
+                "sampling_rate": 0.25,
+                "p50_ms": 1.8,
+                "p95_ms": 3.1,
+                "p99_ms": 4.7,
+            }
+        ],
+    }
+    return store_point(run, point)  # type: ignore[arg-type]
+
+
+def test_a_points_counters_and_seconds_percentiles_are_stored_and_answered(
+    signed_in: Client, api_client: APIClient
+) -> None:
+    run = finished_run([])
+    stored_point(run)
+    assert Result.objects.get(run=run).counters == COUNTERS
+    second = ProgressSample.objects.get(run=run)
+    assert (second.p50_ms, second.p95_ms, second.p99_ms, second.sampled) == (1.8, 3.1, 4.7, 250)
+
+    body = api_client.get(f"/api/runs/{run.pk}/results/").json()
+    assert body["results"][0]["counters"]["per_transaction"]["wal.fpi"] == 2.0
+    assert body["progress"][0]["p99_ms"] == 4.7
+
+    points = signed_in.get(reverse("run-export", args=[run.pk, "csv"])).content.decode()
+    [row] = csv.DictReader(io.StringIO(points))
+    assert (row["per_transaction.wal.fpi"], row["per_transaction.io.hits"]) == ("2.0", "")
+    seconds = signed_in.get(reverse("run-export", args=[run.pk, "csv"]), {"rows": "seconds"})
+    [second_row] = csv.DictReader(io.StringIO(seconds.content.decode()))
+    assert (second_row["p95_ms"], second_row["sampled"]) == ("3.1", "250")
+    exported = signed_in.get(reverse("run-export", args=[run.pk, "json"])).json()
+    assert exported["runs"][0]["points"][0]["counters"] == COUNTERS
+
+    manifest = signed_in.get(reverse("run-manifest", args=[run.pk])).json()
+    assert manifest["points"][0]["counters"] == COUNTERS["per_transaction"]
+
+
+def test_the_run_page_shows_counters_per_transaction_and_draws_percentiles(
+    signed_in: Client,
+) -> None:
+    run = finished_run([])
+    stored_point(run)
+    response = signed_in.get(reverse("run-detail", args=[run.pk]))
+    page = response.content.decode()
+    assert "Counters per transaction" in page
+    assert 'title="pg_stat_wal.wal_fpi"' in page and "full-page images" in page
+    assert '<td class="num">23</td>' in page
+    latency = response.context["figures"]["latency"]["data"]
+    assert [trace["name"] for trace in latency] == ["average", "p50", "p95", "p99"]
+    assert latency[3]["y"] == [4.7] and latency[3]["customdata"] == [250]
+
+
+def test_a_running_runs_latency_chart_has_percentile_lines_the_live_stream_extends(
+    signed_in: Client,
+) -> None:
+    run = finished_run([])
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    figures = signed_in.get(reverse("run-detail", args=[run.pk])).context["figures"]
+    assert [trace["name"] for trace in figures["latency"]["data"]] == [
+        "average",
+        "p50",
+        "p95",
+        "p99",
+    ]
+    stored_point(run)
+    batch = {"run": None, "progress": list(run.progress.all()), "host": [], "results": []}
+    [message] = _messages({**batch, "client_host": []}, {"p": 0, "h": 0, "r": 0, "c": 0})  # type: ignore[arg-type]
+    assert '"p50_ms":1.8,"p95_ms":3.1,"p99_ms":4.7' in message
+
+
+def test_a_run_without_counters_has_no_counter_table(signed_in: Client) -> None:
+    run = finished_run([(2, 1, 1000.0, 2.0)])
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Counters per transaction" not in page
+
+
+def with_counters(run: Run, per_transaction: dict[str, list[float]]) -> Run:
+    """Give each of the run's points (one per repeat) its counters per transaction."""
+    for result in run.results.order_by("repeat"):
+        values = {key: found[result.repeat - 1] for key, found in per_transaction.items()}
+        result.counters = {"per_transaction": values}
+        result.save()
+    return run
+
+
+def three_repeats() -> list[tuple[int, int, float, float]]:
+    return [(4, repeat, 1000.0 + repeat, 2.0) for repeat in (1, 2, 3)]
+
+
+def test_the_compare_page_and_api_name_the_top_movers_beside_each_verdict(
+    signed_in: Client, api_client: APIClient
+) -> None:
+    base = with_counters(
+        finished_run(three_repeats()),
+        {"wal.fpi": [0.0, 0.0, 0.0], "wal.bytes": [100.0, 101.0, 99.0], "db.blks_hit": STEADY},
+    )
+    other = with_counters(
+        finished_run(three_repeats(), experiment=base.experiment),
+        {"wal.fpi": [2.0, 2.1, 1.9], "wal.bytes": [400.0, 404.0, 396.0], "db.blks_hit": STEADY},
+    )
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, other])
+
+    page = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
+    assert "Top movers per transaction" in page
+    assert "full-page images per transaction appear (0 → 2)" in page
+    assert "WAL bytes per transaction +300 % [" in page
+    assert 'title="pg_stat_wal.wal_fpi"' in page
+
+    body = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
+    [cell] = body["top_movers"]
+    assert (cell["run_id"], cell["clients"]) == (other.pk, 4)
+    assert [m["counter"] for m in cell["movers"]] == ["wal.fpi", "wal.bytes"]
+    assert cell["movers"][1]["diff_ci_low_pct"] < 300 < cell["movers"][1]["diff_ci_high_pct"]
+
+
+def test_a_comparison_without_counters_has_no_movers_column(signed_in: Client) -> None:
+    base, other = finished_run(three_repeats()), finished_run(three_repeats())
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, other])
+    page = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
+    assert "Top movers per transaction" not in page

@@ -36,10 +36,14 @@ class RemotePoints:
         message = f"point {index + 1} of {total}: {clients} clients, run {repeat}, on the client"
         self.reporter.status("running", message)
         point_base: PointBase = {"point": index, "clients": clients, "repeat": repeat}
-        self.link.send("measure", index=index, total=total, clients=clients, repeat=repeat)
-        answer, samples, agent_cpu_s = self.context.sampled(
-            point_base, lambda: self.link.wait_for({"point"}, self.should_cancel, None, self.relay)
-        )
+
+        def measure() -> Message:
+            # Sent once the counters' start reading is taken and the samplers run: the
+            # client's pgbench must not start before its window's first reading.
+            self.link.send("measure", index=index, total=total, clients=clients, repeat=repeat)
+            return self.link.wait_for({"point"}, self.should_cancel, None, self.relay)
+
+        answer, samples, agent_cpu_s = self.context.sampled(point_base, measure)
         point: dict[str, Any] = {
             **answer["point"],
             "client_host_samples": answer["point"].get("host_samples") or [],

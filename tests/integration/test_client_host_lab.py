@@ -141,6 +141,8 @@ def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(p
     # The server half counts its server around the client's pgbench (issue 21).
     per_transaction = result.counters["per_transaction"]
     assert per_transaction["wal.bytes"] > 0 and per_transaction["os.pgbench_cpu_s"] > 0
+    # Read before the client's pgbench started and after it ended: one commit each.
+    assert 0.95 < per_transaction["db.xact_commit"] < 1.1, per_transaction
     page = api.get(f"/api/runs/{run_id}/").json()
     assert page["client_host"] == client.name
 

@@ -75,12 +75,12 @@ def table_of(
 
 
 def statistics_document(
-    table: StatsTable, baseline: Run | None, results: dict[int, list[Result]] | None = None
+    table: StatsTable, baseline: Run | None, results: dict[int, list[Result]]
 ) -> dict[str, object]:
-    """A statistics table as the API and the JSON exports answer it; with the cells'
-    `results` (`load_inputs`), each compared cell's top movers (runs/counters/movers.py)."""
+    """A statistics table as the API and the JSON exports answer it, with each compared
+    cell's top movers from the cells' `results` (`load_inputs`; runs/counters/movers.py)."""
     base_row = next((row for row in table.rows if row.is_baseline), None)
-    movers = movers_document(movers_by_cell(table, results)) if results is not None else []
+    movers = movers_document(movers_by_cell(table, results))
     return {
         "baseline_run_id": base_row.run.pk if base_row else baseline and baseline.pk,
         "min_effect_pct": table.min_effect_pct,

@@ -250,8 +250,9 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     if experiment.runs.filter(status=Run.Status.CANCELLED).exists():
         return ENDED_CANCELLED
     if latest in state["looks"]:
-        _look(experiment, state, latest)
-        _consider_longer_points(experiment, state, latest)
+        values = _tps_by_point(experiment, latest)
+        _look(experiment, state, latest, values)
+        _consider_longer_points(experiment, state, latest, values)
     points = state["points"]
     if state["looked"] and not points:
         return ENDED_NO_RUNS
@@ -275,11 +276,15 @@ def _all_cells(experiment: Experiment) -> list[int]:
     return sorted(set(experiment.runs.values_list("cell", flat=True)))
 
 
-def _look(experiment: Experiment, state: AdaptiveState, rounds: int) -> None:
+def _look(
+    experiment: Experiment,
+    state: AdaptiveState,
+    rounds: int,
+    values: dict[tuple[int, int], list[float]],
+) -> None:
     """Judge every point still undecided at this look; record the look."""
     levels = sequential.look_levels(tuple(state["looks"]))
     level = next(level for level in levels if level.rounds == rounds)
-    values = _tps_by_point(experiment, rounds)
     known = {(p["cell"], p["clients"]): p for p in state["points"]}
     for cell, clients in sorted(values):
         if cell != BASELINE_CELL and (cell, clients) not in known:
@@ -347,13 +352,17 @@ def _past_hours(experiment: Experiment, latest: int) -> bool:
     return timezone.now() + last_round > deadline
 
 
-def _consider_longer_points(experiment: Experiment, state: AdaptiveState, latest: int) -> None:
+def _consider_longer_points(
+    experiment: Experiment,
+    state: AdaptiveState,
+    latest: int,
+    values: dict[tuple[int, int], list[float]],
+) -> None:
     """Lengthen every later round's points when the spread measured so far says longer
     points narrow the intervals faster than more rounds (a decision on the variances
     alone, never on the differences, so it leaves the tests' error rates as they are)."""
     if "lengthened" in state:
         return
-    values = _tps_by_point(experiment, latest)
     split = experiment_split(experiment, list(values.values()))
     if split is None or split.more_rounds_pay:
         return

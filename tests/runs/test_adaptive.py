@@ -256,6 +256,13 @@ def test_points_keep_their_length_when_rounds_pay(lab_redis):
     finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.05, swing=0.001)
 
     experiment.refresh_from_db()
+    # The split was there to read, and it said rounds pay.
+    measured = Result.objects.filter(run__experiment=experiment)
+    repeats = [
+        list(measured.filter(run__cell=cell).values_list("tps", flat=True)) for cell in (0, 1)
+    ]
+    split = adaptive.experiment_split(experiment, repeats)
+    assert split is not None and split.more_rounds_pay
     assert "lengthened" not in experiment.adaptive_state
     first, fourth = experiment.runs.get(round=1, cell=0), experiment.runs.get(round=4, cell=0)
     assert fourth.spec["sweep"]["duration_s"] == first.spec["sweep"]["duration_s"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from agents.contract.reports.counters import COUNTERS, Counter
 from runs.analysis.compare import StatsTable
-from runs.counters.movers import Mover, top_movers
+from runs.counters.movers import CellCounters, Mover, top_movers
 from runs.models import Result
 
 # (run id, client count) of a compared cell -> its top movers.
@@ -43,15 +43,16 @@ def counter_table(results: Sequence[Result]) -> list[CounterRow]:
     ]
 
 
-def repeat_counters(results: Sequence[Result], clients: int) -> dict[str, list[float | None]]:
-    """Each counter's per-transaction value in every repeat at `clients`."""
-    found: dict[str, list[float | None]] = {}
-    for result in results:
-        if result.clients != clients:
-            continue
-        for key, value in per_transaction(result).items():
-            found.setdefault(key, []).append(value)
-    return found
+def repeat_counters(results: Sequence[Result], clients: int) -> CellCounters:
+    """Each counter's per-transaction value in every repeat at `clients` (None where a
+    repeat lacks it), with the transactions each repeat's counters were divided by."""
+    repeats = [result for result in results if result.clients == clients]
+    by_repeat = [per_transaction(result) for result in repeats]
+    keys = {key for values in by_repeat for key in values}
+    return CellCounters(
+        values={key: [values.get(key) for values in by_repeat] for key in keys},
+        transactions=[(result.counters or {}).get("transactions") for result in repeats],
+    )
 
 
 def movers_by_cell(table: StatsTable, results: Mapping[int, Sequence[Result]]) -> CellMovers:

@@ -1,12 +1,33 @@
 """Top movers: which counters moved between two cells, how zeros are read, the ranking
 and the words (runs/counters/movers.py). No server: the values are given."""
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
-from runs.analysis.stats import Difference
-from runs.counters.movers import Change, Mover, top_movers
+from runs.analysis.stats import DEFAULT_MIN_EFFECT_PCT, Difference
+from runs.counters.movers import CellCounters, Change, Mover
+from runs.counters.movers import top_movers as ranked
 
 STEADY = [1.0, 1.01, 0.99]
+TRANSACTIONS = 100_000
+
+
+def cell(
+    values: Mapping[str, Sequence[float | None]], transactions: int = TRANSACTIONS
+) -> CellCounters:
+    """A cell whose every repeat counted `transactions`."""
+    repeats = max(len(found) for found in values.values())
+    return CellCounters(values, [transactions] * repeats)
+
+
+def top_movers(
+    values: Mapping[str, Sequence[float | None]],
+    baseline: Mapping[str, Sequence[float | None]],
+    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
+) -> list[Mover]:
+    """The top movers of two cells of 100,000 transactions a repeat."""
+    return ranked(cell(values), cell(baseline), min_effect_pct)
 
 
 def test_a_counter_that_tripled_reads_as_a_percent_with_its_interval() -> None:
@@ -42,6 +63,7 @@ def test_zeros_in_some_repeats_only_or_everywhere_are_not_ranked() -> None:
 
 def test_unknown_values_and_single_repeats_are_left_out() -> None:
     assert top_movers({"wal.bytes": [3.0, None]}, {"wal.bytes": [1.0, 1.0]}) == []
+    assert top_movers({"wal.bytes": [3.0, 3.0]}, {"wal.bytes": [None, 1.0]}) == []
     assert top_movers({"wal.fpi": [2.0]}, {"wal.fpi": [0.0]}) == []
 
 
@@ -59,10 +81,30 @@ def test_movers_rank_by_the_size_of_the_change_on_the_log_scale_and_keep_three()
     assert movers[0].words.startswith("blocks hit in shared buffers per transaction -75 % [")
 
 
-def test_appearing_counters_rank_before_any_ratio() -> None:
-    values = {"wal.bytes": [20.0, 20.2, 19.8], "wal.fpi": [0.1, 0.1, 0.1]}
-    baseline = {"wal.bytes": STEADY, "wal.fpi": [0.0, 0.0, 0.0]}
-    assert [m.key for m in top_movers(values, baseline)] == ["wal.fpi", "wal.bytes"]
+def test_an_appearance_ranks_by_how_far_it_rose_above_what_the_zeros_could_hide() -> None:
+    # 0.1 a transaction against at most 1e-05 hidden in 300,000: at least x10,000, above a
+    # x20; 3e-05 (nine writes in 300,000) is x3 above its floor, below the x20.
+    values = {
+        "wal.bytes": [20.0, 20.2, 19.8],
+        "wal.fpi": [0.1, 0.1, 0.1],
+        "io.writes": [3e-05, 3e-05, 3e-05],
+    }
+    baseline = {"wal.bytes": STEADY, "wal.fpi": [0.0, 0.0, 0.0], "io.writes": [0.0, 0.0, 0.0]}
+    movers = top_movers(values, baseline)
+    assert [m.key for m in movers] == ["wal.fpi", "wal.bytes", "io.writes"]
+    assert movers[0].floor == pytest.approx(1e-05)
+    assert movers[0].as_document()["zero_floor_per_transaction"] == pytest.approx(1e-05)
+
+
+def test_an_appearance_the_zeros_could_have_hidden_is_no_mover() -> None:
+    # 2e-06 a transaction is below the 1e-05 that no event in 300,000 transactions allows.
+    values = {"io.writes": [2e-06, 2e-06, 2e-06]}
+    assert top_movers(values, {"io.writes": [0.0, 0.0, 0.0]}) == []
+
+
+def test_an_appearance_needs_the_transactions_the_zeros_were_counted_over() -> None:
+    unknown = CellCounters({"wal.fpi": [0.0, 0.0]}, [None, None])
+    assert ranked(cell({"wal.fpi": [2.0, 2.0]}), unknown) == []
 
 
 def test_a_change_below_the_minimum_effect_or_within_the_noise_is_no_mover() -> None:

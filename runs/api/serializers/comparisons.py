@@ -109,6 +109,11 @@ class MoverSerializer(serializers.Serializer[Document]):
     diff_ci_high_pct = serializers.FloatField(allow_null=True)
     p = serializers.FloatField(allow_null=True)
     q = serializers.FloatField(allow_null=True, help_text="BH across the cell's counters")
+    zero_floor_per_transaction = serializers.FloatField(
+        allow_null=True,
+        help_text="for appears/vanishes: the highest rate the zero side could hide "
+        "(3 over its transactions); null for a ratio",
+    )
     words = serializers.CharField(help_text="e.g. full-page images per transaction +310 % [...]")
 
 

@@ -121,7 +121,7 @@ def with_counters(run: Run, per_transaction: dict[str, list[float]]) -> Run:
     """Give each of the run's points (one per repeat) its counters per transaction."""
     for result in run.results.order_by("repeat"):
         values = {key: found[result.repeat - 1] for key, found in per_transaction.items()}
-        result.counters = {"per_transaction": values}
+        result.counters = {"transactions": 2000, "per_transaction": values}
         result.save()
     return run
 

@@ -1,0 +1,50 @@
+"""Cells measured by the real agent and stored in the lab, for the known-cause tests of
+the counters: each cell is one job of three short points (2 clients, 2 s, PostgreSQL 16),
+and its top movers come from the lab's comparison against another cell."""
+
+from typing import Any
+
+from agents.config import AgentConfig
+from runs.analysis.tables import comparison_statistics
+from runs.models import Comparison, Experiment, Run
+from runs.services.events import store_point
+from tests.agents.jobs import run, small_spec
+from tests.runs.factories import RunFactory
+
+
+def measured_cell(
+    config: AgentConfig,
+    settings: dict[str, str],
+    experiment: Experiment | None = None,
+    **sections: Any,
+) -> Run:
+    """A lab run holding the points of one real job with these settings (`sections`
+    override the spec's dataset or workload)."""
+    spec = small_spec(
+        settings=settings,
+        sweep={
+            "clients": [2],
+            "duration_s": 2,
+            "warmup_s": 0,
+            "repeats": 3,
+            "between_points": "checkpoint",
+        },
+        **sections,
+    )
+    document, _events = run(spec, config)
+    assert document["status"] == "succeeded", document["error"]
+    fields = {"experiment": experiment} if experiment is not None else {}
+    lab_run = RunFactory(status=Run.Status.SUCCEEDED, spec=spec, **fields)
+    for point in document["points"]:
+        store_point(lab_run, point)
+    return lab_run
+
+
+def top_movers_of(baseline: Run, other: Run) -> list[str]:
+    """The counters of `other`'s cell that moved most against `baseline`'s, in rank order."""
+    comparison = Comparison.objects.create(name="known cause", baseline=baseline)
+    comparison.runs.set([baseline, other])
+    statistics = comparison_statistics(comparison, min_effect_pct=1.0)
+    [cell] = statistics["top_movers"]  # type: ignore[misc]
+    assert cell["run_id"] == other.pk
+    return [mover["counter"] for mover in cell["movers"]]

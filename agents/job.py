@@ -30,6 +30,7 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
+from agents.observe import pg_statements
 from agents.observe.facts import collect_facts
 from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
@@ -193,10 +194,13 @@ class Job:
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
+        tracks_statements = spec["workload"]["track_statements"]
+        if tracks_statements:
+            pg_statements.check_available(install)
         self.result["facts"] = collect_facts(storage)
         self._record_storage(storage, spec["storage"])
         self.check_cancel()
-        self._start_cluster(install, storage, spec["settings"])
+        self._start_cluster(install, storage, spec["settings"], tracks_statements)
         return install, spec
 
     def _resolve_storage(self, wanted: StorageSpec) -> dict[str, Path]:
@@ -282,12 +286,17 @@ class Job:
         return install
 
     def _start_cluster(
-        self, install: Install, storage: dict[str, Path], requested: Mapping[str, SettingValue]
+        self,
+        install: Install,
+        storage: dict[str, Path],
+        requested: Mapping[str, SettingValue],
+        tracks_statements: bool,
     ) -> None:
         """initdb, start, validate and apply the settings, read back the effective ones.
 
         With a cached catalogue of this exact version the settings are validated
         before initdb; otherwise right after the first start, before anything is measured.
+        Tracking statements adds the library the agent loads to the validated settings.
         """
         catalogue_dir = self._catalogue_dir(install)
         catalogue = pg_settings.read_cached_catalogue(
@@ -321,14 +330,17 @@ class Job:
             self._validate_settings(requested, catalogue)
             if install.source != "build":
                 self.result["settings"]["catalogue"] = catalogue.as_dict()
-        if requested:
+        applied = pg_statements.with_library(requested) if tracks_statements else requested
+        if applied:
             self.status("starting", "applying settings and restarting")
-            pg_settings.apply_settings(cluster, requested)
+            pg_settings.apply_settings(cluster, applied)
         with cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
             self.result["settings"]["compiled"] = pg_settings.read_compiled_settings(conn)
         access = cluster.create_workload_database(self.config.allow_superuser_sql)
         self.result["dataset"]["workload"] = access.as_dict()
+        if tracks_statements:
+            pg_statements.create_extension(cluster)
 
     def _catalogue_dir(self, install: Install) -> Path:
         """Where this install's catalogue is cached: a source build keeps its own, since

@@ -37,6 +37,12 @@ from agents.observe.pg_counters import (
     counter_queries,
     has_wal_timing_setting,
 )
+from agents.observe.pg_statements import (
+    RESET_SQL,
+    UNTRACKED_SESSION_SQL,
+    read_statements,
+    statement_counters,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +64,21 @@ Snapshot = dict[str, Number]
 
 @dataclass
 class CounterWindow:
-    """The two readings of one point, and what could not be read."""
+    """The two readings of one point, what could not be read and, when the workload
+    tracks statements, pg_stat_statements' rows at the end (None: not tracked)."""
 
     server_version_num: int
     before: Snapshot
     after: Snapshot = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    statements: list[DictRow] | None = None
+
+
+@dataclass(frozen=True)
+class TrackedStatements:
+    """Whose statements pg_stat_statements counts for the point: the workload's role."""
+
+    user: str
 
 
 class CounterReader:
@@ -72,6 +87,8 @@ class CounterReader:
 
     A connection that fails (the server went away) leaves a note in the window
     and the readings so far: whether that fails the point is the runner's decision.
+    With `statements`, pg_stat_statements is reset at the start reading and read
+    at the end one.
     """
 
     def __init__(
@@ -81,27 +98,30 @@ class CounterReader:
         dbname: str,
         postmaster_pid: int | None,
         devices: set[str],
+        statements: TrackedStatements | None,
     ) -> None:
         self.conninfo = conninfo
         self.server_version_num = server_version_num
         self.dbname = dbname
         self.postmaster_pid = postmaster_pid
         self.devices = devices
+        self.statements = statements
 
     def start(self) -> CounterWindow:
         """The window with its start reading."""
         window = CounterWindow(self.server_version_num, {})
-        window.before = self.read(window.notes)
+        window.before = self.read(window, at_start=True)
         return window
 
     def finish(self, window: CounterWindow) -> CounterWindow:
         """The window with its end reading."""
-        window.after = self.read(window.notes)
+        window.after = self.read(window, at_start=False)
         return window
 
-    def read(self, notes: list[str]) -> Snapshot:
+    def read(self, window: CounterWindow, at_start: bool) -> Snapshot:
         """The settled counters now: the server's statistics, then its processes' and the host's."""
         snapshot: Snapshot = {}
+        notes = window.notes
         try:
             with psycopg.connect(
                 self.conninfo,
@@ -111,8 +131,12 @@ class CounterReader:
                 row_factory=dict_row,
             ) as connection:
                 connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+                if self.statements is not None:
+                    connection.execute(UNTRACKED_SESSION_SQL)
                 self._settle(connection, notes)
                 snapshot.update(self._statistics(connection))
+                if self.statements is not None:
+                    self._statements(connection, window, at_start, self.statements)
         except psycopg.OperationalError as error:
             message = str(error).strip() or type(error).__name__
             logger.warning("reading the server's counters failed: %s", message)
@@ -136,6 +160,20 @@ class CounterReader:
             time.sleep(CLIENTS_POLL_S)
         time.sleep(STATS_SETTLE_S)
         connection.execute("SELECT pg_stat_clear_snapshot()")
+
+    def _statements(
+        self,
+        connection: psycopg.Connection[DictRow],
+        window: CounterWindow,
+        at_start: bool,
+        tracked: TrackedStatements,
+    ) -> None:
+        if at_start:
+            connection.execute(RESET_SQL)
+            return
+        window.statements = read_statements(
+            connection, self.server_version_num, self.dbname, tracked.user
+        )
 
     def _statistics(self, connection: psycopg.Connection[DictRow]) -> Snapshot:
         values: Snapshot = {}
@@ -182,4 +220,6 @@ def point_counters(window: CounterWindow, point: Mapping[str, object]) -> PointC
     }
     if window.notes:
         counters["notes"] = list(window.notes)
+    if window.statements is not None:
+        counters["statements"] = statement_counters(window.statements, counted)
     return counters

@@ -17,7 +17,7 @@ from agents.contract.errors import JobError
 from agents.contract.reports.results import PointResult, Sample
 from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
-from agents.observe.point_counters import CounterReader, CounterWindow
+from agents.observe.point_counters import CounterReader, CounterWindow, TrackedStatements
 from agents.observe.server import ServerSampler
 from agents.observe.storage import sampling_device
 from agents.pgbench import command
@@ -251,12 +251,15 @@ class PointContext:
         another host's (a client host's points are counted by the server half)."""
         if not self.samples_server:
             return None
+        workload = self.cluster.require_workload()
+        tracked = self.spec["workload"]["track_statements"]
         return CounterReader(
             self.cluster.conninfo(),
             self.install.version_num,
-            self.cluster.require_workload().dbname,
+            workload.dbname,
             self.cluster.postmaster_pid,
             {device for path in self.storage.values() if (device := sampling_device(path))},
+            TrackedStatements(workload.user) if tracked else None,
         )
 
 

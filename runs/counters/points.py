@@ -1,6 +1,7 @@
 """Points' counters per transaction as pages, the API and exports read them.
 
 - `counter_table`: the run page's table, a row per counter and a column per point;
+- `statement_points`: each point's statements, where the workload tracked them;
 - `movers_by_cell`: the top movers of each compared cell of a statistics table
   against the baseline cell at the same client count (runs/counters/movers.py).
 """
@@ -8,7 +9,7 @@
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.contract.reports.counters import COUNTERS, Counter
+from agents.contract.reports.counters import COUNTERS, Counter, StatementCounters
 from runs.analysis.compare import StatsTable
 from runs.counters.movers import CellCounters, Mover, top_movers
 from runs.models import Result
@@ -40,6 +41,23 @@ def counter_table(results: Sequence[Result]) -> list[CounterRow]:
         CounterRow(key, counter, [values.get(key) for values in by_point])
         for key, counter in COUNTERS.items()
         if key in present
+    ]
+
+
+@dataclass(frozen=True)
+class PointStatements:
+    """One point's statements by pg_stat_statements, most execution time first."""
+
+    result: Result
+    statements: list[StatementCounters]
+
+
+def statement_points(results: Sequence[Result]) -> list[PointStatements]:
+    """The points that report statements (their workload tracked them), in order."""
+    return [
+        PointStatements(result, (result.counters or {})["statements"])
+        for result in results
+        if (result.counters or {}).get("statements")
     ]
 
 

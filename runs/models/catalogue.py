@@ -290,6 +290,7 @@ class Workload(models.Model):
     # Issue 13: -v, and several pgbench processes per point.
     vacuum_all = models.BooleanField(default=False)
     connect_per_transaction = models.BooleanField(default=False)
+    track_statements = models.BooleanField(default=False)
     processes = models.JSONField(
         default=list,
         blank=True,

@@ -49,7 +49,7 @@ from agents.contract.workload_text.sql_text import SqlTextError, split_statement
 from runs.reproduce.build import comment_lines, decoded, quoted, shown, source_build_function
 
 if TYPE_CHECKING:
-    from runs.models import Run
+    from runs.models import Result, Run
 
 # Settings the script sets itself, or that name the recorded cluster's own files.
 OWN_SETTINGS = {
@@ -71,19 +71,24 @@ SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9_.-]")
 
 
+def _recorded_point(result: "Result") -> RecordedPoint:
+    counters = result.counters or {}
+    point: RecordedPoint = {
+        "index": result.index,
+        "clients": result.clients,
+        "repeat": result.repeat,
+        "tps": result.tps,
+        "latency_avg_ms": result.latency_avg_ms,
+        "counters": counters.get("per_transaction") or {},
+    }
+    if "statements" in counters:
+        point["statements"] = counters["statements"]
+    return point
+
+
 def run_manifest(run: "Run") -> Manifest:
     """The manifest of a finished (or failed) run, from its stored snapshot."""
-    points: list[RecordedPoint] = [
-        {
-            "index": r.index,
-            "clients": r.clients,
-            "repeat": r.repeat,
-            "tps": r.tps,
-            "latency_avg_ms": r.latency_avg_ms,
-            "counters": (r.counters or {}).get("per_transaction") or {},
-        }
-        for r in run.results.order_by("index")
-    ]
+    points = [_recorded_point(r) for r in run.results.order_by("index")]
     record = {
         "steps": run.steps,
         "effective": run.effective_settings,

@@ -126,3 +126,9 @@ def build_log_tail(log: str | None) -> str:
 def significant(value: float | None) -> str:
     """A value to 3 significant digits (a counter per transaction), "—" when unknown."""
     return "—" if value is None else f"{value:.3g}"
+
+
+@register.filter
+def per_call(total: int, calls: int) -> float | None:
+    """A statement's total over its calls (rows or blocks per call); None without calls."""
+    return total / calls if calls else None

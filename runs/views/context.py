@@ -19,7 +19,7 @@ from runs.analysis.shaping import cell_labels, dimensions
 from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients
 from runs.charts import timelines as timeline_charts
-from runs.counters.points import counter_table
+from runs.counters.points import counter_table, statement_points
 from runs.models import Experiment, Run
 from runs.selectors import LiveCursor
 from runs.services.history.imported import imported_file, same_output_as
@@ -55,6 +55,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "run": run,
         "results": results,
         "counter_rows": counter_table(results),
+        "statement_points": statement_points(results),
         "point_warnings": by_point,
         "run_warnings": run_checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],

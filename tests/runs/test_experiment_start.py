@@ -141,6 +141,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "statement_latencies": False,
             "vacuum_all": False,
             "connect_per_transaction": False,
+            "track_statements": False,
             "processes": [],
         },
         "sweep": {

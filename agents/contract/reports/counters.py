@@ -15,12 +15,33 @@ from typing import NamedTuple, NotRequired, TypedDict
 Number = int | float
 
 
+class StatementCounters(TypedDict):
+    """One statement's pg_stat_statements counters over a point's window (the view was
+    reset at the window's start): its normalised text, calls, execution time and rows,
+    and its shared and temporary blocks; `calls_per_transaction` divides by pgbench's
+    transactions (None when it reported none)."""
+
+    query: str
+    calls: int
+    calls_per_transaction: float | None
+    total_ms: float
+    mean_ms: float
+    rows: int
+    shared_blks_hit: int
+    shared_blks_read: int
+    shared_blks_dirtied: int
+    shared_blks_written: int
+    temp_blks_written: int
+
+
 class PointCounters(TypedDict):
     """The counters of one point: `deltas` over the window and `per_transaction` values.
 
     `transactions` is the count they are divided by (pgbench's, None when pgbench
     reported none: then every per-transaction value is None); `server_version_num`
-    the server they were read from; `notes` what could not be read and why.
+    the server they were read from; `notes` what could not be read and why;
+    `statements` pgbench's statements by pg_stat_statements, most time first, when the
+    workload tracks statements (`workload.track_statements`).
     """
 
     transactions: int | None
@@ -28,6 +49,7 @@ class PointCounters(TypedDict):
     deltas: dict[str, Number | None]
     per_transaction: dict[str, float | None]
     notes: NotRequired[list[str]]
+    statements: NotRequired[list[StatementCounters]]
 
 
 class Counter(NamedTuple):

@@ -109,6 +109,8 @@ class WorkloadSpec(TypedDict):
     processes: list[ProcessSpec]
     # pgbench -C: a new connection for every transaction.
     connect_per_transaction: bool
+    # pg_stat_statements loaded and each point's statements reported.
+    track_statements: bool
 
 
 class SweepSpec(TypedDict):

@@ -219,6 +219,16 @@ WORKLOAD: tuple[Field, ...] = (
         "pgbench -C: every transaction opens its own connection, measuring the cost of "
         "connecting (much lower tps than with connections kept).",
     ),
+    Field(
+        "track_statements",
+        "bool",
+        False,
+        "Statement statistics (pg_stat_statements)",
+        "Loads pg_stat_statements (the agent sets shared_preload_libraries, shown among the "
+        "settings) and reports each point's statements: calls, mean time, rows and blocks. "
+        "Read outside the measured window, but the extension costs a little on every "
+        "statement: compare runs that both track statements, or neither.",
+    ),
 )
 
 SWEEP: tuple[Field, ...] = (

@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
+from agents.contract.reports.counters import StatementCounters
+
 MANIFEST_VERSION: Literal[1] = 1
 MANIFEST_KIND = "benchlab-run-manifest"
 # Values that name the place of a run, not what it ran: directories, ports, log prefixes.
@@ -40,6 +42,8 @@ class RecordedPoint(TypedDict):
     latency_avg_ms: float | None
     # The point's counters per transaction (agents/contract/reports/counters.py).
     counters: NotRequired[dict[str, float | None]]
+    # pgbench's statements by pg_stat_statements, when the workload tracked them.
+    statements: NotRequired[list[StatementCounters]]
 
 
 class Manifest(TypedDict):

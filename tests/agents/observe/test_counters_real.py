@@ -66,7 +66,7 @@ def test_each_versions_queries_read_its_views(
     device = sampling_device(cluster.data_dir)
     devices = {device} if device else set()
     reader = CounterReader(
-        cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid, devices
+        cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid, devices, None
     )
     window = reader.start()
     with cluster.connect() as connection:

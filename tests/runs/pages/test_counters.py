@@ -111,10 +111,42 @@ def test_a_running_runs_latency_chart_has_percentile_lines_the_live_stream_exten
     assert '"p50_ms":1.8,"p95_ms":3.1,"p99_ms":4.7' in message
 
 
+STATEMENT = {
+    "query": "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+    "calls": 2000,
+    "calls_per_transaction": 1.0,
+    "total_ms": 30.0,
+    "mean_ms": 0.015,
+    "rows": 2000,
+    "shared_blks_hit": 8000,
+    "shared_blks_read": 20,
+    "shared_blks_dirtied": 0,
+    "shared_blks_written": 0,
+    "temp_blks_written": 0,
+}
+
+
+def test_a_run_that_tracked_statements_shows_and_records_them(signed_in: Client) -> None:
+    run = finished_run([])
+    point = stored_point(run)
+    point.counters = {**COUNTERS, "statements": [STATEMENT]}
+    point.save()
+
+    page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Statements (pg_stat_statements)" in page
+    assert "SELECT abalance FROM pgbench_accounts WHERE aid = $1" in page
+    # mean ms, rows per call, blocks hit per call, blocks read per call
+    assert '<td class="num">0.015</td><td class="num">1</td><td class="num">4</td>' in page
+    assert '<td class="num">0.01</td>' in page
+    manifest = signed_in.get(reverse("run-manifest", args=[run.pk])).json()
+    assert manifest["points"][0]["statements"] == [STATEMENT]
+
+
 def test_a_run_without_counters_has_no_counter_table(signed_in: Client) -> None:
     run = finished_run([(2, 1, 1000.0, 2.0)])
     page = signed_in.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "Counters per transaction" not in page
+    assert "Statements (pg_stat_statements)" not in page
 
 
 def with_counters(run: Run, per_transaction: dict[str, list[float]]) -> Run:

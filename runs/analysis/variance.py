@@ -129,4 +129,3 @@ def variance_split(
     (per_repeat, n), (per_second, length) = between, seconds
     between_runs = max(per_repeat - per_second / length, 0.0)
     return VarianceSplit(between_runs, per_second, length, n, max(setup_s, 0.0), in_rounds)
-

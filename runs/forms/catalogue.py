@@ -30,18 +30,6 @@ MEASUREMENT = ("latency_log", "statement_latencies", "progress")
 SETTING_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*?)\s*$")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def parse_settings(text: str) -> dict[str, str]:
     """postgresql.conf lines (`name = value`, `#` comments) -> {name: value}."""
     settings: dict[str, str] = {}
@@ -321,5 +309,3 @@ class HostNotesForm(forms.ModelForm[Host]):
         text = self.cleaned_data["labels_text"]
         self.instance.labels = [label.strip() for label in text.split(",") if label.strip()]
         return super().save(commit)
-
-

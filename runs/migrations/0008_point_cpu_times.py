@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0007_workload_measurement_options'),
+        ("runs", "0007_workload_measurement_options"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='result',
-            name='agent_cpu_s',
+            model_name="result",
+            name="agent_cpu_s",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='result',
-            name='pgbench_cpu_s',
+            model_name="result",
+            name="pgbench_cpu_s",
             field=models.FloatField(blank=True, null=True),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0012_source_builds'),
+        ("runs", "0012_source_builds"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='result',
-            name='pgbench_cpus',
+            model_name="result",
+            name="pgbench_cpus",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
     ]

@@ -406,11 +406,3 @@ SOURCE_BUILD_PRESETS = [
     ),
 ]
 PRESETS += SOURCE_BUILD_PRESETS
-
-
-
-
-
-
-
-

@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec, StorageSpec
+from agents.contract.spec.fields import SWEEP
 from benchlab.celery import app
 from runs.analysis import sequential
 from runs.analysis.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
@@ -71,6 +72,12 @@ ENDED_LIMIT = "the owner's queue is full (fair use)"
 ENDED_NO_RUNS = "no run of the first cell succeeded"
 # How much longer points run once the spread says longer points pay (once per experiment).
 LONGER_POINTS_FACTOR = 2
+# The longest -T and -t a sweep field allows: a lengthened point stops there.
+LONGEST: dict[str, int] = {
+    field.name: field.maximum
+    for field in SWEEP
+    if field.name in ("duration_s", "transactions") and field.maximum is not None
+}
 
 
 class PointState(TypedDict):
@@ -420,13 +427,14 @@ def _queue_round(
 
 def _checked_cell(run: Run, factor: int) -> CheckedCell:
     """The cell a run of the first round measured, with the spec it was checked with
-    (its points `factor` times as long: -T, or -t for a sweep by transactions)."""
+    (its points `factor` times as long: -T, or -t for a sweep by transactions, at most
+    what the field allows)."""
     spec = cast(JobSpec, {k: v for k, v in run.spec.items() if k not in DISPATCH_KEYS})
     sweep = spec["sweep"] = copy.deepcopy(spec["sweep"])
     if sweep["duration_s"] is not None:
-        sweep["duration_s"] *= factor
+        sweep["duration_s"] = min(sweep["duration_s"] * factor, LONGEST["duration_s"])
     if sweep["transactions"] is not None:
-        sweep["transactions"] *= factor
+        sweep["transactions"] = min(sweep["transactions"] * factor, LONGEST["transactions"])
     storage: StorageSpec = {"data": run.storage_data, "wal": run.storage_wal or None}
     cell = Cell(run.cell, run.host, run.build, run.config_profile, storage, run.workload)
     return CheckedCell(cell, spec, [])

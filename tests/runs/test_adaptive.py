@@ -266,3 +266,16 @@ def test_points_keep_their_length_when_rounds_pay(lab_redis):
     assert "lengthened" not in experiment.adaptive_state
     first, fourth = experiment.runs.get(round=1, cell=0), experiment.runs.get(round=4, cell=0)
     assert fourth.spec["sweep"]["duration_s"] == first.spec["sweep"]["duration_s"]
+
+
+def test_a_lengthened_point_stops_at_the_longest_the_field_allows(lab_redis):
+    experiment = adaptive_experiment(cells=2)
+    start(experiment)
+    run = experiment.runs.get(round=1, cell=0)
+    week = 7 * 24 * 3600
+    run.spec["sweep"] = {**run.spec["sweep"], "duration_s": week - 3600}
+    checked = adaptive._checked_cell(run, adaptive.LONGER_POINTS_FACTOR)
+    assert checked.spec["sweep"]["duration_s"] == week
+    run.spec["sweep"] = {**run.spec["sweep"], "duration_s": None, "transactions": 10**12 - 1}
+    checked = adaptive._checked_cell(run, adaptive.LONGER_POINTS_FACTOR)
+    assert checked.spec["sweep"]["transactions"] == 10**12

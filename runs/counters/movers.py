@@ -33,6 +33,9 @@ from agents.contract.reports.counters import COUNTERS, Counter
 from runs.analysis import stats
 
 TOP_MOVERS = 3
+# An increase whose whole interval is at least this reads as a multiple ("×12")
+# rather than a percent ("+1,100 %").
+TIMES_FROM_PCT = 900.0
 # No event in n transactions bounds the rate below this many over n (95 %, Poisson).
 EVENTS_A_ZERO_CAN_HIDE = 3.0
 # Appearing or vanishing needs the same answer in at least this many repeats a side,
@@ -90,7 +93,8 @@ class Mover:
 
     @property
     def words(self) -> str:
-        """ "full-page images per transaction +310 % [+280, +340]", or "... appear (0 → 2.1)"."""
+        """ "full-page images per transaction +310 % [+280, +340]", "... ×13,111 [×9,764,
+        ×17,606]" when even the interval's low end is ten times, or "... appear (0 → 2.1)"."""
         subject = f"{self.counter.label} per transaction"
         if self.change is Change.APPEARS:
             return f"{subject} appear (0 → {_plain(self.mean)})"
@@ -99,6 +103,9 @@ class Mover:
         if self.difference is None:
             raise ValueError(f"a ratio mover of {self.key} without its difference")
         found = self.difference
+        if found.ci_low_pct >= TIMES_FROM_PCT:
+            low, high = _times(found.ci_low_pct), _times(found.ci_high_pct)
+            return f"{subject} {_times(found.pct)} [{low}, {high}]"
         interval = f"[{_signed(found.ci_low_pct)}, {_signed(found.ci_high_pct)}]"
         return f"{subject} {_signed(found.pct)} % {interval}"
 
@@ -131,6 +138,12 @@ class Mover:
             "zero_floor_per_transaction": self.floor,
             "words": self.words,
         }
+
+
+def _times(pct: float) -> str:
+    """+1,311,044 % as "×13,111"."""
+    ratio = 1 + pct / 100
+    return f"×{ratio:,.0f}" if ratio >= 100 else f"×{ratio:.1f}"
 
 
 def _signed(pct: float) -> str:

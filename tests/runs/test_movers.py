@@ -122,3 +122,15 @@ def test_small_changes_read_with_a_decimal_and_the_document_names_the_view() -> 
     document = mover.as_document()
     assert document["source"].startswith("pg_stat_wal.wal_sync")
     assert (document["change"], document["diff_pct"], document["q"]) == ("ratio", -4.25, 0.002)
+
+
+def test_an_increase_of_more_than_ten_times_reads_as_a_multiple() -> None:
+    found = Difference(pct=1_311_044.0, ci_low_pct=976_326.0, ci_high_pct=1_760_503.0, p=1e-6)
+    mover = Mover("bgwriter.buffers_alloc", Change.RATIO, 2.0, 1.5e-4, found, 1e-5)
+    assert mover.words == "buffers allocated per transaction ×13,111 [×9,764, ×17,606]"
+    near = Difference(pct=1_100.0, ci_low_pct=950.0, ci_high_pct=1_300.0, p=1e-4)
+    assert Mover("wal.bytes", Change.RATIO, 12.0, 1.0, near, 1e-3).words.endswith(
+        "×12.0 [×10.5, ×14.0]"
+    )
+    straddling = Difference(pct=1_100.0, ci_low_pct=800.0, ci_high_pct=1_300.0, p=1e-4)
+    assert "+1100 % [+800, +1300]" in Mover("wal.bytes", Change.RATIO, 12.0, 1.0, straddling).words

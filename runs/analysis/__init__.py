@@ -1,4 +1,5 @@
-"""What the numbers say: statistics, comparisons, validity warnings, change points, tables.
+"""What the numbers say about runs: comparisons, verdicts, validity warnings, tables.
 
-Plain data in and out (no figures): charts and pages read what is computed here.
+Plain data in and out (no figures): charts and pages read what is computed here; the
+statistical methods themselves are in runs/inference.
 """

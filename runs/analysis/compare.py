@@ -2,7 +2,7 @@
 and what differs between runs.
 
 Pure functions over model instances already loaded (the numbers come from
-`runs.analysis.stats`, the warnings from `runs.analysis.validity`); no queries of their own.
+`runs.inference.stats`, the warnings from `runs.analysis.validity`); no queries of their own.
 """
 
 import json
@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agents.contract.builds.definition import BuildRecord
-from runs.analysis import run_checks, stats, verdicts
+from runs.analysis import run_checks, verdicts
 from runs.analysis import validity as checks
-from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
 from runs.analysis.shapes import shape_warnings
-from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
 from runs.analysis.verdicts import Judgement, Question
+from runs.inference import stats
+from runs.inference.equivalence import DEFAULT_MARGIN_PCT
+from runs.inference.stats import Summary
 from runs.models import Result, Run
 
 METRICS = {

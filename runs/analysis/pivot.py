@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from runs.analysis.compare import StatsTable, repeat_values
 from runs.analysis.shaping import Dimension, Shape, kept, point_values
-from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
+from runs.inference.stats import Summary
 from runs.models import Result, Run
 
 

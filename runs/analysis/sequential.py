@@ -19,7 +19,7 @@ group-sequential design keeps them at ALPHA (docs/decisions.md says why this one
   df, as the fixed verdicts use (runs/analysis/verdicts.py); where a side's rounds
   are not log-normal (an outlier round, rounds in two groups: runs/analysis/shapes.py)
   the point's answer is rank-based at the same levels (Hodges-Lehmann shift,
-  Mann-Whitney p: runs/analysis/ranks.py) and says so. Benjamini-Hochberg runs over
+  Mann-Whitney p: runs/inference/ranks.py) and says so. Benjamini-Hochberg runs over
   the look's points at the look's level. A decided point keeps its answer.
 """
 
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from runs.analysis import ranks, stats
-from runs.analysis.equivalence import margin_log
 from runs.analysis.shapes import shape_of
-from runs.analysis.stats import ALPHA, MIN_REPEATS
 from runs.analysis.verdicts import Question, Verdict
+from runs.inference import ranks, stats
+from runs.inference.equivalence import margin_log
+from runs.inference.stats import ALPHA, MIN_REPEATS
 
 # Each look after the first comes when the rounds have doubled.
 LOOK_GROWTH = 2

@@ -8,10 +8,10 @@ from typing import TypedDict
 from runs import selectors
 from runs.analysis.cells import cell_runs, results_by_cell, standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
-from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
-from runs.analysis.stats import CONFIDENCE
 from runs.analysis.validity import ValidityWarning
 from runs.counters.points import movers_by_cell, movers_document
+from runs.inference.equivalence import DEFAULT_MARGIN_PCT
+from runs.inference.stats import CONFIDENCE
 from runs.models import Comparison, Result, Run
 from runs.timelines import store
 

@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
 from agents.contract.reports.samples import HostSampleDocument, ServerSampleDocument
-from runs.analysis.stats import MIN_REPEATS, Summary
-from runs.analysis.steady import MIN_STEADY_SECONDS, MIN_STEADY_SHARE, SteadyState, steady_state
+from runs.inference.stats import MIN_REPEATS, Summary
+from runs.inference.steady import MIN_STEADY_SECONDS, MIN_STEADY_SHARE, SteadyState, steady_state
 from runs.models import HostSample, ProgressSample, Result, ServerSample
 
 
@@ -358,7 +358,7 @@ def _counting_noise(
 
 
 def point_steady_state(samples: PointSamples) -> SteadyState | None:
-    """Where the point's per-second tps became steady (runs/analysis/steady.py); None
+    """Where the point's per-second tps became steady (runs/inference/steady.py); None
     with too few seconds to tell."""
     tps = [s.tps for s in _by_time(samples.progress) if s.tps is not None]
     return steady_state(tps) if len(tps) >= 2 * MIN_STEADY_SECONDS else None

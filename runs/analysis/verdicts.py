@@ -4,13 +4,13 @@
   adjusted with the rest of its table (Benjamini-Hochberg), is at most FDR_Q and
   the estimate reaches the minimum effect;
 - same within ±m %: otherwise, when the 1 - 2 ALPHA interval lies inside the
-  user's margin (TOST, runs/analysis/equivalence.py);
+  user's margin (TOST, runs/inference/equivalence.py);
 - undecided: neither, with about how many more rounds would decide it.
 
-The numbers come from Welch's t-test on log values (runs/analysis/stats.py)
+The numbers come from Welch's t-test on log values (runs/inference/stats.py)
 unless a side's repeats are not log-normal (an outlier or two groups,
 runs/analysis/shapes.py): then from the rank-based answer (Hodges-Lehmann
-shift with Mann-Whitney p, runs/analysis/ranks.py), and the judgement says so.
+shift with Mann-Whitney p, runs/inference/ranks.py), and the judgement says so.
 """
 
 import functools
@@ -21,15 +21,15 @@ from enum import StrEnum
 
 import numpy as np
 
-from runs.analysis import ranks, stats
-from runs.analysis.equivalence import (
+from runs.analysis.shapes import shape_of
+from runs.inference import ranks, stats
+from runs.inference.equivalence import (
     DEFAULT_MARGIN_PCT,
     Spread,
     rounds_to_decide,
     within_margin,
 )
-from runs.analysis.shapes import shape_of
-from runs.analysis.stats import ALPHA, FDR_Q, MAX_REPEATS_ADVISED, MIN_REPEATS, POWER, Difference
+from runs.inference.stats import ALPHA, FDR_Q, MAX_REPEATS_ADVISED, MIN_REPEATS, POWER, Difference
 
 ONE_REPEAT = "one repeat shows no spread"
 NO_MIN_EFFECT = "with a minimum effect of 0 there is no difference to size the repeats for"

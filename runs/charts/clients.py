@@ -4,9 +4,9 @@ in the hover), and each run's peak as an annotation.
 """
 
 from runs.analysis.compare import METRICS, Peak, run_summaries
-from runs.analysis.stats import Summary
 from runs.analysis.validity import ValidityWarning
 from runs.charts.figures import COLORS, PlotlyJson, base_layout, figure_json
+from runs.inference.stats import Summary
 from runs.models import Result, Run
 
 

@@ -6,9 +6,9 @@ are dashed vertical lines, notes on the series' runs and hosts dotted ones.
 
 import plotly.graph_objects as go
 
-from runs.analysis.changepoints import change_points
 from runs.analysis.compare import METRICS
 from runs.charts.figures import PlotlyFigure
+from runs.inference.changepoints import change_points
 from runs.models import Note, Run, Series
 from runs.services.history.series import (
     SERIES_METRICS,

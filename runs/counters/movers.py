@@ -2,7 +2,7 @@
 
 Each counter's per-transaction values over the repeats of both cells are
 compared as the tps verdicts are: the ratio of geometric means with Welch's
-interval on logs (runs/analysis/stats.py), its p-value adjusted with the
+interval on logs (runs/inference/stats.py), its p-value adjusted with the
 cell's other counters (Benjamini-Hochberg). A counter that moved is one whose
 adjusted p is at most FDR_Q and whose change reaches the minimum effect.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from agents.contract.reports.counters import COUNTERS, Counter
-from runs.analysis import stats
+from runs.inference import stats
 
 TOP_MOVERS = 3
 # An increase whose whole interval is at least this reads as a multiple ("×12")

@@ -9,10 +9,10 @@ from django.db import models
 from django.utils import timezone
 
 from agents.contract import vocabulary
-from runs.analysis.equivalence import DEFAULT_MARGIN_PCT
-from runs.analysis.stats import DEFAULT_MIN_EFFECT_PCT
 from runs.contract.choices import text_choices
 from runs.contract.execution import BLOCKS, ROUNDS, draw_seed
+from runs.inference.equivalence import DEFAULT_MARGIN_PCT
+from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT
 from runs.models.catalogue import ConfigProfile, Host, PgBuild, Workload, owner_field
 
 

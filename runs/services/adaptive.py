@@ -15,7 +15,7 @@ pass, so a lost message only delays a step):
 - otherwise the next round is queued: the first cell and every cell with a point
   still undecided, in an order drawn from the experiment's seed and the round;
 - at a look, when the experiment's spread says longer points narrow the intervals
-  faster than more rounds (second-to-second noise dominates, runs/analysis/variance.py),
+  faster than more rounds (second-to-second noise dominates, runs/inference/variance.py),
   every later round runs its points twice as long (once; `AdaptiveState.lengthened`).
 
 `Experiment.adaptive_state` records the plan, each look and each point's answer.
@@ -41,14 +41,14 @@ from agents.contract.spec.document import JobSpec, StorageSpec
 from agents.contract.spec.fields import SWEEP
 from benchlab.celery import app
 from runs.analysis import sequential
-from runs.analysis.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from runs.analysis.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
-from runs.analysis.variance import PointSeconds, VarianceSplit, variance_split
 from runs.analysis.verdicts import Question, Verdict
 from runs.contract import transport
 from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
 from runs.estimates import learned_timings
+from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
+from runs.inference.variance import PointSeconds, VarianceSplit, variance_split
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
@@ -387,7 +387,7 @@ def _factor(state: AdaptiveState) -> int:
 def experiment_split(
     experiment: Experiment, repeats: Sequence[Sequence[float]]
 ) -> VarianceSplit | None:
-    """Where `experiment`'s spread comes from (runs/analysis/variance.py); `repeats`: the
+    """Where `experiment`'s spread comes from (runs/inference/variance.py); `repeats`: the
     tps of each repeat at each cell and client count. None without two repeats of a
     point or per-second samples. The experiment page shows it; `_consider_longer_points`
     acts on it."""

@@ -6,7 +6,7 @@ make everyone else wait behind them. Two limits, both settings:
 - `BENCHLAB_MAX_REPEATS`: the repeats of one experiment, for everyone. In
   rounds every repeat is a run of every cell; in blocks the repeats run in
   one cluster. (The job spec allows up to 1,000 repeats per run; a request
-  over this limit is a typo or a flood, not statistics: see runs/analysis/stats.py.)
+  over this limit is a typo or a flood, not statistics: see runs/inference/stats.py.)
 - `BENCHLAB_MAX_QUEUED_RUNS_PER_USER`: one user's runs that are not final yet
   (queued or running), counted when runs are queued: experiments started,
   re-runs, series occurrences (their owner's). Staff are exempt: they run

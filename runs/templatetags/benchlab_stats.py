@@ -2,7 +2,7 @@
 
 from django import template
 
-from runs.analysis.stats import Difference, Summary
+from runs.inference.stats import Difference, Summary
 
 register = template.Library()
 

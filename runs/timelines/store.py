@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from runs import selectors
 from runs.analysis import validity as checks
-from runs.analysis.steady import SteadyState
 from runs.analysis.validity import CheckpointEvent, PointSamples, ValidityWarning
+from runs.inference.steady import SteadyState
 from runs.models import (
     HostSample,
     ProgressSample,
@@ -101,7 +101,7 @@ class Digest:
     marks: dict[int, tuple[float, float]]
     cursor: dict[str, int] = field(default_factory=dict)
     series: dict[str, Timeline] = field(default_factory=dict)
-    # Point -> when (seconds into the point) its tps settled after a ramp (runs/analysis/steady.py).
+    # Point -> seconds into the point when its tps settled (runs/inference/steady.py).
     warm_ups: dict[int, float] = field(default_factory=dict)
 
     def facts(self) -> DigestFacts:

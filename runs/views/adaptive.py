@@ -1,14 +1,14 @@
 """What the experiment page shows about spending repeats: an adaptive experiment's
 planned looks, each compared point's answer and the rounds it took, why it ended and
 its machine time beside the fixed design of its budget (runs/services/adaptive.py);
-and for any experiment, where its spread comes from (runs/analysis/variance.py)."""
+and for any experiment, where its spread comes from (runs/inference/variance.py)."""
 
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
 
-from runs.analysis.variance import VarianceSplit
+from runs.inference.variance import VarianceSplit
 from runs.models import Experiment, Result, Run
 from runs.services.adaptive import (
     BASELINE_CELL,

@@ -8,7 +8,7 @@ stream and the exports); `read_only` hides everything that writes.
 from collections.abc import Callable
 
 from runs import selectors
-from runs.analysis import equivalence, run_checks, stats
+from runs.analysis import run_checks
 from runs.analysis.compare import (
     METRICS,
     StatsTable,
@@ -20,6 +20,7 @@ from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients
 from runs.charts import timelines as timeline_charts
 from runs.counters.points import counter_table, statement_points
+from runs.inference import equivalence, stats
 from runs.models import Experiment, Run
 from runs.selectors import LiveCursor
 from runs.services.history.imported import imported_file, same_output_as

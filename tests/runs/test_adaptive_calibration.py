@@ -18,8 +18,8 @@ import pytest
 from scipy.stats import norm
 
 from runs.analysis.sequential import LookLevel, look_levels, look_rounds, simulate
-from runs.analysis.stats import ALPHA
 from runs.analysis.verdicts import Verdict
+from runs.inference.stats import ALPHA
 from tests.runs.test_verdicts_calibration import (
     CELLS,
     DIRECTIONS,

@@ -5,9 +5,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from runs.analysis.stats import DEFAULT_MIN_EFFECT_PCT, Difference
 from runs.counters.movers import CellCounters, Change, Mover
 from runs.counters.movers import top_movers as ranked
+from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT, Difference
 
 STEADY = [1.0, 1.01, 0.99]
 TRANSACTIONS = 100_000

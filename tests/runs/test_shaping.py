@@ -12,8 +12,8 @@ from runs.analysis.shaping import (
     point_values,
     shape_from_query,
 )
-from runs.analysis.stats import summarize
 from runs.charts.shaped import shaped_figure
+from runs.inference.stats import summarize
 from runs.models import ConfigProfile, Host, PgBuild, Run, Workload
 
 HOSTS = {name: Host(name=name) for name in ("alpha", "beta")}

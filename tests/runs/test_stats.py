@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from runs.analysis import stats
 from runs.analysis.verdicts import Question, Verdict, judge
+from runs.inference import stats
 
 SIGNIFICANT = {Verdict.FASTER, Verdict.SLOWER}
 BASE_TPS, CV = 1000.0, 0.05

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from runs.analysis.steady import FLAT_SHARE, steady_state, trend_share
+from runs.inference.steady import FLAT_SHARE, steady_state, trend_share
 
 
 def noisy(rng: np.random.Generator, level: np.ndarray, cv: float = 0.03) -> np.ndarray:

@@ -10,8 +10,8 @@ from agents.config import AgentConfig
 from agents.contract.pgbench_output.parse import parse_output
 from runs.analysis import validity
 from runs.analysis.run_checks import run_warnings
-from runs.analysis.stats import summarize
 from runs.analysis.validity import PointSamples, point_warnings
+from runs.inference.stats import summarize
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
 from runs.services.events import store_point
 from tests.agents import jobs

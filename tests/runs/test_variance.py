@@ -1,10 +1,10 @@
-"""Where an experiment's spread comes from (runs/analysis/variance.py), on seeded data
+"""Where an experiment's spread comes from (runs/inference/variance.py), on seeded data
 with a known split."""
 
 import numpy as np
 import pytest
 
-from runs.analysis.variance import PointSeconds, variance_split
+from runs.inference.variance import PointSeconds, variance_split
 
 SETUP_S = 5.0
 

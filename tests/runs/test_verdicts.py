@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from runs.analysis import equivalence, ranks, shapes
-from runs.analysis.equivalence import Spread, rounds_to_decide
+from runs.analysis import shapes
 from runs.analysis.shapes import shape_warnings
 from runs.analysis.verdicts import VERDICT_DEFAULTS, Method, Question, Verdict, judge, record_fields
+from runs.inference import equivalence, ranks
+from runs.inference.equivalence import Spread, rounds_to_decide
 
 BASE = [1000.0, 1010.0, 995.0, 1004.0, 998.0]
 

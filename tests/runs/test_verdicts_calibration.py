@@ -20,8 +20,8 @@ import math
 import numpy as np
 import pytest
 
-from runs.analysis import stats
 from runs.analysis.verdicts import Question, Verdict, judge
+from runs.inference import stats
 
 # Two measurements of 5 clusters x 4 runs each, variances pooled (docs/benchmarks.md).
 BETWEEN_CLUSTER_CV = 0.282

@@ -6,7 +6,6 @@ from rest_framework import serializers
 
 from agents.contract.errors import JobError
 from runs import services
-from runs.analysis import equivalence, stats
 from runs.analysis.validity import CHECKS
 from runs.analysis.verdicts import Method, Verdict
 from runs.api.errors import job_error_detail
@@ -17,6 +16,7 @@ from runs.api.fields import (
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
 from runs.counters.movers import Change
+from runs.inference import equivalence, stats
 from runs.models import (
     Comparison,
     Experiment,

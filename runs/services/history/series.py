@@ -4,7 +4,7 @@ A series' schedule is a django-celery-beat `PeriodicTask` (cron fields) that
 calls `runs.tasks.series_fire` on the control queue; each firing copies the
 series' template experiment into a new one, an `Occurrence`, and starts it.
 When an occurrence's last run ends, `series_detect` looks for change points
-(runs/analysis/changepoints.py) in every metric at every client count; each new one
+(runs/inference/changepoints.py) in every metric at every client count; each new one
 in the bad direction raises one `Alert`, posted to the series' webhook and
 mailed to its address.
 """
@@ -22,10 +22,10 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from benchlab.celery import app
-from runs.analysis.changepoints import ChangePoint, change_points
 from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
-from runs.analysis.stats import summarize
 from runs.contract.transport import CONTROL_QUEUE
+from runs.inference.changepoints import ChangePoint, change_points
+from runs.inference.stats import summarize
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
 from runs.services.experiments import M2M_FIELDS, experiment_start
 from runs.services.history.webhooks import webhook_post

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from runs.analysis.compare import differences, setting_text, stats_table
-from runs.analysis.stats import relative_difference
+from runs.inference.stats import relative_difference
 from runs.models import Comparison, ServerSample
 from runs.selectors import results_by_run
 from tests.runs.factories import ConfigProfileFactory, ServerSampleFactory

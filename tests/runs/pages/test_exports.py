@@ -6,7 +6,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from runs.analysis.stats import relative_difference
+from runs.inference.stats import relative_difference
 from runs.models import Comparison, Result
 from tests.runs.factories import ExperimentFactory
 from tests.runs.pages.conftest import finished_run

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from runs.analysis.stats import ALPHA, MAX_REPEATS_ADVISED
+from runs.inference.stats import ALPHA, MAX_REPEATS_ADVISED
 
 DEFAULT_MARGIN_PCT = 5.0
 MIN_MARGIN_PCT = 0.1

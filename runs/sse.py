@@ -6,7 +6,7 @@ the run's status, and sends them as events. Every event's `id` is the cursor
 `p<progress id>.h<host sample id>.r<result id>` (and `.c<client host sample id>`
 for a run with a client host), so a browser that reconnects
 with `Last-Event-ID` resumes where it left off. Those rows are only ever
-added, never rewritten (runs/services/events.py), so each is sent once. The
+added, never rewritten (runs/services/jobs/events.py), so each is sent once. The
 stream ends with an `end` event once the run is final and everything stored
 has been sent. A shared stream re-checks its link every SHARE_RECHECK_S and
 ends with `end` (status `revoked`) once the link is revoked.

@@ -3,7 +3,7 @@
 Reads the events stream (BENCHLAB_EVENTS_STREAM, by default the contract's
 EVENTS_STREAM) as a member of the consumer group `control`, stores each batch
 of entries in one transaction (the per-second events of many runs together,
-runs.services.ingest) and acknowledges and deletes its entries only after the
+runs.services.jobs.ingest) and acknowledges and deletes its entries only after the
 commit; a batch that fails is stored again entry by entry, each in its own
 transaction. Order of work in each round: this consumer's own pending entries
 (left by a database error), then entries other consumers left pending for too
@@ -50,7 +50,7 @@ from runs.contract.transport import redis_connection
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.control.members import claim_from_dead_here, remove_dead_consumers
 from runs.services import event_refusal, record_event
-from runs.services.ingest import (
+from runs.services.jobs.ingest import (
     is_heartbeat,
     is_live_event,
     record_heartbeats,
@@ -169,7 +169,7 @@ class EventConsumer:
     def handle_batch(self, entries: list[Entry]) -> None:
         """Store a batch in one transaction and acknowledge it after the commit.
 
-        Progress and sample events are stored together (runs.services.ingest)
+        Progress and sample events are stored together (runs.services.jobs.ingest)
         up to the next event of a run, which is stored on its own after them;
         heartbeats are stored together at the end (they touch no run's samples),
         registrations as they come. When

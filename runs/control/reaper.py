@@ -3,7 +3,7 @@
 A running run whose agent went silent fails as `agent_lost` (its finished
 points kept); a queued run whose job Redis lost is sent again or fails
 (runs.services.hosts.liveness); event rows past their retention are deleted
-(runs.services.events.events_purge); the timeline digests of running runs that
+(runs.services.jobs.events.events_purge); the timeline digests of running runs that
 got events are rebuilt, at most once a minute each (runs.timelines.store), so
 their pages only read; an adaptive experiment whose round ended without its step
 being taken (the task's message lost) takes it (runs.services.adaptive).

@@ -12,7 +12,6 @@ from runs.services.access.sharing import (
     share_link_revoke,
 )
 from runs.services.deletion import object_delete
-from runs.services.events import events_purge, run_record_event, store_point
 from runs.services.experiments import (
     build_job_spec,
     experiment_cells,
@@ -24,6 +23,7 @@ from runs.services.experiments import (
 from runs.services.hosts.enrollment import event_refusal, host_approve, host_enroll, host_revoke
 from runs.services.hosts.events import agent_record_event, record_event
 from runs.services.hosts.liveness import runs_fail_agent_lost, runs_recover_lost_jobs
+from runs.services.jobs.events import events_purge, run_record_event, store_point
 from runs.services.runs import run_cancel, run_finish, run_mark_running, run_rerun
 from runs.services.validation import (
     check_job_spec,

@@ -60,7 +60,7 @@ ADAPTIVE_TASK = "runs.tasks.adaptive_step"
 BASELINE_CELL = 0
 # How many of the hosts' latest points in rounds the expected time learns the spread from.
 LEARNED_RESULTS = 2000
-# What a stored spec holds of its dispatch, not of its cell (runs.services.dispatch).
+# What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 # Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
 ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)

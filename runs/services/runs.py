@@ -17,10 +17,10 @@ from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Host, Run
 from runs.services.access.permissions import AnyUser
 from runs.services.adaptive import adaptive_step_after_commit
-from runs.services.dispatch import run_dispatch
 from runs.services.errors import Conflict
 from runs.services.history.imported import imported_file
 from runs.services.history.series import occurrence_run_finished
+from runs.services.jobs.dispatch import run_dispatch
 from runs.services.limits import require_queue_room
 from runs.services.retry import retry_on_conflict
 from runs.services.validation import check_job_spec
@@ -98,7 +98,7 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
     The flag the agent polls is set too (after the commit): an agent running the
     job stops pgbench and removes its cluster, one that holds the job drops it,
     and one that is gone cleans up when it starts again. What the agent measured
-    and sends afterwards is kept (a late result, runs.services.events). Raises
+    and sends afterwards is kept (a late result, runs.services.jobs.events). Raises
     Conflict for a final run.
     """
     with transaction.atomic():

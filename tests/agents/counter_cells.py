@@ -7,7 +7,7 @@ from typing import Any
 from agents.config import AgentConfig
 from runs.analysis.tables import comparison_statistics
 from runs.models import Comparison, Experiment, Run
-from runs.services.events import store_point
+from runs.services.jobs.events import store_point
 from tests.agents.jobs import run, small_spec
 from tests.runs.factories import RunFactory
 

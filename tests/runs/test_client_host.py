@@ -11,8 +11,8 @@ from runs import services
 from runs.analysis.validity import result_warnings
 from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Host, HostSample, Run, Series
-from runs.services.events import run_record_event
 from runs.services.history.series import series_fire, series_save
+from runs.services.jobs.events import run_record_event
 from runs.timelines import store
 from tests.runs.factories import (
     ConfigProfileFactory,

@@ -13,7 +13,7 @@ from agents.contract.wire import agent_queue, cancel_key, claim_key, dispatch_ke
 from runs import services
 from runs.contract import transport
 from runs.models import Host, Run
-from runs.services.dispatch import run_dispatch
+from runs.services.jobs.dispatch import run_dispatch
 from tests.runs import events
 from tests.runs.factories import RunFactory
 

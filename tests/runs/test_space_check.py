@@ -6,7 +6,7 @@ import pytest
 from agents.contract.errors import JobError
 from runs import services
 from runs.models import Experiment, Host
-from runs.services.ingest import record_heartbeats
+from runs.services.jobs.ingest import record_heartbeats
 from tests.runs import events
 from tests.runs.factories import (
     ConfigProfileFactory,

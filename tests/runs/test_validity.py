@@ -13,7 +13,7 @@ from runs.analysis.run_checks import run_warnings
 from runs.analysis.validity import PointSamples, point_warnings
 from runs.inference.stats import summarize
 from runs.models import HostSample, ProgressSample, Result, Run, ServerSample
-from runs.services.events import store_point
+from runs.services.jobs.events import store_point
 from tests.agents import jobs
 from tests.runs.factories import RunFactory
 

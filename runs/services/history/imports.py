@@ -20,7 +20,6 @@ from django.utils import timezone
 from agents.contract.pgbench_output.documents import PgbenchOutput
 from agents.contract.reports.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Result, Run, Workload
-from runs.services.events import store_point
 from runs.services.history.import_reading import (
     FileRefused,
     UploadedOutput,
@@ -29,6 +28,7 @@ from runs.services.history.import_reading import (
     parse_points,
     stated_version,
 )
+from runs.services.jobs.events import store_point
 from runs.services.runs import digest_build_after_commit
 
 IMPORTED_STORAGE = "imported"

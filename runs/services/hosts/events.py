@@ -1,7 +1,7 @@
 """Events from the stream, handed to their handler; an agent's own events handled here.
 
 `record_event` validates any event and hands a run's event to
-runs.services.events. An agent's registration creates or refreshes its Host
+runs.services.jobs.events. An agent's registration creates or refreshes its Host
 (facts, storage, installs, catalogues); a heartbeat marks it seen.
 """
 
@@ -19,9 +19,9 @@ from agents.contract.reports.events import (
 from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import Host, Run, StorageTarget
 from runs.services.catalogues import catalogue_keep
-from runs.services.events import parse_event_time, run_record_event
 from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
 from runs.services.hosts.space import host_record_space, registered_space
+from runs.services.jobs.events import parse_event_time, run_record_event
 
 logger = logging.getLogger(__name__)
 

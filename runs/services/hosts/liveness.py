@@ -18,7 +18,7 @@ from django.utils import timezone
 from agents.contract.errors import JobError
 from runs.contract import transport
 from runs.models import Host, Run
-from runs.services.dispatch import run_redispatch
+from runs.services.jobs.dispatch import run_redispatch
 from runs.services.runs import run_finish
 
 logger = logging.getLogger(__name__)

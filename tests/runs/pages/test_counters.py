@@ -11,7 +11,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from runs.models import Comparison, ProgressSample, Result, Run
-from runs.services.events import store_point
+from runs.services.jobs.events import store_point
 from runs.sse import _messages
 from tests.runs.pages.conftest import finished_run
 from tests.runs.test_movers import STEADY

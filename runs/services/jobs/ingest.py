@@ -37,15 +37,15 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
-from runs.services.events import (
+from runs.services.hosts.enrollment import heartbeat_refusal, run_event_refusal
+from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
+from runs.services.hosts.space import host_record_space
+from runs.services.jobs.events import (
     event_values,
     parse_event_time,
     progress_values,
     run_record_event,
 )
-from runs.services.hosts.enrollment import heartbeat_refusal, run_event_refusal
-from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
-from runs.services.hosts.space import host_record_space
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from runs.models import (
     ServerSample,
 )
 
-# provenance: an imported run is labelled by its file (runs.views.context.run_label).
+# provenance: an imported run is labelled by its file (runs.views.content.context.run_label).
 RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment", "provenance")
 
 

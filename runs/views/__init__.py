@@ -1,2 +1,2 @@
-"""Page views. Each module serves one area; `context` builds what the signed-in
+"""Page views. Each module serves one area; `content/` builds what the signed-in
 pages and the read-only share pages both show."""

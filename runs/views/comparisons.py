@@ -12,8 +12,8 @@ from runs import selectors, services
 from runs.forms.experiments import CompareForm
 from runs.models import Comparison
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.comparing import baseline_from, saved_comparison_context
-from runs.views.context import export_urls
+from runs.views.content.comparing import baseline_from, saved_comparison_context
+from runs.views.content.context import export_urls
 from runs.views.export import export_response
 
 

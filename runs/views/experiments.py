@@ -15,7 +15,7 @@ from runs.forms.experiments import ScheduleForm
 from runs.models import Experiment, Host
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
-from runs.views.context import experiment_context, export_urls
+from runs.views.content.context import experiment_context, export_urls
 from runs.views.export import export_response
 
 

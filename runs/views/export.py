@@ -33,7 +33,7 @@ from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, 
 from runs.analysis.verdicts import VERDICT_DEFAULTS
 from runs.counters.points import per_transaction
 from runs.models import ProgressSample, Result, Run
-from runs.views.context import margin_from, min_effect_from
+from runs.views.content.context import margin_from, min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
 RUN_COLUMNS = [

@@ -13,7 +13,7 @@ from runs.models import Host, Run
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.context import export_urls, run_context
+from runs.views.content.context import export_urls, run_context
 from runs.views.export import export_response
 
 RUNS_PER_PAGE = 50

@@ -11,8 +11,8 @@ from runs import selectors, services
 from runs.analysis.compare import METRICS
 from runs.models import Comparison, Experiment, Run, ShareLink
 from runs.views.auth import AuthenticatedHttpRequest
-from runs.views.comparing import baseline_from, saved_comparison_context
-from runs.views.context import experiment_context, export_urls, run_context
+from runs.views.content.comparing import baseline_from, saved_comparison_context
+from runs.views.content.context import experiment_context, export_urls, run_context
 from runs.views.export import export_response
 
 TEMPLATES = {

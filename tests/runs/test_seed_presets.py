@@ -28,7 +28,7 @@ from runs import presets, services
 from runs.forms.experiments import parse_clients, parse_storage_layouts
 from runs.models import ConfigProfile, Experiment, Host, HostSample, PgBuild, Run, Workload
 from runs.services.hosts.events import record_event
-from runs.views.context import experiment_context
+from runs.views.content.context import experiment_context
 from tests.runs.factories import HostFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.urls import reverse
 from runs.forms.experiments import ScheduleForm
 from runs.forms.history import SeriesForm
 from runs.models import Experiment, Result, Run
-from runs.views.context import run_label
+from runs.views.content.context import run_label
 from tests.agents.pgbench.captures import FIXTURES
 from tests.runs.factories import ConfigProfileFactory, ExperimentFactory, PgBuildFactory
 

@@ -33,7 +33,7 @@ from runs.models import Comparison, Run
 from runs.services.history.series import notes_for_runs
 from runs.timelines import store
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
-from runs.views.context import has_server_samples, margin_from, min_effect_from
+from runs.views.content.context import has_server_samples, margin_from, min_effect_from
 
 
 def baseline_from(runs: list[Run], saved: Run, raw: str | None) -> tuple[Run, str]:

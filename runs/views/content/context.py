@@ -1,5 +1,5 @@
 """What a run or experiment page shows, for signed-in and shared views alike (the
-comparison page: runs/views/comparing.py).
+comparison page: runs/views/content/comparing.py).
 
 `urls` in each context holds the links that differ between the two (the live
 stream and the exports); `read_only` hides everything that writes.
@@ -27,7 +27,7 @@ from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
 from runs.timelines import store
-from runs.views.adaptive import adaptive_summary, spread_split
+from runs.views.content.adaptive import adaptive_summary, spread_split
 
 
 def run_label(run: Run) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import agents
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
+from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import RESULT_VERSION, PointResult, ResultDocument
 from agents.contract.settings.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.spec.document import (
@@ -31,6 +32,7 @@ from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe.facts import collect_facts
+from agents.observe.profile import perf_for_job, unprofiled
 from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
@@ -45,6 +47,7 @@ from agents.postgres.installs.source_build import check_allowed as check_build_a
 from agents.postgres.installs.source_build import ensure_build
 from agents.postgres.osuser import ensure_os_user, make_dirs
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
+from agents.sweep.driver import profiles
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +71,8 @@ class Job:
         self.link = link
         self.client_address: str | None = None
         self.cluster: Cluster | None = None
+        # perf's path when this job records a profiled repeat (agents/observe/profile.py).
+        self.perf: str | None = None
         # What the job is doing (its last status message), for a failure to name.
         self.doing = "the start of the job"
         self.result: ResultDocument = new_result(spec_doc)
@@ -125,6 +130,12 @@ class Job:
     def keep_failed_point(self, point: PointResult) -> None:
         self.result["failed_point"] = point
 
+    def keep_profile(self, profile: ProfileResult) -> None:
+        self.result.setdefault("profiles", []).append(profile)
+        self.emit("profile", profile)
+        if profile["error"]:
+            self.emit("log", {"level": "warning", "message": f"no profile: {profile['error']}"})
+
     def _run(self) -> None:
         install, spec = self.prepare()
         context = PointContext.at(self, self.sweep_place(install), spec)
@@ -132,7 +143,7 @@ class Job:
         if self.link is not None:
             self._announce_ready()
             points = RemotePoints(self.link, context, self.should_cancel)
-        Sweep(context, points).run()
+        Sweep(context, points, self.perf).run()
 
     def _await_client(self, spec: JobSpec) -> None:
         """The server half starts nothing before its client half has joined."""
@@ -188,6 +199,9 @@ class Job:
         refuse_settings(spec["settings"], self.config.allow_settings)
         if spec["postgres"]["build"] is not None:
             check_build_allowed(spec["postgres"]["build"], self.config)
+        self.perf, problem = perf_for_job(profiles(spec["sweep"]), self.config.allow_profiling)
+        if problem is not None:
+            self.keep_profile(unprofiled(problem))
         self._await_client(spec)
         storage = self._resolve_storage(spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])

@@ -5,7 +5,9 @@ never among the measured points. And a job whose agent may not profile says so b
 anything is provisioned, and is measured anyway."""
 
 import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import psutil
 import pytest
@@ -56,7 +58,7 @@ def test_a_profiled_repeat_folds_the_backends_stacks_apart_from_the_measured_poi
     assert names.index("pgbench_profiled") > max(
         i for i, name in enumerate(names) if name == "pgbench"
     )
-    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "perf"]
+    assert perfs_working_in(config.storage["data"]) == []
 
 
 def test_an_agent_that_may_not_profile_says_so_before_provisioning_and_measures(
@@ -73,3 +75,48 @@ def test_an_agent_that_may_not_profile_says_so_before_provisioning_and_measures(
     kinds = [event["type"] for event in events.events]
     assert kinds.index("profile") < kinds.index("point")
     assert "pgbench_profiled" not in [step["name"] for step in document["steps"]]
+
+
+def test_perf_left_by_a_killed_agent_is_killed_with_the_jobs_cluster(make_cluster) -> None:
+    cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    # An agent process profiling the server, killed with SIGKILL (no finally runs).
+    agent = subprocess.Popen(
+        [sys.executable, "-c", KILLED_AGENT, str(cluster.postmaster_pid), str(cluster.job_dir)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert agent.stdout is not None and agent.stdout.readline().strip() == "recording"
+    agent.kill()
+    agent.wait()
+    assert len(perfs_working_in(cluster.job_dir)) == 1
+
+    cluster.destroy()  # what a starting worker does to a dead agent's cluster
+
+    assert perfs_working_in(cluster.job_dir) == []
+
+
+def perfs_working_in(directory: Path) -> list[psutil.Process]:
+    """perf processes still running (not zombies) with their working directory in `directory`
+    (other people's perf on this machine are none of the test's business)."""
+    found = psutil.process_iter(["name", "cwd", "status"])
+    return [
+        p
+        for p in found
+        if p.info["name"] == "perf"
+        and p.info["status"] != psutil.STATUS_ZOMBIE
+        and Path(p.info["cwd"] or "/").is_relative_to(directory)
+    ]
+
+
+REPO = Path(__file__).resolve().parents[2]
+KILLED_AGENT = """
+import sys, time
+from pathlib import Path
+from agents.observe.profile import recording
+with recording("/usr/bin/perf", int(sys.argv[1]), Path(sys.argv[2])):
+    print("recording", flush=True)
+    time.sleep(600)
+"""

@@ -114,25 +114,34 @@ def recording(perf: str, postmaster_pid: int, cwd: Path) -> Iterator[Recording]:
     """perf recording the server while the block runs; on the way out perf is stopped and
     reaped whatever happened, and its data folded into `stacks` and removed."""
     private = Path(tempfile.mkdtemp(prefix="benchlab-perf-"))
-    os.mkfifo(private / "ctl", 0o600)
-    os.mkfifo(private / "ack", 0o600)
-    ack = os.open(private / "ack", os.O_RDONLY | os.O_NONBLOCK)
-    started = time.monotonic()
-    with (private / "stderr").open("w+") as stderr:
-        process, record = _started(perf, private, postmaster_pid, cwd, stderr, ack)
+    try:
+        os.mkfifo(private / "ctl", 0o600)
+        os.mkfifo(private / "ack", 0o600)
+        ack = os.open(private / "ack", os.O_RDONLY | os.O_NONBLOCK)
         try:
-            yield record
+            with (private / "stderr").open("w+") as stderr:
+                yield from _recorded(perf, private, postmaster_pid, cwd, stderr, ack)
         finally:
             os.close(ack)
-            exit_code = _stop(process)
-            record.seconds = round(min(time.monotonic() - started, MAX_SECONDS), 3)
-            try:
-                if record.problem is None:
-                    _fold_data(record, perf, private / "perf.data", exit_code, _said(stderr))
-                else:
-                    record.problem += f": {_said(stderr) or 'no output'}"
-            finally:
-                shutil.rmtree(private)
+    finally:
+        shutil.rmtree(private)
+
+
+def _recorded(
+    perf: str, private: Path, postmaster_pid: int, cwd: Path, stderr: IO[str], ack: int
+) -> Iterator[Recording]:
+    """`recording`'s middle: perf from its start to its reaped end, then its stacks."""
+    started = time.monotonic()
+    process, record = _started(perf, private, postmaster_pid, cwd, stderr, ack)
+    try:
+        yield record
+    finally:
+        exit_code = _stop(process)
+        record.seconds = round(min(time.monotonic() - started, MAX_SECONDS), 3)
+        if record.problem is None:
+            _fold_data(record, perf, private / "perf.data", exit_code, _said(stderr))
+        else:
+            record.problem += f": {_said(stderr) or 'no output'}"
 
 
 def _started(

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 from agents.contract.reports.profiles import MAX_STACK_LINES, parse_folded
+from agents.contract.spec.document import validate_spec
 from agents.observe import profile
 from agents.observe.profile import bounded, fold, frame_name, profiling_problem
+from agents.sweep.driver import profiles
 
 CAPTURE = Path(__file__).parent / "fixtures" / "perf-script-pg16.txt"
 
@@ -75,3 +77,10 @@ def test_perfs_command_comes_from_the_agent_alone(tmp_path: Path) -> None:
     assert argv[:2] == ["/usr/bin/perf", "record"]
     assert "--event=cpu-clock" in argv and "--freq=99" in argv and "--call-graph=dwarf" in argv
     assert "--pid=11,12" in argv and argv[-3:] == ["--", "sleep", str(profile.MAX_SECONDS)]
+
+
+def test_in_rounds_only_the_job_of_the_first_round_profiles() -> None:
+    first = validate_spec({"version": 1, "sweep": {"profile": True, "duration_s": 5}})["sweep"]
+    assert profiles(first)
+    assert not profiles({**first, "first_repeat": 2})
+    assert not profiles({**first, "profile": False})

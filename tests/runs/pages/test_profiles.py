@@ -20,6 +20,7 @@ from agents.contract.reports.profiles import parse_folded
 from agents.events import EventEmitter
 from agents.job import run_job
 from runs.models import Profile, Result, Run
+from runs.profiles.store import profile_store
 from runs.services.events import run_record_event
 from tests.agents.conftest import config, storage_root  # noqa: F401 (fixtures)
 from tests.agents.jobs import Recorder, small_spec
@@ -101,3 +102,32 @@ def test_a_run_whose_agent_may_not_profile_says_why_on_its_page(
     client.force_login(user)
     page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "No profile:" in page and "allow_profiling" in page
+
+
+def test_folded_stacks_the_lab_cannot_read_are_kept_out_and_said_so(user: Any) -> None:
+    run = RunFactory(status=Run.Status.SUCCEEDED)
+    profile_store(
+        run,
+        {
+            "index": 0,
+            "clients": 2,
+            "tps": 100.0,
+            "seconds": 2.0,
+            "frequency_hz": 99,
+            "event": "cpu-clock",
+            "call_graph": "dwarf",
+            "samples": 3,
+            "kept_samples": 3,
+            "folded": "main;exec 2\nmain;parse many\n",
+            "argv": ["perf", "record"],
+            "error": None,
+        },
+    )
+
+    [profile] = Profile.objects.filter(run=run)
+    assert profile.folded == "" and "line 2" in profile.error
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("run-detail", args=[run.pk]))
+    assert response.status_code == 200
+    assert "No profile at 2 clients: the agent sent folded stacks" in response.content.decode()

@@ -55,6 +55,9 @@ class AgentConfig:
     # Patches from the lab are code (a patch may edit configure or a Makefile): applied
     # only when the operator accepts that here; without it a job with patches is refused.
     allow_user_patches: bool = False
+    # The profiled repeat runs perf as this agent against the job's own server processes,
+    # with a fixed command line (agents/observe/profile.py); off here, jobs get no profile.
+    allow_profiling: bool = True
     redis_url: str = field(default_factory=default_redis_url)
     # The address other agents reach this host's clusters at (a run with a client host).
     advertise_address: str = "127.0.0.1"

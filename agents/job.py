@@ -16,13 +16,13 @@ from typing import Any
 import agents
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
+from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import RESULT_VERSION, PointResult, ResultDocument
 from agents.contract.settings.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.spec.document import (
     JobSpec,
     PostgresSpec,
     SettingValue,
-    StorageSpec,
     validate_spec,
 )
 from agents.contract.spec.pgbench_versions import refuse_missing_options
@@ -32,6 +32,7 @@ from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
 from agents.observe import pg_statements
 from agents.observe.facts import collect_facts
+from agents.observe.profile import perf_for_job, unprofiled
 from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
@@ -45,7 +46,9 @@ from agents.postgres.installs.inventory import Install, major_of, matches_versio
 from agents.postgres.installs.source_build import check_allowed as check_build_allowed
 from agents.postgres.installs.source_build import ensure_build
 from agents.postgres.osuser import ensure_os_user, make_dirs
+from agents.postgres.storage_targets import resolve_storage, storage_records
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
+from agents.sweep.driver import profiles
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,8 @@ class Job:
         self.link = link
         self.client_address: str | None = None
         self.cluster: Cluster | None = None
+        # perf's path when this job records a profiled repeat (agents/observe/profile.py).
+        self.perf: str | None = None
         # What the job is doing (its last status message), for a failure to name.
         self.doing = "the start of the job"
         self.result: ResultDocument = new_result(spec_doc)
@@ -126,6 +131,12 @@ class Job:
     def keep_failed_point(self, point: PointResult) -> None:
         self.result["failed_point"] = point
 
+    def keep_profile(self, profile: ProfileResult) -> None:
+        self.result.setdefault("profiles", []).append(profile)
+        self.emit("profile", profile)
+        if profile["error"]:
+            self.emit("log", {"level": "warning", "message": f"no profile: {profile['error']}"})
+
     def _run(self) -> None:
         install, spec = self.prepare()
         context = PointContext.at(self, self.sweep_place(install), spec)
@@ -133,7 +144,7 @@ class Job:
         if self.link is not None:
             self._announce_ready()
             points = RemotePoints(self.link, context, self.should_cancel)
-        Sweep(context, points).run()
+        Sweep(context, points, self.perf).run()
 
     def _await_client(self, spec: JobSpec) -> None:
         """The server half starts nothing before its client half has joined."""
@@ -189,8 +200,11 @@ class Job:
         refuse_settings(spec["settings"], self.config.allow_settings)
         if spec["postgres"]["build"] is not None:
             check_build_allowed(spec["postgres"]["build"], self.config)
+        self.perf, problem = perf_for_job(profiles(spec["sweep"]), self.config.allow_profiling)
+        if problem is not None:
+            self.keep_profile(unprofiled(problem))
         self._await_client(spec)
-        storage = self._resolve_storage(spec["storage"])
+        storage = resolve_storage(self.config, spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])
         self.check_cancel()
         install = self._provision(spec["postgres"])
@@ -198,40 +212,12 @@ class Job:
         if tracks_statements:
             pg_statements.check_available(install)
         self.result["facts"] = collect_facts(storage)
-        self._record_storage(storage, spec["storage"])
+        self.result["storage"].update(
+            storage_records(storage, spec["storage"], self.result["facts"])
+        )
         self.check_cancel()
         self._start_cluster(install, storage, spec["settings"], tracks_statements)
         return install, spec
-
-    def _resolve_storage(self, wanted: StorageSpec) -> dict[str, Path]:
-        targets = self.config.storage_targets()
-        resolved: dict[str, Path] = {}
-        for role in ("data", "wal"):
-            name = wanted[role]
-            if name is None:
-                continue
-            if name not in targets:
-                raise JobError(
-                    "storage_unknown",
-                    f"this agent has no storage target {name!r}; it has "
-                    f"{', '.join(sorted(targets))} (add one with --storage {name}=PATH)",
-                    field=f"storage.{role}",
-                )
-            resolved[role] = targets[name]
-        return resolved
-
-    def _record_storage(self, storage: dict[str, Path], names: StorageSpec) -> None:
-        facts = self.result["facts"]
-        facts_storage = facts["storage"] if facts else {}
-        for role, path in storage.items():
-            detected: Mapping[str, Any] = facts_storage.get(role) or {}
-            self.result["storage"][role] = {
-                "name": names["data"] if role == "data" else names["wal"],
-                "path": str(path),
-                "device": detected.get("device"),
-                "filesystem": detected.get("filesystem"),
-                "mount_options": detected.get("mount_options"),
-            }
 
     def _provision(self, postgres: PostgresSpec) -> Install:
         self.status("provisioning", f"finding PostgreSQL {postgres['version']}")

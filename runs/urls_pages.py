@@ -47,6 +47,11 @@ urlpatterns = [
     path("runs/<int:pk>/rerun", runs.run_rerun, name="run-rerun"),
     path("runs/<int:pk>/results.<fmt:fmt>", runs.run_export, name="run-export"),
     path("runs/<int:pk>/build.log", runs.run_build_log, name="run-build-log"),
+    path(
+        "runs/<int:pk>/profiles/<int:index>.folded",
+        runs.run_profile_folded,
+        name="run-profile-folded",
+    ),
     path("experiments/", experiments.experiment_list, name="experiment-list"),
     path("experiments/new", experiments.schedule, name="schedule"),
     path("experiments/<int:pk>/", experiments.experiment_detail, name="experiment-detail"),

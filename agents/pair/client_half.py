@@ -27,6 +27,7 @@ import psycopg
 
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
+from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult
 from agents.contract.spec.document import JobSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
@@ -159,6 +160,11 @@ class LinkReporter:
 
     def keep_failed_point(self, point: PointResult) -> None:
         self.failed_point = point
+
+    def keep_profile(self, profile: ProfileResult) -> None:
+        """Never called: the client half runs no profiled repeat (the server half's
+        RemotePoints says so in the run's profile)."""
+        raise RuntimeError("the client half of a run has no profiled repeat")
 
 
 def run_client_half(

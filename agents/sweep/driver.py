@@ -28,14 +28,22 @@ NO_TIMELINE = (
 CLIENT_ORDER_SEEDS = 2**31
 
 
-class Sweep:
-    """Runs the dataset steps and every point of one job inside its cluster."""
+def profiles(sweep: SweepSpec) -> bool:
+    """Whether this job runs the profiled repeat: asked for, and the job measures the first
+    repeat (in rounds each round is a job, and only the cell's first profiles)."""
+    return sweep["profile"] and sweep["first_repeat"] == 1
 
-    def __init__(self, context: PointContext, points: PointRunner) -> None:
+
+class Sweep:
+    """Runs the dataset steps and every point of one job inside its cluster; then, with
+    `perf` (its path), the profiled repeat."""
+
+    def __init__(self, context: PointContext, points: PointRunner, perf: str | None = None):
         self.context = context
         self.reporter = context.reporter
         self.spec = context.spec
         self.points = points
+        self.perf = perf
 
     def run(self) -> None:
         self.prepare_dataset()
@@ -56,6 +64,16 @@ class Sweep:
             self.reporter.check_cancel()
             self.between_points()
             self.points.run_point(index, len(points), clients, repeat)
+        if self.perf is not None:
+            self.profiled_repeat([clients for clients, _repeat in points], self.perf)
+
+    def profiled_repeat(self, clients_order: list[int], perf: str) -> None:
+        """One more pass over the client counts with perf recording the server: after the
+        measured points, so none of them ran beside perf; kept apart as profiles."""
+        for index, clients in enumerate(dict.fromkeys(clients_order)):
+            self.reporter.check_cancel()
+            self.between_points()
+            self.reporter.keep_profile(self.points.profile_point(index, clients, perf))
 
     def _seeded(self, sweep: SweepSpec) -> SweepSpec:
         """A random client order without a seed gets one drawn here; it stays in the spec,

@@ -1,8 +1,6 @@
-"""Comparison logic: statistics per point, verdicts against a baseline, warnings, peaks,
-and what differs between runs.
-
-Pure functions over model instances already loaded (the numbers come from
-`runs.inference.stats`, the warnings from `runs.analysis.validity`); no queries of their own.
+"""Comparison logic: statistics per point, verdicts against a baseline, warnings, peaks
+and what differs between runs: pure functions over model instances already loaded (the
+numbers from runs.inference.stats, the warnings from runs.analysis.validity), no queries.
 """
 
 import json

@@ -5,6 +5,7 @@ nothing gives an empty list, not an error (the filter is a question, not a
 reference that must exist).
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
@@ -31,6 +32,22 @@ class IdFilter(django_filters.NumberFilter):
         super().__init__(*args, **kwargs)
 
 
+class UtcField(django_filters.fields.IsoDateTimeField):
+    """An ISO date-time read in UTC: PostgreSQL refuses offsets beyond ±15:59 that Python
+    accepts (`-22:57` was a 500); one that leaves the calendar is a 400 naming it."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        parsed: datetime | None = super().to_python(value)
+        try:
+            return parsed.astimezone(UTC) if parsed is not None else None
+        except OverflowError as error:
+            raise forms.ValidationError(f"{value} is outside the calendar") from error
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcField
+
+
 class StrictFilterSet(django_filters.FilterSet):
     """An empty value for a typed filter (`?queued_before=`) is an error, not "no filter"."""
 
@@ -55,8 +72,8 @@ class RunFilter(StrictFilterSet):
     experiment = IdFilter(field_name="experiment_id")
     config_profile = IdFilter(field_name="config_profile_id")
     workload = IdFilter(field_name="workload_id")
-    queued_after = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="gte")
-    queued_before = django_filters.IsoDateTimeFilter(field_name="queued_at", lookup_expr="lt")
+    queued_after = UtcDateTimeFilter(field_name="queued_at", lookup_expr="gte")
+    queued_before = UtcDateTimeFilter(field_name="queued_at", lookup_expr="lt")
 
     class Meta:
         model = Run

@@ -259,6 +259,14 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
         data = run_results(self.get_object(), query.validated_data.get("point"))
         return Response(serializers.RunResultsSerializer(data).data)
 
+    @extend_schema(responses={200: serializers.ProfileSerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def profiles(self, request: Request, pk: str | None = None) -> Response:
+        """The run's profiled repeat (perf, after its measured points; never a result): each
+        client count's folded stacks, or why the agent recorded none."""
+        profiles = self.get_object().profiles.order_by("index")
+        return Response(serializers.ProfileSerializer(profiles, many=True).data)
+
 
 class ComparisonViewSet(
     mixins.CreateModelMixin,

@@ -11,7 +11,7 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
 from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
-from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS
+from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.adaptive import ADAPTIVE_FIELDS
 from runs.services.history.imported import not_imported
@@ -190,6 +190,21 @@ class ScheduleForm(forms.Form):
     margin_pct = _experiment_field("margin_pct", label="Margin (±%)")
     min_effect_pct = _experiment_field("min_effect_pct", label="Minimum effect (%)")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for declared in EXPERIMENT_SWITCHES:
+            self.fields[declared.name] = forms.BooleanField(
+                required=False,
+                initial=declared.default,
+                label=declared.label,
+                help_text=declared.help,
+            )
+
+    @property
+    def switches(self) -> list[forms.BoundField]:
+        """The declared on/off sweep fields, shown together."""
+        return [self[declared.name] for declared in EXPERIMENT_SWITCHES]
+
     def clean_clients(self) -> list[int]:
         return parse_clients(self.cleaned_data["clients"])
 
@@ -218,6 +233,7 @@ class ScheduleForm(forms.Form):
             "between_points": data["between_points"],
             "execution": data["execution"],
             "seed": data["seed"],
+            **{declared.name: data[declared.name] for declared in EXPERIMENT_SWITCHES},
             # Left empty: the model's default.
             **{name: data[name] for name in ADAPTIVE_FIELDS if data.get(name) is not None},
         }

@@ -20,6 +20,7 @@ from runs.models.catalogue import (
 )
 from runs.models.experiments import Comparison, Experiment, Run
 from runs.models.history import Alert, Note, Occurrence, Provenance, Series
+from runs.models.profiles import Profile
 from runs.models.samples import (
     HostSample,
     ProgressSample,
@@ -43,6 +44,7 @@ __all__ = [
     "Occurrence",
     "PgBuild",
     "PgCatalogue",
+    "Profile",
     "ProgressSample",
     "Provenance",
     "Result",

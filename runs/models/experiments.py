@@ -53,6 +53,8 @@ class Experiment(models.Model):
     between_points = models.CharField(
         max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
     )
+    # Issue 21: a profiled repeat (perf) after the measured ones, never measured itself.
+    profile = models.BooleanField(default=False)
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
     # Issue 13: pgbench on another host (agent) for every run of the experiment.

@@ -10,7 +10,9 @@
   the logged transactions it rests on (`sampled`), the sampling rate and the
   second's latency percentiles.
 - JSON: the runs with their points (each with its seconds and its `counters`)
-  and warnings, the statistics rows, and what every warning code means.
+  and warnings, each run's profiled repeat apart (`profiles`, `measured: false`:
+  folded stacks, never a point), the statistics rows, and what every warning
+  code means.
 
 A point's counters per transaction (agents/contract/reports/counters.py) are
 CSV columns `per_transaction.<key>`, one for every counter the lab knows
@@ -33,6 +35,7 @@ from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, 
 from runs.analysis.verdicts import VERDICT_DEFAULTS
 from runs.counters.points import per_transaction
 from runs.models import ProgressSample, Result, Run
+from runs.profiles.pages import profile_exports
 from runs.views.content.context import margin_from, min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -167,6 +170,7 @@ def _json_body(
 ) -> dict[str, object]:
     cells, results = loaded["cells"], loaded["own_results"]
     seconds = seconds_by_point(runs)
+    profiles = profile_exports(runs)
     return {
         "runs": [
             {
@@ -180,6 +184,7 @@ def _json_body(
                     }
                     for r in results[run.pk]
                 ],
+                "profiles": profiles[run.pk],
             }
             for run in runs
         ],

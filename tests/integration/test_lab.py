@@ -28,7 +28,11 @@ pytestmark = pytest.mark.integration
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
 
 
-def experiment(api, lab, profiles: list[dict], clients: list[int], duration_s: int) -> dict:
+def experiment(
+    api, lab, profiles: list[dict], clients: list[int], duration_s: int, **more: object
+) -> dict:
+    """An experiment of pg16 x `profiles` (config profiles) on the lab's agent; `more` adds to
+    its API body."""
     host = lab.wait_registered()
     build = create(api, "builds", {"name": "pg16", "version": "16", "source": "prebuilt"})
     profile_ids = [
@@ -53,6 +57,7 @@ def experiment(api, lab, profiles: list[dict], clients: list[int], duration_s: i
             "clients": clients,
             "duration_s": duration_s,
             "repeats": 1,
+            **more,
         },
     )
 
@@ -68,6 +73,7 @@ REQUIRED_DATA = {
     "progress": {"point": 0, "t": 0.0},
     "sample": {"point": 0},
     "point": {"index": 0},
+    "profile": {"index": 0, "folded": ""},
     "result": {"status": "succeeded", "points": []},
 }
 

@@ -12,12 +12,13 @@ from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from agents.contract.reports.facts import Facts, Space
 from agents.contract.reports.installs import InstallRecord
+from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
 
 EVENT_VERSION = 1
 
-RunEventType = Literal["status", "step", "progress", "sample", "point", "log", "result"]
+RunEventType = Literal["status", "step", "progress", "sample", "point", "profile", "log", "result"]
 AgentEventType = Literal["agent_register", "heartbeat"]
 EventType = Literal[RunEventType, AgentEventType]
 RUN_EVENT_TYPES: frozenset[str] = frozenset(get_args(RunEventType))
@@ -124,6 +125,14 @@ class PointEvent(_Envelope):
     data: PointResult
 
 
+class ProfileEvent(_Envelope):
+    """A point of the profiled repeat: never a measured point (agents/contract/reports/
+    profiles.py)."""
+
+    type: Literal["profile"]
+    data: ProfileResult
+
+
 class LogEvent(_Envelope):
     type: Literal["log"]
     data: LogData
@@ -145,7 +154,14 @@ class HeartbeatEvent(_Envelope):
 
 
 RunEvent = (
-    StatusEvent | StepEvent | ProgressEvent | SampleEvent | PointEvent | LogEvent | ResultEvent
+    StatusEvent
+    | StepEvent
+    | ProgressEvent
+    | SampleEvent
+    | PointEvent
+    | ProfileEvent
+    | LogEvent
+    | ResultEvent
 )
 AgentEvent = AgentRegisterEvent | HeartbeatEvent
 Event = RunEvent | AgentEvent
@@ -178,6 +194,7 @@ REQUIRED_DATA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "progress": {"point": int, "t": (int, float)},
     "sample": {"point": int},
     "point": {"index": int},
+    "profile": {"index": int, "folded": str},
     "result": {"status": str, "points": list},
 }
 

@@ -14,6 +14,7 @@ from agents.contract.reports.counters import PointCounters
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
+from agents.contract.reports.profiles import ProfileResult
 from agents.contract.spec.document import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
 
@@ -191,3 +192,5 @@ class ResultDocument(TypedDict):
     # A run with a client host: the addresses, the transport and the median `SELECT 1`
     # round trip the client measured (`select1_ms`, over `select1_samples` queries).
     network: NotRequired[dict[str, Any]]
+    # The profiled repeat's points (agents/contract/reports/profiles.py), apart from `points`.
+    profiles: NotRequired[list[ProfileResult]]

@@ -122,6 +122,8 @@ class SweepSpec(TypedDict):
     order: SweepOrder
     warmup_s: int
     between_points: BetweenPoints
+    # A profiled repeat after the measured ones (agents/sweep/driver.py, `profiles`).
+    profile: bool
     # The number of the first repeat (the lab's rounds send one repeat per job).
     first_repeat: int
     # Seeds the `random` client order; the agent draws one when it is null.

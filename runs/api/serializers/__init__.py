@@ -29,6 +29,7 @@ from runs.api.serializers.experiments import (
     RunSerializer,
     SampleSerializer,
 )
+from runs.api.serializers.profiles import ProfileSerializer
 
 __all__ = [
     "ComparisonSerializer",
@@ -41,6 +42,7 @@ __all__ = [
     "ExperimentSerializer",
     "HostSerializer",
     "PgBuildSerializer",
+    "ProfileSerializer",
     "ProgressSampleSerializer",
     "ResultSerializer",
     "RunDetailSerializer",

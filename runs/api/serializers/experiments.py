@@ -21,7 +21,9 @@ from runs.api.fields import (
 )
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
+from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
+from runs.contract.spec_fields import EXPERIMENT_SWITCHES
 from runs.models import (
     ConfigProfile,
     Experiment,
@@ -99,6 +101,7 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "seed",
             "warmup_s",
             "between_points",
+            *spec_fields.names(EXPERIMENT_SWITCHES),
             "client_host",
             "adaptive",
             "max_rounds",

@@ -49,6 +49,7 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
+from runs.profiles.store import profile_store
 from runs.services.catalogues import catalogue_keep
 from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
@@ -109,8 +110,18 @@ STORED_ELSEWHERE: dict[str, frozenset[str] | None] = {
     "progress": None,  # all of it: one ProgressSample
     "sample": None,  # all of it: HostSample (server and/or client host) and/or ServerSample
     "point": frozenset({"progress", "host_samples", "server_samples", "stdout", "stderr"}),
+    "profile": frozenset({"folded"}),
     "result": frozenset(
-        {"points", "facts", "install", "storage", "settings", "steps", "server_log_tail"}
+        {
+            "points",
+            "profiles",
+            "facts",
+            "install",
+            "storage",
+            "settings",
+            "steps",
+            "server_log_tail",
+        }
     ),
 }
 # The event types whose rows hold nothing once compacted but the idempotency key
@@ -157,6 +168,8 @@ def _apply(run: Run, event: RunEventDocument) -> None:
         _apply_sample(run, event["data"])
     elif event["type"] == "point":
         store_point(run, event["data"])
+    elif event["type"] == "profile":
+        profile_store(run, event["data"])
     elif event["type"] == "log":
         _apply_log(run, event["data"])
     else:
@@ -312,6 +325,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     for point in data.get("points") or []:
         if point["index"] not in stored:
             store_point(run, point)
+    for profile in data.get("profiles") or []:
+        profile_store(run, profile)
     settings = data.get("settings") or {}
     snapshot: dict[str, object] = {
         "install": data.get("install") or {},

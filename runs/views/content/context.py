@@ -17,11 +17,13 @@ from runs.analysis.compare import (
 )
 from runs.analysis.shaping import cell_labels, dimensions
 from runs.analysis.tables import StatsInputs, load_inputs
-from runs.charts import clients
+from runs.charts import clients, flames
 from runs.charts import timelines as timeline_charts
 from runs.counters.points import counter_table, statement_points
 from runs.inference import equivalence, stats
 from runs.models import Experiment, Run
+from runs.profiles.pages import run_profiles
+from runs.profiles.trees import flame_tree
 from runs.selectors import LiveCursor
 from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
@@ -57,6 +59,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "results": results,
         "counter_rows": counter_table(results),
         "statement_points": statement_points(results),
+        "profiles": profile_panels(run),
         "point_warnings": by_point,
         "run_warnings": run_checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
@@ -76,6 +79,22 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "read_only": read_only,
         "urls": urls,
     }
+
+
+def profile_panels(run: Run) -> list[dict[str, object]]:
+    """The run's profiled points: each one's flame graph, or why it has none."""
+    panels: list[dict[str, object]] = []
+    for profile in run_profiles(run):
+        figure = None
+        if profile.folded:
+            title = (
+                f"Server CPU at {profile.clients} clients: {profile.kept_samples:,} of "
+                f"{profile.samples:,} samples (perf {profile.event}, {profile.frequency_hz} Hz)"
+            )
+            name = f"run-{run.pk}-profile-{profile.clients}"
+            figure = flames.flame_figure(flame_tree(profile.folded), title, name)
+        panels.append({"profile": profile, "figure": figure, "id": f"fig-profile-{profile.index}"})
+    return panels
 
 
 def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0024_point_counters_and_second_percentiles"),
+        ("runs", "0025_profiles"),
     ]
 
     operations = [

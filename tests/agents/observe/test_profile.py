@@ -1,0 +1,86 @@
+"""Folding perf's output and bounding a profile, on `perf script` output captured from a
+real PostgreSQL 16 backend under select-only (fixtures/perf-script-pg16.txt, verbatim)."""
+
+from pathlib import Path
+
+import pytest
+
+from agents.contract.reports.profiles import MAX_STACK_LINES, parse_folded
+from agents.contract.spec.document import validate_spec
+from agents.observe import profile
+from agents.observe.profile import bounded, fold, frame_name, profiling_problem
+from agents.sweep.driver import profiles
+
+CAPTURE = Path(__file__).parent / "fixtures" / "perf-script-pg16.txt"
+
+
+def test_perf_script_output_folds_into_root_first_stacks() -> None:
+    stacks = fold(CAPTURE.read_text().splitlines())
+
+    assert sum(stacks.values()) == 3
+    first = next(iter(stacks))
+    frames = first.split(";")
+    assert frames[:6] == [
+        "_start",
+        "__libc_start_main@@GLIBC_2.34",
+        "__libc_start_call_main",
+        "main",
+        "PostmasterMain",
+        "ServerLoop.isra.0",
+    ]
+    assert frames[6] == "PostgresMain"
+    assert frames[-1] == "finish_task_switch.isra.0"
+
+
+def test_frames_without_a_symbol_are_named_after_their_object() -> None:
+    assert frame_name("\t    4000 [unknown] ([unknown])") == "[unknown]"
+    assert frame_name("\t   1a2b [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)") == "[libc.so.6]"
+    assert frame_name("\t  10ab59 __libc_send (inlined)") == "__libc_send"
+
+
+def test_a_profile_keeps_its_heaviest_stacks_and_drops_the_rare_ones() -> None:
+    stacks = {f"main;f{n}": 1 for n in range(5000)} | {"main;hot": 100_000}
+
+    folded, kept = bounded(stacks)
+
+    lines = folded.splitlines()
+    assert lines[0] == "main;hot 100000"
+    assert len(lines) == 1  # each rare stack is under 0.05 % of the samples
+    assert kept == 100_000
+    many = {f"main;f{n}": 10 for n in range(MAX_STACK_LINES + 50)}
+    folded, kept = bounded(many)
+    assert len(parse_folded(folded)) == MAX_STACK_LINES and kept == 10 * MAX_STACK_LINES
+
+
+def test_a_malformed_folded_line_is_named() -> None:
+    with pytest.raises(ValueError, match="line 2"):
+        parse_folded("main;a 3\nmain;b three\n")
+
+
+def test_what_profiling_needs_is_said_in_words_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert '"allow_profiling": true' in (profiling_problem(allowed=False) or "")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "apt-get install linux-perf" in (profiling_problem(allowed=True) or "")
+    monkeypatch.setattr(profile.os, "geteuid", lambda: 1000)
+    (tmp_path / "paranoid").write_text("2\n")
+    monkeypatch.setattr(profile, "PARANOID", tmp_path / "paranoid")
+    message = profiling_problem(allowed=True, perf="/usr/bin/perf") or ""
+    assert "kernel.perf_event_paranoid is 2" in message and "run as root" in message
+    (tmp_path / "paranoid").write_text("1\n")
+    assert profiling_problem(allowed=True, perf="/usr/bin/perf") is None
+
+
+def test_perfs_command_comes_from_the_agent_alone(tmp_path: Path) -> None:
+    argv = profile.record_argv("/usr/bin/perf", tmp_path, [11, 12])
+    assert argv[:2] == ["/usr/bin/perf", "record"]
+    assert "--event=cpu-clock" in argv and "--freq=99" in argv and "--call-graph=dwarf" in argv
+    assert "--pid=11,12" in argv and argv[-3:] == ["--", "sleep", str(profile.MAX_SECONDS)]
+
+
+def test_in_rounds_only_the_job_of_the_first_round_profiles() -> None:
+    first = validate_spec({"version": 1, "sweep": {"profile": True, "duration_s": 5}})["sweep"]
+    assert profiles(first)
+    assert not profiles({**first, "first_repeat": 2})
+    assert not profiles({**first, "profile": False})

@@ -1,0 +1,80 @@
+"""Folded stacks as flame-graph trees and their differences, and the icicle figures drawn
+from them (runs/profiles/trees.py, runs/charts/flames.py)."""
+
+from runs.charts.flames import diff_flame_figure, flame_figure
+from runs.profiles.trees import MIN_NODE_SHARE, flame_tree
+
+BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
+OTHER = "main;exec;scan 30\nmain;exec;hash 50\nmain;parse 20\n"
+
+
+def test_a_tree_holds_each_call_path_with_its_inclusive_share() -> None:
+    tree = flame_tree(BASE)
+
+    shares = {node.id: node.share for node in tree.nodes}
+    assert tree.samples == 100
+    assert shares == {
+        "": 1.0,
+        "main": 1.0,
+        "main;exec": 0.9,
+        "main;exec;scan": 0.6,
+        "main;exec;sort": 0.3,
+        "main;parse": 0.1,
+    }
+    assert {node.id: node.parent for node in tree.nodes}["main;exec;scan"] == "main;exec"
+
+
+def test_paths_too_narrow_to_see_are_left_out() -> None:
+    rare = int(1 / MIN_NODE_SHARE) * 10
+    tree = flame_tree(f"main;hot {rare}\nmain;rare 1\n")
+    assert "main;rare" not in {node.id for node in tree.nodes}
+
+
+def test_a_difference_keeps_the_compared_shape_and_each_paths_baseline_share() -> None:
+    tree = flame_tree(OTHER, BASE)
+
+    by_id = {node.id: node for node in tree.nodes}
+    assert set(by_id) == {"", "main", "main;exec", "main;exec;scan", "main;exec;hash", "main;parse"}
+    scan = by_id["main;exec;scan"]
+    assert (scan.share, scan.base_share) == (0.3, 0.6)
+    assert by_id["main;exec;hash"].base_share == 0.0
+    assert tree.base_samples == 100
+
+
+def test_a_flame_graph_is_an_upward_icicle_with_numbered_ids() -> None:
+    figure = flame_figure(flame_tree(BASE), "title", "name")
+
+    [trace] = figure["data"]  # type: ignore[misc]
+    assert trace["type"] == "icicle"
+    assert trace["tiling"] == {"orientation": "v", "flip": "y"}
+    assert trace["ids"] == [str(n) for n in range(6)]
+    labels = dict(zip(trace["ids"], trace["labels"], strict=True))
+    parents = dict(zip(trace["ids"], trace["parents"], strict=True))
+    assert labels[parents[trace["ids"][trace["labels"].index("scan")]]] == "exec"
+    assert trace["values"][trace["labels"].index("main")] == 100
+
+
+def test_a_differential_flame_graph_colours_each_frame_by_its_change_in_share() -> None:
+    figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
+
+    [trace] = figure["data"]  # type: ignore[misc]
+    change = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
+    assert change["scan"] == -30.0 and change["hash"] == 50.0 and change["parse"] == 10.0
+    assert trace["marker"]["cmid"] == 0 and trace["marker"]["cmax"] == 50.0
+    assert "17: %{customdata[0]}" in trace["hovertemplate"]
+
+
+def test_stacks_start_at_postgres_innermost_main_so_versions_compare() -> None:
+    pg16 = "_start;main;PostmasterMain;ServerLoop.isra.0;PostgresMain;exec_simple_query 8\n"
+    pg17 = (
+        "_start;main;PostmasterMain;ServerLoop.isra.0;postmaster_child_launch;BackendMain;"
+        "PostgresMain;exec_simple_query 8\n"
+        "_start;main;PostmasterMain;ServerLoop.isra.0;epoll_wait 2\n"
+        "[unknown];PortalRun 1\n"
+    )
+    tree = flame_tree(pg17, pg16)
+
+    by_id = {node.id: node for node in tree.nodes}
+    assert by_id["PostgresMain;exec_simple_query"].base_share == 1.0
+    assert "PostmasterMain;ServerLoop.isra.0;epoll_wait" in by_id
+    assert "[unknown];PortalRun" in by_id

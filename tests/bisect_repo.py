@@ -18,8 +18,9 @@ from tests.source_builds import tarball
 CACHE = Path("/var/cache/benchlab-tests/bisect")
 POSTGRES_C = "src/backend/tcop/postgres.c"
 ANCHOR = "\tpgstat_report_activity(STATE_RUNNING, query_string);\n"
-# Spins once per statement; at -O0 about 100 µs, far more than a select-only statement
-# costs, so the regression is unmistakable in short points.
+# Spins once per statement at -O0 for about nine times what a select-only statement costs
+# here (tps falls by about 90 %; 500,000 made it 69 %, too near the spread of 2 s points
+# on a busy 2-core machine, about 30 % from run to run).
 SPIN = (
     "\t{\n"
     "\t\tvolatile unsigned long benchlab_spin;\n\n"
@@ -37,6 +38,8 @@ FIXED_ENV = {
     "HOME": "/nonexistent",
 }
 BROKEN = "src/backend/utils/adt/bool.c"
+# The repository the 8-commit tests share (and so their builds in the agent's cache).
+EIGHT_COMMITS, EIGHT_REGRESSION_AT, EIGHT_SPIN = 8, 5, 2_000_000
 
 
 def bisect_repository(

@@ -16,7 +16,14 @@ from django.utils import timezone
 
 from agents.contract.builds.definition import CommitInfo, check_build_definition, is_git_ref
 from agents.contract.errors import JobError
-from runs.bisection.steps import definition, next_commit, step_end, step_ended, step_queue
+from runs.bisection.steps import (
+    definition,
+    measured_change_pct,
+    next_commit,
+    step_end,
+    step_ended,
+    step_queue,
+)
 from runs.models import Bisection, BisectionStep, Run
 from runs.services.access.permissions import AnyUser, check_can_change
 from runs.services.errors import Conflict
@@ -76,9 +83,14 @@ def bisection_advance(bisection_pk: int) -> bool:
         if bisection is None:
             return False
         step = bisection.steps.filter(outcome=BisectionStep.Outcome.MEASURING).last()
-        if step is None or not step_ended(step):
+        if step is None:
             return False
-        _conclude(bisection, step)
+        if step.experiment is None:
+            _fail(bisection, f"the experiment of step {step.number} was deleted")
+        elif not step_ended(step):
+            return False
+        else:
+            _conclude(bisection, step)
         if bisection.status == Bisection.Status.RUNNING:
             _next(bisection)
         bisection.save()
@@ -87,7 +99,7 @@ def bisection_advance(bisection_pk: int) -> bool:
 
 
 def _conclude(bisection: Bisection, step: BisectionStep) -> None:
-    end = step_end(step, bisection.direction)
+    end = step_end(step, bisection)
     step.outcome, step.verdict, step.sentence = end.outcome, end.verdict, end.sentence
     step.note, step.build_seconds = end.note, end.build_seconds
     if end.commit is not None:
@@ -117,6 +129,7 @@ def _range_read(bisection: Bisection, step: BisectionStep, commits: list[CommitI
         return
     bisection.commits = commits
     bisection.bad_index = len(commits) - 1
+    bisection.change_pct = measured_change_pct(step)
 
 
 def _next(bisection: Bisection) -> None:

@@ -57,10 +57,15 @@ class Bisection(models.Model):
     direction = models.CharField(max_length=10, choices=Direction.choices, default=Direction.SLOWER)
     repeats = models.PositiveIntegerField(default=3)
     max_rounds = models.PositiveIntegerField(default=8)
-    margin_pct = models.FloatField(default=DEFAULT_MARGIN_PCT)
+    margin_pct = models.FloatField(
+        default=DEFAULT_MARGIN_PCT, help_text="Step 0: the ±% within which bad is the same."
+    )
     min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT_PCT)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     error_message = models.TextField(blank=True)
+    # tps of the bad ref against good in %, as step 0 measured it: a commit is bad when its
+    # interval lies beyond the middle of this change (runs/bisection/steps.py).
+    change_pct = models.FloatField(null=True, blank=True)
     commits = models.JSONField(default=list, blank=True)
     good_index = models.IntegerField(default=-1)
     bad_index = models.IntegerField(null=True, blank=True)

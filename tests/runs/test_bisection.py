@@ -101,7 +101,7 @@ def test_the_steps_halve_the_range_to_the_first_bad_commit(lab_redis, client):
     assert (bisection.good_index, bisection.bad_index, len(bisection.commits)) == (-1, 7, 8)
     assert bisection_advance(bisection.pk) is False, "a step measuring changes nothing"
     page = client.get(reverse("bisection-detail", args=[bisection.pk])).content.decode()
-    assert 'data-steps-left>3<' in page and 'name="cancel"' in page
+    assert "data-steps-left>3<" in page and 'name="cancel"' in page
     # The regression came with commit index 5 (the sixth): 3 good, 5 bad, 4 good.
     tps_of = {3: 1000.0, 5: 500.0, 4: 1000.0}
     while bisection.status == Bisection.Status.RUNNING:
@@ -114,8 +114,17 @@ def test_the_steps_halve_the_range_to_the_first_bad_commit(lab_redis, client):
     assert outcomes == [(None, "bad"), (3, "good"), (5, "bad"), (4, "good")]
     report = bisection_report(bisection)
     assert report.culprit is not None and report.culprit.commit["sha"] == COMMITS[5]["sha"]
-    assert report.culprit.culprit_sentence.startswith("slower by")
-    assert report.culprit.parent_sentence.startswith("same within")
+    assert bisection.change_pct == pytest.approx(-50.0, abs=0.2)
+    middle = "against good (the middle -29.3 %)"
+    assert (
+        report.culprit.culprit_sentence.startswith("-50.0 % [")
+        and middle in report.culprit.culprit_sentence
+    )
+    assert report.culprit.parent_sentence.startswith("+0.0 % [")
+    assert report.culprit.change_at_bad_ref.startswith("slower by")
+    # Later steps stop once a commit is decided on either side of the middle.
+    later = bisection.steps.get(number=1).experiment
+    assert later.margin_pct == later.min_effect_pct == pytest.approx(29.3, abs=0.1)
     assert COMMITS[5]["sha"] in bisection_script(bisection).split("\n")[2]
     page = client.get(reverse("bisection-detail", args=[bisection.pk])).content.decode()
     assert f"<code data-culprit>{COMMITS[5]['sha']}</code>" in page
@@ -146,6 +155,19 @@ def test_a_bad_ref_that_measures_the_same_ends_the_bisection(lab_redis):
     bisection.refresh_from_db()
     assert bisection.status == Bisection.Status.FAILED
     assert "does not measure slower" in bisection.error_message
+
+
+@pytest.mark.django_db
+def test_a_deleted_step_experiment_ends_the_bisection(lab_redis):
+    user = UserFactory()
+    bisection = bisection_start(user, definition_data(user))
+    experiment = bisection.steps.get().experiment
+    experiment.runs.all().delete()
+    experiment.delete()
+    assert bisection_advance(bisection.pk) is True
+    bisection.refresh_from_db()
+    assert bisection.status == Bisection.Status.FAILED
+    assert bisection.error_message == "the experiment of step 0 was deleted"
 
 
 @pytest.mark.django_db

@@ -21,7 +21,13 @@ from agents.postgres.installs.build_steps import compiler_version
 from agents.postgres.installs.kept_tree import KeptTree, tree_key, trees_dir
 from agents.postgres.installs.source_build import build_key, builds_dir, ensure_build
 from agents.postgres.osuser import OsUser
-from tests.bisect_repo import bisect_repository, commit_subjects
+from tests.bisect_repo import (
+    EIGHT_COMMITS,
+    EIGHT_REGRESSION_AT,
+    EIGHT_SPIN,
+    bisect_repository,
+    commit_subjects,
+)
 from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
 
 
@@ -96,7 +102,7 @@ def rebuilt(repository: Path, commit: str, config: AgentConfig, os_user: OsUser)
 
 @pytest.mark.timeout(900)
 def test_a_second_commit_recompiles_only_what_it_changed(config: AgentConfig, os_user: OsUser):
-    repository = bisect_repository(sources_dir(), 8, 5, 50000)
+    repository = bisect_repository(sources_dir(), EIGHT_COMMITS, EIGHT_REGRESSION_AT, EIGHT_SPIN)
     config.allow_source_builds, config.build_sources = True, [str(repository)]
     commits = commit_subjects(repository)
 

@@ -242,3 +242,27 @@ def test_an_alert_between_two_commits_offers_to_find_the_commit(client):
         f"/bisections/new?alert={alert.pk}"
         not in client.get(reverse("alert-list")).content.decode()
     )
+
+
+@pytest.mark.django_db
+def test_a_run_built_from_git_offers_a_bisection_of_its_cell(client):
+    source = {"kind": "git", "location": "/srv/pg.git", "ref": "main"}
+    definition = {"source": source, "configure_flags": ["-O0"], "patches": [], "cflags": "-O0"}
+    build = PgBuildFactory(source="build", version="15", definition=definition)
+    run = RunFactory(
+        experiment=ExperimentFactory(builds=[build], clients=[8], duration_s=30),
+        build=build,
+        status=Run.Status.SUCCEEDED,
+        build_record={"key": "k", "definition": definition, "commit": COMMITS[0]},
+    )
+    client.force_login(UserFactory())
+    page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    link = f"/bisections/new?experiment={run.experiment_id}&amp;cell={run.cell}"
+    assert link in page
+    initial = client.get(link.replace("&amp;", "&")).context["form"].initial
+    assert (initial["repository"], initial["bad_ref"], initial["clients"]) == (
+        "/srv/pg.git",
+        "main",
+        8,
+    )
+    assert (initial["host"], initial["duration_s"], initial["cflags"]) == (run.host_id, 30, "-O0")

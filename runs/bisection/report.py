@@ -79,16 +79,24 @@ def _culprit(
         if i is not None and bisection.good_index < i < index
         if s.outcome == BisectionStep.Outcome.SKIPPED
     ]
-    parent = commits[index]["parent"]
     return Culprit(
         commit=commits[index],
-        parent_label=f"{parent[:12]}" + (" (the good ref)" if bisection.good_index < 0 else ""),
+        parent_label=_parent_label(bisection.good_index, commits, index),
         change_at_bad_ref=first.sentence,
         culprit_sentence=(culprit_step or first).sentence,
         parent_sentence=parent_step.sentence if parent_step else "the good ref itself",
         skipped_between=skipped,
         movers=_movers(bisection, culprit_step or first, parent_step),
     )
+
+
+def _parent_label(good_index: int, commits: Sequence[CommitInfo], index: int) -> str:
+    """The culprit's parent, or the last good commit when skipped commits lie between."""
+    parent = commits[index]["parent"][:12]
+    last_good = commits[good_index]["sha"][:12] if good_index >= 0 else "the good ref"
+    if good_index == index - 1:
+        return parent if good_index >= 0 else f"{parent} (the good ref)"
+    return f"{last_good}, the last good commit (skipped between it and the culprit)"
 
 
 def _movers(

@@ -145,6 +145,15 @@ def test_a_commit_that_does_not_build_is_skipped(lab_redis):
     assert skipped.outcome == BisectionStep.Outcome.SKIPPED
     assert skipped.note.startswith("build_failed: source build failed at make")
     assert bisection.steps.last().commit_index == 2
+    finish_step(bisection, 1000.0)  # commit 2 good; then 4 (nearest the middle of 3..6) bad
+    finish_step(bisection, 500.0)
+    bisection.refresh_from_db()
+    assert (bisection.status, bisection.culprit_index) == (Bisection.Status.SUCCEEDED, 4)
+    culprit = bisection_report(bisection).culprit
+    assert culprit is not None and culprit.skipped_between == [COMMITS[3]]
+    assert culprit.parent_label.endswith(
+        "the last good commit (skipped between it and the culprit)"
+    )
 
 
 @pytest.mark.django_db

@@ -122,3 +122,7 @@ def test_a_second_commit_recompiles_only_what_it_changed(config: AgentConfig, os
     objects = tree / "work" / "src" / "src" / "backend"
     assert (objects / "tcop" / "postgres.o").stat().st_mtime > started
     assert (objects / "utils" / "adt" / "varlena.o").stat().st_mtime < started
+    # The mirror git runs in as the agent is the agent's; the build wrote only the work tree.
+    mirror = (tree / "git" / "config").stat()
+    assert mirror.st_uid == os.geteuid() and not mirror.st_mode & 0o022
+    assert (tree / "work" / "src" / "config.status").stat().st_uid == os_user.uid

@@ -192,6 +192,21 @@ def test_cancel_stops_the_step_and_is_for_the_owner(lab_redis):
 
 
 @pytest.mark.django_db
+def test_the_page_cancels_for_the_owner_only(lab_redis, client):
+    owner = UserFactory()
+    bisection = bisection_start(owner, definition_data(owner))
+    cancel = reverse("bisection-cancel", args=[bisection.pk])
+    client.force_login(UserFactory())
+    assert client.post(cancel).status_code == 403
+    assert 'name="cancel"' not in client.get(bisection.get_absolute_url()).content.decode()
+    client.force_login(owner)
+    assert client.post(cancel).status_code == 302
+    bisection.refresh_from_db()
+    assert bisection.status == Bisection.Status.CANCELLED
+    assert client.post(f"/api/bisections/{bisection.pk}/cancel/").status_code == 409
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("ref", ["--upload-pack=touch /tmp/x", "-n", "base..head", ""])
 def test_a_bad_ref_is_refused_naming_its_field(client, ref):
     user = UserFactory()

@@ -4,7 +4,8 @@ adaptive experiments' steps.
 `series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
 when a run has ended or a final run got a late event (runs.services.runs);
-`adaptive_step_task` when a run of an adaptive experiment has ended.
+`adaptive_step_task` when a run of an adaptive experiment has ended (and then the
+bisection whose step it is moves on, runs.bisection.services).
 """
 
 import logging
@@ -12,6 +13,7 @@ import logging
 from celery import shared_task
 
 from agents.contract.errors import JobError
+from runs.bisection.services import bisection_advance_for
 from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Series
 from runs.services.adaptive import ADAPTIVE_TASK, adaptive_step
@@ -61,3 +63,4 @@ def adaptive_step_task(experiment_id: int) -> None:
     latest round's runs are all final (runs.services.adaptive)."""
     if not adaptive_step(experiment_id):
         logger.info("experiment %s: no adaptive step due", experiment_id)
+    bisection_advance_for(experiment_id)

@@ -1,9 +1,11 @@
-"""Page URLs (included at "/"): runs, experiments, comparisons, catalogue, share links."""
+"""Page URLs (included at "/"): runs, experiments, bisections, comparisons, catalogue,
+share links."""
 
 from django.urls import path, register_converter
 
 from runs import sse
 from runs.views import (
+    bisections,
     catalogue,
     comparisons,
     experiments,
@@ -60,6 +62,15 @@ urlpatterns = [
         "experiments/<int:pk>/results.<fmt:fmt>",
         experiments.experiment_export,
         name="experiment-export",
+    ),
+    path("bisections/", bisections.bisection_list, name="bisection-list"),
+    path("bisections/new", bisections.bisection_new, name="bisection-new"),
+    path("bisections/<int:pk>/", bisections.bisection_detail, name="bisection-detail"),
+    path("bisections/<int:pk>/cancel", bisections.bisection_cancel_view, name="bisection-cancel"),
+    path(
+        "bisections/<int:pk>/reproduce.sh",
+        bisections.bisection_reproduce,
+        name="bisection-reproduce",
     ),
     path("comparisons/", comparisons.comparison_list, name="comparison-list"),
     path("comparisons/new", comparisons.comparison_create, name="comparison-create"),

@@ -6,7 +6,8 @@ points kept); a queued run whose job Redis lost is sent again or fails
 (runs.services.jobs.events.events_purge); the timeline digests of running runs that
 got events are rebuilt, at most once a minute each (runs.timelines.store), so
 their pages only read; an adaptive experiment whose round ended without its step
-being taken (the task's message lost) takes it (runs.services.adaptive).
+being taken (the task's message lost) takes it (runs.services.adaptive), and a
+bisection whose step ended moves on (runs.bisection.services).
 """
 
 import logging
@@ -14,6 +15,7 @@ import threading
 
 from django.conf import settings
 
+from runs.bisection.services import bisections_advance_due
 from runs.control.loop import run_until_stopped
 from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.adaptive import adaptive_steps_due
@@ -34,6 +36,7 @@ class Reaper:
         events_purge()
         digests_refresh_running()
         adaptive_steps_due()
+        bisections_advance_due()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Reap now and every `interval_s` until `stop` is set."""

@@ -7,6 +7,7 @@ profiles, workloads), experiments and their runs, what a run measured
 provenance) and security (share links, API tokens).
 """
 
+from runs.models.bisections import Bisection, BisectionStep
 from runs.models.catalogue import (
     ConfigProfile,
     Host,
@@ -35,6 +36,8 @@ from runs.models.security import ApiToken, ShareLink, new_share_token
 __all__ = [
     "Alert",
     "ApiToken",
+    "Bisection",
+    "BisectionStep",
     "Comparison",
     "ConfigProfile",
     "Experiment",

@@ -33,6 +33,18 @@ class BuildSource(TypedDict):
     kind: SourceKind
     location: str
     ref: NotRequired[str | None]
+    # git only: the agent lists the first-parent commits after this ref up to `ref` in its
+    # record (`BuildRecord.commits`), the range a bisection halves (runs/bisection/).
+    list_from: NotRequired[str | None]
+
+
+class CommitInfo(TypedDict):
+    """One git commit as the agent read it from the repository it builds from."""
+
+    sha: str
+    parent: str
+    author_date: str
+    subject: str
 
 
 class BuildPatch(TypedDict):
@@ -70,6 +82,9 @@ class BuildRecord(TypedDict):
     seconds: float | None
     failed_step: str | None
     log: str
+    # git sources: the commit built, and the range `source.list_from` asked for (oldest first).
+    commit: NotRequired[CommitInfo]
+    commits: NotRequired[list[CommitInfo]]
 
 
 def _invalid(field: str, message: str) -> JobError:
@@ -102,16 +117,36 @@ def _check_source(source: object) -> BuildSource:
     location = source.get("location")
     if not isinstance(location, str) or not location.strip() or "\n" in location:
         raise _invalid("source.location", "must be the tarball's URL or path, or the repository")
-    kind, ref = source["kind"], source.get("ref")
-    if kind == "git" and (not isinstance(ref, str) or not GIT_REF_PATTERN.fullmatch(ref)):
-        raise _invalid("source.ref", "a git source needs a branch or tag, e.g. REL_14_3")
+    kind, ref, list_from = source["kind"], source.get("ref"), source.get("list_from")
+    if kind == "git" and not is_git_ref(ref):
+        raise _invalid("source.ref", "a git source needs a branch, tag or commit, e.g. REL_14_3")
+    if list_from is not None and (kind != "git" or not is_git_ref(list_from)):
+        raise _invalid("source.list_from", "must be a branch, tag or commit of a git source")
     if kind == "path" and not location.startswith("/"):
         raise _invalid("source.location", "a path on the agent host must be absolute")
     if kind == "upload" and not SHA256_PATTERN.match(location):
         raise _invalid("source.location", "an uploaded tarball is named by its sha256")
     if kind == "url" and not re.match(r"^(https?|file)://", location):
         raise _invalid("source.location", "a URL starts with https://, http:// or file://")
-    return {"kind": kind, "location": location.strip(), "ref": ref if kind == "git" else None}
+    checked: BuildSource = {
+        "kind": kind,
+        "location": location.strip(),
+        "ref": ref if kind == "git" else None,
+    }
+    if list_from is not None:
+        checked["list_from"] = list_from
+    return checked
+
+
+def is_git_ref(ref: object) -> bool:
+    """A branch, tag or commit name git cannot read as an option or a range: the pattern's
+    characters, not starting with `-` or `/`, without `..` (git would read a range)."""
+    return (
+        isinstance(ref, str)
+        and GIT_REF_PATTERN.fullmatch(ref) is not None
+        and not ref.startswith(("-", "/"))
+        and ".." not in ref
+    )
 
 
 def _check_flags(flags: object) -> list[str]:

@@ -94,7 +94,9 @@ def check_prerequisites(definition: BuildDefinition) -> None:
     """Refuse before building when a program or library the build needs is missing."""
     programs = ["cc", "make", "perl"]
     if definition["source"]["kind"] == "git":
-        programs += ["git", "bison", "flex"]  # a checkout has no generated parser files
+        # bison and flex too unless the commit holds the generated parsers (a release's tree
+        # committed does): BuildSteps.checkout asks once the tree is there.
+        programs.append("git")
     if definition["patches"]:
         programs.append("patch")
     missing_programs(programs)
@@ -157,9 +159,11 @@ class BuildSteps:
         os_user: OsUser,
         progress: Progress,
         should_cancel: Callable[[], bool],
+        read_only: tuple[Path, ...] = (),
     ) -> None:
         self.tree = tree
         self.prefix = prefix
+        self.read_only = read_only
         self.os_user = os_user
         self.progress = progress
         self.should_cancel = should_cancel
@@ -169,10 +173,42 @@ class BuildSteps:
 
     def view(self) -> View:
         """What the build's programs see: the system's compiler, and the tree and prefix only."""
-        return View(writable=(self.tree.parent, self.prefix))
+        return View(read_only=self.read_only, writable=(self.tree.parent, self.prefix))
 
     def run_all(self, definition: BuildDefinition) -> None:
         """Patch, configure, make, install (and pgbench from contrib before 9.5)."""
+        self._apply_patches(definition)
+        self._configure(definition, self.prefix)
+        self._compile()
+        self._install()
+
+    def checkout(self, git_dir: Path, commit: str) -> None:
+        """Make the kept tree `commit`'s files as the OS user: `git read-tree -u` rewrites
+        only the files that differ (so make recompiles only what they touch) and keeps
+        the build's own files; the index lives beside the tree, the repository is read-only."""
+        self.progress(f"checking out {commit[:12]}", 1.0)
+        git = ["git", "-c", f"safe.directory={git_dir}", f"--git-dir={git_dir}"]
+        git += [f"--work-tree={self.tree}"]
+        index = {"GIT_INDEX_FILE": str(self.tree.parent / "index")}
+        # Files the last build touched but did not change (make's `missing` touches the
+        # parsers) count as unchanged, so read-tree leaves them and their mtimes alone.
+        self._run("checkout", [*git, "update-index", "-q", "--refresh"], env=index)
+        self._run("checkout", [*git, "read-tree", "--reset", "-u", commit], env=index)
+        if not (self.tree / "src" / "backend" / "parser" / "gram.c").exists():
+            missing_programs(["bison", "flex"])
+
+    def run_incremental(self, definition: BuildDefinition, install_prefix: Path) -> None:
+        """Patch, configure (once per kept tree), make what changed, install into `prefix`.
+
+        The tree is configured for `install_prefix`, a fixed path; `make install` puts
+        each build in its own prefix (PostgreSQL finds its files relative to its programs)."""
+        self._apply_patches(definition)
+        if not (self.tree / "config.status").exists():
+            self._configure(definition, install_prefix)
+        self._compile()
+        self._install(f"prefix={self.prefix}")
+
+    def _apply_patches(self, definition: BuildDefinition) -> None:
         for patch in definition["patches"]:
             self.progress(f"applying patch {patch['name']}", 2.0)
             step = f"patch {patch['name']}"
@@ -181,17 +217,19 @@ class BuildSteps:
             except UnsafeSource as error:
                 raise BuildFailed(step, f"{error}: the patch was not applied") from error
             self._run(step, self._patch_argv(patch["strip"]), patch["diff"])
+
+    def _configure(self, definition: BuildDefinition, prefix: Path) -> None:
         self.progress("configuring", 5.0)
-        configure = ["./configure", f"--prefix={self.prefix}", *definition["configure_flags"]]
+        configure = ["./configure", f"--prefix={prefix}", *definition["configure_flags"]]
         cflags = {"CFLAGS": definition["cflags"]} if definition["cflags"] else {}
         self._run("configure", configure, env=cflags)
-        self._compile()
+
+    def _install(self, *variables: str) -> None:
         self.progress("installing", 92.0)
-        self._run("make install", ["make", "-s", "install"])
+        self._run("make install", ["make", "-s", "install", *variables])
         if (self.tree / "contrib" / "pgbench").is_dir():
-            self._run(
-                "make install (contrib/pgbench)", ["make", "-s", "-C", "contrib/pgbench", "install"]
-            )
+            pgbench = ["make", "-s", "-C", "contrib/pgbench", "install", *variables]
+            self._run("make install (contrib/pgbench)", pgbench)
         self.progress("build installed", 95.0)
 
     def _patch_argv(self, strip: int) -> list[str]:

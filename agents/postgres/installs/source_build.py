@@ -3,7 +3,8 @@
 A build runs the source's own scripts (configure, make), so it happens only
 when the agent's local config allows source builds and the source is one it
 lists (`build_sources`: URL prefixes, directories, git repositories, and
-`upload` for tarballs uploaded to the lab), and applies a definition's patches
+`upload` for tarballs uploaded to the lab; a git repository builds in a kept tree,
+agents/postgres/installs/kept_tree.py), and applies a definition's patches
 only when it also sets `allow_user_patches`; the refusal comes before anything
 is fetched. A tarball is unpacked member by member, each checked and the total
 bounded (agents/contract/builds/source_tree.py). Everything runs as the agent's
@@ -23,6 +24,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import redis
@@ -42,10 +44,10 @@ from agents.postgres.installs.build_steps import (
     BuildSteps,
     check_prerequisites,
     compiler_version,
-    run_git,
 )
 from agents.postgres.installs.cache import locked, seal_install
 from agents.postgres.installs.inventory import Install, Progress, inspect_bindir, noop
+from agents.postgres.installs.kept_tree import ensure_git_build
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)
@@ -132,6 +134,17 @@ def ensure_build(
     compiler = compiler_version()
     cache = builds_dir(config.cache_dir)
     make_dirs(cache)
+    if definition["source"]["kind"] == "git":
+        target, record = ensure_git_build(
+            definition,
+            config,
+            os_user,
+            compiler,
+            partial(build_key, definition, compiler=compiler),
+            progress,
+            should_cancel,
+        )
+        return _cached_install(target, record)
     progress(f"fetching the source from {definition['source']['location']}", 0.0)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as scratch:
         source_path, digest = fetch_source(definition["source"], Path(scratch), config.redis_url)
@@ -215,12 +228,11 @@ def _build(
 
 
 def fetch_source(source: BuildSource, scratch: Path, redis_url: str) -> tuple[Path, str]:
-    """The source (a tarball, or a git checkout) in `scratch`, and its digest.
+    """The source tarball in `scratch`, and its digest (a git source builds in its kept
+    tree, agents/postgres/installs/kept_tree.py).
 
     An uploaded tarball is read from the lab's Redis (`redis_url`) and must match its sha256.
     """
-    if source["kind"] == "git":
-        return _git_checkout(source, scratch)
     tarball = scratch / "source.tar"
     if source["kind"] == "upload":
         return _fetch_upload(source["location"], tarball, redis_url)
@@ -261,22 +273,8 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _git_checkout(source: BuildSource, scratch: Path) -> tuple[Path, str]:
-    checkout = scratch / "checkout"
-    ref = source["ref"] or "HEAD"
-    run_git(
-        ["clone", "--quiet", "--depth", "1", "--branch", ref, source["location"], str(checkout)]
-    )
-    commit = run_git(["-C", str(checkout), "rev-parse", "HEAD"]).strip()
-    return checkout, f"git:{commit}"
-
-
 def _unpack(source: Path, work: Path) -> Path:
-    """The source tree in `work` (a tarball unpacked, a checkout moved)."""
-    if source.is_dir():
-        tree = work / "src"
-        shutil.move(source, tree)
-        return tree
+    """The source tree in `work`, the tarball unpacked."""
     try:
         with tarfile.open(source) as archive:
             # Each member is checked and counted as its header is read, before its data is

@@ -232,7 +232,7 @@ def test_the_cli_builds_without_running_anything_and_lists_cached_builds(
 def test_missing_programs_are_named_with_their_debian_packages(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sources: Path
 ):
-    for program in ("cc", "make", "perl", "patch"):  # a compiler, but no git, bison, flex
+    for program in ("cc", "make", "perl", "patch"):  # a compiler, but no git
         (tmp_path / program).symlink_to(shutil.which(program))
     monkeypatch.setenv("PATH", str(tmp_path))
     definition = blocks16_definition(sources)
@@ -241,30 +241,15 @@ def test_missing_programs_are_named_with_their_debian_packages(
     with pytest.raises(JobError) as caught:
         check_prerequisites(definition)
     assert caught.value.code == "build_prerequisites"
-    assert caught.value.message.endswith("apt-get install git bison flex")
+    # bison and flex only once the checkout shows the commit lacks the generated parsers
+    assert caught.value.message.endswith("apt-get install git")
 
 
-def test_tarballs_by_url_and_git_refs_are_fetched_with_their_digest(sources: Path, tmp_path: Path):
+def test_tarballs_by_url_are_fetched_with_their_digest(sources: Path, tmp_path: Path):
     path = tarball(sources, "15")
     fetched, digest = fetch_source({"kind": "url", "location": path.as_uri()}, tmp_path, "")
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert fetched.stat().st_size == path.stat().st_size
-
-    repository = tmp_path / "repo"
-    repository.mkdir()
-    git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repository)], check=True)
-    (repository / "configure").write_text("#!/bin/sh\n")
-    subprocess.run([*git, "add", "configure"], check=True)
-    subprocess.run([*git, "commit", "-qm", "c"], check=True)
-    subprocess.run([*git, "tag", "REL_TEST"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    checkout_dir = tmp_path / "fetch"
-    checkout_dir.mkdir()
-    source = {"kind": "git", "location": str(repository), "ref": "REL_TEST"}
-    checkout, digest = fetch_source(source, checkout_dir, "")
-    assert digest == f"git:{commit.strip()}"
-    assert (checkout / "configure").exists()
 
 
 @pytest.fixture

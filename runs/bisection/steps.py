@@ -1,0 +1,218 @@
+"""One step of a bisection: the adaptive experiment that measures a commit against good,
+and what its end decides.
+
+A step is an ordinary adaptive experiment in rounds (runs/services/adaptive.py) of two
+builds from the bisection's repository: the good ref (cell 0, the baseline; build names
+sort so) and the step's commit (cell 1). The agent builds both in its kept tree
+(agents/postgres/installs/kept_tree.py); step 0 measures the bad ref and has the agent
+list the range (`source.list_from`).
+"""
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from agents.contract.builds.definition import BuildDefinition, CommitInfo
+from runs.contract.execution import ROUNDS
+from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from runs.inference.stats import MAX_MIN_EFFECT_PCT, relative_differences
+from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Result, Run
+from runs.services.experiments import experiment_schedule
+
+BASELINE_CELL, CANDIDATE_CELL = 0, 1
+
+
+def definition(bisection: Bisection, ref: str, list_from: str | None = None) -> BuildDefinition:
+    """The source build of `ref` from the bisection's repository, with its build options."""
+    built: BuildDefinition = {
+        "source": {"kind": "git", "location": bisection.repository, "ref": ref},
+        "configure_flags": list(bisection.configure_flags),
+        "patches": [],
+        "cflags": bisection.cflags or None,
+    }
+    if list_from is not None:
+        built["source"]["list_from"] = list_from
+    return built
+
+
+def _build(bisection: Bisection, label: str, built: BuildDefinition) -> PgBuild:
+    name = f"bisection {bisection.pk}: {label}"[:100]
+    build, _created = PgBuild.objects.update_or_create(
+        name=name,
+        defaults={
+            "version": bisection.version,
+            "source": PgBuild.Source.BUILD,
+            "definition": built,
+            "created_by": bisection.created_by,
+            "notes": f"built for bisection {bisection.pk} ({bisection.repository})",
+        },
+    )
+    return build
+
+
+def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
+    """Queue the next step: the bad ref (`commit_index` None, step 0) or a commit of the
+    range; raises JobError naming the field when the experiment cannot be queued."""
+    number = bisection.steps.count()
+    good = _build(
+        bisection, f"0 good {bisection.good_ref}", definition(bisection, bisection.good_ref)
+    )
+    margin, min_effect = bisection.margin_pct, bisection.min_effect_pct
+    if commit_index is not None and bisection.change_pct is not None:
+        # The looks stop once the commit is decided on either side of the middle.
+        middle = abs(middle_pct(bisection.change_pct))
+        margin = min(max(middle, MIN_MARGIN_PCT), MAX_MARGIN_PCT)
+        min_effect = min(middle, MAX_MIN_EFFECT_PCT)
+    if commit_index is None:
+        sha, label = "", f"bad ref {bisection.bad_ref}"
+        built = definition(bisection, bisection.bad_ref, list_from=bisection.good_ref)
+        candidate = _build(bisection, f"1 bad {bisection.bad_ref}", built)
+    else:
+        sha = bisection.commits[commit_index]["sha"]
+        label = f"commit {sha[:12]}"
+        candidate = _build(bisection, f"1 {sha}", definition(bisection, sha))
+    scheduled = experiment_schedule(
+        bisection.created_by,
+        {
+            "name": f"{bisection.name}: step {number} ({label})"[:200],
+            "description": f"Bisection {bisection.pk}, step {number}: {label} against good.",
+            "hosts": [bisection.host],
+            "builds": [good, candidate],
+            "config_profiles": [bisection.config_profile],
+            "workloads": [bisection.workload],
+            "storage_layouts": [{"data": bisection.storage_data, "wal": None}],
+            "clients": [bisection.clients],
+            "duration_s": bisection.duration_s,
+            "repeats": bisection.repeats,
+            "execution": ROUNDS,
+            "adaptive": True,
+            "max_rounds": bisection.max_rounds,
+            "margin_pct": margin,
+            "min_effect_pct": min_effect,
+        },
+        start=True,
+    )
+    return BisectionStep.objects.create(
+        bisection=bisection,
+        number=number,
+        commit_index=commit_index,
+        sha=sha,
+        experiment=scheduled.experiment,
+    )
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """What an ended step decided, and what the bisection keeps of it."""
+
+    outcome: str
+    verdict: str
+    sentence: str
+    note: str
+    build_seconds: float | None
+    commit: CommitInfo | None
+    commits: list[CommitInfo] | None
+
+
+def step_ended(step: BisectionStep) -> bool:
+    experiment = step.experiment
+    return experiment is not None and experiment.adaptive_state.get("ended", "") != ""
+
+
+def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
+    """The outcome of an ended step; skipped when the commit did not build or start.
+
+    Step 0: bad when the bad ref's adaptive verdict against good is the bisection's
+    direction. A commit: by where its interval against good lies from the middle of the
+    change step 0 measured (`middle_pct`): beyond it in the direction, bad; on good's
+    side, good (a commit faster than good is good too); across it, skipped as undecided.
+    """
+    experiment = step.experiment
+    if experiment is None:
+        raise ValueError(f"step {step.pk} has no experiment")
+    runs = experiment.runs.filter(cell=CANDIDATE_CELL).order_by("pk")
+    built = runs.filter(~Q(build_record={})).first()
+    record = built.build_record if built is not None else {}
+    seconds, commit, commits = record.get("seconds"), record.get("commit"), record.get("commits")
+    if not runs.filter(status=Run.Status.SUCCEEDED).exists():
+        failed = runs.exclude(error_code="").first()
+        why = f"{failed.error_code}: {failed.error_message}" if failed else "no run succeeded"
+        return StepEnd(BisectionStep.Outcome.SKIPPED, "", "", why, seconds, commit, commits)
+    point = _candidate_point(experiment)
+    verdict = str(point["verdict"]) if point else ""
+    ended = str(experiment.adaptive_state.get("ended", ""))
+    if step.commit_index is None or bisection.change_pct is None:
+        sentence = str(point["sentence"]) if point else ""
+        bad = verdict == bisection.direction
+        first = BisectionStep.Outcome.BAD if bad else BisectionStep.Outcome.GOOD
+        return StepEnd(first, verdict, sentence, ended, seconds, commit, commits)
+    outcome, words = _by_the_middle(step, middle_pct(bisection.change_pct))
+    note = f"undecided: {ended}" if outcome == BisectionStep.Outcome.SKIPPED else ended
+    return StepEnd(outcome, verdict, words, note, seconds, commit, commits)
+
+
+def middle_pct(change_pct: float) -> float:
+    """The change halfway (on the log scale) between good and a change of `change_pct`."""
+    return 100.0 * (math.sqrt(1.0 + change_pct / 100.0) - 1.0)
+
+
+def _by_the_middle(step: BisectionStep, middle: float) -> tuple[BisectionStep.Outcome, str]:
+    """(outcome, sentence) from the commit's 95 % interval against good and `middle`."""
+    tps = step_tps(step)
+    found = relative_differences([(tps[CANDIDATE_CELL], tps[BASELINE_CELL])])[0]
+    if found is None:
+        return BisectionStep.Outcome.SKIPPED, "fewer than two points a side"
+    low, high = found.ci_low_pct, found.ci_high_pct
+    sentence = (
+        f"{found.pct:+.1f} % [{low:+.1f}, {high:+.1f}] against good (the middle {middle:+.1f} %)"
+    )
+    if (high < middle) if middle < 0 else (low > middle):
+        return BisectionStep.Outcome.BAD, sentence
+    if (low > middle) if middle < 0 else (high < middle):
+        return BisectionStep.Outcome.GOOD, sentence
+    return BisectionStep.Outcome.SKIPPED, sentence
+
+
+def _candidate_point(experiment: Experiment) -> dict[str, object] | None:
+    points = experiment.adaptive_state.get("points") or []
+    return next((p for p in points if p.get("cell") == CANDIDATE_CELL), None)
+
+
+def next_commit(bisection: Bisection, skipped: set[int]) -> int | None:
+    """The commit nearest the middle of what is left, skipping the skipped; None when
+    nothing is left between the last good and the first bad."""
+    good, bad = bisection.good_index, bisection.bad_index
+    if bad is None:
+        return None
+    left = [index for index in range(good + 1, bad) if index not in skipped]
+    if not left:
+        return None
+    middle = (good + bad) / 2
+    return min(left, key=lambda index: (abs(index - middle), index))
+
+
+def step_tps(step: BisectionStep) -> dict[int, list[float]]:
+    """The tps of every clean point of the step's succeeded runs, by cell."""
+    found: dict[int, list[float]] = {BASELINE_CELL: [], CANDIDATE_CELL: []}
+    results = Result.objects.filter(
+        run__experiment__bisection_step=step,
+        run__status=Run.Status.SUCCEEDED,
+        tps__gt=0,
+        aborted_clients=0,
+    )
+    for cell, tps in results.order_by("run_id", "index").values_list("run__cell", "tps"):
+        found.setdefault(cell, []).append(float(tps or 0.0))
+    return found
+
+
+def measured_change_pct(step: BisectionStep) -> float | None:
+    """The commit's tps against good in %, from the geometric means of the step's clean
+    points (None without a point on each side)."""
+    tps = step_tps(step)
+    if not tps[BASELINE_CELL] or not tps[CANDIDATE_CELL]:
+        return None
+    logs = {cell: [math.log(value) for value in values] for cell, values in tps.items()}
+    ratio = statistics.fmean(logs[CANDIDATE_CELL]) - statistics.fmean(logs[BASELINE_CELL])
+    return 100.0 * (math.exp(ratio) - 1.0)

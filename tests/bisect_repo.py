@@ -1,0 +1,114 @@
+"""A git repository for bisection tests: PostgreSQL 15.18 as released, then commits on top,
+one of which makes every simple-protocol statement slower (a busy loop in
+exec_simple_query).
+
+Made once per machine under /var/cache/benchlab-tests/bisect (the release tarball
+unpacked and committed takes about half a minute), with fixed names and dates so its
+commit hashes, and so the agent's cache keys for their builds, are the same every time.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tests.source_builds import tarball
+
+CACHE = Path("/var/cache/benchlab-tests/bisect")
+POSTGRES_C = "src/backend/tcop/postgres.c"
+ANCHOR = "\tpgstat_report_activity(STATE_RUNNING, query_string);\n"
+# Spins once per statement at -O0 for about nine times what a select-only statement costs
+# here (tps falls by about 90 %; 500,000 made it 69 %, too near the spread of 2 s points
+# on a busy 2-core machine, about 30 % from run to run).
+SPIN = (
+    "\t{\n"
+    "\t\tvolatile unsigned long benchlab_spin;\n\n"
+    "\t\tfor (benchlab_spin = 0; benchlab_spin < {count}; benchlab_spin++)\n"
+    "\t\t\t;\n"
+    "\t}\n"
+)
+HARMLESS = ("README", "src/backend/utils/adt/bool.c")
+FIXED_ENV = {
+    "GIT_AUTHOR_NAME": "BenchLab Tests",
+    "GIT_AUTHOR_EMAIL": "tests@benchlab.invalid",
+    "GIT_COMMITTER_NAME": "BenchLab Tests",
+    "GIT_COMMITTER_EMAIL": "tests@benchlab.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
+BROKEN = "src/backend/utils/adt/bool.c"
+# The repository the 8-commit tests share (and so their builds in the agent's cache).
+EIGHT_COMMITS, EIGHT_REGRESSION_AT, EIGHT_SPIN = 8, 5, 2_000_000
+
+
+def bisect_repository(
+    sources: Path, commits: int, regression_at: int, spin: int, broken_at: int | None = None
+) -> Path:
+    """The repository (cached): 15.18 tagged `base`, then `commits` commits (1-based
+    numbers), number `regression_at` adding a busy loop of `spin` iterations per statement
+    and `broken_at` (if any) breaking the compile, which the next commit mends."""
+    name = f"pg15-{commits}c-r{regression_at}-s{spin}-b{broken_at}.git"
+    repository = CACHE / name
+    if (repository / "complete").exists():
+        return repository
+    CACHE.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(repository, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(dir=CACHE, prefix=".making-"))
+    try:
+        _make(work, sources, commits, regression_at, spin, broken_at)
+        (work / "complete").touch()
+        work.rename(repository)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return repository
+
+
+def _make(
+    work: Path, sources: Path, commits: int, regression_at: int, spin: int, broken_at: int | None
+) -> None:
+    subprocess.run(
+        ["tar", "-xjf", str(tarball(sources, "15")), "-C", str(work), "--strip-components=1"],
+        check=True,
+    )
+    _git(work, 0, "init", "-q", "-b", "main")
+    _git(work, 0, "add", "-A", "--force")  # the release's generated files too (gram.c...)
+    _git(work, 0, "commit", "-q", "-m", "PostgreSQL 15.18 as released")
+    _git(work, 0, "tag", "base")
+    for number in range(1, commits + 1):
+        if number == regression_at:
+            source = work / POSTGRES_C
+            text = source.read_text()
+            source.write_text(text.replace(ANCHOR, ANCHOR + SPIN.replace("{count}", str(spin)), 1))
+            subject = "Spin in exec_simple_query (the planted regression)"
+        elif number == broken_at:
+            with open(work / BROKEN, "a") as changed:
+                changed.write("\nthis does not compile;\n")
+            subject = "Break the compile of bool.c"
+        elif broken_at is not None and number == broken_at + 1:
+            text = (work / BROKEN).read_text()
+            (work / BROKEN).write_text(text.replace("\nthis does not compile;\n", ""))
+            subject = "Mend the compile of bool.c"
+        else:
+            changed_name = HARMLESS[number % len(HARMLESS)]
+            with open(work / changed_name, "a") as changed:
+                changed.write(f"\n/* bisect test commit {number} */\n")
+            subject = f"Harmless change {number} to {changed_name}"
+        _git(work, number, "commit", "-q", "-a", "-m", subject)
+    _git(work, commits + 1, "tag", "head")
+
+
+def _git(work: Path, number: int, *args: str) -> None:
+    date = f"2026-01-01T00:{number // 60:02d}:{number % 60:02d}+00:00"
+    env = {**os.environ, **FIXED_ENV, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    subprocess.run(["git", "-C", str(work), *args], check=True, env=env)
+
+
+def commit_subjects(repository: Path) -> list[tuple[str, str]]:
+    """(hash, subject) of every commit after `base`, oldest first."""
+    listed = subprocess.run(
+        ["git", f"--git-dir={repository / '.git'}", "log", "--reverse", "--format=%H %s",
+         "base..head"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return [tuple(line.split(" ", 1)) for line in listed.splitlines()]  # type: ignore[misc]

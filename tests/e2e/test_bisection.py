@@ -1,0 +1,123 @@
+"""Issue 22's done-means: a bisection names the planted regression, through the real lab.
+
+The repository is PostgreSQL 15.18 as released with 8 commits on top (tests/bisect_repo.py);
+commit 5 adds a busy loop to every simple-protocol statement. Started from the form in
+Chromium; the agent builds each commit in its kept tree (the first run on a machine
+compiles 15.18 at -O0 once, a few minutes; later runs find every build in its cache), the
+control worker measures each against the good build in adaptive rounds of 2 s
+select-only points, and the page shows the steps while it runs and the culprit at the end.
+
+BENCHLAB_BISECT_SHAPE=COMMITS,REGRESSION_AT,SPIN[,BROKEN_AT] runs the same test on another
+repository (docs/benchmarks.md: 64 commits, one of which does not compile).
+"""
+
+import json
+import math
+import os
+
+import pytest
+from playwright.sync_api import expect
+
+from runs.models import Bisection, BisectionStep, Workload
+from tests.bisect_repo import (
+    EIGHT_COMMITS,
+    EIGHT_REGRESSION_AT,
+    EIGHT_SPIN,
+    bisect_repository,
+    commit_subjects,
+)
+from tests.e2e.conftest import PASSWORD, Web, sign_in
+from tests.integration.conftest import running_lab
+from tests.runs.factories import ConfigProfileFactory, UserFactory
+from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500)]
+
+SHAPE = os.environ.get(
+    "BENCHLAB_BISECT_SHAPE", f"{EIGHT_COMMITS},{EIGHT_REGRESSION_AT},{EIGHT_SPIN}"
+)
+COMMITS, REGRESSION_AT, SPIN, *BROKEN = (int(number) for number in SHAPE.split(","))
+BROKEN_AT = BROKEN[0] if BROKEN else None
+
+
+@pytest.fixture
+def bisect_stack(transactional_db, tmp_path):
+    repository = bisect_repository(sources_dir(), COMMITS, REGRESSION_AT, SPIN, BROKEN_AT)
+    agent_args = ["--allow-source-builds", "--build-source", str(repository)]
+    with running_lab(tmp_path, agent_args=agent_args) as lab:
+        web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})
+        try:
+            yield lab, web, repository
+        finally:
+            web.close()
+
+
+def start_from_the_form(page, web: Web, host_name: str, repository: str) -> None:
+    page.goto(f"{web.url}/bisections/new")
+    page.fill("input[name=name]", "planted spin")
+    page.select_option("select[name=host]", label=host_name)
+    page.fill("input[name=repository]", repository)
+    page.fill("input[name=good_ref]", "base")
+    page.fill("input[name=bad_ref]", "head")
+    page.fill("input[name=version]", "15")
+    page.fill("textarea[name=configure_flags]", json.dumps(SMALL_FLAGS))
+    page.fill("input[name=cflags]", UNOPTIMISED)
+    page.select_option("select[name=config_profile]", label="defaults")
+    page.select_option("select[name=workload]", label="select-only")
+    page.fill("input[name=clients]", "1")
+    page.fill("input[name=duration_s]", "2")
+    page.fill("input[name=max_rounds]", "6")
+    page.click("button[name=start]")
+    expect(page.locator(".messages")).to_contain_text("step 0 queued")
+
+
+def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, page, tmp_path):
+    lab, web, repository = bisect_stack
+    ConfigProfileFactory(name="defaults", settings={})
+    Workload.objects.create(
+        name="select-only", scale=1, scripts=[{"builtin": "select-only", "weight": 1}]
+    )
+    sign_in(page, web.url, UserFactory(password=PASSWORD).username)
+    start_from_the_form(page, web, lab.name, str(repository))
+    bisection = Bisection.objects.get()
+    expect(page.locator("#bisection-steps tr[data-step='0']")).to_have_attribute(
+        "data-outcome", "measuring"
+    )
+
+    def measured_a_commit() -> bool:
+        return bisection.steps.filter(number=1).exists()
+
+    wait_for(measured_a_commit, 900, "step 0 to end", lab.logs)
+    page.reload()  # while it runs: the range, step 0's verdict, what is left
+    expect(page.locator("#bisection-steps tr[data-step='0']")).to_have_attribute(
+        "data-outcome", "bad"
+    )
+    expect(page.locator("#range")).to_contain_text(f"{COMMITS} commits after the good ref")
+    page.screenshot(path=str(tmp_path / "bisection-running.png"), full_page=True)
+
+    def ended() -> bool:
+        bisection.refresh_from_db()
+        return bisection.status != Bisection.Status.RUNNING
+
+    wait_for(ended, 1200, "the bisection to end", lab.logs)
+    assert bisection.status == Bisection.Status.SUCCEEDED, (bisection.error_message, lab.logs())
+    culprit_sha, culprit_subject = commit_subjects(repository)[REGRESSION_AT - 1]
+    assert bisection.commits[bisection.culprit_index]["sha"] == culprit_sha
+    measured = bisection.steps.exclude(number=0)
+    # The issue's bounds: log2(n) + 2 steps, one more with a commit that does not build.
+    assert measured.count() <= math.log2(COMMITS) + 2 + (BROKEN_AT is not None)
+    broken = measured.filter(commit_index=(BROKEN_AT or 0) - 1).first()
+    if broken is not None:
+        assert broken.outcome == BisectionStep.Outcome.SKIPPED
+        assert broken.note.startswith("build_failed: source build failed at make")
+    built = measured.exclude(outcome=BisectionStep.Outcome.SKIPPED)
+    assert not built.filter(build_seconds__isnull=True).exists()
+
+    page.reload()
+    expect(page.locator("[data-culprit]")).to_have_text(culprit_sha)
+    expect(page.locator("#culprit")).to_contain_text(culprit_subject)
+    expect(page.locator("#culprit-table")).to_contain_text("slower by")
+    page.screenshot(path=str(tmp_path / "bisection-ended.png"), full_page=True)
+    script = page.request.get(f"{web.url}/bisections/{bisection.pk}/reproduce.sh").text()
+    assert culprit_sha in script and "base64 -d" in script

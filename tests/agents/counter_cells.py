@@ -1,5 +1,5 @@
 """Cells measured by the real agent and stored in the lab, for the known-cause tests of
-the counters: each cell is one job of three short points (2 clients, 2 s, PostgreSQL 16),
+the counters: each cell is one job of three short points (2 clients, PostgreSQL 16),
 and its top movers come from the lab's comparison against another cell."""
 
 from typing import Any
@@ -16,10 +16,13 @@ def measured_cell(
     config: AgentConfig,
     settings: dict[str, str],
     experiment: Experiment | None = None,
+    transactions: int | None = None,
     **sections: Any,
 ) -> Run:
     """A lab run holding the points of one real job with these settings (`sections`
-    override the spec's dataset or workload)."""
+    override the spec's dataset or workload); points of 2 s, or of `transactions` per
+    client where a counter per transaction depends on how many the window holds."""
+    length = {"duration_s": None, "transactions": transactions} if transactions else {}
     spec = small_spec(
         settings=settings,
         sweep={
@@ -28,6 +31,7 @@ def measured_cell(
             "warmup_s": 0,
             "repeats": 3,
             "between_points": "checkpoint",
+            **length,
         },
         **sections,
     )

@@ -1,11 +1,16 @@
-"""The install cache's rules: one process fills an entry at a time (`locked`), and what
-it holds is the agent's own and read-only to the PostgreSQL OS user (`seal_install`)."""
+"""The install cache's rules: one process fills an entry at a time (`locked`), a build
+that outlived its agent is killed by the next holder of the entry's lock
+(`kill_leftover_builds`), and what an entry holds is the agent's own and read-only to the
+PostgreSQL OS user (`seal_install`)."""
 
 import fcntl
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from agents.postgres.cluster.directories import kill_stragglers
 
 
 @contextmanager
@@ -16,6 +21,20 @@ def locked(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def kill_leftover_builds(work_dirs: Iterable[Path], what: str, remove: bool) -> None:
+    """Kill the processes still working inside `work_dirs`, then remove the directories
+    when `remove` (a tarball build's scratch; a kept tree stays).
+
+    Build steps run in their own session, so `make` and the compiler outlive an agent
+    that was killed. Call this holding the entry's lock: holding it proves the agent
+    that built there is gone (a live one would hold it).
+    """
+    for work in work_dirs:
+        kill_stragglers(work, what)
+        if remove:
+            shutil.rmtree(work)
 
 
 def make_world_readable(root: Path) -> None:

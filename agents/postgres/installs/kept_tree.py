@@ -34,7 +34,7 @@ from agents.contract.builds.definition import (
 )
 from agents.contract.errors import JobError
 from agents.postgres.installs.build_steps import BuildFailed, BuildSteps, run_git
-from agents.postgres.installs.cache import locked, seal_install
+from agents.postgres.installs.cache import kill_leftover_builds, locked, seal_install
 from agents.postgres.installs.inventory import Progress
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
@@ -149,6 +149,7 @@ def ensure_git_build(
     kept = KeptTree(trees_dir(config.cache_dir) / key_tree, source["location"])
     progress(f"fetching {source['location']} into the kept tree", 0.0)
     with locked(trees_dir(config.cache_dir) / f"{key_tree}.lock"):
+        kill_leftover_builds([kept.root], f"kept tree {key_tree}", remove=False)
         kept.root.mkdir(mode=0o755, exist_ok=True)
         kept.update()
         commit = kept.resolve(source.get("ref") or "HEAD", "postgres.build.source.ref")

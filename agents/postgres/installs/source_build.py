@@ -45,7 +45,7 @@ from agents.postgres.installs.build_steps import (
     check_prerequisites,
     compiler_version,
 )
-from agents.postgres.installs.cache import locked, seal_install
+from agents.postgres.installs.cache import kill_leftover_builds, locked, seal_install
 from agents.postgres.installs.inventory import Install, Progress, inspect_bindir, noop
 from agents.postgres.installs.kept_tree import ensure_git_build
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
@@ -152,6 +152,7 @@ def ensure_build(
         record = _new_record(key, definition, digest, compiler)
         with locked(cache / f"{key}.lock"):
             target = cache / key
+            kill_leftover_builds(cache.glob(f".work-{key}-*"), f"build {key}", remove=True)
             if not (target / RECORD_FILE).exists():
                 _build(source_path, target, record, os_user, progress, should_cancel)
             return _cached_install(target, record)

@@ -17,6 +17,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 
@@ -249,3 +250,21 @@ def test_an_upload_the_lab_made_ready_is_built_and_a_missing_one_is_named(
 
     with pytest.raises(BuildFailed, match="queue the run again"):
         ensure_build(fake_definition(release, source=source, cflags="-O1"), agent, os_user)
+
+
+def test_a_build_left_running_by_a_killed_agent_is_killed_by_the_next_build_of_its_key(
+    agent: AgentConfig, release: Path, os_user: OsUser
+):
+    _install, record = ensure_build(fake_definition(release), agent, os_user)
+    stale = builds_dir(agent.cache_dir) / f".work-{record['key']}-left"
+    stale.mkdir()
+    # What a SIGKILLed agent leaves: its build steps in their own session, in its scratch.
+    make = subprocess.Popen(["sleep", "600"], cwd=stale, start_new_session=True)
+    try:
+        ensure_build(fake_definition(release), agent, os_user)
+        # Killed and reaped by the build (psutil waits for it), so no exit status is left.
+        assert not psutil.pid_exists(make.pid), "the leftover build was killed"
+        assert not stale.exists()
+    finally:
+        make.kill()
+        make.wait()

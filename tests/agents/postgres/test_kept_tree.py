@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agents.config import AgentConfig
@@ -126,3 +127,24 @@ def test_a_second_commit_recompiles_only_what_it_changed(config: AgentConfig, os
     mirror = (tree / "git" / "config").stat()
     assert mirror.st_uid == os.geteuid() and not mirror.st_mode & 0o022
     assert (tree / "work" / "src" / "config.status").stat().st_uid == os_user.uid
+
+
+@pytest.mark.timeout(900)
+def test_make_left_running_in_the_kept_tree_by_a_killed_agent_is_killed_by_the_next_build(
+    config: AgentConfig, os_user: OsUser
+):
+    repository = bisect_repository(sources_dir(), EIGHT_COMMITS, EIGHT_REGRESSION_AT, EIGHT_SPIN)
+    config.allow_source_builds, config.build_sources = True, [str(repository)]
+    definition = git_definition(repository, "head")
+    ensure_build(definition, config, os_user)
+    work = trees_dir(config.cache_dir) / tree_key(definition, compiler_version()) / "work"
+    # What a SIGKILLed agent leaves: its build steps in their own session, in the tree.
+    make = subprocess.Popen(["sleep", "600"], cwd=work / "src", start_new_session=True)
+    try:
+        ensure_build(definition, config, os_user)
+        # Killed and reaped by the build (psutil waits for it), so no exit status is left.
+        assert not psutil.pid_exists(make.pid), "the leftover build was killed"
+        assert (work / "src").is_dir(), "the kept tree stays"
+    finally:
+        make.kill()
+        make.wait()

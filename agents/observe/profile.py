@@ -47,6 +47,7 @@ MAX_DATA = "256M"
 SCRIPT_TIMEOUT_S = 300
 ENABLE_TIMEOUT_S = 10
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
+ENDED_EARLY = "perf record ended before it started"
 
 
 def profiling_problem(allowed: bool, perf: str | None = None) -> str | None:
@@ -148,7 +149,8 @@ def _started(
     perf: str, private: Path, postmaster_pid: int, cwd: Path, stderr: IO[str], ack: int
 ) -> tuple["subprocess.Popen[bytes]", Recording]:
     """perf started and its events enabled. A server process that exits between listing
-    and attaching (a backend ending) makes perf refuse to start: listed again, twice."""
+    and attaching (a backend ending) makes perf refuse to start, saying so or, seen once
+    on a loaded machine, exiting 244 with nothing said: listed again, twice."""
     for _attempt in range(3):
         record = Recording(record_argv(perf, private, server_pids(postmaster_pid)))
         stderr.truncate(0)
@@ -161,10 +163,15 @@ def _started(
             start_new_session=True,
         )
         record.problem = _enable(process, private / "ctl", ack)
-        if record.problem is None or "No such process" not in _said(stderr):
+        if record.problem is None or not _may_retry(record.problem, _said(stderr)):
             return process, record
         _stop(process)
     return process, record
+
+
+def _may_retry(problem: str, said: str) -> bool:
+    """Whether perf failed as a vanished server process makes it fail."""
+    return "No such process" in said or (problem.startswith(ENDED_EARLY) and not said)
 
 
 def _said(stderr: IO[str]) -> str:
@@ -184,7 +191,7 @@ def _enable(process: "subprocess.Popen[bytes]", ctl: Path, ack: int) -> str | No
             break
         except OSError as error:  # ENXIO: perf has not opened its end yet
             if error.errno != errno.ENXIO or process.poll() is not None:
-                return f"perf record ended before it started (exit {process.poll()})"
+                return f"{ENDED_EARLY} (exit {process.poll()})"
             if time.monotonic() > deadline:
                 return f"perf record did not start within {ENABLE_TIMEOUT_S} s"
             time.sleep(0.02)

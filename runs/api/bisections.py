@@ -63,17 +63,9 @@ class BisectionSerializer(StrictModelSerializer[Bisection]):
             "created_at",
             "finished_at",
         ]
+        # Everything but what the form takes is the bisection's own state.
         read_only_fields = [
-            "metric",
-            "status",
-            "error_message",
-            "commits",
-            "good_index",
-            "bad_index",
-            "culprit_index",
-            "created_by",
-            "created_at",
-            "finished_at",
+            name for name in fields if name not in ("id", "steps", *BisectionForm.Meta.fields)
         ]
 
     def create(self, validated_data: dict[str, Any]) -> Bisection:

@@ -12,6 +12,7 @@ build on that host) is what the next estimate uses. With nothing learned the
 estimate falls back to the constants below.
 """
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -20,7 +21,9 @@ from datetime import datetime
 
 from django.utils.dateparse import parse_datetime
 
-from runs.models import Run, RunEvent
+from runs.analysis import sequential
+from runs.inference.stats import MIN_REPEATS
+from runs.models import Experiment, Result, Run, RunEvent
 
 # Rough cost of one cluster lifecycle besides the measured points (initdb, start,
 # settings and restart, stop) and of `pgbench -i` per scale unit, when nothing was
@@ -30,6 +33,8 @@ SCALE_LOAD_S_PER_UNIT = 0.5
 POINT_OVERHEAD_S = 0.0
 # How many of a host's latest succeeded runs its estimates learn from.
 LEARNED_RUNS = 20
+# How many of the hosts' latest points in rounds the expected time learns the spread from.
+LEARNED_RESULTS = 2000
 
 
 @dataclass(frozen=True)
@@ -142,3 +147,40 @@ def _median(found: list[Timings]) -> Timings:
         statistics.median(t.point_overhead_s for t in found),
         len(found),
     )
+
+
+def adaptive_seconds(
+    experiment: Experiment, round_seconds: float, longer_round_seconds: float
+) -> tuple[float, float]:
+    """(expected, most) seconds of an adaptive experiment whose every round costs
+    `round_seconds` on its busiest host, `longer_round_seconds` with longer points: the
+    rounds an A/A cell takes on average at the spread the host's earlier rounds showed
+    (sequential.expected_rounds), and the budget's, every round after the first look
+    with longer points. The first cell runs every round while another is undecided."""
+    most = experiment.max_rounds or experiment.repeats
+    expected = sequential.expected_rounds(
+        experiment.repeats,
+        most,
+        experiment.margin_pct,
+        experiment.min_effect_pct,
+        round_log_sd(experiment),
+    )
+    first = experiment.repeats
+    return expected * round_seconds, first * round_seconds + (most - first) * longer_round_seconds
+
+
+def round_log_sd(experiment: Experiment) -> float | None:
+    """The median log sd of tps between the rounds of a cell, over the latest cells
+    measured in rounds on the experiment's hosts (None: none with MIN_REPEATS rounds)."""
+    results = (
+        Result.objects.filter(
+            run__host__in=experiment.hosts.all(), run__round__isnull=False, tps__gt=0
+        )
+        .order_by("-run_id")
+        .values_list("run__experiment_id", "run__cell", "clients", "tps")[:LEARNED_RESULTS]
+    )
+    by_point: dict[tuple[int, int, int], list[float]] = {}
+    for experiment_id, cell, clients, tps in results:
+        by_point.setdefault((experiment_id, cell, clients), []).append(math.log(tps or 1.0))
+    sds = [statistics.stdev(logs) for logs in by_point.values() if len(logs) >= MIN_REPEATS]
+    return statistics.median(sds) if sds else None

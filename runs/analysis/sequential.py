@@ -122,10 +122,15 @@ class PointAnswer:
     margin_pct: float = 0.0
     # Why the answer is rank-based (the sides' shapes); "" for log-Welch.
     rank_because: str = ""
+    # The verdict is about the first cell's values times (1 + against_pct / 100); the
+    # estimate and intervals are still against the first cell itself.
+    against_pct: float = 0.0
 
     @property
     def sentence(self) -> str:
         ranked = f"; rank-based ({self.rank_because})" if self.rank_because else ""
+        if self.against_pct:
+            return self._sentence_against() + ranked
         if self.verdict is Verdict.SAME and self.same_interval_pct:
             bounds = _bounds(self.same_interval_pct)
             return f"same within ±{self.margin_pct:g} % {bounds}{ranked}"
@@ -135,6 +140,20 @@ class PointAnswer:
         if self.verdict is Verdict.UNDECIDED:
             return f"undecided: {self.pct:+.1f} % {bounds}{ranked}"
         return f"{self.verdict} by {abs(self.pct):.1f} % {bounds}{ranked}"
+
+    def _sentence_against(self) -> str:
+        """ "slower than -73.5 %: -92.8 % [-94.1, -91.2]": the verdict about the shifted
+        first cell, then the change against the first cell itself."""
+        reference = f"{self.against_pct:+.1f} %"
+        if self.verdict is Verdict.SAME and self.same_interval_pct:
+            bounds = _bounds(self.same_interval_pct)
+            return f"same as {reference} within ±{self.margin_pct:g} %: {bounds}"
+        if self.pct is None or self.interval_pct is None:
+            return f"{self.verdict} (against {reference})"
+        change = f"{self.pct:+.1f} % {_bounds(self.interval_pct)}"
+        if self.verdict is Verdict.UNDECIDED:
+            return f"undecided about {reference}: {change}"
+        return f"{self.verdict} than {reference}: {change}"
 
 
 def _bounds(interval: tuple[float, float]) -> str:
@@ -254,13 +273,25 @@ def _log_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
 
 
 def judge_look(
-    questions: Sequence[Question], level: LookLevel, min_effect_pct: float, margin_pct: float
+    questions: Sequence[Question],
+    level: LookLevel,
+    min_effect_pct: float,
+    margin_pct: float,
+    against_pct: float = 0.0,
 ) -> list[PointAnswer]:
     """The answer of each still undecided point at one look; BH over these points.
 
     Every question has the look's rounds on both sides (a failed round leaves one
-    fewer); a point with fewer than two positive values a side stays undecided.
+    fewer); a point with fewer than two positive values a side stays undecided. With
+    `against_pct`, each point is judged against its baseline times (1 + against_pct/100)
+    (a bisection step: which side of the change's middle a commit lies on); the answers'
+    estimates and intervals stay against the baseline itself.
     """
+    factor, shift = 1.0 + against_pct / 100.0, math.log1p(against_pct / 100.0)
+    questions = [
+        Question(q.values, [value * factor for value in q.baseline], q.higher_is_better)
+        for q in questions
+    ]
     usable = [
         i
         for i, question in enumerate(questions)
@@ -283,17 +314,19 @@ def judge_look(
     for row, i in enumerate(usable):
         answers[i] = PointAnswer(
             verdicts[row],
-            _pct(estimates[row]),
-            (_pct(lows[row]), _pct(highs[row])),
-            (_pct(same_lows[row]), _pct(same_highs[row])),
+            _pct(estimates[row], shift),
+            (_pct(lows[row], shift), _pct(highs[row], shift)),
+            (_pct(same_lows[row], shift), _pct(same_highs[row], shift)),
             margin_pct,
             because[row],
+            against_pct,
         )
     return answers
 
 
-def _pct(log_ratio: float) -> float:
-    return math.expm1(log_ratio) * 100.0
+def _pct(log_ratio: float, shift: float = 0.0) -> float:
+    """A log ratio against the shifted baseline as percent against the baseline."""
+    return math.expm1(log_ratio + shift) * 100.0
 
 
 @dataclass(frozen=True)

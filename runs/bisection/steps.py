@@ -15,13 +15,16 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from agents.contract.builds.definition import BuildDefinition, CommitInfo
+from runs.analysis.verdicts import Verdict
 from runs.contract.execution import ROUNDS
-from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from runs.inference.stats import MAX_MIN_EFFECT_PCT, relative_differences
+from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Result, Run
+from runs.services.adaptive import adaptive_judge_against
 from runs.services.experiments import experiment_schedule
 
 BASELINE_CELL, CANDIDATE_CELL = 0, 1
+# A commit is good when it is this, against good moved by the middle of the change.
+OPPOSITE: dict[str, str] = {Verdict.SLOWER: Verdict.FASTER, Verdict.FASTER: Verdict.SLOWER}
 
 
 def definition(bisection: Bisection, ref: str, list_from: str | None = None) -> BuildDefinition:
@@ -54,22 +57,26 @@ def _build(bisection: Bisection, label: str, built: BuildDefinition) -> PgBuild:
 
 def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
     """Queue the next step: the bad ref (`commit_index` None, step 0) or a commit of the
-    range; raises JobError naming the field when the experiment cannot be queued."""
+    range; raises JobError naming the field when the experiment cannot be queued.
+
+    A commit's looks ask which side of the middle of step 0's change it lies on: its
+    cell is judged against good's tps moved by that middle, so "slower" (in the
+    bisection's direction) is bad and "faster" good, at the adaptive design's error
+    rates (no minimum effect; "same" would need it within ±MIN_MARGIN_PCT of the middle)."""
     number = bisection.steps.count()
     good = _build(
         bisection, f"0 good {bisection.good_ref}", definition(bisection, bisection.good_ref)
     )
+    against = None
     margin, min_effect = bisection.margin_pct, bisection.min_effect_pct
-    if commit_index is not None and bisection.change_pct is not None:
-        # The looks stop once the commit is decided on either side of the middle.
-        middle = abs(middle_pct(bisection.change_pct))
-        margin = min(max(middle, MIN_MARGIN_PCT), MAX_MARGIN_PCT)
-        min_effect = min(middle, MAX_MIN_EFFECT_PCT)
     if commit_index is None:
         sha, label = "", f"bad ref {bisection.bad_ref}"
         built = definition(bisection, bisection.bad_ref, list_from=bisection.good_ref)
         candidate = _build(bisection, f"1 bad {bisection.bad_ref}", built)
     else:
+        if bisection.change_pct is None:
+            raise ValueError(f"bisection {bisection.pk} has no change measured by step 0")
+        against, margin, min_effect = middle_pct(bisection.change_pct), MIN_MARGIN_PCT, 0.0
         sha = bisection.commits[commit_index]["sha"]
         label = f"commit {sha[:12]}"
         candidate = _build(bisection, f"1 {sha}", definition(bisection, sha))
@@ -94,6 +101,8 @@ def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
         },
         start=True,
     )
+    if against is not None:
+        adaptive_judge_against(scheduled.experiment, against)
     return BisectionStep.objects.create(
         bisection=bisection,
         number=number,
@@ -125,9 +134,9 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
     """The outcome of an ended step; skipped when the commit did not build or start.
 
     Step 0: bad when the bad ref's adaptive verdict against good is the bisection's
-    direction. A commit: by where its interval against good lies from the middle of the
-    change step 0 measured (`middle_pct`): beyond it in the direction, bad; on good's
-    side, good (a commit faster than good is good too); across it, skipped as undecided.
+    direction. A commit: by its verdict against good moved by the middle of the change
+    step 0 measured (`step_queue`): beyond it in the direction, bad; on good's side,
+    good (a commit faster than good is good too); undecided, skipped.
     """
     experiment = step.experiment
     if experiment is None:
@@ -142,37 +151,24 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
         return StepEnd(BisectionStep.Outcome.SKIPPED, "", "", why, seconds, commit, commits)
     point = _candidate_point(experiment)
     verdict = str(point["verdict"]) if point else ""
+    sentence = f"{point['sentence']} against good" if point else ""
     ended = str(experiment.adaptive_state.get("ended", ""))
-    if step.commit_index is None or bisection.change_pct is None:
-        sentence = str(point["sentence"]) if point else ""
-        bad = verdict == bisection.direction
+    bad = verdict == bisection.direction
+    if step.commit_index is None:
         first = BisectionStep.Outcome.BAD if bad else BisectionStep.Outcome.GOOD
         return StepEnd(first, verdict, sentence, ended, seconds, commit, commits)
-    outcome, words = _by_the_middle(step, middle_pct(bisection.change_pct))
-    note = f"undecided: {ended}" if outcome == BisectionStep.Outcome.SKIPPED else ended
-    return StepEnd(outcome, verdict, words, note, seconds, commit, commits)
+    if bad:
+        outcome = BisectionStep.Outcome.BAD
+    elif verdict == OPPOSITE[bisection.direction]:
+        outcome = BisectionStep.Outcome.GOOD
+    else:
+        outcome, ended = BisectionStep.Outcome.SKIPPED, f"undecided: {ended}"
+    return StepEnd(outcome, verdict, sentence, ended, seconds, commit, commits)
 
 
 def middle_pct(change_pct: float) -> float:
     """The change halfway (on the log scale) between good and a change of `change_pct`."""
     return 100.0 * (math.sqrt(1.0 + change_pct / 100.0) - 1.0)
-
-
-def _by_the_middle(step: BisectionStep, middle: float) -> tuple[BisectionStep.Outcome, str]:
-    """(outcome, sentence) from the commit's 95 % interval against good and `middle`."""
-    tps = step_tps(step)
-    found = relative_differences([(tps[CANDIDATE_CELL], tps[BASELINE_CELL])])[0]
-    if found is None:
-        return BisectionStep.Outcome.SKIPPED, "fewer than two points a side"
-    low, high = found.ci_low_pct, found.ci_high_pct
-    sentence = (
-        f"{found.pct:+.1f} % [{low:+.1f}, {high:+.1f}] against good (the middle {middle:+.1f} %)"
-    )
-    if (high < middle) if middle < 0 else (low > middle):
-        return BisectionStep.Outcome.BAD, sentence
-    if (low > middle) if middle < 0 else (high < middle):
-        return BisectionStep.Outcome.GOOD, sentence
-    return BisectionStep.Outcome.SKIPPED, sentence
 
 
 def _candidate_point(experiment: Experiment) -> dict[str, object] | None:

@@ -23,9 +23,7 @@ pass, so a lost message only delays a step):
 
 import copy
 import logging
-import math
 import random
-import statistics
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
@@ -58,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 ADAPTIVE_TASK = "runs.tasks.adaptive_step"
 BASELINE_CELL = 0
-# How many of the hosts' latest points in rounds the expected time learns the spread from.
-LEARNED_RESULTS = 2000
 # What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 # Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
@@ -113,6 +109,9 @@ class AdaptiveState(TypedDict, total=False):
     lengthened: Lengthened
     ended: str
     ended_at: str
+    # Each cell is judged against the first cell's tps times (1 + against_pct / 100)
+    # (`adaptive_judge_against`); absent: against the first cell itself.
+    against_pct: float
 
 
 ADAPTIVE_FIELDS = ("adaptive", "max_rounds", "max_hours", "margin_pct", "min_effect_pct")
@@ -156,41 +155,19 @@ def adaptive_plan(experiment: Experiment) -> AdaptiveState:
     return {"looks": list(looks), "points": [], "looked": [], "ended": ""}
 
 
-def adaptive_seconds(
-    experiment: Experiment, round_seconds: float, longer_round_seconds: float
-) -> tuple[float, float]:
-    """(expected, most) seconds of an adaptive experiment whose every round costs
-    `round_seconds` on its busiest host, `longer_round_seconds` with longer points: the
-    rounds an A/A cell takes on average at the spread the host's earlier rounds showed
-    (sequential.expected_rounds), and the budget's, every round after the first look
-    with longer points. The first cell runs every round while another is undecided."""
-    most = experiment.max_rounds or experiment.repeats
-    expected = sequential.expected_rounds(
-        experiment.repeats,
-        most,
-        experiment.margin_pct,
-        experiment.min_effect_pct,
-        round_log_sd(experiment),
-    )
-    first = experiment.repeats
-    return expected * round_seconds, first * round_seconds + (most - first) * longer_round_seconds
-
-
-def round_log_sd(experiment: Experiment) -> float | None:
-    """The median log sd of tps between the rounds of a cell, over the latest cells
-    measured in rounds on the experiment's hosts (None: none with MIN_REPEATS rounds)."""
-    results = (
-        Result.objects.filter(
-            run__host__in=experiment.hosts.all(), run__round__isnull=False, tps__gt=0
-        )
-        .order_by("-run_id")
-        .values_list("run__experiment_id", "run__cell", "clients", "tps")[:LEARNED_RESULTS]
-    )
-    by_point: dict[tuple[int, int, int], list[float]] = {}
-    for experiment_id, cell, clients, tps in results:
-        by_point.setdefault((experiment_id, cell, clients), []).append(math.log(tps or 1.0))
-    sds = [statistics.stdev(logs) for logs in by_point.values() if len(logs) >= MIN_REPEATS]
-    return statistics.median(sds) if sds else None
+def adaptive_judge_against(experiment: Experiment, against_pct: float) -> None:
+    """Have every look judge each cell against the first cell's tps times
+    (1 + against_pct / 100): "slower" then means beyond that change, "faster" short of
+    it (a bisection step asks which side of the middle of a change a commit lies on).
+    Set before the first look (the plan's errors hold for one question throughout)."""
+    state: AdaptiveState = experiment.adaptive_state
+    if state.get("looked"):
+        raise ValueError(f"experiment {experiment.pk} has looked already")
+    if not against_pct > -100.0:
+        raise ValueError(f"a change of {against_pct} % leaves no tps to compare with")
+    state["against_pct"] = against_pct
+    experiment.adaptive_state = state
+    experiment.save(update_fields=["adaptive_state"])
 
 
 def adaptive_step_after_commit(run: Run) -> None:
@@ -304,7 +281,11 @@ def _look(
         for key in open_points
     ]
     answers = sequential.judge_look(
-        questions, level, experiment.min_effect_pct, experiment.margin_pct
+        questions,
+        level,
+        experiment.min_effect_pct,
+        experiment.margin_pct,
+        state.get("against_pct", 0.0),
     )
     decided = 0
     for key, answer, question in zip(open_points, answers, questions, strict=True):

@@ -29,12 +29,11 @@ from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.contract.execution import ROUNDS, execution_plan
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
-from runs.estimates import Learned, learned_timings
+from runs.estimates import Learned, adaptive_seconds, learned_timings
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
     LONGER_POINTS_FACTOR,
     adaptive_plan,
-    adaptive_seconds,
     require_adaptive_design,
 )
 from runs.services.errors import Conflict
@@ -72,7 +71,7 @@ class Estimate(TypedDict):
     host spends on setups (initdb, start, `pgbench -i`). Seconds are null for
     `transactions` sweeps. An adaptive experiment queues its first rounds (these
     figures), then adds rounds: `expected_seconds` and `max_seconds` say how long
-    in all (runs.services.adaptive.adaptive_seconds); null for the others.
+    in all (runs.estimates.adaptive_seconds); null for the others.
     """
 
     execution: str

@@ -16,6 +16,7 @@ from runs.bisection.report import bisection_report
 from runs.bisection.reproduce import bisection_script
 from runs.bisection.services import bisection_advance, bisection_cancel, bisection_start
 from runs.bisection.steps import next_commit
+from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Alert, Bisection, BisectionStep, Occurrence, Result, Run, Series
 from runs.services.adaptive import adaptive_step
 from runs.services.errors import Conflict
@@ -115,16 +116,16 @@ def test_the_steps_halve_the_range_to_the_first_bad_commit(lab_redis, client):
     report = bisection_report(bisection)
     assert report.culprit is not None and report.culprit.commit["sha"] == COMMITS[5]["sha"]
     assert bisection.change_pct == pytest.approx(-50.0, abs=0.2)
-    middle = "against good (the middle -29.3 %)"
-    assert (
-        report.culprit.culprit_sentence.startswith("-50.0 % [")
-        and middle in report.culprit.culprit_sentence
-    )
-    assert report.culprit.parent_sentence.startswith("+0.0 % [")
+    # A commit is judged against good moved by the middle of the change (-29.3 %).
+    assert report.culprit.culprit_sentence.startswith("slower than -29.3 %: -50.0 % [")
+    assert report.culprit.culprit_sentence.endswith("against good")
+    assert report.culprit.parent_sentence.startswith("faster than -29.3 %: +0.0 % [")
     assert report.culprit.change_at_bad_ref.startswith("slower by")
-    # Later steps stop once a commit is decided on either side of the middle.
     later = bisection.steps.get(number=1).experiment
-    assert later.margin_pct == later.min_effect_pct == pytest.approx(29.3, abs=0.1)
+    assert later.adaptive_state["against_pct"] == pytest.approx(-29.3, abs=0.1)
+    assert (later.margin_pct, later.min_effect_pct) == (MIN_MARGIN_PCT, 0.0)
+    step_page = client.get(reverse("experiment-detail", args=[later.pk])).content.decode()
+    assert 'id="adaptive-against"' in step_page and "moved by -29.3 %" in step_page
     assert COMMITS[5]["sha"] in bisection_script(bisection).split("\n")[2]
     page = client.get(reverse("bisection-detail", args=[bisection.pk])).content.decode()
     assert f"<code data-culprit>{COMMITS[5]['sha']}</code>" in page
@@ -154,6 +155,23 @@ def test_a_commit_that_does_not_build_is_skipped(lab_redis):
     assert culprit.parent_label.endswith(
         "the last good commit (skipped between it and the culprit)"
     )
+
+
+@pytest.mark.django_db
+def test_a_commit_halfway_through_the_change_is_skipped_after_its_rounds(lab_redis):
+    """Two regressions of -29.3 % each make the bad ref's -50 %: the commit after the first
+    lies at the middle, neither side of it, so its step spends its rounds and is skipped."""
+    user = UserFactory()
+    bisection = bisection_start(user, definition_data(user))
+    finish_step(bisection, 500.0)
+    step = bisection.steps.last()
+    while bisection.steps.last() == step:
+        finish_step(bisection, 1000.0 * 2**-0.5)
+        step.refresh_from_db()
+    assert step.outcome == BisectionStep.Outcome.SKIPPED
+    assert step.note == "undecided: budget of rounds spent"
+    assert step.sentence.startswith("undecided about -29.3 %: -29.3 % [")
+    assert step.experiment.runs.filter(cell=1).count() == 6
 
 
 @pytest.mark.django_db

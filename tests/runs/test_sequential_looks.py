@@ -20,6 +20,11 @@ def steady(mean: float, n: int, seed: int, cv: float = 0.01) -> list[float]:
     return list(np.random.default_rng(seed).normal(mean, mean * cv, n))
 
 
+def spread(median: float, n: int, seed: int, log_sd: float) -> list[float]:
+    """Log-normal rounds, as tps on a busy machine spread."""
+    return list(np.random.default_rng(seed).lognormal(np.log(median), log_sd, n))
+
+
 def test_points_with_a_round_fewer_are_judged_in_one_look_like_on_their_own():
     full = Question(steady(2000, 6, 1), steady(1000, 6, 2), True)
     one_failed = Question(steady(1000, 5, 3), steady(1000, 6, 4), True)
@@ -64,3 +69,35 @@ def test_log_normal_rounds_keep_the_welch_answer():
         MARGIN_PCT,
     )
     assert answer.rank_because == "" and "rank-based" not in answer.sentence
+
+
+def test_judged_against_a_moved_baseline_each_side_of_the_middle_is_decided():
+    """A bisection step with a -93 % change: its middle is -73.5 %. At this machine's
+    spread of 2 s points (about 30 %), a commit as slow as the bad ref is "slower" than
+    the middle and one as fast as good "faster" after three rounds, where the old rule
+    (significant against good, then an interval beyond the middle) left one undecided;
+    the numbers stay against good itself."""
+    middle, (level, _last) = -73.5, look_levels((3, 6))
+    good = spread(1000, 3, 11, log_sd=0.3)
+    as_bad, as_good = spread(70, 3, 12, log_sd=0.3), spread(1000, 3, 16, log_sd=0.3)
+
+    slower, faster = judge_look(
+        [Question(as_bad, good, True), Question(as_good, good, True)], level, 0.0, 0.1, middle
+    )
+
+    assert (slower.verdict, faster.verdict) == (Verdict.SLOWER, Verdict.FASTER)
+    assert slower.sentence.startswith("slower than -73.5 %: -9")
+    assert faster.sentence.startswith("faster than -73.5 %: ")
+    low, high = slower.interval_pct
+    assert low < slower.pct < high < middle
+
+
+def test_a_commit_at_the_middle_stays_undecided():
+    level = level_at(12)
+    good = spread(1000, 12, 14, log_sd=0.05)
+    at_the_middle = spread(265, 12, 15, log_sd=0.05)
+
+    (answer,) = judge_look([Question(at_the_middle, good, True)], level, 0.0, 0.1, -73.5)
+
+    assert answer.verdict is Verdict.UNDECIDED
+    assert answer.sentence.startswith("undecided about -73.5 %: -73")

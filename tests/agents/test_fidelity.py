@@ -278,9 +278,11 @@ def test_full_and_aggregate_logs_give_an_exact_timeline_once_the_point_ends(conf
     else:
         assert all("sampled" not in line for line in timeline), "exact per-second counts"
     counted = sum(line["tps"] for line in timeline)
-    # Every transaction of the whole seconds: all but the cut last second's.
-    assert point["transactions"] * (len(timeline) - 1) / point["seconds"] < counted
+    # Every transaction of the whole seconds: all but the cut last second's, which lasted
+    # under a second (bounded by the busiest whole second, with room for a second on a
+    # loaded machine going faster than the ones before it).
     assert counted <= point["transactions"]
+    assert point["transactions"] - counted <= 1.5 * max(line["tps"] for line in timeline)
 
 
 def test_progress_option_takes_the_timeline_from_p(config):

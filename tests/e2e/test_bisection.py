@@ -8,7 +8,9 @@ control worker measures each against the good build in adaptive rounds of 2 s
 select-only points, and the page shows the steps while it runs and the culprit at the end.
 
 BENCHLAB_BISECT_SHAPE=COMMITS,REGRESSION_AT,SPIN[,BROKEN_AT] runs the same test on another
-repository (docs/benchmarks.md: 64 commits, one of which does not compile).
+repository (docs/benchmarks.md: 64 commits, one of which does not compile), and
+BENCHLAB_BISECT_CELL=DURATION_S,MAX_ROUNDS,MARGIN_PCT measures it with longer points and
+more rounds (a 5 % regression needs them).
 """
 
 import json
@@ -32,13 +34,17 @@ from tests.runs.factories import ConfigProfileFactory, UserFactory
 from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500)]
-
 SHAPE = os.environ.get(
     "BENCHLAB_BISECT_SHAPE", f"{EIGHT_COMMITS},{EIGHT_REGRESSION_AT},{EIGHT_SPIN}"
 )
 COMMITS, REGRESSION_AT, SPIN, *BROKEN = (int(number) for number in SHAPE.split(","))
 BROKEN_AT = BROKEN[0] if BROKEN else None
+CELL = os.environ.get("BENCHLAB_BISECT_CELL", "2,6,5").split(",")
+DURATION_S, MAX_ROUNDS, MARGIN_PCT = CELL
+# A run is about 8 s besides its point; the default cell's budget scales with its rounds.
+SLOWER = max(1.0, (int(DURATION_S) + 8) * int(MAX_ROUNDS) / ((2 + 8) * 6))
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500 * SLOWER)]
 
 
 @pytest.fixture
@@ -66,8 +72,9 @@ def start_from_the_form(page, web: Web, host_name: str, repository: str) -> None
     page.select_option("select[name=config_profile]", label="defaults")
     page.select_option("select[name=workload]", label="select-only")
     page.fill("input[name=clients]", "1")
-    page.fill("input[name=duration_s]", "2")
-    page.fill("input[name=max_rounds]", "6")
+    page.fill("input[name=duration_s]", DURATION_S)
+    page.fill("input[name=max_rounds]", MAX_ROUNDS)
+    page.fill("input[name=margin_pct]", MARGIN_PCT)
     page.click("button[name=start]")
     expect(page.locator(".messages")).to_contain_text("step 0 queued")
 
@@ -88,7 +95,7 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
     def measured_a_commit() -> bool:
         return bisection.steps.filter(number=1).exists()
 
-    wait_for(measured_a_commit, 900, "step 0 to end", lab.logs)
+    wait_for(measured_a_commit, 900 * SLOWER, "step 0 to end", lab.logs)
     page.reload()  # while it runs: the range, step 0's verdict, what is left
     expect(page.locator("#bisection-steps tr[data-step='0']")).to_have_attribute(
         "data-outcome", "bad"
@@ -100,7 +107,7 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
         bisection.refresh_from_db()
         return bisection.status != Bisection.Status.RUNNING
 
-    wait_for(ended, 1200, "the bisection to end", lab.logs)
+    wait_for(ended, 1200 * SLOWER, "the bisection to end", lab.logs)
     assert bisection.status == Bisection.Status.SUCCEEDED, (bisection.error_message, lab.logs())
     culprit_sha, culprit_subject = commit_subjects(repository)[REGRESSION_AT - 1]
     assert bisection.commits[bisection.culprit_index]["sha"] == culprit_sha

@@ -151,7 +151,7 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
         return StepEnd(BisectionStep.Outcome.SKIPPED, "", "", why, seconds, commit, commits)
     point = _candidate_point(experiment)
     verdict = str(point["verdict"]) if point else ""
-    sentence = f"{point['sentence']} against good" if point else ""
+    sentence = str(point["sentence"]) if point else ""
     ended = str(experiment.adaptive_state.get("ended", ""))
     bad = verdict == bisection.direction
     if step.commit_index is None:

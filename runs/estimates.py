@@ -15,9 +15,10 @@ estimate falls back to the constants below.
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
@@ -71,11 +72,20 @@ class Learned:
         return self.for_cell(run.host_id, run.build_id)
 
 
+def profiled_points(sweep: Mapping[str, Any]) -> int:
+    """The points of a job's profiled pass (agents/sweep/driver.py): one per client
+    count after the measured ones, in the job that measures the first repeat."""
+    if not sweep.get("profile") or (sweep.get("first_repeat") or 1) != 1:
+        return 0
+    return len(set(sweep.get("clients") or [1]))
+
+
 def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings | None:
     """One finished run's setup, load per scale unit and per-point overhead, from its
     status events (time, state, message) in order; None when a phase is missing."""
     sweep, dataset = run.spec.get("sweep") or {}, run.spec.get("dataset") or {}
     points = len(sweep.get("clients") or []) * (sweep.get("repeats") or 1)
+    points += profiled_points(sweep)
     duration = sweep.get("duration_s")
     loading = _first(statuses, lambda state, message: state == "loading")
     running = _first(statuses, lambda state, message: message.endswith(" points"))

@@ -18,20 +18,27 @@ SPEC = {"sweep": {"clients": [1, 2], "repeats": 1, "duration_s": 10}, "dataset":
 
 
 def finished_like_an_agent(
-    host: Host, build: PgBuild, setup_s: float, load_s: float, overhead_s: float
+    host: Host,
+    build: PgBuild,
+    setup_s: float,
+    load_s: float,
+    overhead_s: float,
+    spec: dict | None = None,
 ) -> Run:
-    """A succeeded run of SPEC with the status events an agent sends, its phases lasting
-    `setup_s` (half before the load, half after the points), `load_s` and two points of
-    10 s plus `overhead_s` each."""
+    """A succeeded run of `spec` (SPEC) with the status events an agent sends, its phases
+    lasting `setup_s` (half before the load, half after the points), `load_s` and every
+    point of 10 s plus `overhead_s` (two, and one more per client count profiled)."""
+    spec = spec or SPEC
+    points = 2 + (2 if spec["sweep"].get("profile") else 0)
     start = timezone.now() - timedelta(hours=1)
     loading = start + timedelta(seconds=setup_s / 2)
     running = loading + timedelta(seconds=load_s)
-    stopping = running + timedelta(seconds=2 * (10 + overhead_s))
+    stopping = running + timedelta(seconds=points * (10 + overhead_s))
     finished = stopping + timedelta(seconds=setup_s / 2)
     run = RunFactory(
         host=host,
         build=build,
-        spec=SPEC,
+        spec=spec,
         status=Run.Status.SUCCEEDED,
         started_at=start,
         finished_at=finished,
@@ -103,6 +110,26 @@ def test_an_experiments_estimate_uses_what_its_host_learned() -> None:
 
     assert estimate["setup_seconds"] == round(6 + 1 * 1.0)  # the workload's scale is 1
     assert estimate["estimated_seconds"] == round(6 + 1 + 2 * 11)
+
+
+def test_a_profiled_pass_counts_as_points_learned_and_estimated() -> None:
+    """The profiled pass (sweep.profile) runs each client count once more after the
+    measured points: learned from, it does not inflate the per-point overhead, and the
+    estimates count it (once per cell: only the first round profiles)."""
+    host, build = HostFactory(), PgBuildFactory()
+    profiled = {**SPEC, "sweep": {**SPEC["sweep"], "profile": True, "first_repeat": 1}}
+    finished_like_an_agent(host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0, spec=profiled)
+
+    assert learned_timings([host.pk]).for_cell(host.pk, build.pk).point_overhead_s == 1.0
+    waiting = RunFactory(host=host, build=build, spec=profiled)
+    assert estimated_seconds(waiting, Timings(6.0, 1.0, 1.0)) == pytest.approx(6 + 2 + 4 * 11)
+    later_round = {**profiled, "sweep": {**profiled["sweep"], "first_repeat": 2}}
+    later = RunFactory(host=host, build=build, spec=later_round)
+    assert estimated_seconds(later, Timings(6.0, 1.0, 1.0)) == pytest.approx(6 + 2 + 2 * 11)
+    experiment = ExperimentFactory(
+        hosts=[host], builds=[build], clients=[1, 2], duration_s=10, profile=True
+    )
+    assert services.experiment_estimate(experiment)["estimated_seconds"] == round(7 + 4 * 11)
 
 
 def test_runs_without_their_phases_teach_nothing() -> None:

@@ -204,8 +204,15 @@ def step_tps(step: BisectionStep) -> dict[int, list[float]]:
 
 
 def measured_change_pct(step: BisectionStep) -> float | None:
-    """The commit's tps against good in %, from the geometric means of the step's clean
-    points (None without a point on each side)."""
+    """The commit's tps against good in %: as the step's last look estimated it (the
+    estimator that answered: Hodges-Lehmann where an outlier round made it rank-based),
+    else from the geometric means of the step's clean points (None without a point on
+    each side). The middle between good and bad is drawn from it, so one odd round must
+    not move it."""
+    point = _candidate_point(step.experiment) if step.experiment is not None else None
+    estimated = point.get("pct") if point is not None else None
+    if isinstance(estimated, int | float):
+        return float(estimated)
     tps = step_tps(step)
     if not tps[BASELINE_CELL] or not tps[CANDIDATE_CELL]:
         return None

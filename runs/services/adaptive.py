@@ -27,7 +27,7 @@ import random
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
-from typing import TypedDict, cast
+from typing import NotRequired, TypedDict, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -84,6 +84,9 @@ class PointState(TypedDict):
     verdict: str
     sentence: str
     rounds: int
+    # The change against the first cell in %, by the estimator that answered (log-Welch,
+    # or Hodges-Lehmann when the answer is rank-based); absent before it was looked at.
+    pct: NotRequired[float | None]
 
 
 class LookRecord(TypedDict):
@@ -291,6 +294,7 @@ def _look(
     for key, answer, question in zip(open_points, answers, questions, strict=True):
         point = known[key]
         point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
+        point["pct"] = answer.pct
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += answer.verdict is not Verdict.UNDECIDED
     state["points"] = [known[key] for key in sorted(known)]

@@ -67,9 +67,15 @@ def definition_data(user, **changes) -> dict:
     }
 
 
-def finish_step(bisection: Bisection, tps: float | None, good_tps: float = 1000.0) -> bool:
+def finish_step(
+    bisection: Bisection,
+    tps: float | None,
+    good_tps: float = 1000.0,
+    good_by_round: dict[int, float] | None = None,
+) -> bool:
     """Finish the current step's queued runs as an agent would (`tps` None: the commit's
-    build fails), take the adaptive step, then the bisection's."""
+    build fails; `good_by_round`: good's tps in those rounds), take the adaptive step,
+    then the bisection's."""
     step = bisection.steps.last()
     commit = COMMITS[step.commit_index if step.commit_index is not None else -1]
     for run in step.experiment.runs.filter(status=Run.Status.QUEUED):
@@ -80,7 +86,8 @@ def finish_step(bisection: Bisection, tps: float | None, good_tps: float = 1000.
             error = {"code": "build_failed", "message": "source build failed at make"}
             services.run_finish(run, Run.Status.FAILED, error, snapshot={"build_record": record})
             continue
-        value = (good_tps if run.cell == 0 else tps) * (1 + 0.001 * ((run.round or 1) % 3 - 1))
+        good = (good_by_round or {}).get(run.round or 1, good_tps)
+        value = (good if run.cell == 0 else tps) * (1 + 0.001 * ((run.round or 1) % 3 - 1))
         Result.objects.create(run=run, index=0, clients=1, repeat=run.round, tps=value, exit_code=0)
         services.run_finish(run, Run.Status.SUCCEEDED, snapshot={"build_record": record})
     adaptive_step(step.experiment_id)
@@ -171,6 +178,22 @@ def test_a_commit_halfway_through_the_change_is_skipped_after_its_rounds(lab_red
     assert step.note == "undecided: budget of rounds spent"
     assert step.sentence.startswith("undecided about -29.3 %: -29.3 % [")
     assert step.experiment.runs.filter(cell=1).count() == 6
+
+
+@pytest.mark.django_db
+def test_an_outlier_round_of_step_0_does_not_move_the_middle(lab_redis):
+    """Good's first round three times the others: its look answers from ranks, and the
+    change the middle is drawn from is that answer's (-50 %), not the geometric means'
+    (-58 %), so commits as slow as the bad ref are not pushed toward the middle."""
+    user = UserFactory()
+    bisection = bisection_start(user, definition_data(user))
+    step = bisection.steps.get()
+    while bisection.steps.count() == 1 and bisection.status == Bisection.Status.RUNNING:
+        finish_step(bisection, 500.0, good_by_round={1: 3000.0})
+        bisection.refresh_from_db()
+    step.refresh_from_db()
+    assert "rank-based (first cell: outlier repeat 1)" in step.sentence
+    assert bisection.change_pct == pytest.approx(-50.0, abs=0.5)
 
 
 @pytest.mark.django_db

@@ -127,9 +127,13 @@ def _range_read(bisection: Bisection, step: BisectionStep, commits: list[CommitI
     if not commits:
         _fail(bisection, "the agent listed no commit between the good and the bad ref")
         return
+    change = measured_change_pct(step)
+    if change is None:
+        _fail(bisection, "step 0 measured no change to draw the middle from")
+        return
     bisection.commits = commits
     bisection.bad_index = len(commits) - 1
-    bisection.change_pct = measured_change_pct(step)
+    bisection.change_pct = change
 
 
 def _next(bisection: Bisection) -> None:

@@ -21,6 +21,9 @@ group-sequential design keeps them at ALPHA (docs/decisions.md says why this one
   the point's answer is rank-based at the same levels (Hodges-Lehmann shift,
   Mann-Whitney p: runs/inference/ranks.py) and says so. Benjamini-Hochberg runs over
   the look's points at the look's level. A decided point keeps its answer.
+- A bisection step asks another question at the same looks: is the commit at good's
+  level or at the bad ref's (`judge_between`, a sequential likelihood ratio:
+  runs/inference/levels.py)?
 """
 
 import functools
@@ -33,7 +36,7 @@ from scipy import stats as scipy_stats
 
 from runs.analysis.shapes import shape_of
 from runs.analysis.verdicts import Question, Verdict
-from runs.inference import ranks, stats
+from runs.inference import levels, ranks, stats
 from runs.inference.equivalence import margin_log
 from runs.inference.stats import ALPHA, MIN_REPEATS
 
@@ -122,15 +125,16 @@ class PointAnswer:
     margin_pct: float = 0.0
     # Why the answer is rank-based (the sides' shapes); "" for log-Welch.
     rank_because: str = ""
-    # The verdict is about the first cell's values times (1 + against_pct / 100); the
-    # estimate and intervals are still against the first cell itself.
-    against_pct: float = 0.0
+    # A bisection step's answer (`judge_between`): the level the cell was placed at or
+    # not, the change in % that level is against the first cell, and the log odds.
+    between_pct: float = 0.0
+    log_odds: float | None = None
 
     @property
     def sentence(self) -> str:
         ranked = f"; rank-based ({self.rank_because})" if self.rank_because else ""
-        if self.against_pct:
-            return self._sentence_against() + ranked
+        if self.between_pct:
+            return self._sentence_between()
         if self.verdict is Verdict.SAME and self.same_interval_pct:
             bounds = _bounds(self.same_interval_pct)
             return f"same within ±{self.margin_pct:g} % {bounds}{ranked}"
@@ -141,19 +145,25 @@ class PointAnswer:
             return f"undecided: {self.pct:+.1f} % {bounds}{ranked}"
         return f"{self.verdict} by {abs(self.pct):.1f} % {bounds}{ranked}"
 
-    def _sentence_against(self) -> str:
-        """ "slower than -73.5 %: -92.8 % [-94.1, -91.2]": the verdict about the shifted
-        first cell, then the change against the first cell itself."""
-        reference = f"{self.against_pct:+.1f} %"
-        if self.verdict is Verdict.SAME and self.same_interval_pct:
-            bounds = _bounds(self.same_interval_pct)
-            return f"same as {reference} within ±{self.margin_pct:g} %: {bounds}"
-        if self.pct is None or self.interval_pct is None:
-            return f"{self.verdict} (against {reference})"
-        change = f"{self.pct:+.1f} % {_bounds(self.interval_pct)}"
-        if self.verdict is Verdict.UNDECIDED:
-            return f"undecided about {reference}: {change}"
-        return f"{self.verdict} than {reference}: {change}"
+    def _sentence_between(self) -> str:
+        """ "at the changed level (-7.3 %): -5.1 % [-7.9, -2.2]; odds 24:1", or "at the
+        first cell's level", or "undecided between": the level, then the change against the
+        first cell with its 95 % interval, then the odds of the changed level."""
+        level = f"{self.between_pct:+.1f} %"
+        where = {
+            Verdict.SAME: f"at the first cell's level, not {level}",
+            Verdict.UNDECIDED: f"undecided between the first cell's level and {level}",
+        }.get(self.verdict, f"at the changed level ({level})")
+        if self.pct is None or self.interval_pct is None or self.log_odds is None:
+            return where
+        return f"{where}: {self.pct:+.1f} % {_bounds(self.interval_pct)}; {_odds(self.log_odds)}"
+
+
+def _odds(log_odds: float) -> str:
+    """Log odds as "odds 24:1" (for the changed level) or "odds 1:40" (against it)."""
+    ratio = math.exp(min(abs(log_odds), 50.0))
+    shown = f"{ratio:,.0f}" if ratio < 1e6 else "over 1,000,000"
+    return f"odds {shown}:1" if log_odds >= 0 else f"odds 1:{shown}"
 
 
 def _bounds(interval: tuple[float, float]) -> str:
@@ -277,21 +287,12 @@ def judge_look(
     level: LookLevel,
     min_effect_pct: float,
     margin_pct: float,
-    against_pct: float = 0.0,
 ) -> list[PointAnswer]:
     """The answer of each still undecided point at one look; BH over these points.
 
     Every question has the look's rounds on both sides (a failed round leaves one
-    fewer); a point with fewer than two positive values a side stays undecided. With
-    `against_pct`, each point is judged against its baseline times (1 + against_pct/100)
-    (a bisection step: which side of the change's middle a commit lies on); the answers'
-    estimates and intervals stay against the baseline itself.
+    fewer); a point with fewer than two positive values a side stays undecided.
     """
-    factor, shift = 1.0 + against_pct / 100.0, math.log1p(against_pct / 100.0)
-    questions = [
-        Question(q.values, [value * factor for value in q.baseline], q.higher_is_better)
-        for q in questions
-    ]
     usable = [
         i
         for i, question in enumerate(questions)
@@ -314,19 +315,54 @@ def judge_look(
     for row, i in enumerate(usable):
         answers[i] = PointAnswer(
             verdicts[row],
-            _pct(estimates[row], shift),
-            (_pct(lows[row], shift), _pct(highs[row], shift)),
-            (_pct(same_lows[row], shift), _pct(same_highs[row], shift)),
+            _pct(estimates[row]),
+            (_pct(lows[row]), _pct(highs[row])),
+            (_pct(same_lows[row]), _pct(same_highs[row])),
             margin_pct,
             because[row],
-            against_pct,
         )
     return answers
 
 
-def _pct(log_ratio: float, shift: float = 0.0) -> float:
-    """A log ratio against the shifted baseline as percent against the baseline."""
-    return math.expm1(log_ratio + shift) * 100.0
+def judge_between(
+    questions: Sequence[Question], change_pct: float, change_se: float = 0.0, alpha: float = ALPHA
+) -> list[PointAnswer]:
+    """Place each point at its baseline's level (SAME) or at that level moved by
+    `change_pct` (measured with a standard error of `change_se` on the log scale; the
+    change's direction: SLOWER for a drop in tps), by Wald's sequential likelihood ratio
+    at error rates `alpha` each way (runs/inference/levels.py); a point between the
+    bounds, or between the levels, is UNDECIDED. The interval shown is the plain 95 %
+    one."""
+    change_log = math.log1p(change_pct / 100.0)
+    answers = []
+    for question in questions:
+        odds = levels.level_odds(question.values, question.baseline, change_log, change_se)
+        if odds is None:
+            answers.append(PointAnswer(Verdict.UNDECIDED, between_pct=change_pct))
+            continue
+        placed = levels.placement(odds, change_log, change_se, alpha)
+        verdict = {
+            levels.Placement.CHANGED: _direction(change_log > 0, question.higher_is_better),
+            levels.Placement.FIRST: Verdict.SAME,
+        }.get(placed, Verdict.UNDECIDED)
+        difference = odds.difference
+        half = float(scipy_stats.t.ppf(1 - ALPHA / 2, difference.df)) * difference.se
+        interval = (_pct(difference.estimate - half), _pct(difference.estimate + half))
+        answers.append(
+            PointAnswer(
+                verdict,
+                _pct(difference.estimate),
+                interval,
+                between_pct=change_pct,
+                log_odds=odds.log_odds,
+            )
+        )
+    return answers
+
+
+def _pct(log_ratio: float) -> float:
+    """A log ratio as percent."""
+    return math.expm1(log_ratio) * 100.0
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from agents.contract.builds.definition import CommitInfo, check_build_definition
 from agents.contract.errors import JobError
 from runs.bisection.steps import (
     definition,
-    measured_change_pct,
     next_commit,
+    pooled_change,
     step_end,
     step_ended,
     step_queue,
@@ -109,6 +109,8 @@ def _conclude(bisection: Bisection, step: BisectionStep) -> None:
         _range_read(bisection, step, end.commits or [])
     elif end.outcome == BisectionStep.Outcome.BAD:
         bisection.bad_index = step.commit_index
+        pooled = pooled_change(list(bisection.steps.filter(outcome=BisectionStep.Outcome.BAD)))
+        bisection.change_pct = pooled[0] if pooled is not None else bisection.change_pct
     elif end.outcome == BisectionStep.Outcome.GOOD:
         bisection.good_index = step.commit_index
 
@@ -127,13 +129,13 @@ def _range_read(bisection: Bisection, step: BisectionStep, commits: list[CommitI
     if not commits:
         _fail(bisection, "the agent listed no commit between the good and the bad ref")
         return
-    change = measured_change_pct(step)
-    if change is None:
-        _fail(bisection, "step 0 measured no change to draw the middle from")
+    pooled = pooled_change([step])
+    if pooled is None:
+        _fail(bisection, "step 0 measured no change, with a spread, to place commits against")
         return
     bisection.commits = commits
     bisection.bad_index = len(commits) - 1
-    bisection.change_pct = change
+    bisection.change_pct = pooled[0]
 
 
 def _next(bisection: Bisection) -> None:

@@ -19,12 +19,14 @@ from runs.analysis.verdicts import Verdict
 from runs.contract.execution import ROUNDS
 from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Result, Run
-from runs.services.adaptive import adaptive_judge_against
+from runs.services.adaptive import adaptive_judge_between, adaptive_require_precision
 from runs.services.experiments import experiment_schedule
 
 BASELINE_CELL, CANDIDATE_CELL = 0, 1
-# A commit is good when it is this, against good moved by the middle of the change.
-OPPOSITE: dict[str, str] = {Verdict.SLOWER: Verdict.FASTER, Verdict.FASTER: Verdict.SLOWER}
+# Step 0 measures on after its verdict until the change's standard error (log scale) is
+# at most this share of it, within the budget: commits are placed against that change,
+# and an imprecise one leaves good commits undecided (docs/decisions.md).
+CHANGE_PRECISION = 0.25
 
 
 def definition(bisection: Bisection, ref: str, list_from: str | None = None) -> BuildDefinition:
@@ -59,24 +61,26 @@ def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
     """Queue the next step: the bad ref (`commit_index` None, step 0) or a commit of the
     range; raises JobError naming the field when the experiment cannot be queued.
 
-    A commit's looks ask which side of the middle of step 0's change it lies on: its
-    cell is judged against good's tps moved by that middle, so "slower" (in the
-    bisection's direction) is bad and "faster" good, at the adaptive design's error
-    rates (no minimum effect; "same" would need it within ±MIN_MARGIN_PCT of the middle)."""
+    Step 0 measures on after its verdict until the change is known to CHANGE_PRECISION
+    of itself. A commit's looks place it at good's level or at the level of the change
+    measured so far (`pooled_change`): at the change's level (the bisection's direction) it is
+    bad, at good's ("same") good, by Wald's sequential likelihood ratio at 5 % each way
+    (runs/inference/levels.py; the step's margin and minimum effect go unused)."""
     number = bisection.steps.count()
     good = _build(
         bisection, f"0 good {bisection.good_ref}", definition(bisection, bisection.good_ref)
     )
-    against = None
+    between: tuple[float, float] | None = None
     margin, min_effect = bisection.margin_pct, bisection.min_effect_pct
     if commit_index is None:
         sha, label = "", f"bad ref {bisection.bad_ref}"
         built = definition(bisection, bisection.bad_ref, list_from=bisection.good_ref)
         candidate = _build(bisection, f"1 bad {bisection.bad_ref}", built)
     else:
-        if bisection.change_pct is None:
+        between = pooled_change(list(bisection.steps.filter(outcome=BisectionStep.Outcome.BAD)))
+        if between is None:
             raise ValueError(f"bisection {bisection.pk} has no change measured by step 0")
-        against, margin, min_effect = middle_pct(bisection.change_pct), MIN_MARGIN_PCT, 0.0
+        margin, min_effect = MIN_MARGIN_PCT, 0.0
         sha = bisection.commits[commit_index]["sha"]
         label = f"commit {sha[:12]}"
         candidate = _build(bisection, f"1 {sha}", definition(bisection, sha))
@@ -101,8 +105,10 @@ def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
         },
         start=True,
     )
-    if against is not None:
-        adaptive_judge_against(scheduled.experiment, against)
+    if between is None:
+        adaptive_require_precision(scheduled.experiment, CHANGE_PRECISION)
+    else:
+        adaptive_judge_between(scheduled.experiment, *between)
     return BisectionStep.objects.create(
         bisection=bisection,
         number=number,
@@ -134,9 +140,8 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
     """The outcome of an ended step; skipped when the commit did not build or start.
 
     Step 0: bad when the bad ref's adaptive verdict against good is the bisection's
-    direction. A commit: by its verdict against good moved by the middle of the change
-    step 0 measured (`step_queue`): beyond it in the direction, bad; on good's side,
-    good (a commit faster than good is good too); undecided, skipped.
+    direction. A commit: by the level its looks placed it at (`step_queue`): the
+    change's, bad; good's, good; undecided when its rounds were spent, skipped.
     """
     experiment = step.experiment
     if experiment is None:
@@ -159,16 +164,11 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
         return StepEnd(first, verdict, sentence, ended, seconds, commit, commits)
     if bad:
         outcome = BisectionStep.Outcome.BAD
-    elif verdict == OPPOSITE[bisection.direction]:
+    elif verdict == Verdict.SAME:
         outcome = BisectionStep.Outcome.GOOD
     else:
         outcome, ended = BisectionStep.Outcome.SKIPPED, f"undecided: {ended}"
     return StepEnd(outcome, verdict, sentence, ended, seconds, commit, commits)
-
-
-def middle_pct(change_pct: float) -> float:
-    """The change halfway (on the log scale) between good and a change of `change_pct`."""
-    return 100.0 * (math.sqrt(1.0 + change_pct / 100.0) - 1.0)
 
 
 def _candidate_point(experiment: Experiment) -> dict[str, object] | None:
@@ -207,7 +207,7 @@ def measured_change_pct(step: BisectionStep) -> float | None:
     """The commit's tps against good in %: as the step's last look estimated it (the
     estimator that answered: Hodges-Lehmann where an outlier round made it rank-based),
     else from the geometric means of the step's clean points (None without a point on
-    each side). The middle between good and bad is drawn from it, so one odd round must
+    each side). The level commits are placed at is drawn from it, so one odd round must
     not move it."""
     point = _candidate_point(step.experiment) if step.experiment is not None else None
     estimated = point.get("pct") if point is not None else None
@@ -219,3 +219,28 @@ def measured_change_pct(step: BisectionStep) -> float | None:
     logs = {cell: [math.log(value) for value in values] for cell, values in tps.items()}
     ratio = statistics.fmean(logs[CANDIDATE_CELL]) - statistics.fmean(logs[BASELINE_CELL])
     return 100.0 * (math.exp(ratio) - 1.0)
+
+
+def pooled_change(steps: list[BisectionStep]) -> tuple[float, float] | None:
+    """The change the bad steps measured together: (in %, its standard error on the log
+    scale). Each step's estimate (`measured_change_pct`) is weighted by the inverse of
+    its Welch variance on log tps, so the level later commits are placed at sharpens as
+    bad commits add their rounds. None when no step has an estimate with a spread."""
+    weighted: list[tuple[float, float]] = []
+    for step in steps:
+        change, variance = measured_change_pct(step), _log_variance(step_tps(step))
+        if change is not None and variance:
+            weighted.append((math.log1p(change / 100.0), 1.0 / variance))
+    if not weighted:
+        return None
+    total = sum(weight for _log, weight in weighted)
+    pooled = sum(log * weight for log, weight in weighted) / total
+    return 100.0 * math.expm1(pooled), math.sqrt(1.0 / total)
+
+
+def _log_variance(tps: dict[int, list[float]]) -> float | None:
+    """The Welch variance of the difference of log means of the two cells."""
+    sides = [[math.log(value) for value in tps[cell]] for cell in (BASELINE_CELL, CANDIDATE_CELL)]
+    if min(len(side) for side in sides) < 2:
+        return None
+    return sum(statistics.variance(side) / len(side) for side in sides)

@@ -27,7 +27,7 @@ import random
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
-from typing import NotRequired, TypedDict, cast
+from typing import cast
 
 from django.conf import settings
 from django.db import transaction
@@ -41,10 +41,18 @@ from benchlab.celery import app
 from runs.analysis import sequential
 from runs.analysis.verdicts import Question, Verdict
 from runs.contract import transport
+from runs.contract.adaptive_state import (
+    AdaptiveState,
+    Lengthened,
+    LookRecord,
+    PointState,
+    imprecise,
+)
 from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
 from runs.estimates import learned_timings
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from runs.inference.levels import log_difference
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
 from runs.inference.variance import PointSeconds, VarianceSplit, variance_split
 from runs.models import Experiment, ProgressSample, Result, Run
@@ -74,47 +82,6 @@ LONGEST: dict[str, int] = {
     for field in SWEEP
     if field.name in ("duration_s", "transactions") and field.maximum is not None
 }
-
-
-class PointState(TypedDict):
-    """One compared point: a cell against the first cell at one client count."""
-
-    cell: int
-    clients: int
-    verdict: str
-    sentence: str
-    rounds: int
-    # The change against the first cell in %, by the estimator that answered (log-Welch,
-    # or Hodges-Lehmann when the answer is rank-based); absent before it was looked at.
-    pct: NotRequired[float | None]
-
-
-class LookRecord(TypedDict):
-    rounds: int
-    alpha: float
-    alpha_same: float
-    decided: int
-    at: str
-
-
-class Lengthened(TypedDict):
-    """From `from_round` on, points run `factor` times as long, for `advice`'s reason."""
-
-    from_round: int
-    factor: int
-    advice: str
-
-
-class AdaptiveState(TypedDict, total=False):
-    looks: list[int]
-    points: list[PointState]
-    looked: list[LookRecord]
-    lengthened: Lengthened
-    ended: str
-    ended_at: str
-    # Each cell is judged against the first cell's tps times (1 + against_pct / 100)
-    # (`adaptive_judge_against`); absent: against the first cell itself.
-    against_pct: float
 
 
 ADAPTIVE_FIELDS = ("adaptive", "max_rounds", "max_hours", "margin_pct", "min_effect_pct")
@@ -158,17 +125,32 @@ def adaptive_plan(experiment: Experiment) -> AdaptiveState:
     return {"looks": list(looks), "points": [], "looked": [], "ended": ""}
 
 
-def adaptive_judge_against(experiment: Experiment, against_pct: float) -> None:
-    """Have every look judge each cell against the first cell's tps times
-    (1 + against_pct / 100): "slower" then means beyond that change, "faster" short of
-    it (a bisection step asks which side of the middle of a change a commit lies on).
-    Set before the first look (the plan's errors hold for one question throughout)."""
+def adaptive_judge_between(experiment: Experiment, change_pct: float, change_se: float) -> None:
+    """Have every look place each cell at the first cell's level (SAME) or at that level
+    moved by `change_pct` (measured with standard error `change_se` on the log scale; the
+    change's direction), rather than judge it against the first cell: a bisection step
+    asks whether a commit is as good or as bad (runs/inference/levels.py). Set before
+    the first look."""
     state: AdaptiveState = experiment.adaptive_state
     if state.get("looked"):
         raise ValueError(f"experiment {experiment.pk} has looked already")
-    if not against_pct > -100.0:
-        raise ValueError(f"a change of {against_pct} % leaves no tps to compare with")
-    state["against_pct"] = against_pct
+    if not change_pct > -100.0 or change_pct == 0.0:
+        raise ValueError(f"a change of {change_pct} % gives no second level to place cells at")
+    state["between_pct"], state["between_se"] = change_pct, change_se
+    experiment.adaptive_state = state
+    experiment.save(update_fields=["adaptive_state"])
+
+
+def adaptive_require_precision(experiment: Experiment, share: float) -> None:
+    """Keep measuring each decided cell until its change against the first cell is known
+    to `share` of itself (standard error on the log scale), within the budget; its
+    verdict stays, its estimate sharpens. Set before the first look."""
+    state: AdaptiveState = experiment.adaptive_state
+    if state.get("looked"):
+        raise ValueError(f"experiment {experiment.pk} has looked already")
+    if not 0 < share < 1:
+        raise ValueError(f"a precision of {share} of the change is not a share")
+    state["precise_to"] = share
     experiment.adaptive_state = state
     experiment.save(update_fields=["adaptive_state"])
 
@@ -243,7 +225,10 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     points = state["points"]
     if state["looked"] and not points:
         return ENDED_NO_RUNS
-    open_cells = sorted({p["cell"] for p in points if p["verdict"] == Verdict.UNDECIDED})
+    share = state.get("precise_to")
+    open_cells = sorted(
+        {p["cell"] for p in points if p["verdict"] == Verdict.UNDECIDED or imprecise(p, share)}
+    )
     if state["looked"] and not open_cells:
         return ENDED_DECIDED
     if latest >= max(state["looks"]):
@@ -278,25 +263,31 @@ def _look(
             known[(cell, clients)] = PointState(
                 cell=cell, clients=clients, verdict=Verdict.UNDECIDED, sentence="", rounds=0
             )
-    open_points = [key for key, p in known.items() if p["verdict"] == Verdict.UNDECIDED]
+    share = state.get("precise_to")
+    open_points = [
+        key for key, p in known.items() if p["verdict"] == Verdict.UNDECIDED or imprecise(p, share)
+    ]
     questions = [
         Question(values.get(key, []), values.get((BASELINE_CELL, key[1]), []), True)
         for key in open_points
     ]
-    answers = sequential.judge_look(
-        questions,
-        level,
-        experiment.min_effect_pct,
-        experiment.margin_pct,
-        state.get("against_pct", 0.0),
-    )
+    between = state.get("between_pct")
+    if between is not None:
+        answers = sequential.judge_between(questions, between, state.get("between_se", 0.0))
+    else:
+        min_effect, margin = experiment.min_effect_pct, experiment.margin_pct
+        answers = sequential.judge_look(questions, level, min_effect, margin)
     decided = 0
     for key, answer, question in zip(open_points, answers, questions, strict=True):
         point = known[key]
-        point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
+        was_decided = point["verdict"] != Verdict.UNDECIDED
+        if not was_decided or answer.verdict == point["verdict"]:
+            point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
         point["pct"] = answer.pct
+        difference = log_difference(question.values, question.baseline)
+        point["log_se"] = difference.se if difference is not None else None
         point["rounds"] = min(len(question.values), len(question.baseline))
-        decided += answer.verdict is not Verdict.UNDECIDED
+        decided += not was_decided and answer.verdict is not Verdict.UNDECIDED
     state["points"] = [known[key] for key in sorted(known)]
     state["looked"] = [
         *state["looked"],

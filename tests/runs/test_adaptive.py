@@ -3,6 +3,7 @@ per ended round, rounds added only for undecided cells, and each way it ends. Th
 here are finished by the test; tests/e2e/test_adaptive_page.py has real agents
 measure them."""
 
+import math
 from functools import partial
 
 import pytest
@@ -17,6 +18,7 @@ from runs.services.adaptive import (
     ENDED_BUDGET,
     ENDED_CANCELLED,
     ENDED_DECIDED,
+    adaptive_require_precision,
     adaptive_step,
     adaptive_step_send,
     adaptive_steps_due,
@@ -279,3 +281,42 @@ def test_a_lengthened_point_stops_at_the_longest_the_field_allows(lab_redis):
     run.spec["sweep"] = {**run.spec["sweep"], "duration_s": None, "transactions": 10**12 - 1}
     checked = adaptive._checked_cell(run, adaptive.LONGER_POINTS_FACTOR)
     assert checked.spec["sweep"]["transactions"] == 10**12
+
+
+def test_a_change_measured_for_precision_gets_rounds_after_its_verdict(lab_redis):
+    """A bisection's step 0: cell 1 is 10 % slower, clear at the first look, but rounds
+    spreading by about 2 % leave its change known to over a tenth of itself, so rounds
+    go on (the verdict kept) until it is known to that share or the budget ends."""
+    experiment = adaptive_experiment(cells=2, max_rounds=48)
+    start(experiment)
+    experiment.refresh_from_db()
+    adaptive_require_precision(experiment, 0.1)
+
+    finish_round(experiment, {0: 1000.0, 1: 900.0}, spread=0.02)
+
+    experiment.refresh_from_db()
+    state = experiment.adaptive_state
+    (point,) = state["points"]
+    assert point["verdict"] == "slower" and state["ended"] == ""
+    assert point["log_se"] > 0.1 * abs(math.log1p(point["pct"] / 100))
+    while finish_round(experiment, {0: 1000.0, 1: 900.0}, spread=0.02):
+        experiment.refresh_from_db()
+        if experiment.adaptive_state["ended"]:
+            break
+    (point,) = experiment.adaptive_state["points"]
+    assert experiment.adaptive_state["ended"] == ENDED_DECIDED
+    assert point["verdict"] == "slower" and point["rounds"] > 3
+    assert point["log_se"] <= 0.1 * abs(math.log1p(point["pct"] / 100))
+    assert point["sentence"].startswith("slower by 10.0 % [")
+
+
+def test_precision_is_not_asked_of_a_cell_found_the_same(lab_redis):
+    experiment = adaptive_experiment(cells=2)
+    start(experiment)
+    experiment.refresh_from_db()
+    adaptive_require_precision(experiment, 0.25)
+
+    finish_round(experiment, {0: 1000.0, 1: 1000.0})
+
+    experiment.refresh_from_db()
+    assert experiment.adaptive_state["ended"] == ENDED_DECIDED

@@ -123,15 +123,16 @@ def test_the_steps_halve_the_range_to_the_first_bad_commit(lab_redis, client):
     report = bisection_report(bisection)
     assert report.culprit is not None and report.culprit.commit["sha"] == COMMITS[5]["sha"]
     assert bisection.change_pct == pytest.approx(-50.0, abs=0.2)
-    # A commit is judged against good moved by the middle of the change (-29.3 %).
-    assert report.culprit.culprit_sentence.startswith("slower than -29.3 %: -50.0 % [")
-    assert report.culprit.parent_sentence.startswith("faster than -29.3 %: +0.0 % [")
+    # A commit is placed at good's level or at the change's (-50 %).
+    assert report.culprit.culprit_sentence.startswith("at the changed level (-50.0 %): -50.0 % [")
+    assert report.culprit.parent_sentence.startswith("at the first cell's level, not -50.0 %: +0.0")
     assert report.culprit.change_at_bad_ref.startswith("slower by")
     later = bisection.steps.get(number=1).experiment
-    assert later.adaptive_state["against_pct"] == pytest.approx(-29.3, abs=0.1)
+    assert later.adaptive_state["between_pct"] == pytest.approx(-50.0, abs=0.1)
+    assert 0 < later.adaptive_state["between_se"] < 0.01
     assert (later.margin_pct, later.min_effect_pct) == (MIN_MARGIN_PCT, 0.0)
     step_page = client.get(reverse("experiment-detail", args=[later.pk])).content.decode()
-    assert 'id="adaptive-against"' in step_page and "moved by -29.3 %" in step_page
+    assert 'id="adaptive-between"' in step_page and "moved by -50.0 %" in step_page
     assert COMMITS[5]["sha"] in bisection_script(bisection).split("\n")[2]
     page = client.get(reverse("bisection-detail", args=[bisection.pk])).content.decode()
     assert f"<code data-culprit>{COMMITS[5]['sha']}</code>" in page
@@ -176,7 +177,9 @@ def test_a_commit_halfway_through_the_change_is_skipped_after_its_rounds(lab_red
         step.refresh_from_db()
     assert step.outcome == BisectionStep.Outcome.SKIPPED
     assert step.note == "undecided: budget of rounds spent"
-    assert step.sentence.startswith("undecided about -29.3 %: -29.3 % [")
+    assert step.sentence.startswith(
+        "undecided between the first cell's level and -50.0 %: -29.3 % ["
+    )
     assert step.experiment.runs.filter(cell=1).count() == 6
 
 

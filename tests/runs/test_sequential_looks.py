@@ -1,11 +1,11 @@
 """One look of the adaptive rule (runs/analysis/sequential.py, judge_look): points with
 different numbers of rounds at once, latency's direction, and the rank-based answer
-for rounds that are not log-normal."""
+for rounds that are not log-normal; and a bisection step's look (judge_between)."""
 
 import numpy as np
 import pytest
 
-from runs.analysis.sequential import judge_look, look_levels
+from runs.analysis.sequential import judge_between, judge_look, look_levels
 from runs.analysis.verdicts import Question, Verdict
 
 MIN_EFFECT_PCT, MARGIN_PCT = 1.0, 5.0
@@ -71,33 +71,46 @@ def test_log_normal_rounds_keep_the_welch_answer():
     assert answer.rank_because == "" and "rank-based" not in answer.sentence
 
 
-def test_judged_against_a_moved_baseline_each_side_of_the_middle_is_decided():
-    """A bisection step with a -93 % change: its middle is -73.5 %. At this machine's
-    spread of 2 s points (about 30 %), a commit as slow as the bad ref is "slower" than
-    the middle and one as fast as good "faster" after three rounds, where the old rule
-    (significant against good, then an interval beyond the middle) left one undecided;
-    the numbers stay against good itself."""
-    middle, (level, _last) = -73.5, look_levels((3, 6))
+def test_placed_between_two_levels_a_commit_as_bad_and_one_as_good_are_decided():
+    """A bisection step with a -93 % change at this machine's spread of 2 s points (about
+    30 %): after three rounds a commit as slow as the bad ref is at the changed level
+    ("slower") and one as fast as good at the first cell's ("same"); the numbers are
+    against good itself."""
     good = spread(1000, 3, 11, log_sd=0.3)
     as_bad, as_good = spread(70, 3, 12, log_sd=0.3), spread(1000, 3, 16, log_sd=0.3)
 
-    slower, faster = judge_look(
-        [Question(as_bad, good, True), Question(as_good, good, True)], level, 0.0, 0.1, middle
+    slower, same = judge_between(
+        [Question(as_bad, good, True), Question(as_good, good, True)], -93.0
     )
 
-    assert (slower.verdict, faster.verdict) == (Verdict.SLOWER, Verdict.FASTER)
-    assert slower.sentence.startswith("slower than -73.5 %: -9")
-    assert faster.sentence.startswith("faster than -73.5 %: ")
+    assert (slower.verdict, same.verdict) == (Verdict.SLOWER, Verdict.SAME)
+    assert slower.sentence.startswith("at the changed level (-93.0 %): -9")
+    assert same.sentence.startswith("at the first cell's level, not -93.0 %: ")
+    assert slower.sentence.endswith(":1") and same.sentence.split("; odds ")[1].startswith("1:")
     low, high = slower.interval_pct
-    assert low < slower.pct < high < middle
+    assert low < slower.pct < high
 
 
-def test_a_commit_at_the_middle_stays_undecided():
-    level = level_at(12)
+def test_a_commit_halfway_stays_undecided_and_a_faster_one_is_at_the_first_level():
     good = spread(1000, 12, 14, log_sd=0.05)
-    at_the_middle = spread(265, 12, 15, log_sd=0.05)
+    halfway, faster = spread(265, 12, 15, log_sd=0.05), spread(1300, 12, 17, log_sd=0.05)
 
-    (answer,) = judge_look([Question(at_the_middle, good, True)], level, 0.0, 0.1, -73.5)
+    undecided, same = judge_between(
+        [Question(halfway, good, True), Question(faster, good, True)], -93.0
+    )
 
-    assert answer.verdict is Verdict.UNDECIDED
-    assert answer.sentence.startswith("undecided about -73.5 %: -73")
+    assert undecided.verdict is Verdict.UNDECIDED and same.verdict is Verdict.SAME
+    assert undecided.sentence.startswith(
+        "undecided between the first cell's level and -93.0 %: -73"
+    )
+
+
+def test_a_rise_in_latency_is_placed_at_the_worse_level():
+    base = spread(2.0, 6, 21, log_sd=0.05)
+    (answer,) = judge_between([Question(spread(3.0, 6, 22, log_sd=0.05), base, False)], 50.0)
+    assert answer.verdict is Verdict.WORSE
+
+
+def test_rounds_without_spread_leave_the_odds_unknown():
+    (answer,) = judge_between([Question([500.0, 500.0], [1000.0, 1000.0], True)], -50.0)
+    assert answer.verdict is Verdict.UNDECIDED and answer.log_odds is None

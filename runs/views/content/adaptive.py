@@ -42,8 +42,8 @@ class AdaptiveSummary:
     run_time: timedelta | None
     budget_time: timedelta | None
     lengthened: Lengthened | None
-    # Each cell judged against the first cell's tps moved by this (a bisection step).
-    against_pct: float | None
+    # Each cell placed at the first cell's level or at it moved by this (a bisection step).
+    between_pct: float | None
 
     @property
     def run_seconds(self) -> float | None:
@@ -96,7 +96,7 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
         run_time=took,
         budget_time=per_run * cells * budget_rounds if per_run is not None else None,
         lengthened=state.get("lengthened"),
-        against_pct=state.get("against_pct"),
+        between_pct=state.get("between_pct"),
     )
 
 

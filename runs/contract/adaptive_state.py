@@ -1,0 +1,68 @@
+"""What an adaptive experiment records as it goes (`Experiment.adaptive_state`, JSON):
+its plan, each look, each compared point's answer (runs/services/adaptive.py)."""
+
+import math
+from typing import NotRequired, TypedDict
+
+from runs.analysis.verdicts import Verdict
+
+
+class PointState(TypedDict):
+    """One compared point: a cell against the first cell at one client count."""
+
+    cell: int
+    clients: int
+    verdict: str
+    sentence: str
+    rounds: int
+    # The change against the first cell in %, by the estimator that answered (log-Welch,
+    # or Hodges-Lehmann when the answer is rank-based); absent before it was looked at.
+    pct: NotRequired[float | None]
+    # The Welch standard error of that change on the log scale (None without spread).
+    log_se: NotRequired[float | None]
+
+
+class LookRecord(TypedDict):
+    rounds: int
+    alpha: float
+    alpha_same: float
+    decided: int
+    at: str
+
+
+class Lengthened(TypedDict):
+    """From `from_round` on, points run `factor` times as long, for `advice`'s reason."""
+
+    from_round: int
+    factor: int
+    advice: str
+
+
+class AdaptiveState(TypedDict, total=False):
+    looks: list[int]
+    points: list[PointState]
+    looked: list[LookRecord]
+    lengthened: Lengthened
+    ended: str
+    ended_at: str
+    # Each cell is placed at the first cell's level or at that level moved by this
+    # change in % (`adaptive_judge_between`, a bisection step); absent: each cell is
+    # judged against the first cell.
+    between_pct: float
+    # The standard error (log scale) the change was measured with.
+    between_se: float
+    # A decided point is measured on until its change's standard error (log scale) is at
+    # most this share of the change, or the budget is spent (`adaptive_require_precision`:
+    # a bisection's step 0 measures the change later commits are placed against).
+    precise_to: float
+
+
+def imprecise(point: PointState, share: float | None) -> bool:
+    """Whether a point found to differ has its change still known to less than `share` of
+    itself (a point undecided or the same has no change to know)."""
+    if share is None or point["verdict"] in (Verdict.UNDECIDED, Verdict.SAME):
+        return False
+    pct, log_se = point.get("pct"), point.get("log_se")
+    if pct is None or log_se is None or pct <= -100.0:
+        return True
+    return log_se > share * abs(math.log1p(pct / 100.0))

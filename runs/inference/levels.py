@@ -1,0 +1,119 @@
+"""Which of two known levels a cell sits at: Wald's sequential probability ratio test.
+
+A bisection's commit is, under its model (one change in the range), either at good's
+level or at the level the bad ref measured. Testing it against the middle of that
+change holds the error for a commit sitting at the middle, which the model says does
+not exist, and so needs about seven times the rounds where the change is near the
+round-to-round spread (a 5 % change on a host whose rounds spread by 4 to 5 %). The
+SPRT (Wald 1945) asks the model's question: the odds of "at the changed level"
+against "at the first cell's level" given the rounds so far, stopping when they pass
+(1 - beta) / alpha or fall below beta / (1 - alpha). Those bounds hold the two error
+rates at about alpha and beta whenever the odds are looked at; looking only at the
+planned looks makes the errors smaller, not larger.
+
+The scale is not known: the odds use Welch's standard error of the difference of log
+means with its Welch-Satterthwaite df, and Student t likelihoods, whose heavier tails
+at few rounds keep an underestimated spread from claiming odds it has not earned.
+Nor is the changed level known exactly (the bad steps measured it with an error): the
+changed level's likelihood is widened by that error, so a commit at the true change is
+not pushed toward good's level when the bad ref happened to measure twice the change.
+"""
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from runs.inference.stats import welch_df
+
+
+class Placement(enum.Enum):
+    FIRST = "at the first cell's level"
+    CHANGED = "at the changed level"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class LogDifference:
+    """A cell's rounds against the first cell's on the log scale: the difference of log
+    means, its Welch standard error and Welch-Satterthwaite df."""
+
+    estimate: float
+    se: float
+    df: float
+
+
+@dataclass(frozen=True)
+class LevelOdds:
+    """Where a cell's rounds put it, and the log of the likelihood ratio "at the changed
+    level" : "at the first cell's level"."""
+
+    difference: LogDifference
+    log_odds: float
+
+
+def wald_bounds(alpha: float, beta: float) -> tuple[float, float]:
+    """(lower, upper) on the log odds: below the lower the cell is at the first cell's
+    level (wrong with probability about beta), above the upper at the changed level
+    (wrong with probability about alpha)."""
+    return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
+
+
+def log_difference(values: Sequence[float], baseline: Sequence[float]) -> LogDifference | None:
+    """`values` against `baseline` on the log scale; None with fewer than two positive
+    values a side or no spread to scale by."""
+    logs, base_logs = _positive_logs(values), _positive_logs(baseline)
+    if logs is None or base_logs is None:
+        return None
+    var, base_var = float(np.var(logs, ddof=1)), float(np.var(base_logs, ddof=1))
+    se = math.sqrt(var / logs.size + base_var / base_logs.size)
+    if not se > 0:
+        return None
+    df = welch_df(var, int(logs.size), base_var, int(base_logs.size))
+    return LogDifference(float(logs.mean() - base_logs.mean()), se, df)
+
+
+def level_odds(
+    values: Sequence[float], baseline: Sequence[float], change_log: float, change_se: float = 0.0
+) -> LevelOdds | None:
+    """The log odds that `values` sit at the first cell's level moved by `change_log`
+    (a log ratio measured with standard error `change_se`) rather than at the first
+    cell's level itself; None where `log_difference` has no answer."""
+    difference = log_difference(values, baseline)
+    if difference is None:
+        return None
+    estimate, se, df = difference.estimate, difference.se, difference.df
+    widened = math.hypot(se, change_se)
+    at_change = scipy_stats.t.logpdf((estimate - change_log) / widened, df) - math.log(widened)
+    at_first = scipy_stats.t.logpdf(estimate / se, df) - math.log(se)
+    return LevelOdds(difference, float(at_change - at_first))
+
+
+def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float) -> Placement:
+    """Where the odds place a cell: past Wald's bounds, at that level, unless its rounds
+    say it sits between the two levels (significantly short of the changed level for
+    that one, significantly toward it for the first; two-sided `alpha`), where neither
+    fits: it stays undecided, as a commit with half the change would. A cell beyond the
+    changed level, or on the far side of the first, fits the nearer one."""
+    lower, upper = wald_bounds(alpha, alpha)
+    difference = odds.difference
+    critical = float(scipy_stats.t.ppf(1 - alpha / 2, difference.df))
+    toward = math.copysign(1.0, change_log)
+    short_of_change = (change_log - difference.estimate) * toward
+    if odds.log_odds >= upper and short_of_change <= critical * math.hypot(
+        difference.se, change_se
+    ):
+        return Placement.CHANGED
+    if odds.log_odds <= lower and difference.estimate * toward <= critical * difference.se:
+        return Placement.FIRST
+    return Placement.UNDECIDED
+
+
+def _positive_logs(values: Sequence[float]) -> np.ndarray | None:
+    array = np.asarray(values, dtype=float)
+    if array.size < 2 or not np.all(array > 0):
+        return None
+    return np.log(array)

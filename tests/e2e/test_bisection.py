@@ -6,6 +6,8 @@ Chromium; the agent builds each commit in its kept tree (the first run on a mach
 compiles 15.18 at -O0 once, a few minutes; later runs find every build in its cache), the
 control worker measures each against the good build in adaptive rounds of 2 s
 select-only points, and the page shows the steps while it runs and the culprit at the end.
+The control worker is killed once mid-bisection and started again: no round is queued
+or measured twice.
 
 BENCHLAB_BISECT_SHAPE=COMMITS,REGRESSION_AT,SPIN[,BROKEN_AT] runs the same test on another
 repository (docs/benchmarks.md: 64 commits, one of which does not compile), and
@@ -20,7 +22,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import Bisection, BisectionStep, Workload
+from runs.models import Bisection, BisectionStep, Run, Workload
 from tests.bisect_repo import (
     EIGHT_COMMITS,
     EIGHT_REGRESSION_AT,
@@ -30,6 +32,7 @@ from tests.bisect_repo import (
 )
 from tests.e2e.conftest import PASSWORD, Web, sign_in
 from tests.integration.conftest import running_lab
+from tests.integration.faults import assert_measured_once
 from tests.runs.factories import ConfigProfileFactory, UserFactory
 from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
 from tests.waiting import wait_for
@@ -104,6 +107,9 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
     )
     expect(page.locator("#range")).to_contain_text(f"{COMMITS} commits after the good ref")
     page.screenshot(path=str(tmp_path / "bisection-running.png"), full_page=True)
+    # The control worker dies mid-bisection (step 1 measuring); the restarted one goes on.
+    lab.kill_control()
+    lab.start_control()
 
     def ended() -> bool:
         bisection.refresh_from_db()
@@ -122,6 +128,12 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
         assert broken.note.startswith("build_failed: source build failed at make")
     built = measured.exclude(outcome=BisectionStep.Outcome.SKIPPED)
     assert not built.filter(build_seconds__isnull=True).exists()
+    runs = Run.objects.filter(experiment__bisection_step__bisection=bisection)
+    assert not runs.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists()
+    measured_rounds = runs.filter(status=Run.Status.SUCCEEDED)
+    rounds = list(measured_rounds.values_list("experiment", "cell", "round"))
+    assert len(rounds) == len(set(rounds)), "a round was measured twice"
+    assert_measured_once(lab, runs)
 
     page.reload()
     expect(page.locator("[data-culprit]")).to_have_text(culprit_sha)

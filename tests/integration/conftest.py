@@ -113,6 +113,12 @@ class Lab:
         _terminate(self.control)
         self.control = None
 
+    def kill_control(self) -> None:
+        """SIGKILL the control worker's process group, as a crash or an OOM kill would."""
+        os.killpg(self.control.pid, signal.SIGKILL)
+        self.control.wait(timeout=10)
+        self.control = None
+
     def kill_agent(self) -> None:
         """SIGKILL the agent worker, as a crash of the host would stop it."""
         self.agent.send_signal(signal.SIGKILL)

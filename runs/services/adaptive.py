@@ -131,26 +131,27 @@ def adaptive_judge_between(experiment: Experiment, change_pct: float, change_se:
     change's direction), rather than judge it against the first cell: a bisection step
     asks whether a commit is as good or as bad (runs/inference/levels.py). Set before
     the first look."""
-    state: AdaptiveState = experiment.adaptive_state
-    if state.get("looked"):
-        raise ValueError(f"experiment {experiment.pk} has looked already")
     if not change_pct > -100.0 or change_pct == 0.0:
         raise ValueError(f"a change of {change_pct} % gives no second level to place cells at")
-    state["between_pct"], state["between_se"] = change_pct, change_se
-    experiment.adaptive_state = state
-    experiment.save(update_fields=["adaptive_state"])
+    _before_first_look(experiment, {"between_pct": change_pct, "between_se": change_se})
 
 
 def adaptive_require_precision(experiment: Experiment, share: float) -> None:
     """Keep measuring each decided cell until its change against the first cell is known
     to `share` of itself (standard error on the log scale), within the budget; its
     verdict stays, its estimate sharpens. Set before the first look."""
+    if not 0 < share < 1:
+        raise ValueError(f"a precision of {share} of the change is not a share")
+    _before_first_look(experiment, {"precise_to": share})
+
+
+def _before_first_look(experiment: Experiment, question: AdaptiveState) -> None:
+    """Add `question` to the experiment's plan: the plan's errors hold for one question
+    from the first look on, so it cannot change after one."""
     state: AdaptiveState = experiment.adaptive_state
     if state.get("looked"):
         raise ValueError(f"experiment {experiment.pk} has looked already")
-    if not 0 < share < 1:
-        raise ValueError(f"a precision of {share} of the change is not a share")
-    state["precise_to"] = share
+    state.update(question)
     experiment.adaptive_state = state
     experiment.save(update_fields=["adaptive_state"])
 

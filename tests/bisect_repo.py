@@ -18,10 +18,12 @@ from tests.source_builds import tarball
 CACHE = Path("/var/cache/benchlab-tests/bisect")
 POSTGRES_C = "src/backend/tcop/postgres.c"
 ANCHOR = "\tpgstat_report_activity(STATE_RUNNING, query_string);\n"
-# Spins once per statement at -O0. An iteration costs about 0.23 ns here: on a quiet machine
-# 2,000,000 take select-only from 8,900 to 1,730 tps (-81 %; about -93 % on a busy one),
-# and 25,000 make the 5 % regression of docs/benchmarks.md. 500,000 (-69 % busy) was too
-# near the spread of 2 s points on a busy 2-core machine, about 30 % from run to run.
+# Spins once per statement at -O0. What an iteration costs depends on the machine, so
+# read the change step 0 measures (docs/benchmarks.md): on one 2-vCPU VM 2,000,000 took
+# select-only at 1 client from 8,900 to 1,730 tps (-81 %; about -93 % on a busy one) and
+# 25,000 made about -5 %; on another (2026-11-27, evening) 25,000 made -37 % at 1 client
+# and 2,200 about -4 % at 2 clients. 500,000 (-69 % busy) was too near the spread of 2 s
+# points on a busy 2-core machine, about 30 % from run to run.
 SPIN = (
     "\t{\n"
     "\t\tvolatile unsigned long benchlab_spin;\n\n"

@@ -1,16 +1,23 @@
 """The install cache's rules: one process fills an entry at a time (`locked`), a build
 that outlived its agent is killed by the next holder of the entry's lock
 (`kill_leftover_builds`), and what an entry holds is the agent's own and read-only to the
-PostgreSQL OS user (`seal_install`)."""
+PostgreSQL OS user (`seal_install`). An entry is a build's install beside its record
+(`new_record`, written last by `store_entry`: an entry without one is unfinished)."""
 
 import fcntl
+import hashlib
+import json
 import os
 import shutil
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from agents.contract.builds.definition import BuildDefinition, BuildRecord
 from agents.postgres.cluster.directories import kill_stragglers
+
+RECORD_FILE = "BUILD.json"
 
 
 @contextmanager
@@ -67,3 +74,33 @@ def seal_install(root: Path) -> None:
         for name in subdirs + files:
             os.chown(Path(directory) / name, uid, gid, follow_symlinks=False)
     make_world_readable(root)
+
+
+def new_record(
+    key: str, definition: BuildDefinition, source_digest: str, compiler: str
+) -> BuildRecord:
+    """The record of the entry `key`, as a reused one reads until a build fills it in."""
+    patches = [
+        {"name": p["name"], "sha256": hashlib.sha256(p["diff"].encode()).hexdigest()}
+        for p in definition["patches"]
+    ]
+    return {
+        "key": key,
+        "definition": definition,
+        "source_digest": source_digest,
+        "compiler": compiler,
+        "patches": patches,
+        "reused": True,
+        "seconds": None,
+        "failed_step": None,
+        "log": "",
+    }
+
+
+def store_entry(target: Path, record: BuildRecord, started: float) -> None:
+    """Seal the install built into `target` and write its log and, last, its record
+    (`started`: the build's `time.monotonic()` start)."""
+    seal_install(target)
+    record["seconds"] = round(time.monotonic() - started, 1)
+    (target / "build.log").write_text(record["log"])
+    (target / RECORD_FILE).write_text(json.dumps(record, indent=2))

@@ -34,7 +34,13 @@ from agents.contract.builds.definition import (
 )
 from agents.contract.errors import JobError
 from agents.postgres.installs.build_steps import BuildFailed, BuildSteps, run_git
-from agents.postgres.installs.cache import kill_leftover_builds, locked, seal_install
+from agents.postgres.installs.cache import (
+    RECORD_FILE,
+    kill_leftover_builds,
+    locked,
+    new_record,
+    store_entry,
+)
 from agents.postgres.installs.inventory import Progress
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
@@ -153,7 +159,7 @@ def ensure_git_build(
         kept.root.mkdir(mode=0o755, exist_ok=True)
         kept.update()
         commit = kept.resolve(source.get("ref") or "HEAD", "postgres.build.source.ref")
-        record = _new_record(key_of(f"git:{commit}"), definition, commit, compiler)
+        record = new_record(key_of(f"git:{commit}"), definition, f"git:{commit}", compiler)
         record["commit"] = kept.commit_info(commit)
         if source.get("list_from"):
             start = kept.resolve(str(source.get("list_from")), "postgres.build.source.list_from")
@@ -162,26 +168,9 @@ def ensure_git_build(
         make_dirs(builds)
         with locked(builds / f"{record['key']}.lock"):
             target = builds / record["key"]
-            if not (target / "BUILD.json").exists():
+            if not (target / RECORD_FILE).exists():
                 _build(kept, commit, target, record, os_user, progress, should_cancel)
         return target, record
-
-
-def _new_record(key: str, definition: BuildDefinition, commit: str, compiler: str) -> BuildRecord:
-    return {
-        "key": key,
-        "definition": definition,
-        "source_digest": f"git:{commit}",
-        "compiler": compiler,
-        "patches": [
-            {"name": p["name"], "sha256": hashlib.sha256(p["diff"].encode()).hexdigest()}
-            for p in definition["patches"]
-        ],
-        "reused": True,
-        "seconds": None,
-        "failed_step": None,
-        "log": "",
-    }
 
 
 def _build(
@@ -224,7 +213,4 @@ def _build(
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
-    seal_install(target)
-    record["seconds"] = round(time.monotonic() - started, 1)
-    (target / "build.log").write_text(record["log"])
-    (target / "BUILD.json").write_text(json.dumps(record, indent=2))
+    store_entry(target, record, started)

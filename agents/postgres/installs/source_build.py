@@ -45,14 +45,20 @@ from agents.postgres.installs.build_steps import (
     check_prerequisites,
     compiler_version,
 )
-from agents.postgres.installs.cache import kill_leftover_builds, locked, seal_install
+from agents.postgres.installs.cache import (
+    RECORD_FILE,
+    kill_leftover_builds,
+    locked,
+    new_record,
+    seal_install,
+    store_entry,
+)
 from agents.postgres.installs.inventory import Install, Progress, inspect_bindir, noop
 from agents.postgres.installs.kept_tree import ensure_git_build
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)
 
-RECORD_FILE = "BUILD.json"
 LOG_LIMIT = 512 * 1024
 CHUNK = 1024 * 1024
 
@@ -149,31 +155,13 @@ def ensure_build(
     with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as scratch:
         source_path, digest = fetch_source(definition["source"], Path(scratch), config.redis_url)
         key = build_key(definition, digest, compiler)
-        record = _new_record(key, definition, digest, compiler)
+        record = new_record(key, definition, digest, compiler)
         with locked(cache / f"{key}.lock"):
             target = cache / key
             kill_leftover_builds(cache.glob(f".work-{key}-*"), f"build {key}", remove=True)
             if not (target / RECORD_FILE).exists():
                 _build(source_path, target, record, os_user, progress, should_cancel)
             return _cached_install(target, record)
-
-
-def _new_record(key: str, definition: BuildDefinition, digest: str, compiler: str) -> BuildRecord:
-    patches = [
-        {"name": p["name"], "sha256": hashlib.sha256(p["diff"].encode()).hexdigest()}
-        for p in definition["patches"]
-    ]
-    return {
-        "key": key,
-        "definition": definition,
-        "source_digest": digest,
-        "compiler": compiler,
-        "patches": patches,
-        "reused": True,
-        "seconds": None,
-        "failed_step": None,
-        "log": "",
-    }
 
 
 def _cached_install(target: Path, record: BuildRecord) -> tuple[Install, BuildRecord]:
@@ -215,10 +203,7 @@ def _build(
             steps.run_all(record["definition"])
         finally:
             record["log"] = steps.log_text(LOG_LIMIT)
-        seal_install(target)
-        record["seconds"] = round(time.monotonic() - started, 1)
-        (target / "build.log").write_text(record["log"])
-        (target / RECORD_FILE).write_text(json.dumps(record, indent=2))
+        store_entry(target, record, started)
     except BuildFailed as failure:
         record["failed_step"] = failure.step
         failure.record = record

@@ -18,6 +18,7 @@ from agents.contract.builds.definition import BuildDefinition, CommitInfo
 from runs.analysis.verdicts import Verdict
 from runs.contract.execution import ROUNDS
 from runs.inference.equivalence import MIN_MARGIN_PCT
+from runs.inference.levels import log_difference
 from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Result, Run
 from runs.services.adaptive import adaptive_judge_between, adaptive_require_precision
 from runs.services.experiments import experiment_schedule
@@ -224,13 +225,14 @@ def measured_change_pct(step: BisectionStep) -> float | None:
 def pooled_change(steps: list[BisectionStep]) -> tuple[float, float] | None:
     """The change the bad steps measured together: (in %, its standard error on the log
     scale). Each step's estimate (`measured_change_pct`) is weighted by the inverse of
-    its Welch variance on log tps, so the level later commits are placed at sharpens as
-    bad commits add their rounds. None when no step has an estimate with a spread."""
+    its variance, as its last look recorded them, so the level later commits are placed
+    at sharpens as bad commits add their rounds. None when no step has an estimate with
+    a spread."""
     weighted: list[tuple[float, float]] = []
     for step in steps:
-        change, variance = measured_change_pct(step), _log_variance(step_tps(step))
-        if change is not None and variance:
-            weighted.append((math.log1p(change / 100.0), 1.0 / variance))
+        change, log_se = measured_change_pct(step), _recorded_log_se(step)
+        if change is not None and log_se:
+            weighted.append((math.log1p(change / 100.0), log_se**-2))
     if not weighted:
         return None
     total = sum(weight for _log, weight in weighted)
@@ -238,9 +240,13 @@ def pooled_change(steps: list[BisectionStep]) -> tuple[float, float] | None:
     return 100.0 * math.expm1(pooled), math.sqrt(1.0 / total)
 
 
-def _log_variance(tps: dict[int, list[float]]) -> float | None:
-    """The Welch variance of the difference of log means of the two cells."""
-    sides = [[math.log(value) for value in tps[cell]] for cell in (BASELINE_CELL, CANDIDATE_CELL)]
-    if min(len(side) for side in sides) < 2:
-        return None
-    return sum(statistics.variance(side) / len(side) for side in sides)
+def _recorded_log_se(step: BisectionStep) -> float | None:
+    """The standard error of the step's change (log scale) its last look recorded; from
+    its stored points for a step looked at before looks recorded it."""
+    point = _candidate_point(step.experiment) if step.experiment is not None else None
+    recorded = point.get("log_se") if point is not None else None
+    if isinstance(recorded, int | float):
+        return float(recorded)
+    tps = step_tps(step)
+    difference = log_difference(tps[CANDIDATE_CELL], tps[BASELINE_CELL])
+    return difference.se if difference is not None else None

@@ -66,3 +66,9 @@ def imprecise(point: PointState, share: float | None) -> bool:
     if pct is None or log_se is None or pct <= -100.0:
         return True
     return log_se > share * abs(math.log1p(pct / 100.0))
+
+
+def still_open(point: PointState, share: float | None) -> bool:
+    """Whether a look still judges the point and rounds are still added for it: it is
+    undecided, or its change is not yet known to `share` of itself."""
+    return point["verdict"] == Verdict.UNDECIDED or imprecise(point, share)

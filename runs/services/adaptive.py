@@ -46,7 +46,7 @@ from runs.contract.adaptive_state import (
     Lengthened,
     LookRecord,
     PointState,
-    imprecise,
+    still_open,
 )
 from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
@@ -227,9 +227,7 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     if state["looked"] and not points:
         return ENDED_NO_RUNS
     share = state.get("precise_to")
-    open_cells = sorted(
-        {p["cell"] for p in points if p["verdict"] == Verdict.UNDECIDED or imprecise(p, share)}
-    )
+    open_cells = sorted({p["cell"] for p in points if still_open(p, share)})
     if state["looked"] and not open_cells:
         return ENDED_DECIDED
     if latest >= max(state["looks"]):
@@ -265,9 +263,7 @@ def _look(
                 cell=cell, clients=clients, verdict=Verdict.UNDECIDED, sentence="", rounds=0
             )
     share = state.get("precise_to")
-    open_points = [
-        key for key, p in known.items() if p["verdict"] == Verdict.UNDECIDED or imprecise(p, share)
-    ]
+    open_points = [key for key, p in known.items() if still_open(p, share)]
     questions = [
         Question(values.get(key, []), values.get((BASELINE_CELL, key[1]), []), True)
         for key in open_points

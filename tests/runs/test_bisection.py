@@ -333,3 +333,22 @@ def test_a_run_built_from_git_offers_a_bisection_of_its_cell(client):
         8,
     )
     assert (initial["host"], initial["duration_s"], initial["cflags"]) == (run.host_id, 30, "-O0")
+
+
+@pytest.mark.django_db
+def test_a_bad_commit_pools_its_change_into_the_level_the_next_is_placed_at(lab_redis):
+    """Step 0 measures -50 %, the first bad commit -60 % with as many rounds and as much
+    spread: the change the next commit is placed against is their pooled -55.3 %, with
+    a smaller standard error than step 0's alone."""
+    user = UserFactory()
+    bisection = bisection_start(user, definition_data(user))
+    finish_step(bisection, 500.0)
+    first = bisection.steps.last().experiment.adaptive_state
+    finish_step(bisection, 400.0)  # commit 3: bad
+
+    bisection.refresh_from_db()
+    assert bisection.steps.get(commit_index=3).outcome == BisectionStep.Outcome.BAD
+    assert bisection.change_pct == pytest.approx(-55.3, abs=0.1)
+    later = bisection.steps.last().experiment.adaptive_state
+    assert later["between_pct"] == pytest.approx(-55.3, abs=0.1)
+    assert later["between_se"] < first["between_se"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from runs.inference.stats import welch_df
+from runs.inference.stats import positive_logs, welch_df
 
 
 class Placement(enum.Enum):
@@ -66,8 +66,8 @@ def wald_bounds(alpha: float, beta: float) -> tuple[float, float]:
 def log_difference(values: Sequence[float], baseline: Sequence[float]) -> LogDifference | None:
     """`values` against `baseline` on the log scale; None with fewer than two positive
     values a side or no spread to scale by."""
-    logs, base_logs = _positive_logs(values), _positive_logs(baseline)
-    if logs is None or base_logs is None:
+    logs, base_logs = positive_logs(values), positive_logs(baseline)
+    if logs is None or base_logs is None or min(logs.size, base_logs.size) < 2:
         return None
     var, base_var = float(np.var(logs, ddof=1)), float(np.var(base_logs, ddof=1))
     se = math.sqrt(var / logs.size + base_var / base_logs.size)
@@ -112,9 +112,3 @@ def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float
         return Placement.FIRST
     return Placement.UNDECIDED
 
-
-def _positive_logs(values: Sequence[float]) -> np.ndarray | None:
-    array = np.asarray(values, dtype=float)
-    if array.size < 2 or not np.all(array > 0):
-        return None
-    return np.log(array)

@@ -67,7 +67,8 @@ class Difference:
     log_equivalence: tuple[float, float] = (0.0, 0.0)
 
 
-def _positive_logs(values: Sequence[float] | np.ndarray) -> np.ndarray | None:
+def positive_logs(values: Sequence[float] | np.ndarray) -> np.ndarray | None:
+    """The values' natural logs; None when there are none or one is not positive."""
     data = np.asarray(values, dtype=float)
     return np.log(data) if data.size and np.all(data > 0) else None
 
@@ -88,7 +89,7 @@ def summarize(values: Sequence[float]) -> Summary | None:
     if data.size < 2:
         return Summary(1, mean, median, None, None, None, None, None)
     low, high = mean_interval(data)
-    logs = _positive_logs(data)
+    logs = positive_logs(data)
     log_sd = float(logs.std(ddof=1)) if logs is not None else None
     mde = None if log_sd is None else detectable_effect_pct(log_sd, data.size, log_sd, data.size)
     return Summary(data.size, mean, median, float(data.std(ddof=1)), low, high, log_sd, mde)
@@ -173,7 +174,7 @@ def relative_differences(
     """
     usable: list[tuple[int, np.ndarray, np.ndarray]] = []
     for i, (values, base) in enumerate(pairs):
-        logs, base_logs = _positive_logs(values), _positive_logs(base)
+        logs, base_logs = positive_logs(values), positive_logs(base)
         if logs is not None and base_logs is not None and min(logs.size, base_logs.size) >= 2:
             usable.append((i, logs, base_logs))
     if not usable:

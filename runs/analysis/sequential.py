@@ -325,33 +325,27 @@ def judge_look(
 
 
 def judge_between(
-    questions: Sequence[Question],
-    change_pct: float,
-    change_se: float = 0.0,
-    alpha: float = ALPHA,
-    paired: bool = False,
+    questions: Sequence[Question], change_pct: float, change_se: float = 0.0, alpha: float = ALPHA
 ) -> list[PointAnswer]:
     """Place each point at its baseline's level (SAME) or at that level moved by
     `change_pct` (measured with a standard error of `change_se` on the log scale; the
     change's direction: SLOWER for a drop in tps), by Wald's sequential likelihood ratio
     at error rates `alpha` each way (runs/inference/levels.py); a point between the
-    bounds, or between the levels, is UNDECIDED. `paired`: each question's values and
-    baseline are aligned by round, and the rounds' log ratios are tested. The interval
-    shown is the plain 95 % one."""
+    bounds, or between the levels, is UNDECIDED. The interval shown is the plain 95 %
+    one."""
     change_log = math.log1p(change_pct / 100.0)
-    measure = levels.paired_log_difference if paired else levels.log_difference
     answers = []
     for question in questions:
-        difference = measure(question.values, question.baseline)
-        if difference is None:
+        odds = levels.level_odds(question.values, question.baseline, change_log, change_se)
+        if odds is None:
             answers.append(PointAnswer(Verdict.UNDECIDED, between_pct=change_pct))
             continue
-        odds = levels.level_odds(difference, change_log, change_se)
         placed = levels.placement(odds, change_log, change_se, alpha)
         verdict = {
             levels.Placement.CHANGED: _direction(change_log > 0, question.higher_is_better),
             levels.Placement.FIRST: Verdict.SAME,
         }.get(placed, Verdict.UNDECIDED)
+        difference = odds.difference
         half = float(scipy_stats.t.ppf(1 - ALPHA / 2, difference.df)) * difference.se
         interval = (_pct(difference.estimate - half), _pct(difference.estimate + half))
         answers.append(

@@ -15,11 +15,6 @@ planned looks makes the errors smaller, not larger.
 The scale is not known: the odds use Welch's standard error of the difference of log
 means with its Welch-Satterthwaite df, and Student t likelihoods, whose heavier tails
 at few rounds keep an underestimated spread from claiming odds it has not earned.
-Where the two cells' rounds are paired (both measured in one round, back to back, in
-random order: a bisection step's), the per-round log ratios give the difference, its
-standard error and n - 1 df instead: a round's two runs share the machine's state of
-the moment (on one 2-CPU VM their tps correlated at 0.6, docs/benchmarks.md), which the
-pairing takes out of the error, and with no such sharing it costs only degrees of freedom.
 Nor is the changed level known exactly (the bad steps measured it with an error): the
 changed level's likelihood is widened by that error, so a commit at the true change is
 not pushed toward good's level when the bad ref happened to measure twice the change.
@@ -82,28 +77,15 @@ def log_difference(values: Sequence[float], baseline: Sequence[float]) -> LogDif
     return LogDifference(float(logs.mean() - base_logs.mean()), se, df)
 
 
-def paired_log_difference(
-    values: Sequence[float], baseline: Sequence[float]
-) -> LogDifference | None:
-    """`values[i]` against `baseline[i]`, measured in the same round, on the log scale: the
-    mean log ratio, its standard error and n - 1 df; None with fewer than two positive
-    pairs or no spread to scale by."""
-    if len(values) != len(baseline):
-        raise ValueError(f"{len(values)} values paired with {len(baseline)} baseline values")
-    logs, base_logs = positive_logs(values), positive_logs(baseline)
-    if logs is None or base_logs is None or logs.size < 2:
+def level_odds(
+    values: Sequence[float], baseline: Sequence[float], change_log: float, change_se: float = 0.0
+) -> LevelOdds | None:
+    """The log odds that `values` sit at the first cell's level moved by `change_log`
+    (a log ratio measured with standard error `change_se`) rather than at the first
+    cell's level itself; None where `log_difference` has no answer."""
+    difference = log_difference(values, baseline)
+    if difference is None:
         return None
-    ratios = logs - base_logs
-    se = float(np.std(ratios, ddof=1)) / math.sqrt(ratios.size)
-    if not se > 0:
-        return None
-    return LogDifference(float(ratios.mean()), se, float(ratios.size - 1))
-
-
-def level_odds(difference: LogDifference, change_log: float, change_se: float = 0.0) -> LevelOdds:
-    """The log odds that the cell `difference` measured sits at the first cell's level
-    moved by `change_log` (a log ratio measured with standard error `change_se`) rather
-    than at the first cell's level itself."""
     estimate, se, df = difference.estimate, difference.se, difference.df
     widened = math.hypot(se, change_se)
     at_change = scipy_stats.t.logpdf((estimate - change_log) / widened, df) - math.log(widened)
@@ -129,3 +111,4 @@ def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float
     if odds.log_odds <= lower and difference.estimate * toward <= critical * difference.se:
         return Placement.FIRST
     return Placement.UNDECIDED
+

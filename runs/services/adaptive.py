@@ -24,7 +24,6 @@ pass, so a lost message only delays a step):
 import copy
 import logging
 import random
-import statistics
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
@@ -53,7 +52,7 @@ from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
 from runs.estimates import learned_timings
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from runs.inference.levels import log_difference, paired_log_difference
+from runs.inference.levels import log_difference
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
 from runs.inference.variance import PointSeconds, VarianceSplit, variance_split
 from runs.models import Experiment, ProgressSample, Result, Run
@@ -67,16 +66,14 @@ ADAPTIVE_TASK = "runs.tasks.adaptive_step"
 BASELINE_CELL = 0
 # What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
-ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
 # Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
+ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
 ENDED_DECIDED = "every cell decided"
 ENDED_BUDGET = "budget of rounds spent"
 ENDED_HOURS = "budget of hours spent"
 ENDED_CANCELLED = "a run was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 ENDED_NO_RUNS = "no run of the first cell succeeded"
-# A point's tps by round: round number -> what its run of that round measured.
-PointRounds = dict[int, list[float]]
 # How much longer points run once the spread says longer points pay (once per experiment).
 LONGER_POINTS_FACTOR = 2
 # The longest -T and -t a sweep field allows: a lengthened point stops there.
@@ -223,9 +220,9 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     if experiment.runs.filter(status=Run.Status.CANCELLED).exists():
         return ENDED_CANCELLED
     if latest in state["looks"]:
-        by_round = _tps_by_round(experiment, latest)
-        _look(experiment, state, latest, by_round)
-        _consider_longer_points(experiment, state, latest, _in_round_order(by_round))
+        values = _tps_by_point(experiment, latest)
+        _look(experiment, state, latest, values)
+        _consider_longer_points(experiment, state, latest, values)
     points = state["points"]
     if state["looked"] and not points:
         return ENDED_NO_RUNS
@@ -254,10 +251,9 @@ def _look(
     experiment: Experiment,
     state: AdaptiveState,
     rounds: int,
-    by_round: dict[tuple[int, int], PointRounds],
+    values: dict[tuple[int, int], list[float]],
 ) -> None:
     """Judge every point still undecided at this look; record the look."""
-    values = _in_round_order(by_round)
     levels = sequential.look_levels(tuple(state["looks"]))
     level = next(level for level in levels if level.rounds == rounds)
     known = {(p["cell"], p["clients"]): p for p in state["points"]}
@@ -272,25 +268,20 @@ def _look(
         Question(values.get(key, []), values.get((BASELINE_CELL, key[1]), []), True)
         for key in open_points
     ]
-    pairs = [_paired(by_round, key) for key in open_points]
     between = state.get("between_pct")
     if between is not None:
-        paired = [Question(*pair, True) for pair in pairs]
-        between_se = state.get("between_se", 0.0)
-        answers = sequential.judge_between(paired, between, between_se, paired=True)
+        answers = sequential.judge_between(questions, between, state.get("between_se", 0.0))
     else:
         min_effect, margin = experiment.min_effect_pct, experiment.margin_pct
         answers = sequential.judge_look(questions, level, min_effect, margin)
     decided = 0
-    for key, answer, question, pair in zip(open_points, answers, questions, pairs, strict=True):
+    for key, answer, question in zip(open_points, answers, questions, strict=True):
         point = known[key]
         was_decided = point["verdict"] != Verdict.UNDECIDED
         if not was_decided or answer.verdict == point["verdict"]:
             point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
         point["pct"] = answer.pct
-        difference = paired_log_difference(*pair) or log_difference(
-            question.values, question.baseline
-        )
+        difference = log_difference(question.values, question.baseline)
         point["log_se"] = difference.se if difference is not None else None
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += not was_decided and answer.verdict is not Verdict.UNDECIDED
@@ -307,48 +298,22 @@ def _look(
     ]
 
 
-def _tps_by_round(experiment: Experiment, rounds: int) -> dict[tuple[int, int], PointRounds]:
-    """(cell, clients) -> round -> the tps its run of that round measured, up to `rounds`:
-    the newest run of a round counts (a re-run replaces it); points pgbench did not finish
-    cleanly do not."""
-    newest: dict[tuple[int, int], int] = {}
+def _tps_by_point(experiment: Experiment, rounds: int) -> dict[tuple[int, int], list[float]]:
+    """(cell, clients) -> the tps of each of its rounds up to `rounds`: the newest run of a
+    round counts (a re-run replaces it); points pgbench did not finish cleanly do not."""
+    newest: dict[tuple[int, int | None], int] = {}
     runs = experiment.runs.filter(round__isnull=False, round__lte=rounds).order_by("pk")
     for pk, cell, round_number in runs.values_list("pk", "cell", "round"):
-        newest[(cell, round_number or 0)] = pk
+        newest[(cell, round_number)] = pk
     cell_of = {pk: cell for (cell, _round), pk in newest.items()}
-    round_of = {pk: round_number for (_cell, round_number), pk in newest.items()}
-    values: dict[tuple[int, int], PointRounds] = {}
+    values: dict[tuple[int, int], list[float]] = {}
     clean = Q(exit_code=0) | Q(exit_code__isnull=True)
     results = Result.objects.filter(clean, run_id__in=cell_of, tps__gt=0, aborted_clients=0)
     for run_id, clients, tps in results.order_by("run_id", "index").values_list(
         "run_id", "clients", "tps"
     ):
-        rounds_of_point = values.setdefault((cell_of[run_id], clients), {})
-        rounds_of_point.setdefault(round_of[run_id], []).append(float(tps or 0.0))
+        values.setdefault((cell_of[run_id], clients), []).append(float(tps or 0.0))
     return values
-
-
-def _in_round_order(
-    by_round: dict[tuple[int, int], PointRounds],
-) -> dict[tuple[int, int], list[float]]:
-    """(cell, clients) -> the tps of each of its rounds, in round order."""
-    return {
-        key: [tps for _round, measured in sorted(rounds.items()) for tps in measured]
-        for key, rounds in by_round.items()
-    }
-
-
-def _paired(
-    by_round: dict[tuple[int, int], PointRounds], key: tuple[int, int]
-) -> tuple[list[float], list[float]]:
-    """A point's rounds and the baseline's at its clients, aligned: for each round both
-    measured, the geometric mean of each side's tps in it (one run's, as a rule)."""
-    rounds, baseline = by_round.get(key, {}), by_round.get((BASELINE_CELL, key[1]), {})
-    shared = sorted(rounds.keys() & baseline.keys())
-    return (
-        [statistics.geometric_mean(rounds[number]) for number in shared],
-        [statistics.geometric_mean(baseline[number]) for number in shared],
-    )
 
 
 def _past_hours(experiment: Experiment, latest: int) -> bool:

@@ -11,8 +11,6 @@ from django.urls import reverse
 
 from agents.contract.errors import JobError
 from runs import services
-from runs.analysis.sequential import judge_between
-from runs.analysis.verdicts import Question, Verdict
 from runs.contract.transport import send_or_log
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive
@@ -20,7 +18,6 @@ from runs.services.adaptive import (
     ENDED_BUDGET,
     ENDED_CANCELLED,
     ENDED_DECIDED,
-    adaptive_judge_between,
     adaptive_require_precision,
     adaptive_step,
     adaptive_step_send,
@@ -323,30 +320,3 @@ def test_precision_is_not_asked_of_a_cell_found_the_same(lab_redis):
 
     experiment.refresh_from_db()
     assert experiment.adaptive_state["ended"] == ENDED_DECIDED
-
-
-def test_a_placed_cell_is_compared_with_the_first_round_by_round(lab_redis):
-    """A bisection step: both cells' runs of a round swing together by 8 % (the machine's
-    state of the moment), the commit 10 % below good in each. The rounds' ratios place
-    it at the changed level at the first look; the two sides' spreads, unpaired, could not."""
-    experiment = adaptive_experiment(cells=2)
-    start(experiment)
-    experiment.refresh_from_db()
-    adaptive_judge_between(experiment, -10.0, 0.01)
-    swing = {1: 1.0, 2: 1.08, 3: 0.92}
-    own = {0: 1.0, 1: 0.9}
-    for run in experiment.runs.filter(status=Run.Status.QUEUED):
-        jitter = 1 + 0.002 * ((run.round + run.cell) % 3 - 1)
-        tps = 1000.0 * swing[run.round] * own[run.cell] * jitter
-        Result.objects.create(run=run, index=0, clients=2, repeat=run.round, tps=tps, exit_code=0)
-        services.run_finish(run, Run.Status.SUCCEEDED)
-    adaptive_step(experiment.pk)
-
-    experiment.refresh_from_db()
-    (point,) = experiment.adaptive_state["points"]
-    assert point["verdict"] == "slower" and point["rounds"] == 3, point
-    assert point["sentence"].startswith("at the changed level (-10.0 %): -10.0 % [")
-    values = Result.objects.filter(run__experiment=experiment).order_by("run__round")
-    tps = {cell: [r.tps for r in values if r.run.cell == cell] for cell in (0, 1)}
-    (unpaired,) = judge_between([Question(tps[1], tps[0], True)], -10.0, 0.01)
-    assert unpaired.verdict is Verdict.UNDECIDED

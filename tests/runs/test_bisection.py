@@ -87,10 +87,7 @@ def finish_step(
             services.run_finish(run, Run.Status.FAILED, error, snapshot={"build_record": record})
             continue
         good = (good_by_round or {}).get(run.round or 1, good_tps)
-        # A little apart from round to round, and the two cells' runs of a round apart too
-        # (the steps test the rounds' ratios, which need a spread).
-        wobble = 1 + 0.001 * (((run.round or 1) + run.cell) % 3 - 1)
-        value = (good if run.cell == 0 else tps) * wobble
+        value = (good if run.cell == 0 else tps) * (1 + 0.001 * ((run.round or 1) % 3 - 1))
         Result.objects.create(run=run, index=0, clients=1, repeat=run.round, tps=value, exit_code=0)
         services.run_finish(run, Run.Status.SUCCEEDED, snapshot={"build_record": record})
     adaptive_step(step.experiment_id)

@@ -7,12 +7,6 @@ with the change known exactly and with it measured as step 0 leaves it (its stan
 error CHANGE_PRECISION of the change); nearly every step is decided, in at most half
 the rounds a fixed design placing a commit against the change's middle needs at the
 same error rates (about 67 a side here).
-
-A round's two runs (the commit's and good's, back to back) share part of their spread:
-the machine's state of the moment (a correlation of about 0.6 on one 2-CPU VM,
-docs/benchmarks.md). The steps test the rounds' ratios, paired: with no such sharing
-that holds the error rates too, and with it it needs far fewer rounds than Welch's
-unpaired difference would.
 """
 
 import math
@@ -31,7 +25,6 @@ CHANGE_LOG = math.log(0.95)
 LOOKS = (3, 6, 12, 24, 48, 96)
 STEPS = 300
 BOUND = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / STEPS)
-SHARED = 0.6
 
 
 def middle_design_rounds() -> float:
@@ -41,35 +34,28 @@ def middle_design_rounds() -> float:
     return 2 * (z * ROUND_LOG_SD / (abs(CHANGE_LOG) / 2)) ** 2
 
 
-def placed(
-    at_change: bool, change_known: bool, seed: int, shared: float = 0.0, paired: bool = True
-) -> tuple[Verdict, int]:
-    """One simulated step: its final placement and the rounds it took. `shared`: the part
-    of each round's log variance its two runs have in common."""
+def placed(at_change: bool, change_known: bool, seed: int) -> tuple[Verdict, int]:
+    """One simulated step: its final placement and the rounds it took."""
     rng = np.random.default_rng(seed)
     change_log, change_se = CHANGE_LOG, 0.0
     if not change_known:
         change_se = CHANGE_PRECISION * abs(CHANGE_LOG)
         change_log = min(CHANGE_LOG + rng.normal(0, change_se), math.log(0.995))
     level = CHANGE_LOG if at_change else 0.0
-    common = rng.normal(0.0, ROUND_LOG_SD * math.sqrt(shared), LOOKS[-1])
-    own_sd = ROUND_LOG_SD * math.sqrt(1.0 - shared)
-    values = np.exp(level + common + rng.normal(0.0, own_sd, LOOKS[-1]))
-    baseline = np.exp(common + rng.normal(0.0, own_sd, LOOKS[-1]))
+    values = np.exp(rng.normal(level, ROUND_LOG_SD, LOOKS[-1]))
+    baseline = np.exp(rng.normal(0.0, ROUND_LOG_SD, LOOKS[-1]))
     for rounds in LOOKS:
         question = Question(list(values[:rounds]), list(baseline[:rounds]), True)
-        change_pct = 100 * math.expm1(change_log)
-        (answer,) = judge_between([question], change_pct, change_se, paired=paired)
+        (answer,) = judge_between([question], 100 * math.expm1(change_log), change_se)
         if answer.verdict is not Verdict.UNDECIDED:
             return answer.verdict, rounds
     return Verdict.UNDECIDED, LOOKS[-1]
 
 
-@pytest.mark.parametrize("shared", [0.0, SHARED], ids=["rounds independent", "rounds shared"])
 @pytest.mark.parametrize("change_known", [True, False], ids=["change known", "from step 0"])
-def test_commits_at_either_level_are_placed_wrongly_at_most_at_the_odds_rate(change_known, shared):
-    bad = [placed(True, change_known, seed, shared) for seed in range(STEPS)]
-    good = [placed(False, change_known, 10_000 + seed, shared) for seed in range(STEPS)]
+def test_commits_at_either_level_are_placed_wrongly_at_most_at_the_odds_rate(change_known):
+    bad = [placed(True, change_known, seed) for seed in range(STEPS)]
+    good = [placed(False, change_known, 10_000 + seed) for seed in range(STEPS)]
 
     wrong_bad = sum(verdict is Verdict.SAME for verdict, _ in bad) / STEPS
     wrong_good = sum(verdict is Verdict.SLOWER for verdict, _ in good) / STEPS
@@ -78,14 +64,3 @@ def test_commits_at_either_level_are_placed_wrongly_at_most_at_the_odds_rate(cha
     assert sum(decided) / len(decided) >= 0.95
     mean_rounds = np.mean([rounds for _, rounds in bad + good])
     assert mean_rounds <= middle_design_rounds() / 2, (mean_rounds, middle_design_rounds())
-
-
-def test_pairing_a_rounds_runs_takes_their_shared_spread_out_of_the_rounds_needed():
-    def mean_rounds(paired: bool) -> float:
-        steps = [placed(seed % 2 == 0, False, 20_000 + seed, SHARED, paired) for seed in range(200)]
-        return float(np.mean([rounds for _, rounds in steps]))
-
-    paired, unpaired = mean_rounds(True), mean_rounds(False)
-    # The error's variance falls to 1 - SHARED of Welch's; the rounds less (the change's
-    # own error and the looks' steps stay): 15.0 against 23.3 when this was written.
-    assert paired <= 0.7 * unpaired, (paired, unpaired)

@@ -15,7 +15,7 @@ from runs.bisection.origins import alert_commits
 from runs.bisection.report import bisection_report
 from runs.bisection.reproduce import bisection_script
 from runs.bisection.services import bisection_advance, bisection_cancel, bisection_start
-from runs.bisection.steps import next_commit
+from runs.bisection.steps import next_commit, pooled_change
 from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Alert, Bisection, BisectionStep, Occurrence, Result, Run, Series
 from runs.services.adaptive import adaptive_step
@@ -352,3 +352,22 @@ def test_a_bad_commit_pools_its_change_into_the_level_the_next_is_placed_at(lab_
     later = bisection.steps.last().experiment.adaptive_state
     assert later["between_pct"] == pytest.approx(-55.3, abs=0.1)
     assert later["between_se"] < first["between_se"]
+
+
+@pytest.mark.django_db
+def test_a_step_whose_looks_recorded_no_error_pools_with_its_stored_rounds(lab_redis):
+    """Steps looked at before looks recorded `log_se`: their error comes from their
+    stored rounds, the same figure the look records."""
+    user = UserFactory()
+    bisection = bisection_start(user, definition_data(user))
+    finish_step(bisection, 500.0)
+    step = bisection.steps.get(number=0)
+    recorded = pooled_change([step])
+    state = step.experiment.adaptive_state
+    for point in state["points"]:
+        del point["log_se"]
+    step.experiment.save(update_fields=["adaptive_state"])
+
+    step.experiment.refresh_from_db()
+    assert recorded is not None
+    assert pooled_change([step]) == pytest.approx(recorded)

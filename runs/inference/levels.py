@@ -111,4 +111,3 @@ def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float
     if odds.log_odds <= lower and difference.estimate * toward <= critical * difference.se:
         return Placement.FIRST
     return Placement.UNDECIDED
-

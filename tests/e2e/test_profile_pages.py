@@ -3,7 +3,8 @@ recording each server during its profiled repeat), their events stored by the la
 run page draws a flame graph reaching into the backends' functions, and the compare page
 a differential flame graph of 17 against 16.
 
-Screenshots go to docs/screenshots/ (run-flame-graph.png, compare-flame-graph.png).
+Screenshots go to var/screenshots/ (run-flame-graph.png, compare-flame-graph.png; not
+tracked): copy them to docs/screenshots/ on purpose to refresh the guide's.
 """
 
 from pathlib import Path
@@ -20,7 +21,7 @@ from tests.runs.pages.test_profiles import measured_by_the_agent
 
 pytestmark = pytest.mark.e2e
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 def profiled_run(version: str, agent_config: AgentConfig, like: Run | None = None) -> Run:

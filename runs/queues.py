@@ -19,13 +19,13 @@ from django.utils import timezone
 from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, learned_timings, profiled_points
 from runs.models import Host, Run
 
-OCCUPYING = (Run.Status.QUEUED, Run.Status.RUNNING)
-
 
 def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
     """The runs that hold or wait for these hosts, in the order each host takes them."""
     return (
-        Run.objects.filter(Q(host__in=hosts) | Q(client_host__in=hosts), status__in=OCCUPYING)
+        Run.objects.filter(
+            Q(host__in=hosts) | Q(client_host__in=hosts), status__in=Run.ACTIVE_STATES
+        )
         .select_related("experiment", "build", "config_profile", "workload", "client_host")
         .order_by("queued_at", "position", "pk")
     )

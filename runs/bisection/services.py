@@ -32,8 +32,6 @@ from runs.services.runs import run_cancel
 
 logger = logging.getLogger(__name__)
 
-ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
-
 
 def bisection_start(user: User, data: dict[str, object]) -> Bisection:
     """Create a bisection and queue its step 0 (the bad ref against the good one).
@@ -174,7 +172,7 @@ def bisection_cancel(bisection: Bisection, user: AnyUser) -> Bisection:
         if not changed:
             raise Conflict(f"bisection {bisection.pk} is already over")
         active = Run.objects.filter(
-            experiment__bisection_step__bisection=bisection, status__in=ACTIVE_STATES
+            experiment__bisection_step__bisection=bisection, status__in=Run.ACTIVE_STATES
         )
         for run in active.order_by("pk"):
             run_cancel(run, user)

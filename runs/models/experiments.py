@@ -144,6 +144,7 @@ class Run(models.Model):
     Status = text_choices("Status", vocabulary.PENDING_STATES + vocabulary.JOB_OUTCOMES)
 
     FINAL_STATES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    ACTIVE_STATES = (Status.QUEUED, Status.RUNNING)
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="runs")

@@ -67,7 +67,6 @@ BASELINE_CELL = 0
 # What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 # Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
-ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
 ENDED_DECIDED = "every cell decided"
 ENDED_BUDGET = "budget of rounds spent"
 ENDED_HOURS = "budget of hours spent"
@@ -175,7 +174,7 @@ def adaptive_steps_due() -> int:
     reaper's pass: a step whose message was lost). Returns how many stepped."""
     waiting = (
         Experiment.objects.filter(adaptive=True, adaptive_state__ended="", runs__isnull=False)
-        .exclude(runs__status__in=ACTIVE_STATES)
+        .exclude(runs__status__in=Run.ACTIVE_STATES)
         .distinct()
     )
     return sum(adaptive_step(pk) for pk in waiting.values_list("pk", flat=True))
@@ -196,7 +195,7 @@ def adaptive_step(experiment_pk: int) -> bool:
         if experiment is None or experiment.adaptive_state.get("ended", "") != "":
             return False
         runs = experiment.runs.filter(round__isnull=False)
-        if not runs.exists() or runs.filter(status__in=ACTIVE_STATES).exists():
+        if not runs.exists() or runs.filter(status__in=Run.ACTIVE_STATES).exists():
             return False
         latest = runs.aggregate(latest=Max("round"))["latest"]
         state: AdaptiveState = experiment.adaptive_state

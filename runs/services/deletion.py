@@ -49,7 +49,7 @@ def usages(obj: Deletable) -> dict[str, list[int]]:
 
 def _users(obj: Deletable) -> dict[str, QuerySet[Model]]:
     if isinstance(obj, Experiment):
-        active = obj.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING))
+        active = obj.runs.filter(status__in=Run.ACTIVE_STATES)
         return {
             "active_runs": active,
             "comparisons": Comparison.objects.filter(runs__experiment=obj).distinct(),

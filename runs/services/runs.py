@@ -27,7 +27,6 @@ from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)
 
-ACTIVE_STATES = (Run.Status.QUEUED, Run.Status.RUNNING)
 DIGEST_TASK = "runs.tasks.digest_build"
 
 
@@ -46,7 +45,7 @@ def run_finish(
     status: str,
     error: Mapping[str, Any] | None = None,
     when: datetime | None = None,
-    from_states: tuple[str, ...] = ACTIVE_STATES,
+    from_states: tuple[str, ...] = Run.ACTIVE_STATES,
     snapshot: Mapping[str, object] | None = None,
 ) -> bool:
     """`from_states` (queued or running) -> a final state with its error and `snapshot` fields.

@@ -103,7 +103,7 @@ def source_upload_store(
 
     Conflict while runs of the build wait or run: their jobs name the earlier tarball.
     """
-    active = build.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING))
+    active = build.runs.filter(status__in=Run.ACTIVE_STATES)
     if build.pk is not None and active.exists():
         raise Conflict(
             f"build {build.pk} has queued or running runs that build its current source: "

@@ -30,6 +30,11 @@ from scipy import stats as scipy_stats
 
 from runs.inference.stats import positive_logs, welch_df
 
+# How far from a level, as a share of the change (log scale), a cell may sit and still be
+# at it: a step's rounds meet other load than step 0's, so a level drifts from step to
+# step, and a cell off by that drift is not between the levels (docs/decisions.md).
+LEVEL_TOLERANCE = 0.25
+
 
 class Placement(enum.Enum):
     FIRST = "at the first cell's level"
@@ -95,19 +100,22 @@ def level_odds(
 
 def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float) -> Placement:
     """Where the odds place a cell: past Wald's bounds, at that level, unless its rounds
-    say it sits between the two levels (significantly short of the changed level for
-    that one, significantly toward it for the first; two-sided `alpha`), where neither
-    fits: it stays undecided, as a commit with half the change would. A cell beyond the
-    changed level, or on the far side of the first, fits the nearer one."""
+    say it sits between the two levels (significantly more than LEVEL_TOLERANCE of the
+    change short of the changed level for that one, or toward it for the first;
+    two-sided `alpha`), where neither fits: it stays undecided, as a commit with half
+    the change would. A cell beyond the changed level, or on the far side of the first,
+    fits the nearer one."""
     lower, upper = wald_bounds(alpha, alpha)
     difference = odds.difference
     critical = float(scipy_stats.t.ppf(1 - alpha / 2, difference.df))
     toward = math.copysign(1.0, change_log)
-    short_of_change = (change_log - difference.estimate) * toward
+    tolerated = LEVEL_TOLERANCE * abs(change_log)
+    short_of_change = (change_log - difference.estimate) * toward - tolerated
     if odds.log_odds >= upper and short_of_change <= critical * math.hypot(
         difference.se, change_se
     ):
         return Placement.CHANGED
-    if odds.log_odds <= lower and difference.estimate * toward <= critical * difference.se:
+    toward_change = difference.estimate * toward - tolerated
+    if odds.log_odds <= lower and toward_change <= critical * difference.se:
         return Placement.FIRST
     return Placement.UNDECIDED

@@ -123,7 +123,11 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
     wait_for(ended, 1200 * SLOWER, "the bisection to end", lab.logs, POLL_S)
     assert bisection.status == Bisection.Status.SUCCEEDED, (bisection.error_message, lab.logs())
     culprit_sha, culprit_subject = commit_subjects(repository)[REGRESSION_AT - 1]
-    assert bisection.commits[bisection.culprit_index]["sha"] == culprit_sha
+    steps = [
+        (step.number, step.commit_index, step.outcome, step.sentence, step.note)
+        for step in bisection.steps.order_by("number")
+    ]
+    assert bisection.commits[bisection.culprit_index]["sha"] == culprit_sha, steps
     measured = bisection.steps.exclude(number=0)
     # The bounds: log2(n) + 2 steps, one more with a commit that does not build.
     assert measured.count() <= math.log2(COMMITS) + 2 + (BROKEN_AT is not None)

@@ -105,6 +105,20 @@ def test_a_commit_halfway_stays_undecided_and_a_faster_one_is_at_the_first_level
     )
 
 
+def test_levels_drifted_by_a_fifth_of_the_change_between_steps_still_place_commits():
+    """Step 0 measured -93 %; under other load the culprit's step measures -88 % and a
+    good commit -8 %, each with tight rounds: off their levels by about a fifth of the
+    change (log scale), within LEVEL_TOLERANCE, so both are placed, not left between."""
+    good = spread(1000, 12, 31, log_sd=0.03)
+    drifted_bad, drifted_good = spread(120, 12, 32, log_sd=0.03), spread(920, 12, 33, log_sd=0.03)
+
+    slower, same = judge_between(
+        [Question(drifted_bad, good, True), Question(drifted_good, good, True)], -93.0
+    )
+
+    assert (slower.verdict, same.verdict) == (Verdict.SLOWER, Verdict.SAME)
+
+
 def test_a_rise_in_latency_is_placed_at_the_worse_level():
     base = spread(2.0, 6, 21, log_sd=0.05)
     (answer,) = judge_between([Question(spread(3.0, 6, 22, log_sd=0.05), base, False)], 50.0)

@@ -19,7 +19,11 @@ from agents.postgres.installs.inventory import (
     noop,
     version_key,
 )
-from agents.postgres.installs.prebuilt import available_prebuilt_versions, download_prebuilt
+from agents.postgres.installs.prebuilt import (
+    available_prebuilt_versions,
+    download_prebuilt,
+    recent_prebuilt_versions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +78,7 @@ def _ensure_prebuilt(
     if "." in requested and cached_match:
         return cached_match[0]
     try:
-        available = available_prebuilt_versions()
+        available = recent_prebuilt_versions(cache_dir)
     except JobError as error:
         if cached_match:
             logger.warning("using cached PostgreSQL %s: %s", cached_match[0].version, error)

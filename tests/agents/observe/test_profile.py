@@ -1,6 +1,7 @@
 """Folding perf's output and bounding a profile, on `perf script` output captured from a
 real PostgreSQL 16 backend under select-only (fixtures/perf-script-pg16.txt, verbatim)."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,25 @@ def test_in_rounds_only_the_job_of_the_first_round_profiles() -> None:
     assert profiles(first)
     assert not profiles({**first, "first_repeat": 2})
     assert not profiles({**first, "profile": False})
+
+
+def test_perf_ending_silently_while_it_enables_its_events_is_started_again(tmp_path: Path):
+    """As perf does, seen on a loaded machine, when a listed server process is gone: it
+    opens its control fifo, reads "enable" and exits 244 saying nothing. The recording
+    lists the processes again and starts it twice more before it gives the reason."""
+    starts = tmp_path / "starts"
+    fake_perf = tmp_path / "perf"
+    fake_perf.write_text(
+        "#!/bin/sh\n"
+        f"echo started >> {starts}\n"
+        'ctl=$(printf "%s\\n" "$@" | sed -n "s/^--control=fifo:\\([^,]*\\),.*/\\1/p")\n'
+        'read -r _command < "$ctl"\n'
+        "exit 244\n"
+    )
+    fake_perf.chmod(0o755)
+
+    with profile.recording(str(fake_perf), os.getpid(), tmp_path) as record:
+        pass
+
+    assert starts.read_text().split() == ["started"] * 3
+    assert record.problem == "perf record did not enable its events (exit 244): no output"

@@ -2,6 +2,7 @@
 
 import math
 import re
+import statistics
 
 import pytest
 
@@ -51,9 +52,13 @@ def test_two_processes_in_one_point_sum_what_each_printed(config, progress: bool
     # From the log: the seconds both processes' logs had passed while they ran, as kept.
     assert live == kept[: len(live)]
     assert [t for t, _ in kept] == [float(n + 1) for n in range(int(point["seconds"]))]
+    # The median second: on a busy machine an edge second can fall short (clients still
+    # connecting, one process starting after the other; the mean of the three was 20 %
+    # short once under three test workers), while a process missing throughout would
+    # leave every second a third or two thirds short.
     lines = sum(second["sampled"] for second in point["progress"])
-    mean_tps = sum(tps for _, tps in kept) / len(kept)
-    assert abs(mean_tps / point["tps"] - 1) < 4 / math.sqrt(lines) + 0.1, "both processes"
+    middle_tps = statistics.median(tps for _, tps in kept)
+    assert abs(middle_tps / point["tps"] - 1) < 4 / math.sqrt(lines) + 0.1, "both processes"
 
 
 def test_vacuum_all_puts_v_on_the_command_line(config):

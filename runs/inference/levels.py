@@ -30,9 +30,10 @@ from scipy import stats as scipy_stats
 
 from runs.inference.stats import positive_logs, welch_df
 
-# How far from a level, as a share of the change (log scale), a cell may sit and still be
-# at it: a step's rounds meet other load than step 0's, so a level drifts from step to
-# step, and a cell off by that drift is not between the levels (docs/decisions.md).
+# How far short of the changed level, as a share of the change (log scale), a cell may sit
+# and still be at it: the change was measured in other steps, whose rounds met other load,
+# so its level drifts from step to step. The first cell's level needs none: it is
+# measured in the same rounds as the cell (docs/decisions.md).
 LEVEL_TOLERANCE = 0.25
 
 
@@ -101,8 +102,8 @@ def level_odds(
 def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float) -> Placement:
     """Where the odds place a cell: past Wald's bounds, at that level, unless its rounds
     say it sits between the two levels (significantly more than LEVEL_TOLERANCE of the
-    change short of the changed level for that one, or toward it for the first;
-    two-sided `alpha`), where neither fits: it stays undecided, as a commit with half
+    change short of the changed level for that one, significantly toward it for the
+    first; two-sided `alpha`), where neither fits: it stays undecided, as a commit with half
     the change would. A cell beyond the changed level, or on the far side of the first,
     fits the nearer one."""
     lower, upper = wald_bounds(alpha, alpha)
@@ -115,7 +116,6 @@ def placement(odds: LevelOdds, change_log: float, change_se: float, alpha: float
         difference.se, change_se
     ):
         return Placement.CHANGED
-    toward_change = difference.estimate * toward - tolerated
-    if odds.log_odds <= lower and toward_change <= critical * difference.se:
+    if odds.log_odds <= lower and difference.estimate * toward <= critical * difference.se:
         return Placement.FIRST
     return Placement.UNDECIDED

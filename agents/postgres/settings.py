@@ -9,9 +9,7 @@ server and checks `pg_settings.pending_restart` and `pg_file_settings.error`.
 """
 
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -26,6 +24,7 @@ from agents.contract.settings.catalogue import (
     value_text,
 )
 from agents.contract.spec.document import SettingValue
+from agents.postgres.installs.cache import write_atomically
 
 if TYPE_CHECKING:
     import psycopg
@@ -106,7 +105,7 @@ def load_or_read_catalogue(
         return cached
     with cluster_factory() as cluster:
         catalogue = read_catalogue(cluster)
-    _write_atomically(catalogue_path(cache_dir, install.version), catalogue.as_json())
+    write_atomically(catalogue_path(cache_dir, install.version), catalogue.as_json())
     return catalogue
 
 
@@ -119,15 +118,6 @@ def read_cached_catalogue(path: Path) -> Catalogue | None:
     except (OSError, ValueError, KeyError, TypeError) as error:
         logger.warning("ignoring unreadable catalogue %s: %s", path, error)
         return None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w") as file:
-        file.write(text)
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
 
 
 # Applying settings to a cluster and reading them back

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,17 @@ from agents.contract.builds.definition import BuildDefinition, BuildRecord
 from agents.postgres.cluster.directories import kill_stragglers
 
 RECORD_FILE = "BUILD.json"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` (world-readable), whole or not at all: written beside it, then
+    renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w") as file:
+        file.write(text)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
 
 
 @contextmanager

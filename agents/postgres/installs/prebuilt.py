@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agents.contract.errors import JobError
 from agents.contract.reports.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
-from agents.postgres.installs.cache import locked, make_world_readable
+from agents.postgres.installs.cache import locked, make_world_readable, write_atomically
 from agents.postgres.installs.inventory import (
     Install,
     Progress,
@@ -36,8 +36,8 @@ PACKAGE = PREBUILT_PACKAGE
 WHEEL_PYTHON = PREBUILT_WHEEL_PYTHON
 
 # A major-only request ("16") is resolved against the index's listing as recorded in the
-# cache directory within this many seconds: the runs of an experiment get one release,
-# and a run does not start pip (about a second of CPU) to learn what the last one learned.
+# cache directory within this many seconds: runs within the hour resolve alike, and a run
+# does not start pip (about a second) to learn what the last one learned.
 LISTING_MAX_AGE_S = 3600.0
 LISTING_FILE = "prebuilt-releases.json"
 
@@ -79,11 +79,7 @@ def recent_prebuilt_versions(cache_dir: Path, now: float | None = None) -> list[
     if recorded is not None and 0 <= now - recorded[0] < LISTING_MAX_AGE_S:
         return recorded[1]
     versions = available_prebuilt_versions()
-    make_dirs(cache_dir)
-    with tempfile.NamedTemporaryFile("w", dir=cache_dir, prefix=".listing-", delete=False) as out:
-        json.dump({"listed_at": now, "versions": versions}, out)
-    Path(out.name).chmod(0o644)
-    os.replace(out.name, listing)
+    write_atomically(listing, json.dumps({"listed_at": now, "versions": versions}))
     return versions
 
 

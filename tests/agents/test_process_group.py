@@ -52,13 +52,18 @@ def test_two_processes_in_one_point_sum_what_each_printed(config, progress: bool
     # From the log: the seconds both processes' logs had passed while they ran, as kept.
     assert live == kept[: len(live)]
     assert [t for t, _ in kept] == [float(n + 1) for n in range(int(point["seconds"]))]
-    # The median second: on a busy machine an edge second can fall short (clients still
-    # connecting, one process starting after the other; the mean of the three was 20 %
-    # short once under three test workers), while a process missing throughout would
-    # leave every second a third or two thirds short.
+    # Both processes are in the timeline: a process missing throughout would leave each
+    # second a third or two thirds short of what both printed, so the best second is
+    # checked. Any one second may fall short on a busy machine (an edge second while
+    # clients connect; the middle one 19 % short once under three test workers), and
+    # what pgbench printed averages those dips in, so no second stands for the run.
+    # None counted twice: the seconds' mean is not above what both printed.
     lines = sum(second["sampled"] for second in point["progress"])
-    middle_tps = statistics.median(tps for _, tps in kept)
-    assert abs(middle_tps / point["tps"] - 1) < 4 / math.sqrt(lines) + 0.1, "both processes"
+    tolerance = 4 / math.sqrt(lines) + 0.1
+    best_tps = max(tps for _, tps in kept)
+    mean_tps = statistics.mean(tps for _, tps in kept)
+    assert best_tps > point["tps"] * (1 - tolerance), "both processes in the timeline"
+    assert mean_tps < point["tps"] * (1 + tolerance), "no process counted twice"
 
 
 def test_vacuum_all_puts_v_on_the_command_line(config):

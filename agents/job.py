@@ -17,7 +17,12 @@ import agents
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.reports.profiles import ProfileResult
-from agents.contract.reports.results import RESULT_VERSION, PointResult, ResultDocument
+from agents.contract.reports.results import (
+    RESULT_VERSION,
+    CommandRecord,
+    PointResult,
+    ResultDocument,
+)
 from agents.contract.settings.catalogue import Catalogue, refuse_settings, validate_settings
 from agents.contract.spec.document import (
     JobSpec,
@@ -39,6 +44,7 @@ from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
 from agents.postgres.cluster.directories import usable_job_id
 from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.cluster.template import TemplateStore
 from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
 from agents.postgres.installs.build_steps import BuildFailed
 from agents.postgres.installs.ensure import ensure_install
@@ -114,12 +120,19 @@ class Job:
             raise Cancelled()
 
     def record_command(
-        self, name: str, argv: list[str], seconds: float, exit_code: int | None
+        self,
+        name: str,
+        argv: list[str],
+        seconds: float,
+        exit_code: int | None,
+        note: str | None = None,
     ) -> None:
-        """Every command the job runs is kept with its exact argv (cluster steps come here too)."""
-        self.result["steps"].append(
-            {"name": name, "argv": argv, "seconds": seconds, "exit_code": exit_code}
-        )
+        """Every command the job runs is kept with its exact argv (cluster steps come here
+        too); `note` says how one that did not run for this job came to be."""
+        record = CommandRecord(name=name, argv=argv, seconds=seconds, exit_code=exit_code)
+        if note is not None:
+            record["note"] = note
+        self.result["steps"].append(record)
 
     def record_dataset(self, key: str, value: object) -> None:
         self.result["dataset"][key] = value
@@ -281,7 +294,9 @@ class Job:
         """initdb, start, validate and apply the settings, read back the effective ones.
 
         With a cached catalogue of this exact version the settings are validated
-        before initdb; otherwise right after the first start, before anything is measured.
+        before initdb and the cluster starts once, with them; otherwise the catalogue is
+        read from a first start, and the settings are validated and applied by a restart,
+        before anything is measured.
         Tracking statements adds the library the agent loads to the validated settings.
         """
         catalogue_dir = self._catalogue_dir(install)
@@ -301,15 +316,16 @@ class Job:
             wal_parent=storage.get("wal"),
             job_id=usable_job_id(job_id),
             on_step=self.record_command,
+            templates=TemplateStore(catalogue_dir),
         )
         self.status("initdb", "creating a throw-away cluster")
         cluster.initdb()
         if self.client_address is not None:
             remote_access.listen_on(cluster, self.config.advertise_address)
         self.check_cancel()
-        self.status("starting", "starting PostgreSQL")
-        cluster.start()
         if catalogue is None:
+            self.status("starting", "starting PostgreSQL to read its settings catalogue")
+            cluster.start()
             catalogue = pg_settings.load_or_read_catalogue(
                 install, catalogue_dir, lambda: nullcontext(cluster)
             )
@@ -318,8 +334,12 @@ class Job:
                 self.result["settings"]["catalogue"] = catalogue.as_dict()
         applied = pg_statements.with_library(requested) if tracks_statements else requested
         if applied:
-            self.status("starting", "applying settings and restarting")
+            action = "restarting" if cluster.is_running() else "starting"
+            self.status("starting", f"applying settings and {action} PostgreSQL")
             pg_settings.apply_settings(cluster, applied)
+        elif not cluster.is_running():
+            self.status("starting", "starting PostgreSQL")
+            cluster.start()
         with cluster.connect() as conn:
             self.result["settings"]["effective"] = pg_settings.read_effective_settings(conn)
             self.result["settings"]["compiled"] = pg_settings.read_compiled_settings(conn)

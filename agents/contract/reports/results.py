@@ -139,12 +139,14 @@ class PointResult(TypedDict):
 
 
 class CommandRecord(TypedDict):
-    """A command the job ran, with its exact argv."""
+    """A command the job ran, with its exact argv; `note` says how one that did not run
+    for this job came to be (initdb's output copied from a template)."""
 
     name: str
     argv: list[str]
     seconds: float
     exit_code: int | None
+    note: NotRequired[str]
 
 
 class EffectiveSetting(TypedDict):

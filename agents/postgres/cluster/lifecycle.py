@@ -30,8 +30,9 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import psycopg
 
@@ -47,6 +48,7 @@ from agents.postgres.cluster.directories import (
     require_reachable,
 )
 from agents.postgres.cluster.markers import JOB_ID
+from agents.postgres.cluster.template import Template, TemplateStore, copy_template
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import OsUser, chown_tree
 from agents.sandbox import View
@@ -55,10 +57,24 @@ logger = logging.getLogger(__name__)
 
 STOP_MODES = ("smart", "fast", "immediate")
 
-StepCallback = Callable[[str, list[str], float, int | None], None]
+
+class StepCallback(Protocol):
+    """Called after every command the cluster runs, with its exact argv; `note` says
+    how a command that did not run for this job came to be (initdb's template)."""
+
+    def __call__(
+        self,
+        name: str,
+        argv: list[str],
+        seconds: float,
+        exit_code: int | None,
+        note: str | None = None,
+    ) -> None: ...
 
 
-def _ignore_step(name: str, argv: list[str], seconds: float, exit_code: int | None) -> None:
+def _ignore_step(
+    name: str, argv: list[str], seconds: float, exit_code: int | None, note: str | None = None
+) -> None:
     """The default step callback: record nothing."""
 
 
@@ -85,8 +101,10 @@ class Cluster(ClusterClients):
     """One throw-away cluster: initdb, start, stop, destroy. Use it as a context manager.
 
     `on_step(name, argv, seconds, exit_code)` is called after every command the
-    cluster runs (initdb, start, stop), with its exact argv. `install` is None
-    only for destroying what an earlier process left (remove_leftover_clusters).
+    cluster runs (initdb, start, stop), with its exact argv. With `templates`, initdb
+    runs once per binaries and options and later clusters copy its output
+    (template.py). `install` is None only for destroying what an earlier process left
+    (remove_leftover_clusters).
     """
 
     def __init__(
@@ -97,6 +115,7 @@ class Cluster(ClusterClients):
         wal_parent: Path | None = None,
         job_id: str = "local",
         on_step: StepCallback | None = None,
+        templates: TemplateStore | None = None,
     ):
         if not JOB_ID.match(job_id):
             raise ValueError(f"job id {job_id!r} is not usable in a directory name")
@@ -104,6 +123,7 @@ class Cluster(ClusterClients):
         self.os_user = os_user
         self.job_id = job_id
         self.on_step = on_step or _ignore_step
+        self.templates = templates
         self.job_dir = Path(data_parent) / f"benchlab-{job_id}"
         self.data_dir = self.job_dir / "data"
         self.socket_dir = self.job_dir / "socket"
@@ -188,10 +208,37 @@ class Cluster(ClusterClients):
             "--no-sync",
             *initdb_version_args(self.binaries.version_num, self.wal_dir),
         ]  # fmt: skip
-        result = self._run("initdb", argv, timeout=300)
-        if result.returncode != 0:
-            raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")
+        template = self.templates.find(self.binaries, argv) if self.templates else None
+        if template is not None:
+            self._copy_template(template, argv)
+        else:
+            result = self._run("initdb", argv, timeout=300)
+            if result.returncode != 0:
+                raise JobError("initdb_failed", f"initdb failed: {result.stderr.strip()[-2000:]}")
+            if self.templates is not None:
+                self._keep_template(self.templates, argv)
         self._write_base_config()
+
+    def _keep_template(self, templates: TemplateStore, argv: list[str]) -> None:
+        try:
+            templates.keep(self.binaries, argv, self.data_dir, self.job_id)
+        except OSError as error:
+            logger.warning(
+                "initdb's output was not kept as a template (%s): the next cluster runs "
+                "initdb again",
+                error,
+            )
+
+    def _copy_template(self, template: Template, argv: list[str]) -> None:
+        started = time.monotonic()
+        try:
+            copy_template(template, self.data_dir, self.wal_dir)
+        except OSError as error:  # a full disk among them: its words reach disk_full.py
+            raise JobError("initdb_failed", f"copying initdb's template failed: {error}") from error
+        for directory in (self.job_dir, self.wal_container):
+            if directory is not None:
+                chown_tree(directory, self.os_user)
+        self.on_step("initdb", argv, time.monotonic() - started, 0, template.note())
 
     def _write_base_config(self) -> None:
         with open(self.data_dir / "postgresql.conf", "a") as conf:

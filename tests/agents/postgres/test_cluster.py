@@ -49,7 +49,9 @@ def _gone(pid: int) -> bool:
 def test_lifecycle_with_wal_elsewhere_leaves_no_process_and_no_directory(make_cluster, os_user):
     cluster: Cluster = make_cluster(wal=True)
     steps = []
-    cluster.on_step = lambda name, argv, seconds, exit_code: steps.append((name, argv, exit_code))
+    cluster.on_step = lambda name, argv, seconds, exit_code, note=None: steps.append(
+        (name, argv, exit_code)
+    )
 
     cluster.initdb()
     cluster.start()

@@ -55,6 +55,21 @@ def test_a_run_offers_a_reproduce_script_that_replays_its_pgbench(client, user, 
     assert "1234.50" in script
 
 
+def test_a_command_that_did_not_run_for_the_run_says_where_its_output_came_from(
+    client, user, finished_run
+):
+    copied = "not run for this job: its data directory is a copy of what this initdb made"
+    finished_run.steps = [{**STEPS[0], "note": copied}, STEPS[1]]
+    finished_run.save(update_fields=["steps"])
+    client.force_login(user)
+
+    page = client.get(reverse("run-detail", args=[finished_run.pk])).content.decode()
+    manifest = json.loads(client.get(reverse("run-manifest", args=[finished_run.pk])).content)
+
+    assert copied in page
+    assert manifest["commands"][0]["note"] == copied
+
+
 def test_notes_on_a_run_and_its_host_show_on_the_run_page_and_in_comparisons(
     client, user, finished_run
 ):

@@ -1,0 +1,146 @@
+"""initdb's output kept per binaries, copied into each new cluster instead of running initdb.
+
+initdb runs the whole catalogue's bootstrap: 1 to 3 s a cluster here, more for an
+unoptimised build, while copying the ~40 MB it writes takes a tenth of that. Every job
+makes a throw-away cluster (every round of an adaptive experiment, every step of a
+bisection), so the first initdb with given binaries and options is kept, and later
+clusters get a copy of it.
+
+A template is exactly one initdb's data directory, taken before the server ever
+started and before the agent added its own configuration: nothing a job sent has
+reached it. It is keyed by everything initdb's output depends on here: its argv (the
+data and WAL directories aside), the binaries (path, size, modification time, inode of
+`postgres` and `initdb`) and the time zone initdb writes into postgresql.conf. A copy
+differs from a fresh initdb only in the system identifier and file times.
+
+Templates live where the install's own cache lives (a source build keeps its own
+beside its binaries, so removing the build removes them); only the agent reads and
+writes them, and a template is moved into place whole (renamed), so a second agent
+sharing the cache never sees a half-written one.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.postgres.installs.inventory import Install
+
+TEMPLATES_DIR = "initdb-templates"
+ABOUT_FILE = "template.json"
+DATA_DIR = "data"
+# The options whose value is a path of this job, not part of the template's identity.
+JOB_PATH_OPTIONS = ("-D", "--waldir", "--xlogdir")
+ABANDONED_AFTER_S = 3600
+
+
+@dataclass(frozen=True)
+class Template:
+    """A kept initdb data directory and what made it."""
+
+    data_dir: Path
+    argv: list[str]
+    made_at: str
+    made_for_job: str
+
+    def note(self) -> str:
+        """How a cluster copied from this template came to be, for the job's command list."""
+        return (
+            f"not run for this job: its data directory is a copy of what this initdb "
+            f"made for job {self.made_for_job} on {self.made_at}, with the same binaries "
+            "and options (agents/postgres/cluster/template.py)"
+        )
+
+
+def template_key(install: Install, argv: list[str]) -> str:
+    """What makes two initdb runs write the same data directory, as a short hash."""
+    identity: list[object] = [install.version_num, str(install.bindir.resolve())]
+    identity += [_options(argv), os.environ.get("TZ")]
+    for program in ("postgres", "initdb"):
+        status = install.program(program).stat()
+        identity += [program, status.st_size, status.st_mtime_ns, status.st_ino]
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:24]
+
+
+def _options(argv: list[str]) -> list[str]:
+    """`argv` without the program and the per-job directory paths."""
+    options: list[str] = []
+    arguments = iter(argv[1:])
+    for argument in arguments:
+        if argument in JOB_PATH_OPTIONS:
+            next(arguments, None)
+            continue
+        options.append(argument)
+    return options
+
+
+class TemplateStore:
+    """The initdb templates under `root` (a cache directory of the agent's own)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / TEMPLATES_DIR
+
+    def find(self, install: Install, argv: list[str]) -> Template | None:
+        """The template for these binaries and options, or None when none was kept."""
+        directory = self.root / template_key(install, argv)
+        try:
+            about = json.loads((directory / ABOUT_FILE).read_text())
+        except FileNotFoundError:
+            return None
+        return Template(
+            directory / DATA_DIR, about["argv"], about["made_at"], about["made_for_job"]
+        )
+
+    def keep(self, install: Install, argv: list[str], data_dir: Path, job_id: str) -> None:
+        """Keep `data_dir`, just written by `argv`, as the template for its binaries and
+        options. A WAL directory placed elsewhere is copied in (the link followed), so the
+        template serves clusters with WAL inside or apart. A template another process kept
+        first stays."""
+        final = self.root / template_key(install, argv)
+        if final.exists():
+            return
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._remove_abandoned_work()
+        work = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{final.name}."))
+        try:
+            shutil.copytree(data_dir, work / DATA_DIR, symlinks=False)
+            made_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+            about = {"argv": argv, "made_at": made_at, "made_for_job": job_id}
+            (work / ABOUT_FILE).write_text(json.dumps(about))
+            os.rename(work, final)
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+            if not final.exists():  # not kept by another process meanwhile
+                raise
+
+    def _remove_abandoned_work(self) -> None:
+        """Remove what a process killed while keeping a template left (hours old: a
+        live one takes a second)."""
+        for work in self.root.glob(".*"):
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - work.stat().st_mtime > ABANDONED_AFTER_S:
+                    shutil.rmtree(work, ignore_errors=True)
+
+
+def copy_template(template: Template, data_dir: Path, wal_dir: Path | None) -> None:
+    """Create `data_dir` as a copy of `template`; with `wal_dir`, its WAL goes there and
+    `pg_wal` links to it, as `initdb --waldir` leaves it."""
+    if wal_dir is None:
+        shutil.copytree(template.data_dir, data_dir, symlinks=True)
+        return
+    shutil.copytree(template.data_dir, data_dir, symlinks=True, ignore=_wal_at_top(template))
+    shutil.copytree(template.data_dir / "pg_wal", wal_dir, symlinks=True)
+    os.symlink(wal_dir, data_dir / "pg_wal")
+
+
+def _wal_at_top(template: Template) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {"pg_wal"} if Path(directory) == template.data_dir else set()
+
+    return ignore

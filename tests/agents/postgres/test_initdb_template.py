@@ -1,0 +1,146 @@
+"""initdb's output kept per binaries and copied into later clusters, with real initdb and
+PostgreSQL 16: a copy starts, WAL apart included, and says where it came from."""
+
+import dataclasses
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.cluster.template import ABANDONED_AFTER_S, TemplateStore, template_key
+from agents.postgres.installs.inventory import Install
+from agents.postgres.osuser import OsUser
+from tests.agents.conftest import unique_job_id
+from tests.agents.jobs import run, small_spec
+
+Step = tuple[str, list[str], int | None, str | None]
+
+
+@pytest.fixture
+def templates(tmp_path: Path) -> TemplateStore:
+    return TemplateStore(tmp_path / "cache")
+
+
+def cluster_with(
+    templates: TemplateStore, install: Install, os_user: OsUser, root: Path, wal: bool = False
+) -> tuple[Cluster, list[Step]]:
+    job_id = unique_job_id()
+    steps: list[Step] = []
+    wal_parent = root / f"wal-{job_id}" if wal else None
+    cluster = Cluster(install, os_user, root / job_id, wal_parent, job_id, templates=templates)
+    cluster.on_step = lambda name, argv, seconds, exit_code, note=None: steps.append(
+        (name, argv, exit_code, note)
+    )
+    return cluster, steps
+
+
+def test_the_first_cluster_runs_initdb_and_the_next_copy_its_output_and_start(
+    templates, pg16_install, os_user, cluster_root
+):
+    first, first_steps = cluster_with(templates, pg16_install, os_user, cluster_root)
+    second, second_steps = cluster_with(templates, pg16_install, os_user, cluster_root, wal=True)
+    try:
+        first.initdb()
+        second.initdb()
+        second.start()
+        with second.connect() as connection:
+            assert connection.execute("SELECT count(*) FROM pg_database").fetchone()[0] == 3
+        (name, argv, exit_code, note) = second_steps[0]
+    finally:
+        first.destroy()
+        second.destroy()
+
+    assert [step[0] for step in first_steps] == ["initdb"] and first_steps[0][3] is None
+    assert name == "initdb" and exit_code == 0
+    # The argv is this cluster's own (its directories), as the reproduce script runs it.
+    assert argv[argv.index("-D") + 1] == str(second.data_dir)
+    assert argv[argv.index("--waldir") + 1] == str(second.wal_dir)
+    assert f"made for job {first.job_id}" in note and "not run for this job" in note
+    assert not second.job_dir.exists() and not second.wal_container.exists()
+
+
+def test_wal_apart_is_a_link_to_a_copy_of_the_templates_wal(
+    templates, pg16_install, os_user, cluster_root
+):
+    first, _ = cluster_with(templates, pg16_install, os_user, cluster_root, wal=True)
+    second, _ = cluster_with(templates, pg16_install, os_user, cluster_root, wal=True)
+    try:
+        first.initdb()
+        second.initdb()
+        link = second.data_dir / "pg_wal"
+        assert link.is_symlink() and link.resolve() == second.wal_dir
+        segments = sorted(path.name for path in second.wal_dir.iterdir() if path.is_file())
+        assert segments == sorted(p.name for p in first.wal_dir.iterdir() if p.is_file())
+        owners = {path.stat().st_uid for path in [*second.wal_dir.rglob("*"), second.data_dir]}
+        assert owners == {os_user.uid}
+        assert stat.S_IMODE(second.data_dir.stat().st_mode) == 0o700
+    finally:
+        first.destroy()
+        second.destroy()
+
+
+def test_a_template_is_the_agents_own_and_other_binaries_get_their_own(
+    templates, pg16_install, os_user, cluster_root, tmp_path
+):
+    cluster, steps = cluster_with(templates, pg16_install, os_user, cluster_root)
+    try:
+        cluster.initdb()
+        argv = steps[0][1]
+        (kept,) = [path for path in templates.root.iterdir() if not path.name.startswith(".")]
+    finally:
+        cluster.destroy()
+    assert stat.S_IMODE(templates.root.stat().st_mode) == 0o700
+    assert templates.root.stat().st_uid == os.getuid() != os_user.uid
+    assert kept.name == template_key(pg16_install, argv)
+    # Binaries rebuilt in place (a new postgres at the same path) get their own template.
+    bindir = tmp_path / "install" / "bin"
+    bindir.mkdir(parents=True)
+    for program in ("postgres", "initdb"):
+        shutil.copy2(pg16_install.program(program), bindir / program)
+    copied = dataclasses.replace(pg16_install, bindir=bindir)
+    before = template_key(copied, argv)
+    later = bindir.joinpath("postgres").stat().st_mtime + 60
+    os.utime(bindir / "postgres", (later, later))
+    assert template_key(copied, argv) != before
+    # The job's own paths are no part of it.
+    elsewhere = [*argv[:2], "/elsewhere/data", *argv[3:], "--waldir", "/elsewhere/wal"]
+    assert template_key(copied, elsewhere) == template_key(copied, argv)
+
+
+def test_what_a_killed_agent_left_while_keeping_a_template_goes_with_the_next_keep(
+    templates, pg16_install, os_user, cluster_root
+):
+    templates.root.mkdir(parents=True)
+    abandoned = templates.root / ".0123.abandoned"
+    (abandoned / "data").mkdir(parents=True)
+    hours_ago = abandoned.stat().st_mtime - ABANDONED_AFTER_S - 60
+    os.utime(abandoned, (hours_ago, hours_ago))
+    fresh = templates.root / ".4567.in-progress"
+    fresh.mkdir()
+    cluster, _ = cluster_with(templates, pg16_install, os_user, cluster_root)
+    try:
+        cluster.initdb()
+    finally:
+        cluster.destroy()
+
+    assert not abandoned.exists() and fresh.exists()
+
+
+def test_a_jobs_second_run_copies_initdbs_output_and_starts_once_with_its_settings(config):
+    """The first run kept initdb's output and the catalogue of 16.15: the second copies
+    the one, validates its settings against the other and starts the server once."""
+    spec = small_spec(settings={"shared_buffers": "64MB"}, sweep={"clients": [1], "duration_s": 1})
+    results = [run({**spec, "run_id": f"template-{n}"}, config)[0] for n in (1, 2)]
+
+    assert [result["status"] for result in results] == ["succeeded", "succeeded"]
+    second = results[1]
+    initdb = next(step for step in second["steps"] if step["name"] == "initdb")
+    assert "not run for this job" in initdb["note"]
+    assert "-D" in initdb["argv"] and initdb["exit_code"] == 0
+    assert [step["name"] for step in second["steps"]][:3] == ["initdb", "start", "pgbench_init"]
+    effective = {row["name"]: row["setting"] for row in second["settings"]["effective"]}
+    assert effective["shared_buffers"] == "8192"
+    assert second["points"][0]["tps"] > 0

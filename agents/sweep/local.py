@@ -44,9 +44,11 @@ from agents.sweep.process_group import ProcessGroupPoint
 
 logger = logging.getLogger(__name__)
 
-# The calibration run's length: long enough for a tps within a few percent once
-# connected, short beside a point.
-CALIBRATION_S = 2
+# The calibration run's length: its tps (without the connection time) need only be
+# within a factor of four, which the sampling rate plans for (agents/pgbench/latency_log.py);
+# a second is hundreds of transactions or more for the workloads that sample, and it is
+# paid by every run without a warm-up (each round of an adaptive experiment).
+CALIBRATION_S = 1
 
 
 class LocalPoints:

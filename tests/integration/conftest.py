@@ -156,8 +156,7 @@ class Lab:
         )
 
     def close(self) -> None:
-        _terminate(self.agent)
-        _terminate(self.control)
+        _terminate(self.agent, self.control)
         for process in psutil.process_iter(["cmdline"]):
             if str(self.storage) in " ".join(process.info["cmdline"] or []):
                 process.kill()
@@ -169,15 +168,18 @@ class Lab:
         self.identity.confirmed_path.unlink(missing_ok=True)
 
 
-def _terminate(process: subprocess.Popen | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+def _terminate(*processes: subprocess.Popen | None) -> None:
+    """SIGTERM each process group, then wait for all: they shut down side by side (a
+    Celery worker's warm shutdown takes seconds); a group still there after 30 s is killed."""
+    running = [process for process in processes if process and process.poll() is None]
+    for process in running:
+        os.killpg(process.pid, signal.SIGTERM)
+    for process in running:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
 
 
 @contextmanager

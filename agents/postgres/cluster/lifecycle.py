@@ -221,7 +221,7 @@ class Cluster(ClusterClients):
 
     def _keep_template(self, templates: TemplateStore, argv: list[str]) -> None:
         try:
-            templates.keep(self.binaries, argv, self.data_dir, self.job_id)
+            templates.keep(self.binaries, argv, self.data_dir, self.wal_dir, self.job_id)
         except OSError as error:
             logger.warning(
                 "initdb's output was not kept as a template (%s): the next cluster runs "

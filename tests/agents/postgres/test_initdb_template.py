@@ -110,6 +110,30 @@ def test_a_template_is_the_agents_own_and_other_binaries_get_their_own(
     assert template_key(copied, elsewhere) == template_key(copied, argv)
 
 
+def test_links_are_never_followed_and_output_holding_one_is_not_kept(
+    templates, pg16_install, tmp_path
+):
+    argv = [str(pg16_install.program("initdb")), "-D", "data", "--no-sync"]
+    data, wal = tmp_path / "data", tmp_path / "wal"
+    (data / "base").mkdir(parents=True)
+    (data / "PG_VERSION").write_text("16\n")
+    wal.mkdir()
+    (wal / "000000010000000000000001").write_bytes(b"\0" * 64)
+    (data / "pg_wal").symlink_to(wal)
+    (data / "base" / "planted").symlink_to("/etc/hostname")
+
+    templates.keep(pg16_install, argv, data, wal, "planted")
+    assert templates.find(pg16_install, argv) is None
+    assert [path.name for path in templates.root.iterdir()] == []
+
+    (data / "base" / "planted").unlink()
+    templates.keep(pg16_install, argv, data, wal, "clean")
+    kept = templates.find(pg16_install, argv)
+    assert kept is not None and kept.made_for_job == "clean"
+    assert (kept.data_dir / "pg_wal").is_dir() and not (kept.data_dir / "pg_wal").is_symlink()
+    assert (kept.data_dir / "pg_wal" / "000000010000000000000001").stat().st_size == 64
+
+
 def test_what_a_killed_agent_left_while_keeping_a_template_goes_with_the_next_keep(
     templates, pg16_install, os_user, cluster_root
 ):

@@ -46,10 +46,10 @@ ABANDONED_AFTER_S = 3600
 
 @dataclass(frozen=True)
 class Template:
-    """A kept initdb data directory and what made it."""
+    """A kept initdb data directory and the job whose initdb made it (its argv is in the
+    template's ABOUT_FILE, for people reading the cache)."""
 
     data_dir: Path
-    argv: list[str]
     made_at: str
     made_for_job: str
 
@@ -97,9 +97,7 @@ class TemplateStore:
             about = json.loads((directory / ABOUT_FILE).read_text())
         except FileNotFoundError:
             return None
-        return Template(
-            directory / DATA_DIR, about["argv"], about["made_at"], about["made_for_job"]
-        )
+        return Template(directory / DATA_DIR, about["made_at"], about["made_for_job"])
 
     def keep(
         self, install: Install, argv: list[str], data_dir: Path, wal_dir: Path | None, job_id: str

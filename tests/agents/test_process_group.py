@@ -2,7 +2,6 @@
 
 import math
 import re
-import statistics
 
 import pytest
 
@@ -52,18 +51,19 @@ def test_two_processes_in_one_point_sum_what_each_printed(config, progress: bool
     # From the log: the seconds both processes' logs had passed while they ran, as kept.
     assert live == kept[: len(live)]
     assert [t for t, _ in kept] == [float(n + 1) for n in range(int(point["seconds"]))]
-    # Both processes are in the timeline: a process missing throughout would leave each
-    # second a third or two thirds short of what both printed, so the best second is
-    # checked. Any one second may fall short on a busy machine (an edge second while
-    # clients connect; the middle one 19 % short once under three test workers), and
-    # what pgbench printed averages those dips in, so no second stands for the run.
-    # None counted twice: the seconds' mean is not above what both printed.
+    # Both processes in it, neither twice: the kept seconds hold the transactions both ran
+    # (all but those of the cut last second, a few percent). A missing process would leave
+    # a third or two thirds of them out, a doubled one add as many. Rates are not
+    # compared: under the suite's load a point's rate moves by tens of percent from one
+    # second to the next, so one second (the middle one 19 % under what both printed in
+    # a CI run) or all three (17 % under it in another) may miss the printed tps.
     lines = sum(second["sampled"] for second in point["progress"])
+    in_seconds = sum(tps for _, tps in kept)  # each line covers one second
     tolerance = 4 / math.sqrt(lines) + 0.1
-    best_tps = max(tps for _, tps in kept)
-    mean_tps = statistics.mean(tps for _, tps in kept)
-    assert best_tps > point["tps"] * (1 - tolerance), "both processes in the timeline"
-    assert mean_tps < point["tps"] * (1 + tolerance), "no process counted twice"
+    assert abs(in_seconds / point["transactions"] - 1) < tolerance, (
+        in_seconds,
+        point["transactions"],
+    )
 
 
 def test_vacuum_all_puts_v_on_the_command_line(config):

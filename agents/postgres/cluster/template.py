@@ -56,9 +56,9 @@ class Template:
     def note(self) -> str:
         """How a cluster copied from this template came to be, for the job's command list."""
         return (
-            f"not run for this job: its data directory is a copy of what this initdb "
-            f"made for job {self.made_for_job} on {self.made_at}, with the same binaries "
-            "and options (agents/postgres/cluster/template.py)"
+            "not run for this job: its data directory is a copy of the output of this "
+            f"initdb run on this host on {self.made_at} (job {self.made_for_job}) with the "
+            "same binaries and options (agents/postgres/cluster/template.py)"
         )
 
 

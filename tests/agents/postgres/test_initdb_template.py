@@ -58,7 +58,7 @@ def test_the_first_cluster_runs_initdb_and_the_next_copy_its_output_and_start(
     # The argv is this cluster's own (its directories), as the reproduce script runs it.
     assert argv[argv.index("-D") + 1] == str(second.data_dir)
     assert argv[argv.index("--waldir") + 1] == str(second.wal_dir)
-    assert f"made for job {first.job_id}" in note and "not run for this job" in note
+    assert f"(job {first.job_id})" in note and "not run for this job" in note
     assert not second.job_dir.exists() and not second.wal_container.exists()
 
 

@@ -1,8 +1,10 @@
 """initdb's output kept per binaries, copied into each new cluster instead of running initdb.
 
 initdb runs the whole catalogue's bootstrap; copying the 38 MB and 1,000 files it
-writes is cheaper: on a 2-core VM (docs/benchmarks.md) 0.07 s against initdb's 0.31 s
-when quiet, 0.86 s against 1.24 s with both CPUs busy. Every job
+writes is cheaper, though not by much where the disk is still writing back the last
+cluster: on a 2-core VM (docs/benchmarks.md) 0.07 s against initdb's 0.31 s in a
+quiet loop, 0.86 s against 1.24 s with both CPUs busy, 0.9 to 1.05 s against 1.05 to
+1.15 s inside jobs, 0.82 s against 1.61 s for an unoptimised build. Every job
 makes a throw-away cluster (every round of an adaptive experiment, every step of a
 bisection), so the first initdb with given binaries and options is kept, and later
 clusters get a copy of it.
@@ -11,7 +13,8 @@ A template is exactly one initdb's data directory, taken before the server ever
 started and before the agent added its own configuration: nothing a job sent has
 reached it. It is keyed by everything initdb's output depends on here: its argv (the
 data and WAL directories aside), the binaries (path, size, modification time, inode of
-`postgres` and `initdb`) and the time zone initdb writes into postgresql.conf. A copy
+`postgres` and `initdb`) and the time zone initdb writes into postgresql.conf (`TZ`, or
+the zone /etc/localtime links to). A copy
 differs from a fresh initdb only in the system identifier and file times.
 
 Templates live where the install's own cache lives (a source build keeps its own
@@ -20,7 +23,6 @@ writes them, and a template is moved into place whole (renamed), so a second age
 sharing the cache never sees a half-written one.
 """
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -32,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.postgres.cluster.markers import MARKER, ClusterMarker
 from agents.postgres.installs.inventory import Install
 
 logger = logging.getLogger(__name__)
@@ -41,7 +44,8 @@ ABOUT_FILE = "template.json"
 DATA_DIR = "data"
 # The options whose value is a path of this job, not part of the template's identity.
 JOB_PATH_OPTIONS = ("-D", "--waldir", "--xlogdir")
-ABANDONED_AFTER_S = 3600
+# Where initdb finds the host's time zone when TZ is not set.
+LOCALTIME = "/etc/localtime"
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class Template:
 def template_key(install: Install, argv: list[str]) -> str:
     """What makes two initdb runs write the same data directory, as a short hash."""
     identity: list[object] = [install.version_num, str(install.bindir.resolve())]
-    identity += [_options(argv), os.environ.get("TZ")]
+    identity += [_options(argv), os.environ.get("TZ"), os.path.realpath(LOCALTIME)]
     for program in ("postgres", "initdb"):
         status = install.program(program).stat()
         identity += [program, status.st_size, status.st_mtime_ns, status.st_ino]
@@ -113,6 +117,7 @@ class TemplateStore:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._remove_abandoned_work()
         work = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{final.name}."))
+        ClusterMarker.for_this_process(job_id).write(work)
         try:
             data = work / DATA_DIR
             shutil.copytree(data_dir, data, symlinks=True, ignore=_wal_at_top(data_dir))
@@ -126,18 +131,23 @@ class TemplateStore:
             about = {"argv": argv, "made_at": made_at, "made_for_job": job_id}
             (work / ABOUT_FILE).write_text(json.dumps(about))
             os.rename(work, final)
+            (final / MARKER).unlink()
         except OSError:
             shutil.rmtree(work, ignore_errors=True)
             if not final.exists():  # not kept by another process meanwhile
                 raise
 
     def _remove_abandoned_work(self) -> None:
-        """Remove what a process killed while keeping a template left (hours old: a
-        live one takes a second)."""
+        """Remove what a process killed while keeping a template left: work directories
+        whose creating process is gone (the marker of agents/postgres/cluster/markers.py).
+        A miss after such a kill keeps the template again, so the next keep finds them."""
         for work in self.root.glob(".*"):
-            with contextlib.suppress(FileNotFoundError):
-                if time.time() - work.stat().st_mtime > ABANDONED_AFTER_S:
-                    shutil.rmtree(work, ignore_errors=True)
+            marker = ClusterMarker.read(work) if work.is_dir() else None
+            if marker is not None and not marker.owner_alive():
+                logger.warning(
+                    "removing %s: process %s that made it is gone", work, marker.owner_pid
+                )
+                shutil.rmtree(work, ignore_errors=True)
 
 
 def copy_template(template: Template, data_dir: Path, wal_dir: Path | None) -> None:

@@ -5,18 +5,22 @@ import dataclasses
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.cluster.template import ABANDONED_AFTER_S, TemplateStore, template_key
+from agents.postgres.cluster.markers import ClusterMarker
+from agents.postgres.cluster.template import TemplateStore, template_key
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import OsUser
 from tests.agents.conftest import unique_job_id
 from tests.agents.jobs import run, small_spec
 
 Step = tuple[str, list[str], int | None, str | None]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -134,23 +138,53 @@ def test_links_are_never_followed_and_output_holding_one_is_not_kept(
     assert (kept.data_dir / "pg_wal" / "000000010000000000000001").stat().st_size == 64
 
 
-def test_what_a_killed_agent_left_while_keeping_a_template_goes_with_the_next_keep(
-    templates, pg16_install, os_user, cluster_root
+# Keeps a template in another process that stops just before the rename, where a kill
+# leaves the most behind: the whole copy in its work directory.
+KEEP_IN_A_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from agents.postgres.cluster.template import TemplateStore
+from agents.postgres.installs.inventory import Install
+root, bindir, data = (Path(arg) for arg in sys.argv[1:4])
+def held(source, target):
+    print("holding", flush=True)
+    signal.pause()
+os.rename = held
+install = Install("16.15", 16, "prebuilt", bindir, "", "")
+TemplateStore(root).keep(install, [str(bindir / "initdb"), "-D", str(data)], data, None, "killed")
+"""
+
+
+def test_what_an_agent_killed_while_keeping_a_template_left_goes_with_the_next_keep(
+    templates, pg16_install, os_user, cluster_root, tmp_path
 ):
-    templates.root.mkdir(parents=True)
-    abandoned = templates.root / ".0123.abandoned"
-    (abandoned / "data").mkdir(parents=True)
-    hours_ago = abandoned.stat().st_mtime - ABANDONED_AFTER_S - 60
-    os.utime(abandoned, (hours_ago, hours_ago))
-    fresh = templates.root / ".4567.in-progress"
-    fresh.mkdir()
-    cluster, _ = cluster_with(templates, pg16_install, os_user, cluster_root)
+    data = tmp_path / "data"
+    (data / "pg_wal").mkdir(parents=True)
+    (data / "PG_VERSION").write_text("16\n")
+    argv = [str(templates.root.parent), str(pg16_install.bindir), str(data)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", KEEP_IN_A_CHILD, *argv], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "holding\n"
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    left = list(templates.root.glob(".*"))
+    (abandoned,) = left
+    live = templates.root / ".live.work"
+    live.mkdir()
+    ClusterMarker.for_this_process("live").write(live)
+
+    cluster, steps = cluster_with(templates, pg16_install, os_user, cluster_root)
     try:
         cluster.initdb()
     finally:
         cluster.destroy()
 
-    assert not abandoned.exists() and fresh.exists()
+    assert not abandoned.exists(), "the killed process's work is removed"
+    assert live.exists(), "a live process's work stays"
+    assert templates.find(pg16_install, steps[0][1]) is not None
 
 
 def test_a_jobs_second_run_copies_initdbs_output_and_starts_once_with_its_settings(config):

@@ -1,8 +1,10 @@
 // Live run page: follows the run's Server-Sent Events and extends the
 // server-built figures in place. Points are laid end to end on one time axis
-// with a gap between them, the same rule as runs/charts.py timeline_xs.
+// with a gap between them, the same rule as runs/charts/timelines.py.
 
 const head = document.getElementById("run-head");
+// The run states after which nothing changes (Run.FINAL_STATES).
+const FINAL_STATES = ["succeeded", "failed", "cancelled"];
 
 class Timeline {
   // Tracks where the next sample of each series goes on the shared time axis.
@@ -50,6 +52,8 @@ function setStatus(data) {
   badge.textContent = data.status;
   badge.className = `badge ${data.status}`;
   document.getElementById("run-step").textContent = data.step ? `Step: ${data.step}` : "";
+  // A final run cannot be cancelled: its button goes as soon as the stream says so.
+  if (FINAL_STATES.includes(data.status)) document.getElementById("run-cancel")?.remove();
 }
 
 function addResultRow(data) {

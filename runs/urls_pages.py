@@ -55,7 +55,9 @@ urlpatterns = [
         name="run-profile-folded",
     ),
     path("experiments/", experiments.experiment_list, name="experiment-list"),
-    path("experiments/new", experiments.schedule, name="schedule"),
+    path("schedule/", experiments.schedule, name="schedule"),
+    # The form's first address, kept for bookmarks and links already sent.
+    path("experiments/new", experiments.schedule, name="schedule-first-address"),
     path("experiments/<int:pk>/", experiments.experiment_detail, name="experiment-detail"),
     path("experiments/<int:pk>/start", experiments.experiment_start, name="experiment-start"),
     path(

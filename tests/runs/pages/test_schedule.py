@@ -165,3 +165,11 @@ def test_review_first_in_rounds_counts_a_cluster_setup_per_repeat(signed_in, cat
 def test_what_the_check_could_not_cover_is_said_after_scheduling(signed_in, catalogue):
     response = signed_in.post(reverse("schedule"), form_data(catalogue, review="1"), follow=True)
     assert "the agent validates the rest" in response.content.decode()
+
+
+@pytest.mark.parametrize("path", ["/schedule/", "/experiments/new"])
+def test_the_schedule_form_answers_at_its_name_and_at_its_first_address(signed_in, path):
+    page = signed_in.get(f"{path}?preset=smoke").content.decode()
+    assert 'id="schedule-form"' in page and 'name="clients"' in page
+    assert re.search(r'<a href="/schedule/" class="active">Schedule</a>', page)
+    assert reverse("schedule") == "/schedule/"

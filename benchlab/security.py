@@ -1,9 +1,9 @@
 """What the web tier shows and allows, beyond Django's own security middleware.
 
 - `ContentSecurityPolicy`: the CSP header on every response (settings
-  CONTENT_SECURITY_POLICY; the API docs page also loads Swagger UI from its
-  CDN, CONTENT_SECURITY_POLICY_API_DOCS). Scripts come from the lab's own
-  static files only: no inline script, no eval.
+  CONTENT_SECURITY_POLICY). Scripts come from the lab's own static files only
+  (the API docs' Swagger UI too, from drf-spectacular-sidecar): no inline
+  script, no eval, nothing from another host.
 - `RedactingReporterFilter`: error reports (and the debug page, with
   DEBUG on) mask URL passwords (REDIS_URL, DATABASE_URL, CELERY_BROKER_URL)
   beside what Django already hides.
@@ -24,7 +24,6 @@ from agents.contract.redaction import redact_text
 from runs.api.errors import error_body
 
 CSP_HEADER = "Content-Security-Policy"
-API_DOCS_PATH = "/api/docs/"
 
 
 class ContentSecurityPolicy:
@@ -36,12 +35,7 @@ class ContentSecurityPolicy:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if CSP_HEADER not in response:
-            docs = request.path.startswith(API_DOCS_PATH)
-            policy = (
-                settings.CONTENT_SECURITY_POLICY_API_DOCS if docs
-                else settings.CONTENT_SECURITY_POLICY
-            )  # fmt: skip
-            response[CSP_HEADER] = policy
+            response[CSP_HEADER] = settings.CONTENT_SECURITY_POLICY
         return response
 
 

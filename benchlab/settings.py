@@ -159,6 +159,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "runs",
 ]
@@ -286,6 +287,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from the pinned drf-spectacular-sidecar package, served as the lab's own
+    # static files: the docs page works without internet and loads nothing from elsewhere.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Redis: the Celery broker and the event stream agents append to.
@@ -409,16 +415,11 @@ X_FRAME_OPTIONS = "DENY"
 # Preloading is a request to browser vendors that only a domain's owner can make.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD or not SECURE_HSTS_SECONDS else ["security.W021"]
 
-# Content-Security-Policy (benchlab.security): scripts from the lab's own files
-# only; styles may be inline (plotly.js styles its charts so). The API docs page
-# loads Swagger UI from its CDN.
-_CSP_BASE = (
+# Content-Security-Policy (benchlab.security): every page, the API docs included, loads
+# scripts from the lab's own files only; styles may be inline (plotly.js and Swagger UI
+# style their elements so).
+CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
-    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
-)
-CONTENT_SECURITY_POLICY = f"{_CSP_BASE}; script-src 'self'; style-src 'self' 'unsafe-inline'"
-_SWAGGER_CDN = "https://cdn.jsdelivr.net"
-CONTENT_SECURITY_POLICY_API_DOCS = (
-    _CSP_BASE.replace("img-src 'self'", f"img-src 'self' {_SWAGGER_CDN}")
-    + f"; script-src 'self' {_SWAGGER_CDN}; style-src 'self' 'unsafe-inline' {_SWAGGER_CDN}"
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "script-src 'self'; style-src 'self' 'unsafe-inline'"
 )

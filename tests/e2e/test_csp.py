@@ -1,6 +1,8 @@
 """The pages under the lab's Content-Security-Policy in a real browser: charts drawn,
-filters submitted, and no violation reported. (Swagger UI comes from its CDN, out of
-reach here: tests/runs/security checks its page has no inline script.)"""
+filters submitted, the API docs drawn from the lab's own files, no violation reported and
+no request to another host."""
+
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -20,6 +22,17 @@ def test_the_pages_work_under_the_content_security_policy(signed_in_page, web):
         ),
     )
     page.on("pageerror", lambda error: violations.append(str(error)))
+    lab_host = urlsplit(web.url).netloc
+    elsewhere: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            elsewhere.append(request.url)
+            if urlsplit(request.url).scheme in ("http", "https")
+            and urlsplit(request.url).netloc != lab_host
+            else None
+        ),
+    )
     run = finished_run([(1, 1, 1234.5678, 0.8101), (2, 1, 2345.25, 0.8529)])
 
     page.goto(f"{web.url}/runs/{run.pk}/")
@@ -27,5 +40,8 @@ def test_the_pages_work_under_the_content_security_policy(signed_in_page, web):
     page.goto(f"{web.url}/")
     page.select_option("select[name=status]", "succeeded")
     expect(page).to_have_url(f"{web.url}/?status=succeeded&host=")
+    page.goto(f"{web.url}/api/docs/")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("BenchLab API")
 
     assert violations == []
+    assert elsewhere == []

@@ -19,7 +19,7 @@ CACHE = Path("/var/cache/benchlab-tests/bisect")
 POSTGRES_C = "src/backend/tcop/postgres.c"
 ANCHOR = "\tpgstat_report_activity(STATE_RUNNING, query_string);\n"
 # Spins once per statement at -O0. What an iteration costs depends on the machine, so
-# read the change step 0 measures (docs/benchmarks.md): on one 2-vCPU VM 2,000,000 took
+# read the change step 0 measures (docs/benchmarks-archive.md): on one 2-vCPU VM 2,000,000 took
 # select-only at 1 client from 8,900 to 1,730 tps (-81 %; about -93 % on a busy one) and
 # 25,000 made about -5 %; on another (2026-11-27, evening) 25,000 made -37 % at 1 client
 # and 2,200 about -4 % at 2 clients. 500,000 (-69 % busy) was too near the spread of 2 s

@@ -1,7 +1,7 @@
 """A bisection step's placement (runs/inference/levels.py through judge_between),
 calibrated by simulation at this machine's spread: a commit either at good's level or
 at the bad ref's, 5 % apart, rounds of 10 s select-only points spreading by 4.5 % (log
-sd; docs/benchmarks.md, "A 5 % regression on 64 commits"), looks after 3, 6, ... and 96
+sd; docs/benchmarks-archive.md, "A 5 % regression on 64 commits"), looks after 3, 6, ... and 96
 rounds. Wrong placements stay within the odds' 5 % plus two binomial standard errors,
 with the change known exactly and with it measured as step 0 leaves it (its standard
 error CHANGE_PRECISION of the change); nearly every step is decided, in at most half

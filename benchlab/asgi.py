@@ -1,9 +1,16 @@
-"""ASGI entry point (uvicorn benchlab.asgi:application); live pages use Server-Sent Events."""
+"""ASGI entry point (uvicorn benchlab.asgi:application); live pages use Server-Sent Events.
+
+Django's own `get_asgi_application`, with the handler that answers a sync view's
+StopIteration instead of hanging (benchlab.view_errors).
+"""
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
+django.setup(set_prefix=False)
 
-application = get_asgi_application()
+from benchlab.view_errors import LabASGIHandler  # noqa: E402  (needs the settings above)
+
+application = LabASGIHandler()

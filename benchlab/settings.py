@@ -176,6 +176,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "benchlab.view_errors.ViewFailureLog",
 ]
 
 ROOT_URLCONF = "benchlab.urls"

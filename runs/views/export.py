@@ -158,11 +158,15 @@ def seconds_by_point(runs: list[Run]) -> dict[tuple[int, int], list[ProgressSamp
 def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[str]:
     """The codes of a point's own warnings, then those of its cell and run, once each.
 
-    `cell` is the run standing for the point's cell (runs/analysis/cells.py).
+    `cell` is the run standing for the point's cell (runs/analysis/cells.py). A cell
+    may have no row at the point's clients: a re-run of the point's round replaces
+    that round in its cell (queued, running, or ended without points), so the point
+    counts in no cell's statistics and carries only its own warnings.
     """
-    row = next(r for r in table.rows if r.run.pk == cell.pk and r.clients == result.clients)
+    row = next((r for r in table.rows if r.run.pk == cell.pk and r.clients == result.clients), None)
     own = table.point_warnings.get((result.run_id, result.index), [])
-    return list(dict.fromkeys([w.code for w in own] + row.warning_codes))
+    cell_codes = row.warning_codes if row is not None else []
+    return list(dict.fromkeys([w.code for w in own] + cell_codes))
 
 
 def _json_body(

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def free_port() -> int:
 class Web:
     """uvicorn serving the ASGI app on the test database."""
 
-    def __init__(self, log_dir: Path, extra_env: dict[str, str]):
+    def __init__(self, log_dir: Path, extra_env: dict[str, str], args: Sequence[str] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log_dir / "web.log"
@@ -61,7 +62,7 @@ class Web:
         env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "benchlab.asgi:application",
-             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args],
             cwd=REPO, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         wait_for(self._accepting, 90, "uvicorn to accept connections", self.logs)

@@ -70,8 +70,13 @@ class HostViewSet(
     mixins.UpdateModelMixin,
     viewsets.GenericViewSet[Host],
 ):
-    """Hosts as their agents registered them; people may edit notes and labels."""
+    """Hosts as their agents registered them; staff edit notes and labels.
 
+    A host has no owner, so the rule of every other object (its owner or staff,
+    runs.services.access.permissions) leaves changes to staff, as the host pages do.
+    """
+
+    permission_classes = [OwnerOrStaffMayChange]
     queryset = Host.objects.prefetch_related(
         Prefetch("storage_targets", queryset=StorageTarget.objects.order_by("name"))
     )

@@ -14,7 +14,7 @@ from agents.contract.errors import Cancelled
 from benchlab.celery import app
 from runs.contract import transport
 from runs.contract.transport import CONTROL_QUEUE
-from runs.models import Host, Run
+from runs.models import Experiment, Host, Run
 from runs.services.access.permissions import AnyUser
 from runs.services.adaptive import adaptive_step_after_commit
 from runs.services.errors import Conflict
@@ -28,6 +28,9 @@ from runs.services.validation import check_job_spec
 logger = logging.getLogger(__name__)
 
 DIGEST_TASK = "runs.tasks.digest_build"
+# What the experiment of another user's re-run does not take from the original's.
+NOT_COPIED = {"id", "name", "description", "created_by", "created_at", "storage_layouts"}
+NOT_COPIED |= {"repeats", "adaptive", "adaptive_state"}
 
 
 def run_mark_running(run: Run, when: datetime | None = None) -> bool:
@@ -117,8 +120,11 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
 
 
 @retry_on_conflict
-def run_rerun(run: Run, user: User) -> Run:
+def run_rerun(run: Run, user: User | None) -> Run:
     """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.
+
+    It goes into the run's experiment when `user` owns that experiment (or is None,
+    the lab itself), else into a new experiment of `user`'s (`_experiment_of_rerun`).
 
     Raises Conflict for an imported run (there is no job to send again) and when
     the run's host is not approved (any more): only an approved agent shares a
@@ -136,21 +142,60 @@ def run_rerun(run: Run, user: User) -> Run:
     spec, _notes = check_job_spec(definition)
     with transaction.atomic():
         require_queue_room(user, 1)
+        experiment = run.experiment
+        if user is not None and user.pk != experiment.created_by_id:
+            experiment = _experiment_of_rerun(run, user)
+        in_place = experiment.pk == run.experiment_id
         rerun = Run.objects.create(
-            experiment=run.experiment,
+            experiment=experiment,
             host=run.host,
             build=run.build,
             config_profile=run.config_profile,
             workload=run.workload,
             storage_data=run.storage_data,
             storage_wal=run.storage_wal,
-            position=run.position,
-            cell=run.cell,
-            round=run.round,
+            position=run.position if in_place else 0,
+            cell=run.cell if in_place else 0,
+            round=run.round if in_place or run.round is None else 1,
             rerun_of=run,
             created_by=user,
             client_host=run.client_host,
         )
         run_dispatch(rerun, spec)
-    logger.info("run %s: re-run of %s queued by %s", rerun.pk, run.pk, user)
+    logger.info(
+        "run %s: re-run of %s queued by %s in experiment %s",
+        rerun.pk,
+        run.pk,
+        user,
+        rerun.experiment_id,
+    )
     return rerun
+
+
+def _experiment_of_rerun(run: Run, user: User) -> Experiment:
+    """A new experiment of `user`'s holding only the re-run of `run`, with its definition.
+
+    A re-run goes into its experiment for that experiment's owner only: in rounds a
+    re-run replaces the round it repeats in its cell's statistics (runs/analysis/cells.py),
+    which nobody else may change. It is one cell of one round (a run in rounds), or
+    every repeat (in blocks); never adaptive.
+    """
+    original = run.experiment
+    copied = {
+        field.attname: getattr(original, field.attname)
+        for field in Experiment._meta.concrete_fields
+        if field.name not in NOT_COPIED
+    }
+    experiment = Experiment.objects.create(
+        **copied,
+        name=f"Re-run of run #{run.pk}",
+        description=f"Run #{run.pk} of experiment #{original.pk} ({original.name}) again.",
+        created_by=user,
+        storage_layouts=[{"data": run.storage_data, "wal": run.storage_wal or None}],
+        repeats=1 if run.round is not None else original.repeats,
+    )
+    experiment.hosts.set([run.host])
+    experiment.builds.set([run.build])
+    experiment.config_profiles.set([run.config_profile])
+    experiment.workloads.set([run.workload])
+    return experiment

@@ -262,7 +262,9 @@ def test_share_link_needs_exactly_one_target(api_client):
     assert response.status_code == 400
 
 
-def test_host_notes_and_labels_are_editable_but_facts_are_not(api_client):
+def test_host_notes_and_labels_are_editable_by_staff_but_facts_are_not(api_client, user):
+    user.is_staff = True
+    user.save()
     host = HostFactory(facts={"cpu": {"count": 2}})
 
     response = api_client.patch(
@@ -278,6 +280,21 @@ def test_host_notes_and_labels_are_editable_but_facts_are_not(api_client):
         ["write-through"],
         {"cpu": {"count": 2}},
     )
+
+
+def test_a_plain_user_may_read_a_host_but_not_change_its_notes_or_labels(api_client):
+    host = HostFactory(notes="RAID1", labels=["write-through"])
+
+    read = api_client.get(f"/api/hosts/{host.pk}/")
+    response = api_client.patch(
+        f"/api/hosts/{host.pk}/", {"notes": "", "labels": ["fast"]}, format="json"
+    )
+
+    assert read.status_code == 200
+    assert response.status_code == 403
+    assert "staff" in response.json()["error"]["message"]
+    host.refresh_from_db()
+    assert (host.notes, host.labels) == ("RAID1", ["write-through"])
 
 
 def test_schema_endpoint_serves_a_valid_openapi_document(api_client, tmp_path):

@@ -169,6 +169,27 @@ def test_anyone_signed_in_may_rerun_and_owns_the_new_run(owner, other, lab_redis
     assert Run.objects.get(pk=response.json()["id"]).created_by == other
 
 
+def test_a_rerun_by_another_user_goes_into_a_new_experiment_of_theirs(owner, other, lab_redis):
+    original = services.experiment_start(
+        ExperimentFactory(created_by=owner, execution="rounds", repeats=2), owner
+    )
+    second_round = next(run for run in original if run.round == 2)
+    Run.objects.filter(pk=second_round.pk).update(status=Run.Status.SUCCEEDED)
+
+    response = client_for(other).post(f"/api/runs/{second_round.pk}/rerun/")
+    by_owner = services.run_rerun(second_round, owner)
+
+    rerun = Run.objects.get(pk=response.json()["id"])
+    assert rerun.experiment != second_round.experiment
+    assert rerun.experiment.created_by == other
+    assert list(rerun.experiment.runs.all()) == [rerun]
+    assert (rerun.cell, rerun.round, rerun.rerun_of) == (0, 1, second_round)
+    assert list(rerun.experiment.hosts.all()) == [second_round.host]
+    assert rerun.experiment.execution == "rounds" and rerun.experiment.repeats == 1
+    assert by_owner.experiment == second_round.experiment, "the owner's stays in place"
+    assert second_round.experiment.runs.count() == 3
+
+
 def test_a_non_owner_cannot_revoke_a_share_link(owner, other):
     link = services.share_link_create(owner, ExperimentFactory(created_by=owner))
 

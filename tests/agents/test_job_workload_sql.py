@@ -1,10 +1,11 @@
 """Workload SQL runs without superuser rights: real PostgreSQL 16, real pgbench, whole jobs.
 
 What plainly needs superuser (COPY ... PROGRAM, COPY to or from a server
-file) is refused before provisioning; what hides from the text check (DO
-blocks, EXECUTE) is refused by the server because the workload's role lacks
-the right, and the error names the statement and says why. Either way
-nothing appears on the host. An agent whose local config allows superuser SQL
+file, also inside a DO block or built by EXECUTE) is refused before
+provisioning; what hides from the text check (a privileged function called by
+name) is refused by the server because the workload's role lacks the right,
+and the error names the statement and says why. Either way nothing appears on
+the host. An agent whose local config allows superuser SQL
 runs the same statement.
 """
 
@@ -95,10 +96,27 @@ HIDDEN = {
 
 
 @pytest.mark.parametrize("hidden", HIDDEN.values(), ids=HIDDEN.keys())
-def test_copy_hidden_in_setup_sql_fails_naming_the_statement_and_the_role(
-    config, target, hidden
-) -> None:
+def test_copy_hidden_in_a_do_block_is_refused_before_provisioning(config, target, hidden) -> None:
     setup_sql = "CREATE TABLE t (x text);\n" + hidden.format(target=target) + ";\n"
+
+    result, _ = run(one_point(dataset={"setup_sql": setup_sql}), config)
+
+    assert result["error"]["code"] == "refused_sql"
+    assert result["error"]["field"] == "dataset.setup_sql"
+    message = result["error"]["message"]
+    assert message.startswith("statement 2 (line 2) `DO $$ BEGIN EXECUTE")
+    assert "builds through EXECUTE a COPY that" in message
+    assert result["install"] is None and result["steps"] == []
+    assert not target.exists()
+
+
+# What the text check cannot see (a function reading a server file, called by name)
+# the server refuses: the workload's role lacks the privilege.
+READ_SERVER_FILE = "DO $$ BEGIN PERFORM pg_read_file('/etc/hostname'); END $$"
+
+
+def test_a_privileged_call_in_setup_sql_fails_naming_the_statement_and_the_role(config) -> None:
+    setup_sql = f"CREATE TABLE t (x text);\n{READ_SERVER_FILE};\n"
 
     result, _ = run(one_point(dataset={"setup_sql": setup_sql}), config)
 
@@ -107,31 +125,27 @@ def test_copy_hidden_in_setup_sql_fails_naming_the_statement_and_the_role(
     assert result["error"]["category"] == "user"
     assert result["error"]["field"] == "dataset.setup_sql"
     message = result["error"]["message"]
-    assert message.startswith("setup SQL statement 2 (line 2) `DO $$ BEGIN EXECUTE")
+    assert message.startswith("setup SQL statement 2 (line 2) `DO $$ BEGIN PERFORM")
     assert "permission denied" in message or "must be superuser" in message
     assert "non-superuser role benchlab_workload" in message
     assert "allow superuser SQL" in message
     assert result["points"] == []
-    assert not target.exists()
 
 
-def test_copy_hidden_in_a_script_fails_naming_the_script_command_and_the_role(
-    config, target
+def test_a_privileged_call_in_a_script_fails_naming_the_script_command_and_the_role(
+    config,
 ) -> None:
-    script = (
-        f"DO $$ BEGIN EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'cat > {target}'); END $$;\n"
-    )
+    script = "SELECT pg_read_file('/etc/hostname');\n"
 
     result, _ = run(one_point(workload=custom(script)), config)
 
     assert result["error"]["code"] == "refused_sql"
     assert result["error"]["field"] == "workload.scripts[0].text"
     message = result["error"]["message"]
-    assert message.startswith("script 'sneaky' command 1 `DO $$ BEGIN EXECUTE format(")
-    assert "external program" in message and "benchlab_workload" in message
+    assert message.startswith("script 'sneaky' command 1 `SELECT pg_read_file(")
+    assert "pg_read_file" in message and "benchlab_workload" in message
     # The short calibration run before the first point met the refusal: no point was measured.
     assert result["points"] == [] and "failed_point" not in result
-    assert not target.exists()
 
 
 def test_the_agent_config_allowing_superuser_sql_runs_the_same_statements_in_the_sandbox(

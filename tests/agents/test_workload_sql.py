@@ -137,9 +137,101 @@ def test_the_agent_config_allowing_superuser_sql_lets_it_through() -> None:
     check_workload_sql(spec, allow_superuser_sql=True)
 
 
-def test_a_copy_hidden_in_a_do_block_passes_the_text_check() -> None:
-    spec = spec_with("DO $$ BEGIN EXECUTE 'COPY t FROM PROGRAM ''id'''; END $$;")
-    check_workload_sql(spec, allow_superuser_sql=False)
+HIDDEN_COPIES = {
+    "literal": "DO $$ BEGIN EXECUTE 'COPY t FROM PROGRAM ''id'''; END $$",
+    "single-quoted body": "DO 'BEGIN EXECUTE ''COPY t FROM PROGRAM ''''id''''''; END'",
+    "static in the body": "DO $$ BEGIN IF true THEN COPY t FROM PROGRAM 'id'; END IF; END $$",
+    "nested": "DO $a$ BEGIN EXECUTE $b$ DO $c$ BEGIN EXECUTE 'COPY t TO ''/x'''; END $c$ $b$;"
+    " END $a$",
+    "concatenated": "DO $$ BEGIN EXECUTE 'COPY t FROM PRO' || 'GRAM ''id'''; END $$",
+    "format": "DO $$ BEGIN EXECUTE format('COPY t FROM %s %L', 'PROGRAM', 'id'); END $$",
+    "format positions": "DO $$ BEGIN EXECUTE format('%2$s t FROM %1$s ''id''', 'program', "
+    "'COPY'); END $$",
+    "chr": "DO $$ BEGIN EXECUTE 'COPY t FROM ' || chr(80) || 'ROGRAM ''id'''; END $$",
+    "chr in concat": "DO $$ BEGIN EXECUTE concat(chr(67), 'OPY t FROM ', upper('program'), "
+    "' ''id'''); END $$",
+    "escaped": "DO $$ BEGIN EXECUTE E'\\x43OPY t FROM PROGRAM \\'id\\''; END $$",
+    "unicode escapes": "DO $$ BEGIN EXECUTE U&'\\0043OPY t FROM PROGRAM ''id'''; END $$",
+    "function body": "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+    "EXECUTE 'COPY t FROM PROGRAM ''id'''; END $$",
+    "file write": "DO $$ BEGIN EXECUTE format('COPY t TO %L', '/tmp/x'); END $$",
+}
+
+
+@pytest.mark.parametrize("sql", HIDDEN_COPIES.values(), ids=HIDDEN_COPIES.keys())
+def test_a_copy_hidden_in_a_do_block_function_or_execute_is_refused(sql: str) -> None:
+    spec = spec_with(f"CREATE TABLE t (x text);\n{sql};")
+
+    with pytest.raises(JobError) as refused:
+        check_workload_sql(spec, allow_superuser_sql=False)
+
+    assert refused.value.code == "refused_sql"
+    assert refused.value.field == "dataset.setup_sql"
+    message = refused.value.message
+    assert message.startswith("statement 2 (line 2) `"), message
+    assert "on the benchmark host (COPY ..." in message
+    assert "runs as a role without superuser rights" in message
+
+
+UNREADABLE = {
+    "a variable": "DO $$ DECLARE c text := 'COPY t FROM PROGRAM ''id'''; BEGIN EXECUTE c; END $$",
+    "a copy's target": "DO $$ DECLARE w text := 'PROGRAM'; BEGIN EXECUTE 'COPY t FROM ' || w"
+    " || ' ''id'''; END $$",
+    "a formatted copy": "DO $$ BEGIN EXECUTE format('COPY t FROM %s', current_setting('x'));"
+    " END $$",
+    "a command word": "DO $$ BEGIN EXECUTE format('%s t FROM PROGRAM ''id''', lower(v)); END $$",
+    "a glued command word": "DO $$ BEGIN EXECUTE format('CO%s t', v); END $$",
+    "chr of a value": "DO $$ BEGIN EXECUTE chr(67) || chr(n) || 'PY t FROM PROGRAM ''id'''; END $$",
+    "a built DO block": "DO $$ BEGIN EXECUTE 'DO $b$ BEGIN ' || v || '; END $b$'; END $$",
+}
+
+
+@pytest.mark.parametrize("sql", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_execute_the_check_cannot_read_is_refused_saying_so(sql: str) -> None:
+    with pytest.raises(JobError) as refused:
+        check_workload_sql(spec_with(sql), allow_superuser_sql=False)
+
+    assert refused.value.code == "refused_sql"
+    assert refused.value.field == "dataset.setup_sql"
+    message = refused.value.message
+    assert "known only at run time" in message
+    assert "cannot follow values known only when it runs" in message
+    assert "actual guard" in message, "the message says the check is not the guard"
+
+
+READABLE = {
+    "partitions in a loop": "DO $$ BEGIN FOR i IN 0..3 LOOP EXECUTE format('CREATE TABLE p%s"
+    " PARTITION OF t FOR VALUES WITH (MODULUS 4, REMAINDER %s)', i, i); END LOOP; END $$",
+    "concatenated names": "DO $$ BEGIN EXECUTE 'ANALYZE ' || quote_ident(r.name); END $$",
+    "a static body": "DO $$ BEGIN INSERT INTO t SELECT g FROM generate_series(1, 10) g; END $$",
+    "a copy through the client": "DO $$ BEGIN EXECUTE 'COPY t TO STDOUT'; END $$",
+    "a string about COPY": "DO $$ BEGIN RAISE NOTICE 'COPY t FROM PROGRAM'; END $$",
+    "a grant": "DO $$ BEGIN GRANT EXECUTE ON FUNCTION f() TO PUBLIC; END $$",
+    "a trigger": "CREATE TRIGGER t AFTER INSERT ON t EXECUTE FUNCTION f()",
+    "another language": "DO LANGUAGE plperl $$ my $copy = 'COPY t FROM PROGRAM'; $$",
+    "a function using into": "CREATE FUNCTION n() RETURNS int LANGUAGE plpgsql AS $$ DECLARE"
+    " c int; BEGIN EXECUTE 'SELECT count(*) FROM ' || quote_ident(tg) INTO c; RETURN c;"
+    " END $$",
+}
+
+
+@pytest.mark.parametrize("sql", READABLE.values(), ids=READABLE.keys())
+def test_dynamic_sql_that_plainly_runs_no_server_side_copy_passes(sql: str) -> None:
+    check_workload_sql(spec_with(sql), allow_superuser_sql=False)
+
+
+def test_an_agent_allowing_superuser_sql_runs_dynamic_sql_unread() -> None:
+    check_workload_sql(spec_with(UNREADABLE["a variable"]), allow_superuser_sql=True)
+
+
+def test_a_copy_hidden_in_a_script_names_the_script() -> None:
+    spec = spec_with(script="DO $$ BEGIN EXECUTE format('COPY t TO PROGRAM %L', 'x'); END $$;\n")
+
+    with pytest.raises(JobError) as refused:
+        check_workload_sql(spec, allow_superuser_sql=False)
+
+    assert refused.value.field == "workload.scripts[0].text"
+    assert "runs a program on the benchmark host (COPY ... TO PROGRAM)" in refused.value.message
 
 
 def test_unterminated_setup_sql_is_an_invalid_spec_naming_the_field() -> None:

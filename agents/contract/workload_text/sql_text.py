@@ -27,7 +27,11 @@ STRING_PREFIXES = {"e", "b", "x", "n"}
 
 @dataclass(frozen=True)
 class Token:
-    """`kind` is word, string, identifier (double-quoted), number, symbol or meta."""
+    """`kind` is word, string, identifier (double-quoted), number, symbol or meta.
+
+    A string's value is the text it stands for: quotes undoubled, E'...' and U&'...'
+    escapes decoded (so `E'\\x43OPY'` reads COPY, as the server reads it).
+    """
 
     kind: str
     value: str
@@ -127,16 +131,23 @@ class _Splitter:
         text, end = self.text, word.end()
         prefix = word.group().lower()
         if text.startswith("&'", end) and prefix == "u":
-            self._string(end + 1, backslashes=False)
+            self._string(end + 1, backslashes=False, unicode=True)
         elif end < len(text) and text[end] == "'" and prefix in STRING_PREFIXES:
             self._string(end, backslashes=prefix == "e")
         else:
             self._track_body(word.group().lower())
             self._add("word", word.group(), end)
 
-    def _string(self, pos: int, backslashes: bool) -> None:
+    def _string(self, pos: int, backslashes: bool, unicode: bool = False) -> None:
         end = self._quoted_end(pos, "'", backslashes)
-        self._add("string", self.text[pos + 1 : end - 1], end)
+        raw = self.text[pos + 1 : end - 1]
+        if backslashes:
+            value = decode_backslashes(raw)
+        elif unicode:
+            value = decode_unicode_escapes(raw.replace("''", "'"))
+        else:
+            value = raw.replace("''", "'")
+        self._add("string", value, end)
 
     def _track_body(self, word: str) -> None:
         """psql's rule: semicolons inside a SQL-standard function body do not end it."""
@@ -217,6 +228,39 @@ class _Splitter:
 
     def _line(self, pos: int) -> int:
         return self.text.count("\n", 0, pos) + 1
+
+
+BACKSLASH_ESCAPE = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|([0-7]{1,3})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL
+)
+UNICODE_ESCAPE = re.compile(r"\\(?:\+([0-9A-Fa-f]{6})|([0-9A-Fa-f]{4})|(\\))")
+SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def decode_backslashes(raw: str) -> str:
+    """An E'...' string's text: its backslash escapes decoded, doubled quotes undoubled."""
+
+    def one(escape: re.Match[str]) -> str:
+        hexadecimal, octal, short, long, other = escape.groups()
+        if other is not None:
+            return SIMPLE_ESCAPES.get(other, other)
+        code = int(octal, 8) if octal else int(hexadecimal or short or long, 16)
+        return chr(code) if 0 < code <= 0x10FFFF else ""
+
+    return BACKSLASH_ESCAPE.sub(one, raw.replace("''", "'"))
+
+
+def decode_unicode_escapes(raw: str) -> str:
+    """A U&'...' string's text (the default escape character, a backslash)."""
+
+    def one(escape: re.Match[str]) -> str:
+        long, short, backslash = escape.groups()
+        if backslash:
+            return "\\"
+        code = int(long or short, 16)
+        return chr(code) if 0 < code <= 0x10FFFF else ""
+
+    return UNICODE_ESCAPE.sub(one, raw)
 
 
 def split_statements(text: str, meta_commands: bool = False) -> list[Statement]:

@@ -3,15 +3,19 @@
 Setup SQL and pgbench scripts run as a role without superuser rights
 (agents/postgres/cluster/clients.py, `WORKLOAD_ROLE`): COPY ... PROGRAM and COPY to or
 from a server file would fail there anyway. Refusing them from the text names
-the field and the statement before any provisioning. The text check is a
-courtesy, not the guard: SQL can hide a statement (DO blocks, EXECUTE, a
-function body), and only the role stops those. Both tiers run this check; the
-web tier always as if superuser SQL were not allowed, because only the agent's
-own local configuration can allow it.
+the field and the statement before any provisioning. The check reads the SQL
+that SQL runs too: DO blocks, function bodies and EXECUTE (dynamic_sql.py), and
+refuses an EXECUTE whose command it cannot tell from the text. It is a
+courtesy, not the guard: SQL can still hide a statement from a text check (a
+function called by name, a value read from a table), and only the role, and
+the sandbox the server runs in, stop those. Both tiers run this check; the web
+tier always as if superuser SQL were not allowed, because only the agent's own
+local configuration can allow it.
 """
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec, script_fields
+from agents.contract.workload_text.dynamic_sql import Hidden, hidden_sql
 from agents.contract.workload_text.sql_text import (
     SqlTextError,
     Statement,
@@ -46,12 +50,32 @@ def check_sql_text(
         reason = server_side_copy(statement)
         if reason is not None:
             raise JobError(
-                "refused_sql",
-                f"{describe(statement)} {reason}; workload SQL runs as a role without "
-                "superuser rights, so use COPY ... FROM STDIN / TO STDOUT or generate the "
-                "data in SQL, or run it on an agent whose local config allows superuser SQL",
-                field=field,
+                "refused_sql", f"{describe(statement)} {reason}; {COPY_FIX}", field=field
             )
+        hidden = hidden_sql(statement)
+        if hidden is not None:
+            raise JobError("refused_sql", refusal(statement, hidden), field=field)
+
+
+COPY_FIX = (
+    "workload SQL runs as a role without superuser rights, so use COPY ... FROM STDIN / "
+    "TO STDOUT or generate the data in SQL, or run it on an agent whose local config "
+    "allows superuser SQL"
+)
+UNREADABLE_FIX = (
+    "this early check reads the SQL's text and cannot follow values known only when it "
+    "runs, so it refuses such SQL (the lab always, an agent unless its local config allows "
+    "superuser SQL): write the command as "
+    "a string literal, or build it with format() whose template starts with the command "
+    "(EXECUTE format('CREATE TABLE p%s (id int)', i)); the workload's role and the "
+    "server's sandbox are the actual guard"
+)
+
+
+def refusal(statement: Statement, hidden: Hidden) -> str:
+    """The message for SQL hidden in a statement: what it does, and what to do instead."""
+    fix = UNREADABLE_FIX if hidden.unreadable else COPY_FIX
+    return f"{describe(statement)} {hidden.reason}; {fix}"
 
 
 def read_statements(text: str, field: str, meta_commands: bool = False) -> list[Statement]:

@@ -1,46 +1,44 @@
-"""The counters that moved most between a compared cell and the baseline cell.
+"""The counters that moved between a compared cell and the baseline cell, each a test.
 
-Each counter's per-transaction values over the repeats of both cells are
-compared as the tps verdicts are: the ratio of geometric means with Welch's
-interval on logs (runs/inference/stats.py), its p-value adjusted with the
-cell's other counters (Benjamini-Hochberg). A counter that moved is one whose
-adjusted p is at most FDR_Q and whose change reaches the minimum effect.
+Each counter is compared on its own basis (runs/counters/kinds.py): per
+transaction, or per second of the window for the few that follow the clock. The
+test (runs/counters/evidence.py) is quasi-Poisson on the totals for events both
+sides counted plenty of, Welch's on the logs of the repeats' rates for bytes and
+times, and the exact Poisson test on the two totals where a side counted few
+events or none ("appear", "vanish"): no mover skips its test. Every p-value of the cell sits in one Benjamini-Hochberg
+family; a counter moved when its q is at most FDR_Q and its change reaches the
+minimum effect.
 
-Zeros have no logarithm and a ratio from zero means nothing, so:
-
-- zero in every repeat of the baseline and above zero in every repeat of the
-  cell: the counter *appears*; the other way round it *vanishes*, and reads
-  "0 → 2.1". A zero over n transactions only says the rate is below 3 / n
-  (the 95 % Poisson bound for no event seen, in the counter's unit), so the
-  change is at least the ratio of the other side's mean to that floor; it is
-  ranked by that least ratio beside the others, and left out when the mean does
-  not clear the floor. Two buffer writes in 100,000 transactions appearing then
-  rank below blocks read going from none to two a transaction;
-- zero in some repeats of a side and not in others: not ranked (there is no
-  honest interval for it with a few repeats);
-- zero everywhere: nothing moved.
-
-Every mover is ranked by the size of the change on the log scale (a doubling
-and a halving weigh the same), largest first.
+Before anything is tested, the busier side must have counted MIN_EVENTS events
+of an event counter: fewer cannot say how large a change is. Movers rank by the
+least change their interval allows (effect and evidence together), and a group
+of counters that read one quantity shows once. When nothing moved the cell says
+so, with the closest counters listed apart as not significant (`near`).
 """
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from agents.contract.reports.counters import COUNTERS, Counter
+from runs.counters import kinds
+from runs.counters.evidence import RateRatio, count_ratio, dispersed_count_ratio, repeat_ratio
+from runs.counters.wording import change_words, counts_words, rate_words
 from runs.inference import stats
 
 TOP_MOVERS = 3
-# An increase whose whole interval is at least this reads as a multiple ("×12")
-# rather than a percent ("+1,100 %").
-TIMES_FROM_PCT = 900.0
-# No event in n transactions bounds the rate below this many over n (95 %, Poisson).
-EVENTS_A_ZERO_CAN_HIDE = 3.0
-# Appearing or vanishing needs the same answer in at least this many repeats a side,
-# as an interval needs two.
+# A test needs this many repeats a side (a spread needs two).
 MIN_REPEATS_A_SIDE = 2
+# The busier side must have counted this many events of an event counter before it is
+# tested: with fewer, even the exact test's interval spans more than a factor of four.
+MIN_EVENTS = 10
+# Tested counters not moved but with an unadjusted p below this are listed as near.
+NEAR_P = 0.05
+# No event over an exposure bounds the rate below this many over it (95 %, Poisson).
+EVENTS_A_ZERO_CAN_HIDE = 3.0
+
+Number = int | float
 
 
 class Change(StrEnum):
@@ -52,132 +50,249 @@ class Change(StrEnum):
 
 
 @dataclass(frozen=True)
+class Side:
+    """One cell's counter over its repeats: each repeat's count and what it is divided by
+    (transactions, or seconds for a counter that follows the clock)."""
+
+    counts: list[float]
+    exposures: list[float]
+
+    @property
+    def count(self) -> float:
+        return sum(self.counts)
+
+    @property
+    def exposure(self) -> float:
+        return sum(self.exposures)
+
+    @property
+    def rates(self) -> list[float]:
+        return [
+            count / exposure for count, exposure in zip(self.counts, self.exposures, strict=True)
+        ]
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.exposure
+
+
+@dataclass(frozen=True)
 class CellCounters:
-    """One cell's counters over its repeats: each counter key -> its per-transaction value
-    in every repeat (None where a repeat could not count it), and the transactions each
-    repeat counted (None where pgbench reported none), in the same order."""
+    """One cell's counters over its repeats, in repeat order: each counter's value per
+    transaction (None where a repeat could not count it), its raw count in the window
+    (`counts`, derived from the value when absent), the transactions each repeat counted
+    and its window's seconds (None where unknown)."""
 
     values: Mapping[str, Sequence[float | None]]
     transactions: Sequence[int | None]
+    counts: Mapping[str, Sequence[Number | None]] = field(default_factory=dict)
+    seconds: Sequence[float | None] = ()
 
-    def counted(self, key: str) -> tuple[list[float], int | None]:
-        """The repeats' values of `key` that were counted, and the transactions they rest
-        on (None when a counted repeat's count is unknown)."""
-        pairs = [
-            (value, count)
-            for value, count in zip(self.values.get(key, []), self.transactions, strict=False)
-            if value is not None
-        ]
-        counts = [count for _value, count in pairs]
-        total = None if None in counts else sum(c for c in counts if c is not None)
-        return [value for value, _count in pairs], total
+    def side(self, key: str) -> Side | None:
+        """`key` on its basis over the repeats that counted it; None when a counted repeat
+        lacks the transactions or seconds to divide by."""
+        per_window = kinds.basis(key) is kinds.Basis.WINDOW_SECOND
+        values, counts = self.values.get(key, []), self.counts.get(key, [])
+        counted: list[float] = []
+        exposures: list[float] = []
+        for index, value in enumerate(values):
+            if value is None:
+                continue
+            transactions = _at(self.transactions, index)
+            count = _at(counts, index)
+            if count is None and transactions is not None:
+                count = round(value * transactions, 6)
+            divisor = _at(self.seconds, index) if per_window else transactions
+            if count is None or not divisor:
+                return None
+            counted.append(float(count))
+            exposures.append(float(divisor))
+        return Side(counted, exposures) if counted else None
+
+
+def _at(items: Sequence[Number | None], index: int) -> Number | None:
+    return items[index] if index < len(items) else None
 
 
 @dataclass(frozen=True)
 class Mover:
-    """One counter that moved: its means per transaction on both sides and, for a ratio,
-    the difference with its interval and adjusted p; for an appearing or vanishing one,
-    `floor`, the highest rate per transaction the zero side's repeats could hide."""
+    """One counter compared: its rates and totals on both sides, the test's ratio, its
+    BH-adjusted q, and the counters that read the same quantity and moved too (`copies`)."""
 
     key: str
-    change: Change
-    mean: float
-    baseline_mean: float
-    difference: stats.Difference | None = None
-    q: float | None = None
-    floor: float | None = None
+    own: Side
+    base: Side
+    found: RateRatio
+    q: float
+    copies: tuple[str, ...] = ()
 
     @property
     def counter(self) -> Counter:
         return COUNTERS[self.key]
 
     @property
-    def words(self) -> str:
-        """ "full-page images per transaction +310 % [+280, +340]", "... ×13,111 [×9,764,
-        ×17,606]" when even the interval's low end is ten times, or "... appear (0 → 2.1)"."""
-        subject = f"{self.counter.label} per transaction"
-        if self.change is Change.APPEARS:
-            return f"{subject} appear (0 → {_plain(self.mean)})"
-        if self.change is Change.VANISHES:
-            return f"{subject} vanish ({_plain(self.baseline_mean)} → 0)"
-        if self.difference is None:
-            raise ValueError(f"a ratio mover of {self.key} without its difference")
-        found = self.difference
-        if found.ci_low_pct >= TIMES_FROM_PCT:
-            low, high = _times(found.ci_low_pct), _times(found.ci_high_pct)
-            return f"{subject} {_times(found.pct)} [{low}, {high}]"
-        interval = f"[{_signed(found.ci_low_pct)}, {_signed(found.ci_high_pct)}]"
-        return f"{subject} {_signed(found.pct)} % {interval}"
+    def basis(self) -> kinds.Basis:
+        return kinds.basis(self.key)
 
     @property
-    def weight(self) -> float:
-        """How far it moved on the log scale; for an appearing or vanishing counter, at
-        least how far (from the zero side's floor)."""
-        if self.difference is not None:
-            return abs(math.log1p(self.difference.pct / 100.0))
-        if self.floor is None:
-            raise ValueError(f"an {self.change} mover of {self.key} without its floor")
-        return math.log(max(self.mean, self.baseline_mean) / self.floor)
+    def change(self) -> Change:
+        if self.base.count == 0:
+            return Change.APPEARS
+        if self.own.count == 0:
+            return Change.VANISHES
+        return Change.RATIO
+
+    @property
+    def why_basis(self) -> str:
+        """Why the counter is compared per second of the window ("" per transaction)."""
+        return kinds.PER_WINDOW.get(self.key, "")
+
+    @property
+    def words(self) -> str:
+        """ "WAL bytes per transaction 1,273 → 2,873 (+126 % [+80, +183]), from 21 MB and
+        32 MB": the rates, the change with its interval, and the counts behind them."""
+        per = (
+            "per second of the window"
+            if self.basis is kinds.Basis.WINDOW_SECOND
+            else ("per transaction")
+        )
+        unit = self.counter.unit
+        rates = f"{rate_words(self.base.rate)} → {rate_words(self.own.rate)}"
+        counts = counts_words(self.base.count, self.own.count, unit)
+        said = f"{self.counter.label} {per} {rates} ({change_words(self.found)}), from {counts}"
+        if self.copies:
+            said += "; the same quantity as " + ", ".join(COUNTERS[k].label for k in self.copies)
+        return said
 
     def as_document(self) -> dict[str, object]:
         """The mover as the API and the JSON export give it."""
-        found = self.difference
+        found = self.found
+        finite_high = math.isfinite(found.high)
         return {
             "counter": self.key,
             "label": self.counter.label,
             "source": self.counter.source,
             "unit": self.counter.unit,
+            "basis": self.basis.value,
             "change": self.change.value,
-            "mean_per_transaction": self.mean,
-            "baseline_mean_per_transaction": self.baseline_mean,
-            "diff_pct": found.pct if found else None,
-            "diff_ci_low_pct": found.ci_low_pct if found else None,
-            "diff_ci_high_pct": found.ci_high_pct if found else None,
-            "p": found.p if found else None,
+            "mean_per_transaction": self.own.rate,
+            "baseline_mean_per_transaction": self.base.rate,
+            "count": self.own.count,
+            "baseline_count": self.base.count,
+            "diff_pct": (found.ratio - 1) * 100 if found.finite else None,
+            "diff_ci_low_pct": (found.low - 1) * 100,
+            "diff_ci_high_pct": (found.high - 1) * 100 if finite_high else None,
+            "p": found.p,
             "q": self.q,
-            "zero_floor_per_transaction": self.floor,
+            "test": found.test,
+            "zero_floor_per_transaction": self._zero_floor(),
+            "copies": list(self.copies),
             "words": self.words,
         }
 
-
-def _times(pct: float) -> str:
-    """+1,311,044 % as "×13,111"."""
-    ratio = 1 + pct / 100
-    return f"×{ratio:,.0f}" if ratio >= 100 else f"×{ratio:.1f}"
-
-
-def _signed(pct: float) -> str:
-    return f"{pct:+.0f}" if abs(pct) >= 10 else f"{pct:+.1f}"
+    def _zero_floor(self) -> float | None:
+        """For an appearing or vanishing counter, the highest rate its zero side could hide."""
+        zero = {Change.APPEARS: self.base, Change.VANISHES: self.own}.get(self.change)
+        return EVENTS_A_ZERO_CAN_HIDE / zero.exposure if zero else None
 
 
-def _plain(value: float) -> str:
-    return f"{value:.3g}"
+@dataclass(frozen=True)
+class CounterChanges:
+    """A compared cell's counters against the baseline's: those that moved, strongest
+    first; the near ones (p below NEAR_P, not significant after BH or below the minimum
+    effect); `collected` False when either cell has no counters to compare."""
+
+    moved: list[Mover]
+    near: list[Mover]
+    collected: bool
+
+    def as_document(self) -> dict[str, object]:
+        return {
+            "collected": self.collected,
+            "movers": [mover.as_document() for mover in self.moved],
+            "near": [mover.as_document() for mover in self.near],
+        }
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
-
-
-def _floor(transactions: int | None) -> float | None:
-    """The highest rate per transaction that zero events in `transactions` can hide."""
-    if not transactions:
+def _compare(own: Side, base: Side, events: bool) -> RateRatio | None:
+    """The test that fits what was counted; None when too little was to say anything."""
+    if own.count == 0 and base.count == 0:
         return None
-    return EVENTS_A_ZERO_CAN_HIDE / transactions
-
-
-def _zero_change(
-    key: str, own: tuple[list[float], int | None], base: tuple[list[float], int | None]
-) -> Mover | None:
-    """The counter as appearing or vanishing, when one side is zero in every repeat, the
-    other in none, and the other's mean clears what the zeros could hide; else None."""
-    (values, own_transactions), (base_values, base_transactions) = own, base
-    if all(v == 0 for v in base_values) and all(v > 0 for v in values):
-        mover = Mover(key, Change.APPEARS, _mean(values), 0.0, floor=_floor(base_transactions))
-    elif all(v > 0 for v in base_values) and all(v == 0 for v in values):
-        mover = Mover(key, Change.VANISHES, 0.0, _mean(base_values), floor=_floor(own_transactions))
-    else:
+    if min(len(own.rates), len(base.rates)) < MIN_REPEATS_A_SIDE:
         return None
-    return mover if mover.floor is not None and mover.weight > 0 else None
+    busier = max(own.count, base.count)
+    if events and busier < MIN_EVENTS:
+        return None
+    if not events:
+        return repeat_ratio(own.rates, base.rates)
+    if min(own.count, base.count) >= MIN_EVENTS:
+        return dispersed_count_ratio(own.counts, own.exposures, base.counts, base.exposures)
+    return count_ratio(round(own.count), own.exposure, round(base.count), base.exposure)
+
+
+def _tested(cell: CellCounters, baseline: CellCounters) -> list[tuple[str, Side, Side, RateRatio]]:
+    found = []
+    for key in COUNTERS:
+        own, base = cell.side(key), baseline.side(key)
+        if own is None or base is None:
+            continue
+        ratio = _compare(own, base, kinds.counts_events(key))
+        if ratio is not None:
+            found.append((key, own, base, ratio))
+    return found
+
+
+def _rank_key(mover: Mover) -> tuple[float, float, int]:
+    order = list(COUNTERS)
+    size = abs(math.log(mover.found.ratio)) if mover.found.finite else math.inf
+    return (-mover.found.least_change, -size, order.index(mover.key))
+
+
+def _once_per_quantity(movers: list[Mover], shown: list[Mover]) -> list[Mover]:
+    """`movers` (ranked) with each group of copies reduced to one, at the place of its best:
+    the group's first declared member among them, naming the others; `shown`: movers
+    already listed, whose groups are left out."""
+    taken = {kinds.same_quantity(mover.key) for mover in shown}
+    members: dict[tuple[str, ...], list[Mover]] = {}
+    for mover in movers:
+        group = kinds.same_quantity(mover.key)
+        if group not in taken:
+            members.setdefault(group, []).append(mover)
+    kept = []
+    for group, found in members.items():
+        named = min(found, key=lambda mover: group.index(mover.key))
+        copies = tuple(mover.key for mover in found if mover is not named)
+        kept.append(replace(named, copies=copies))
+    return kept
+
+
+def counter_changes(
+    cell: CellCounters,
+    baseline: CellCounters,
+    min_effect_pct: float = stats.DEFAULT_MIN_EFFECT_PCT,
+    limit: int = TOP_MOVERS,
+) -> CounterChanges:
+    """How `cell`'s counters moved from `baseline`'s: at most `limit` movers and near ones."""
+    tested = _tested(cell, baseline)
+    q_values = stats.adjust_p_values([ratio.p for _k, _o, _b, ratio in tested])
+    movers = [
+        Mover(key, own, base, ratio, q)
+        for (key, own, base, ratio), q in zip(tested, q_values, strict=True)
+    ]
+    moved = sorted((m for m in movers if _is_mover(m, min_effect_pct)), key=_rank_key)
+    near = sorted(
+        (m for m in movers if not _is_mover(m, min_effect_pct) and m.found.p < NEAR_P),
+        key=lambda m: (m.found.p, _rank_key(m)),
+    )
+    shown = _once_per_quantity(moved, [])
+    collected = bool(cell.values) and bool(baseline.values)
+    return CounterChanges(shown[:limit], _once_per_quantity(near, shown)[:limit], collected)
+
+
+def _is_mover(mover: Mover, min_effect_pct: float) -> bool:
+    found = mover.found
+    reaches = not found.finite or abs(found.ratio - 1) * 100 >= min_effect_pct
+    return mover.q <= stats.FDR_Q and found.least_change > 0 and reaches
 
 
 def top_movers(
@@ -187,26 +302,4 @@ def top_movers(
     limit: int = TOP_MOVERS,
 ) -> list[Mover]:
     """The `limit` counters that moved most from `baseline` to `cell`."""
-    moved: list[Mover] = []
-    keys: list[str] = []
-    pairs: list[tuple[list[float], list[float]]] = []
-    for key in COUNTERS:
-        counted, baseline_counted = cell.counted(key), baseline.counted(key)
-        own, base = counted[0], baseline_counted[0]
-        if min(len(own), len(base)) < MIN_REPEATS_A_SIDE:
-            continue
-        if 0 in own or 0 in base:
-            zero_change = _zero_change(key, counted, baseline_counted)
-            moved.extend([zero_change] if zero_change else [])
-            continue
-        keys.append(key)
-        pairs.append((own, base))
-    differences = stats.relative_differences(pairs)
-    tested = [(k, p, d) for k, p, d in zip(keys, pairs, differences, strict=True) if d]
-    q_values = stats.adjust_p_values([d.p for _k, _p, d in tested])
-    for (key, (own, base), found), q in zip(tested, q_values, strict=True):
-        if q <= stats.FDR_Q and abs(found.pct) >= min_effect_pct:
-            moved.append(Mover(key, Change.RATIO, _mean(own), _mean(base), found, q))
-    order = list(COUNTERS)
-    moved.sort(key=lambda mover: (-mover.weight, order.index(mover.key)))
-    return moved[:limit]
+    return counter_changes(cell, baseline, min_effect_pct, limit).moved

@@ -2,8 +2,8 @@
 
 - `counter_table`: the run page's table, a row per counter and a column per point;
 - `statement_points`: each point's statements, where the workload tracked them;
-- `movers_by_cell`: the top movers of each compared cell of a statistics table
-  against the baseline cell at the same client count (runs/counters/movers.py).
+- `movers_by_cell`: how the counters of each compared cell of a statistics table
+  moved against the baseline cell at the same client count (runs/counters/movers.py).
 """
 
 from collections.abc import Mapping, Sequence
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from agents.contract.reports.counters import COUNTERS, Counter, StatementCounters
 from runs.analysis.compare import StatsTable
-from runs.counters.movers import CellCounters, Mover, top_movers
+from runs.counters.movers import CellCounters, CounterChanges, counter_changes
 from runs.models import Result
 
-# (run id, client count) of a compared cell -> its top movers.
-CellMovers = dict[tuple[int, int], list[Mover]]
+# (run id, client count) of a compared cell -> how its counters moved.
+CellMovers = dict[tuple[int, int], CounterChanges]
 
 
 def per_transaction(result: Result) -> dict[str, float | None]:
@@ -62,20 +62,24 @@ def statement_points(results: Sequence[Result]) -> list[PointStatements]:
 
 
 def repeat_counters(results: Sequence[Result], clients: int) -> CellCounters:
-    """Each counter's per-transaction value in every repeat at `clients` (None where a
-    repeat lacks it), with the transactions each repeat's counters were divided by."""
+    """Each counter's per-transaction value and raw count in every repeat at `clients`
+    (None where a repeat lacks it), with the transactions each repeat's counters were
+    divided by and the seconds of its window."""
     repeats = [result for result in results if result.clients == clients]
     by_repeat = [per_transaction(result) for result in repeats]
+    deltas = [(result.counters or {}).get("deltas") or {} for result in repeats]
     keys = {key for values in by_repeat for key in values}
     return CellCounters(
         values={key: [values.get(key) for values in by_repeat] for key in keys},
         transactions=[(result.counters or {}).get("transactions") for result in repeats],
+        counts={key: [found.get(key) for found in deltas] for key in keys},
+        seconds=[result.duration_s for result in repeats],
     )
 
 
 def movers_by_cell(table: StatsTable, results: Mapping[int, Sequence[Result]]) -> CellMovers:
-    """The top movers of every compared (non-baseline) cell of `table`; `results` are the
-    points of each cell (runs.analysis.tables.load_inputs' `results`)."""
+    """How the counters of every compared (non-baseline) cell of `table` moved; `results`
+    are the points of each cell (runs.analysis.tables.load_inputs' `results`)."""
     base_row = next((row for row in table.rows if row.is_baseline), None)
     if base_row is None:
         return {}
@@ -86,15 +90,16 @@ def movers_by_cell(table: StatsTable, results: Mapping[int, Sequence[Result]]) -
             continue
         values = repeat_counters(results.get(row.run.pk, []), row.clients)
         baseline = repeat_counters(base_results, row.clients)
-        found[(row.run.pk, row.clients)] = top_movers(values, baseline, table.min_effect_pct)
+        found[(row.run.pk, row.clients)] = counter_changes(values, baseline, table.min_effect_pct)
     return found
 
 
-def movers_by_run(movers: CellMovers) -> dict[int, dict[int, list[Mover]]]:
-    """run id -> client count -> the cell's top movers (for a page's two lookups);
-    {} when no cell has any (the page then leaves the column out)."""
-    nested: dict[int, dict[int, list[Mover]]] = {}
-    if not any(movers.values()):
+def movers_by_run(movers: CellMovers) -> dict[int, dict[int, CounterChanges]]:
+    """run id -> client count -> how the cell's counters moved (for a page's two lookups);
+    {} when no cell has counters on both sides (the page then leaves the column out: there
+    is nothing to say). A cell whose counters did not move says so."""
+    nested: dict[int, dict[int, CounterChanges]] = {}
+    if not any(found.collected for found in movers.values()):
         return nested
     for (run_id, clients), found in movers.items():
         nested.setdefault(run_id, {})[clients] = found
@@ -102,8 +107,8 @@ def movers_by_run(movers: CellMovers) -> dict[int, dict[int, list[Mover]]]:
 
 
 def movers_document(movers: CellMovers) -> list[dict[str, object]]:
-    """The top movers of each compared cell as the API and JSON exports give them."""
+    """How each compared cell's counters moved, as the API and JSON exports give it."""
     return [
-        {"run_id": run_id, "clients": clients, "movers": [m.as_document() for m in found]}
+        {"run_id": run_id, "clients": clients, **found.as_document()}
         for (run_id, clients), found in movers.items()
     ]

@@ -45,10 +45,11 @@ def measured_cell(
 
 
 def top_movers_of(baseline: Run, other: Run) -> list[str]:
-    """The counters of `other`'s cell that moved most against `baseline`'s, in rank order."""
+    """The counters of `other`'s cell that moved most against `baseline`'s, in rank order,
+    each followed by the counters that read the same quantity and moved with it."""
     comparison = Comparison.objects.create(name="known cause", baseline=baseline)
     comparison.runs.set([baseline, other])
     statistics = comparison_statistics(comparison, min_effect_pct=1.0)
     [cell] = statistics["top_movers"]  # type: ignore[misc]
     assert cell["run_id"] == other.pk
-    return [mover["counter"] for mover in cell["movers"]]
+    return [key for mover in cell["movers"] for key in [mover["counter"], *mover["copies"]]]

@@ -1,24 +1,29 @@
-"""Top movers: which counters moved between two cells, how zeros are read, the ranking
-and the words (runs/counters/movers.py). No server: the values are given."""
+"""Top movers: every mover is a test, zeros are tested on their counts, copies of one
+quantity show once, counters that follow the clock are not read per transaction, the words
+give rates, interval and counts, and "nothing moved" is said (runs/counters/movers.py).
+No server: the values are given."""
 
 from collections.abc import Mapping, Sequence
 
 import pytest
 
-from runs.counters.movers import CellCounters, Change, Mover
+from runs.counters.evidence import count_ratio
+from runs.counters.movers import CellCounters, Change, Mover, counter_changes
 from runs.counters.movers import top_movers as ranked
-from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT, Difference
+from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT
 
 STEADY = [1.0, 1.01, 0.99]
 TRANSACTIONS = 100_000
 
 
 def cell(
-    values: Mapping[str, Sequence[float | None]], transactions: int = TRANSACTIONS
+    values: Mapping[str, Sequence[float | None]],
+    transactions: int = TRANSACTIONS,
+    seconds: float | None = None,
 ) -> CellCounters:
-    """A cell whose every repeat counted `transactions`."""
+    """A cell whose every repeat counted `transactions` in a window of `seconds`."""
     repeats = max(len(found) for found in values.values())
-    return CellCounters(values, [transactions] * repeats)
+    return CellCounters(values, [transactions] * repeats, seconds=[seconds] * repeats)
 
 
 def top_movers(
@@ -30,17 +35,29 @@ def top_movers(
     return ranked(cell(values), cell(baseline), min_effect_pct)
 
 
-def test_a_counter_that_tripled_reads_as_a_percent_with_its_interval() -> None:
+def test_a_counter_that_tripled_reads_as_rates_interval_and_counts() -> None:
     [mover] = top_movers(
         {"wal.bytes": [3000.0, 3050.0, 2950.0]}, {"wal.bytes": [1000.0, 1010.0, 990.0]}
     )
     assert mover.change is Change.RATIO
-    assert mover.difference is not None and mover.difference.pct == pytest.approx(200, abs=2)
-    assert mover.words.startswith("WAL bytes per transaction +200 % [+")
-    assert mover.q is not None and mover.q <= 0.05
+    assert mover.words.startswith("WAL bytes per transaction 1,000 → 3,000 (+200 % [+")
+    assert mover.words.endswith("), from 300 MB and 900 MB")
+    assert mover.q <= 0.05
+    assert mover.as_document()["test"] == "Welch t on log rates"
 
 
-def test_zero_in_every_baseline_repeat_appears_and_the_other_way_vanishes() -> None:
+def test_a_few_blocks_against_none_in_an_a_a_is_tested_and_is_no_mover() -> None:
+    # 1, 2 and 1 blocks read against none, in about 17,000 transactions a side: the exact
+    # test gives p = 0.125, so nothing appears; it is not even near.
+    n = 5_700
+    own = CellCounters({"db.blks_read": [1 / n, 2 / n, 1 / n]}, [n] * 3)
+    base = CellCounters({"db.blks_read": [0.0, 0.0, 0.0]}, [n] * 3)
+    changes = counter_changes(own, base)
+    assert changes.moved == [] and changes.near == [] and changes.collected
+    assert count_ratio(4, 3 * n, 0, 3 * n).p == pytest.approx(0.125)
+
+
+def test_zero_on_one_side_appears_or_vanishes_through_the_exact_test() -> None:
     movers = top_movers(
         {"wal.fpi": [2.1, 2.0, 2.2], "wal.syncs": [0.0, 0.0, 0.0]},
         {"wal.fpi": [0.0, 0.0, 0.0], "wal.syncs": [1.0, 1.0, 1.0]},
@@ -49,16 +66,92 @@ def test_zero_in_every_baseline_repeat_appears_and_the_other_way_vanishes() -> N
         ("wal.fpi", Change.APPEARS),
         ("wal.syncs", Change.VANISHES),
     ]
-    assert movers[0].words == "full-page images per transaction appear (0 → 2.1)"
-    assert movers[1].words == "WAL syncs (fsync) per transaction vanish (1 → 0)"
-
-
-def test_zeros_in_some_repeats_only_or_everywhere_are_not_ranked() -> None:
-    movers = top_movers(
-        {"checkpoints.requested": [0.0, 0.001, 0.0], "db.deadlocks": [0.0, 0.0, 0.0]},
-        {"checkpoints.requested": [0.0, 0.0, 0.0], "db.deadlocks": [0.0, 0.0, 0.0]},
+    assert movers[0].words.startswith(
+        "full-page images per transaction 0 → 2.1 (appear, at least ×"
     )
-    assert movers == []
+    assert movers[0].words.endswith("), from 0 and 630,000 images")
+    assert "vanish, at least -100 %" in movers[1].words
+    assert all(m.as_document()["test"] == "exact Poisson" for m in movers)
+    assert movers[0].as_document()["diff_ci_high_pct"] is None
+
+
+def test_appearances_and_ratios_share_one_family_and_one_ranking() -> None:
+    # An appearance of 12 events against none is surely at least x2.8, a tight x4 at least
+    # x3.9: the appearance ranks second, it no longer fills the top places by default.
+    values = {
+        "wal.bytes": [4.0, 4.04, 3.96],
+        "wal.fpi": [4e-5, 4e-5, 4e-5],
+    }
+    baseline = {"wal.bytes": STEADY, "wal.fpi": [0.0, 0.0, 0.0]}
+    movers = top_movers(values, baseline)
+    assert [m.key for m in movers] == ["wal.bytes", "wal.fpi"]
+    assert movers[0].found.least_change > movers[1].found.least_change
+
+
+def test_too_few_events_on_the_busier_side_never_rank() -> None:
+    # nine writes against none: fewer than MIN_EVENTS, so untested
+    values = {"io.writes": [3e-05, 3e-05, 3e-05]}
+    assert top_movers(values, {"io.writes": [0.0, 0.0, 0.0]}) == []
+
+
+def test_copies_of_one_quantity_show_once_and_name_the_others() -> None:
+    values = {"db.blks_read": [2.0, 2.02, 1.98], "io.reads": [2.0, 2.01, 1.99]}
+    baseline = {"db.blks_read": STEADY, "io.reads": STEADY}
+    [mover] = top_movers(values, baseline)
+    assert mover.key == "db.blks_read" and mover.copies == ("io.reads",)
+    assert mover.words.endswith("; the same quantity as relation blocks read")
+    assert mover.as_document()["copies"] == ["io.reads"]
+
+
+def test_a_fixed_count_per_window_is_compared_per_second_and_does_not_move() -> None:
+    # Five buffers a 60 s window both sides; tps fell by a third, so per transaction it
+    # would read +50 %.
+    own = cell({"bgwriter.buffers_clean": [5 / 4000] * 3}, transactions=4000, seconds=60.0)
+    base = cell({"bgwriter.buffers_clean": [5 / 6000] * 3}, transactions=6000, seconds=60.0)
+    changes = counter_changes(own, base)
+    assert changes.moved == [] and changes.near == []
+
+
+def test_a_per_window_counter_that_moved_says_per_second_of_the_window() -> None:
+    own = cell({"bgwriter.buffers_clean": [2e-3, 2.1e-3, 1.9e-3]}, seconds=60.0)
+    base = cell({"bgwriter.buffers_clean": [1e-3, 1.05e-3, 0.95e-3]}, seconds=60.0)
+    [mover] = ranked(own, base)
+    assert mover.words.startswith(
+        "buffers written by the background writer per second of the window 1.67 → 3.33 (+100 %"
+    )
+    assert "bgwriter_lru_maxpages" in mover.why_basis
+    assert mover.as_document()["basis"] == "window_second"
+
+
+def test_a_per_window_counter_without_its_window_seconds_is_not_compared() -> None:
+    own = cell({"bgwriter.buffers_clean": [2e-3, 2.1e-3, 1.9e-3]})
+    base = cell({"bgwriter.buffers_clean": [1e-3, 1.05e-3, 0.95e-3]})
+    assert ranked(own, base) == []
+
+
+def test_nothing_moved_is_said_apart_from_nothing_collected() -> None:
+    quiet = counter_changes(cell({"wal.bytes": STEADY}), cell({"wal.bytes": STEADY}))
+    assert quiet.collected and quiet.moved == []
+    missing = counter_changes(cell({"wal.bytes": STEADY}), CellCounters({}, [None] * 3))
+    assert not missing.collected
+    assert quiet.as_document() == {"collected": True, "movers": [], "near": []}
+
+
+def test_a_change_that_is_not_significant_after_bh_is_listed_as_near() -> None:
+    # 20 events against 7 over the same transactions: p ~ 0.02 alone, not a mover beside
+    # nine other counters' tests.
+    n = 100_000
+    values: dict[str, list[float]] = {"db.temp_files": [7 / n, 7 / n, 6 / n]}
+    baseline: dict[str, list[float]] = {"db.temp_files": [2 / n, 3 / n, 2 / n]}
+    for key in ("wal.records", "wal.bytes", "db.tup_fetched", "db.tup_returned", "io.hits"):
+        values[key], baseline[key] = STEADY, STEADY
+    for key in ("db.tup_updated", "db.tup_inserted", "db.xact_commit", "db.blks_hit"):
+        values[key], baseline[key] = [1.0, 1.02, 0.98], [1.0, 0.98, 1.02]
+    changes = counter_changes(cell(values, n), cell(baseline, n))
+    if changes.moved:
+        pytest.fail(f"moved: {[m.words for m in changes.moved]}")
+    [near] = changes.near
+    assert near.key == "db.temp_files" and near.found.p < 0.05 < near.q
 
 
 def test_unknown_values_and_single_repeats_are_left_out() -> None:
@@ -67,44 +160,25 @@ def test_unknown_values_and_single_repeats_are_left_out() -> None:
     assert top_movers({"wal.fpi": [2.0]}, {"wal.fpi": [0.0]}) == []
 
 
-def test_movers_rank_by_the_size_of_the_change_on_the_log_scale_and_keep_three() -> None:
+def test_an_appearance_needs_the_transactions_the_zeros_were_counted_over() -> None:
+    unknown = CellCounters({"wal.fpi": [0.0, 0.0]}, [None, None])
+    assert ranked(cell({"wal.fpi": [2.0, 2.0]}), unknown) == []
+
+
+def test_movers_rank_by_the_least_change_their_interval_allows_and_keep_three() -> None:
     values = {
         "wal.bytes": [2.0, 2.02, 1.98],  # +100 %
         "db.blks_hit": [0.25, 0.252, 0.248],  # -75 %: a quadrupling's size, the largest
         "wal.records": [1.5, 1.51, 1.49],  # +50 %
-        "io.hits": [1.2, 1.21, 1.19],  # +20 %
+        "io.evictions": [1.2, 1.21, 1.19],  # +20 %
         "db.tup_fetched": STEADY,  # no change
     }
     baseline = {key: STEADY for key in values}
     movers = top_movers(values, baseline)
     assert [m.key for m in movers] == ["db.blks_hit", "wal.bytes", "wal.records"]
-    assert movers[0].words.startswith("blocks hit in shared buffers per transaction -75 % [")
-
-
-def test_an_appearance_ranks_by_how_far_it_rose_above_what_the_zeros_could_hide() -> None:
-    # 0.1 a transaction against at most 1e-05 hidden in 300,000: at least x10,000, above a
-    # x20; 3e-05 (nine writes in 300,000) is x3 above its floor, below the x20.
-    values = {
-        "wal.bytes": [20.0, 20.2, 19.8],
-        "wal.fpi": [0.1, 0.1, 0.1],
-        "io.writes": [3e-05, 3e-05, 3e-05],
-    }
-    baseline = {"wal.bytes": STEADY, "wal.fpi": [0.0, 0.0, 0.0], "io.writes": [0.0, 0.0, 0.0]}
-    movers = top_movers(values, baseline)
-    assert [m.key for m in movers] == ["wal.fpi", "wal.bytes", "io.writes"]
-    assert movers[0].floor == pytest.approx(1e-05)
-    assert movers[0].as_document()["zero_floor_per_transaction"] == pytest.approx(1e-05)
-
-
-def test_an_appearance_the_zeros_could_have_hidden_is_no_mover() -> None:
-    # 2e-06 a transaction is below the 1e-05 that no event in 300,000 transactions allows.
-    values = {"io.writes": [2e-06, 2e-06, 2e-06]}
-    assert top_movers(values, {"io.writes": [0.0, 0.0, 0.0]}) == []
-
-
-def test_an_appearance_needs_the_transactions_the_zeros_were_counted_over() -> None:
-    unknown = CellCounters({"wal.fpi": [0.0, 0.0]}, [None, None])
-    assert ranked(cell({"wal.fpi": [2.0, 2.0]}), unknown) == []
+    assert movers[0].words.startswith(
+        "blocks hit in shared buffers per transaction 1 → 0.25 (-75 % ["
+    )
 
 
 def test_a_change_below_the_minimum_effect_or_within_the_noise_is_no_mover() -> None:
@@ -115,22 +189,8 @@ def test_a_change_below_the_minimum_effect_or_within_the_noise_is_no_mover() -> 
     assert top_movers(noisy, base) == []
 
 
-def test_small_changes_read_with_a_decimal_and_the_document_names_the_view() -> None:
-    found = Difference(pct=-4.25, ci_low_pct=-6.0, ci_high_pct=-2.5, p=0.001)
-    mover = Mover("wal.syncs", Change.RATIO, 0.96, 1.0, found, 0.002)
-    assert mover.words == "WAL syncs (fsync) per transaction -4.2 % [-6.0, -2.5]"
-    document = mover.as_document()
-    assert document["source"].startswith("pg_stat_wal.wal_sync")
-    assert (document["change"], document["diff_pct"], document["q"]) == ("ratio", -4.25, 0.002)
-
-
 def test_an_increase_of_more_than_ten_times_reads_as_a_multiple() -> None:
-    found = Difference(pct=1_311_044.0, ci_low_pct=976_326.0, ci_high_pct=1_760_503.0, p=1e-6)
-    mover = Mover("bgwriter.buffers_alloc", Change.RATIO, 2.0, 1.5e-4, found, 1e-5)
-    assert mover.words == "buffers allocated per transaction ×13,111 [×9,764, ×17,606]"
-    near = Difference(pct=1_100.0, ci_low_pct=950.0, ci_high_pct=1_300.0, p=1e-4)
-    assert Mover("wal.bytes", Change.RATIO, 12.0, 1.0, near, 1e-3).words.endswith(
-        "×12.0 [×10.5, ×14.0]"
-    )
-    straddling = Difference(pct=1_100.0, ci_low_pct=800.0, ci_high_pct=1_300.0, p=1e-4)
-    assert "+1100 % [+800, +1300]" in Mover("wal.bytes", Change.RATIO, 12.0, 1.0, straddling).words
+    values = {"bgwriter.buffers_alloc": [2.0, 2.02, 1.98]}
+    baseline = {"bgwriter.buffers_alloc": [1.5e-3, 1.52e-3, 1.48e-3]}
+    [mover] = top_movers(values, baseline)
+    assert "(×1,333 [×" in mover.words

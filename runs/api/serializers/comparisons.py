@@ -15,6 +15,7 @@ from runs.api.fields import (
 )
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
+from runs.counters.kinds import Basis
 from runs.counters.movers import Change
 from runs.inference import equivalence, stats
 from runs.models import (
@@ -91,7 +92,7 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
 
 
 class MoverSerializer(serializers.Serializer[Document]):
-    """A counter that moved (runs.counters.movers.Mover.as_document)."""
+    """A counter that moved, or nearly (runs.counters.movers.Mover.as_document)."""
 
     counter = serializers.CharField(help_text="the counter's key, e.g. wal.fpi")
     # `label` and `source` shadow Field attributes for the type checker only (DRF pops
@@ -101,28 +102,54 @@ class MoverSerializer(serializers.Serializer[Document]):
         help_text="the view and column (or OS file) it is read from"
     )
     unit = serializers.CharField()
+    basis = serializers.ChoiceField(
+        choices=[b.value for b in Basis],
+        help_text="what the rates are per: a transaction, or a second of the window for "
+        "counters that follow the clock (the background writer, timed checkpoints)",
+    )
     change = serializers.ChoiceField(choices=[c.value for c in Change])
-    mean_per_transaction = serializers.FloatField()
+    mean_per_transaction = serializers.FloatField(
+        help_text="the compared cell's rate: its total over its transactions (or seconds)"
+    )
     baseline_mean_per_transaction = serializers.FloatField()
-    diff_pct = serializers.FloatField(allow_null=True, help_text="null when it appears/vanishes")
-    diff_ci_low_pct = serializers.FloatField(allow_null=True)
-    diff_ci_high_pct = serializers.FloatField(allow_null=True)
-    p = serializers.FloatField(allow_null=True)
-    q = serializers.FloatField(allow_null=True, help_text="BH across the cell's counters")
+    count = serializers.FloatField(help_text="the compared cell's total over its repeats")
+    baseline_count = serializers.FloatField()
+    diff_pct = serializers.FloatField(allow_null=True, help_text="null when it appears")
+    diff_ci_low_pct = serializers.FloatField()
+    diff_ci_high_pct = serializers.FloatField(allow_null=True, help_text="null: unbounded")
+    p = serializers.FloatField()
+    q = serializers.FloatField(help_text="BH across the cell's tested counters")
+    test = serializers.CharField(
+        help_text="Welch t on log rates, or exact Poisson on the totals when a side counted "
+        "few events or none"
+    )
     zero_floor_per_transaction = serializers.FloatField(
         allow_null=True,
         help_text="for appears/vanishes: the highest rate the zero side could hide "
         "(3 over its transactions); null for a ratio",
     )
-    words = serializers.CharField(help_text="e.g. full-page images per transaction +310 % [...]")
+    copies = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="counters that read the same quantity and moved too, shown under this one",
+    )
+    words = serializers.CharField(
+        help_text="e.g. WAL bytes per transaction 1,273 → 2,873 (+126 % [+80, +183]), "
+        "from 21 MB and 32 MB"
+    )
 
 
 class CellMoversSerializer(serializers.Serializer[Document]):
-    """A compared cell's top movers against the baseline cell at the same clients."""
+    """How a compared cell's counters moved against the baseline cell at the same clients."""
 
     run_id = serializers.IntegerField()
     clients = serializers.IntegerField()
-    movers = MoverSerializer(many=True)
+    collected = serializers.BooleanField(
+        help_text="false when either cell has no counters (nothing could move)"
+    )
+    movers = MoverSerializer(many=True, help_text="empty: no counter moved beyond noise")
+    near = MoverSerializer(
+        many=True, help_text="p below 0.05 but not significant after BH or below min effect"
+    )
 
 
 class ComparisonStatisticsSerializer(serializers.Serializer[Document]):

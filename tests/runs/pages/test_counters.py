@@ -178,15 +178,34 @@ def test_the_compare_page_and_api_name_the_top_movers_beside_each_verdict(
 
     page = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
     assert "Top movers per transaction" in page
-    assert "full-page images per transaction appear (0 → 2)" in page
-    assert "WAL bytes per transaction +300 % [" in page
-    assert 'title="pg_stat_wal.wal_fpi"' in page
+    assert "full-page images per transaction 0 → 2 (appear, at least ×" in page
+    assert "WAL bytes per transaction 100 → 400 (+300 % [" in page
+    assert 'title="pg_stat_wal.wal_fpi; exact Poisson' in page
 
     body = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
     [cell] = body["top_movers"]
     assert (cell["run_id"], cell["clients"]) == (other.pk, 4)
     assert [m["counter"] for m in cell["movers"]] == ["wal.fpi", "wal.bytes"]
     assert cell["movers"][1]["diff_ci_low_pct"] < 300 < cell["movers"][1]["diff_ci_high_pct"]
+    assert cell["collected"] and cell["near"] == []
+
+
+def test_a_cell_whose_counters_did_not_move_says_so_and_one_without_says_not_collected(
+    signed_in: Client, api_client: APIClient
+) -> None:
+    steady = {"wal.bytes": [100.0, 101.0, 99.0]}
+    base = with_counters(finished_run(three_repeats()), steady)
+    quiet = with_counters(finished_run(three_repeats(), experiment=base.experiment), steady)
+    bare = finished_run(three_repeats(), experiment=base.experiment)
+    comparison = Comparison.objects.create(name="c", baseline=base)
+    comparison.runs.set([base, quiet, bare])
+
+    page = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
+    assert "no counter moved beyond noise" in page
+    assert "counters not collected" in page
+    body = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
+    collected = {cell["run_id"]: (cell["collected"], cell["movers"]) for cell in body["top_movers"]}
+    assert collected == {quiet.pk: (True, []), bare.pk: (False, [])}
 
 
 def test_a_comparison_without_counters_has_no_movers_column(signed_in: Client) -> None:

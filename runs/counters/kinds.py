@@ -1,0 +1,74 @@
+"""What kind of quantity each counter is, which decides how two cells' values compare.
+
+- Most counters grow with the work done: per transaction is their honest unit.
+- A few grow with the clock instead: the background writer wakes every
+  bgwriter_delay and writes at most bgwriter_lru_maxpages a round; a timed
+  checkpoint comes every checkpoint_timeout and writes what is dirty then. Divided
+  by transactions, a fixed five buffers a window becomes "+47 %" whenever tps falls
+  by a third: the inverse of the tps ratio, not a cause. These are compared per
+  second of the window (`PER_WINDOW`, each with its reason).
+- Some counters count discrete events (blocks, records, checkpoints): their
+  totals are Poisson-like and can be tested exactly even when one side saw none.
+  Bytes and times are not events (`CONTINUOUS_UNITS`).
+- Some counters are the same quantity read twice, or a part that is most of a
+  whole (`SAME_QUANTITY`): a change shows once, under the first of its group that
+  moved, and names the others as copies.
+"""
+
+from enum import StrEnum
+
+from agents.contract.reports.counters import COUNTERS
+
+
+class Basis(StrEnum):
+    """What a counter's values are divided by before comparing; stable values (API)."""
+
+    TRANSACTION = "transaction"
+    WINDOW_SECOND = "window_second"
+
+
+# Counter key -> why it follows the clock rather than the transactions.
+PER_WINDOW: dict[str, str] = {
+    "checkpoints.timed": "a timed checkpoint comes every checkpoint_timeout, whatever the load",
+    "checkpoints.buffers_written": "a checkpoint writes what is dirty when its timer fires",
+    "bgwriter.buffers_clean": "the background writer writes at most bgwriter_lru_maxpages "
+    "every bgwriter_delay",
+    "bgwriter.maxwritten_clean": "counts the background writer's rounds that hit "
+    "bgwriter_lru_maxpages",
+}
+
+# Units that are not counts of events: no Poisson test for them.
+CONTINUOUS_UNITS = frozenset({"bytes", "ms", "s"})
+
+# Groups of counters that read one quantity, or a part that is most of a whole (first:
+# the one named when they move; pg_stat_database's before pg_stat_io's, which servers
+# before 16 lack, so one name serves every version; bytes before files, as they say how
+# much).
+SAME_QUANTITY: tuple[tuple[str, ...], ...] = (
+    ("db.blks_read", "io.reads"),
+    ("db.blks_hit", "io.hits"),
+    (
+        "io.writes",
+        "checkpoints.buffers_written",
+        "io.client_writes",
+        "bgwriter.buffers_backend",
+        "bgwriter.buffers_clean",
+    ),
+    ("io.evictions", "bgwriter.buffers_alloc"),
+    ("db.temp_bytes", "db.temp_files"),
+)
+
+
+def basis(key: str) -> Basis:
+    """What `key`'s values are divided by when two cells are compared."""
+    return Basis.WINDOW_SECOND if key in PER_WINDOW else Basis.TRANSACTION
+
+
+def counts_events(key: str) -> bool:
+    """Whether `key` counts discrete events (so its totals can be tested as Poisson counts)."""
+    return COUNTERS[key].unit not in CONTINUOUS_UNITS
+
+
+def same_quantity(key: str) -> tuple[str, ...]:
+    """The group `key` belongs to (itself alone when it has no copies)."""
+    return next((group for group in SAME_QUANTITY if key in group), (key,))

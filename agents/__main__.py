@@ -175,7 +175,9 @@ def command_build(args: argparse.Namespace) -> int:
 def command_worker(args: argparse.Namespace) -> int:
     from agents.worker.celery_worker import start_worker
 
-    config = load_config(args, name=args.name, redis_url=args.redis_url)
+    config = load_config(
+        args, name=args.name, redis_url=args.redis_url, redis_grace_s=args.redis_grace
+    )
     start_worker(config, loglevel=args.loglevel)
     return 0
 
@@ -252,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--name", required=True, help="agent name; its queue is agent.NAME")
     worker.add_argument(
         "--redis-url", help="Redis URL (default: $REDIS_URL, else redis://127.0.0.1:6379/0)"
+    )
+    worker.add_argument(
+        "--redis-grace",
+        type=float,
+        metavar="SECONDS",
+        help="how long a run with a client host waits out a Redis outage before it fails "
+        "(default 90: the lab's AGENT_LOST_GRACE_S)",
     )
     worker.add_argument("--loglevel", default="info")
     add_config_options(worker)

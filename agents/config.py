@@ -61,6 +61,10 @@ class AgentConfig:
     redis_url: str = field(default_factory=default_redis_url)
     # The address other agents reach this host's clusters at (a run with a client host).
     advertise_address: str = "127.0.0.1"
+    # How long the halves of a run with a client host wait out a Redis outage before the
+    # run fails as `redis_lost` (agents/pair/link.py): the lab's AGENT_LOST_GRACE_S default,
+    # the outage a run without a client host survives.
+    redis_grace_s: float = 90.0
 
     @property
     def cache_dir(self) -> Path:

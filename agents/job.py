@@ -383,10 +383,23 @@ class Job:
     def teardown(self) -> None:
         """Stop and remove the cluster, keeping its log tail; safe to call twice.
 
-        The client half of a run with a client host is told to stop first."""
-        if self.link is not None:
-            self.link.send("stop")
-            self.link.close()
+        Every way a job ends comes here (`run`'s finally): success, failure, cancel, a lost
+        peer or Redis. The client half of a run with a client host is told to stop first
+        (the message waits in the link's spool while Redis is down), and nothing the link
+        does keeps the cluster up: it is removed before the link closes, whatever happened.
+        """
+        link, self.link = self.link, None
+        try:
+            if link is not None:
+                link.send("stop")
+        finally:
+            try:
+                self._remove_cluster()
+            finally:
+                if link is not None:
+                    link.close()
+
+    def _remove_cluster(self) -> None:
         if self.cluster is None:
             return
         self.status("stopping", "stopping and removing the cluster")

@@ -59,6 +59,9 @@ ApplicationErrorCode = Literal[
     # or never started within the spec's network.join_timeout_s.
     "peer_lost",
     "peer_absent",
+    # A run with a client host whose agent could not reach Redis (the halves' only channel)
+    # for longer than its grace (the agent's redis_grace_s); the message names how long.
+    "redis_lost",
     # The host cannot build the sandbox job programs run in (bubblewrap missing, or no
     # user namespaces); the message names the fix for its operator.
     "sandbox_unavailable",

@@ -326,7 +326,7 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     job_id = job_id_of_spec(spec, run_id)
     if role != "client" and answered_from_ledger(agent, job_id, spec.get("token")):
         return {"run_id": run_id, "status": "answered"}
-    link = PairLink(agent.redis, dispatch, role, peer) if role != "local" and peer else None
+    link = PairLink.open(agent.config, dispatch, role, peer) if role != "local" and peer else None
     agent.heartbeat.set_running(run_id, job_id)
     try:
         if link is not None and role == "client":

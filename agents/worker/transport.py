@@ -143,9 +143,13 @@ class RedisStreamSink:
         retry_interval: float = RETRY_INTERVAL_S,
         flush_interval: float = FLUSH_INTERVAL_S,
         maxlen: int | None = None,
+        expire_s: int | None = None,
     ):
+        """`expire_s` sets the stream to expire that long after its last entry (a stream
+        that lives with one run: the pair link's, agents/pair/link.py)."""
         self.stream = stream
         self.maxlen = maxlen or events_stream_maxlen()
+        self.expire_s = expire_s
         self.spool_path = Path(spool_dir) / f"{stream}.jsonl"
         self.retry_interval = retry_interval
         self.flush_interval = flush_interval
@@ -186,6 +190,19 @@ class RedisStreamSink:
         self.flush()
         self._redis.close()
 
+    def discard_spool(self) -> int:
+        """Remove what waits in the spool unsent; how many events that was. For a stream
+        whose reader is gone (the other half of a finished run): sent later, they would only
+        lie in Redis."""
+        with self._lock, self._spool_locked():
+            try:
+                unsent = self.spool_path.read_bytes()
+            except FileNotFoundError:
+                return 0
+            self.spool_path.unlink()
+            _fsync_dir(self.spool_path.parent)
+        return unsent.count(b"\n")
+
     def flush(self) -> bool:
         """Send whatever waits in the spool; True when nothing is left waiting."""
         with self._lock:
@@ -207,6 +224,8 @@ class RedisStreamSink:
                 pipeline.xadd(
                     self.stream, {EVENT_FIELD: payload}, maxlen=self.maxlen, approximate=True
                 )
+            if self.expire_s is not None:
+                pipeline.expire(self.stream, self.expire_s)
             pipeline.execute()
         except redis.RedisError as error:
             self._retry_at = time.monotonic() + self.retry_interval

@@ -23,7 +23,6 @@ from agents.events import EventEmitter
 from agents.job import run_job
 from agents.pair.client_half import run_client_half
 from agents.pair.link import PairLink
-from agents.worker.transport import redis_client
 from runs import presets, services
 from runs.forms.experiments import parse_clients, parse_storage_layouts
 from runs.models import ConfigProfile, Experiment, Host, HostSample, PgBuild, Run, Workload
@@ -105,12 +104,12 @@ def run_pair(run: Run, config: AgentConfig, client_config: AgentConfig, emitter:
         **run.spec,
         "network": {**run.spec["network"], "role": "client", "peer": run.host.name},
     }
-    client_link = PairLink(redis_client(client_config.redis_url), dispatch, "client", run.host.name)
+    client_link = PairLink.open(client_config, dispatch, "client", run.host.name)
     client = threading.Thread(
         target=run_client_half, args=(client_spec, client_config, client_link, lambda: False)
     )
     client.start()
-    server_link = PairLink(redis_client(config.redis_url), dispatch, "server", run.client_host.name)
+    server_link = PairLink.open(config, dispatch, "server", run.client_host.name)
     run_job(run.spec, config, emitter, link=server_link)
     client.join(timeout=60)
 

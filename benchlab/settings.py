@@ -384,15 +384,23 @@ BENCHLAB_DEAD_LETTER_MAX_AGE_S = env_int("BENCHLAB_DEAD_LETTER_MAX_AGE_S", 7 * 2
 # Error reports and the debug page mask URL passwords too (REDIS_URL, DATABASE_URL).
 DEFAULT_EXCEPTION_REPORTER_FILTER = "benchlab.security.RedactingReporterFilter"
 
-# Failed sign-ins and API token attempts, per client address (benchlab.throttle).
+# Failed sign-ins and API token attempts, per credential and client address
+# (benchlab.throttle): past AUTH_FAILURE_LIMIT failures of one credential from one address
+# its passwords wait out the window unchecked, past AUTH_ADDRESS_FAILURE_LIMIT an address's
+# passwords do; a valid token always works.
 AUTH_FAILURE_LIMIT = env_int("BENCHLAB_AUTH_FAILURE_LIMIT", 10)
+AUTH_ADDRESS_FAILURE_LIMIT = env_int("BENCHLAB_AUTH_ADDRESS_FAILURE_LIMIT", 100)
 AUTH_FAILURE_WINDOW_S = env_int("BENCHLAB_AUTH_FAILURE_WINDOW_S", 900)
+# The reverse proxies whose X-Forwarded-For (and, to uvicorn in scripts/lab, -Proto) the
+# lab believes, as addresses or CIDRs (`127.0.0.1, 10.0.0.0/8`); none by default: the
+# client is then the peer of the connection, whatever a header says.
+BENCHLAB_TRUSTED_PROXIES = env_networks("BENCHLAB_TRUSTED_PROXIES")
 
 # TLS: whether people reach the lab over https (uvicorn's own TLS, scripts/lab's
 # BENCHLAB_TLS_CERT/KEY, or a proxy in front). Assumed off loopback, where it
 # brings Secure cookies, the redirect to https and HSTS. A proxy on another
 # host says https with a header: SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https"
-# (uvicorn trusts X-Forwarded-Proto from a proxy on this host by itself).
+# (uvicorn in scripts/lab believes X-Forwarded-Proto from BENCHLAB_TRUSTED_PROXIES only).
 BENCHLAB_TLS = env_bool("BENCHLAB_TLS", not is_loopback(BENCHLAB_BIND))
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = BENCHLAB_TLS
 SESSION_COOKIE_HTTPONLY = True

@@ -9,6 +9,7 @@ bisection whose step it is moves on, runs.bisection.services).
 """
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
 
@@ -26,14 +27,23 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name=series_service.FIRE_TASK, queue=CONTROL_QUEUE)
-def series_fire(series_id: int) -> None:
-    """Start the next occurrence of an enabled series (a disabled or deleted one: nothing)."""
+def series_fire(series_id: int, slot: str | None = None) -> None:
+    """Start the occurrence of an enabled series (a disabled or deleted one: nothing) for
+    `slot`, the scheduled time the beat fired (ISO), once per slot.
+
+    A fire without a slot was sent by a scheduler other than runs.control.beat's: it
+    starts an occurrence as "fire now" does, unchecked against a second fire.
+    """
     series = Series.objects.filter(pk=series_id, enabled=True).select_related("template").first()
     if series is None:
         logger.info("series %s: gone or disabled, not fired", series_id)
         return
     try:
-        series_service.series_fire(series)
+        if slot is None:
+            logger.warning("series %s: fired without a slot: not checked for a repeat", series_id)
+            series_service.series_fire(series)
+        else:
+            series_service.series_fire_slot(series, datetime.fromisoformat(slot))
     except (JobError, Conflict) as error:
         # The occurrence stays as a draft experiment on the series page; the reason is here.
         logger.error("series %s: occurrence created but not started: %s", series_id, error)

@@ -15,6 +15,12 @@ Two guards make sure exactly one beat fires:
   which beat holds the lock and exits without firing. A beat that loses its
   lock (another one took it while Redis or this process stalled) stops.
   While Redis cannot be reached, nothing is fired (the broker is that Redis).
+
+Neither guard covers a beat started again after a crash: its schedule's last
+fire time is stored only every few minutes, so it finds the schedule due and
+fires at once. The scheduler therefore names each series fire's slot
+(runs.control.fire_slots) in the task's `slot` argument, and a series fires
+once per slot (runs.services.history.series).
 """
 
 import ctypes
@@ -26,16 +32,20 @@ import socket
 import sys
 import time
 import uuid
+from datetime import datetime
 from types import FrameType
 from typing import Any
 
 import redis
+from celery.beat import ScheduleEntry
 from celery.signals import beat_embedded_init
 from django.conf import settings
 from django.db import connection
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from runs.contract.transport import redis_connection
+from runs.control.fire_slots import fire_slot
+from runs.services.history.series import FIRE_TASK, SLOT_ARGUMENT
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +149,19 @@ class LockedDatabaseScheduler(DatabaseScheduler):
             raise SystemExit(1)
         return super().tick(*args, **kwargs)
 
+    def apply_async(
+        self, entry: ScheduleEntry, producer: Any = None, advance: bool = True, **kwargs: Any
+    ) -> Any:
+        """Send the entry's task; a series fire carries the slot it is for (ISO time)."""
+        if entry.task != FIRE_TASK:
+            return super().apply_async(entry, producer, advance, **kwargs)
+        if advance:
+            entry = self.reserve(entry)
+        due = entry.schedule.now()
+        slot = fire_slot(entry.schedule, due)
+        logger.info("beat: %s due at %s fires slot %s", entry.name, due.isoformat(), slot)
+        return super().apply_async(_with_slot(entry, slot), producer, False, **kwargs)
+
     def close(self) -> None:
         try:
             super().close()
@@ -150,6 +173,15 @@ class LockedDatabaseScheduler(DatabaseScheduler):
             self.lock.release()
         except redis.RedisError as exc:  # the lock then expires after its TTL
             logger.warning("beat: could not release %s: %s", self.lock.key, exc)
+
+
+def _with_slot(entry: ScheduleEntry, slot: datetime) -> ScheduleEntry:
+    """A copy of `entry` whose task is called with `slot`; the schedule keeps its own entry.
+    (copy.copy would call ModelEntry's constructor with the fields of a plain entry.)"""
+    stamped = object.__new__(type(entry))
+    vars(stamped).update(vars(entry))
+    stamped.kwargs = {**entry.kwargs, SLOT_ARGUMENT: slot.isoformat()}
+    return stamped
 
 
 @beat_embedded_init.connect

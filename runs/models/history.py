@@ -68,16 +68,26 @@ class Series(models.Model):
 
 
 class Occurrence(models.Model):
-    """One firing of a series: the experiment it created and started."""
+    """One firing of a series: the experiment it created and started.
+
+    `slot` is the scheduled time a fire of the series' schedule stands for
+    (runs.control.fire_slots), unique per series: a second fire of one slot (a
+    beat started again after a crash, a second beat) creates nothing. Null for
+    an occurrence started by hand ("fire now") and for those from before slots.
+    """
 
     series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="occurrences")
     experiment = models.OneToOneField(
         "runs.Experiment", on_delete=models.CASCADE, related_name="occurrence"
     )
     fired_at = models.DateTimeField(default=timezone.now)
+    slot = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["series", "fired_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["series", "slot"], name="occurrence_once_per_slot")
+        ]
 
     def __str__(self) -> str:
         return f"{self.series} at {self.fired_at:%Y-%m-%d %H:%M}"

@@ -12,6 +12,7 @@ mailed to its address.
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from celery.schedules import crontab
 from django.contrib.auth.models import User
@@ -33,6 +34,9 @@ from runs.services.history.webhooks import webhook_post
 logger = logging.getLogger(__name__)
 
 FIRE_TASK = "runs.tasks.series_fire"
+# The fire task's keyword argument naming the slot a scheduled fire is for (ISO time),
+# set by the beat (runs.control.beat).
+SLOT_ARGUMENT = "slot"
 DETECT_TASK = "runs.tasks.series_detect"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
@@ -81,19 +85,64 @@ def series_save(series: Series) -> Series:
 
 
 def series_fire(series: Series) -> Occurrence:
-    """Copy the template experiment into a new occurrence of the series and start it."""
+    """Copy the template experiment into a new occurrence of the series and start it (by
+    hand: no slot, so never refused as a second fire)."""
+    return _occurrence_start(_occurrence_create(series, None))
+
+
+class SlotFired(Exception):
+    """An occurrence of the series holds the slot already."""
+
+
+def series_fire_slot(series: Series, slot: datetime) -> Occurrence | None:
+    """The scheduled fire of `slot`: a new occurrence, started; None when the slot has fired
+    before (a second beat, or a beat started again after a crash): logged, nothing done.
+
+    The slot is recorded with the occurrence, under the unique constraint, in the
+    transaction that creates it and before anything starts.
+    """
+    try:
+        occurrence = _occurrence_create(series, slot)
+    except SlotFired:
+        logger.warning("series %s: slot %s fired already; this fire is ignored", series.pk, slot)
+        return None
+    return _occurrence_start(occurrence)
+
+
+def _occurrence_create(series: Series, slot: datetime | None) -> Occurrence:
+    """The series' next occurrence, a copy of its template not started yet. Raises
+    SlotFired when an occurrence holds `slot`. Fires of one series are serialised on its
+    row; the unique constraint decides between fires that raced past it."""
     template = series.template
-    with transaction.atomic():
-        number = series.occurrences.count() + 1
-        values = {name: getattr(template, name) for name in copied_fields()}
-        experiment = Experiment.objects.create(
-            name=f"{series.name} #{number}", created_by=series.created_by, **values
-        )
-        for name in M2M_FIELDS:
-            getattr(experiment, name).set(getattr(template, name).all())
-        occurrence = Occurrence.objects.create(series=series, experiment=experiment)
+    try:
+        with transaction.atomic():
+            Series.objects.select_for_update().filter(pk=series.pk).first()
+            if slot is not None and series.occurrences.filter(slot=slot).exists():
+                raise SlotFired()
+            number = series.occurrences.count() + 1
+            values = {name: getattr(template, name) for name in copied_fields()}
+            experiment = Experiment.objects.create(
+                name=f"{series.name} #{number}", created_by=series.created_by, **values
+            )
+            for name in M2M_FIELDS:
+                getattr(experiment, name).set(getattr(template, name).all())
+            return Occurrence.objects.create(series=series, experiment=experiment, slot=slot)
+    except IntegrityError as error:
+        if slot is not None and series.occurrences.filter(slot=slot).exists():
+            raise SlotFired() from error
+        raise
+
+
+def _occurrence_start(occurrence: Occurrence) -> Occurrence:
+    series, experiment = occurrence.series, occurrence.experiment
     experiment_start(experiment, series.created_by)
-    logger.info("series %s fired: occurrence %s, experiment %s", series.pk, number, experiment.pk)
+    logger.info(
+        "series %s fired%s: %s, experiment %s",
+        series.pk,
+        f" slot {occurrence.slot.isoformat()}" if occurrence.slot else " by hand",
+        experiment.name,
+        experiment.pk,
+    )
     return occurrence
 
 

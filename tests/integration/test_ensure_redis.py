@@ -5,7 +5,9 @@ import os
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
+import redis
 
 from tests.agents.worker.conftest import SpareRedis, free_port
 from tests.integration.conftest import REPO
@@ -86,3 +88,26 @@ def test_scripts_lab_refuses_a_port_that_is_not_a_port_number(port: str) -> None
 
     assert result.returncode == 1
     assert f"BENCHLAB_PORT must be a port number 1-65535, not '{port}'" in result.stderr
+
+
+def test_a_redis_started_for_a_url_with_a_password_requires_it_and_keeps_it_off_ps() -> None:
+    port, password = free_port(), "ensure-redis-test-password"
+    directory = own_redis_dir(port)
+    try:
+        result = run_script("ensure-redis", REDIS_URL=f"redis://:{password}@127.0.0.1:{port}/0")
+
+        assert result.returncode == 0, result.stderr
+        assert "the password in REDIS_URL" in result.stdout
+        assert password not in result.stdout + result.stderr
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+        assert redis.Redis(port=port, password=password).ping()
+        server = psutil.Process(int((directory / "redis.pid").read_text()))
+        assert password not in " ".join(server.cmdline())
+        assert (directory / "redis.conf").stat().st_mode & 0o777 == 0o600
+    finally:
+        if (directory / "redis.pid").exists():
+            server = psutil.Process(int((directory / "redis.pid").read_text()))
+            server.terminate()
+            server.wait(timeout=30)
+        subprocess.run(["rm", "-rf", str(directory)], check=False)

@@ -1,4 +1,5 @@
-"""`scripts/lab` itself, started with REDIS_URL on a Redis of the test's own.
+"""`scripts/lab` itself, started with REDIS_URL on a Redis of the test's own, or on a free
+port where the lab starts its own Redis, with a password.
 
 Everything it starts (web, control worker, local agent) must use that Redis:
 the local agent's heartbeats arriving through it prove the agent got the same
@@ -14,10 +15,13 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
+import redis
 
 from tests.agents.worker.conftest import SpareRedis, free_port
 from tests.integration.conftest import REPO
@@ -98,8 +102,15 @@ def lab_environment(redis_url: str, workdir: Path, storage: Path, port: int) -> 
 
 @pytest.fixture
 def scripts_lab(own_redis: SpareRedis, tmp_path: Path) -> Iterator[ScriptsLab]:
+    with started_lab(own_redis.url, tmp_path) as lab:
+        yield lab
+
+
+@contextmanager
+def started_lab(redis_url: str, tmp_path: Path) -> Iterator[ScriptsLab]:
+    """`scripts/lab` started with REDIS_URL `redis_url`, stopped on exit."""
     storage = Path(tempfile.mkdtemp(prefix="benchlab-scripts-lab-", dir="/var/tmp"))
-    env = lab_environment(own_redis.url, tmp_path, storage, free_port())
+    env = lab_environment(redis_url, tmp_path, storage, free_port())
     output = tmp_path / "lab.out"
     with output.open("wb") as out:
         process = subprocess.Popen(
@@ -166,3 +177,57 @@ def test_scripts_lab_starts_with_debug_off_and_keeps_its_files_private(scripts_l
     assert {path.name: path.stat().st_mode & 0o777 for path in private} == {
         path.name: 0o600 for path in private
     }
+
+
+@contextmanager
+def lab_redis_server(port: int) -> Iterator[None]:
+    """Stop the redis-server scripts/lab started (daemonized) on `port`, and remove its files."""
+    directory = REPO / "var" / "redis" / str(port)
+    try:
+        yield
+    finally:
+        pid_file = directory / "redis.pid"
+        if pid_file.exists():
+            server = psutil.Process(int(pid_file.read_text()))
+            server.terminate()
+            server.wait(timeout=30)
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
+
+
+def environment_of(lab: ScriptsLab, program: str) -> dict[str, str]:
+    """The environment of the lab's process whose command line names `program`."""
+    for process in psutil.Process(lab.process.pid).children(recursive=True):
+        if program in " ".join(process.cmdline()):
+            return process.environ()
+    raise AssertionError(f"no {program} process in the lab\n{lab.logs()}")
+
+
+def test_scripts_lab_starts_its_own_redis_with_a_password_it_gives_web_control_and_agent(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    with (
+        lab_redis_server(port),
+        started_lab(f"redis://127.0.0.1:{port}/0", tmp_path) as lab,
+    ):
+        wait_for(lab.host_row, LAB_START_TIMEOUT_S, "the local agent to register", lab.logs, 1.0)
+
+        password_file = REPO / "var" / "redis-password"
+        password = password_file.read_text().strip()
+        url = f"redis://:{password}@127.0.0.1:{port}/0"
+        assert password_file.stat().st_mode & 0o777 == 0o600
+        conf = REPO / "var" / "redis" / str(port) / "redis.conf"
+        assert conf.stat().st_mode & 0o777 == 0o600
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+        queues = redis.Redis(port=port, password=password, decode_responses=True).keys()
+        assert f"_kombu.binding.agent.{lab.agent_name}" in queues, "the agent uses that Redis"
+        for program in ("uvicorn", "celery", "agents worker"):
+            assert environment_of(lab, program)["REDIS_URL"] == url, program
+        command_lines = [
+            " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
+        ]
+        assert not [line for line in command_lines if password in line], "no password in ps"
+        redis_log = (REPO / "var" / "redis" / str(port) / "redis.log").read_text()
+        assert password not in lab.logs() + redis_log
+        assert "lab: redis    redis://:***@127.0.0.1" in lab.output.read_text()

@@ -82,3 +82,14 @@ SOURCE_UPLOAD_PREFIX = "benchlab:source-upload:"
 def source_upload_key(sha256: str) -> str:
     """The Redis key holding the bytes of an uploaded source tarball."""
     return f"{SOURCE_UPLOAD_PREFIX}{sha256}"
+
+
+# One worker per agent name (agents/worker/exclusive.py): the running worker holds this key,
+# renewed while it lives; a worker killed leaves it to expire after AGENT_LEASE_S.
+AGENT_LEASE_S = 30
+AGENT_LEASE_ENV = "BENCHLAB_AGENT_LEASE_S"
+
+
+def agent_lease_key(agent: str) -> str:
+    """The key the worker serving `agent` holds (SET NX with a TTL) while it runs."""
+    return f"benchlab:agent-lease:{agent}"

@@ -42,6 +42,7 @@ and the job's PostgreSQL server behind.
 
 import logging
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,7 @@ from agents.worker.exactly_once import (
     report_interrupted,
     unconfirmed_job_ids,
 )
+from agents.worker.exclusive import ExclusiveClaim, claim_agent
 from agents.worker.identity import Identity, load_or_create_identity
 from agents.worker.ledger import Ledger
 from agents.worker.transport import (
@@ -171,7 +173,8 @@ app.conf.update(
 class Agent:
     """What the worker process keeps for its jobs: config, identity, Redis, the event
     sink (`signed` signs each event before `sink` sends it), the heartbeat, the ledger
-    of the jobs it started and finished (agents.worker.ledger)."""
+    of the jobs it started and finished (agents.worker.ledger), and the claim that makes it
+    the only worker of its name (agents.worker.exclusive)."""
 
     config: AgentConfig
     identity: Identity
@@ -180,9 +183,10 @@ class Agent:
     signed: Sink
     heartbeat: Heartbeat
     ledger: Ledger
+    claim: ExclusiveClaim
 
     @classmethod
-    def create(cls, config: AgentConfig, stream: str) -> "Agent":
+    def create(cls, config: AgentConfig, stream: str, claim: ExclusiveClaim) -> "Agent":
         identity = load_or_create_identity(config.state_dir, config.name)
         sink = RedisStreamSink(config.redis_url, config.spool_dir, stream=stream)
         signed = signing_sink(sink, identity.secret)
@@ -194,8 +198,9 @@ class Agent:
             emitter,
             finished=unconfirmed_job_ids(ledger, client),
             space=lambda: target_space(targets),
+            instance=claim.token,
         )
-        return cls(config, identity, client, sink, signed, heartbeat, ledger)
+        return cls(config, identity, client, sink, signed, heartbeat, ledger, claim)
 
     def start(self) -> None:
         """Send what the spool holds, register with the lab, start beating."""
@@ -215,7 +220,7 @@ class Agent:
         report_interrupted(self.ledger, [self.signed], name)
         remove_dead_job_logs(self.config.state_dir)
         try:
-            register_agent(self.heartbeat.emitter, self.config, self.identity)
+            register_agent(self.heartbeat.emitter, self.config, self.identity, self.claim.token)
         except Exception:
             # Heartbeats still tell the lab the agent is alive; a silent agent
             # would get its runs failed by the reaper.
@@ -253,16 +258,31 @@ def worker_argv(name: str, loglevel: str) -> list[str]:
 def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
     """Serve jobs from queue `agent.<config.name>` in this process until the worker is shut down.
 
-    Events go to the stream `events_stream()` names.
+    Events go to the stream `events_stream()` names. Raises WorkerConflict before anything
+    else (the ledger, a registration, the queue) when another worker serves the same name or
+    state directory (agents.worker.exclusive).
     """
     global _agent
-    _agent = Agent.create(config, events_stream())
+    # Until Celery installs its own handler, SIGTERM ends the worker through `finally`
+    # (Python's default would end it at once, leaving the name's lease to expire).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    claim = claim_agent(redis_client(config.redis_url), config.state_dir, config.name)
+    _agent = Agent.create(config, events_stream(), claim)
     app.conf.broker_url = config.redis_url
     worker_ready.connect(_start_agent, weak=False)
     worker_shutdown.connect(_stop_agent, weak=False)
     after_setup_logger.connect(redact_celery_logs, weak=False)
     after_setup_task_logger.connect(redact_celery_logs, weak=False)
-    app.worker_main(argv=worker_argv(config.name, loglevel))
+    try:
+        app.worker_main(argv=worker_argv(config.name, loglevel))
+    finally:
+        # However the worker ends short of a kill (a stop before it was ready too), the
+        # name is free at once for the next worker.
+        claim.release()
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _current_agent() -> Agent:
@@ -389,10 +409,11 @@ def serve_client_half(
 
 
 def register_agent(
-    emitter: EventEmitter, config: AgentConfig, identity: Identity
+    emitter: EventEmitter, config: AgentConfig, identity: Identity, instance: str
 ) -> dict[str, Any]:
     """Emit `agent_register`: this host's facts, installs, storage targets and catalogues,
-    and the agent's secret until a job signed with it showed the lab has it."""
+    the worker's instance token, and the agent's secret until a job signed with it showed
+    the lab has it."""
     facts = collect_facts(config.storage_targets())
     installs = find_system_installs() + find_cached_installs(config.cache_dir)
     storage = {
@@ -406,6 +427,7 @@ def register_agent(
             "installs": [install.as_dict() for install in installs],
             "storage": storage,
             "catalogues": cached_catalogues(config.cache_dir),
+            "instance": instance,
             **({} if identity.confirmed else {"secret": identity.secret}),
         },
     )

@@ -359,6 +359,8 @@ class Heartbeat:
 
     A beat reads what runs and emits under the lock `set_running` takes, so a heartbeat
     saying nothing runs was sent before the next job's first event (the lab relies on it).
+    `instance` is the worker's token (agents.worker.exclusive): the lab sees two workers
+    answering to one name by their two tokens.
     """
 
     def __init__(
@@ -367,8 +369,10 @@ class Heartbeat:
         interval: float = HEARTBEAT_INTERVAL_S,
         finished: Callable[[], list[str]] | None = None,
         space: Callable[[], dict[str, Space]] | None = None,
+        instance: str | None = None,
     ):
         self.emitter = emitter
+        self.instance = instance
         self.interval = interval
         self.finished = finished
         self.space = space
@@ -395,8 +399,9 @@ class Heartbeat:
 
     def beat(self) -> None:
         finished = {} if self.finished is None else {"finished": self.finished()}
+        instance = {} if self.instance is None else {"instance": self.instance}
         with self._lock:
-            extra = {**finished, **self._space()}
+            extra = {**finished, **instance, **self._space()}
             self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **extra})
 
     def _space(self) -> dict[str, dict[str, Space]]:

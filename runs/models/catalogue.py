@@ -77,6 +77,12 @@ class Host(models.Model):
     current_run = models.ForeignKey(
         "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The agent worker's instance token last heard and the one before it; `twin_seen_at`
+    # is when the one before spoke again: two workers answer to this name
+    # (runs.services.hosts.instances).
+    instance = models.CharField(max_length=64, blank=True)
+    previous_instance = models.CharField(max_length=64, blank=True)
+    twin_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -100,6 +106,14 @@ class Host(models.Model):
             return False
         window = timedelta(seconds=settings.HEARTBEAT_OFFLINE_AFTER_S)
         return timezone.now() - self.last_seen <= window
+
+    @property
+    def has_twin(self) -> bool:
+        """Whether two agent workers answered to this name within HEARTBEAT_OFFLINE_AFTER_S."""
+        if self.twin_seen_at is None:
+            return False
+        window = timedelta(seconds=settings.HEARTBEAT_OFFLINE_AFTER_S)
+        return timezone.now() - self.twin_seen_at <= window
 
 
 class StorageTarget(models.Model):

@@ -76,6 +76,9 @@ class RegistrationData(TypedDict):
     storage: dict[str, dict[str, Any]]
     catalogues: dict[str, dict[str, Any]]
     secret: NotRequired[str]
+    # The worker process's token (agents/worker/exclusive.py): two tokens under one name
+    # are two workers answering to it.
+    instance: NotRequired[str]
 
 
 class HeartbeatData(TypedDict):
@@ -89,6 +92,8 @@ class HeartbeatData(TypedDict):
     # Total and free bytes per storage target, at most once a minute and when a job
     # starts or ends (the lab refuses a dataset that cannot fit).
     space: NotRequired[dict[str, Space]]
+    # As in RegistrationData: the token of the worker process that sends it.
+    instance: NotRequired[str]
 
 
 class _Envelope(TypedDict):

@@ -49,6 +49,10 @@ class StorageTargetSerializer(StrictModelSerializer[StorageTarget]):
 
 class HostSerializer(StrictModelSerializer[Host]):
     is_online = serializers.BooleanField(read_only=True)
+    has_twin = serializers.BooleanField(
+        read_only=True,
+        help_text="Two agent workers answered to this name within the offline window.",
+    )
     fingerprint = serializers.CharField(
         read_only=True, help_text="Digest of the agent's secret, compared before approving."
     )
@@ -65,6 +69,7 @@ class HostSerializer(StrictModelSerializer[Host]):
             "enrollment",
             "fingerprint",
             "is_online",
+            "has_twin",
             "last_seen",
             "registered_at",
             "current_run",

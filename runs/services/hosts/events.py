@@ -19,6 +19,7 @@ from agents.contract.reports.events import (
 from agents.contract.reports.events import RunEvent as RunEventDocument
 from runs.models import Host, Run, StorageTarget
 from runs.services.catalogues import catalogue_keep
+from runs.services.hosts.instances import host_note_instance
 from runs.services.hosts.reconcile import agent_report, reconcile_after_commit
 from runs.services.hosts.space import host_record_space, registered_space
 from runs.services.jobs.events import parse_event_time, run_record_event
@@ -38,6 +39,7 @@ def agent_record_event(event: AgentEvent) -> bool:
     """Registration creates or refreshes the Host, its storage and catalogues; a
     heartbeat marks it seen (server time: agents' clocks may drift)."""
     host, _created = Host.objects.get_or_create(name=event["agent"])
+    host_note_instance(host, event["data"].get("instance"))
     if event["type"] == "agent_register":
         _register(host, event["data"])
     else:

@@ -173,7 +173,9 @@ def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
     heartbeat = events_of_type(shared_redis, stream, "heartbeat")[0]
     beat = dict(heartbeat["data"])
     space = beat.pop("space")
+    instance = beat.pop("instance")
     assert beat == {"running": None, "job": None, "finished": []}
+    assert instance == data["instance"], "the worker's token, in registration and heartbeats"
     assert set(space) == set(data["storage"])
     assert space["data"]["free_bytes"] > 0
     assert verify("event", heartbeat, agent.identity.secret)

@@ -1,7 +1,7 @@
 """Several pgbench processes measured together as one point (seed 3: one process per table).
 
 The processes start together and measure the same window. The point's tps,
-transactions and failure counts are the sums of what each process printed,
+transactions, failure, skipped and late counts are the sums of what each process printed,
 its average latency the transaction-weighted mean, its standard deviation the
 pooled one (within and between processes), and its timeline the sum of the
 processes' `-P` lines second by second.
@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.contract.reports.results import ProgressLine
 
-SUMMED_COUNTS = ("transactions", "failed", "retried", "aborted_clients")
+SUMMED_COUNTS = ("transactions", "failed", "retried", "aborted_clients", "skipped", "late")
 
 
 def combine_processes(processes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

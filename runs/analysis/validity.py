@@ -58,6 +58,14 @@ CHECKS = {
             "number does not show",
         ),
         Check(
+            "skipped_or_late_transactions",
+            "skipped or late transactions",
+            "with a rate (-R) and a latency limit (-L) pgbench skips the transactions that "
+            "would start too late and counts those that end over the limit; tps counts only "
+            "the transactions that ran, so it shows neither: the server did not keep up with "
+            "the schedule",
+        ),
+        Check(
             "unsteady_timeline",
             "unsteady timeline",
             "a trend or large swings within the window mean the average depends on when "
@@ -323,6 +331,22 @@ def _failure_warning(result: Result) -> list[ValidityWarning]:
     return [ValidityWarning("failed_transactions", ", ".join(seen))]
 
 
+def _schedule_warning(result: Result) -> list[ValidityWarning]:
+    """Skipped transactions (a share of all scheduled) and those over the latency limit (a
+    share of those that ran), as pgbench counts them in its summary."""
+    seen = []
+    ran = result.transactions or 0
+    if result.skipped:
+        scheduled = ran + result.skipped
+        skipped_pct = result.skipped / scheduled * 100
+        seen.append(f"{result.skipped:,} skipped ({skipped_pct:.1f} % of those scheduled)")
+    if result.late:
+        limit = f" {result.latency_limit_ms:g} ms" if result.latency_limit_ms is not None else ""
+        late_pct = f" ({result.late / ran * 100:.1f} %)" if ran else ""
+        seen.append(f"{result.late:,} of {ran:,} over the{limit} latency limit{late_pct}")
+    return [ValidityWarning("skipped_or_late_transactions", ", ".join(seen))] if seen else []
+
+
 def _timeline_warning(samples: PointSamples) -> list[ValidityWarning]:
     rows = [(s.t, s.tps) for s in _by_time(samples.progress) if s.tps is not None]
     if len(rows) < MIN_PROGRESS_SAMPLES:
@@ -395,7 +419,14 @@ def result_warnings(result: Result, in_samples: list[ValidityWarning]) -> list[V
     (`sample_warnings`) and its result's, in the order CHECKS defines."""
     order = list(CHECKS)
     blamed = [_blame_for_full_host(result, warning) for warning in in_samples]
-    found = joined([*_pgbench_busy_warning(result), *blamed, *_failure_warning(result)])
+    found = joined(
+        [
+            *_pgbench_busy_warning(result),
+            *blamed,
+            *_failure_warning(result),
+            *_schedule_warning(result),
+        ]
+    )
     return sorted(found, key=lambda warning: order.index(warning.code))
 
 

@@ -23,6 +23,14 @@ class Result(models.Model):
     transactions = models.BigIntegerField(null=True, blank=True)
     failed = models.BigIntegerField(default=0)
     retried = models.BigIntegerField(null=True, blank=True)
+    # With a rate (-R): transactions skipped for starting later than the latency limit (-L)
+    # allows, and the schedule lag; with -L: transactions over the limit and the limit. None
+    # where pgbench printed no such line (no -R or -L, or a version before them).
+    skipped = models.BigIntegerField(null=True, blank=True)
+    late = models.BigIntegerField(null=True, blank=True)
+    latency_limit_ms = models.FloatField(null=True, blank=True)
+    schedule_lag_avg_ms = models.FloatField(null=True, blank=True)
+    schedule_lag_max_ms = models.FloatField(null=True, blank=True)
     aborted_clients = models.PositiveIntegerField(default=0)
     duration_s = models.FloatField(null=True, blank=True)
     # CPU seconds (user + system) of the pgbench process, and of the agent itself, in the window.

@@ -130,6 +130,14 @@ class PointResult(TypedDict):
     # Clients that pgbench reported as aborted, and transactions retried (--max-tries).
     aborted_clients: NotRequired[int]
     retried: NotRequired[int | None]
+    # With a rate (-R) and a latency limit (-L), as pgbench printed them: transactions
+    # skipped (they would have started too late), transactions over the limit, the limit,
+    # and the schedule lag (None, or absent, where pgbench printed no such line).
+    skipped: NotRequired[int | None]
+    late: NotRequired[int | None]
+    latency_limit_ms: NotRequired[float | None]
+    lag_avg_ms: NotRequired[float | None]
+    lag_max_ms: NotRequired[float | None]
     # pgbench's per-script blocks (several scripts: per-type rates and latencies); a point
     # of several processes numbers each block's `process`.
     scripts: NotRequired[list[dict[str, Any]]]

@@ -177,3 +177,23 @@ def test_an_imported_run_compares_with_a_measured_one_with_the_notes_of_both(cli
     assert exported.status_code == 200
     tps = stated(captured("pg16").decode(), r"^tps = ([\d.]+) \(without")
     assert str(tps) in exported.content.decode()
+
+
+@pytest.mark.django_db
+def test_skipped_and_late_transactions_are_kept_and_shown_as_pgbench_counted_them(client, user):
+    text = captured("pg16", "log_skipped_R20000_L1_t300").decode()
+    upload = UploadedOutput("rate-limited.txt", text.encode())
+
+    outcome = pgbench_import(user, [upload], ImportDetails())
+
+    point = Result.objects.get(run=outcome.runs[0])
+    assert point.skipped == stated(text, r"^number of transactions skipped: (\d+)")
+    assert point.late == stated(text, r"^number of transactions above the [\d.]+ ms .*: (\d+)/")
+    assert point.latency_limit_ms == stated(text, r"above the ([\d.]+) ms latency limit")
+    assert point.schedule_lag_avg_ms == stated(text, r"^rate limit schedule lag: avg ([\d.]+)")
+    client.force_login(user)
+    page = client.get(reverse("run-detail", args=[outcome.runs[0].pk])).content.decode()
+    assert "skipped or late transactions" in page
+    # pgbench's own shares: 295 of 600 scheduled (49.167 %), 77 of 305 that ran (25.246 %).
+    assert "295 skipped (49.2 % of those scheduled)" in page
+    assert "77 of 305 over the 1 ms latency limit (25.2 %)" in page

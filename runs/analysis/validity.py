@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
 from agents.contract.reports.samples import HostSampleDocument, ServerSampleDocument
+from runs.inference import steady as steadiness
 from runs.inference.stats import MIN_REPEATS, Summary
 from runs.inference.steady import MIN_STEADY_SECONDS, MIN_STEADY_SHARE, SteadyState, steady_state
 from runs.models import HostSample, ProgressSample, Result, ServerSample
@@ -74,13 +75,16 @@ CHECKS = {
         Check(
             "warm_up_in_window",
             "warm-up inside the window",
-            "tps ramped before it settled (a cold cache, a growing table): pgbench's tps "
+            "tps rose before it settled (a cold cache, a growing table): pgbench's tps "
             "counts those seconds too; a warm-up at least that long leaves them out",
         ),
         Check(
             "never_settled",
             "never settled",
-            "tps kept drifting through the window, so there is no steady state to measure; "
+            "in no last stretch of the window did tps hold within "
+            f"{steadiness.MAX_DRIFT_PCT_PER_MIN:g} % a minute and "
+            f"{steadiness.FLAT_SHARE * 100:g} % over the stretch (beyond what counting noise "
+            "explains), so there is no steady state to measure; "
             "verdicts leave the point out unless you keep it (keep_unsettled=1)",
         ),
         Check(
@@ -382,23 +386,42 @@ def _counting_noise(
 
 
 def point_steady_state(samples: PointSamples) -> SteadyState | None:
-    """Where the point's per-second tps became steady (runs/inference/steady.py); None
-    with too few seconds to tell."""
-    tps = [s.tps for s in _by_time(samples.progress) if s.tps is not None]
-    return steady_state(tps) if len(tps) >= 2 * MIN_STEADY_SECONDS else None
+    """Where the point's per-second tps became steady (runs/inference/steady.py), allowing
+    for the counting noise of its seconds; None with too few seconds to tell."""
+    rows = [(s.t or 0.0, s.tps) for s in _by_time(samples.progress) if s.tps is not None]
+    if len(rows) < 2 * MIN_STEADY_SECONDS:
+        return None
+    t, tps = np.array(rows, dtype=float).T
+    mean = float(tps.mean())
+    counting = _counting_noise(samples.progress, t, mean) if mean > 0 else 0.0
+    return steady_state(tps, t, counting)
 
 
 def _steady_warning(steady: SteadyState | None) -> list[ValidityWarning]:
+    """never settled, a warm-up (tps rose, then held) or a fall (tps fell, then held: a drift
+    down, no warm-up); the settle time is the one the tps chart's band draws."""
     if steady is None:
         return []
     if not steady.settled:
         shortest = max(MIN_STEADY_SECONDS, math.ceil(steady.seconds * MIN_STEADY_SHARE))
-        detail = f"tps drifts in every last stretch of {shortest} s or more of {steady.seconds} s"
+        drift = steady.drift
+        detail = (
+            f"tps drifts {drift.pct_per_min:+.0f} % a minute over the window (trend "
+            f"p={drift.p:.1g}); no last stretch of {shortest} s or more of {steady.seconds} s "
+            f"holds within {steadiness.MAX_DRIFT_PCT_PER_MIN:g} % a minute and "
+            f"{steadiness.FLAT_SHARE * 100:g} % over the stretch"
+        )
         return [ValidityWarning("never_settled", detail)]
-    if steady.start:
-        detail = f"tps settled after {steady.start} of {steady.seconds} s"
+    if not steady.start:
+        return []
+    if steady.rose:
+        detail = f"tps settled after {steady.skipped_s:.0f} of {steady.seconds} s"
         return [ValidityWarning("warm_up_in_window", detail)]
-    return []
+    detail = (
+        f"tps fell for the first {steady.skipped_s:.0f} of {steady.seconds} s, then held "
+        "(a drift down, not a warm-up)"
+    )
+    return [ValidityWarning("unsteady_timeline", detail)]
 
 
 def sample_warnings(

@@ -56,7 +56,7 @@ from runs.timelines.samples import (
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 6
+DIGEST_VERSION = 7
 # How often the control worker rebuilds a running run's digest while events arrive (the
 # page's live stream sends what is newer than the digest).
 RUNNING_REBUILD_S = 60
@@ -232,13 +232,12 @@ def _marks(
     }
 
 
-def _warm_up_end(samples: PointSamples, steady: SteadyState | None) -> float | None:
-    """The time within the point when its tps settled after a ramp (None: no ramp, or it
-    never settled)."""
-    if steady is None or not steady.settled or not steady.start:
+def _warm_up_end(steady: SteadyState | None) -> float | None:
+    """The time within the point when its tps settled after rising (None: no rise, or it
+    never settled): the same settle time its warm_up_in_window warning gives."""
+    if steady is None or not steady.settled or not steady.start or not steady.rose:
         return None
-    measured = sorted(s.t or 0.0 for s in samples.progress if s.tps is not None)
-    return measured[steady.start]
+    return steady.skipped_s
 
 
 def build_digest(
@@ -254,7 +253,7 @@ def build_digest(
     by_point = _by_point(progress, host, server, client)
     steady = {point: checks.point_steady_state(samples) for point, samples in by_point.items()}
     found = {p: checks.sample_warnings(p, samples, steady[p]) for p, samples in by_point.items()}
-    warm_ups = {p: _warm_up_end(samples, steady[p]) for p, samples in by_point.items()}
+    warm_ups = {p: _warm_up_end(steady[p]) for p in by_point}
     rows_of: dict[SampleKind, list[Sample]] = {
         "progress": list(progress),
         "host": list(host),

@@ -193,7 +193,11 @@ def test_a_swinging_timeline_is_unsteady(run):
         for t in range(1, 11)
     ]
     (warning,) = point_warnings(make_point(run), PointSamples(progress=progress))
-    assert warning.detail == "per-second tps varies by 53 % (CV)"
+    # Its first second is the highest: the rest, whose alternation has no trend, holds.
+    assert warning.detail == (
+        "per-second tps varies by 53 % (CV); "
+        "tps fell for the first 1 of 10 s, then held (a drift down, not a warm-up)"
+    )
 
 
 def test_a_slow_workload_counting_a_few_transactions_a_second_is_not_unsteady(run):
@@ -218,8 +222,10 @@ def test_a_timeline_estimated_from_a_small_sample_allows_for_its_counting_noise(
     point = make_point(run)
     assert point_warnings(point, PointSamples(progress=progress)) == []
     exact = [ProgressSample(run=run, point=0, t=s.t, tps=s.tps) for s in progress]
-    (warning,) = point_warnings(point, PointSamples(progress=exact))
-    assert warning.code == "unsteady_timeline", "the same swing in exact counts is real"
+    found = {w.code for w in point_warnings(point, PointSamples(progress=exact))}
+    # The same swing in exact counts is real, and its fitted drift (+58 % a minute) is then
+    # no counting noise: no stretch is shown to hold.
+    assert found == {"unsteady_timeline", "never_settled"}
 
 
 def test_a_steady_timeline_with_noise_is_not_unsteady(run):

@@ -21,6 +21,7 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -38,6 +39,7 @@ from agents.pgbench.latency_log import log_root
 from agents.postgres.cluster.clients import WorkloadAccess
 from agents.postgres.cluster.directories import usable_job_id
 from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.cluster.markers import ClusterMarker
 from agents.postgres.installs.ensure import ensure_install
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import chown_tree, ensure_os_user, make_dirs
@@ -60,7 +62,7 @@ class RemoteServer(Cluster):
         super().__init__(
             install,
             ensure_os_user(config.os_user, config.sandbox),
-            config.state_dir / "client",
+            client_scratch(config),
             job_id=usable_job_id(job_id),
         )
         self.host = str(ready["host"])
@@ -217,8 +219,16 @@ def _checked(spec_doc: object, config: AgentConfig) -> JobSpec:
     return spec
 
 
+def client_scratch(config: AgentConfig) -> Path:
+    """Where client halves keep their scratch directories, `benchlab-<job>`: each is marked
+    as a cluster's directory is, so a worker starting after its agent was killed removes
+    what a client half left (agents.postgres.cluster.leftovers)."""
+    return config.state_dir / "client"
+
+
 def _place(server: RemoteServer, config: AgentConfig) -> SweepPlace:
     make_dirs(server.job_dir)
+    ClusterMarker.for_this_process(server.job_id).write(server.job_dir)
     chown_tree(server.job_dir, server.os_user)
     if server.install is None:
         raise RuntimeError("a remote server is always given an install")

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import redis
@@ -183,10 +184,11 @@ class PairLink:
         unsent = self.outbox.discard_spool()
         if unsent:
             logger.warning(
-                "run %s: %d messages to the %s never reached Redis before the run ended",
+                "run %s: messages to the %s dropped unsent (Redis did not answer before the "
+                "run ended): %d",
                 self.dispatch,
-                unsent,
                 self.peer_role,
+                unsent,
             )
         self.client.close()
 
@@ -314,3 +316,14 @@ class PairLink:
             return None
         self.outage.answered()
         return answer
+
+
+def discard_left_spools(spool_dir: Path) -> int:
+    """Remove the spools of pair links an agent killed mid-run left, and say how many
+    messages they held; the worker calls this when it starts. Their runs ended with that
+    agent (the peer lost it, or the lab reports it restarted): nobody reads them any more."""
+    unsent = 0
+    for spool in sorted(Path(spool_dir).glob(f"{pair_key('*', '*')}.jsonl")):
+        unsent += spool.read_bytes().count(b"\n")
+        spool.unlink()
+    return unsent

@@ -76,8 +76,8 @@ from agents.events import EventEmitter, Sink
 from agents.job import run_job
 from agents.observe.facts import collect_facts
 from agents.observe.storage import target_space
-from agents.pair.client_half import run_client_half
-from agents.pair.link import PairLink
+from agents.pair.client_half import client_scratch, run_client_half
+from agents.pair.link import PairLink, discard_left_spools
 from agents.pgbench.latency_log import remove_dead_job_logs
 from agents.postgres.cluster.leftovers import remove_leftover_clusters
 from agents.postgres.installs.inventory import find_cached_installs, find_system_installs
@@ -214,9 +214,13 @@ class Agent:
         self.sink.start()
         os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
         check_sandbox(os_user)
-        removed = remove_leftover_clusters(self.config.storage_targets(), os_user)
+        places = {**self.config.storage_targets(), "client halves": client_scratch(self.config)}
+        removed = remove_leftover_clusters(places, os_user)
         if removed:
             logger.warning("agent %s: removed clusters left behind: %s", name, removed)
+        unsent = discard_left_spools(self.config.spool_dir)
+        if unsent:
+            logger.warning("agent %s: dropped %d messages of runs it left", name, unsent)
         report_interrupted(self.ledger, [self.signed], name)
         remove_dead_job_logs(self.config.state_dir)
         try:

@@ -51,10 +51,14 @@ class ClientAgent:
         self.log_path = lab.log_dir / f"{self.name}.log"
         argv = [*prefix, sys.executable, "-m", "agents", "worker", "--name", self.name]
         argv += ["--redis-url", redis_url or lab.redis_url, "--state-dir", str(self.state_dir)]
-        argv += ["--storage", f"default={self.root / 'storage'}", *args]
+        self.argv = [*argv, "--storage", f"default={self.root / 'storage'}", *args]
+        self.start()
+
+    def start(self) -> None:
+        """Start the agent worker (again, after `kill`: the same name and state directory)."""
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                argv, cwd=REPO, env=lab.env, stdout=log, stderr=subprocess.STDOUT
+                self.argv, cwd=REPO, env=self.lab.env, stdout=log, stderr=subprocess.STDOUT
             )
 
     def log(self) -> str:

@@ -213,3 +213,8 @@ def test_a_client_host_run_cancelled_its_agent_stopped_or_its_client_killed_leav
     assert client.name in run.error_message
     assert_no_orphans(lab)
     assert pair_spools(default_state_dir()) == []
+    # What the killed client half left (its scratch directory) goes when its agent starts.
+    assert list((client.state_dir / "client").glob("benchlab-*")), "the scratch directory"
+    client.start()
+    wait_for(lambda: not client_leftovers(client), 60, "the restarted client agent to clean up",
+             lambda: f"{client_leftovers(client)}\n{client.log()}")  # fmt: skip

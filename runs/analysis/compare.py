@@ -6,15 +6,16 @@ numbers from runs.inference.stats, the warnings from runs.analysis.validity), no
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.contract.builds.definition import BuildRecord
 from runs.analysis import run_checks, verdicts
 from runs.analysis import validity as checks
+from runs.analysis.cells import share_rounds
 from runs.analysis.shapes import shape_warnings
 from runs.analysis.validity import ValidityWarning
 from runs.analysis.verdicts import Judgement, Question
-from runs.inference import stats
+from runs.inference import paired, stats
 from runs.inference.equivalence import DEFAULT_MARGIN_PCT
 from runs.inference.stats import Summary
 from runs.models import Result, Run
@@ -204,6 +205,8 @@ class StatsTable:
 
 
 Results = dict[int, list[Result]]
+# Run id -> the round it measured (runs in rounds only).
+RoundOf = dict[int, int]
 PointWarnings = dict[tuple[int, int], list[ValidityWarning]]
 
 
@@ -239,11 +242,39 @@ def _rows(
     return rows, by_run_point
 
 
-def _cell_mde(one: Summary | None, other: Summary | None) -> float | None:
-    """MDE of this comparison at 80 % power from both sides' log spreads."""
+def _cell_mde(one: Summary | None, other: Summary | None, judgement: Judgement) -> float | None:
+    """MDE of this comparison at 80 % power: of its paired rounds' log ratios where they
+    answered, else from both sides' log spreads."""
+    if judgement.design == paired.PAIRED:
+        return judgement.paired_mde_pct
     if not one or not other or one.log_sd is None or other.log_sd is None:
         return None
     return stats.detectable_effect_pct(one.log_sd, one.n, other.log_sd, other.n)
+
+
+def _question(
+    run: Run, baseline: Run, results: Results, metric: str, clients: int, round_of: RoundOf
+) -> Question | None:
+    """One compared cell; where both cells share rounds (cells.share_rounds), with the
+    round of each repeat."""
+    sides = [
+        [
+            (r, v)
+            for r in results.get(pk, [])
+            if r.clients == clients and (v := metric_value(r, metric)) is not None
+        ]
+        for pk in (run.pk, baseline.pk)
+    ]
+    if not sides[0] or not sides[1]:
+        return None
+    values, base = ([v for _r, v in side] for side in sides)
+    question = Question(values, base, HIGHER_IS_BETTER[metric])
+    if not share_rounds(run, baseline):
+        return question
+    if any(r.run_id not in round_of for side in sides for r, _v in side):
+        return question
+    rounds, base_rounds = ([round_of[r.run_id] for r, _v in side] for side in sides)
+    return replace(question, rounds=rounds, baseline_rounds=base_rounds)
 
 
 def _judge_rows(
@@ -251,29 +282,26 @@ def _judge_rows(
     baseline: Run,
     results: Results,
     metrics: Sequence[str],
-    min_effect_pct: float,
-    margin_pct: float,
+    margins: tuple[float, float],
+    round_of: RoundOf,
 ) -> int:
-    """Fill each non-baseline cell's judgement; returns the number of tested comparisons."""
-    values_of = {
-        pk: {m: repeat_values(results.get(pk, []), m) for m in metrics}
-        for pk in {baseline.pk} | {row.run.pk for row in rows}
-    }
+    """Fill each non-baseline cell's judgement; returns the number of tested comparisons.
+    `margins`: (minimum effect, equivalence margin) in percent."""
     base_summaries = {m: run_summaries(results.get(baseline.pk, []), m) for m in metrics}
     targets, questions = [], []
     for row in rows:
         if row.is_baseline:
             continue
         for metric in metrics:
-            values = values_of[row.run.pk][metric].get(row.clients)
-            base = values_of[baseline.pk][metric].get(row.clients)
-            if values and base:
+            question = _question(row.run, baseline, results, metric, row.clients, round_of)
+            if question is not None:
                 targets.append((row, metric, base_summaries[metric].get(row.clients)))
-                questions.append(Question(values, base, HIGHER_IS_BETTER[metric]))
-    judgements = verdicts.judge(questions, min_effect_pct, margin_pct)
+                questions.append(question)
+    judgements = verdicts.judge(questions, *margins)
     for (row, metric, base_summary), judgement in zip(targets, judgements, strict=True):
         summary = row.cells[metric].summary
-        row.cells[metric] = MetricCell(metric, summary, judgement, _cell_mde(summary, base_summary))
+        mde = _cell_mde(summary, base_summary, judgement)
+        row.cells[metric] = MetricCell(metric, summary, judgement, mde)
     return sum(1 for j in judgements if j.q is not None)
 
 
@@ -292,15 +320,19 @@ def stats_table(
     metrics: Sequence[str] = COMPARED_METRICS,
     margin_pct: float = DEFAULT_MARGIN_PCT,
     keep_unsettled: bool = False,
+    round_of: RoundOf | None = None,
 ) -> StatsTable:
     """Every (run, client count) with its statistics, warnings and, if a baseline is
     given, its difference, q-value and verdict against the baseline at the same clients.
     `in_samples`: (run id, point) -> what the point's samples showed (runs.timelines.store).
-    Verdicts leave out points that never settled, unless `keep_unsettled`."""
+    Verdicts leave out points that never settled, unless `keep_unsettled`. `round_of`
+    (run id -> round, runs/analysis/cells.py) pairs the repeats of cells that share
+    rounds; without it every comparison is unpaired."""
     rows, by_point = _rows(runs, baseline, results, in_samples, metrics)
     judged = results if keep_unsettled else _settled(results, by_point)
+    margins = (min_effect_pct, margin_pct)
     comparisons = (
-        _judge_rows(rows, baseline, judged, metrics, min_effect_pct, margin_pct) if baseline else 0
+        _judge_rows(rows, baseline, judged, metrics, margins, round_of or {}) if baseline else 0
     )
     peaks = {run.pk: run_peaks(results.get(run.pk, []), metrics) for run in runs}
     return StatsTable(

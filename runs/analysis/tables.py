@@ -6,7 +6,7 @@ from collections.abc import Collection
 from typing import TypedDict
 
 from runs import selectors
-from runs.analysis.cells import cell_runs, results_by_cell, standing_for
+from runs.analysis.cells import cell_runs, results_by_cell, round_numbers, standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
 from runs.analysis.validity import ValidityWarning
 from runs.counters.points import movers_by_cell, movers_document
@@ -24,6 +24,7 @@ class StatsInputs(TypedDict):
     own_results: dict[int, list[Result]]
     digests: dict[int, store.Digest]
     in_samples: dict[tuple[int, int], list[ValidityWarning]]
+    rounds: dict[int, int]
 
 
 def load_inputs(
@@ -35,7 +36,8 @@ def load_inputs(
     of every round of that cell. `own_results` are each given run's own points;
     the timeline digests (runs/timelines/store.py, with the `series` named) are each
     run's own, for every run whose points count (`overview`: their overviews,
-    runs.timelines.store.digests); `in_samples` is what each point's samples showed.
+    runs.timelines.store.digests); `in_samples` is what each point's samples showed;
+    `rounds` the round each run in rounds measured (to pair cells that share rounds).
     """
     cells = cell_runs(runs)
     own_results = selectors.results_by_run(runs)
@@ -53,6 +55,7 @@ def load_inputs(
             for pk, digest in digests.items()
             for point, found in digest.warnings.items()
         },
+        "rounds": round_numbers(results),
     }
 
 
@@ -70,7 +73,15 @@ def table_of(
     base = standing_for(baseline, cells) if baseline else None
     found = loaded["in_samples"]
     return stats_table(
-        cells, base, loaded["results"], found, min_effect_pct, metrics, margin_pct, keep_unsettled
+        cells,
+        base,
+        loaded["results"],
+        found,
+        min_effect_pct,
+        metrics,
+        margin_pct,
+        keep_unsettled,
+        loaded["rounds"],
     )
 
 

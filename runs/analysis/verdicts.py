@@ -11,8 +11,16 @@ The numbers come from Welch's t-test on log values (runs/inference/stats.py)
 unless a side's repeats are not log-normal (an outlier or two groups,
 runs/analysis/shapes.py): then from the rank-based answer (Hodges-Lehmann
 shift with Mann-Whitney p, runs/inference/ranks.py), and the judgement says so.
+
+Where both cells ran in the same rounds (a Question with the round of each
+repeat), each repeat is compared with the baseline's repeat of its round
+(runs/inference/paired.py): Student's t on the rounds' log ratios, or, where
+those ratios are not log-normal, the Hodges-Lehmann estimate of the ratios with
+the Wilcoxon signed-rank p. Rounds one side lacks are dropped and named; with
+fewer than MIN_PAIRS complete rounds the cell is answered unpaired, and says so.
 """
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -22,7 +30,7 @@ from enum import StrEnum
 import numpy as np
 
 from runs.analysis.shapes import shape_of
-from runs.inference import ranks, stats
+from runs.inference import paired, ranks, stats
 from runs.inference.equivalence import (
     DEFAULT_MARGIN_PCT,
     Spread,
@@ -52,6 +60,8 @@ class Method(StrEnum):
 
     LOG_WELCH = "log-welch"
     RANK = "rank"
+    PAIRED_T = "log-paired-t"
+    SIGNED_RANK = "signed-rank"
 
 
 DIRECTIONS = {Verdict.FASTER, Verdict.SLOWER, Verdict.BETTER, Verdict.WORSE}
@@ -59,22 +69,37 @@ DIRECTIONS = {Verdict.FASTER, Verdict.SLOWER, Verdict.BETTER, Verdict.WORSE}
 
 @dataclass(frozen=True)
 class Question:
-    """One compared cell: the repeats of a run and of the baseline at the same point."""
+    """One compared cell: the repeats of a run and of the baseline at the same point;
+    where both ran in the same rounds, the round of each repeat (None: not in rounds
+    shared with the baseline)."""
 
     values: Sequence[float]
     baseline: Sequence[float]
     higher_is_better: bool
+    rounds: Sequence[int] | None = None
+    baseline_rounds: Sequence[int] | None = None
+
+    @functools.cached_property
+    def pairing(self) -> paired.Pairing | None:
+        """The repeats matched by round; None when the cells were not measured in rounds."""
+        if self.rounds is None or self.baseline_rounds is None:
+            return None
+        return paired.pair_rounds(self.values, self.rounds, self.baseline, self.baseline_rounds)
 
 
 @dataclass(frozen=True)
 class RankAnswer:
     """The rank-based difference in percent (Hodges-Lehmann), its 95 % CI (None with too
-    few repeats for one) and the Mann-Whitney p."""
+    few repeats for one) and the Mann-Whitney p (paired rounds: Wilcoxon signed-rank)."""
 
     pct: float
     ci_low_pct: float | None
     ci_high_pct: float | None
     p: float
+
+    def describe(self, shape: str, method: "Method") -> str:
+        test = "Wilcoxon signed-rank" if method is Method.SIGNED_RANK else "Mann-Whitney"
+        return f"rank-based ({shape}): median ratio {self.pct:+.1f} %, {test} p = {self.p:.2g}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,12 @@ class Answer:
     spread: Spread
     rank: RankAnswer | None = None
     shape: str = ""
+    # Which design answered: "paired over 7 of 8 rounds; round 3 incomplete", "unpaired".
+    design: str = paired.UNPAIRED
+
+    @property
+    def is_paired(self) -> bool:
+        return self.method in (Method.PAIRED_T, Method.SIGNED_RANK)
 
 
 @dataclass(frozen=True)
@@ -118,6 +149,26 @@ class Judgement:
     @property
     def rank(self) -> RankAnswer | None:
         return self.answer.rank if self.answer else None
+
+    @property
+    def design(self) -> str | None:
+        """ "paired" or "unpaired": which comparison answered (None: no answer)."""
+        if not self.answer:
+            return None
+        return paired.PAIRED if self.answer.is_paired else paired.UNPAIRED
+
+    @property
+    def design_note(self) -> str:
+        """The design in a short phrase: "paired over 8 rounds", "unpaired"."""
+        return self.answer.design if self.answer else ""
+
+    @property
+    def paired_mde_pct(self) -> float | None:
+        """The smallest difference the paired rounds detect (None: not paired)."""
+        if not self.answer or not self.answer.is_paired:
+            return None
+        spread = self.answer.spread
+        return paired.paired_detectable_effect_pct(spread.sd, spread.n)
 
     @property
     def equivalence_pct(self) -> tuple[float, float] | None:
@@ -159,11 +210,7 @@ class Judgement:
             return ""
         found = []
         if self.answer.rank:
-            rank = self.answer.rank
-            found.append(
-                f"rank-based ({self.answer.shape}): median ratio {rank.pct:+.1f} %, "
-                f"Mann-Whitney p = {rank.p:.2g}"
-            )
+            found.append(self.answer.rank.describe(self.answer.shape, self.answer.method))
         if self.verdict is Verdict.UNDECIDED and self.rounds_needed is None:
             found.append(
                 f"more than {MAX_REPEATS_ADVISED} rounds, or an estimate "
@@ -217,16 +264,75 @@ def _rank_answer(question: Question, shape: str) -> Answer:
     return Answer(Method.RANK, pct, shift.p, shift.equivalence_interval, spread, rank, shape)
 
 
+def _paired_t_answer(pairing: paired.Pairing, difference: Difference) -> Answer:
+    spread = paired.paired_spread(pairing.log_ratios())
+    if spread is None:
+        raise ValueError("a paired answer needs at least two complete rounds")
+    as_spread = Spread(spread.log_estimate, spread.sd, spread.n, 0.0, spread.n, paired=True)
+    return Answer(
+        Method.PAIRED_T,
+        difference.pct,
+        difference.p,
+        difference.log_equivalence,
+        as_spread,
+        design=pairing.describe(),
+    )
+
+
+def _signed_rank_answer(pairing: paired.Pairing, shape: str) -> Answer:
+    log_ratios = pairing.log_ratios()
+    shift = ranks.signed_rank_shift(log_ratios, ALPHA)
+    low, high = (
+        (math.expm1(end) * 100.0 for end in shift.interval) if shift.interval else (None, None)
+    )
+    pct = math.expm1(shift.log_shift) * 100.0
+    sd = ranks.robust_log_sd(np.exp(log_ratios))
+    spread = Spread(shift.log_shift, sd, log_ratios.size, 0.0, log_ratios.size, paired=True)
+    rank = RankAnswer(pct, low, high, shift.p)
+    return Answer(
+        Method.SIGNED_RANK,
+        pct,
+        shift.p,
+        shift.equivalence_interval,
+        spread,
+        rank,
+        shape,
+        pairing.describe(),
+    )
+
+
+def ratio_shape(pairing: paired.Pairing) -> str:
+    """What the shape checks find in the rounds' ratios, naming rounds ("" when they
+    are log-normal)."""
+    shape = shape_of(np.exp(pairing.log_ratios()))
+    found = []
+    if shape.outliers:
+        rounds = ", ".join(str(pairing.rounds[i]) for i in shape.outliers)
+        found.append(f"outlier round{'s' if len(shape.outliers) > 1 else ''} {rounds}")
+    if shape.bimodal:
+        found.append("in two groups")
+    return f"round ratios: {'; '.join(found)}" if found else ""
+
+
 def answer(question: Question, difference: Difference) -> Answer:
     """The numbers a testable cell is judged on: log-Welch, or ranks where a side's
-    repeats are not log-normal."""
+    repeats are not log-normal; paired (t, or signed ranks) where the rounds pair."""
+    pairing = question.pairing
+    if pairing is not None and pairing.is_paired:
+        odd_ratios = ratio_shape(pairing)
+        if not odd_ratios:
+            return _paired_t_answer(pairing, difference)
+        if ranks.signed_ranks_reach(len(pairing.rounds), ALPHA):
+            return _signed_rank_answer(pairing, odd_ratios)
+        ranked = _rank_answer(question, odd_ratios)
+        return dataclasses.replace(ranked, design=paired.too_few_for_signed_ranks(pairing))
+    design = pairing.describe() if pairing is not None else paired.UNPAIRED
     shapes = {"this run": shape_of(question.values), "baseline": shape_of(question.baseline)}
     odd = [
         f"{side}: {shape.describe()}" for side, shape in shapes.items() if not shape.is_log_normal
     ]
-    if not odd:
-        return _welch_answer(question, difference)
-    return _rank_answer(question, "; ".join(odd))
+    found = _rank_answer(question, "; ".join(odd)) if odd else _welch_answer(question, difference)
+    return dataclasses.replace(found, design=design)
 
 
 def decide(
@@ -264,6 +370,16 @@ def is_testable(question: Question) -> bool:
     return min(len(question.values), len(question.baseline)) >= MIN_REPEATS
 
 
+def _differences(questions: Sequence[Question]) -> list[Difference | None]:
+    """Each cell's difference: of its paired rounds where they pair, else Welch's."""
+    found = stats.relative_differences([(q.values, q.baseline) for q in questions])
+    for i, question in enumerate(questions):
+        pairing = question.pairing
+        if found[i] is not None and pairing is not None and pairing.is_paired:
+            found[i] = paired.paired_difference(pairing.log_ratios())
+    return found
+
+
 def judge(
     questions: Sequence[Question], min_effect_pct: float, margin_pct: float = DEFAULT_MARGIN_PCT
 ) -> list[Judgement]:
@@ -274,7 +390,7 @@ def judge(
     needed. A cell whose difference cannot be computed (non-positive values)
     gets no verdict, whatever its repeats.
     """
-    differences = stats.relative_differences([(q.values, q.baseline) for q in questions])
+    differences = _differences(questions)
     answers = {
         i: answer(question, difference)
         for i, (question, difference) in enumerate(zip(questions, differences, strict=True))
@@ -308,6 +424,8 @@ VERDICT_DEFAULTS: dict[str, object] = {
     "rank_ci_low_pct": None,
     "rank_ci_high_pct": None,
     "rank_p": None,
+    "design": None,
+    "design_note": "",
 }
 
 
@@ -326,4 +444,6 @@ def record_fields(judgement: Judgement | None) -> dict[str, object]:
         "rank_ci_low_pct": rank.ci_low_pct if rank else None,
         "rank_ci_high_pct": rank.ci_high_pct if rank else None,
         "rank_p": rank.p if rank else None,
+        "design": judgement.design,
+        "design_note": judgement.design_note,
     }

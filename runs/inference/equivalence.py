@@ -6,7 +6,9 @@
   ±m % both ways.
 - An undecided cell gets the rounds (one more repeat a side each) after which,
   if the estimate and the spreads stayed as observed, its interval would either
-  fit inside the margin or exclude no difference beyond the minimum effect.
+  fit inside the margin or exclude no difference beyond the minimum effect. A
+  cell compared in pairs (runs/inference/paired.py) counts the spread of its
+  rounds' log ratios over one more pair per round, at n - 1 df.
 """
 
 import math
@@ -37,13 +39,15 @@ def within_margin(interval: tuple[float, float] | None, margin_pct: float) -> bo
 
 @dataclass(frozen=True)
 class Spread:
-    """What an undecided cell looked like: its log estimate and each side's log sd and n."""
+    """What an undecided cell looked like: its log estimate and each side's log sd and n;
+    `paired`: `sd` and `n` are its rounds' log ratios' (the base side's are unused)."""
 
     log_estimate: float
     sd: float
     n: int
     base_sd: float
     base_n: int
+    paired: bool = False
 
 
 def rounds_to_decide(spread: Spread, margin_pct: float, min_effect_pct: float) -> int | None:
@@ -56,17 +60,27 @@ def rounds_to_decide(spread: Spread, margin_pct: float, min_effect_pct: float) -
     if not (can_be_same or can_differ):
         return None
     more = np.arange(1, MAX_REPEATS_ADVISED + 1)
-    n_a, n_b = spread.n + more, spread.base_n + more
-    part_a, part_b = spread.sd**2 / n_a, spread.base_sd**2 / n_b
-    se = np.sqrt(part_a + part_b)
+    se, df = _future_error(spread, more)
     if not np.any(se > 0):  # no spread on either side: the estimate is exact
         return None
-    # Welch-Satterthwaite, as stats.welch_df, for every number of rounds at once.
-    df = (part_a + part_b) ** 2 / (part_a**2 / (n_a - 1) + part_b**2 / (n_b - 1))
     same = can_be_same & (estimate + stats.t.ppf(1 - ALPHA, df) * se <= margin_log(margin_pct))
     differ = can_differ & (estimate - stats.t.ppf(1 - ALPHA / 2, df) * se > 0)
     decided = np.flatnonzero(same | differ)
     return int(more[decided[0]]) if decided.size else None
+
+
+def _future_error(spread: Spread, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The standard error of the log estimate and its df after each number of `more`
+    rounds, at the spreads observed."""
+    if spread.paired:
+        pairs = spread.n + more
+        return spread.sd / np.sqrt(pairs), (pairs - 1).astype(float)
+    n_a, n_b = spread.n + more, spread.base_n + more
+    part_a, part_b = spread.sd**2 / n_a, spread.base_sd**2 / n_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Welch-Satterthwaite, as stats.welch_df, for every number of rounds at once.
+        df = (part_a + part_b) ** 2 / (part_a**2 / (n_a - 1) + part_b**2 / (n_b - 1))
+    return np.sqrt(part_a + part_b), df
 
 
 def parse_margin(raw: str | None) -> float:

@@ -114,7 +114,8 @@ def power(noncentrality: float, df: float) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _noncentrality_for_power(df: float) -> float:
+def noncentrality_for_power(df: float) -> float:
+    """The noncentrality at which a two-sided t-test of `df` reaches POWER at ALPHA."""
     # With df >= 1 (two repeats a side) POWER is reached below a noncentrality of 30.
     return optimize.brentq(lambda nc: power(nc, df) - POWER, 0.0, 30.0)
 
@@ -128,7 +129,7 @@ def detectable_effect_pct(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float
         return None
     se = math.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
     df = welch_df(sd_a**2, n_a, sd_b**2, n_b)
-    return math.expm1(_noncentrality_for_power(round(df, 1)) * se) * 100.0
+    return math.expm1(noncentrality_for_power(round(df, 1)) * se) * 100.0
 
 
 def repeats_needed(log_sd: float, min_effect_pct: float) -> int | None:

@@ -34,10 +34,8 @@ class FlameNode:
     parent: str
     samples: int = 0
     share: float = 0.0
-    # The baseline's share of the same path, in a difference (0 when it lacks it), and
-    # its samples there.
+    # The baseline's share of the same path, in a difference (0 when it lacks it).
     base_share: float = 0.0
-    base_count: int = 0
 
 
 @dataclass
@@ -90,14 +88,11 @@ def flame_tree(folded: str, base_folded: str | None = None) -> FlameTree:
     if not total:
         return tree
     base = path_samples(base_stacks)
-    tree.nodes.append(FlameNode("", "all", "", total, 1.0, 1.0 if base_total else 0.0, base_total))
+    tree.nodes.append(FlameNode("", "all", "", total, 1.0, 1.0 if base_total else 0.0))
     for path, count in path_samples(stacks).items():
         if count / total < MIN_NODE_SHARE:
             continue
         parent, _, label = path.rpartition(";")
-        base_count = base.get(path, 0)
-        base_share = base_count / base_total if base_total else 0.0
-        tree.nodes.append(
-            FlameNode(path, label, parent, count, count / total, base_share, base_count)
-        )
+        base_share = base.get(path, 0) / base_total if base_total else 0.0
+        tree.nodes.append(FlameNode(path, label, parent, count, count / total, base_share))
     return tree

@@ -68,7 +68,7 @@ def test_every_export_of_a_run_with_a_queued_rerun_answers(lab_web, run_with_que
     session = Client()
     session.force_login(UserFactory())
     cookie = f"sessionid={session.cookies['sessionid'].value}"
-    _link, token = services.share_link_create(run.experiment.created_by, run)
+    token = services.share_link_create(run.experiment.created_by, run).token
     get(lab_web.url + reverse("run-detail", args=[run.pk]), cookie)  # the first loads the app
 
     answers = {}
@@ -85,7 +85,7 @@ def test_every_export_of_a_run_with_a_queued_rerun_answers(lab_web, run_with_que
 
 def test_sigterm_stops_uvicorn_within_seconds_with_a_live_stream_open(lab_web, transactional_db):
     run = RunFactory(status=Run.Status.RUNNING)
-    _link, token = services.share_link_create(UserFactory(), run)
+    token = services.share_link_create(UserFactory(), run).token
     grace = float(lab_uvicorn_flag("--timeout-graceful-shutdown"))
     stream = socket.create_connection(("127.0.0.1", lab_web.port), timeout=30)
     path = reverse("shared-events", args=[token])

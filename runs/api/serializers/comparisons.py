@@ -18,6 +18,7 @@ from runs.api.serializers.catalogue import owner_name
 from runs.counters.kinds import Basis
 from runs.counters.movers import Change
 from runs.inference import equivalence, stats
+from runs.inference.paired import PAIRED, UNPAIRED
 from runs.models import (
     Comparison,
     Experiment,
@@ -77,17 +78,33 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     verdict_method = serializers.ChoiceField(
         choices=[m.value for m in Method],
         allow_null=True,
-        help_text="log-welch, or rank where a side's repeats are not log-normal",
+        help_text="log-welch, or rank where a side's repeats are not log-normal; where the "
+        "cells' rounds pair, log-paired-t, or signed-rank where the rounds' ratios are not "
+        "log-normal",
+    )
+    design = serializers.ChoiceField(
+        choices=[PAIRED, UNPAIRED],
+        allow_null=True,
+        help_text="paired: each repeat against the baseline's repeat of the same round; "
+        "unpaired: every repeat against every repeat",
+    )
+    design_note = serializers.CharField(
+        allow_blank=True,
+        help_text='the design in words, e.g. "paired over 7 of 8 rounds; round 3 incomplete"',
     )
     same_ci_low_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, low")
     same_ci_high_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, high")
     rounds_needed = serializers.IntegerField(
         allow_null=True, help_text="undecided: about how many more rounds would decide it"
     )
-    rank_diff_pct = serializers.FloatField(allow_null=True, help_text="Hodges-Lehmann shift")
+    rank_diff_pct = serializers.FloatField(
+        allow_null=True, help_text="Hodges-Lehmann shift (paired: of the rounds' ratios)"
+    )
     rank_ci_low_pct = serializers.FloatField(allow_null=True)
     rank_ci_high_pct = serializers.FloatField(allow_null=True)
-    rank_p = serializers.FloatField(allow_null=True, help_text="Mann-Whitney p")
+    rank_p = serializers.FloatField(
+        allow_null=True, help_text="Mann-Whitney p (paired: Wilcoxon signed-rank p)"
+    )
     warnings = ValidityWarningSerializer(many=True)
 
 
@@ -207,7 +224,7 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
         model = ShareLink
         fields = [
             "id",
-            "prefix",
+            "token",
             "run",
             "experiment",
             "comparison",
@@ -217,7 +234,7 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
             "created_at",
             "revoked_at",
         ]
-        read_only_fields = ["prefix", "created_by", "created_at", "revoked_at"]
+        read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
@@ -227,12 +244,6 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
             )
         return {"target": targets[0]}
 
-
-class NewShareLinkSerializer(ShareLinkSerializer):
-    """The answer that creates a link: with its token and URL, which no later answer shows."""
-
-    token = serializers.CharField(read_only=True, help_text="Shown this once.")
-    url = serializers.CharField(read_only=True, help_text="The link to give; shown this once.")
-
-    class Meta(ShareLinkSerializer.Meta):
-        fields = [*ShareLinkSerializer.Meta.fields, "token", "url"]
+    def create(self, validated_data: dict[str, Any]) -> ShareLink:
+        user = signed_in_user(self.context["request"])
+        return services.share_link_create(user, validated_data["target"])

@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 from scipy import stats as scipy_stats
 
-from runs.models import Comparison
+from runs.models import Comparison, Run
+from tests.runs.factories import ConfigProfileFactory, ExperimentFactory, HostFactory, RunFactory
 from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db
@@ -168,3 +169,107 @@ def test_compare_page_shows_scipy_numbers_rounded(signed_in, comparison):
         summary = expected_summary(raw(TUNED, clients, "tps"))
         shown = f"{summary['ci_low']:,.1f} – {summary['ci_high']:,.1f}"
         assert page_cell(page_row(html, tuned, clients), "tps-ci").strip() == shown
+
+
+# Two cells of one experiment in 8 rounds on one host, which slows mid-experiment: the
+# tuned cell about 5 % faster in every round, its round 3 failed; its latency's ratio in
+# round 6 an outlier (so that metric is answered from signed ranks).
+ROUND_BASE_TPS = [21000.0, 30000.0, 39000.0, 25000.0, 11000.0, 19000.0, 15000.0, 13000.0]
+ROUND_RATIOS = [1.052, 1.047, None, 1.061, 1.043, 1.058, 1.049, 1.055]
+LATENCY_RATIOS = [0.951, 0.955, None, 0.946, 0.958, 1.300, 0.953, 0.949]
+COMPLETE = [0, 1, 3, 4, 5, 6, 7]
+
+
+def round_points(tps: float, latency_ms: float) -> list[tuple]:
+    return [(2, 1, tps, latency_ms)]
+
+
+@pytest.fixture
+def paired_comparison() -> Comparison:
+    experiment = ExperimentFactory(execution="rounds", repeats=8, clients=[2])
+    host = HostFactory()
+    profiles = {0: ConfigProfileFactory(name="base"), 1: ConfigProfileFactory(name="tuned")}
+    firsts = {}
+    for index, base_tps in enumerate(ROUND_BASE_TPS):
+        round_number = index + 1
+        for cell in (0, 1):
+            fields = {"experiment": experiment, "host": host, "config_profile": profiles[cell]}
+            fields |= {"cell": cell, "round": round_number, "position": 2 * index + cell}
+            if cell == 1 and ROUND_RATIOS[index] is None:
+                firsts.setdefault(cell, RunFactory(status=Run.Status.FAILED, **fields))
+                continue
+            tps = base_tps * (ROUND_RATIOS[index] if cell else 1.0)
+            latency = 2000.0 / base_tps * (LATENCY_RATIOS[index] if cell else 1.0)
+            run = finished_run(round_points(tps, latency), **fields)
+            firsts.setdefault(cell, run)
+    saved = Comparison.objects.create(name="paired", baseline=firsts[0])
+    saved.runs.set(list(firsts.values()))
+    return saved
+
+
+def expected_paired() -> dict[str, dict]:
+    """metric -> the paired t on the complete rounds' log ratios, the signed-rank answer
+    for latency (Hodges-Lehmann of the ratios, Wilcoxon p), BH q and verdict."""
+    base = np.asarray(ROUND_BASE_TPS)[COMPLETE]
+    tuned = base * np.asarray([ROUND_RATIOS[i] for i in COMPLETE])
+    base_latency = 2000.0 / base
+    tuned_latency = base_latency * np.asarray([LATENCY_RATIOS[i] for i in COMPLETE])
+    found = {}
+    for metric, (a, b) in {
+        "tps": (tuned, base),
+        "latency_avg_ms": (tuned_latency, base_latency),
+    }.items():
+        test = scipy_stats.ttest_rel(np.log(a), np.log(b))
+        low, high = test.confidence_interval(0.95)
+        d = np.log(a) - np.log(b)
+        found[metric] = {
+            "diff_pct": math.expm1(d.mean()) * 100,
+            "diff_ci_low_pct": math.expm1(low) * 100,
+            "diff_ci_high_pct": math.expm1(high) * 100,
+            "p": test.pvalue,
+            "judged_p": test.pvalue,
+        }
+    d = np.log(tuned_latency) - np.log(base_latency)
+    walsh = np.sort([(d[i] + d[j]) / 2 for i in range(d.size) for j in range(i, d.size)])
+    found["latency_avg_ms"]["rank_diff_pct"] = math.expm1(np.median(walsh)) * 100
+    found["latency_avg_ms"]["rank_p"] = scipy_stats.wilcoxon(d).pvalue
+    found["latency_avg_ms"]["judged_p"] = found["latency_avg_ms"]["rank_p"]
+    q_values = scipy_stats.false_discovery_control(
+        [found[m]["judged_p"] for m in ("tps", "latency_avg_ms")], method="bh"
+    )
+    for metric, q in zip(("tps", "latency_avg_ms"), q_values, strict=True):
+        found[metric]["q"] = q
+    return found
+
+
+def test_api_paired_statistics_equal_scipy_on_the_complete_rounds(api_client, paired_comparison):
+    url = f"/api/comparisons/{paired_comparison.pk}/statistics/"
+    body = api_client.get(url, {"min_effect": MIN_EFFECT_PCT}).json()
+    tuned = tuned_of(paired_comparison)
+    records = {r["metric"]: r for r in body["rows"] if r["run_id"] == tuned}
+    for metric, expected in expected_paired().items():
+        record = records[metric]
+        for name in ("diff_pct", "diff_ci_low_pct", "diff_ci_high_pct", "p", "q"):
+            assert record[name] == pytest.approx(expected[name], rel=1e-9), (metric, name)
+        assert record["design"] == "paired"
+        assert record["design_note"] == "paired over 7 of 8 rounds; round 3 incomplete"
+    assert records["tps"]["verdict_method"] == "log-paired-t"
+    assert records["tps"]["verdict"] == "faster"
+    latency = records["latency_avg_ms"]
+    assert latency["verdict_method"] == "signed-rank"
+    assert latency["rank_p"] == pytest.approx(expected_paired()["latency_avg_ms"]["rank_p"])
+    assert latency["rank_diff_pct"] == pytest.approx(
+        expected_paired()["latency_avg_ms"]["rank_diff_pct"], rel=1e-9
+    )
+
+
+def test_compare_page_says_which_design_answered(signed_in, paired_comparison):
+    url = reverse("comparison-detail", args=[paired_comparison.pk])
+    html = signed_in.get(url, {"min_effect": MIN_EFFECT_PCT}).content.decode()
+    row = page_row(html, tuned_of(paired_comparison), 2)
+    assert "paired over 7 of 8 rounds; round 3 incomplete" in page_cell(row, "tps-verdict")
+    tps = expected_paired()["tps"]
+    shown = (
+        f"{tps['diff_pct']:+.1f} % [{tps['diff_ci_low_pct']:+.1f}, {tps['diff_ci_high_pct']:+.1f}]"
+    )
+    assert shown in page_cell(row, "tps-diff")

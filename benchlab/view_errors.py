@@ -10,8 +10,8 @@ StopIteration out as a RuntimeError, which Django answers like any other error:
 its 500 page, JSON under /api/ (benchlab.security.server_error).
 
 `ViewFailureLog` writes one line per failed view naming what the URL is about
-(`run 12`, `experiment 3`, a share link by its first characters); Django's own
-`django.request` line follows with the traceback.
+(`run 12`, `experiment 3`, a share link by its first characters and what it
+shares); Django's own `django.request` line follows with the traceback.
 """
 
 import functools
@@ -21,12 +21,17 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction
 from django.core.handlers.asgi import ASGIHandler
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
+
+from runs.models import ShareLink
+from runs.services.access.tokens import token_digest
 
 logger = logging.getLogger(__name__)
 
 View = Callable[..., Any]
 SHARE_TOKEN_SHOWN = 6
+SHARED_KINDS = ("run", "experiment", "comparison")
 
 
 class LabASGIHandler(ASGIHandler):
@@ -69,11 +74,15 @@ class ViewFailureLog:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        subject = url_subject(request)
+        token = _share_token(request)
+        if token and not isinstance(exception, DatabaseError):
+            subject += shared_subject(token)
         logger.error(
             "%s %s failed (%s): %s: %s",
             request.method,
             _view_name(request),
-            url_subject(request),
+            subject,
             type(exception).__name__,
             exception,
         )
@@ -82,6 +91,22 @@ class ViewFailureLog:
 def _view_name(request: HttpRequest) -> str:
     match = request.resolver_match
     return match.view_name if match is not None else "unresolved"
+
+
+def _share_token(request: HttpRequest) -> str:
+    match = request.resolver_match
+    return str(match.kwargs.get("token") or "") if match is not None else ""
+
+
+def shared_subject(token: str) -> str:
+    """` of run 12` (or experiment, comparison): what the link with `token` shares; ""
+    for no such link. Not asked after a database error: the question would fail too."""
+    found = ShareLink.objects.filter(digest=token_digest(token))
+    ids = found.values_list("run_id", "experiment_id", "comparison_id").first() or ()
+    for kind, pk in zip(SHARED_KINDS, ids, strict=False):
+        if pk is not None:
+            return f" of {kind} {pk}"
+    return ""
 
 
 def url_subject(request: HttpRequest) -> str:

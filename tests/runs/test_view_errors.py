@@ -5,6 +5,9 @@ import asyncio
 import logging
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.core import signals
+from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from rest_framework.request import Request
@@ -12,12 +15,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchlab.asgi import application
+from runs import services
+from tests.runs.factories import RunFactory
 
 ANSWER_WITHIN_S = 10
 handler500 = "benchlab.security.server_error"
 
 
-def page_that_runs_out(request: HttpRequest, pk: int) -> HttpResponse:
+def page_that_runs_out(request: HttpRequest, **_: object) -> HttpResponse:
     return HttpResponse(next(iter([])))
 
 
@@ -31,6 +36,7 @@ class ApiThatRunsOut(APIView):
 
 urlpatterns = [
     path("runs/<int:pk>/broken", page_that_runs_out, name="run-broken"),
+    path("s/<str:token>/broken", page_that_runs_out, name="shared-broken"),
     path("api/runs/<int:pk>/broken/", ApiThatRunsOut.as_view(), name="run-broken-api"),
 ]
 
@@ -87,3 +93,31 @@ def test_an_api_view_raising_stop_iteration_answers_a_json_500():
     assert status == 500
     assert b'"server_error"' in body
     assert b"Traceback" not in body
+
+
+@pytest.fixture
+def keeping_the_test_connection():
+    """The handler's request signals leave the test's database connection (and its
+    transaction) open, as Django's test client has them do."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
+def test_a_failure_behind_a_share_link_is_logged_with_the_shared_run(
+    caplog, user, keeping_the_test_connection
+):
+    run = RunFactory()
+    _link, token = services.share_link_create(user, run)
+
+    with caplog.at_level(logging.ERROR, logger="benchlab.view_errors"):
+        status, _body = async_to_sync(asgi_get)(f"/s/{token}/broken")
+
+    assert status == 500
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "benchlab.view_errors"]
+    assert f"share link {token[:6]}… of run {run.pk}" in line
+    assert token not in line

@@ -13,20 +13,28 @@ group-sequential design keeps them at ALPHA (docs/decisions.md says why this one
 - Alpha spending (Lan-DeMets, Pocock type): by look k a share `spent(t_k)` of ALPHA
   is spent, and each look's boundary is the one a Brownian motion observed at the
   fractions first crosses with the look's part (`look_levels`, simulated once per
-  plan with a fixed seed). "Same within ±m %" is TOST, each one-sided test spending
-  its ALPHA the same way. Early looks get a usable part, so a large effect ends soon.
+  plan with a fixed seed: runs/inference/spending.py). "Same within ±m %" is TOST,
+  each one-sided test spending its ALPHA the same way. Early looks get a usable part,
+  so a large effect ends soon.
 - A look's levels become Welch intervals on log values at the Welch-Satterthwaite
   df, as the fixed verdicts use (runs/analysis/verdicts.py); where a side's rounds
   are not log-normal (an outlier round, rounds in two groups: runs/analysis/shapes.py)
   the point's answer is rank-based at the same levels (Hodges-Lehmann shift,
   Mann-Whitney p: runs/inference/ranks.py) and says so. Benjamini-Hochberg runs over
   the look's points at the look's level. A decided point keeps its answer.
+- The rounds of an adaptive experiment pair: each cell's round is compared with the
+  first cell's run of the same round (runs/inference/paired.py), so a look's
+  standard errors, df and intervals, hence when it stops, come from the rounds' log
+  ratios (mean, sd / sqrt(n), n - 1 df), and from their Hodges-Lehmann estimate with
+  the Wilcoxon signed-rank p where those ratios are not log-normal. The boundaries stay
+  those of the planned rounds: the information of a paired look grows with its rounds
+  as an unpaired one's does. Below MIN_PAIRS complete rounds a point is answered
+  unpaired, and says so.
 - A bisection step asks another question at the same looks: is the commit at good's
   level or at the bad ref's (`judge_between`, a sequential likelihood ratio:
   runs/inference/levels.py)?
 """
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,83 +43,23 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from runs.analysis.shapes import shape_of
-from runs.analysis.verdicts import Question, Verdict
-from runs.inference import levels, ranks, stats
+from runs.analysis.verdicts import Question, Verdict, ratio_shape
+from runs.inference import levels, paired, ranks, stats
 from runs.inference.equivalence import margin_log
-from runs.inference.stats import ALPHA, MIN_REPEATS
+from runs.inference.look_tests import (
+    Looked,
+    paired_look,
+    row_of,
+    signed_rank_row,
+    welch_look,
+    with_rows,
+)
+from runs.inference.spending import BOUNDARY_SEED, LookLevel, look_levels, look_rounds
+from runs.inference.stats import ALPHA
 
-# Each look after the first comes when the rounds have doubled.
-LOOK_GROWTH = 2
-# Brownian paths simulated for a plan's boundary constants: their quantile is then
-# within about 0.01 of the exact one (a nominal level off by well under 1 % of ALPHA).
-SIMULATED_PATHS = 200_000
-BOUNDARY_SEED = 20
 # The log sd of a repeat assumed for the expected time when no rounds were measured.
 ASSUMED_ROUND_LOG_SD = 0.05
 EXPECTED_TIME_CELLS = 400
-
-
-def look_rounds(first: int, last: int) -> tuple[int, ...]:
-    """The rounds after which the lab looks: `first`, then doubling, then `last`."""
-    if first < MIN_REPEATS:
-        raise ValueError(f"an adaptive experiment starts with at least {MIN_REPEATS} rounds")
-    if last < first:
-        raise ValueError(f"the budget of {last} rounds is below the first {first} rounds")
-    looks = []
-    rounds = first
-    while rounds < last:
-        looks.append(rounds)
-        rounds *= LOOK_GROWTH
-    return (*looks, last)
-
-
-@dataclass(frozen=True)
-class LookLevel:
-    """One planned look: after `rounds` rounds, "different" is tested at the two-sided
-    level `alpha` and each one-sided test of "same" at `alpha_same`."""
-
-    rounds: int
-    alpha: float
-    alpha_same: float
-
-
-def spent(fraction: float) -> float:
-    """The share of ALPHA spent by the information fraction `fraction` (Lan-DeMets'
-    Pocock-type spending: early looks get a usable part, so a large effect ends soon)."""
-    return math.log1p((math.e - 1) * fraction)
-
-
-@functools.lru_cache(maxsize=64)
-def look_levels(looks: tuple[int, ...]) -> tuple[LookLevel, ...]:
-    """Each look's nominal levels: the boundaries that spend ALPHA as `spent` says,
-    found on simulated Brownian paths observed at the looks' information fractions."""
-    fractions = np.asarray(looks, dtype=float) / looks[-1]
-    steps = np.diff(np.concatenate([[0.0], fractions]))
-    rng = np.random.default_rng(BOUNDARY_SEED)
-    paths = np.cumsum(rng.standard_normal((SIMULATED_PATHS, len(looks))) * np.sqrt(steps), axis=1)
-    z = paths / np.sqrt(fractions)
-    two_sided = _boundaries(np.abs(z), fractions, sides=2)
-    one_sided = _boundaries(z, fractions, sides=1)
-    return tuple(
-        LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
-        for rounds, b, b_same in zip(looks, two_sided, one_sided, strict=True)
-    )
-
-
-def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]:
-    """Each look's boundary on `z` (paths x looks; |Z| for a two-sided test): a path
-    first crosses at look k with probability ALPHA * (spent(t_k) - spent(t_k-1)). The
-    first look's is the normal quantile; the later ones count the paths still inside."""
-    boundaries = [float(scipy_stats.norm.isf(ALPHA * spent(fractions[0]) / sides))]
-    inside = z[:, 0] < boundaries[0]
-    for k in range(1, len(fractions)):
-        share = ALPHA * (spent(fractions[k]) - spent(fractions[k - 1]))
-        crossing = max(1, round(share * z.shape[0]))
-        candidates = np.sort(z[inside, k])[::-1]
-        boundary = float(candidates[min(crossing, candidates.size) - 1])
-        boundaries.append(boundary)
-        inside &= z[:, k] < boundary
-    return boundaries
 
 
 @dataclass(frozen=True)
@@ -129,6 +77,10 @@ class PointAnswer:
     # not, the change in % that level is against the first cell, and the log odds.
     between_pct: float = 0.0
     log_odds: float | None = None
+    # Which design answered: "paired over 6 rounds", "unpaired".
+    design: str = paired.UNPAIRED
+    # The standard error of the estimate on the log scale, by the design that answered.
+    log_se: float | None = None
 
     @property
     def sentence(self) -> str:
@@ -175,49 +127,6 @@ def _bounds(interval: tuple[float, float]) -> str:
     return f"[{low:+.1f}, {high:+.1f}]"
 
 
-@dataclass(frozen=True)
-class _Looked:
-    """A look's numbers for rows of points at once (log scale): the estimate, its p, its
-    interval at the look's level and its equivalence interval (TOST at alpha_same)."""
-
-    estimate: np.ndarray
-    p: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    same_low: np.ndarray
-    same_high: np.ndarray
-
-
-def _moments(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, variance, count) of each row's values; NaN pads a row with fewer rounds."""
-    n = np.sum(~np.isnan(rows), axis=1)
-    mean = np.nansum(rows, axis=1) / n
-    return mean, np.nansum((rows - mean[:, None]) ** 2, axis=1) / (n - 1), n
-
-
-def _look(logs: np.ndarray, base_logs: np.ndarray, level: LookLevel) -> _Looked:
-    """Welch on log values of each row: `logs` and `base_logs` are (points, rounds)."""
-    mean, var, n = _moments(logs)
-    base_mean, base_var, base_n = _moments(base_logs)
-    part, base_part = var / n, base_var / base_n
-    se = np.sqrt(part + base_part)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (part + base_part) ** 2 / (part**2 / (n - 1) + base_part**2 / (base_n - 1))
-        df = np.where(np.isfinite(df), df, n + base_n - 2)
-        estimate = mean - base_mean
-        t = np.where(se > 0, np.abs(estimate) / se, np.where(estimate == 0, 0.0, np.inf))
-    half = scipy_stats.t.ppf(1 - level.alpha / 2, df) * se
-    same_half = scipy_stats.t.ppf(1 - level.alpha_same, df) * se
-    return _Looked(
-        estimate,
-        2 * scipy_stats.t.sf(t, df),
-        estimate - half,
-        estimate + half,
-        estimate - same_half,
-        estimate + same_half,
-    )
-
-
 def _rank_row(question: Question, level: LookLevel) -> tuple[float, ...]:
     """(estimate, p, low, high, same_low, same_high) of one point from ranks at the look's
     levels; an interval too wide for its repeats is unbounded."""
@@ -228,15 +137,34 @@ def _rank_row(question: Question, level: LookLevel) -> tuple[float, ...]:
     return shift.log_shift, shift.p, low, high, same_low, same_high
 
 
-def _with_ranks(looked: _Looked, rows: dict[int, Question], level: LookLevel) -> _Looked:
-    """`looked` with the rows in `rows` (row -> its question) answered from ranks."""
-    columns = [np.array(column, dtype=float) for column in (
-        looked.estimate, looked.p, looked.low, looked.high, looked.same_low, looked.same_high
-    )]  # fmt: skip
-    for row, question in rows.items():
-        for column, value in zip(columns, _rank_row(question, level), strict=True):
-            column[row] = value
-    return _Looked(*columns)
+@dataclass(frozen=True)
+class _PairedRows:
+    """Paired rows' six numbers, why each is rank-based ("" for the t-test), and the
+    design of those whose rounds were too few for signed ranks."""
+
+    numbers: dict[int, tuple[float, ...]]
+    because: dict[int, str]
+    designs: dict[int, str]
+
+
+def _paired_rows(questions: dict[int, Question], level: LookLevel) -> _PairedRows:
+    """Each paired row's numbers: paired t; signed ranks where its ratios are not
+    log-normal; the unpaired ranks where its rounds are too few for signed ranks to
+    reach the look's level (runs/inference/ranks.py, `signed_ranks_reach`)."""
+    pairings = [(row, p) for row, question in questions.items() if (p := question.pairing)]
+    looked = paired_look(_pad([pairing.log_ratios() for _row, pairing in pairings]), level)
+    found = _PairedRows({}, {}, {})
+    for position, (row, pairing) in enumerate(pairings):
+        log_ratios = pairing.log_ratios()
+        found.because[row] = ratio_shape(pairing)
+        if not found.because[row]:
+            found.numbers[row] = row_of(looked, position)
+        elif ranks.signed_ranks_reach(log_ratios.size, level.alpha):
+            found.numbers[row] = signed_rank_row(log_ratios, level)
+        else:
+            found.numbers[row] = _rank_row(questions[row], level)
+            found.designs[row] = paired.too_few_for_signed_ranks(pairing)
+    return found
 
 
 def rank_because(question: Question) -> str:
@@ -249,7 +177,7 @@ def rank_because(question: Question) -> str:
 
 
 def _verdicts(
-    looked: _Looked,
+    looked: Looked,
     q: np.ndarray,
     level: LookLevel,
     min_effect_pct: float,
@@ -276,10 +204,25 @@ def _direction(up: bool, higher_is_better: bool) -> Verdict:
 
 def _log_rows(rows: Sequence[Sequence[float]]) -> np.ndarray:
     """Logs of ragged rows, NaN-padded to the longest."""
-    padded = np.full((len(rows), max(len(row) for row in rows)), np.nan)
+    return _pad([np.log(np.asarray(row, dtype=float)) for row in rows])
+
+
+def _pad(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Ragged rows NaN-padded to the longest."""
+    padded = np.full((len(rows), max(row.size for row in rows)), np.nan)
     for i, row in enumerate(rows):
-        padded[i, : len(row)] = np.log(np.asarray(row, dtype=float))
+        padded[i, : row.size] = row
     return padded
+
+
+def design_difference(question: Question) -> tuple[levels.LogDifference | None, str]:
+    """The point's difference on the log scale by the design that answers it (its paired
+    rounds' ratios where they pair, else Welch's) and that design in words."""
+    pairing = question.pairing
+    if pairing is not None and pairing.is_paired:
+        return levels.paired_log_difference(pairing.log_ratios()), pairing.describe()
+    design = pairing.describe() if pairing is not None else paired.UNPAIRED
+    return levels.log_difference(question.values, question.baseline), design
 
 
 def judge_look(
@@ -291,7 +234,8 @@ def judge_look(
     """The answer of each still undecided point at one look; BH over these points.
 
     Every question has the look's rounds on both sides (a failed round leaves one
-    fewer); a point with fewer than two positive values a side stays undecided.
+    fewer); a point with fewer than two positive values a side stays undecided. A
+    question with its rounds is answered from its paired rounds where MIN_PAIRS pair.
     """
     usable = [
         i
@@ -303,16 +247,32 @@ def judge_look(
     if not usable:
         return answers
     logs = _log_rows([questions[i].values for i in usable])
-    looked = _look(logs, _log_rows([questions[i].baseline for i in usable]), level)
-    because = [rank_because(questions[i]) for i in usable]
-    ranked = {row: questions[i] for row, i in enumerate(usable) if because[row]}
-    looked = _with_ranks(looked, ranked, level) if ranked else looked
+    looked = welch_look(logs, _log_rows([questions[i].baseline for i in usable]), level)
+    designs = [design_difference(questions[i]) for i in usable]
+    in_pairs = {
+        row: questions[i]
+        for row, i in enumerate(usable)
+        if (pairing := questions[i].pairing) is not None and pairing.is_paired
+    }
+    found = _paired_rows(in_pairs, level) if in_pairs else _PairedRows({}, {}, {})
+    because = [
+        found.because[row] if row in in_pairs else rank_because(questions[i])
+        for row, i in enumerate(usable)
+    ]
+    numbers = found.numbers | {
+        row: _rank_row(questions[i], level)
+        for row, i in enumerate(usable)
+        if because[row] and row not in in_pairs
+    }
+    looked = with_rows(looked, numbers) if numbers else looked
     q_values = np.asarray(stats.adjust_p_values(looked.p.tolist()))
     higher = np.asarray([questions[i].higher_is_better for i in usable])
     verdicts = _verdicts(looked, q_values, level, min_effect_pct, margin_pct, higher)
     estimates, lows, highs = looked.estimate.tolist(), looked.low.tolist(), looked.high.tolist()
     same_lows, same_highs = looked.same_low.tolist(), looked.same_high.tolist()
     for row, i in enumerate(usable):
+        difference, design = designs[row]
+        design = found.designs.get(row, design)
         answers[i] = PointAnswer(
             verdicts[row],
             _pct(estimates[row]),
@@ -320,6 +280,8 @@ def judge_look(
             (_pct(same_lows[row]), _pct(same_highs[row])),
             margin_pct,
             because[row],
+            design=design,
+            log_se=difference.se if difference is not None else None,
         )
     return answers
 
@@ -331,21 +293,22 @@ def judge_between(
     `change_pct` (measured with a standard error of `change_se` on the log scale; the
     change's direction: SLOWER for a drop in tps), by Wald's sequential likelihood ratio
     at error rates `alpha` each way (runs/inference/levels.py); a point between the
-    bounds, or between the levels, is UNDECIDED. The interval shown is the plain 95 %
-    one."""
+    bounds, or between the levels, is UNDECIDED. A question with its rounds is placed
+    by its paired rounds' log ratios where MIN_PAIRS pair. The interval shown is the
+    plain 95 % one."""
     change_log = math.log1p(change_pct / 100.0)
     answers = []
     for question in questions:
-        odds = levels.level_odds(question.values, question.baseline, change_log, change_se)
-        if odds is None:
-            answers.append(PointAnswer(Verdict.UNDECIDED, between_pct=change_pct))
+        difference, design = design_difference(question)
+        if difference is None:
+            answers.append(PointAnswer(Verdict.UNDECIDED, between_pct=change_pct, design=design))
             continue
+        odds = levels.level_odds(difference, change_log, change_se)
         placed = levels.placement(odds, change_log, change_se, alpha)
         verdict = {
             levels.Placement.CHANGED: _direction(change_log > 0, question.higher_is_better),
             levels.Placement.FIRST: Verdict.SAME,
         }.get(placed, Verdict.UNDECIDED)
-        difference = odds.difference
         half = float(scipy_stats.t.ppf(1 - ALPHA / 2, difference.df)) * difference.se
         interval = (_pct(difference.estimate - half), _pct(difference.estimate + half))
         answers.append(
@@ -355,6 +318,8 @@ def judge_between(
                 interval,
                 between_pct=change_pct,
                 log_odds=odds.log_odds,
+                design=design,
+                log_se=difference.se,
             )
         )
     return answers
@@ -379,15 +344,18 @@ def simulate(
     looks: tuple[int, ...],
     min_effect_pct: float,
     margin_pct: float,
+    in_pairs: bool = False,
 ) -> Simulated:
     """Run the adaptive rule on points whose every round is drawn in advance: `values`
-    and `baseline` are (points, looks[-1]) arrays of tps, each point its own table."""
+    and `baseline` are (points, looks[-1]) arrays of tps, each point its own table;
+    `in_pairs`: column k of both was measured in round k, and the looks pair them."""
     logs, base_logs = np.log(values), np.log(baseline)
     verdicts = [Verdict.UNDECIDED] * logs.shape[0]
     rounds = np.full(logs.shape[0], looks[-1])
     open_rows = np.arange(logs.shape[0])
     for level in look_levels(looks):
-        looked = _look(logs[open_rows, : level.rounds], base_logs[open_rows, : level.rounds], level)
+        taken = logs[open_rows, : level.rounds], base_logs[open_rows, : level.rounds]
+        looked = paired_look(taken[0] - taken[1], level) if in_pairs else welch_look(*taken, level)
         higher = np.ones(open_rows.size, dtype=bool)
         found = _verdicts(looked, looked.p, level, min_effect_pct, margin_pct, higher)
         decided = np.asarray([verdict is not Verdict.UNDECIDED for verdict in found])

@@ -5,7 +5,9 @@ A step is an ordinary adaptive experiment in rounds (runs/services/adaptive.py) 
 builds from the bisection's repository: the good ref (cell 0, the baseline; build names
 sort so) and the step's commit (cell 1). The agent builds both in its kept tree
 (agents/postgres/installs/kept_tree.py); step 0 measures the bad ref and has the agent
-list the range (`source.list_from`).
+list the range (`source.list_from`). Each round runs both builds on the step's host, so
+the step's looks compare the commit's round with good's round by round (paired:
+runs/analysis/sequential.py), and so does what this module reads back from its rounds.
 """
 
 import math
@@ -15,12 +17,17 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from agents.contract.builds.definition import BuildDefinition, CommitInfo
-from runs.analysis.verdicts import Verdict
+from runs.analysis.sequential import design_difference
+from runs.analysis.verdicts import Question, Verdict
 from runs.contract.execution import ROUNDS
 from runs.inference.equivalence import MIN_MARGIN_PCT
-from runs.inference.levels import log_difference
-from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Result, Run
-from runs.services.adaptive import adaptive_judge_between, adaptive_require_precision
+from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Run
+from runs.services.adaptive import (
+    adaptive_judge_between,
+    adaptive_require_precision,
+    point_question,
+    tps_by_round,
+)
 from runs.services.experiments import experiment_schedule
 
 BASELINE_CELL, CANDIDATE_CELL = 0, 1
@@ -190,36 +197,38 @@ def next_commit(bisection: Bisection, skipped: set[int]) -> int | None:
     return min(left, key=lambda index: (abs(index - middle), index))
 
 
-def step_tps(step: BisectionStep) -> dict[int, list[float]]:
-    """The tps of every clean point of the step's succeeded runs, by cell."""
-    found: dict[int, list[float]] = {BASELINE_CELL: [], CANDIDATE_CELL: []}
-    results = Result.objects.filter(
-        run__experiment__bisection_step=step,
-        run__status=Run.Status.SUCCEEDED,
-        tps__gt=0,
-        aborted_clients=0,
-    )
-    for cell, tps in results.order_by("run_id", "index").values_list("run__cell", "tps"):
-        found.setdefault(cell, []).append(float(tps or 0.0))
-    return found
+def _stored_question(step: BisectionStep) -> Question | None:
+    """The commit's rounds against good's from the step's stored points, with their rounds
+    (as the step's looks see them); None without an experiment."""
+    if step.experiment is None:
+        return None
+    by_round = tps_by_round(step.experiment)
+    key = next((key for key in sorted(by_round) if key[0] == CANDIDATE_CELL), None)
+    return point_question(by_round, key) if key is not None else None
 
 
 def measured_change_pct(step: BisectionStep) -> float | None:
     """The commit's tps against good in %: as the step's last look estimated it (the
     estimator that answered: Hodges-Lehmann where an outlier round made it rank-based),
-    else from the geometric means of the step's clean points (None without a point on
-    each side). The level commits are placed at is drawn from it, so one odd round must
-    not move it."""
+    else from the step's clean points by the design its looks use (the mean log ratio of
+    its paired rounds, else the ratio of geometric means; None without a point on each
+    side). The level commits are placed at is drawn from it, so one odd round must not
+    move it."""
     point = _candidate_point(step.experiment) if step.experiment is not None else None
     estimated = point.get("pct") if point is not None else None
     if isinstance(estimated, int | float):
         return float(estimated)
-    tps = step_tps(step)
-    if not tps[BASELINE_CELL] or not tps[CANDIDATE_CELL]:
+    question = _stored_question(step)
+    if question is None or not question.values or not question.baseline:
         return None
-    logs = {cell: [math.log(value) for value in values] for cell, values in tps.items()}
-    ratio = statistics.fmean(logs[CANDIDATE_CELL]) - statistics.fmean(logs[BASELINE_CELL])
-    return 100.0 * (math.exp(ratio) - 1.0)
+    pairing = question.pairing
+    if pairing is not None and pairing.is_paired:
+        return 100.0 * math.expm1(float(pairing.log_ratios().mean()))
+    logs = {side: [math.log(v) for v in values] for side, values in (
+        ("commit", question.values), ("good", question.baseline)
+    )}  # fmt: skip
+    ratio = statistics.fmean(logs["commit"]) - statistics.fmean(logs["good"])
+    return 100.0 * math.expm1(ratio)
 
 
 def pooled_change(steps: list[BisectionStep]) -> tuple[float, float] | None:
@@ -242,11 +251,12 @@ def pooled_change(steps: list[BisectionStep]) -> tuple[float, float] | None:
 
 def _recorded_log_se(step: BisectionStep) -> float | None:
     """The standard error of the step's change (log scale) its last look recorded; from
-    its stored points for a step looked at before looks recorded it."""
+    its stored rounds, by the design its looks use (paired where the rounds pair), for a
+    step looked at before looks recorded it."""
     point = _candidate_point(step.experiment) if step.experiment is not None else None
     recorded = point.get("log_se") if point is not None else None
     if isinstance(recorded, int | float):
         return float(recorded)
-    tps = step_tps(step)
-    difference = log_difference(tps[CANDIDATE_CELL], tps[BASELINE_CELL])
+    question = _stored_question(step)
+    difference = design_difference(question)[0] if question is not None else None
     return difference.se if difference is not None else None

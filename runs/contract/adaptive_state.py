@@ -18,8 +18,12 @@ class PointState(TypedDict):
     # The change against the first cell in %, by the estimator that answered (log-Welch,
     # or Hodges-Lehmann when the answer is rank-based); absent before it was looked at.
     pct: NotRequired[float | None]
-    # The Welch standard error of that change on the log scale (None without spread).
+    # The standard error of that change on the log scale, by the design that answered
+    # (the paired rounds' log ratios, or Welch's; None without spread).
     log_se: NotRequired[float | None]
+    # Which design answered: "paired over 6 rounds", "unpaired" (absent before it was
+    # looked at, or looked at before answers said).
+    design: NotRequired[str]
 
 
 class LookRecord(TypedDict):

@@ -15,6 +15,9 @@ planned looks makes the errors smaller, not larger.
 The scale is not known: the odds use Welch's standard error of the difference of log
 means with its Welch-Satterthwaite df, and Student t likelihoods, whose heavier tails
 at few rounds keep an underestimated spread from claiming odds it has not earned.
+Where the cell's rounds pair with the first cell's (runs/inference/paired.py), the
+rounds' log ratios give the difference, its standard error and n - 1 df instead: the
+two runs of a round share the host's state of the moment, which the pairing cancels.
 Nor is the changed level known exactly (the bad steps measured it with an error): the
 changed level's likelihood is widened by that error, so a commit at the true change is
 not pushed toward good's level when the bad ref happened to measure twice the change.
@@ -83,15 +86,21 @@ def log_difference(values: Sequence[float], baseline: Sequence[float]) -> LogDif
     return LogDifference(float(logs.mean() - base_logs.mean()), se, df)
 
 
-def level_odds(
-    values: Sequence[float], baseline: Sequence[float], change_log: float, change_se: float = 0.0
-) -> LevelOdds | None:
-    """The log odds that `values` sit at the first cell's level moved by `change_log`
-    (a log ratio measured with standard error `change_se`) rather than at the first
-    cell's level itself; None where `log_difference` has no answer."""
-    difference = log_difference(values, baseline)
-    if difference is None:
+def paired_log_difference(log_ratios: np.ndarray) -> LogDifference | None:
+    """Paired rounds' log ratios as a difference: their mean, sd / sqrt(n) and n - 1 df;
+    None below two rounds or with no spread to scale by."""
+    if log_ratios.size < 2:
         return None
+    se = float(np.std(log_ratios, ddof=1)) / math.sqrt(log_ratios.size)
+    if not se > 0:
+        return None
+    return LogDifference(float(log_ratios.mean()), se, float(log_ratios.size - 1))
+
+
+def level_odds(difference: LogDifference, change_log: float, change_se: float = 0.0) -> LevelOdds:
+    """The log odds that the cell `difference` measured sits at the first cell's level
+    moved by `change_log` (a log ratio measured with standard error `change_se`) rather
+    than at the first cell's level itself."""
     estimate, se, df = difference.estimate, difference.se, difference.df
     widened = math.hypot(se, change_se)
     at_change = scipy_stats.t.logpdf((estimate - change_log) / widened, df) - math.log(widened)

@@ -8,7 +8,8 @@ pass, so a lost message only delays a step):
 
 - at a planned look (runs/analysis/sequential.py), each compared point still
   undecided (a cell against the first cell at one client count, on tps) is judged
-  at the look's levels; a decided point keeps its answer;
+  at the look's levels, its rounds paired with the first cell's (each round's log
+  ratio; unpaired below three complete rounds); a decided point keeps its answer;
 - the experiment ends when every point is decided, at the last planned look (its
   budget of rounds), when a next round would end past `max_hours` from the first
   run's start, or when one of its runs was cancelled (a person stopped it);
@@ -52,9 +53,14 @@ from runs.contract.execution import ROUNDS, Slot, derived_seed
 from runs.contract.transport import CONTROL_QUEUE
 from runs.estimates import learned_timings
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
-from runs.inference.levels import log_difference
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
-from runs.inference.variance import PointSeconds, VarianceSplit, variance_split
+from runs.inference.variance import (
+    PairedVariance,
+    PointSeconds,
+    VarianceSplit,
+    paired_variance,
+    variance_split,
+)
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
@@ -73,6 +79,8 @@ ENDED_HOURS = "budget of hours spent"
 ENDED_CANCELLED = "a run was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 ENDED_NO_RUNS = "no run of the first cell succeeded"
+# (cell, clients) -> (round, tps) of each of its rounds' clean points.
+PointRounds = dict[tuple[int, int], list[tuple[int, float]]]
 # How much longer points run once the spread says longer points pay (once per experiment).
 LONGER_POINTS_FACTOR = 2
 # The longest -T and -t a sweep field allows: a lengthened point stops there.
@@ -219,9 +227,9 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     if experiment.runs.filter(status=Run.Status.CANCELLED).exists():
         return ENDED_CANCELLED
     if latest in state["looks"]:
-        values = _tps_by_point(experiment, latest)
-        _look(experiment, state, latest, values)
-        _consider_longer_points(experiment, state, latest, values)
+        by_round = tps_by_round(experiment, latest)
+        _look(experiment, state, latest, by_round)
+        _consider_longer_points(experiment, state, latest, by_round)
     points = state["points"]
     if state["looked"] and not points:
         return ENDED_NO_RUNS
@@ -246,27 +254,36 @@ def _all_cells(experiment: Experiment) -> list[int]:
     return sorted(set(experiment.runs.values_list("cell", flat=True)))
 
 
+def point_question(by_round: PointRounds, key: tuple[int, int]) -> Question:
+    """A point against the first cell at its client count, with the round of each tps."""
+    mine, theirs = by_round.get(key, []), by_round.get((BASELINE_CELL, key[1]), [])
+    return Question(
+        [tps for _round, tps in mine],
+        [tps for _round, tps in theirs],
+        True,
+        [round_number for round_number, _tps in mine],
+        [round_number for round_number, _tps in theirs],
+    )
+
+
 def _look(
     experiment: Experiment,
     state: AdaptiveState,
     rounds: int,
-    values: dict[tuple[int, int], list[float]],
+    by_round: PointRounds,
 ) -> None:
     """Judge every point still undecided at this look; record the look."""
     levels = sequential.look_levels(tuple(state["looks"]))
     level = next(level for level in levels if level.rounds == rounds)
     known = {(p["cell"], p["clients"]): p for p in state["points"]}
-    for cell, clients in sorted(values):
+    for cell, clients in sorted(by_round):
         if cell != BASELINE_CELL and (cell, clients) not in known:
             known[(cell, clients)] = PointState(
                 cell=cell, clients=clients, verdict=Verdict.UNDECIDED, sentence="", rounds=0
             )
     share = state.get("precise_to")
     open_points = [key for key, p in known.items() if still_open(p, share)]
-    questions = [
-        Question(values.get(key, []), values.get((BASELINE_CELL, key[1]), []), True)
-        for key in open_points
-    ]
+    questions = [point_question(by_round, key) for key in open_points]
     between = state.get("between_pct")
     if between is not None:
         answers = sequential.judge_between(questions, between, state.get("between_se", 0.0))
@@ -279,9 +296,7 @@ def _look(
         was_decided = point["verdict"] != Verdict.UNDECIDED
         if not was_decided or answer.verdict == point["verdict"]:
             point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
-        point["pct"] = answer.pct
-        difference = log_difference(question.values, question.baseline)
-        point["log_se"] = difference.se if difference is not None else None
+        point["pct"], point["log_se"], point["design"] = answer.pct, answer.log_se, answer.design
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += not was_decided and answer.verdict is not Verdict.UNDECIDED
     state["points"] = [known[key] for key in sorted(known)]
@@ -297,22 +312,26 @@ def _look(
     ]
 
 
-def _tps_by_point(experiment: Experiment, rounds: int) -> dict[tuple[int, int], list[float]]:
-    """(cell, clients) -> the tps of each of its rounds up to `rounds`: the newest run of a
-    round counts (a re-run replaces it); points pgbench did not finish cleanly do not."""
-    newest: dict[tuple[int, int | None], int] = {}
-    runs = experiment.runs.filter(round__isnull=False, round__lte=rounds).order_by("pk")
-    for pk, cell, round_number in runs.values_list("pk", "cell", "round"):
-        newest[(cell, round_number)] = pk
-    cell_of = {pk: cell for (cell, _round), pk in newest.items()}
-    values: dict[tuple[int, int], list[float]] = {}
+def tps_by_round(experiment: Experiment, rounds: int | None = None) -> PointRounds:
+    """(cell, clients) -> (round, tps) of each of its rounds (up to `rounds`), in round
+    order: the newest run of a round counts (a re-run replaces it); points pgbench did
+    not finish cleanly do not."""
+    newest: dict[tuple[int, int], int] = {}
+    runs = experiment.runs.filter(round__isnull=False)
+    if rounds is not None:
+        runs = runs.filter(round__lte=rounds)
+    for pk, cell, round_number in runs.order_by("pk").values_list("pk", "cell", "round"):
+        newest[(cell, round_number or 0)] = pk
+    run_of = {pk: key for key, pk in newest.items()}
+    values: PointRounds = {}
     clean = Q(exit_code=0) | Q(exit_code__isnull=True)
-    results = Result.objects.filter(clean, run_id__in=cell_of, tps__gt=0, aborted_clients=0)
+    results = Result.objects.filter(clean, run_id__in=run_of, tps__gt=0, aborted_clients=0)
     for run_id, clients, tps in results.order_by("run_id", "index").values_list(
         "run_id", "clients", "tps"
     ):
-        values.setdefault((cell_of[run_id], clients), []).append(float(tps or 0.0))
-    return values
+        cell, round_number = run_of[run_id]
+        values.setdefault((cell, clients), []).append((round_number, float(tps or 0.0)))
+    return {key: sorted(found) for key, found in values.items()}
 
 
 def _past_hours(experiment: Experiment, latest: int) -> bool:
@@ -332,17 +351,16 @@ def _past_hours(experiment: Experiment, latest: int) -> bool:
 
 
 def _consider_longer_points(
-    experiment: Experiment,
-    state: AdaptiveState,
-    latest: int,
-    values: dict[tuple[int, int], list[float]],
+    experiment: Experiment, state: AdaptiveState, latest: int, by_round: PointRounds
 ) -> None:
     """Lengthen every later round's points when the spread measured so far says longer
     points narrow the intervals faster than more rounds (a decision on the variances
     alone, never on the differences, so it leaves the tests' error rates as they are)."""
     if "lengthened" in state:
         return
-    split = experiment_split(experiment, list(values.values()))
+    split = experiment_split(
+        experiment, [[tps for _r, tps in found] for found in by_round.values()]
+    )
     if split is None or split.more_rounds_pay:
         return
     state["lengthened"] = Lengthened(
@@ -360,9 +378,10 @@ def experiment_split(
     experiment: Experiment, repeats: Sequence[Sequence[float]]
 ) -> VarianceSplit | None:
     """Where `experiment`'s spread comes from (runs/inference/variance.py); `repeats`: the
-    tps of each repeat at each cell and client count. None without two repeats of a
-    point or per-second samples. The experiment page shows it; `_consider_longer_points`
-    acts on it."""
+    tps of each repeat at each cell and client count. In rounds, each cell's rounds
+    paired with the first cell's (`tps_by_round`) say what pairing removes. None without
+    two repeats of a point or per-second samples. The experiment page shows it;
+    `_consider_longer_points` acts on it."""
     by_point: dict[tuple[int, int], tuple[list[float], list[int | None]]] = {}
     rows = ProgressSample.objects.filter(run__experiment=experiment, tps__isnull=False)
     for run_id, point, tps, sampled in rows.order_by("run_id", "point", "t").values_list(
@@ -374,7 +393,20 @@ def experiment_split(
     points = [PointSeconds(values, counts) for values, counts in by_point.values()]
     first = experiment.runs.order_by("position").first()
     setup = learned_timings([first.host_id]).for_run(first).setup_s if first else 0.0
-    return variance_split(repeats, points, setup, experiment.execution == ROUNDS)
+    in_rounds = experiment.execution == ROUNDS
+    pairing = _paired_variance(tps_by_round(experiment)) if in_rounds else None
+    return variance_split(repeats, points, setup, in_rounds, pairing)
+
+
+def _paired_variance(by_round: PointRounds) -> PairedVariance | None:
+    """What pairing each cell's rounds with the first cell's removes from the variance of
+    their differences (runs/inference/variance.py)."""
+    pairs = [
+        (dict(found), dict(by_round[(BASELINE_CELL, clients)]))
+        for (cell, clients), found in by_round.items()
+        if cell != BASELINE_CELL and (BASELINE_CELL, clients) in by_round
+    ]
+    return paired_variance(pairs)
 
 
 def _queue_round(

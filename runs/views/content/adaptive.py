@@ -27,6 +27,8 @@ class PointRow:
     verdict: str
     sentence: str
     rounds: int
+    # Which design answered ("paired over 6 rounds", "unpaired"); "" before answers said.
+    design: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
                 p["verdict"],
                 p["sentence"],
                 p["rounds"],
+                p.get("design", ""),
             )
             for p in state.get("points", [])
         ],

@@ -1,0 +1,91 @@
+"""When an adaptive experiment looks, and at which level each look tests: the plan's
+alpha spending (runs/analysis/sequential.py applies it to the cells).
+
+- The looks are planned when the experiment starts (`look_rounds`): after the first
+  rounds, each time the rounds double, and at the last round the budget allows.
+  Their information fractions t_k = n_k / N fix the boundaries.
+- Alpha spending (Lan-DeMets, Pocock type): by look k a share `spent(t_k)` of ALPHA
+  is spent, and each look's boundary is the one a Brownian motion observed at the
+  fractions first crosses with the look's part (`look_levels`, simulated once per
+  plan with a fixed seed). "Same within ±m %" is TOST, each one-sided test spending
+  its ALPHA the same way.
+"""
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from runs.inference.stats import ALPHA, MIN_REPEATS
+
+# Each look after the first comes when the rounds have doubled.
+LOOK_GROWTH = 2
+# Brownian paths simulated for a plan's boundary constants: their quantile is then
+# within about 0.01 of the exact one (a nominal level off by well under 1 % of ALPHA).
+SIMULATED_PATHS = 200_000
+BOUNDARY_SEED = 20
+
+
+def look_rounds(first: int, last: int) -> tuple[int, ...]:
+    """The rounds after which the lab looks: `first`, then doubling, then `last`."""
+    if first < MIN_REPEATS:
+        raise ValueError(f"an adaptive experiment starts with at least {MIN_REPEATS} rounds")
+    if last < first:
+        raise ValueError(f"the budget of {last} rounds is below the first {first} rounds")
+    looks = []
+    rounds = first
+    while rounds < last:
+        looks.append(rounds)
+        rounds *= LOOK_GROWTH
+    return (*looks, last)
+
+
+@dataclass(frozen=True)
+class LookLevel:
+    """One planned look: after `rounds` rounds, "different" is tested at the two-sided
+    level `alpha` and each one-sided test of "same" at `alpha_same`."""
+
+    rounds: int
+    alpha: float
+    alpha_same: float
+
+
+def spent(fraction: float) -> float:
+    """The share of ALPHA spent by the information fraction `fraction` (Lan-DeMets'
+    Pocock-type spending: early looks get a usable part, so a large effect ends soon)."""
+    return math.log1p((math.e - 1) * fraction)
+
+
+@functools.lru_cache(maxsize=64)
+def look_levels(looks: tuple[int, ...]) -> tuple[LookLevel, ...]:
+    """Each look's nominal levels: the boundaries that spend ALPHA as `spent` says,
+    found on simulated Brownian paths observed at the looks' information fractions."""
+    fractions = np.asarray(looks, dtype=float) / looks[-1]
+    steps = np.diff(np.concatenate([[0.0], fractions]))
+    rng = np.random.default_rng(BOUNDARY_SEED)
+    paths = np.cumsum(rng.standard_normal((SIMULATED_PATHS, len(looks))) * np.sqrt(steps), axis=1)
+    z = paths / np.sqrt(fractions)
+    two_sided = _boundaries(np.abs(z), fractions, sides=2)
+    one_sided = _boundaries(z, fractions, sides=1)
+    return tuple(
+        LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
+        for rounds, b, b_same in zip(looks, two_sided, one_sided, strict=True)
+    )
+
+
+def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]:
+    """Each look's boundary on `z` (paths x looks; |Z| for a two-sided test): a path
+    first crosses at look k with probability ALPHA * (spent(t_k) - spent(t_k-1)). The
+    first look's is the normal quantile; the later ones count the paths still inside."""
+    boundaries = [float(scipy_stats.norm.isf(ALPHA * spent(fractions[0]) / sides))]
+    inside = z[:, 0] < boundaries[0]
+    for k in range(1, len(fractions)):
+        share = ALPHA * (spent(fractions[k]) - spent(fractions[k - 1]))
+        crossing = max(1, round(share * z.shape[0]))
+        candidates = np.sort(z[inside, k])[::-1]
+        boundary = float(candidates[min(crossing, candidates.size) - 1])
+        boundaries.append(boundary)
+        inside &= z[:, k] < boundary
+    return boundaries

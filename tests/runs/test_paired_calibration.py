@@ -14,7 +14,9 @@ rate whose nominal value is the bound itself), call "same within ±5 %" in at le
 of the decided A/A cells, and give a 5 % shift either way its direction in at least
 90 %. The unpaired verdicts on the same kind of rounds miss the direction rate by far
 at PAIRED_ROUNDS / 0.4 rounds, so pairing needs at most 40 % of the rounds (their own
-rates need about 80 rounds: docs/benchmarks.md has the figures). Seeded, numpy only.
+rates need about 80 rounds: docs/benchmarks.md has the figures). The adaptive looks on
+paired rounds (runs/analysis/sequential.simulate) keep the same rates within a budget
+of ADAPTIVE_BUDGET rounds, stopping at about 15 on average. Seeded, numpy only.
 """
 
 import math
@@ -22,6 +24,7 @@ import math
 import numpy as np
 import pytest
 
+from runs.analysis.sequential import look_rounds, simulate
 from runs.analysis.verdicts import Question, Verdict, judge
 
 REPEAT_LOG_SD = 0.058
@@ -36,6 +39,10 @@ UNPAIRED_ROUNDS = math.ceil(PAIRED_ROUNDS / 0.4)
 CELLS = 300
 UNPAIRED_CELLS = 100
 ALLOWANCE = 2 * math.sqrt(0.05 * 0.95 / CELLS)
+ADAPTIVE_BUDGET = 24
+# A/A points of the adaptive rule: more of them (it is vectorised), so the 5 % bound on
+# false directions is judged within 1.4 points.
+A_A_POINTS = 1000
 DIRECTIONS = {Verdict.FASTER, Verdict.SLOWER}
 
 
@@ -109,3 +116,24 @@ def test_unpaired_verdicts_miss_the_direction_rate_with_two_and_a_half_times_the
         53 + int(shift * 100), UNPAIRED_ROUNDS, shift, in_pairs=False, cells=UNPAIRED_CELLS
     )
     assert sum(v is right for v in verdicts) / len(verdicts) < 0.60
+
+
+@pytest.mark.parametrize(
+    ("shift", "right"), [(0.0, None), (0.05, Verdict.FASTER), (-0.05, Verdict.SLOWER)]
+)
+def test_the_adaptive_looks_on_paired_rounds_keep_the_rates_within_the_budget(shift, right):
+    rng = np.random.default_rng(20261129 + int(shift * 100))
+    points = A_A_POINTS if right is None else CELLS
+    drawn = [simulated_rounds(rng, ADAPTIVE_BUDGET, shift) for _ in range(points)]
+    values, baseline = (np.stack([pair[side] for pair in drawn]) for side in (0, 1))
+    looks = look_rounds(3, ADAPTIVE_BUDGET)
+    found = simulate(values, baseline, looks, MIN_EFFECT_PCT, MARGIN_PCT, in_pairs=True)
+    verdicts = found.verdicts
+    if right is None:
+        decided = [v for v in verdicts if v is not Verdict.UNDECIDED]
+        allowance = 2 * math.sqrt(0.05 * 0.95 / points)
+        assert sum(v in DIRECTIONS for v in verdicts) / points <= 0.05 + allowance
+        assert sum(v is Verdict.SAME for v in decided) / len(decided) >= 0.80
+    else:
+        assert sum(v is right for v in verdicts) / points >= 0.90
+    assert found.rounds.mean() < 0.75 * ADAPTIVE_BUDGET

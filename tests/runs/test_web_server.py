@@ -1,10 +1,12 @@
-"""The web server as scripts/lab runs it (uvicorn, ASGI): no request hangs, and SIGTERM
-stops it within seconds even with a live stream open."""
+"""The web server as scripts/lab runs it (uvicorn, ASGI): no request hangs, SIGTERM
+stops it within seconds even with a live stream open, and a forged X-Forwarded-For
+neither resets the token throttle nor locks a valid token out."""
 
 import re
 import signal
 import socket
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from django.urls import reverse
 
 from runs import services
 from runs.models import Run
+from runs.services.access.tokens import api_token_create
 from tests.e2e.conftest import Web
 from tests.runs.factories import ExperimentFactory, RunFactory, UserFactory
 from tests.runs.pages.conftest import add_point
@@ -34,9 +37,11 @@ def lab_uvicorn_flag(name: str) -> str:
 
 @pytest.fixture
 def lab_web(transactional_db, tmp_path):
-    """uvicorn with the graceful-shutdown bound scripts/lab gives it."""
+    """uvicorn with the graceful-shutdown bound scripts/lab gives it, and believing proxy
+    headers from nobody, as scripts/lab has it without BENCHLAB_TRUSTED_PROXIES."""
     grace = lab_uvicorn_flag("--timeout-graceful-shutdown")
-    server = Web(tmp_path, {}, ["--timeout-graceful-shutdown", grace])
+    assert "proxy_args=(--no-proxy-headers)" in (REPO / "scripts" / "lab").read_text()
+    server = Web(tmp_path, {}, ["--timeout-graceful-shutdown", grace, "--no-proxy-headers"])
     yield server
     server.close()
 
@@ -68,7 +73,7 @@ def test_every_export_of_a_run_with_a_queued_rerun_answers(lab_web, run_with_que
     session = Client()
     session.force_login(UserFactory())
     cookie = f"sessionid={session.cookies['sessionid'].value}"
-    token = services.share_link_create(run.experiment.created_by, run).token
+    _link, token = services.share_link_create(run.experiment.created_by, run)
     get(lab_web.url + reverse("run-detail", args=[run.pk]), cookie)  # the first loads the app
 
     answers = {}
@@ -85,7 +90,7 @@ def test_every_export_of_a_run_with_a_queued_rerun_answers(lab_web, run_with_que
 
 def test_sigterm_stops_uvicorn_within_seconds_with_a_live_stream_open(lab_web, transactional_db):
     run = RunFactory(status=Run.Status.RUNNING)
-    token = services.share_link_create(UserFactory(), run).token
+    _link, token = services.share_link_create(UserFactory(), run)
     grace = float(lab_uvicorn_flag("--timeout-graceful-shutdown"))
     stream = socket.create_connection(("127.0.0.1", lab_web.port), timeout=30)
     path = reverse("shared-events", args=[token])
@@ -105,3 +110,21 @@ def test_sigterm_stops_uvicorn_within_seconds_with_a_live_stream_open(lab_web, t
     assert stopped_after < grace + 5
     # uvicorn raises the signal it caught again once it has stopped.
     assert lab_web.process.returncode in (0, -signal.SIGTERM), lab_web.logs()
+
+
+def test_a_valid_token_works_after_many_wrong_ones_with_forged_forwarded_for(lab_web):
+    _row, token = api_token_create(UserFactory())
+
+    def runs_with(presented: str, forwarded: str) -> int:
+        headers = {"Authorization": f"Token {presented}", "X-Forwarded-For": forwarded}
+        request = urllib.request.Request(lab_web.url + "/api/runs/", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as refused:
+            return refused.code
+
+    wrong = [runs_with("0" * 40, f"198.51.100.{n}") for n in range(12)]
+
+    assert wrong == [401] * 10 + [429] * 2, "a forged X-Forwarded-For resets no count"
+    assert runs_with(token, "198.51.100.99") == 200

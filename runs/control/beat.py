@@ -25,7 +25,6 @@ once per slot (runs.services.history.series).
 
 import ctypes
 import logging
-import multiprocessing
 import os
 import signal
 import socket
@@ -50,6 +49,10 @@ from runs.services.history.series import FIRE_TASK, SLOT_ARGUMENT
 logger = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
+# The worker that forks the embedded beat imported this module (runs.control.worker, at
+# Django's start); its beat child inherits the value. Billiard, which forks the beat, does
+# not tell multiprocessing.parent_process() who the parent is.
+WORKER_PID = os.getpid()
 # Seconds between attempts while another beat holds the lock or Redis is away.
 LOCK_POLL_S = 1.0
 
@@ -195,8 +198,9 @@ def die_with_worker(**_signal: object) -> None:
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"prctl(PR_SET_PDEATHSIG): {os.strerror(error)}")
-    parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:  # it died before prctl
+    # Beat builds its scheduler, which takes the lock, before this signal: a worker killed
+    # in between is gone before prctl could ask for its death to be signalled.
+    if os.getppid() != WORKER_PID:
         logger.error("beat: the worker that started this beat is gone; exiting")
         raise SystemExit(1)
 

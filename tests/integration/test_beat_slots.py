@@ -60,11 +60,24 @@ def slots(series: Series) -> list[datetime]:
     )
 
 
+def into_a_fired_minute(series: Series, after_fire_s: int) -> bool:
+    """Whether it is `after_fire_s` (to 8 s more) into a minute whose slot has fired."""
+    now = timezone.now()
+    minute = now.replace(second=0, microsecond=0)
+    into = (now - minute).total_seconds()
+    return after_fire_s <= into < after_fire_s + 8 and minute in slots(series)
+
+
 def kill_and_restart(lab: Lab, after_fire_s: int, series: Series) -> datetime:
-    """SIGKILL the control worker (its beat child dies with it) `after_fire_s` into the
-    minute of the latest slot, start it again and wait for its beat; the kill's time."""
-    kill_at = slots(series)[-1] + timedelta(seconds=after_fire_s)
-    wait_for(lambda: timezone.now() >= kill_at, 90, f"{after_fire_s} s after the fire", lab.logs)
+    """SIGKILL the control worker (its beat child dies with it) `after_fire_s` into a minute
+    whose slot has fired, start it again and wait for its beat; the kill's time."""
+    wait_for(
+        lambda: into_a_fired_minute(series, after_fire_s),
+        150,
+        f"{after_fire_s} s into a minute that fired",
+        lab.logs,
+        interval=0.5,
+    )
     lab.control.send_signal(signal.SIGKILL)  # the worker only, as the operator did
     lab.control.wait(timeout=10)
     killed, killed_at = time.monotonic(), timezone.now()

@@ -373,10 +373,13 @@ def expected_rounds(
 ) -> float:
     """The mean rounds an A/A point takes to decide (or to spend the budget) when
     repeats spread by `log_sd` (ASSUMED_ROUND_LOG_SD when unknown): the usual case of
-    a cell that differs little, and the slowest to settle."""
+    a cell that differs little, and the slowest to settle. The looks pair the rounds;
+    the rounds are drawn sharing nothing, so where a round's runs share the host's
+    moment the experiment ends sooner than this."""
     sd = log_sd if log_sd and log_sd > 0 else ASSUMED_ROUND_LOG_SD
     rng = np.random.default_rng(BOUNDARY_SEED)
     shape = (EXPECTED_TIME_CELLS, last)
     values, baseline = np.exp(rng.normal(0, sd, shape)), np.exp(rng.normal(0, sd, shape))
     looks = look_rounds(first, last)
-    return float(simulate(values, baseline, looks, min_effect_pct, margin_pct).rounds.mean())
+    found = simulate(values, baseline, looks, min_effect_pct, margin_pct, in_pairs=True)
+    return float(found.rounds.mean())

@@ -7,16 +7,32 @@ runs/profiles/trees.py and are numbered here, so the figure does not carry each
 call path (up to 80 frames) as its id.
 """
 
+import math
 import zlib
 
 from runs.charts.figures import PlotlyJson, figure_json
+from runs.inference import stats
+from runs.profiles.changes import FrameChange, frame_changes, tested_frames
 from runs.profiles.trees import FlameTree
 
 # How tall one stack level is drawn, and the figure's bounds.
 LEVEL_PX = 17
 MIN_HEIGHT, MAX_HEIGHT = 320, 1100
-# A difference's colour scale: blue where the share fell, red where it rose.
-DIFF_SCALE = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b2182b"]]
+# A difference's colour scale: blue where the share fell, red where it rose, beyond noise;
+# a grey band around 0 for the frames within noise (drawn at 0). A change beyond noise is
+# drawn at least GREY_BAND x 1.5 of the scale's half from 0, so it never looks grey.
+GREY = "#bdbdbd"
+GREY_BAND = 0.02
+DIFF_SCALE = [
+    [0.0, "#2166ac"],
+    [0.5 - GREY_BAND / 2, "#d1e5f0"],
+    [0.5 - GREY_BAND / 2, GREY],
+    [0.5 + GREY_BAND / 2, GREY],
+    [0.5 + GREY_BAND / 2, "#fddbc7"],
+    [1.0, "#b2182b"],
+]
+# The margin above a differential graph: its title, then the note on noise (two lines).
+NOTED_TOP = 100
 # The colour scale's ends at least this far from 0, in percentage points.
 MIN_DIFF_RANGE = 1.0
 
@@ -49,12 +65,22 @@ def _icicle(tree: FlameTree) -> PlotlyJson:
     }
 
 
-def _layout(tree: FlameTree, title: str) -> PlotlyJson:
-    height = min(MAX_HEIGHT, max(MIN_HEIGHT, 90 + LEVEL_PX * _depth(tree)))
+def _layout(tree: FlameTree, title: str, top: int = 60) -> PlotlyJson:
+    """Title and size; `top`: the margin above the graph (room for a note under the title)."""
+    height = min(MAX_HEIGHT, max(MIN_HEIGHT, 30 + top + LEVEL_PX * _depth(tree)))
     return {
-        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 14}},
+        "title": {
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 12},
+            "font": {"size": 14},
+        },
         "height": height,
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
     }
 
 
@@ -75,17 +101,38 @@ def flame_figure(tree: FlameTree, title: str, filename: str) -> PlotlyJson:
     return figure_json([trace], _layout(tree, title), filename)
 
 
+def _colour_value(change: FrameChange, reach: float) -> float:
+    """Where a frame sits on the colour scale: 0 (grey) within noise, else its change, kept
+    clear of the grey band."""
+    if not change.beyond_noise:
+        return 0.0
+    least = GREY_BAND * 1.5 * reach
+    return math.copysign(max(abs(change.points), least), change.points)
+
+
+def noise_note(tree: FlameTree) -> str:
+    """What the colours rest on, written on the graph: the samples and the threshold."""
+    return (
+        f"{tree.samples:,} samples against the baseline's {tree.base_samples:,}.<br>Coloured: "
+        "a frame whose share changed beyond sampling noise (two-proportion z-test per frame, "
+        f"Benjamini–Hochberg q ≤ {stats.FDR_Q:g} over {tested_frames(tree)} frames); grey: "
+        "within noise"
+    )
+
+
 def diff_flame_figure(
     tree: FlameTree, base_label: str, label: str, title: str, filename: str
 ) -> PlotlyJson:
     """The compared profile's flame graph coloured by how each frame's share of the samples
-    changed from the baseline's: red hotter, blue cooler, white unchanged."""
-    changes = [round((node.share - node.base_share) * 100, 2) for node in tree.nodes]
-    reach = max([MIN_DIFF_RANGE, *(abs(change) for change in changes)])
+    changed from the baseline's where the change is beyond sampling noise: red hotter, blue
+    cooler; grey within noise."""
+    changes = frame_changes(tree)
+    beyond = [abs(change.points) for change in changes if change.beyond_noise]
+    reach = max([MIN_DIFF_RANGE, *beyond])
     trace = {
         **_icicle(tree),
         "marker": {
-            "colors": changes,
+            "colors": [_colour_value(change, reach) for change in changes],
             "colorscale": DIFF_SCALE,
             "cmin": -reach,
             "cmax": reach,
@@ -94,11 +141,33 @@ def diff_flame_figure(
             "colorbar": {"title": {"text": "change<br>(points)"}, "thickness": 12},
         },
         "customdata": [
-            [round(node.share * 100, 2), round(node.base_share * 100, 2), change]
+            [
+                round(node.share * 100, 2),
+                round(node.base_share * 100, 2),
+                round(change.points, 2),
+                "beyond noise" if change.beyond_noise else "within noise",
+                f"{change.q:.2g}",
+            ]
             for node, change in zip(tree.nodes, changes, strict=True)
         ],
         "hovertemplate": f"<b>%{{label}}</b><br>{label}: %{{customdata[0]}} % of samples"
-        f"<br>{base_label}: %{{customdata[1]}} %<br>change: %{{customdata[2]:+}} points"
-        "<extra></extra>",
+        f"<br>{base_label}: %{{customdata[1]}} %<br>change: %{{customdata[2]:+}} points, "
+        "%{customdata[3]} (q = %{customdata[4]})<extra></extra>",
     }
-    return figure_json([trace], _layout(tree, title), filename)
+    layout = _layout(tree, title, top=NOTED_TOP)
+    layout["annotations"] = [
+        {
+            "text": noise_note(tree),
+            "xref": "paper",
+            "yref": "paper",
+            "x": 0,
+            "y": 1,
+            "yanchor": "bottom",
+            "yshift": 6,
+            "xanchor": "left",
+            "showarrow": False,
+            "font": {"size": 11},
+            "align": "left",
+        }
+    ]
+    return figure_json([trace], layout, filename)

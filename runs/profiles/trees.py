@@ -34,8 +34,10 @@ class FlameNode:
     parent: str
     samples: int = 0
     share: float = 0.0
-    # The baseline's share of the same path, in a difference (0 when it lacks it).
+    # The baseline's share of the same path, in a difference (0 when it lacks it), and
+    # its samples there.
     base_share: float = 0.0
+    base_count: int = 0
 
 
 @dataclass
@@ -88,11 +90,14 @@ def flame_tree(folded: str, base_folded: str | None = None) -> FlameTree:
     if not total:
         return tree
     base = path_samples(base_stacks)
-    tree.nodes.append(FlameNode("", "all", "", total, 1.0, 1.0 if base_total else 0.0))
+    tree.nodes.append(FlameNode("", "all", "", total, 1.0, 1.0 if base_total else 0.0, base_total))
     for path, count in path_samples(stacks).items():
         if count / total < MIN_NODE_SHARE:
             continue
         parent, _, label = path.rpartition(";")
-        base_share = base.get(path, 0) / base_total if base_total else 0.0
-        tree.nodes.append(FlameNode(path, label, parent, count, count / total, base_share))
+        base_count = base.get(path, 0)
+        base_share = base_count / base_total if base_total else 0.0
+        tree.nodes.append(
+            FlameNode(path, label, parent, count, count / total, base_share, base_count)
+        )
     return tree

@@ -56,6 +56,25 @@ def drawn(page, figure_id: str) -> dict:
     )
 
 
+def noise_of(page, figure_id: str) -> dict:
+    """The colour values of the frames within and beyond noise, and the fills drawn."""
+    return page.evaluate(
+        """(id) => {
+          const el = document.querySelector(`[data-figure="${id}"]`);
+          const trace = el.data[0];
+          const pick = (word) => trace.customdata
+            .map((row, i) => row[3] === word ? trace.marker.colors[i] : null)
+            .filter((value) => value !== null);
+          return {
+            within: pick('within noise'),
+            beyond: pick('beyond noise'),
+            fills: [...el.querySelectorAll('path.surface')].map((p) => p.style.fill),
+          };
+        }""",
+        figure_id,
+    )
+
+
 def test_flame_graphs_of_16_and_17_on_the_run_and_compare_pages(
     signed_in_page,
     web,
@@ -83,6 +102,16 @@ def test_flame_graphs_of_16_and_17_on_the_run_and_compare_pages(
     assert "PostgresMain" in difference["labels"]
     assert all(isinstance(colour, int | float) for colour in difference["colours"])
     expect(page.locator("#profile-differences")).to_contain_text("red hotter")
+    # Frames within sampling noise sit at 0 on the scale and are drawn grey (the root
+    # always is: its share is 1 on both sides); the graph says what it rests on.
+    noise = noise_of(page, f"fig-profile-diff-{pg17.pk}")
+    assert noise["within"] and all(value == 0 for value in noise["within"])
+    assert all(value != 0 for value in noise["beyond"])
+    assert "rgb(189, 189, 189)" in noise["fills"], noise["fills"][:20]
+    expect(page.locator(f"#chart-fig-profile-diff-{pg17.pk}")).to_contain_text(
+        "samples against the baseline's"
+    )
+    expect(page.locator(f"#chart-fig-profile-diff-{pg17.pk}")).to_contain_text("grey: within noise")
     expect(page.locator(f"#chart-fig-profile-diff-{pg17.pk}")).to_contain_text(
         "PostgreSQL 17 against PostgreSQL 16, 2 clients"
     )

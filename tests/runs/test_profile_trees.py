@@ -1,11 +1,23 @@
 """Folded stacks as flame-graph trees and their differences, and the icicle figures drawn
 from them (runs/profiles/trees.py, runs/charts/flames.py)."""
 
+import numpy as np
+import pytest
+
 from runs.charts.flames import diff_flame_figure, flame_figure
 from runs.profiles.trees import MIN_NODE_SHARE, flame_tree
 
 BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
 OTHER = "main;exec;scan 30\nmain;exec;hash 50\nmain;parse 20\n"
+# A backend's time, as stacks and their shares.
+PROFILE = {
+    "PostgresMain;exec;scan": 0.30,
+    "PostgresMain;exec;hash": 0.20,
+    "PostgresMain;exec;sort": 0.15,
+    "PostgresMain;parse": 0.15,
+    "PostgresMain;plan": 0.10,
+    "PostgresMain;commit": 0.10,
+}
 
 
 def test_a_tree_holds_each_call_path_with_its_inclusive_share() -> None:
@@ -55,13 +67,60 @@ def test_a_flame_graph_is_an_upward_icicle_with_numbered_ids() -> None:
 
 
 def test_a_differential_flame_graph_colours_each_frame_by_its_change_in_share() -> None:
+    # 100 samples a side: scan 60 -> 30 and hash 0 -> 50 are far beyond noise; parse
+    # 10 -> 20 is not (two-proportion p = 0.08 before BH).
     figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
 
     [trace] = figure["data"]  # type: ignore[misc]
-    change = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
-    assert change["scan"] == -30.0 and change["hash"] == 50.0 and change["parse"] == 10.0
+    colour = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
+    assert colour["scan"] == -30.0 and colour["hash"] == 50.0 and colour["parse"] == 0.0
     assert trace["marker"]["cmid"] == 0 and trace["marker"]["cmax"] == 50.0
     assert "17: %{customdata[0]}" in trace["hovertemplate"]
+    hover = dict(zip(trace["labels"], trace["customdata"], strict=True))
+    assert hover["parse"][2:4] == [10.0, "within noise"]
+    assert hover["hash"][3] == "beyond noise"
+
+
+def synthetic_profile(rng: np.random.Generator, shares: dict[str, float], samples: int) -> str:
+    """Folded stacks of `samples` drawn at random from the stacks' `shares`."""
+    counts = rng.multinomial(samples, list(shares.values()))
+    return "".join(f"{stack} {n}\n" for stack, n in zip(shares, counts, strict=True) if n)
+
+
+def grey_and_coloured(folded: str, base_folded: str) -> tuple[set[str], set[str]]:
+    figure = diff_flame_figure(flame_tree(folded, base_folded), "B", "A", "t", "n")
+    [trace] = figure["data"]  # type: ignore[misc]
+    frames = list(zip(trace["ids"], trace["marker"]["colors"], strict=True))[1:]  # no root
+    labels = dict(zip(trace["ids"], trace["labels"], strict=True))
+    grey = {labels[i] for i, value in frames if value == 0.0}
+    return grey, {labels[i] for i, value in frames} - grey
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_an_a_a_difference_of_some_275_samples_a_side_draws_every_frame_grey(seed: int) -> None:
+    # Two profiles of the same server: frames move by several points on sampling alone.
+    rng = np.random.default_rng(seed)
+    grey, coloured = grey_and_coloured(
+        synthetic_profile(rng, PROFILE, 275), synthetic_profile(rng, PROFILE, 280)
+    )
+    assert coloured == set() and "hash" in grey
+
+
+def test_a_change_beyond_noise_is_coloured_and_the_rest_stays_grey() -> None:
+    rng = np.random.default_rng(7)
+    slower = {**PROFILE, "PostgresMain;exec;hash": 0.45, "PostgresMain;exec;scan": 0.15}
+    grey, coloured = grey_and_coloured(
+        synthetic_profile(rng, slower, 275), synthetic_profile(rng, PROFILE, 275)
+    )
+    assert {"hash", "scan"} <= coloured
+    assert {"parse", "sort"} <= grey
+
+
+def test_the_graph_says_its_sample_counts_and_threshold() -> None:
+    figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
+    [note] = figure["layout"]["annotations"]  # type: ignore[index]
+    assert note["text"].startswith("100 samples against the baseline's 100.")
+    assert "q ≤ 0.05 over 5 frames); grey: within noise" in note["text"]
 
 
 def test_stacks_start_at_postgres_innermost_main_so_versions_compare() -> None:

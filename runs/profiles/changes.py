@@ -1,0 +1,69 @@
+"""Which frames of a differential flame graph changed beyond noise.
+
+A profile is a sample: a frame holding 20 % of 275 samples could as well have
+held 15 % or 25 % (its share's standard error is sqrt(0.2 x 0.8 / 275), 2.4
+points, and a difference of two such profiles has 3.4). So each frame's change
+of share is tested against that sampling error: a two-proportion z-test of its
+samples in each profile (pooled share under no change), the p-values of all the
+drawn frames adjusted together with Benjamini-Hochberg. A frame is beyond noise
+when its q is at most FDR_Q; the others are drawn grey.
+"""
+
+import math
+from dataclasses import dataclass
+
+from scipy import special
+
+from runs.inference import stats
+from runs.profiles.trees import FlameNode, FlameTree
+
+
+@dataclass(frozen=True)
+class FrameChange:
+    """One frame's change of share in percentage points of all samples, its test's p and
+    BH-adjusted q, and whether the change is beyond noise."""
+
+    points: float
+    p: float
+    q: float
+
+    @property
+    def beyond_noise(self) -> bool:
+        return self.q <= stats.FDR_Q
+
+
+def two_proportion_p(count: int, total: int, base_count: int, base_total: int) -> float:
+    """Two-sided p of a two-proportion z-test (pooled share): `count` of `total` against
+    `base_count` of `base_total`."""
+    if not total or not base_total:
+        return 1.0
+    pooled = (count + base_count) / (total + base_total)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / total + 1 / base_total))
+    if se == 0:
+        return 1.0
+    z = (count / total - base_count / base_total) / se
+    return float(2 * special.ndtr(-abs(z)))
+
+
+def _p_of(node: FlameNode, tree: FlameTree) -> float:
+    return two_proportion_p(node.samples, tree.samples, node.base_count, tree.base_samples)
+
+
+def frame_changes(tree: FlameTree) -> list[FrameChange]:
+    """Each node's change (in `tree.nodes`' order); the root's share is 1 in both profiles
+    and is no test, so it is never beyond noise and not counted in the family."""
+    tested = [node for node in tree.nodes if node.id]
+    q_values = iter(stats.adjust_p_values([_p_of(node, tree) for node in tested]))
+    changes = []
+    for node in tree.nodes:
+        points = (node.share - node.base_share) * 100
+        if not node.id:
+            changes.append(FrameChange(points, 1.0, 1.0))
+        else:
+            changes.append(FrameChange(points, _p_of(node, tree), next(q_values)))
+    return changes
+
+
+def tested_frames(tree: FlameTree) -> int:
+    """How many frames' p-values BH adjusts together (every drawn frame but the root)."""
+    return sum(1 for node in tree.nodes if node.id)

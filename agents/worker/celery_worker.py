@@ -271,13 +271,13 @@ def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
     # (Python's default would end it at once, leaving the name's lease to expire).
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     claim = claim_agent(redis_client(config.redis_url), config.state_dir, config.name)
-    _agent = Agent.create(config, events_stream(), claim)
-    app.conf.broker_url = config.redis_url
-    worker_ready.connect(_start_agent, weak=False)
-    worker_shutdown.connect(_stop_agent, weak=False)
-    after_setup_logger.connect(redact_celery_logs, weak=False)
-    after_setup_task_logger.connect(redact_celery_logs, weak=False)
     try:
+        _agent = Agent.create(config, events_stream(), claim)
+        app.conf.broker_url = config.redis_url
+        worker_ready.connect(_start_agent, weak=False)
+        worker_shutdown.connect(_stop_agent, weak=False)
+        after_setup_logger.connect(redact_celery_logs, weak=False)
+        after_setup_task_logger.connect(redact_celery_logs, weak=False)
         app.worker_main(argv=worker_argv(config.name, loglevel))
     finally:
         # However the worker ends short of a kill (a stop before it was ready too), the

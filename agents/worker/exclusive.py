@@ -12,7 +12,8 @@ them, when either is taken:
   ends. It is per name, because agents of different names may share one state
   directory (their identities and ledgers are per name).
 - the lease: `wire.agent_lease_key(name)` set NX with a TTL (`lease_seconds`),
-  holding a token drawn at start, the host, the pid and the state directory.
+  holding a token drawn at start, the host (and its boot id), the pid and the
+  state directory.
   A thread renews it every third of its TTL; a clean stop deletes it; a worker
   killed leaves it to expire. It catches a twin with another state directory,
   on this host or another. A worker of the same host and state directory takes
@@ -29,7 +30,7 @@ import os
 import socket
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import redis
@@ -40,6 +41,7 @@ from agents.worker.identity import check_agent_name
 logger = logging.getLogger(__name__)
 
 MIN_LEASE_S = 3
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 # Between attempts to take the lease while Redis cannot be reached (the worker
 # could not fetch a job then anyway).
 REDIS_RETRY_S = 2.0
@@ -82,20 +84,20 @@ class WorkerConflict(OSError):
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a lock or lease: the worker's instance token, host, pid and state directory."""
+    """Who holds a lock or lease: the worker's instance token, host, pid and state directory,
+    and the host's boot id (two machines may share a host name, never a boot)."""
 
     token: str
     host: str
     pid: int
     state_dir: str
+    boot: str = ""
 
     def describe(self) -> str:
         return f"pid {self.pid} on host {self.host}"
 
     def value(self) -> str:
-        return json.dumps(
-            {"token": self.token, "host": self.host, "pid": self.pid, "state_dir": self.state_dir}
-        )
+        return json.dumps(asdict(self))
 
     @classmethod
     def parse(cls, raw: bytes | str | None) -> "Holder | None":
@@ -103,7 +105,11 @@ class Holder:
         try:
             value = json.loads(raw or "")
             return cls(
-                str(value["token"]), str(value["host"]), int(value["pid"]), value["state_dir"]
+                str(value["token"]),
+                str(value["host"]),
+                int(value["pid"]),
+                str(value["state_dir"]),
+                str(value.get("boot", "")),
             )
         except (ValueError, TypeError, KeyError):
             return None
@@ -121,7 +127,16 @@ def lease_seconds() -> int:
 
 def this_worker(state_dir: Path) -> Holder:
     """This process as a holder, with a new instance token."""
-    return Holder(uuid.uuid4().hex, socket.gethostname(), os.getpid(), str(state_dir.resolve()))
+    holder = (uuid.uuid4().hex, socket.gethostname(), os.getpid(), str(state_dir.resolve()))
+    return Holder(*holder, boot=boot_id())
+
+
+def boot_id() -> str:
+    """This boot of this machine (Linux's random boot id; empty where there is none)."""
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
 
 
 class StateDirLock:
@@ -174,14 +189,14 @@ class NameLease:
     def acquire(self) -> None:
         """Take the lease, waiting while Redis cannot be reached; raise WorkerConflict
         naming the worker that holds it."""
+        log = logger.warning
         while True:
             try:
                 if self._try_acquire():
                     return
             except redis.RedisError as error:
-                logger.warning(
-                    "agent %s: cannot take the name's lease yet (Redis: %s)", self.name, error
-                )
+                log("agent %s: waiting for Redis to take the name's lease: %s", self.name, error)
+                log = logger.debug
                 self._stopping.wait(REDIS_RETRY_S)
 
     def _try_acquire(self) -> bool:
@@ -213,9 +228,10 @@ class NameLease:
         )
 
     def _left_by_this_directory(self, held: Holder) -> bool:
-        """Whether the lease was held by a worker of this host and state directory, whose
-        lock this worker now holds: that worker is gone."""
-        return held.host == self.holder.host and held.state_dir == self.holder.state_dir
+        """Whether the lease was held by a worker of this host (and boot) and state directory,
+        whose lock this worker now holds: that worker is gone."""
+        mine = self.holder
+        return (held.host, held.boot, held.state_dir) == (mine.host, mine.boot, mine.state_dir)
 
     def start_renewing(self) -> None:
         self._renewer = threading.Thread(target=self._renew_loop, name="name-lease", daemon=True)
@@ -288,8 +304,10 @@ def claim_agent(client: redis.Redis, state_dir: Path, name: str) -> ExclusiveCla
     lease = NameLease(client, name, holder, seconds)
     try:
         lease.acquire()
+        lease.start_renewing()
     except BaseException:
+        # A refusal, or a stop (SIGTERM) while taking it: nothing of this worker is kept.
+        lease.release()
         lock.release()
         raise
-    lease.start_renewing()
     return ExclusiveClaim(lock, lease)

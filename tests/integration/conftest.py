@@ -166,6 +166,7 @@ class Lab:
         self.identity.path.unlink(missing_ok=True)
         shutil.rmtree(default_state_dir() / "ledger" / self.name, ignore_errors=True)
         self.identity.confirmed_path.unlink(missing_ok=True)
+        (default_state_dir() / "locks" / f"{self.name}.lock").unlink(missing_ok=True)
 
 
 def _terminate(*processes: subprocess.Popen | None) -> None:

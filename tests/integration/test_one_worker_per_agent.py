@@ -99,4 +99,5 @@ def test_a_twin_is_refused_while_the_first_worker_runs_and_the_name_is_free_once
         finally:
             os.killpg(successor.pid, signal.SIGTERM)  # a clean stop: Celery's warm shutdown
             successor.wait(timeout=60)
-        assert lease_holder(lab) is None, "a clean stop releases the lease"
+        said = (tmp_path / "successor.log").read_text(errors="replace")
+        assert lease_holder(lab) is None, f"a clean stop releases the lease\n{said}"

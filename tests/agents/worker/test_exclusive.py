@@ -15,6 +15,7 @@ from agents.worker.exclusive import (
     NameLease,
     StateDirLock,
     WorkerConflict,
+    boot_id,
     claim_agent,
     this_worker,
 )
@@ -37,7 +38,8 @@ def client(shared_redis: redis.Redis) -> Iterator[redis.Redis]:
 
 
 def other_worker(state_dir: Path, pid: int = 4242, host: str = "elsewhere") -> Holder:
-    return Holder(uuid.uuid4().hex, host, pid, str(state_dir.resolve()))
+    boot = boot_id() if host == socket.gethostname() else "another boot"
+    return Holder(uuid.uuid4().hex, host, pid, str(state_dir.resolve()), boot)
 
 
 def test_a_second_lock_on_one_state_directory_and_name_names_the_holder(tmp_path: Path) -> None:
@@ -84,6 +86,16 @@ def test_a_lease_left_by_a_dead_worker_of_this_directory_is_taken_over_at_once(
         claim.release()
 
     assert client.get(agent_lease_key(name)) is None, "a clean stop releases the lease"
+
+
+def test_a_lease_of_this_directory_on_another_machine_of_the_same_name_is_not_taken_over(
+    client: redis.Redis, name: str, tmp_path: Path
+) -> None:
+    twin_machine = Holder("t", socket.gethostname(), 4242, str(tmp_path.resolve()), "other boot")
+    client.set(agent_lease_key(name), twin_machine.value(), px=30_000)
+
+    with pytest.raises(WorkerConflict):
+        claim_agent(client, tmp_path, name)
 
 
 def test_a_release_leaves_a_lease_another_worker_took(

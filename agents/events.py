@@ -43,22 +43,33 @@ class EventEmitter:
 
     def emit(self, event_type: str, data: Mapping[str, Any]) -> dict[str, Any]:
         """Build the next event and deliver it; thread-safe (samplers emit from their threads)."""
-        if event_type not in EVENT_TYPES:
-            raise InvalidEvent(f"unknown event type {event_type!r}")
         with self._lock:
             self._seq += 1
-            event = {
-                "version": EVENT_VERSION,
-                "run_id": self.run_id,
-                "token": self.token,
-                "agent": self.agent,
-                "seq": self._seq,
-                "ts": now_iso(),
-                "type": event_type,
-                "data": data,
-            }
-            for sink in self.sinks:
-                sink(event)
+            return self._deliver(event_type, data, self._seq, now_iso())
+
+    def resend(self, event_type: str, data: Mapping[str, Any], seq: int, ts: str) -> dict[str, Any]:
+        """Deliver an event emitted before (kept by the agent's ledger) with its own seq and
+        time, under this emitter's run, token and agent; the numbering goes on unchanged."""
+        with self._lock:
+            return self._deliver(event_type, data, seq, ts)
+
+    def _deliver(
+        self, event_type: str, data: Mapping[str, Any], seq: int, ts: str
+    ) -> dict[str, Any]:
+        if event_type not in EVENT_TYPES:
+            raise InvalidEvent(f"unknown event type {event_type!r}")
+        event = {
+            "version": EVENT_VERSION,
+            "run_id": self.run_id,
+            "token": self.token,
+            "agent": self.agent,
+            "seq": seq,
+            "ts": ts,
+            "type": event_type,
+            "data": data,
+        }
+        for sink in self.sinks:
+            sink(event)
         return event
 
 

@@ -45,7 +45,7 @@ from agents.postgres import settings as pg_settings
 from agents.postgres.cluster.directories import usable_job_id
 from agents.postgres.cluster.lifecycle import Cluster
 from agents.postgres.cluster.template import TemplateStore
-from agents.postgres.disk_full import ClusterPlaces, Target, disk_full_error
+from agents.postgres.disk_full import ClusterPlaces, disk_full_error, job_targets
 from agents.postgres.installs.build_steps import BuildFailed
 from agents.postgres.installs.ensure import ensure_install
 from agents.postgres.installs.inventory import Install, major_of, matches_version
@@ -371,10 +371,7 @@ class Job:
 
     def _disk_full(self, error: JobError) -> JobError | None:
         """The failure as `disk_full` when a storage target filled up (postgres/disk_full.py)."""
-        targets = [
-            Target(role, str(entry["name"]), Path(entry["path"]))
-            for role, entry in self.result["storage"].items()
-        ]
+        targets = job_targets(self.result)
         cluster = self.cluster
         places = ClusterPlaces(cluster.data_dir, cluster.wal_dir) if cluster else None
         server_log = cluster.log_tail(200) if cluster else ""

@@ -21,7 +21,7 @@ from agents.contract.errors import JobError
 from agents.contract.wire import dispatch_key, settled_key
 from agents.events import EventEmitter, Sink, now_iso
 from agents.job import new_result
-from agents.worker.ledger import Ledger, LedgerEntry
+from agents.worker.ledger import JobLog, Ledger, LedgerEntry
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +33,15 @@ def job_id_of_spec(spec: Mapping[str, Any], run_id: str) -> str:
 
 
 def ledger_sink(ledger: Ledger, entry: LedgerEntry) -> Sink:
-    """A sink that records the job's `result` event in the ledger (put it before the sink
-    that sends: the ledger holds the result before the lab can see it)."""
+    """A sink that keeps the job's log events and records its `result` event, with that
+    log, in the ledger (put it before the sink that sends: the ledger holds the result
+    before the lab can see it)."""
+    log = JobLog()
 
     def record(event: dict[str, Any]) -> None:
+        log.keep(event)
         if event.get("type") == "result":
-            ledger.finish(entry, event["data"])
+            ledger.finish(entry, event["data"], log)
 
     return record
 
@@ -60,19 +63,27 @@ def replay_emitter(
 def answer_from_ledger(
     sinks: list[Sink], entry: LedgerEntry, token: str | None, agent: str
 ) -> None:
-    """Send the finished job's result again, under the token of the delivery that asked."""
+    """Send the finished job's log and result again, under the token of the delivery that
+    asked.
+
+    The log's events keep their own seq and time: the lab stores those it lost (Redis
+    emptied before it read them) and drops, as duplicates, those it has.
+    """
     if entry.result is None:
         raise RuntimeError(f"job {entry.job_id}: a finished ledger entry without a result")
     emitter = replay_emitter(sinks, entry, token, agent)
+    for kept in entry.log:
+        emitter.resend(kept["type"], kept["data"], seq=kept["seq"], ts=kept["ts"])
     emitter.emit("log", {"level": "warning", "message": _answered_line(entry)})
     emitter.emit("result", entry.result)
 
 
 def _answered_line(entry: LedgerEntry) -> str:
+    dropped = f" ({entry.log_dropped} events of its log were not kept)" if entry.log_dropped else ""
     return (
         f"job {entry.job_id} was delivered again; it finished "
         f"{entry.result['status'] if entry.result else ''} before and is not run twice: "
-        "its result is sent again from the agent's ledger"
+        f"its log and result are sent again from the agent's ledger{dropped}"
     )
 
 

@@ -12,6 +12,11 @@ document, before that document is sent. So:
   never run again;
 - a finished entry stays `unconfirmed` (named in heartbeats) until the lab says
   it stored the result (`wire.settled_key`), and is forgotten after KEEP_S.
+
+A finished entry also keeps the job's log (its `status`, `step` and `log`
+events, at most LOG_KEPT, each with its own seq and time): a job answered
+from the ledger after the lab lost its events (Redis emptied before the lab
+stored them) shows the steps it took, when it took them.
 """
 
 import hashlib
@@ -32,6 +37,11 @@ logger = logging.getLogger(__name__)
 KEEP_S = 7 * 24 * 3600
 # Heartbeats name at most this many unconfirmed jobs, the newest first.
 MAX_UNCONFIRMED = 20
+# The events of a job's log a finished entry keeps: the first LOG_HEAD (how it started)
+# and the latest others (how it ended); a source build's progress alone can be a hundred.
+LOG_TYPES = ("status", "step", "log")
+LOG_KEPT = 300
+LOG_HEAD = 100
 
 EntryState = Literal["started", "finished"]
 
@@ -48,6 +58,28 @@ class LedgerEntry:
     finished_at: float | None = None
     confirmed: bool = False
     result: dict[str, Any] | None = field(default=None)
+    # The job's log events ({seq, ts, type, data}), in order; `log_dropped` left out.
+    log: list[dict[str, Any]] = field(default_factory=list)
+    log_dropped: int = 0
+
+
+class JobLog:
+    """The log events of a running job, kept in memory until its entry is finished
+    (nothing is written to disk while the job measures): at most LOG_KEPT."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.dropped = 0
+
+    def keep(self, event: dict[str, Any]) -> None:
+        """Keep a log, status or step event (others are not the job's log)."""
+        if event.get("type") not in LOG_TYPES:
+            return
+        kept = {key: event.get(key) for key in ("seq", "ts", "type", "data")}
+        self.events.append(kept)
+        if len(self.events) > LOG_KEPT:
+            del self.events[LOG_HEAD]
+            self.dropped += 1
 
 
 class Ledger:
@@ -69,9 +101,13 @@ class Ledger:
         self._write(entry)
         return entry
 
-    def finish(self, entry: LedgerEntry, result: ResultDocument) -> None:
-        """Record the job's result document (before it is sent)."""
+    def finish(
+        self, entry: LedgerEntry, result: ResultDocument, log: JobLog | None = None
+    ) -> None:
+        """Record the job's result document (before it is sent) and its log."""
         entry.state, entry.finished_at, entry.result = "finished", time.time(), dict(result)
+        if log is not None:
+            entry.log, entry.log_dropped = list(log.events), log.dropped
         self._write(entry)
 
     def confirm(self, entry: LedgerEntry) -> None:

@@ -43,8 +43,11 @@ RETRY_INTERVAL_S = 5.0
 FLUSH_INTERVAL_S = 3.0
 CANCEL_CHECK_INTERVAL_S = 1.0
 HEARTBEAT_INTERVAL_S = 5.0
-# How often a heartbeat carries the free space of the storage targets.
+# How often a heartbeat carries the free space of the storage targets at least; a beat
+# carries it too when a target's free space moved by SPACE_CHANGE_BYTES since the last
+# report (read every beat: a target freed is seen by the lab a beat later, not a minute).
 SPACE_INTERVAL_S = 60.0
+SPACE_CHANGE_BYTES = 8 * 1024**2
 DRAIN_BATCH = 500
 
 
@@ -353,6 +356,20 @@ class AgentEventEmitter(EventEmitter):
         super().__init__(sinks, agent=agent, first_seq=int(time.time() * 1000))
 
 
+def _space_moved(reported: dict[str, Space], current: dict[str, Space]) -> bool:
+    """Whether a target's free space is SPACE_CHANGE_BYTES away from its last report (or
+    the targets changed)."""
+    if reported.keys() != current.keys():
+        return True
+    for name, now in current.items():
+        before, after = reported[name]["free_bytes"], now["free_bytes"]
+        if (before is None) != (after is None):
+            return True
+        if before is not None and after is not None and abs(after - before) >= SPACE_CHANGE_BYTES:
+            return True
+    return False
+
+
 class Heartbeat:
     """A daemon thread emitting `heartbeat` events: the run and job being executed, if any,
     and the finished jobs the lab has not confirmed (`finished`, from the agent's ledger).
@@ -377,6 +394,7 @@ class Heartbeat:
         self.finished = finished
         self.space = space
         self._space_due = 0.0  # monotonic time the next beat reports space (0: now)
+        self._space_reported: dict[str, Space] = {}
         self.running: str | None = None
         self.job: str | None = None
         self._lock = threading.Lock()
@@ -405,12 +423,15 @@ class Heartbeat:
             self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **extra})
 
     def _space(self) -> dict[str, dict[str, Space]]:
-        """`space` for this beat when one is due (SPACE_INTERVAL_S), else nothing."""
-        now = time.monotonic()
-        if self.space is None or now < self._space_due:
+        """`space` for this beat when one is due (SPACE_INTERVAL_S, a job started or ended)
+        or a target's free space moved, else nothing."""
+        if self.space is None:
             return {}
-        self._space_due = now + SPACE_INTERVAL_S
-        return {"space": self.space()}
+        now, current = time.monotonic(), self.space()
+        if now < self._space_due and not _space_moved(self._space_reported, current):
+            return {}
+        self._space_due, self._space_reported = now + SPACE_INTERVAL_S, current
+        return {"space": current}
 
     def _loop(self) -> None:
         while True:

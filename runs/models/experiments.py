@@ -169,6 +169,9 @@ class Run(models.Model):
     error_field = models.CharField(max_length=200, blank=True)
     error_message = models.TextField(blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
+    # When its job was last sent (the reaper's clock for a lost job); later than
+    # `queued_at` once the job was sent again.
+    dispatched_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)

@@ -13,6 +13,7 @@ import pytest
 from agents.config import default_state_dir
 from agents.contract.wire import agent_queue
 from runs.models import Run, RunEvent
+from runs.selectors import run_logs
 from tests.integration.conftest import Lab, running_lab
 from tests.integration.faults import (
     assert_measured_once,
@@ -128,11 +129,16 @@ def test_a_job_sent_again_after_redis_lost_everything_is_measured_once(api, lab_
     assert run.results.count() == 2
     assert [step["name"] for step in run.steps].count("pgbench") == 2, "one pgbench per point"
     assert RunEvent.objects.filter(run=run, type="result").count() == 1
-    assert_stored_once(run)
+    assert run.queued_at <= run.started_at <= run.finished_at, "the agent's own times"
+    assert_stored_once(run, gapless=False)  # the ledger keeps the log, not samples or points
     assert_measured_once(lab, [run])
     assert (lab.log_dir / "agent.log").read_text().count("answered from the ledger") == 1
     ledger = list((default_state_dir() / "ledger" / lab.name).glob("*.json"))
     assert len(ledger) == 1
+    kept = json.loads(ledger[0].read_text())["log"]
+    logged = {event.seq: event for event in run_logs(run)}
+    assert len(kept) > 10 and all(event["seq"] in logged for event in kept), "its whole log"
+    assert any("cluster" in str(event.payload) for event in logged.values())
     assert lab.redis.llen(agent_queue(lab.name)) == 0
     assert_no_orphans(lab)
     next_run_succeeds(api, lab)

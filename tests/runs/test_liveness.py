@@ -74,7 +74,8 @@ def queued_long_ago(
     run = RunFactory(host=host) if host else RunFactory()
     with django_capture_on_commit_callbacks(execute=True):
         run_dispatch(run, {"version": 1, "storage": {"data": "default", "wal": None}})
-    Run.objects.filter(pk=run.pk).update(queued_at=timezone.now() - timedelta(seconds=seconds))
+    sent = timezone.now() - timedelta(seconds=seconds)
+    Run.objects.filter(pk=run.pk).update(queued_at=sent, dispatched_at=sent)
     run.refresh_from_db()
     return run
 
@@ -126,6 +127,8 @@ def test_a_job_redis_lost_is_sent_again_with_a_new_token_and_the_old_one_cancell
     (spec,) = json.loads(base64.b64decode(message["body"]))[0]
     assert recovery.redispatched == [run.pk]
     assert (again.status, again.dispatches) == (Run.Status.QUEUED, 2)
+    assert again.queued_at == run.queued_at, "queued when it was first queued"
+    assert again.dispatched_at > run.dispatched_at, "the reaper's clock starts again"
     assert again.token != run.token and spec["token"] == again.token
     assert message["headers"]["id"] == again.celery_task_id
     assert verify("job", spec, run.host.secret)

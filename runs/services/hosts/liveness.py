@@ -93,8 +93,8 @@ def runs_recover_lost_jobs(
 ) -> JobRecovery:
     """Send again, or fail, the queued runs whose jobs are gone from Redis.
 
-    A run queued for longer than JOB_LOST_AFTER_S has its job waiting in its
-    agent's queue or claimed by the agent. Neither means the job is lost:
+    A run whose job was sent (`dispatched_at`) over JOB_LOST_AFTER_S ago has its job
+    waiting in its agent's queue or claimed by the agent. Neither means the job is lost:
     Redis lost its data (a restart without persistence, FLUSHALL), or an agent
     took the job off its queue and died before claiming it. Such a run is sent
     again with a new token, the old dispatch cancelled so that a copy turning
@@ -103,7 +103,7 @@ def runs_recover_lost_jobs(
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.JOB_LOST_AFTER_S)
-    queued = Run.objects.filter(status=Run.Status.QUEUED, queued_at__lt=cutoff)
+    queued = Run.objects.filter(status=Run.Status.QUEUED, dispatched_at__lt=cutoff)
     runs = list(queued.select_related("host"))
     recovery = JobRecovery()
     missing = []

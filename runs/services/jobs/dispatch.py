@@ -36,8 +36,8 @@ def run_dispatch(run: Run, spec: JobSpec) -> None:
     run.token, run.celery_task_id = new_dispatch()
     job_id = job_id_of(run.run_id, secrets.token_urlsafe(12))
     run.spec = {**spec, "run_id": run.run_id, "token": run.token, "job_id": job_id}
-    run.queued_at = timezone.now()
-    run.save(update_fields=["token", "celery_task_id", "spec", "queued_at"])
+    run.queued_at = run.dispatched_at = timezone.now()
+    run.save(update_fields=["token", "celery_task_id", "spec", "queued_at", "dispatched_at"])
     _send_halves(run, run.spec, run.celery_task_id)
 
 
@@ -65,7 +65,8 @@ def run_redispatch(run: Run) -> bool:
     """Send a queued run's job again with a new token; False when the run changed meanwhile.
 
     The old dispatch is cancelled, so a copy of its job turning up later is
-    dropped by the agent.
+    dropped by the agent. `queued_at` stays when the run was queued; `dispatched_at`
+    says when the job was sent again.
     """
     old_token, (token, task_id) = run.token, new_dispatch()
     dispatched: JobSpec = run.spec  # run_dispatch stored the checked spec
@@ -79,7 +80,7 @@ def run_redispatch(run: Run) -> bool:
             token=token,
             celery_task_id=task_id,
             spec=spec,
-            queued_at=timezone.now(),
+            dispatched_at=timezone.now(),
             dispatches=F("dispatches") + 1,
         )
         if changed:

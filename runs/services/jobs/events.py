@@ -341,6 +341,9 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
+    started = parse_event_time(data.get("started_at"))
+    if started is not None:  # the agent's, as `finished_at` is: one clock for the run's span
+        snapshot["started_at"] = started
     if isinstance(settings.get("catalogue"), dict):
         _keep_catalogue(run, settings["catalogue"])
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED

@@ -3,7 +3,7 @@
 Three tests, one result shape (`RateRatio`), so every mover sits in one
 Benjamini-Hochberg family and ranks on one scale:
 
-- `repeat_ratio`, for bytes and times (not counts of events): Welch's t-test on
+- `repeat_ratios`, for bytes and times (not counts of events): Welch's t-test on
   the logs of the repeats' rates (runs/inference/stats.py);
 - `dispersed_count_ratio`, for events both sides counted plenty of: the ratio
   of the two totals' rates, its variance the Poisson one times the dispersion
@@ -20,6 +20,7 @@ Benjamini-Hochberg family and ranks on one scale:
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy import special
@@ -55,19 +56,23 @@ class RateRatio:
         return math.isfinite(self.ratio) and self.ratio > 0
 
 
-def repeat_ratio(values: list[float], baseline: list[float]) -> RateRatio | None:
-    """Welch on the logs of each repeat's rate; None below two repeats a side or with a
-    rate that is not positive."""
-    [found] = stats.relative_differences([(values, baseline)])
-    if found is None:
-        return None
-    return RateRatio(
-        1 + found.pct / 100,
-        1 + found.ci_low_pct / 100,
-        1 + found.ci_high_pct / 100,
-        found.p,
-        "Welch t on log rates",
-    )
+def repeat_ratios(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+) -> list[RateRatio | None]:
+    """Welch on the logs of each repeat's rate, for every (values, baseline) pair in one
+    vectorised pass; None below two repeats a side or with a rate that is not positive."""
+    return [
+        None
+        if found is None
+        else RateRatio(
+            1 + found.pct / 100,
+            1 + found.ci_low_pct / 100,
+            1 + found.ci_high_pct / 100,
+            found.p,
+            "Welch t on log rates",
+        )
+        for found in stats.relative_differences(pairs)
+    ]
 
 
 def _dispersion(counts: list[float], exposures: list[float]) -> tuple[float, int]:

@@ -5,9 +5,9 @@ transaction, or per second of the window for the few that follow the clock. The
 test (runs/counters/evidence.py) is quasi-Poisson on the totals for events both
 sides counted plenty of, Welch's on the logs of the repeats' rates for bytes and
 times, and the exact Poisson test on the two totals where a side counted few
-events or none ("appear", "vanish"): no mover skips its test. Every p-value of the cell sits in one Benjamini-Hochberg
-family; a counter moved when its q is at most FDR_Q and its change reaches the
-minimum effect.
+events or none ("appear", "vanish"): no mover skips its test. Every p-value of
+the cell sits in one Benjamini-Hochberg family; a counter moved when its q is at
+most FDR_Q and its change reaches the minimum effect.
 
 Before anything is tested, the busier side must have counted MIN_EVENTS events
 of an event counter: fewer cannot say how large a change is. Movers rank by the
@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from agents.contract.reports.counters import COUNTERS, Counter
 from runs.counters import kinds
-from runs.counters.evidence import RateRatio, count_ratio, dispersed_count_ratio, repeat_ratio
+from runs.counters.evidence import RateRatio, count_ratio, dispersed_count_ratio, repeat_ratios
 from runs.counters.wording import change_words, counts_words, rate_words
 from runs.inference import stats
 
@@ -214,31 +214,40 @@ class CounterChanges:
         }
 
 
-def _compare(own: Side, base: Side, events: bool) -> RateRatio | None:
-    """The test that fits what was counted; None when too little was to say anything."""
-    if own.count == 0 and base.count == 0:
-        return None
-    if min(len(own.rates), len(base.rates)) < MIN_REPEATS_A_SIDE:
-        return None
-    busier = max(own.count, base.count)
-    if events and busier < MIN_EVENTS:
-        return None
-    if not events:
-        return repeat_ratio(own.rates, base.rates)
+def _count_test(own: Side, base: Side) -> RateRatio:
+    """The test of an event counter's totals: quasi-Poisson when both sides counted plenty,
+    else exact."""
     if min(own.count, base.count) >= MIN_EVENTS:
         return dispersed_count_ratio(own.counts, own.exposures, base.counts, base.exposures)
     return count_ratio(round(own.count), own.exposure, round(base.count), base.exposure)
 
 
+def _testable(own: Side, base: Side, events: bool) -> bool:
+    """Whether there is enough to test: something counted, two repeats a side, and for an
+    event counter MIN_EVENTS on the busier side."""
+    if own.count == 0 and base.count == 0:
+        return False
+    if min(len(own.rates), len(base.rates)) < MIN_REPEATS_A_SIDE:
+        return False
+    return not events or max(own.count, base.count) >= MIN_EVENTS
+
+
 def _tested(cell: CellCounters, baseline: CellCounters) -> list[tuple[str, Side, Side, RateRatio]]:
-    found = []
+    """Every counter with enough to test, and its test (the Welch ones in one pass)."""
+    counted: list[tuple[str, Side, Side, RateRatio | None]] = []
     for key in COUNTERS:
         own, base = cell.side(key), baseline.side(key)
         if own is None or base is None:
             continue
-        ratio = _compare(own, base, kinds.counts_events(key))
-        if ratio is not None:
-            found.append((key, own, base, ratio))
+        events = kinds.counts_events(key)
+        if _testable(own, base, events):
+            counted.append((key, own, base, _count_test(own, base) if events else None))
+    welch = iter(repeat_ratios([(o.rates, b.rates) for _k, o, b, r in counted if r is None]))
+    found = []
+    for key, own, base, ratio in counted:
+        tested = ratio if ratio is not None else next(welch)
+        if tested is not None:
+            found.append((key, own, base, tested))
     return found
 
 

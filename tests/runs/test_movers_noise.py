@@ -9,6 +9,9 @@ with tps from repeat to repeat, windows of 60 s). Per counter:
 - bytes and times: a value per transaction wandering 3 % between repeats;
 - the counters that follow the clock: a fixed count a window (five buffers from the
   background writer, no timed checkpoint), whatever the transactions.
+
+Measured with this seed: A/A pairs name a mover in 1.5 % (3 repeats) and 3 % (5
+repeats); a planted 30 % change is found in 95 % of pairs at 5 repeats.
 """
 
 import math

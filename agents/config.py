@@ -13,6 +13,8 @@ from typing import Any
 
 DEFAULT_OS_USER = "benchlab"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_JOB_PIDS = 4096
+DEFAULT_JOB_TMP_MB = 256
 
 
 def default_state_dir() -> Path:
@@ -48,6 +50,14 @@ class AgentConfig:
     allow_superuser_sql: bool = False
     # Job programs run in a sandbox (agents/sandbox.py); only this config can turn it off.
     sandbox: bool = True
+    # What one job's programs may use together (its cgroup, agents/cgroups.py): memory
+    # (None: the host's RAM less an eighth, at least 1 GiB kept back), processes and
+    # threads, CPUs (None: unlimited, a benchmark measures the host); and the size of
+    # the sandbox's /tmp, which is memory.
+    job_memory_mb: int | None = None
+    job_pids: int | None = DEFAULT_JOB_PIDS
+    job_cpus: float | None = None
+    job_tmp_mb: int = DEFAULT_JOB_TMP_MB
     # Source builds run the source's own configure and make scripts: only when allowed,
     # and only from these URL prefixes, directories and git repositories.
     allow_source_builds: bool = False
@@ -73,6 +83,10 @@ class AgentConfig:
     @property
     def spool_dir(self) -> Path:
         return self.state_dir / "spool"
+
+    @property
+    def job_tmp_bytes(self) -> int:
+        return self.job_tmp_mb * 1024 * 1024
 
     def storage_targets(self) -> dict[str, Path]:
         """Configured targets, plus `default` under the state directory when none is named so."""

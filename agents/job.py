@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import agents
+from agents.cgroups import JobCgroup
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.reports.profiles import ProfileResult
@@ -35,6 +36,7 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
+from agents.job_cgroup import open_job_cgroup
 from agents.observe import pg_statements
 from agents.observe.facts import collect_facts
 from agents.observe.profile import perf_for_job, unprofiled
@@ -51,7 +53,7 @@ from agents.postgres.installs.ensure import ensure_install
 from agents.postgres.installs.inventory import Install, major_of, matches_version
 from agents.postgres.installs.source_build import check_allowed as check_build_allowed
 from agents.postgres.installs.source_build import ensure_build
-from agents.postgres.osuser import ensure_os_user, make_dirs
+from agents.postgres.osuser import OsUser, ensure_os_user, make_dirs
 from agents.postgres.storage_targets import resolve_storage, storage_records
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
 from agents.sweep.driver import profiles
@@ -78,6 +80,9 @@ class Job:
         self.link = link
         self.client_address: str | None = None
         self.cluster: Cluster | None = None
+        # Every program of the job runs in this cgroup (agents/cgroups.py); None before
+        # prepare() opens it, after end_cgroup(), and on a host without cgroups.
+        self.cgroup: JobCgroup | None = None
         # perf's path when this job records a profiled repeat (agents/observe/profile.py).
         self.perf: str | None = None
         # What the job is doing (its last status message), for a failure to name.
@@ -98,7 +103,10 @@ class Job:
             logger.exception("job %s failed with an unexpected error", self.result["run_id"])
             self._fail(JobError("internal_error", f"{type(error).__name__}: {error}"), "failed")
         finally:
-            self.teardown()
+            try:
+                self.teardown()
+            finally:
+                self.end_cgroup()
         self.result["finished_at"] = now_iso()
         self.emit("status", {"state": "finished", "message": self.result["status"]})
         self.emit("result", self.result)
@@ -213,6 +221,9 @@ class Job:
         refuse_settings(spec["settings"], self.config.allow_settings)
         if spec["postgres"]["build"] is not None:
             check_build_allowed(spec["postgres"]["build"], self.config)
+        self.cgroup = open_job_cgroup(
+            self.config, spec, usable_job_id(self.result["run_id"] or "local")
+        )
         self.perf, problem = perf_for_job(profiles(spec["sweep"]), self.config.allow_profiling)
         if problem is not None:
             self.keep_profile(unprofiled(problem))
@@ -265,7 +276,7 @@ class Job:
             install, record = ensure_build(
                 postgres["build"],
                 self.config,
-                ensure_os_user(self.config.os_user, self.config.sandbox),
+                self.os_user(),
                 progress,
                 self.should_cancel,
             )
@@ -305,7 +316,7 @@ class Job:
         )
         if catalogue is not None:
             self._validate_settings(requested, catalogue)
-        os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
+        os_user = self.os_user()
         job_id = self.result["run_id"] or f"local-{secrets.token_hex(4)}"
         for path in storage.values():
             make_dirs(path)
@@ -347,6 +358,11 @@ class Job:
         self.result["dataset"]["workload"] = access.as_dict()
         if tracks_statements:
             pg_statements.create_extension(cluster)
+
+    def os_user(self) -> OsUser:
+        """Who runs the job's programs: the config's OS user, in the job's cgroup."""
+        user = ensure_os_user(self.config.os_user, self.config.sandbox, self.config.job_tmp_bytes)
+        return user.in_cgroup(self.cgroup)
 
     def _catalogue_dir(self, install: Install) -> Path:
         """Where this install's catalogue is cached: a source build keeps its own, since
@@ -403,8 +419,26 @@ class Job:
         self.result["server_log_tail"] = self.cluster.log_tail(80)
         error = self.result["error"]
         # A server on a full disk cannot write its shutdown checkpoint: no fast stop.
-        self.cluster.destroy("immediate" if error and error["code"] == "disk_full" else "fast")
+        self.cluster.destroy(
+            "immediate" if error and error["code"] == "disk_full" else "fast",
+            before_removal=self.end_cgroup,
+        )
         self.cluster = None
+
+    def end_cgroup(self) -> None:
+        """Kill whatever the job's programs left running and remove the job's cgroup, once
+        the server is down (whatever the job ended by); a process that will not die, or a
+        cgroup that cannot be removed, is an error in the job's log (its outcome stands)."""
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is None:
+            return
+        try:
+            problem = cgroup.end()
+        except OSError as error:
+            problem = f"ending the job's cgroup {cgroup.directories[0]} failed: {error}"
+        if problem is not None:
+            logger.error("run %s: %s", self.result["run_id"], problem)
+            self.emit("log", {"level": "error", "message": problem})
 
 
 def new_result(spec_doc: object) -> ResultDocument:

@@ -2,7 +2,9 @@
 
 pgbench has no SIGINT handler (pgbench-notes section 6): SIGINT or SIGTERM
 lose the summary. A `-T` run stopped with SIGALRM ends gracefully and prints
-its summary, so a cancel sends SIGALRM to `-T` runs and SIGTERM to `-t` runs.
+its summary, so a cancel sends SIGALRM to `-T` runs and SIGKILL to `-t` runs:
+pgbench is its sandbox namespace's init (agents/sandbox.py), which gets only the
+signals it handles, and SIGKILL, from outside; SIGTERM ended it the same way.
 
 The process is reaped with wait4 by one waiter thread (never by Popen), so its
 own CPU time (user + system, all its threads) is known exactly: that is what
@@ -159,8 +161,8 @@ def _wait(pid: int, reaper: _Reaper, should_stop: Callable[[], bool], timed: boo
 
 
 def _stop(pid: int, reaper: _Reaper, timed: bool) -> None:
-    """SIGALRM for -T runs (summary kept), SIGTERM otherwise; SIGKILL if it lingers."""
-    first = signal.SIGALRM if timed else signal.SIGTERM
+    """SIGALRM for -T runs (summary kept), SIGKILL otherwise or if it lingers."""
+    first = signal.SIGALRM if timed else signal.SIGKILL
     for sig in (first, signal.SIGKILL):
         if reaper.done.is_set():
             return

@@ -2,14 +2,19 @@
 
 initdb and postgres refuse to run as root, so an agent running as root creates
 a system user (once) and starts every job program (PostgreSQL, pgbench, a
-source build) as that user, through subprocess's `user=`/`group=`/
-`extra_groups=` parameters: no shell, no su or sudo, and inside the sandbox of
-agents.sandbox. That user owns a job's directories while the job runs and
-nothing else: binaries, the agent's state and the lab's files belong to
-others. An agent running as an ordinary user runs everything as itself, in
-the same sandbox.
+source build) as that user, inside the sandbox of agents.sandbox: no su or
+sudo. Outside a job (a cluster of the tests, a local build) the switch is
+subprocess's `user=`/`group=`/`extra_groups=` parameters. Within a job, the
+program must first enter the job's cgroup (agents/cgroups.py) as root, which
+subprocess's hooks run too late for (`preexec_fn` runs after the switch): the
+cgroup's launcher writes the process into the cgroup, then `setpriv` drops to
+the user and execs the sandbox. That user owns a job's directories while the
+job runs and nothing else: binaries, the agent's state and the lab's files
+belong to others. An agent running as an ordinary user runs everything as
+itself, in the same sandbox (and in a cgroup delegated to it, if any).
 """
 
+import dataclasses
 import logging
 import os
 import pwd
@@ -18,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
+from agents.cgroups import JobCgroup
 from agents.contract.errors import JobError
-from agents.sandbox import Sandbox, Started, View
+from agents.sandbox import DEFAULT_TMP_BYTES, Sandbox, Started, View
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +50,8 @@ class OsUser:
     gid: int
     home: Path
     sandbox: Sandbox = Sandbox()
+    # The job's cgroup its programs enter; None outside a job.
+    cgroup: JobCgroup | None = None
 
     @property
     def is_current(self) -> bool:
@@ -57,34 +65,59 @@ class OsUser:
         env.update(extra)
         return env
 
+    def in_cgroup(self, cgroup: JobCgroup | None) -> "OsUser":
+        """This user, its programs entering `cgroup` (a job's) before they run."""
+        return dataclasses.replace(self, cgroup=cgroup)
+
     def subprocess_kwargs(self, **extra_env: str) -> "SubprocessKwargs":
         """Keyword arguments for subprocess.run/Popen that run a program as this user."""
         env = self.env(**extra_env)
-        if self.is_current:
+        if self.is_current or self.cgroup is not None:
             return {"env": env}
         return {"env": env, "user": self.uid, "group": self.gid, "extra_groups": []}
 
+    def launcher(self) -> list[str]:
+        """What runs before the sandbox: entering the job's cgroup, then becoming this user."""
+        if self.cgroup is None:
+            return []
+        switch = [] if self.is_current else [
+            "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--",
+        ]  # fmt: skip
+        return [*self.cgroup.launcher(), *switch]
+
     def command(self, argv: list[str], view: View, cwd: Path) -> list[str]:
         """`argv` wrapped in this user's sandbox with `view` (run it with subprocess_kwargs)."""
-        return self.sandbox.command(argv, view, cwd)
+        return self.sandbox.command(argv, view, cwd, launcher=self.launcher())
 
-    def start(self, argv: list[str], view: View, cwd: Path, **popen_kwargs: Any) -> Started:
-        """Popen `argv` as this user in its sandbox; `popen_kwargs` may carry `env`."""
+    def start(
+        self, argv: list[str], view: View, cwd: Path, as_init: bool = False, **popen_kwargs: Any
+    ) -> Started:
+        """Popen `argv` as this user in its sandbox; `popen_kwargs` may carry `env`.
+
+        `as_init`: the program is its namespace's init (agents/sandbox.py)."""
         env = popen_kwargs.pop("env", None) or {}
-        return self.sandbox.start(argv, view, cwd, **self.subprocess_kwargs(**env), **popen_kwargs)
+        return self.sandbox.start(
+            argv,
+            view,
+            cwd,
+            self.launcher(),
+            as_init,
+            **self.subprocess_kwargs(**env),
+            **popen_kwargs,
+        )
 
 
 def _from_passwd(entry: pwd.struct_passwd, sandbox: Sandbox) -> OsUser:
     return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), sandbox)
 
 
-def ensure_os_user(name: str, sandboxed: bool = True) -> OsUser:
+def ensure_os_user(name: str, sandboxed: bool = True, tmp_bytes: int = DEFAULT_TMP_BYTES) -> OsUser:
     """The job's OS user: `name` (created if missing) as root, else the current user.
 
     `sandboxed=False` (only the agent's local config says so) runs its programs
-    without the sandbox.
+    without the sandbox; `tmp_bytes` caps the sandbox's `/tmp`.
     """
-    sandbox = Sandbox(enabled=sandboxed)
+    sandbox = Sandbox(enabled=sandboxed, tmp_bytes=tmp_bytes)
     if os.geteuid() != 0:
         return _from_passwd(pwd.getpwuid(os.geteuid()), sandbox)
     try:

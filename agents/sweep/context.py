@@ -201,13 +201,17 @@ class PointContext:
         """Popen one pgbench of this sweep: the job's OS user, its sandbox, the workload's role.
 
         The sandbox shows pgbench the binaries, the cluster's socket, the scripts
-        and the directory its transaction log goes to, and nothing else.
+        and the directory its transaction log goes to, and nothing else. pgbench is
+        its namespace's init: what its `\\shell` commands leave running dies with it,
+        and its CPU time (its commands' included) reaches run_pgbench's wait4.
         """
         view = self.cluster.client_view().plus(
             read_only=[self.workdir], writable=command.log_directories(argv)
         )
         env = self.cluster.workload_env()
-        return self.cluster.os_user.start(argv, view, self.workdir, env=env, **popen_kwargs)
+        return self.cluster.os_user.start(
+            argv, view, self.workdir, as_init=True, env=env, **popen_kwargs
+        )
 
     def pgbench_command(
         self, name: str, argv: list[str], on_line: Callable[[str], None], timed: bool

@@ -74,6 +74,7 @@ from agents.contract.wire import (
 )
 from agents.events import EventEmitter, Sink
 from agents.job import run_job
+from agents.job_cgroup import start_of_agent
 from agents.observe.facts import collect_facts
 from agents.observe.storage import target_space
 from agents.pair.client_half import client_scratch, run_client_half
@@ -214,6 +215,7 @@ class Agent:
         self.sink.start()
         os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
         check_sandbox(os_user)
+        start_of_agent(self.config)
         places = {**self.config.storage_targets(), "client halves": client_scratch(self.config)}
         removed = remove_leftover_clusters(places, os_user)
         if removed:

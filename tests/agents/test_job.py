@@ -156,11 +156,21 @@ def test_plpgsql_setup_sql_and_custom_script_run_without_superuser_rights(config
     assert result["dataset"]["workload"]["superuser"] is False
 
 
+def postmaster_of(data_dir: Path) -> int:
+    """The pid of the postmaster serving `data_dir` as this process sees it (postmaster.pid
+    holds the pid it has in its sandbox's namespace)."""
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline[1:3] == ["-D", str(data_dir)] and cmdline[0].endswith("/postgres"):
+            return process.pid
+    raise AssertionError(f"no postmaster serves {data_dir}")
+
+
 def test_server_killed_mid_sweep_keeps_finished_points(config, storage_root):
     def kill_server_during_second_point(event):
         if event["type"] == "progress" and event["data"]["point"] == 1:
-            pid_file = next(storage_root.glob("data/benchlab-*/data/postmaster.pid"))
-            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            data_dir = next(storage_root.glob("data/benchlab-*/data"))
+            os.kill(postmaster_of(data_dir), signal.SIGKILL)
 
     spec = small_spec(sweep={"clients": [1, 2, 4], "duration_s": 3})
     result, _ = run(spec, config, hook=kill_server_during_second_point)

@@ -114,7 +114,11 @@ def marked_for_job(directory: Path, job_id: str) -> bool:
 
 def kill_stragglers(job_dir: Path, cluster: object) -> None:
     """Kill leftover job processes: those working inside `job_dir` (the server in its data
-    directory, a pgbench and its sandbox in theirs) that outlived the agent that ran them."""
+    directory, a pgbench and its sandbox in theirs) that outlived the agent that ran them.
+
+    A job's cgroup ends its programs wherever they work (agents/cgroups.py); this still
+    ends the agent's own perf, a cluster started outside a job, and the programs of a
+    host that gives no cgroups (where the jobs running lab code are refused)."""
     leftovers = []
     for process in psutil.process_iter(["pid"]):
         with contextlib.suppress(psutil.Error):

@@ -30,7 +30,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -56,6 +56,8 @@ from agents.sandbox import View
 logger = logging.getLogger(__name__)
 
 STOP_MODES = ("smart", "fast", "immediate")
+# What pg_ctl stop sends the postmaster for each mode.
+STOP_SIGNALS = {"smart": signal.SIGTERM, "fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 
 
 class StepCallback(Protocol):
@@ -309,22 +311,41 @@ class Cluster(ClusterClients):
         return None
 
     def stop(self, mode: str = "fast", timeout: float = 60) -> None:
-        """Stop the server with `pg_ctl stop -m <mode>`; kill it if that fails."""
+        """Stop the server as `pg_ctl stop -m <mode> -w` would; kill it if that fails.
+
+        pg_ctl reads the postmaster's pid from postmaster.pid, which holds the pid the
+        postmaster has inside its sandbox's namespace; so the agent sends the mode's
+        signal to the pid it holds itself and waits for the postmaster to exit. The
+        step keeps pg_ctl's equivalent command, with a note saying what ran instead.
+        """
         if mode not in STOP_MODES:
             raise ValueError(f"stop mode must be one of {STOP_MODES}")
-        if not self.is_running():
+        if not self.is_running() or self._postmaster_pid is None:
             self._reap()
             return
         argv = [
             str(self.binaries.program("pg_ctl")), "stop", "-D", str(self.data_dir),
             "-m", mode, "-w", "-t", str(int(timeout)),
         ]  # fmt: skip
-        result = self._run("stop", argv, timeout=timeout + 10)
-        if result.returncode != 0:
-            logger.warning("pg_ctl stop -m %s failed: %s", mode, result.stderr.strip())
+        started = time.monotonic()
+        signum = STOP_SIGNALS[mode]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._postmaster_pid, signum)
+        try:
+            exit_code: int | None = self._postmaster().wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            exit_code = None
+        note = (
+            f"pg_ctl did not run: the agent sent {signum.name} to the postmaster "
+            f"(pid {self._postmaster_pid}) and waited for it to exit, as this command does"
+        )
+        self.on_step("stop", argv, time.monotonic() - started, exit_code, note)
+        if exit_code is None:
+            logger.warning("the server did not stop within %s s (-m %s)", timeout, mode)
             if mode != "immediate":
                 self.stop("immediate", timeout)
                 return
+            self._signal_and_reap(signal.SIGKILL)
         self._reap()
 
     def restart(self, timeout: float = 60) -> None:
@@ -366,17 +387,23 @@ class Cluster(ClusterClients):
 
     # Teardown
 
-    def destroy(self, stop_mode: str = "fast") -> None:
+    def destroy(
+        self, stop_mode: str = "fast", before_removal: Callable[[], None] | None = None
+    ) -> None:
         """Stop the server and remove the directories this cluster created (and only those).
 
         `immediate` for a server that cannot finish a clean shutdown (a full disk:
-        its checkpoint cannot be written, and a fast stop waits out its timeout)."""
+        its checkpoint cannot be written, and a fast stop waits out its timeout).
+        `before_removal` runs once the server is down (a job ends its cgroup there, so
+        nothing it left writes into the directories while they are removed)."""
         try:
             self.stop(stop_mode, timeout=30)
         except (JobError, OSError, subprocess.SubprocessError) as error:
             logger.warning("stopping %s failed (%s); killing it", self, error)
             if self.is_running():
                 self._signal_and_reap(signal.SIGKILL)
+        if before_removal is not None:
+            before_removal()
         for directory in (self.job_dir, self.wal_container):
             if directory is None or not directory.exists():
                 continue

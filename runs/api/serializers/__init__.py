@@ -12,7 +12,6 @@ from runs.api.serializers.catalogue import (
 from runs.api.serializers.comparisons import (
     ComparisonSerializer,
     ComparisonStatisticsSerializer,
-    NewShareLinkSerializer,
     ShareLinkSerializer,
     StatisticsQuerySerializer,
     StatisticsRowSerializer,
@@ -51,7 +50,6 @@ __all__ = [
     "RunResultsSerializer",
     "RunSerializer",
     "SampleSerializer",
-    "NewShareLinkSerializer",
     "ShareLinkSerializer",
     "StatisticsQuerySerializer",
     "StatisticsRowSerializer",

@@ -83,7 +83,7 @@ urlpatterns = [
         name="comparison-export",
     ),
     path("share/<kind:kind>/<int:pk>", sharing.share_create, name="share-create"),
-    path("share/revoke/<str:token>", sharing.share_revoke, name="share-revoke"),
+    path("share/revoke/<int:pk>", sharing.share_revoke, name="share-revoke"),
     path("s/<str:token>/", sharing.shared, name="shared"),
     path("s/<str:token>/events", sse.shared_run_events, name="shared-events"),
     path("s/<str:token>/timeline.json", timelines.shared_timeline, name="shared-timeline"),

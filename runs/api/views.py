@@ -1,8 +1,9 @@
 """API viewsets. They shape requests and responses; services do the work."""
 
-from typing import TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from django.db.models import Prefetch, QuerySet
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -319,13 +320,29 @@ class ShareLinkViewSet(
 ):
     """Read-only links to a run, an experiment or a comparison; `revoke` ends one.
 
-    Revoking is for the link's owner, the shared object's owner or staff.
+    A link's token is in the answer that creates it, and never again: the lab keeps
+    its digest, and lists a link by its first characters (`prefix`). Listing and
+    revoking are for the link's owner, the shared object's owner and staff.
     """
 
     permission_classes = [OwnerOrStaffMayChange]
     queryset = ShareLink.objects.select_related("created_by", "run", "experiment", "comparison")
     serializer_class = serializers.ShareLinkSerializer
     filterset_class = ShareLinkFilter
+
+    def get_queryset(self) -> QuerySet[ShareLink]:
+        visible = services.share_links_of(self.request.user)
+        return super().get_queryset().filter(pk__in=visible.values("pk"))
+
+    @extend_schema(responses={201: serializers.NewShareLinkSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        asked = self.get_serializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        target = asked.validated_data["target"]
+        link, token = services.share_link_create(signed_in_user(request), target)
+        url = request.build_absolute_uri(reverse("shared", args=[token]))
+        shown = {**serializers.ShareLinkSerializer(link).data, "token": token, "url": url}
+        return Response(shown, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses=serializers.ShareLinkSerializer)
     @action(detail=True, methods=["post"])

@@ -1,9 +1,9 @@
 """Who may see what: share links and API tokens (kept as digests, docs/decisions.md, "API tokens").
 
-A share link is a read-only link to one run, experiment or comparison. An API
-token is shown once, when it is created (runs.services.access.tokens); the lab keeps
-its SHA-256 digest and its first characters, to tell tokens apart, and finds a
-presented token by its digest.
+A share link is a read-only link to one run, experiment or comparison. A share
+link's token and an API token are each shown once, when created
+(runs.services.access); the lab keeps their SHA-256 digest and first characters,
+to tell them apart, and finds a presented token by its digest.
 """
 
 import secrets
@@ -20,14 +20,20 @@ TOKEN_PREFIX_LENGTH = 6
 
 
 def new_share_token() -> str:
-    """An unguessable token for a share link."""
+    """An unguessable token for a share link (256 random bits)."""
     return secrets.token_urlsafe(32)
 
 
 class ShareLink(models.Model):
-    """A read-only link to one run, experiment or comparison; exactly one is set."""
+    """A read-only link to one run, experiment or comparison; exactly one is set.
 
-    token = models.CharField(max_length=64, unique=True, default=new_share_token)
+    Its token (in the link, `/s/<token>/`) is known to the lab by its digest only.
+    """
+
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token, hex")
+    prefix = models.CharField(
+        max_length=TOKEN_PREFIX_LENGTH, help_text="the token's first characters"
+    )
     run = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.CASCADE, related_name="share_links"
     )

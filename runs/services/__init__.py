@@ -10,6 +10,8 @@ from runs.services.access.sharing import (
     share_link_create,
     share_link_resolve,
     share_link_revoke,
+    share_link_was_revoked,
+    share_links_of,
 )
 from runs.services.deletion import object_delete
 from runs.services.experiments import (
@@ -62,5 +64,7 @@ __all__ = [
     "share_link_create",
     "share_link_resolve",
     "share_link_revoke",
+    "share_link_was_revoked",
+    "share_links_of",
     "store_point",
 ]

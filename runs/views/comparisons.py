@@ -49,7 +49,7 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
     urls["zoom"] = reverse("run-timeline")
     context = saved_comparison_context(comparison, read_only=False, urls=urls, query=request.GET)
-    context["share_links"] = comparison.share_links.all()
+    context["share_links"] = services.share_links_of(request.user).filter(comparison=comparison)
     return render(request, "runs/comparison_detail.html", context)
 
 

@@ -74,7 +74,7 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
         metric = "tps"
     urls = export_urls(lambda fmt: reverse("experiment-export", args=[pk, fmt]))
     context = experiment_context(experiment, metric, read_only=False, urls=urls)
-    context["share_links"] = experiment.share_links.all()
+    context["share_links"] = services.share_links_of(request.user).filter(experiment=experiment)
     if experiment.status == "draft":
         context["estimate"] = services.experiment_estimate(experiment)
     return render(request, "runs/experiment_detail.html", context)

@@ -52,7 +52,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **export_urls(lambda fmt: reverse("run-export", args=[pk, fmt])),
     }
     context = run_context(run, read_only=False, urls=urls)
-    context["share_links"] = run.share_links.all()
+    context["share_links"] = services.share_links_of(request.user).filter(run=run)
     return render(request, "runs/run_detail.html", context)
 
 

@@ -1,4 +1,5 @@
-"""Share links: create and revoke (signed in), and the read-only pages behind a token."""
+"""Share links: create (the link shown once) and revoke (signed in), and the read-only
+pages behind a token."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -25,12 +26,12 @@ TEMPLATES = {
 @login_required
 @require_POST
 def share_create(request: AuthenticatedHttpRequest, kind: str, pk: int) -> HttpResponse:
-    link = services.share_link_create(request.user, _share_target(kind, pk))
+    _link, token = services.share_link_create(request.user, _share_target(kind, pk))
     # The page's choices (a comparison's shape, baseline, ...) travel with the link.
     query = QueryDict(request.POST.get("query", "")).urlencode()
     suffix = f"?{query}" if query else ""
-    url = request.build_absolute_uri(reverse("shared", args=[link.token]) + suffix)
-    messages.success(request, f"Share link created: {url}")
+    # Shown this once (runs/base.html): the lab keeps only the token's digest.
+    messages.success(request, reverse("shared", args=[token]) + suffix, extra_tags="share-link")
     return redirect(reverse(f"{kind}-detail", args=[pk]) + suffix)
 
 
@@ -45,8 +46,8 @@ def _share_target(kind: str, pk: int) -> Run | Experiment | Comparison:
 
 @login_required
 @require_POST
-def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
-    link = get_object_or_404(ShareLink, token=token)
+def share_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    link = get_object_or_404(ShareLink, pk=pk)
     services.share_link_revoke(link, request.user)
     messages.success(request, "Share link revoked: it no longer opens anything.")
     return redirect(f"{link.target_kind}-detail", pk=link.target.pk)
@@ -57,7 +58,7 @@ def _active_link(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
     link = services.share_link_resolve(token)
     if link is not None:
         return link
-    revoked = ShareLink.objects.filter(token=token).exists()
+    revoked = services.share_link_was_revoked(token)
     context = {"revoked": revoked, "read_only": True}
     return render(request, "runs/share_refused.html", context, status=410 if revoked else 404)
 

@@ -12,6 +12,7 @@ from runs.api.serializers.catalogue import (
 from runs.api.serializers.comparisons import (
     ComparisonSerializer,
     ComparisonStatisticsSerializer,
+    NewShareLinkSerializer,
     ShareLinkSerializer,
     StatisticsQuerySerializer,
     StatisticsRowSerializer,
@@ -50,6 +51,7 @@ __all__ = [
     "RunResultsSerializer",
     "RunSerializer",
     "SampleSerializer",
+    "NewShareLinkSerializer",
     "ShareLinkSerializer",
     "StatisticsQuerySerializer",
     "StatisticsRowSerializer",

@@ -224,7 +224,7 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
         model = ShareLink
         fields = [
             "id",
-            "token",
+            "prefix",
             "run",
             "experiment",
             "comparison",
@@ -234,7 +234,7 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
             "created_at",
             "revoked_at",
         ]
-        read_only_fields = ["token", "created_by", "created_at", "revoked_at"]
+        read_only_fields = ["prefix", "created_by", "created_at", "revoked_at"]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         targets = [attrs[k] for k in ("run", "experiment", "comparison") if attrs.get(k)]
@@ -244,6 +244,12 @@ class ShareLinkSerializer(StrictModelSerializer[ShareLink]):
             )
         return {"target": targets[0]}
 
-    def create(self, validated_data: dict[str, Any]) -> ShareLink:
-        user = signed_in_user(self.context["request"])
-        return services.share_link_create(user, validated_data["target"])
+
+class NewShareLinkSerializer(ShareLinkSerializer):
+    """The answer that creates a link: with its token and URL, which no later answer shows."""
+
+    token = serializers.CharField(read_only=True, help_text="Shown this once.")
+    url = serializers.CharField(read_only=True, help_text="The link to give; shown this once.")
+
+    class Meta(ShareLinkSerializer.Meta):
+        fields = [*ShareLinkSerializer.Meta.fields, "token", "url"]

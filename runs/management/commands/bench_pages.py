@@ -145,7 +145,7 @@ class Command(BaseCommand):
         runs = [synthetic.long_run(big, [seconds], seed=n) for n in range(count)]
         user = get_user_model().objects.get_or_create(username="bench")[0]
         compare = services.comparison_create(user, "big", runs, runs[0])
-        link = services.share_link_create(user, compare)
+        _link, share_token = services.share_link_create(user, compare)
         four_hours = synthetic.long_run(synthetic.experiment("bench-4h"), [3600] * 4, seed=99)
         live = synthetic.experiment("bench-live")
         running = synthetic.long_run(live, [3600] * 4, seed=98, running=True)
@@ -154,7 +154,7 @@ class Command(BaseCommand):
         small = services.comparison_create(user, "small", few, few[0])
         pages = [
             (f"compare page, {count} runs x {seconds:,} s", "comparison-detail", compare.pk),
-            (f"shared compare page, {count} runs x {seconds:,} s", "shared", link.token),
+            (f"shared compare page, {count} runs x {seconds:,} s", "shared", share_token),
             (f"experiment page, {count} runs x {seconds:,} s", "experiment-detail", big.pk),
             (f"run page, one run of {seconds:,} s", "run-detail", runs[1].pk),
             ("run page, finished 4-hour run (4 points x 3,600 s)", "run-detail", four_hours.pk),

@@ -1,14 +1,17 @@
-"""Comparisons and share links."""
+"""Comparisons and share links (a link's token is shown once; the lab keeps its digest)."""
 
 import logging
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agents.contract.errors import JobError
-from runs.models import Comparison, Experiment, Run, ShareLink
+from runs.models import Comparison, Experiment, Run, ShareLink, new_share_token
+from runs.models.security import TOKEN_PREFIX_LENGTH
 from runs.services.access.permissions import AnyUser, check_can_change
+from runs.services.access.tokens import token_digest
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +35,21 @@ def comparison_create(
     return comparison
 
 
-def share_link_create(user: User, target: Run | Experiment | Comparison) -> ShareLink:
-    """A new read-only link to a run, an experiment or a comparison."""
+def share_link_create(user: User, target: Run | Experiment | Comparison) -> tuple[ShareLink, str]:
+    """A new read-only link to a run, an experiment or a comparison: its row and its
+    token, which nothing keeps (the row holds its digest): show it now or never."""
     kind = {Run: "run", Experiment: "experiment", Comparison: "comparison"}[type(target)]
-    link = ShareLink.objects.create(created_by=user, **{kind: target})
-    logger.info("share link %s to %s %s created by %s", link.pk, kind, target.pk, user)
-    return link
+    token = new_share_token()
+    link = ShareLink.objects.create(
+        created_by=user,
+        digest=token_digest(token),
+        prefix=token[:TOKEN_PREFIX_LENGTH],
+        **{kind: target},
+    )
+    logger.info(
+        "share link %s (%s…) to %s %s created by %s", link.pk, link.prefix, kind, target.pk, user
+    )
+    return link, token
 
 
 def share_link_revoke(link: ShareLink, user: AnyUser) -> ShareLink:
@@ -56,7 +68,28 @@ def share_link_revoke(link: ShareLink, user: AnyUser) -> ShareLink:
 def share_link_resolve(token: str) -> ShareLink | None:
     """The active link with this token, or None (unknown or revoked)."""
     return (
-        ShareLink.objects.filter(token=token, revoked_at__isnull=True)
+        ShareLink.objects.filter(digest=token_digest(token), revoked_at__isnull=True)
         .select_related("run", "experiment", "comparison")
         .first()
+    )
+
+
+def share_link_was_revoked(token: str) -> bool:
+    """Whether this token opened a link that is revoked now (410 rather than 404)."""
+    return ShareLink.objects.filter(digest=token_digest(token), revoked_at__isnull=False).exists()
+
+
+def share_links_of(user: AnyUser) -> QuerySet[ShareLink]:
+    """The links `user` may list and revoke: those they made, those to what they own, and
+    every link for staff (the rule of runs.services.access.permissions)."""
+    links = ShareLink.objects.all()
+    if getattr(user, "is_staff", False):
+        return links
+    if not user.is_authenticated:
+        return links.none()
+    return links.filter(
+        Q(created_by=user)
+        | Q(run__created_by=user)
+        | Q(experiment__created_by=user)
+        | Q(comparison__created_by=user)
     )

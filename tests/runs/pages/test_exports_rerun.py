@@ -43,7 +43,7 @@ def test_shared_and_experiment_exports_answer_while_a_rerun_is_queued(round_with
     run, _rerun = round_with_rerun
     visitor = Client()
     for target in (run, run.experiment):
-        token = services.share_link_create(user, target).token
+        _link, token = services.share_link_create(user, target)
         for fmt, query in EXPORTS:
             response = visitor.get(reverse("shared-export", args=[token, fmt]) + query)
             assert response.status_code == 200, (target, fmt, query)

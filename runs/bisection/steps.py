@@ -164,7 +164,7 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
         return StepEnd(BisectionStep.Outcome.SKIPPED, "", "", why, seconds, commit, commits)
     point = _candidate_point(experiment)
     verdict = str(point["verdict"]) if point else ""
-    sentence = str(point["sentence"]) if point else ""
+    sentence = _with_design(point) if point else ""
     ended = str(experiment.adaptive_state.get("ended", ""))
     bad = verdict == bisection.direction
     if step.commit_index is None:
@@ -177,6 +177,13 @@ def step_end(step: BisectionStep, bisection: Bisection) -> StepEnd:
     else:
         outcome, ended = BisectionStep.Outcome.SKIPPED, f"undecided: {ended}"
     return StepEnd(outcome, verdict, sentence, ended, seconds, commit, commits)
+
+
+def _with_design(point: dict[str, object]) -> str:
+    """The point's answer with the design that gave it: "...; odds 24:1 (paired over 6
+    rounds)"; a point looked at before answers named their design is as it was."""
+    design = point.get("design")
+    return f"{point['sentence']} ({design})" if design else str(point["sentence"])
 
 
 def _candidate_point(experiment: Experiment) -> dict[str, object] | None:

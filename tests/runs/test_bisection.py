@@ -182,6 +182,7 @@ def test_a_commit_halfway_through_the_change_is_skipped_after_its_rounds(lab_red
     assert step.sentence.startswith(
         "undecided between the first cell's level and -50.0 %: -29.3 % ["
     )
+    assert step.sentence.endswith("(paired over 6 rounds)")
     assert step.experiment.runs.filter(cell=1).count() == 6
 
 

@@ -169,9 +169,9 @@ class PairLink:
         self._alive.start()
 
     def close(self) -> None:
-        """Stop the liveness key (the peer sees this half gone within ALIVE_TTL_S) and send
-        what waits in the spool; what Redis still does not take is dropped: its reader's
-        run is over. Safe to call twice."""
+        """Stop the liveness key (the peer sees this half gone within ALIVE_TTL_S), remove
+        this half's stream, and send what waits in the spool; what Redis still does not
+        take is dropped: its reader's run is over. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -179,7 +179,9 @@ class PairLink:
         if self._alive.is_alive():
             self._alive.join()
         if self._started:
-            self._redis_call(lambda: self.client.delete(self._alive_key(self.role)))
+            # This half's stream goes too: nothing reads it any more.
+            inbox = pair_key(self.dispatch, f"to-{self.role}")
+            self._redis_call(lambda: self.client.delete(self._alive_key(self.role), inbox))
         self.outbox.close()
         unsent = self.outbox.discard_spool()
         if unsent:
@@ -229,6 +231,11 @@ class PairLink:
                 if message["n"] > self._received:
                     self._received = message["n"]
                     self._inbox.append(message)
+        if answer:
+            # What was read is never read again: the stream keeps only the last entry taken.
+            self._redis_call(
+                lambda: self.client.xtrim(key, minid=self._read_from, approximate=False)
+            )
 
     def peer_gone(self) -> bool:
         """Whether the peer, once seen, stopped renewing its key (asked at most once a second)."""

@@ -12,6 +12,7 @@ import pytest
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
 from agents.contract.vocabulary import PairRole
+from agents.contract.wire import pair_key
 from agents.pair.link import RETRY_MAX_S, Message, PairLink
 from tests.agents.worker.conftest import SpareRedis
 from tests.waiting import wait_for
@@ -39,6 +40,10 @@ def halves(tmp_path: Path, redis: SpareRedis, grace_s: float = 60) -> tuple[Pair
     return server, client
 
 
+def inbox(link: PairLink) -> str:
+    return pair_key(link.dispatch, f"to-{link.role}")
+
+
 def spooled(link: PairLink) -> bool:
     return link.outbox.spool_path.exists()
 
@@ -62,9 +67,11 @@ def test_messages_sent_while_redis_is_down_arrive_once_in_order_after(tmp_path, 
     assert point["index"] == 0
     assert server.receive() is None, "nothing arrives twice"
     wait_for(server.peer_alive, 10, "the client's liveness key to be back")
+    assert spare_redis.client().xlen(inbox(server)) == 1, "what was read is trimmed"
     client.close()
     server.close()
     assert not spooled(client) and not spooled(server)
+    assert not spare_redis.client().exists(inbox(server), inbox(client)), "nothing lies in Redis"
 
 
 def test_a_message_the_spool_sends_again_is_kept_once(tmp_path, spare_redis):

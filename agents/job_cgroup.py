@@ -15,6 +15,7 @@ import logging
 from agents.cgroups import Hierarchy, JobCgroup, Limits, detect, new_job_name
 from agents.config import AgentConfig
 from agents.contract.errors import JobError
+from agents.contract.reports.events import JobIsolation
 from agents.contract.spec.document import JobSpec
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
@@ -78,10 +79,17 @@ def refuse_lab_code(spec: JobSpec, config: AgentConfig, problem: str) -> None:
         )
 
 
-def start_of_agent(config: AgentConfig) -> dict[str, object]:
+def host_isolation() -> JobIsolation:
+    """Whether this host gives its jobs cgroups, as `agent_register` reports it."""
+    hierarchy = detect()
+    if isinstance(hierarchy, str):
+        return {"cgroups": None, "problem": hierarchy}
+    return {"cgroups": f"v{hierarchy.version}", "problem": None}
+
+
+def start_of_agent(config: AgentConfig) -> None:
     """At the agent's start: say whether its jobs get cgroups (and what it refuses when
-    they do not), and kill and remove the cgroups of jobs whose agent is gone. What it
-    reports about its host's job isolation."""
+    they do not), and kill and remove the cgroups of jobs whose agent is gone."""
     hierarchy = detect()
     if isinstance(hierarchy, str):
         refused = (
@@ -93,7 +101,7 @@ def start_of_agent(config: AgentConfig) -> dict[str, object]:
             )
         )
         logger.warning("jobs on this host get no cgroup: %s%s", hierarchy, refused)
-        return {"cgroups": None, "problem": hierarchy}
+        return
     job_limits = limits(config)
     logger.info(
         "jobs run in cgroups (v%s under %s): memory %s bytes, %s processes, %s CPUs",
@@ -103,4 +111,3 @@ def start_of_agent(config: AgentConfig) -> dict[str, object]:
     removed = hierarchy.remove_leftovers()
     if removed:
         logger.warning("killed and removed the cgroups of jobs left behind: %s", removed)
-    return {"cgroups": f"v{hierarchy.version}", "problem": None}

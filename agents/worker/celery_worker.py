@@ -74,7 +74,7 @@ from agents.contract.wire import (
 )
 from agents.events import EventEmitter, Sink
 from agents.job import run_job
-from agents.job_cgroup import start_of_agent
+from agents.job_cgroup import host_isolation, start_of_agent
 from agents.observe.facts import collect_facts
 from agents.observe.storage import target_space
 from agents.pair.client_half import client_scratch, run_client_half
@@ -418,8 +418,8 @@ def register_agent(
     emitter: EventEmitter, config: AgentConfig, identity: Identity, instance: str
 ) -> dict[str, Any]:
     """Emit `agent_register`: this host's facts, installs, storage targets and catalogues,
-    the worker's instance token, and the agent's secret until a job signed with it showed
-    the lab has it."""
+    the worker's instance token, whether its jobs get cgroups, and the agent's secret until
+    a job signed with it showed the lab has it."""
     facts = collect_facts(config.storage_targets())
     installs = find_system_installs() + find_cached_installs(config.cache_dir)
     storage = {
@@ -434,6 +434,7 @@ def register_agent(
             "storage": storage,
             "catalogues": cached_catalogues(config.cache_dir),
             "instance": instance,
+            "isolation": host_isolation(),
             **({} if identity.confirmed else {"secret": identity.secret}),
         },
     )

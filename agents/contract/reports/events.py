@@ -79,6 +79,16 @@ class RegistrationData(TypedDict):
     # The worker process's token (agents/worker/exclusive.py): two tokens under one name
     # are two workers answering to it.
     instance: NotRequired[str]
+    # Whether the host gives its jobs cgroups (agents/job_cgroup.py).
+    isolation: NotRequired["JobIsolation"]
+
+
+class JobIsolation(TypedDict):
+    """How the agent's jobs are bounded: `cgroups` "v1" or "v2", or None with the `problem`
+    that keeps the host from giving them (it then refuses jobs running lab code)."""
+
+    cgroups: str | None
+    problem: str | None
 
 
 class HeartbeatData(TypedDict):

@@ -24,6 +24,7 @@ from agents.contract.wire import (
     claim_key,
     dispatch_key,
 )
+from agents.job_cgroup import host_isolation
 from agents.worker.identity import load_or_create_identity
 from tests.agents.jobs import small_spec
 from tests.agents.worker.conftest import SHARED_REDIS_URL
@@ -170,6 +171,7 @@ def test_agent_registers_with_its_storage_installs_and_catalogues_then_beats(
     assert data["facts"]["cpu"]
     assert all("bindir" in install for install in data["installs"])
     assert all(catalogue["settings"] for catalogue in data["catalogues"].values())
+    assert data["isolation"] == host_isolation(), "whether its jobs get cgroups"
     heartbeat = events_of_type(shared_redis, stream, "heartbeat")[0]
     beat = dict(heartbeat["data"])
     space = beat.pop("space")

@@ -3,7 +3,10 @@ axis, one colour per value of the colour dimension (one legend entry each), and 
 small multiple per facet value. Lines when the x axis is a client sweep, grouped bars
 otherwise; the mean of the repeats with its 95 % CI; an open marker (bars: a cross
 pattern) on points with validity warnings. When facets differ in magnitude by 10x or
-more each gets its own y axis; when a facet's own values do, the y axes are log.
+more each gets its own y axis, said in the title; when a facet's own values do, the y
+axes are log. Bars only ever stand on a linear axis from zero: on a log axis their
+lengths would lie (671 tps would look a tenth of 684), so there the means are points
+with their error bars.
 """
 
 import math
@@ -13,12 +16,20 @@ from typing import Any
 from runs.analysis.compare import METRICS
 from runs.analysis.pivot import ShapedPoint
 from runs.analysis.shaping import CLIENTS, Dimension, Shape
-from runs.charts.figures import COLORS, base_layout, figure_json
+from runs.charts.figures import (
+    TraceStyle,
+    base_layout,
+    figure_json,
+    trace_style,
+    with_legend_below,
+)
 
 WRAP_COLUMNS = 3
 PANEL_HEIGHT = 270
 GAP_X, GAP_Y = 0.05, 0.14
 MAGNITUDE = 10.0
+MARGIN = {"l": 70, "r": 20, "t": 70, "b": 50}
+OWN_Y_NOTE = "each panel has its own y axis"
 Panel = tuple[str, str]
 # Plotly figure JSON built here and read back (axes merged with `|=`).
 Json = dict[str, Any]
@@ -78,29 +89,39 @@ def _trace(
     points: list[ShapedPoint],
     shape: Shape,
     dims: Mapping[str, Dimension],
-    as_lines: bool,
-    color: str | list[str],
+    kind: str,
+    style: TraceStyle | list[str],
 ) -> Json:
+    """One colour value's points in one panel: `kind` is "lines", "bars" or "points" (the
+    means as markers, where bars would not start at zero); `style` is the colour value's,
+    or each point's colour by its x value when nothing is coloured."""
     points = [p for p in points if p.summary]
-    x = [p.clients if as_lines else p.values[shape.x] for p in points]
     warned = [bool(p.warnings) for p in points]
-    trace = {
-        "x": x,
+    color = style.color if isinstance(style, TraceStyle) else style
+    trace: Json = {
+        "x": [p.clients if kind == "lines" else p.values[shape.x] for p in points],
         "y": [p.summary.mean for p in points if p.summary],
         "error_y": _error_bars(points),
-        "text": [_hover(p, shape, dims) for p in points],
-        "hovertemplate": "%{y:,.3f}<br>%{text}<extra>%{fullData.name}</extra>",
+        # hovertext, never text: a bar draws its text inside itself.
+        "hovertext": [_hover(p, shape, dims) for p in points],
+        "hovertemplate": "%{y:,.3f}<br>%{hovertext}<extra>%{fullData.name}</extra>",
     }
-    if as_lines:
-        marker = {
-            "color": color,
-            "size": [12 if w else 7 for w in warned],
-            "symbol": ["diamond-open" if w else "circle" for w in warned],
-            "line": {"width": 2},
-        }
-        return {"type": "scatter", "mode": "lines+markers", "marker": marker, **trace}
-    pattern = {"shape": ["x" if w else "" for w in warned]}
-    return {"type": "bar", "marker": {"color": color, "pattern": pattern}, **trace}
+    if kind == "bars":
+        pattern = style.pattern if isinstance(style, TraceStyle) else ""
+        shapes = {"shape": ["x" if w else pattern for w in warned]}
+        bar_marker: Json = {"color": color, "pattern": shapes}
+        return {"type": "bar", "marker": bar_marker, "textposition": "none", **trace}
+    symbol = style.symbol if isinstance(style, TraceStyle) else "circle"
+    marker: Json = {
+        "color": color,
+        "size": [12 if w else 8 for w in warned],
+        "symbol": ["diamond-open" if w else symbol for w in warned],
+        "line": {"width": 2},
+    }
+    if kind == "points":
+        return {"type": "scatter", "mode": "markers", "marker": marker, **trace}
+    line: Json = {"color": style.color, "dash": style.dash} if isinstance(style, TraceStyle) else {}
+    return {"type": "scatter", "mode": "lines+markers", "marker": marker, "line": line, **trace}
 
 
 def _spread(values: list[float]) -> float:
@@ -139,21 +160,27 @@ def shaped_figure(
     columns = _grid(panels, shape)
     rows = math.ceil(len(panels) / columns)
     colours = dims[shape.colour].values if shape.colour else ("",)
+    in_panel: dict[Panel, list[ShapedPoint]] = {}
+    for panel in panels:
+        here = [p for p in points if (p.at(shape.facet_row), p.at(shape.facet_col)) == panel]
+        here.sort(key=lambda p: dims[shape.x].values.index(p.values[shape.x]))
+        in_panel[panel] = here
+    by_panel = {
+        panel: [p.summary.mean for p in here if p.summary] for panel, here in in_panel.items()
+    }
+    independent, log = _y_axes(by_panel)
+    kind = "lines" if as_lines else "points" if log else "bars"
     traces: list[Json] = []
     layout_axes: dict[str, Json] = {}
     titles: list[Json] = []
-    by_panel: dict[Panel, list[float]] = {}
-    for n, panel in enumerate(panels):
-        here = [p for p in points if (p.at(shape.facet_row), p.at(shape.facet_col)) == panel]
-        here.sort(key=lambda p: dims[shape.x].values.index(p.values[shape.x]))
-        by_panel[panel] = [p.summary.mean for p in here if p.summary]
+    for n, (panel, here) in enumerate(in_panel.items()):
         axes = {"xaxis": f"x{_axis_suffix(n)}", "yaxis": f"y{_axis_suffix(n)}"}
         for c, value in enumerate(colours):
             mine = [p for p in here if p.at(shape.colour) == value]
             if not mine:
                 continue
-            color = COLORS[c % len(COLORS)] if shape.colour else _bar_colours(mine, shape, dims)
-            trace = _trace(mine, shape, dims, as_lines, color)
+            style = trace_style(c) if shape.colour else _bar_colours(mine, shape, dims)
+            trace = _trace(mine, shape, dims, kind, style)
             first = not any(t["legendgroup"] == value for t in traces)
             legend = {"name": value or METRICS[metric], "legendgroup": value}
             traces.append({**trace, **legend, **axes, "showlegend": bool(shape.colour) and first})
@@ -162,18 +189,18 @@ def shaped_figure(
         layout_axes[f"yaxis{_axis_suffix(n)}"] = {"domain": y_domain, "anchor": axes["xaxis"]}
         if title := _panel_title(panel, shape, dims):
             titles.append(_title_annotation(title, x_domain, y_domain))
-    return figure_json(
-        traces,
-        _layout(shape, dims, metric, rows, columns, layout_axes, titles, by_panel),
-        f"{name}-{metric}-by-{shape.x}",
-    )
+    entries = [t["name"] for t in traces if t["showlegend"]]
+    legend_title = dims[shape.colour].title if shape.colour else ""
+    layout = _layout(shape, dims, metric, rows, columns, layout_axes, titles, (independent, log))
+    layout = with_legend_below(layout, entries, legend_title, PANEL_HEIGHT * rows, MARGIN)
+    return figure_json(traces, layout, f"{name}-{metric}-by-{shape.x}")
 
 
 def _bar_colours(
     points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]
 ) -> list[str]:
     order = dims[shape.x].values
-    return [COLORS[order.index(p.values[shape.x]) % len(COLORS)] for p in points]
+    return [trace_style(order.index(p.values[shape.x])).color for p in points]
 
 
 def _x_axis(
@@ -214,15 +241,17 @@ def _layout(
     columns: int,
     axes: dict[str, Json],
     titles: list[Json],
-    by_panel: dict[Panel, list[float]],
+    y_axes: tuple[bool, bool],
 ) -> Json:
-    independent, log = _y_axes(by_panel)
+    independent, log = y_axes
     drawn = " and ".join(dims[k].title for k in (shape.x, shape.colour) if k)
     title = f"{METRICS[metric]} by {drawn} (mean, 95 % CI)"
-    layout = base_layout(title, "", METRICS[metric], height=110 + PANEL_HEIGHT * rows)
+    if independent:
+        title += f"; {OWN_Y_NOTE}"
+    layout = base_layout(title, "", METRICS[metric])
     for key, axis in axes.items():
         if key.startswith("yaxis"):
-            axis |= {"type": "log"} if log else {"rangemode": "tozero"}
+            axis |= {"type": "log"} if log else {"type": "linear", "rangemode": "tozero"}
             axis |= {"separatethousands": True}
             if not independent and key != "yaxis":
                 axis["matches"] = "y"
@@ -238,12 +267,6 @@ def _layout(
     layout["annotations"] = titles
     layout["hovermode"] = "closest"
     layout["barmode"] = "group"
-    layout["margin"] = {"l": 70, "r": 20, "t": 70, "b": 50}
-    layout["legend"] = {
-        "title": {"text": dims[shape.colour].title if shape.colour else ""},
-        "orientation": "v",
-        "x": 1.01,
-        "y": 1,
-        "yanchor": "top",
-    }
+    # Means drawn as points sit side by side at their category, as grouped bars would.
+    layout["scattermode"] = "group"
     return layout

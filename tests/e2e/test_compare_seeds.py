@@ -1,8 +1,9 @@
 """The compare page at the seeds' size in Chromium at 1,280 px: seed 1 (2 versions x 4
 configs x 2 storage layouts, 16 cells) and seed 3 (2 versions x 3 workloads x 3 client
 counts), with results made by factories. The chosen axes and facets are drawn, legends
-are unique and smaller than their plots, nothing scrolls sideways, the baseline changes
-in place, and a share link draws the same.
+are unique and smaller than their plots, every trace is told apart, no label lands on
+another, nothing scrolls sideways, the baseline changes in place, and a share link draws
+the same. The experiment page of seed 1's 16 cells reads the same way.
 
 Screenshots go to var/screenshots/ (not tracked); copy them to docs/screenshots/ on
 purpose to refresh the guide's.
@@ -116,6 +117,10 @@ def seed_3() -> Comparison:
     return compared(runs, "Seed 3: 16 vs 17 over workloads and clients")
 
 
+def experiment_of(comparison: Comparison) -> int:
+    return comparison.runs.first().experiment_id
+
+
 def open_comparison(page, url: str) -> None:
     page.goto(url)
     page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
@@ -143,6 +148,44 @@ def drawn(page, element_id: str) -> dict:
     )
 
 
+def trace_looks(page, element_id: str) -> list[list]:
+    """Each legend entry's (colour, dash, marker, bar pattern) as plotly drew it."""
+    return page.evaluate(
+        """(id) => document.querySelector(`[data-figure="${id}"]`)._fullData
+          .filter(t => t.showlegend)
+          .map(t => [
+            t.marker.color,
+            t.line ? t.line.dash : null,
+            [].concat(t.marker.symbol)[0],
+            t.marker.pattern ? [].concat(t.marker.pattern.shape)[0] : null,
+          ])""",
+        element_id,
+    )
+
+
+def overlapping_labels(page, element_id: str) -> list:
+    """Pairs of annotations (and the chart's title) whose boxes overlap on screen, and
+    annotations drawn outside the chart."""
+    return page.evaluate(
+        """(id) => {
+          const el = document.querySelector(`[data-figure="${id}"]`);
+          const chart = el.getBoundingClientRect();
+          const boxes = [...el.querySelectorAll('.g-gtitle, .annotation .annotation-text-g')]
+            .map(n => [n.textContent, n.getBoundingClientRect()]);
+          const hit = (a, b) => a.left < b.right && b.left < a.right
+            && a.top < b.bottom && b.top < a.bottom;
+          const inside = (a) => a.left >= chart.left && a.right <= chart.right
+            && a.top >= chart.top && a.bottom <= chart.bottom;
+          const pairs = boxes.filter(([_t, a]) => !inside(a)).map(([t]) => [t, "outside"]);
+          boxes.forEach(([t, a], i) => boxes.slice(i + 1).forEach(([u, b]) => {
+            if (hit(a, b)) pairs.push([t, u]);
+          }));
+          return pairs;
+        }""",
+        element_id,
+    )
+
+
 def fits(page) -> dict:
     """Sideways overflow at this width: the page, and each table against its box."""
     return page.evaluate(
@@ -157,10 +200,20 @@ def fits(page) -> dict:
     )
 
 
-def assert_readable(page, figure_id: str) -> dict:
+def assert_apart(page, figure_id: str) -> dict:
+    """Legend entries unique, each drawn its own way, the legend no taller than the plot,
+    and no label on another."""
     chart = drawn(page, figure_id)
     assert len(chart["legend"]) == len(set(chart["legend"])), chart["legend"]
+    looks = trace_looks(page, figure_id)
+    assert len(looks) == len(chart["legend"]) and len({tuple(x) for x in looks}) == len(looks)
     assert chart["legendHeight"] < chart["plotHeight"], chart
+    assert overlapping_labels(page, figure_id) == []
+    return chart
+
+
+def assert_readable(page, figure_id: str) -> dict:
+    chart = assert_apart(page, figure_id)
     overflow = fits(page)
     assert overflow["page"] <= 0, overflow
     assert all(px <= 0 for px in overflow["tables"].values()), overflow
@@ -247,6 +300,8 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
         "<b>workload: single-table inserts</b>",
     ]
     assert chart["independentY"] is True  # select-only at 20k beside inserts at 1k
+    title = page.locator("[data-figure=fig-cmp-tps] .g-gtitle")
+    expect(title).to_contain_text("each panel has its own y axis")
     rows = page.locator("#pivot-tps tbody tr")
     expect(rows).to_have_count(9)  # workload x clients, versions as columns
     expect(page.locator("#pivot-tps thead")).to_contain_text("PostgreSQL 17")
@@ -269,6 +324,33 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
     chart = assert_readable(page, "fig-cmp-tps")
     assert chart["legend"] == ["select-only", "update by key", "single-table inserts"]
     assert chart["facets"] == [f"<b>version: {v}</b>" for v in VERSIONS]
+
+
+def test_experiment_pages_tell_16_cells_apart_and_keep_peak_labels_apart(signed_in_page, web):
+    experiment = experiment_of(seed_1())
+    page = signed_in_page
+    open_comparison(page, f"{web.url}/experiments/{experiment}/")
+    chart = assert_apart(page, "fig-experiment")
+    assert len(chart["legend"]) == 16
+    assert chart["facets"] == []  # sixteen peak labels would bury the chart
+    peaks = page.locator("#peaks-table")
+    expect(peaks.locator("tbody tr")).to_have_count(16)
+    chart_box = page.locator("[data-figure=fig-experiment]").bounding_box()
+    assert peaks.bounding_box()["y"] >= chart_box["y"] + chart_box["height"]
+    assert peaks.bounding_box()["y"] < page.locator("#experiment-stats").bounding_box()["y"]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "experiment-seed-1.png"), full_page=True)
+
+    # Three runs peaking at neighbouring client counts on a log axis: their labels,
+    # placed at their points, would overlap; the page moves them apart.
+    few = ExperimentFactory()
+    for cell, best in enumerate((8, 9, 10)):
+        tps = {c: 2500.0 - 10 * cell if c == best else 1000.0 + c for c in (1, 8, 9, 10)}
+        finished_run([(c, 1, tps[c], 1.0) for c in tps], experiment=few, cell=cell)
+    open_comparison(page, f"{web.url}/experiments/{few.pk}/")
+    chart = assert_apart(page, "fig-experiment")
+    assert len(chart["facets"]) == 3  # three peak labels, none on another nor on the title
+    page.screenshot(path=str(SCREENSHOTS / "experiment-close-peaks.png"))
 
 
 def _top(page) -> dict:

@@ -11,6 +11,7 @@ from runs import selectors
 from runs.analysis import run_checks
 from runs.analysis.compare import (
     METRICS,
+    Peak,
     StatsTable,
     point_warnings,
     stats_table,
@@ -116,9 +117,13 @@ def has_server_samples(digest: store.Digest) -> bool:
 
 
 def _clients_chart(
-    loaded: StatsInputs, table: StatsTable, metric: str, labels: dict[int, str], name: str
+    loaded: StatsInputs,
+    table: StatsTable,
+    metric: str,
+    labels: dict[int, str],
+    name: str,
+    peaks: dict[int, Peak],
 ) -> dict[str, object]:
-    peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
     return clients.clients_figure(
         loaded["cells"],
         loaded["results"],
@@ -143,6 +148,7 @@ def experiment_context(
     labels = cell_labels(cells, dims)
     table = stats_table(cells, None, loaded["results"], loaded["in_samples"], metrics=(metric,))
     name = f"experiment-{experiment.pk}"
+    peaks = {pk: found[metric] for pk, found in table.peaks.items() if metric in found}
     return {
         "experiment": experiment,
         "runs": runs,
@@ -151,7 +157,9 @@ def experiment_context(
         "metric": metric,
         "metrics": METRICS,
         "table": table,
-        "figure": _clients_chart(loaded, table, metric, labels, name) if runs else None,
+        "figure": _clients_chart(loaded, table, metric, labels, name, peaks) if runs else None,
+        # Past a few runs the chart carries no peak labels: the peaks table goes under it.
+        "peaks_on_chart": clients.annotates_peaks(peaks),
         "has_results": any(loaded["results"].values()),
         "read_only": read_only,
         "urls": urls,

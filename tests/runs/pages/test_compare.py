@@ -137,7 +137,7 @@ def test_compare_charts_draw_confidence_intervals_and_mark_warned_points(signed_
     summary = table_of([base, tuned], base).rows[0].tps.summary  # base at 1 client
     assert tps["data"][0]["error_y"]["array"][0] == pytest.approx(summary.ci_high - summary.mean)
     assert tps["data"][0]["marker"]["symbol"] == ["diamond-open", "diamond-open"]  # too few repeats
-    assert "too few repeats" in tps["data"][0]["text"][0]
+    assert "too few repeats" in tps["data"][0]["hovertext"][0]
     # The runs differ in build, shared_buffers (their profiles' only difference), workload
     # and host (each run its own factory build, host and workload) all together: one
     # dimension, a line per run named by all four.

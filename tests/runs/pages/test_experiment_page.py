@@ -59,7 +59,7 @@ def test_a_point_with_a_warning_is_marked_in_the_chart_and_the_table(signed_in):
     page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
     (trace,) = figure(page, "fig-experiment")["data"]
     assert trace["type"] == "bar" and trace["marker"]["pattern"]["shape"] == ["x"]
-    assert "unsafe settings: fsync=off" in trace["text"][0]
+    assert "unsafe settings: fsync=off" in trace["hovertext"][0]
     row = re.search(
         rf'<tr data-run="{run.pk}" data-clients="4" class="warned">(.*?)</tr>', page, re.S
     )
@@ -79,6 +79,20 @@ def test_the_peak_is_annotated_and_listed(signed_in):
         rf'<tr data-run="{run.pk}">(.*?)</tr>', page.split('id="peaks-table"')[1], re.S
     )
     assert 'data-col="peak-tps">peak 2,500.0</td>' in peaks.group(1)
+
+
+def test_past_four_runs_the_peaks_leave_the_chart_for_a_table_under_it(signed_in):
+    experiment = ExperimentFactory()
+    for n in range(5):
+        points = [(1, 1, 500.0 + n, 1.0), (8, 1, 2500.0 + n, 3.0)]
+        finished_run(points, experiment=experiment, cell=n)
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    chart = figure(page, "fig-experiment")
+    assert chart["layout"]["annotations"] == []
+    assert page.count('id="peaks-table"') == 1
+    assert page.index('data-figure="fig-experiment"') < page.index('id="peaks-table"')
+    assert page.index('id="peaks-table"') < page.index('id="experiment-stats"')
+    assert "each run's peak is listed under the chart" in page
 
 
 def test_one_client_count_is_drawn_as_bars_and_latency_can_be_chosen(signed_in):

@@ -36,7 +36,7 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.events import EventEmitter, now_iso
-from agents.job_cgroup import open_job_cgroup
+from agents.job_cgroup import end_job_cgroup, open_job_cgroup
 from agents.observe import pg_statements
 from agents.observe.facts import collect_facts
 from agents.observe.profile import perf_for_job, unprofiled
@@ -430,12 +430,7 @@ class Job:
         the server is down (whatever the job ended by); a process that will not die, or a
         cgroup that cannot be removed, is an error in the job's log (its outcome stands)."""
         cgroup, self.cgroup = self.cgroup, None
-        if cgroup is None:
-            return
-        try:
-            problem = cgroup.end()
-        except OSError as error:
-            problem = f"ending the job's cgroup {cgroup.directories[0]} failed: {error}"
+        problem = end_job_cgroup(cgroup) if cgroup is not None else None
         if problem is not None:
             logger.error("run %s: %s", self.result["run_id"], problem)
             self.emit("log", {"level": "error", "message": problem})

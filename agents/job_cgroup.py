@@ -48,6 +48,14 @@ def _open(hierarchy: Hierarchy, config: AgentConfig, job_id: str) -> JobCgroup:
         ) from error
 
 
+def end_job_cgroup(cgroup: JobCgroup) -> str | None:
+    """Kill what is left in `cgroup` and remove it; what went wrong, for the job's log."""
+    try:
+        return cgroup.end()
+    except OSError as error:
+        return f"ending the job's cgroup {cgroup.directories[0]} failed: {error}"
+
+
 def lab_code_in(spec: JobSpec) -> list[str]:
     """What in `spec` runs a lab user's code on the host: each as its config option."""
     found = []

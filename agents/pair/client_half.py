@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 
+from agents.cgroups import JobCgroup
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.reports.profiles import ProfileResult
@@ -34,6 +35,7 @@ from agents.contract.spec.document import JobSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
+from agents.job_cgroup import end_job_cgroup, open_job_cgroup
 from agents.pair.link import Message, PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres.cluster.clients import WorkloadAccess
@@ -58,10 +60,18 @@ class RemoteServer(Cluster):
     """The server half's cluster as the client sees it: an address, a port, a role with a
     password. Only the scratch directory (`job_dir`) is local; it is never initialised."""
 
-    def __init__(self, install: Install, config: AgentConfig, job_id: str, ready: Message):
+    def __init__(
+        self,
+        install: Install,
+        config: AgentConfig,
+        job_id: str,
+        ready: Message,
+        cgroup: JobCgroup | None = None,
+    ):
+        os_user = ensure_os_user(config.os_user, config.sandbox, config.job_tmp_bytes)
         super().__init__(
             install,
-            ensure_os_user(config.os_user, config.sandbox),
+            os_user.in_cgroup(cgroup),
             client_scratch(config),
             job_id=usable_job_id(job_id),
         )
@@ -178,15 +188,18 @@ def run_client_half(
     """
     link.start()
     server: RemoteServer | None = None
+    cgroup: JobCgroup | None = None
     try:
         spec = _checked(spec_doc, config)
+        # Its pgbench runs lab code as the server half's does: in a cgroup ended with it.
+        cgroup = open_job_cgroup(config, spec, usable_job_id(spec["run_id"] or "client"))
         link.send("joined", address=config.advertise_address)
         install = ensure_install(
             spec["postgres"]["version"], spec["postgres"]["source"], config.cache_dir
         )
         timeout = spec["network"]["join_timeout_s"]
         ready = link.wait_for({"ready"}, should_cancel, timeout)
-        server = RemoteServer(install, config, spec["run_id"] or "client", ready)
+        server = RemoteServer(install, config, spec["run_id"] or "client", ready, cgroup)
         link.send("network", **round_trip(server, config.advertise_address))
         reporter = LinkReporter(link, should_cancel)
         stops = OverrunGuard(reporter, server.pgbench_host())
@@ -207,6 +220,9 @@ def run_client_half(
         return "failed"
     finally:
         link.close()
+        problem = end_job_cgroup(cgroup) if cgroup is not None else None
+        if problem is not None:
+            logger.error("client half %s: %s", link.dispatch, problem)
         if server is not None:
             shutil.rmtree(server.job_dir, ignore_errors=True)
 

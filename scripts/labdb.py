@@ -4,16 +4,21 @@
 (prebuilt PostgreSQL 16, run as the agent's unprivileged OS user) and prints
 `export DATABASE_URL=...` for the shell; `stop DIR` stops it and removes DIR.
 Used by scripts/test when DATABASE_URL is not set, so the suite needs no
-PostgreSQL server on the machine.
+PostgreSQL server on the machine. The server runs in the agent's sandbox, in a
+process id namespace of its own, so its postmaster.pid holds the pid it has
+there: `stop` finds the postmaster by its command line (`postgres -D <data>`)
+and signals it as `pg_ctl stop -m immediate` would.
 """
 
+import contextlib
 import json
 import secrets
 import shutil
-import subprocess
+import signal
 import sys
 from pathlib import Path
 
+import psutil
 from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,6 +30,7 @@ from agents.postgres.osuser import ensure_os_user, make_dirs  # noqa: E402
 
 STATE_FILE = "labdb.json"
 JOB_ID = "labdb"
+STOP_TIMEOUT_S = 30
 
 
 def log(message: str) -> None:
@@ -48,7 +54,6 @@ def start(directory: Path) -> str:
         conn.execute("CREATE DATABASE benchlab")
         conn.execute(sql.SQL("ALTER ROLE postgres PASSWORD {}").format(sql.Literal(password)))
     state = {
-        "pg_ctl": str(install.program("pg_ctl")),
         "data_dir": str(cluster.data_dir),
         "port": cluster.port,
         "user": os_user.name,
@@ -61,11 +66,31 @@ def stop(directory: Path) -> None:
     state_file = directory / STATE_FILE
     if state_file.exists():
         state = json.loads(state_file.read_text())
-        argv = [state["pg_ctl"], "stop", "-D", state["data_dir"], "-m", "immediate", "-w"]
-        os_user = ensure_os_user(state["user"])
-        subprocess.run(argv, capture_output=True, check=False, **os_user.subprocess_kwargs())
+        stop_postmaster(state["data_dir"])
     if directory.exists():
         shutil.rmtree(directory)
+
+
+def stop_postmaster(data_dir: str) -> None:
+    """SIGQUIT (an immediate shutdown) to the postmaster serving `data_dir`; SIGKILL if it
+    has not exited within STOP_TIMEOUT_S."""
+    postmaster = _postmaster(data_dir)
+    if postmaster is None:
+        return
+    for signum in (signal.SIGQUIT, signal.SIGKILL):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            postmaster.send_signal(signum)
+        _gone, alive = psutil.wait_procs([postmaster], timeout=STOP_TIMEOUT_S)
+        if not alive:
+            return
+
+
+def _postmaster(data_dir: str) -> psutil.Process | None:
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline[1:3] == ["-D", data_dir] and cmdline[0].endswith("/postgres"):
+            return process
+    return None
 
 
 def main() -> int:

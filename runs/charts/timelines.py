@@ -11,7 +11,14 @@ fetches at full resolution (frontend/zoom.js).
 """
 
 from runs.analysis.validity import CheckpointEvent, ValidityWarning
-from runs.charts.figures import COLORS, PlotlyJson, base_layout, figure_json, two_rows_layout
+from runs.charts.figures import (
+    COLORS,
+    PlotlyJson,
+    base_layout,
+    figure_json,
+    trace_style,
+    two_rows_layout,
+)
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
@@ -336,12 +343,13 @@ def overlaid_timelines(
     tps_traces, latency_traces = [], []
     n_out = trace_budget(len(drawn))
     for n, run, pk in drawn:
-        color, label = COLORS[n % len(COLORS)], labels[run.pk]
-        tps, latency = progress_traces(digests[pk], pk, label, color, n_out)
+        style, label = trace_style(n), labels[run.pk]
+        tps, latency = progress_traces(digests[pk], pk, label, style.color, n_out)
         first = pk == next(p for _n, r, p in drawn if r.pk == run.pk)
         for trace in (tps, latency):
             trace.update(legendgroup=str(run.pk), showlegend=first, marker={"size": 2})
-            trace["line"] = {"color": color, "width": 1.5}
+            # Past eight cells the colours come round again with the next dash.
+            trace["line"] = {"color": style.color, "width": 1.5, "dash": style.dash}
         tps_traces.append(tps)
         latency_traces.append(latency)
     return {
@@ -371,15 +379,14 @@ def overlaid_server(
     traces = []
     n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
-        color, digest = COLORS[n % len(COLORS)], digests[run.pk]
+        style, digest = trace_style(n), digests[run.pk]
         written = digest.series.get("server.written")
         meta = {"run": run.pk, "series": "server.written"}
         reduced = written.reduced(n_out) if written else None
-        traces.append(_timeline_trace(reduced, labels[run.pk], color, meta))
+        traces.append(_timeline_trace(reduced, labels[run.pk], style.color, meta, style.dash))
         events = [e for e in digest.checkpoints if e.edge == "start"]
-        traces.append(
-            _checkpoint_markers(events, digest.offsets, f"checkpoints {labels[run.pk]}", color)
-        )
+        checkpoints = f"checkpoints {labels[run.pk]}"
+        traces.append(_checkpoint_markers(events, digest.offsets, checkpoints, style.color))
     layout = base_layout(
         "buffers written per second, checkpoint starts (▲)", "seconds", "buffers/s"
     )

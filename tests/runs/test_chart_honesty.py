@@ -1,8 +1,8 @@
 """Charts that do not exaggerate, read from the figure JSON the pages draw: no bar stands
 on a log axis or on a y range that does not start at zero, every trace of a chart of up
-to 24 (more) traces is told apart, peak labels stop past a few runs, a legend's height is
-counted in its figure, and hover text is never drawn inside a bar. The seeds' shapes on
-runs built in memory (tests/runs/test_shaping.py)."""
+to 24 (and more) traces is told apart, overlaid timelines included, peak labels stop past
+a few runs, a legend's height is counted in its figure, and hover text is never drawn
+inside a bar. The seeds' shapes on runs built in memory (tests/runs/test_shaping.py)."""
 
 import itertools
 import math
@@ -15,8 +15,10 @@ from runs.analysis.shaping import Shape, cell_labels, dimensions, point_values
 from runs.charts.clients import PEAK_ANNOTATIONS_MAX, clients_figure
 from runs.charts.figures import COLORS, DASHES, legend_space, trace_style
 from runs.charts.shaped import OWN_Y_NOTE, shaped_figure
+from runs.charts.timelines import overlaid_server, overlaid_timelines
 from runs.inference.stats import summarize
 from runs.models import Result, Run
+from runs.timelines.store import Digest
 from tests.runs.test_shaping import matrix
 
 VERSIONS = ["PostgreSQL 16", "PostgreSQL 17"]
@@ -217,3 +219,19 @@ def test_a_legend_of_long_labels_takes_fewer_columns_and_the_figure_grows_by_it(
     rooms = [legend_space([t["name"] for t in f["data"]], False) for f in (small, large)]
     assert grown == rooms[1].height_px - rooms[0].height_px > 0
     assert METRICS["tps"] in large["layout"]["title"]["text"]
+
+
+def test_overlaid_timelines_of_24_cells_draw_each_cell_its_own_way():
+    runs = matrix(config=[f"profile {n}" for n in range(24)])
+    digests = {run.pk: Digest({}, [], {}, {}) for run in runs}
+    labels = cell_labels(runs, dimensions(runs, [1]))
+    for figure in overlaid_timelines(runs, digests, labels, "c").values():
+        lines = [(t["line"]["color"], t["line"]["dash"]) for t in figure["data"] if t["showlegend"]]
+        assert len(lines) == 24 and len(set(lines)) == 24
+    server = overlaid_server(runs, digests, labels, "c")["data"]
+    lines = [
+        (t["line"]["color"], t["line"]["dash"])
+        for t in server
+        if t["type"] == "scatter" and "line" in t
+    ]
+    assert len(set(lines)) == 24

@@ -69,7 +69,6 @@ def _peak_annotation(
         "ay": -24 - 16 * nth,
         "font": {"size": 11, "color": color},
         "hovertext": f"{label}: {peak.word} at {peak.clients} clients",
-        "name": "peak",
     }
 
 

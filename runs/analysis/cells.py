@@ -36,17 +36,6 @@ def share_rounds(run: Run, baseline: Run) -> bool:
     )
 
 
-def round_numbers(results: dict[int, list[Result]]) -> dict[int, int]:
-    """Run id -> the round it measured, for the runs in rounds among those `results` hold."""
-    run_ids = {result.run_id for found in results.values() for result in found}
-    in_rounds = Run.objects.filter(pk__in=run_ids, round__isnull=False)
-    return {
-        pk: round_number
-        for pk, round_number in in_rounds.values_list("pk", "round")
-        if round_number is not None
-    }
-
-
 def cell_runs(runs: Iterable[Run]) -> list[Run]:
     """One run per cell, in the order given: the first run of each cell in rounds stands for it."""
     seen: set[CellKey | int] = set()

@@ -6,7 +6,7 @@ from collections.abc import Collection
 from typing import TypedDict
 
 from runs import selectors
-from runs.analysis.cells import cell_runs, results_by_cell, round_numbers, standing_for
+from runs.analysis.cells import cell_runs, results_by_cell, standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, stats_table, table_records
 from runs.analysis.validity import ValidityWarning
 from runs.counters.points import movers_by_cell, movers_document
@@ -55,7 +55,8 @@ def load_inputs(
             for pk, digest in digests.items()
             for point, found in digest.warnings.items()
         },
-        "rounds": round_numbers(results),
+        # Every run whose points count is loaded above, with its round: no query of its own.
+        "rounds": {run.pk: run.round for run in [*runs, *counted_runs] if run.round is not None},
     }
 
 

@@ -364,6 +364,7 @@ def cell_record(row: PointRow, cell: MetricCell) -> dict[str, object]:
         "n": summary.n if summary else 0,
         **{name: _number(getattr(summary, name, None)) for name in SUMMARY_FIELDS},
         "mde_pct": _number(cell.mde_pct),
+        "ci_level": stats.CONFIDENCE * 100.0,
         **{k: _number(getattr(difference, v, None)) for k, v in DIFFERENCE_FIELDS.items()},
         "q": _number(judgement.q if judgement else None),
         "verdict": cell.verdict or None,

@@ -81,6 +81,17 @@ class PointAnswer:
     design: str = paired.UNPAIRED
     # The standard error of the estimate on the log scale, by the design that answered.
     log_se: float | None = None
+    # The levels in percent of `interval_pct` and `same_interval_pct`: a look's adjusted
+    # ones (98.6 % at an early look), so that no interval is shown without its level.
+    interval_level_pct: float = (1 - ALPHA) * 100.0
+    same_level_pct: float = (1 - 2 * ALPHA) * 100.0
+
+    @property
+    def shown_level_pct(self) -> float | None:
+        """The level of the interval the sentence shows (None: it shows none)."""
+        if self.verdict is Verdict.SAME and self.same_interval_pct and not self.between_pct:
+            return self.same_level_pct
+        return self.interval_level_pct if self.interval_pct is not None else None
 
     @property
     def sentence(self) -> str:
@@ -88,11 +99,11 @@ class PointAnswer:
         if self.between_pct:
             return self._sentence_between()
         if self.verdict is Verdict.SAME and self.same_interval_pct:
-            bounds = _bounds(self.same_interval_pct)
+            bounds = _bounds(self.same_interval_pct, self.same_level_pct)
             return f"same within ±{self.margin_pct:g} % {bounds}{ranked}"
         if self.pct is None or self.interval_pct is None:
             return f"{self.verdict}{ranked}"
-        bounds = _bounds(self.interval_pct)
+        bounds = _bounds(self.interval_pct, self.interval_level_pct)
         if self.verdict is Verdict.UNDECIDED:
             return f"undecided: {self.pct:+.1f} % {bounds}{ranked}"
         return f"{self.verdict} by {abs(self.pct):.1f} % {bounds}{ranked}"
@@ -108,7 +119,8 @@ class PointAnswer:
         }.get(self.verdict, f"at the changed level ({level})")
         if self.pct is None or self.interval_pct is None or self.log_odds is None:
             return where
-        return f"{where}: {self.pct:+.1f} % {_bounds(self.interval_pct)}; {_odds(self.log_odds)}"
+        bounds = _bounds(self.interval_pct, self.interval_level_pct)
+        return f"{where}: {self.pct:+.1f} % {bounds}; {_odds(self.log_odds)}"
 
 
 def _odds(log_odds: float) -> str:
@@ -118,13 +130,18 @@ def _odds(log_odds: float) -> str:
     return f"odds {shown}:1" if log_odds >= 0 else f"odds 1:{shown}"
 
 
-def _bounds(interval: tuple[float, float]) -> str:
-    """An interval in percent as the sentences write it; ranks over few rounds have none
-    at an early look's level."""
+def level_text(level_pct: float) -> str:
+    """A confidence level as the pages write it: "95 %", "98.6 %"."""
+    return f"{float(f'{level_pct:.1f}'):g} %"
+
+
+def _bounds(interval: tuple[float, float], level_pct: float) -> str:
+    """An interval in percent with its level, as the sentences write it ("[-7.9, -2.2]
+    (98.6 % interval)"); ranks over few rounds have none at an early look's level."""
     low, high = interval
     if not (math.isfinite(low) and math.isfinite(high)) or low <= -100.0:
-        return "[no interval yet at this look's level]"
-    return f"[{low:+.1f}, {high:+.1f}]"
+        return f"[no {level_text(level_pct)} interval yet at this look's level]"
+    return f"[{low:+.1f}, {high:+.1f}] ({level_text(level_pct)} interval)"
 
 
 def _rank_row(question: Question, level: LookLevel) -> tuple[float, ...]:
@@ -282,6 +299,8 @@ def judge_look(
             because[row],
             design=design,
             log_se=difference.se if difference is not None else None,
+            interval_level_pct=(1 - level.alpha) * 100.0,
+            same_level_pct=(1 - 2 * level.alpha_same) * 100.0,
         )
     return answers
 

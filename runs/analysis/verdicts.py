@@ -5,7 +5,9 @@
   the estimate reaches the minimum effect;
 - same within ±m %: otherwise, when the 1 - 2 ALPHA interval lies inside the
   user's margin (TOST, runs/inference/equivalence.py);
-- undecided: neither, with about how many more rounds would decide it.
+- undecided: neither, with about how many more rounds would decide it, sized at
+  the effect asked about (no difference for "same", the minimum effect for
+  "different"), never at the observed estimate.
 
 The numbers come from Welch's t-test on log values (runs/inference/stats.py)
 unless a side's repeats are not log-normal (an outlier or two groups,
@@ -33,6 +35,9 @@ from runs.analysis.shapes import shape_of
 from runs.inference import paired, ranks, stats
 from runs.inference.equivalence import (
     DEFAULT_MARGIN_PCT,
+    DIFFERENT_IF_MIN_EFFECT,
+    SAME_IF_NONE,
+    RoundsToDecide,
     Spread,
     rounds_to_decide,
     within_margin,
@@ -136,11 +141,22 @@ class Judgement:
     min_effect_pct: float = 0.0
 
     @functools.cached_property
-    def rounds_needed(self) -> int | None:
-        """Undecided: about how many more rounds would decide it (None: none, or too many)."""
+    def rounds_to_decide(self) -> RoundsToDecide | None:
+        """Undecided: what more rounds could show and how many (None: not undecided)."""
         if self.verdict is not Verdict.UNDECIDED or not self.answer:
             return None
         return rounds_to_decide(self.answer.spread, self.margin_pct, self.min_effect_pct)
+
+    @property
+    def rounds_needed(self) -> int | None:
+        """Undecided: about how many more rounds would decide it (None: none, or too many)."""
+        return self.rounds_to_decide.rounds if self.rounds_to_decide else None
+
+    @property
+    def rounds_outcome(self) -> str | None:
+        """What the rounds needed are sized for: "same" (as if there were no difference),
+        "different" (as if the difference were the minimum effect) or "neither"."""
+        return self.rounds_to_decide.outcome if self.rounds_to_decide else None
 
     @property
     def method(self) -> Method | None:
@@ -185,12 +201,21 @@ class Judgement:
             return f"{self.verdict} by {abs(self.answer.pct):.1f} %{self._interval_text()}"
         if self.verdict is Verdict.SAME:
             return f"same within ±{self.margin_pct:g} %"
-        if self.verdict is Verdict.UNDECIDED:
-            if self.rounds_needed is None:
-                return "undecided: more rounds at this estimate would not decide it"
-            plural = "s" if self.rounds_needed > 1 else ""
-            return f"undecided: about {self.rounds_needed} more round{plural} would decide it"
+        if self.verdict is Verdict.UNDECIDED and self.rounds_to_decide:
+            return f"undecided: {self._rounds_text(self.rounds_to_decide)}"
         return str(self.verdict or "")
+
+    def _rounds_text(self, needed: RoundsToDecide) -> str:
+        if needed.outcome == SAME_IF_NONE:
+            shows = f"show it the same within ±{self.margin_pct:g} % if there is no difference"
+        elif needed.outcome == DIFFERENT_IF_MIN_EFFECT:
+            shows = f"show a difference of {self.min_effect_pct:g} % if there is one that large"
+        else:
+            return "between the margin and the minimum effect; more rounds would not decide it"
+        if needed.rounds is None:
+            return f"more than {MAX_REPEATS_ADVISED} more rounds would be needed to {shows}"
+        plural = "s" if needed.rounds > 1 else ""
+        return f"about {needed.rounds} more round{plural} would {shows}"
 
     def _interval_text(self) -> str:
         if self.answer and self.answer.rank:
@@ -199,7 +224,9 @@ class Judgement:
             low, high = self.difference.ci_low_pct, self.difference.ci_high_pct
         else:
             return ""
-        return "" if low is None or high is None else f" [{low:+.1f}, {high:+.1f}]"
+        if low is None or high is None:
+            return ""
+        return f" [{low:+.1f}, {high:+.1f}] ({(1 - ALPHA) * 100:.0f} % interval)"
 
     @property
     def explanation(self) -> str:
@@ -211,11 +238,6 @@ class Judgement:
         found = []
         if self.answer.rank:
             found.append(self.answer.rank.describe(self.answer.shape, self.answer.method))
-        if self.verdict is Verdict.UNDECIDED and self.rounds_needed is None:
-            found.append(
-                f"more than {MAX_REPEATS_ADVISED} rounds, or an estimate "
-                "between the margin and the minimum effect"
-            )
         interval = self.equivalence_pct
         if interval and self.verdict in (Verdict.SAME, Verdict.UNDECIDED):
             confidence = (1 - 2 * ALPHA) * 100
@@ -419,7 +441,9 @@ VERDICT_DEFAULTS: dict[str, object] = {
     "verdict_method": None,
     "same_ci_low_pct": None,
     "same_ci_high_pct": None,
+    "same_ci_level": (1 - 2 * ALPHA) * 100.0,
     "rounds_needed": None,
+    "rounds_outcome": None,
     "rank_diff_pct": None,
     "rank_ci_low_pct": None,
     "rank_ci_high_pct": None,
@@ -439,7 +463,9 @@ def record_fields(judgement: Judgement | None) -> dict[str, object]:
         "verdict_method": str(judgement.method) if judgement.method else None,
         "same_ci_low_pct": same[0] if same else None,
         "same_ci_high_pct": same[1] if same else None,
+        "same_ci_level": (1 - 2 * ALPHA) * 100.0,
         "rounds_needed": judgement.rounds_needed,
+        "rounds_outcome": judgement.rounds_outcome,
         "rank_diff_pct": rank.pct if rank else None,
         "rank_ci_low_pct": rank.ci_low_pct if rank else None,
         "rank_ci_high_pct": rank.ci_high_pct if rank else None,

@@ -24,6 +24,9 @@ class PointState(TypedDict):
     # Which design answered: "paired over 6 rounds", "unpaired" (absent before it was
     # looked at, or looked at before answers said).
     design: NotRequired[str]
+    # The level in percent of the interval the sentence shows (the look's adjusted one,
+    # e.g. 98.6); None: the sentence shows none. Absent on points looked at before.
+    ci_level: NotRequired[float | None]
 
 
 class LookRecord(TypedDict):

@@ -5,10 +5,14 @@
   ±log(1 + m), so the ratio interval lies inside [1 / (1 + m), 1 + m], within
   ±m % both ways.
 - An undecided cell gets the rounds (one more repeat a side each) after which,
-  if the estimate and the spreads stayed as observed, its interval would either
-  fit inside the margin or exclude no difference beyond the minimum effect. A
-  cell compared in pairs (runs/inference/paired.py) counts the spread of its
-  rounds' log ratios over one more pair per round, at n - 1 df.
+  at the spreads observed, its interval would be narrow enough to decide the
+  question still open: "same" while its 90 % interval still reaches inside the
+  margin, sized as if the true difference were 0 (the 90 % interval's half
+  width within the margin); else "different", sized as if the true difference
+  were the minimum effect (the 95 % interval's half width under it). Never at the
+  observed estimate: an A/A's estimate is noise, and sizing at it promises a
+  difference. A cell compared in pairs (runs/inference/paired.py) counts the
+  spread of its rounds' log ratios over one more pair per round, at n - 1 df.
 """
 
 import math
@@ -50,23 +54,49 @@ class Spread:
     paired: bool = False
 
 
-def rounds_to_decide(spread: Spread, margin_pct: float, min_effect_pct: float) -> int | None:
-    """More rounds until the cell would be decided at this estimate; None: more than
-    MAX_REPEATS_ADVISED, or no number of rounds (an estimate between the margin and the
-    minimum effect is neither)."""
+@dataclass(frozen=True)
+class RoundsToDecide:
+    """What more rounds could show an undecided cell: `outcome` SAME_IF_NONE (the
+    interval still reaches inside the margin), DIFFERENT_IF_MIN_EFFECT, or NEITHER
+    (its interval lies between the margin and the minimum effect); `rounds` None:
+    NEITHER, or more than MAX_REPEATS_ADVISED."""
+
+    outcome: str
+    rounds: int | None
+
+
+SAME_IF_NONE = "same"
+DIFFERENT_IF_MIN_EFFECT = "different"
+NEITHER = "neither"
+
+
+def rounds_to_decide(spread: Spread, margin_pct: float, min_effect_pct: float) -> RoundsToDecide:
+    """The rounds after which the cell's interval would be narrow enough to decide the
+    outcome its interval still allows, sized at the effect asked about (0 for "same",
+    the minimum effect for "different"), never at the observed estimate."""
     estimate = abs(spread.log_estimate)
-    can_be_same = estimate < margin_log(margin_pct)
-    can_differ = estimate > 0 and math.expm1(estimate) * 100.0 >= min_effect_pct
-    if not (can_be_same or can_differ):
-        return None
+    se_now, df_now = _future_error(spread, np.zeros(1))
+    bound = margin_log(margin_pct)
+    min_effect = math.log1p(min_effect_pct / 100.0)
+    reaches_margin = estimate - float(stats.t.ppf(1 - ALPHA, df_now[0]) * se_now[0]) <= bound
+    reaches_min_effect = estimate + float(stats.t.ppf(1 - ALPHA / 2, df_now[0]) * se_now[0]) >= (
+        min_effect
+    )
     more = np.arange(1, MAX_REPEATS_ADVISED + 1)
     se, df = _future_error(spread, more)
-    if not np.any(se > 0):  # no spread on either side: the estimate is exact
-        return None
-    same = can_be_same & (estimate + stats.t.ppf(1 - ALPHA, df) * se <= margin_log(margin_pct))
-    differ = can_differ & (estimate - stats.t.ppf(1 - ALPHA / 2, df) * se > 0)
-    decided = np.flatnonzero(same | differ)
-    return int(more[decided[0]]) if decided.size else None
+    if reaches_margin:
+        narrow = stats.t.ppf(1 - ALPHA, df) * se <= bound
+        return RoundsToDecide(SAME_IF_NONE, _first(more, narrow))
+    if reaches_min_effect and min_effect > 0:
+        narrow = stats.t.ppf(1 - ALPHA / 2, df) * se < min_effect
+        return RoundsToDecide(DIFFERENT_IF_MIN_EFFECT, _first(more, narrow))
+    return RoundsToDecide(NEITHER, None)
+
+
+def _first(more: np.ndarray, narrow: np.ndarray) -> int | None:
+    """The first number of rounds whose interval is narrow enough (None: none up to the cap)."""
+    found = np.flatnonzero(narrow)
+    return int(more[found[0]]) if found.size else None
 
 
 def _future_error(spread: Spread, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -296,6 +296,7 @@ def _look(
         was_decided = point["verdict"] != Verdict.UNDECIDED
         if not was_decided or answer.verdict == point["verdict"]:
             point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
+            point["ci_level"] = answer.shown_level_pct
         point["pct"], point["log_se"], point["design"] = answer.pct, answer.log_se, answer.design
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += not was_decided and answer.verdict is not Verdict.UNDECIDED

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from agents.contract.errors import JobError
 from runs import services
+from runs.analysis.sequential import level_text
 from runs.contract.transport import send_or_log
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive
@@ -107,6 +108,30 @@ def test_a_clear_difference_and_a_same_end_the_experiment_at_the_first_look(lab_
     sentences = {p["cell"]: p["sentence"] for p in state["points"]}
     assert sentences[1].startswith("faster by 100.0 % [")
     assert sentences[2].startswith("same within ±5 % [")
+
+
+def test_every_adaptive_interval_is_shown_with_its_looks_level(lab_redis, admin_client):
+    # At an early look the intervals are wider than 95 %: without their level, one
+    # comparison read [-81.8, -33.0] here and [-79.4, -40.6] on the compare page.
+    experiment = adaptive_experiment()
+    start(experiment)
+    finish_round(experiment, {0: 1000.0, 1: 2000.0, 2: 1000.0})
+
+    experiment.refresh_from_db()
+    (look,) = experiment.adaptive_state["looked"]
+    points = {p["cell"]: p for p in experiment.adaptive_state["points"]}
+    differ_level = (1 - look["alpha"]) * 100.0
+    same_level = (1 - 2 * look["alpha_same"]) * 100.0
+    assert differ_level > 95.0 and same_level > 90.0
+    assert points[1]["ci_level"] == pytest.approx(differ_level)
+    assert points[2]["ci_level"] == pytest.approx(same_level)
+    assert points[1]["sentence"].endswith(f"] ({level_text(differ_level)} interval)")
+    assert points[2]["sentence"].endswith(f"] ({level_text(same_level)} interval)")
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert f"({level_text(differ_level)} interval)" in page
+    api = admin_client.get(f"/api/experiments/{experiment.pk}/").json()
+    api_points = {p["cell"]: p for p in api["adaptive_state"]["points"]}
+    assert api_points[1]["ci_level"] == pytest.approx(differ_level)
 
 
 def test_only_undecided_cells_and_the_first_get_more_rounds(lab_redis):

@@ -117,13 +117,13 @@ def test_cells_with_a_round_missing_are_judged_over_the_complete_ones():
 
 def test_rounds_needed_for_a_paired_cell_count_pairs_at_n_minus_one_df():
     spread = Spread(log_estimate=0.01, sd=0.05, n=4, base_sd=0.0, base_n=4, paired=True)
-    more = rounds_to_decide(spread, margin_pct=5.0, min_effect_pct=1.0)
+    more = rounds_to_decide(spread, margin_pct=5.0, min_effect_pct=1.0).rounds
 
     assert more is not None
     pairs = 4 + more
     bound = math.log1p(0.05)
-    reach = 0.01 + scipy_stats.t.ppf(0.95, pairs - 1) * 0.05 / math.sqrt(pairs)
-    before = 0.01 + scipy_stats.t.ppf(0.95, pairs - 2) * 0.05 / math.sqrt(pairs - 1)
+    reach = scipy_stats.t.ppf(0.95, pairs - 1) * 0.05 / math.sqrt(pairs)
+    before = scipy_stats.t.ppf(0.95, pairs - 2) * 0.05 / math.sqrt(pairs - 1)
     assert reach <= bound < before
 
 

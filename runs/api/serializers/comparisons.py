@@ -67,6 +67,9 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     mde_pct = serializers.FloatField(allow_null=True)
+    ci_level = serializers.FloatField(
+        help_text="the level in percent of ci_*, diff_ci_* and rank_ci_* (95)"
+    )
     diff_pct = serializers.FloatField(allow_null=True)
     diff_ci_low_pct = serializers.FloatField(allow_null=True)
     diff_ci_high_pct = serializers.FloatField(allow_null=True)
@@ -94,8 +97,21 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     )
     same_ci_low_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, low")
     same_ci_high_pct = serializers.FloatField(allow_null=True, help_text="90 % interval, high")
+    same_ci_level = serializers.FloatField(
+        help_text="the level in percent of same_ci_* (90: two one-sided tests at 5 %)"
+    )
     rounds_needed = serializers.IntegerField(
-        allow_null=True, help_text="undecided: about how many more rounds would decide it"
+        allow_null=True,
+        help_text="undecided: about how many more rounds would decide it, sized for "
+        "rounds_outcome, never at the observed estimate (null: more than the cap, or neither)",
+    )
+    rounds_outcome = serializers.ChoiceField(
+        choices=["same", "different", "neither"],
+        allow_null=True,
+        help_text="undecided: what rounds_needed is sized for: same (as if there were no "
+        "difference, the 90 % interval within the margin), different (as if the difference "
+        "were the minimum effect, the 95 % interval excluding 0), or neither (the interval "
+        "lies between the margin and the minimum effect)",
     )
     rank_diff_pct = serializers.FloatField(
         allow_null=True, help_text="Hodges-Lehmann shift (paired: of the rounds' ratios)"

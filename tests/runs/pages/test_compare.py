@@ -111,6 +111,19 @@ def test_compare_page_shows_the_interval_the_verdict_and_the_number_of_compariso
     assert "Beyond spread" not in html
 
 
+def test_every_interval_on_the_compare_page_and_in_the_api_carries_its_level(signed_in):
+    base = finished_run(three_repeats(1000.0, 4.0))
+    faster = finished_run(three_repeats(1200.0, 3.3), experiment=base.experiment)
+    signed_in.post(reverse("comparison-create"), {"runs": [base.pk, faster.pk]})
+    comparison = Comparison.objects.get()
+    html = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
+    assert re.search(r"faster by 20\.0 % \[\+[\d.]+, \+[\d.]+\] \(95 % interval\)<", html)
+    assert "mean, 95 % CI" in html and "Δ [95 % CI]" in html
+    body = signed_in.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
+    row = next(r for r in body["rows"] if r["run_id"] == faster.pk and r["metric"] == "tps")
+    assert row["ci_level"] == 95.0 and row["same_ci_level"] == pytest.approx(90.0)
+
+
 def test_minimum_effect_is_set_on_the_page_and_a_bad_one_is_explained(signed_in):
     base = finished_run(three_repeats(1000.0, 4.0, spread=0.001))
     near = finished_run(three_repeats(1020.0, 3.95, spread=0.001), experiment=base.experiment)
@@ -120,7 +133,10 @@ def test_minimum_effect_is_set_on_the_page_and_a_bad_one_is_explained(signed_in)
     assert ">same within ±5 %</span>" in signed_in.get(url, {"min_effect": "5"}).content.decode()
     narrow = signed_in.get(url, {"min_effect": "5", "margin": "1"}).content.decode()
     # +2 % measured precisely: beyond a ±1 % margin, below a 5 % minimum effect.
-    assert ">undecided: more rounds at this estimate would not decide it<" in narrow
+    assert (
+        ">undecided: between the margin and the minimum effect; more rounds would not decide it<"
+        in narrow
+    )
     assert 'id="margin"' in narrow
     refused = signed_in.get(url, {"min_effect": "lots", "margin": "0"})
     assert refused.status_code == 200

@@ -1,9 +1,11 @@
 """CSV and JSON exports: the stored numbers, unrounded, and their statistics.
 
 - CSV `?rows=points` (default): one row per measured point, with the codes of
-  its validity warnings (its own, its cell's and its run's).
+  its own validity warnings and its run's (a window shorter than checkpoint_timeout
+  holds for each of its points); never its cell's, which merge the other repeats'
+  warnings and the cell's spread: those are in `?rows=stats`.
 - CSV `?rows=stats`: one row per run, client count and metric: n, mean,
-  median, sd, 95 % CI, MDE and, against a baseline (comparisons), the
+  median, sd, 95 % CI (`ci_level`), MDE and, against a baseline (comparisons), the
   difference with its CI, p, q (Benjamini-Hochberg) and the verdict: its words,
   method, "same" interval, rounds still needed and rank-based answer.
 - CSV `?rows=seconds`: one row per second of each point (its timeline), with
@@ -28,8 +30,8 @@ from collections.abc import Mapping
 from django.http import HttpResponse, JsonResponse
 
 from agents.contract.reports.counters import COUNTERS
+from runs.analysis import run_checks
 from runs.analysis import validity as checks
-from runs.analysis.cells import standing_for
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.analysis.verdicts import VERDICT_DEFAULTS
@@ -83,6 +85,7 @@ STATS_COLUMNS = [
     "ci_low",
     "ci_high",
     "mde_pct",
+    "ci_level",
     "diff_pct",
     "diff_ci_low_pct",
     "diff_ci_high_pct",
@@ -155,24 +158,26 @@ def seconds_by_point(runs: list[Run]) -> dict[tuple[int, int], list[ProgressSamp
     return found
 
 
-def point_warning_codes(table: StatsTable, cell: Run, result: Result) -> list[str]:
-    """The codes of a point's own warnings, then those of its cell and run, once each.
+def point_warning_codes(table: StatsTable, run_wide: list[str], result: Result) -> list[str]:
+    """The codes of a point's own warnings, then its run's (`run_wide`), once each.
 
-    `cell` is the run standing for the point's cell (runs/analysis/cells.py). A cell
-    may have no row at the point's clients: a re-run of the point's round replaces
-    that round in its cell (queued, running, or ended without points), so the point
-    counts in no cell's statistics and carries only its own warnings.
+    Never the cell's: a cell's warnings merge every repeat's, so a clean repeat would
+    carry a sibling's fault; they belong to the statistics rows.
     """
-    row = next((r for r in table.rows if r.run.pk == cell.pk and r.clients == result.clients), None)
     own = table.point_warnings.get((result.run_id, result.index), [])
-    cell_codes = row.warning_codes if row is not None else []
-    return list(dict.fromkeys([w.code for w in own] + cell_codes))
+    return list(dict.fromkeys([w.code for w in own] + run_wide))
+
+
+def run_wide_codes(run: Run, results: list[Result]) -> list[str]:
+    """The codes of the warnings about the whole run (they hold for each of its points)."""
+    return [w.code for w in run_checks.run_warnings(run, results)]
 
 
 def _json_body(
     runs: list[Run], loaded: StatsInputs, table: StatsTable, baseline: Run | None
 ) -> dict[str, object]:
-    cells, results = loaded["cells"], loaded["own_results"]
+    results = loaded["own_results"]
+    run_wide = {run.pk: run_wide_codes(run, results[run.pk]) for run in runs}
     seconds = seconds_by_point(runs)
     profiles = profile_exports(runs)
     return {
@@ -183,7 +188,7 @@ def _json_body(
                     {
                         **point_fields(r),
                         "counters": r.counters or {},
-                        "warnings": point_warning_codes(table, standing_for(run, cells), r),
+                        "warnings": point_warning_codes(table, run_wide[run.pk], r),
                         "seconds": [second_fields(s) for s in seconds.get((run.pk, r.index), [])],
                     }
                     for r in results[run.pk]
@@ -205,9 +210,10 @@ def _csv_points(
     writer = csv.DictWriter(response, fieldnames=COLUMNS)
     writer.writeheader()
     for run in runs:
-        cell = standing_for(run, loaded["cells"])
-        for result in loaded["own_results"][run.pk]:
-            codes = " ".join(point_warning_codes(table, cell, result))
+        results = loaded["own_results"][run.pk]
+        run_wide = run_wide_codes(run, results)
+        for result in results:
+            codes = " ".join(point_warning_codes(table, run_wide, result))
             fields = {**run_fields(run), **point_fields(result), **counter_fields(result)}
             writer.writerow({**fields, "warnings": codes})
 

@@ -62,11 +62,27 @@ def test_point_rows_carry_the_codes_of_their_warnings(signed_in):
     Result.objects.filter(run=run).update(failed=3)
     response = signed_in.get(reverse("run-export", args=[run.pk, "csv"]))
     (row,) = csv.DictReader(io.StringIO(response.content.decode()))
+    # Its own warning and its run's; "too few repeats" is the cell's (the stats rows').
     assert row["warnings"].split() == [
         "failed_transactions",
         "window_shorter_than_checkpoint_timeout",
-        "too_few_repeats",
     ]
+
+
+def test_a_point_row_carries_its_own_warnings_not_its_sibling_repeats(signed_in):
+    run = finished_run(three_repeats(1000.0))
+    Result.objects.filter(run=run, repeat=2).update(failed=3)
+    url = reverse("run-export", args=[run.pk, "csv"])
+    rows = list(csv.DictReader(io.StringIO(signed_in.get(url).content.decode())))
+    codes = {int(r["repeat"]): r["warnings"].split() for r in rows}
+    assert "failed_transactions" in codes[2]
+    assert "failed_transactions" not in codes[1] + codes[3]
+    body = signed_in.get(reverse("run-export", args=[run.pk, "json"])).json()
+    by_repeat = {p["repeat"]: p["warnings"] for p in body["runs"][0]["points"]}
+    assert by_repeat == codes
+    stats = signed_in.get(url, {"rows": "stats"}).content.decode()
+    (tps,) = [r for r in csv.DictReader(io.StringIO(stats)) if r["metric"] == "tps"]
+    assert "failed_transactions" in tps["warnings"].split() and tps["ci_level"] == "95.0"
 
 
 def test_statistics_csv_has_the_interval_difference_q_and_verdict_per_cell(signed_in):

@@ -17,6 +17,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from agents.contract.errors import JobError
+from agents.contract.host_allows import how_to_enable
 from agents.contract.spec.document import ScriptSpec
 from agents.contract.workload_text.sql_text import Statement, split_statements
 from agents.contract.workload_text.workload_sql import SETUP_SQL_FIELD, describe, read_statements
@@ -36,8 +37,7 @@ def why_refused(access: WorkloadAccess) -> str:
     return (
         f"workload SQL runs as the non-superuser role {access.user}, which cannot run programs, "
         "read or write files on the server or use untrusted languages; to run it anyway, the "
-        "agent's local config must allow superuser SQL (allow_superuser_sql or "
-        "--allow-superuser-sql)"
+        "agent must allow superuser SQL: " + how_to_enable("allow_superuser_sql")
     )
 
 

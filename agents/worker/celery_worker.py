@@ -61,6 +61,7 @@ from celery.signals import (
 from kombu.asynchronous import get_event_loop
 
 from agents.config import AgentConfig
+from agents.contract.host_allows import HostAllows
 from agents.contract.redaction import redact_celery_logs
 from agents.contract.signing import unsigned, verify
 from agents.contract.vocabulary import PAIR_ROLES, JobOutcome, PairRole
@@ -418,8 +419,8 @@ def register_agent(
     emitter: EventEmitter, config: AgentConfig, identity: Identity, instance: str
 ) -> dict[str, Any]:
     """Emit `agent_register`: this host's facts, installs, storage targets and catalogues,
-    the worker's instance token, whether its jobs get cgroups, and the agent's secret until
-    a job signed with it showed the lab has it."""
+    the worker's instance token, whether its jobs get cgroups, what its config allows, and
+    the agent's secret until a job signed with it showed the lab has it."""
     facts = collect_facts(config.storage_targets())
     installs = find_system_installs() + find_cached_installs(config.cache_dir)
     storage = {
@@ -435,9 +436,22 @@ def register_agent(
             "catalogues": cached_catalogues(config.cache_dir),
             "instance": instance,
             "isolation": host_isolation(),
+            "allows": host_allows(config),
             **({} if identity.confirmed else {"secret": identity.secret}),
         },
     )
+
+
+def host_allows(config: AgentConfig) -> HostAllows:
+    """What this agent's local config lets jobs do, so the lab refuses the rest at review."""
+    return {
+        "allow_source_builds": config.allow_source_builds,
+        "build_sources": list(config.build_sources),
+        "allow_user_patches": config.allow_user_patches,
+        "allow_shell_scripts": config.allow_shell_scripts,
+        "allow_superuser_sql": config.allow_superuser_sql,
+        "sandbox": config.sandbox,
+    }
 
 
 def cached_catalogues(cache_dir: Path) -> dict[str, dict[str, Any]]:

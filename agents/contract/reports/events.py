@@ -10,6 +10,7 @@ union `Event`.
 
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
+from agents.contract.host_allows import HostAllows
 from agents.contract.reports.facts import Facts, Space
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.profiles import ProfileResult
@@ -81,6 +82,8 @@ class RegistrationData(TypedDict):
     instance: NotRequired[str]
     # Whether the host gives its jobs cgroups (agents/job_cgroup.py).
     isolation: NotRequired["JobIsolation"]
+    # What the agent's local config lets jobs do (agents/contract/host_allows.py).
+    allows: NotRequired[HostAllows]
 
 
 class JobIsolation(TypedDict):

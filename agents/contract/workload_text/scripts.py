@@ -12,6 +12,7 @@ string, so only their shell commands count.)
 """
 
 from agents.contract.errors import JobError
+from agents.contract.host_allows import how_to_enable
 from agents.contract.spec.document import WorkloadSpec, script_fields
 from agents.contract.workload_text.script_reader import (
     READINGS,
@@ -61,8 +62,8 @@ def _problem(command: MetaCommand, readers: list[Reading], allow_shell: bool) ->
     found = f"{_versions(readers)} reads \\{command.name} here as a meta-command"
     if name in SHELL_COMMANDS and not allow_shell:
         return (
-            f"{found}, which runs shell commands on the benchmark host; remove it, or "
-            "allow shell scripts in that agent's local config"
+            f"{found}, which runs shell commands on the benchmark host; remove it, or allow "
+            f"shell scripts on that agent: {how_to_enable('allow_shell_scripts')}"
         )
     if name in SHELL_COMMANDS or name in HARMLESS_COMMANDS:
         return None

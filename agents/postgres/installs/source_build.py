@@ -38,6 +38,7 @@ from agents.contract.builds.definition import (
 )
 from agents.contract.builds.source_tree import UnsafeSource, bounded_members
 from agents.contract.errors import JobError
+from agents.contract.host_allows import how_to_allow_source, how_to_enable
 from agents.contract.wire import source_upload_key
 from agents.postgres.installs.build_steps import (
     BuildFailed,
@@ -69,23 +70,22 @@ def check_allowed(definition: BuildDefinition, config: AgentConfig) -> None:
     if not config.allow_source_builds:
         raise JobError(
             "build_refused",
-            "this agent does not build from source: its local config must set "
-            "allow_source_builds and list the allowed sources in build_sources",
+            "this agent does not build from source: " + how_to_allow_source(source["location"]),
             field="postgres.build.source",
         )
     if not any(_source_allowed(source, allowed) for allowed in config.build_sources):
         allowed_text = ", ".join(config.build_sources) or "none"
         raise JobError(
             "build_refused",
-            f"this agent does not build from {source['location']}: it allows {allowed_text}",
+            f"this agent does not build from {source['location']}: it allows {allowed_text}; "
+            + how_to_allow_source(source["location"]),
             field="postgres.build.source.location",
         )
     if definition["patches"] and not config.allow_user_patches:
         raise JobError(
             "build_refused",
-            "this agent does not apply patches from the lab: remove the patches, or run the "
-            "build on an agent whose local config sets allow_user_patches "
-            "(--allow-user-patches)",
+            "this agent does not apply patches from the lab: remove the patches, or "
+            + how_to_enable("allow_user_patches"),
             field="postgres.build.patches",
         )
 

@@ -65,7 +65,9 @@ def test_a_shell_command_after_sql_on_its_line_is_refused(text, command):
     assert error.field == "workload.scripts[0].text"
     assert error.message.startswith(f"line {text.count(chr(10))}: pgbench 9.6 and later reads")
     assert f"reads {command} here as a meta-command, which runs shell commands" in error.message
-    assert error.message.endswith("remove it, or allow shell scripts in that agent's local config")
+    assert "remove it, or allow shell scripts on that agent" in error.message
+    assert "BENCHLAB_AGENT_ALLOW_SHELL_SCRIPTS=1" in error.message
+    assert "--allow-shell-scripts (config key allow_shell_scripts)" in error.message
 
 
 def test_a_line_pgbench_9_5_reads_as_shell_is_refused_saying_so():

@@ -13,6 +13,7 @@ from runs.contract import spec_fields
 from runs.contract.execution import SEED_LIMIT
 from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
+from runs.models.catalogue import agent_hosts
 from runs.services.adaptive import ADAPTIVE_FIELDS
 from runs.services.history.imported import not_imported
 
@@ -117,12 +118,12 @@ class ScheduleForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     hosts = forms.ModelMultipleChoiceField(
         # Only approved agents get jobs (runs.services.hosts.enrollment).
-        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        agent_hosts().filter(enrollment=Host.Enrollment.APPROVED),
         widget=CheckboxList(lambda host: {"data-host": host.name}),
         error_messages={"required": "pick at least one host"},
     )
     client_host = forms.ModelChoiceField(
-        Host.objects.filter(enrollment=Host.Enrollment.APPROVED),
+        agent_hosts().filter(enrollment=Host.Enrollment.APPROVED),
         required=False,
         label="Client host",
         empty_label="none: pgbench on each server host",

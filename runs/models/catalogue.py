@@ -35,6 +35,16 @@ def owner_field(related_name: str) -> "models.ForeignKey[User | None, User | Non
     )
 
 
+# The name an import gives its host (runs.services.history.imports); agents' names have no
+# spaces or colons, so no agent can take it.
+IMPORTED_HOST_PREFIX = "imported: "
+
+
+def agent_hosts() -> "models.QuerySet[Host]":
+    """Hosts an agent runs on: every host but those imports made."""
+    return Host.objects.exclude(name__startswith=IMPORTED_HOST_PREFIX)
+
+
 class Host(models.Model):
     """A benchmark machine running one agent; `name` is the agent's name.
 
@@ -70,6 +80,10 @@ class Host(models.Model):
     # {target: {"total_bytes", "free_bytes", "at"}} (runs.services.hosts.space).
     storage_space = models.JSONField(default=dict, blank=True)
     installs = models.JSONField(default=list, blank=True)
+    # What the agent's registration said its jobs may do: `allows`, its local config
+    # (agents.contract.host_allows.HostAllows), and `isolation`, whether its jobs get
+    # cgroups; empty until an agent that reports them registers. Review checks them.
+    capabilities = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
     labels = models.JSONField(default=list, blank=True)
     registered_at = models.DateTimeField(default=timezone.now)
@@ -89,6 +103,11 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_imported(self) -> bool:
+        """A host an import of pgbench outputs made: no agent runs there."""
+        return self.name.startswith(IMPORTED_HOST_PREFIX)
 
     @property
     def is_approved(self) -> bool:

@@ -5,6 +5,7 @@ import logging
 from django.db import transaction
 
 from runs.models import ConfigProfile, Host, PgBuild, Workload
+from runs.models.catalogue import agent_hosts
 from runs.presets.seeds import PRESETS, Preset
 
 logger = logging.getLogger(__name__)
@@ -61,10 +62,11 @@ def _pks(model: type[PgBuild | ConfigProfile | Workload], names: list[str]) -> l
 def form_initial(preset: Preset) -> dict[str, object]:
     """The schedule form's starting values for a preset (its catalogue entries by name).
 
-    A preset with a client host takes the first two approved hosts as server and client.
+    A preset with a client host takes the first two approved hosts as server and client;
+    hosts an import made count for nothing (no agent runs there).
     """
-    hosts = list(Host.objects.values_list("pk", flat=True)[:2])
-    approved = Host.objects.filter(enrollment=Host.Enrollment.APPROVED).order_by("name")
+    hosts = list(agent_hosts().values_list("pk", flat=True)[:2])
+    approved = agent_hosts().filter(enrollment=Host.Enrollment.APPROVED).order_by("name")
     pair = list(approved.values_list("pk", flat=True)[:2])
     client_host = pair[1] if preset.client_host and len(pair) == 2 else None
     return {

@@ -38,6 +38,7 @@ from runs.services.adaptive import (
 )
 from runs.services.errors import Conflict
 from runs.services.history.imported import refuse_imported
+from runs.services.hosts.capabilities import require_capable_hosts, require_client_host_reported
 from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.queueing import Cell, CheckedCell, User, owner, queue_slot
@@ -204,6 +205,8 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_a_matrix(experiment)
     refuse_imported(experiment)
     _require_approved_hosts(experiment)
+    require_client_host_reported(experiment)
+    require_capable_hosts(experiment)
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     require_adaptive_design(experiment, len(cells))

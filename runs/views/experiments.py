@@ -12,7 +12,8 @@ from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
 from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.forms.experiments import ScheduleForm
-from runs.models import Experiment, Host
+from runs.models import Experiment
+from runs.models.catalogue import agent_hosts
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
 from runs.views.content.context import experiment_context, export_urls
@@ -43,8 +44,8 @@ def schedule(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "presets": presets.PRESETS,
-        "hosts": selectors.host_list(),
-        "no_hosts": not Host.objects.exists(),
+        "hosts": selectors.host_list().filter(pk__in=agent_hosts()),
+        "no_hosts": not agent_hosts().exists(),
         "run_overhead_s": RUN_OVERHEAD_S,
         "scale_load_s": SCALE_LOAD_S_PER_UNIT,
     }
@@ -77,7 +78,17 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["share_links"] = services.share_links_of(request.user).filter(experiment=experiment)
     if experiment.status == "draft":
         context["estimate"] = services.experiment_estimate(experiment)
+        context["not_ready"] = _why_not_ready(experiment)
     return render(request, "runs/experiment_detail.html", context)
+
+
+def _why_not_ready(experiment: Experiment) -> JobError | None:
+    """What starting would refuse, checked as the start checks it (nothing is queued)."""
+    try:
+        services.experiment_check(experiment)
+    except JobError as exc:
+        return exc
+    return None
 
 
 @login_required

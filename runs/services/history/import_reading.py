@@ -16,12 +16,16 @@ from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
 RUN_START = re.compile(r"(pgbench \(|starting vacuum|progress[: ]|transaction type:|\$ )")
 SUMMARY_START = "transaction type:"
 SUMMARY_END = re.compile(r"tps = ")
-# Where an output states the PostgreSQL version besides pgbench's 14+ header:
-# `pgbench --version` ("pgbench (PostgreSQL) 9.2.24") and `SELECT version()`
-# ("PostgreSQL 9.2.24 on x86_64-pc-linux-gnu, compiled by ...").
+# Where an output states the PostgreSQL version besides pgbench's 14+ header (13 and
+# older print none): `pgbench --version` or `psql --version` ("pgbench (PostgreSQL)
+# 13.16"), `SELECT version()` ("PostgreSQL 13.16 on x86_64-pc-linux-gnu, compiled by
+# ..."), psql's `SHOW server_version` (the name, a rule, the value) and a line such as
+# "server_version: 13.16" or "server version = 13.16".
 VERSION_STATEMENTS = (
-    re.compile(r"^\s*pgbench \(PostgreSQL\) (\d+(?:\.\d+)*)", re.MULTILINE),
+    re.compile(r"^\s*(?:pgbench|psql) \(PostgreSQL\) (\d+(?:\.\d+)*)", re.MULTILINE),
     re.compile(r"^\s*PostgreSQL (\d+(?:\.\d+)+) on ", re.MULTILINE),
+    re.compile(r"^\s*server_version\s*\n\s*-+\s*\n\s*(\d+(?:\.\d+)*)", re.MULTILINE),
+    re.compile(r"^\s*server[_ ]version\s*[:=]\s*(\d+(?:\.\d+)*)", re.MULTILINE | re.IGNORECASE),
 )
 
 

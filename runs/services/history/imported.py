@@ -16,7 +16,7 @@ from runs.models import Experiment, Provenance, Run
 ModelT = TypeVar("ModelT", bound=Model)
 
 # The matrix axes an import fills with objects of its own, as Experiment names them.
-IMPORTED_AXES = ("builds", "config_profiles", "workloads")
+IMPORTED_AXES = ("hosts", "builds", "config_profiles", "workloads")
 
 
 def not_imported(queryset: QuerySet[ModelT]) -> QuerySet[ModelT]:

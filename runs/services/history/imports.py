@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents.contract.pgbench_output.documents import PgbenchOutput
 from agents.contract.reports.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Result, Run, Workload
+from runs.models.catalogue import IMPORTED_HOST_PREFIX
 from runs.services.history.import_reading import (
     FileRefused,
     UploadedOutput,
@@ -179,7 +180,7 @@ def _import_host(name: str) -> Host:
     """`imported: NAME`: a name no agent can have (agents' names have no spaces or
     colons), so an import never attaches to, or blocks, an agent's host."""
     host, _ = Host.objects.get_or_create(
-        name=f"imported: {name or UNNAMED_MACHINE}"[:100],
+        name=f"{IMPORTED_HOST_PREFIX}{name or UNNAMED_MACHINE}"[:100],
         defaults={
             "enrollment": Host.Enrollment.REVOKED,
             "notes": "Holds runs imported from pgbench outputs; no agent runs here.",

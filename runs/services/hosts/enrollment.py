@@ -158,10 +158,16 @@ def _as_int(value: object) -> int | None:
 def host_approve(host: Host, user: User) -> Host:
     """pending or revoked -> approved; the registration it sent while pending is applied.
 
-    Raises Conflict when the host has no secret yet (its agent never registered).
+    Raises Conflict when the host has no secret yet (its agent never registered) or an
+    import made it.
     """
     with transaction.atomic():
         host = Host.objects.select_for_update().get(pk=host.pk)
+        if host.is_imported:
+            raise Conflict(
+                f"{host.name} holds runs imported from pgbench outputs: no agent runs there "
+                "to approve"
+            )
         if not is_secret(host.secret):
             raise Conflict(f"host {host.name} has sent no identity yet: start its agent first")
         _set_enrollment(host, Enrollment.APPROVED, user)

@@ -64,6 +64,11 @@ def _register(host: Host, data: RegistrationData) -> None:
     host.facts = data.get("facts") or {}
     host.storage_space = registered_space(host.facts)
     host.installs = data.get("installs") or []
+    host.capabilities = {}
+    if "allows" in data:
+        host.capabilities["allows"] = data["allows"]
+    if "isolation" in data:
+        host.capabilities["isolation"] = data["isolation"]
     host.registered_at = timezone.now()
     storage = data.get("storage") or {}
     host.storage_targets.exclude(name__in=list(storage)).delete()

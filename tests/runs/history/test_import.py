@@ -61,6 +61,46 @@ def test_real_outputs_of_four_versions_import_with_the_numbers_the_files_state(u
         assert provenance.file_said["runs_in_file"] == 1
 
 
+PG13_STATEMENTS = {
+    "show": " server_version \n----------------\n 13.16\n(1 row)\n\n",
+    "psql": "$ psql --version\npsql (PostgreSQL) 13.16\n",
+    "line": "server_version: 13.16\n",
+    "select": (
+        "                               version\n"
+        "---------------------------------------------------------------------\n"
+        " PostgreSQL 13.16 on x86_64-pc-linux-gnu, compiled by gcc 12.2.0, 64-bit\n"
+        "(1 row)\n\n"
+    ),
+}
+
+
+@pytest.mark.django_db
+def test_a_13_output_imports_with_the_version_its_file_states(user):
+    summary = captured("pg13", "run_default_c4j2_T4_P1_r").decode()
+    uploads = [
+        UploadedOutput(f"{name}.txt", (stated + summary).encode())
+        for name, stated in PG13_STATEMENTS.items()
+    ]
+
+    outcome = pgbench_import(user, uploads, ImportDetails())
+
+    assert outcome.errors == []
+    assert [run.build.version for run in outcome.runs] == ["13.16"] * len(PG13_STATEMENTS)
+
+
+@pytest.mark.django_db
+def test_a_13_output_stating_no_version_takes_the_one_given_with_the_batch(user):
+    summary = captured("pg13", "run_default_c4j2_T4_P1_r")
+
+    silent = pgbench_import(user, [UploadedOutput("a.txt", summary)], ImportDetails())
+    given = pgbench_import(
+        user, [UploadedOutput("b.txt", summary)], ImportDetails(pg_version="13.16")
+    )
+
+    assert silent.runs[0].build.version == "unknown"
+    assert given.runs[0].build.version == "13.16"
+
+
 @pytest.mark.django_db
 def test_a_bad_file_is_reported_by_name_and_line_and_the_rest_of_the_batch_imports(user):
     good = captured("pg16")

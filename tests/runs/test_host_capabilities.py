@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from agents.config import AgentConfig
 from agents.worker.celery_worker import host_allows
-from runs import presets
+from runs import presets, services
 from runs.models import Host
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imports import ImportDetails, pgbench_import
@@ -38,6 +38,23 @@ def host_with(isolation: dict = CGROUPS, **config: object) -> Host:
     """A host whose agent registered this local config (as `agent_register` reports it)."""
     allows = host_allows(AgentConfig(**config))  # type: ignore[arg-type]
     return HostFactory(capabilities={"allows": allows, "isolation": isolation})
+
+
+def test_registration_keeps_what_the_agent_s_config_allows_and_its_isolation():
+    host = HostFactory(name="reg-host")
+    allows = host_allows(AgentConfig(allow_source_builds=True, build_sources=[SOURCE]))
+    data = {"facts": {}, "installs": [], "storage": {}, "catalogues": {}}
+    services.agent_record_event(
+        {
+            "version": 1, "run_id": None, "token": None, "agent": host.name, "seq": 1,
+            "ts": "2026-11-28T12:00:00+00:00", "type": "agent_register",
+            "data": {**data, "allows": allows, "isolation": CGROUPS},
+        }
+    )  # fmt: skip
+
+    host.refresh_from_db()
+    assert host.capabilities == {"allows": allows, "isolation": CGROUPS}
+    assert allows["build_sources"] == [SOURCE] and not allows["allow_user_patches"]
 
 
 def review_page(user, experiment) -> str:

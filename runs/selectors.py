@@ -166,9 +166,15 @@ def experiment_runs(experiment: Experiment) -> list[Run]:
     return list(experiment.runs.select_related(*RUN_JOINS).order_by("position", "pk"))
 
 
+def in_cell_order(runs: list[Run]) -> list[Run]:
+    """Runs in their experiments' cell order (the order the cells were given in), then
+    round: in rounds the ids follow the random queue order, so the first id is any cell."""
+    return sorted(runs, key=lambda run: (run.experiment_id, run.cell, run.round or 0, run.pk))
+
+
 def comparison_runs(comparison: Comparison) -> list[Run]:
-    """The compared runs, the baseline first."""
-    runs = list(comparison.runs.select_related(*RUN_JOINS).order_by("pk"))
+    """The compared runs, the baseline first, then in their experiments' cell order."""
+    runs = in_cell_order(list(comparison.runs.select_related(*RUN_JOINS)))
     return sorted(runs, key=lambda run: run.pk != comparison.baseline_id)
 
 

@@ -212,17 +212,25 @@ class ScheduleForm(forms.Form):
     def clean_storage(self) -> list[StorageSpec]:
         return parse_storage_layouts(self.cleaned_data["storage"])
 
+    def _in_submitted_order(self, name: str) -> list[Any]:
+        """A matrix axis's choices in the order they were submitted (the first is the
+        experiment's first cell), not the order the database returns them in."""
+        submitted = self.data.getlist(name) if hasattr(self.data, "getlist") else []
+        place = {str(raw): position for position, raw in enumerate(submitted)}
+        chosen = list(self.cleaned_data[name])
+        return sorted(chosen, key=lambda item: place.get(str(item.pk), len(place)))
+
     def service_data(self) -> dict[str, object]:
         """The values `services.experiment_schedule` takes."""
         data = self.cleaned_data
         return {
             "name": data["name"],
             "description": data["description"],
-            "hosts": list(data["hosts"]),
+            "hosts": self._in_submitted_order("hosts"),
             "client_host": data.get("client_host"),
-            "builds": list(data["builds"]),
-            "config_profiles": list(data["config_profiles"]),
-            "workloads": list(data["workloads"]),
+            "builds": self._in_submitted_order("builds"),
+            "config_profiles": self._in_submitted_order("config_profiles"),
+            "workloads": self._in_submitted_order("workloads"),
             "storage_layouts": data["storage"],
             "clients": data["clients"],
             "duration_s": data["duration_s"],

@@ -93,6 +93,10 @@ class Experiment(models.Model):
         help_text="Adaptive: the smallest difference in % worth calling faster or slower.",
     )
     adaptive_state = models.JSONField(default=dict, blank=True)
+    # Each axis's ids in the order they were given ({"hosts": [3, 1], ...}): the cells
+    # follow it, so the first given is cell 0, the reference of adaptive looks and the
+    # default baseline. An axis or id missing (older experiments) goes by name after.
+    cell_order = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -11,9 +11,10 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict, cast
 
 from django.db import transaction
+from django.db.models import Model
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import (
@@ -133,22 +134,35 @@ def _experiment_create(user: User, data: dict[str, object]) -> Experiment:
     values.setdefault("storage_layouts", [dict(DEFAULT_STORAGE_LAYOUT)])
     if values.get("seed") is None:
         values.pop("seed", None)
+    given = {name: list(cast(Iterable[Model], data.get(name, []))) for name in M2M_FIELDS}
+    values["cell_order"] = {name: [item.pk for item in items] for name, items in given.items()}
     experiment = Experiment.objects.create(created_by=owner(user), **values)
-    for name in M2M_FIELDS:
-        getattr(experiment, name).set(data.get(name, []))
+    for name, items in given.items():
+        getattr(experiment, name).set(items)
     return experiment
 
 
 def experiment_cells(experiment: Experiment) -> list[Cell]:
-    """The matrix hosts x builds x configs x storage layouts x workloads, hosts outermost."""
+    """The matrix hosts x builds x configs x storage layouts x workloads, hosts outermost,
+    each axis in the order it was given (`Experiment.cell_order`): the first cell is the
+    one the user put first, the reference of adaptive looks and the default baseline."""
     product = itertools.product(
-        experiment.hosts.order_by("name"),
-        experiment.builds.order_by("name"),
-        experiment.config_profiles.order_by("name"),
+        _in_given_order(experiment, "hosts"),
+        _in_given_order(experiment, "builds"),
+        _in_given_order(experiment, "config_profiles"),
         experiment.storage_layouts or [DEFAULT_STORAGE_LAYOUT],
-        experiment.workloads.order_by("name"),
+        _in_given_order(experiment, "workloads"),
     )
     return [Cell(index, *values) for index, values in enumerate(product)]
+
+
+def _in_given_order(experiment: Experiment, axis: str) -> list[Any]:
+    """One axis's members in the order given; any not recorded (experiments made before
+    the order was kept) after them, by name."""
+    given: list[int] = (experiment.cell_order or {}).get(axis, [])
+    place = {pk: position for position, pk in enumerate(given)}
+    members = list(getattr(experiment, axis).order_by("name"))
+    return sorted(members, key=lambda member: place.get(member.pk, len(place)))
 
 
 def postgres_spec(build: PgBuild) -> PostgresSpec:

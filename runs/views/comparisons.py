@@ -32,7 +32,8 @@ def comparison_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         for errors in form.errors.values():
             messages.error(request, " ".join(str(error) for error in errors))
         return redirect("run-list")
-    runs = selectors.runs_in_order(sorted(run.pk for run in form.cleaned_data["runs"]))
+    # Unless one is chosen, the baseline is the first cell in its experiment's order.
+    runs = selectors.in_cell_order(list(form.cleaned_data["runs"]))
     baseline = form.cleaned_data["baseline"] or runs[0]
     name = form.cleaned_data["name"] or "Runs " + ", ".join(f"#{run.pk}" for run in runs)
     try:

@@ -366,9 +366,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     # No secret in a log line (agents.contract.redaction): payloads, URLs, tracebacks.
-    "filters": {"redact": {"()": "agents.contract.redaction.RedactingFilter"}},
+    # Nor a share link's token (benchlab.log_redaction): request paths carry it.
+    "filters": {
+        "redact": {"()": "agents.contract.redaction.RedactingFilter"},
+        "share_tokens": {"()": "benchlab.log_redaction.ShareTokenFilter"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["share_tokens", "redact"],
+        }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

@@ -24,13 +24,13 @@ from django.core.handlers.asgi import ASGIHandler
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
+from benchlab.log_redaction import SHARE_TOKEN_SHOWN
 from runs.models import ShareLink
 from runs.services.access.tokens import token_digest
 
 logger = logging.getLogger(__name__)
 
 View = Callable[..., Any]
-SHARE_TOKEN_SHOWN = 6
 SHARED_KINDS = ("run", "experiment", "comparison")
 
 

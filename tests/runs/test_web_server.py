@@ -128,3 +128,24 @@ def test_a_valid_token_works_after_many_wrong_ones_with_forged_forwarded_for(lab
 
     assert wrong == [401] * 10 + [429] * 2, "a forged X-Forwarded-For resets no count"
     assert runs_with(token, "198.51.100.99") == 200
+
+
+def test_no_share_token_reaches_the_web_servers_log(transactional_db, tmp_path):
+    run = RunFactory(status=Run.Status.SUCCEEDED)
+    add_point(run, 0, 1, 1, 1000.0, 1.0)
+    link, token = services.share_link_create(run.experiment.created_by, run)
+    server = Web(tmp_path, {}, ["--log-level", "info"])  # uvicorn's access log on
+    try:
+        answers = [
+            urllib.request.urlopen(f"{server.url}{path}", timeout=30).status
+            for path in (f"/s/{token}/", f"/s/{token}/results.json")
+        ]
+        with pytest.raises(urllib.error.HTTPError):  # Django logs the path it could not find
+            urllib.request.urlopen(f"{server.url}/s/{token}x/", timeout=30)
+    finally:
+        server.close()
+
+    log = server.log.read_text(errors="replace")
+    assert answers == [200, 200]
+    assert f"/s/{token[:6]}***" in log  # the lines are there, with the token cut
+    assert token[6:] not in log, log

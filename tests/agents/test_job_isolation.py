@@ -35,6 +35,7 @@ from tests.source_builds import (
     fake_release,
     pack,
 )
+from tests.waiting import wait_for
 
 
 def marker() -> str:
@@ -256,7 +257,9 @@ def test_an_agent_starting_ends_the_jobs_of_an_agent_that_is_gone(os_user: OsUse
     duration = marker()
     switch = ["setpriv", f"--reuid={os_user.uid}", f"--regid={os_user.gid}", "--clear-groups"]
     subprocess.run([*cgroup.launcher(), *switch, "sh", "-c", detach(duration)], check=True)
-    assert len(sleeping(duration)) == 1 and cgroup.pids()
+    # The shell returns once it forked: the detached child may not have exec'd sleep yet.
+    wait_for(lambda: len(sleeping(duration)) == 1, 10, "the detached sleep to run")
+    assert cgroup.pids()
 
     start_of_agent(AgentConfig())
 

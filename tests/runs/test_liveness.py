@@ -20,7 +20,9 @@ from tests.runs.factories import RunFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_runs_of_a_silent_host_fail_as_agent_lost_and_keep_their_points(settings):
+def test_runs_of_a_silent_host_fail_as_agent_lost_keep_their_points_and_are_flagged_cancelled(
+    settings, lab_redis, django_capture_on_commit_callbacks
+):
     settings.AGENT_LOST_GRACE_S = 90
     run = RunFactory(status=Run.Status.RUNNING)
     services.run_record_event(events.run_event(run, 1, "point", events.point(0)))
@@ -28,9 +30,14 @@ def test_runs_of_a_silent_host_fail_as_agent_lost_and_keep_their_points(settings
     Host.objects.filter(pk=run.host.pk).update(last_seen=long_ago)
     Run.objects.filter(pk=run.pk).update(last_event_at=long_ago)
 
-    failed = services.runs_fail_agent_lost()
+    with django_capture_on_commit_callbacks(execute=True):
+        failed = services.runs_fail_agent_lost()
 
     run.refresh_from_db()
+    # A client host's half of the run stops on the flag; the silent agent drops the job.
+    flag = cancel_key(dispatch_key(run.run_id, run.token))
+    assert lab_redis.get(flag) == "1"
+    lab_redis.delete(flag)
     assert failed == [run.pk]
     assert (run.status, run.error_code, run.error_category) == (
         "failed",

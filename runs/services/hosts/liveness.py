@@ -9,6 +9,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -31,7 +32,10 @@ def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
     """Fail the running runs of hosts silent for longer than AGENT_LOST_GRACE_S.
 
     A run counts as silent when neither its host's heartbeat nor its own
-    events arrived within the grace period. Returns the ids of the runs failed.
+    events arrived within the grace period. Its cancel flag is set too: a client
+    host's half of the run, still measuring against a server that is gone, stops on
+    it, and the silent agent drops the job if it comes back. Returns the ids of the
+    runs failed.
     Queued runs stay queued: their jobs wait in the agent's queue. Nothing is
     judged while the event consumer is behind (`events_caught_up`): the events
     that would show the agent alive may be waiting in the stream.
@@ -54,6 +58,10 @@ def runs_fail_agent_lost(now: datetime | None = None) -> list[int]:
                 run, Run.Status.FAILED, error, when=now, from_states=(Run.Status.RUNNING,)
             ):
                 Host.objects.filter(pk=run.host_id, current_run=run).update(current_run=None)
+                run_id, token = run.run_id, run.token
+                transport.send_after_commit(
+                    run.pk, "cancel flag", partial(transport.request_cancel, run_id, token)
+                )
                 failed.append(run.pk)
     if failed:
         logger.warning("runs %s failed: their agents went silent", failed)

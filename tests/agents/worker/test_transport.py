@@ -126,7 +126,8 @@ def test_background_flusher_sends_the_spool_without_new_events(tmp_path, spare_r
     client = spare_redis.client()
     wait_for(lambda: len(stream_events(client, "events")) == 3, timeout=5)
     assert seqs(stream_events(client, "events")) == [1, 2, 3]
-    assert not sink.spool_path.exists()
+    # The flusher sends the spool's events, then removes the file: a moment apart.
+    wait_for(lambda: not sink.spool_path.exists(), timeout=5, what="the sent spool removed")
 
 
 def test_start_sends_events_a_previous_agent_process_left_in_the_spool(

@@ -12,7 +12,7 @@ from agents.contract.builds.definition import BuildRecord
 from runs.analysis import run_checks, verdicts
 from runs.analysis import validity as checks
 from runs.analysis.cells import share_rounds
-from runs.analysis.shapes import shape_warnings
+from runs.analysis.outliers import outlier_warnings
 from runs.analysis.validity import ValidityWarning
 from runs.analysis.verdicts import Judgement, Question
 from runs.inference import paired, stats
@@ -125,7 +125,7 @@ def cell_warnings(
     codes = {w.code for w in merged}
     for metric, summary in summaries.items():
         values = [v for r in results if (v := metric_value(r, metric)) is not None]
-        for warning in [*checks.cell_warnings(summary), *shape_warnings(values)]:
+        for warning in [*checks.cell_warnings(summary), *outlier_warnings(values)]:
             if warning.code not in codes:
                 codes.add(warning.code)
                 merged.append(ValidityWarning(warning.code, f"{METRICS[metric]}: {warning.detail}"))

@@ -1,4 +1,4 @@
-"""The measured points of a comparison placed by its shape (runs/analysis/shaping.py):
+"""The measured points of a comparison placed by its layout (runs/analysis/chart_layout.py):
 each point with its value of every dimension, and the seed-style pivot table (rows one
 dimension or several, columns another) of mean and CI with every repeat's value.
 """
@@ -7,16 +7,16 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from runs.analysis.chart_layout import ChartLayout, Dimension, kept, point_values
 from runs.analysis.compare import StatsTable, repeat_values
-from runs.analysis.shaping import Dimension, Shape, kept, point_values
 from runs.analysis.validity import ValidityWarning
 from runs.inference.stats import Summary
 from runs.models import Result, Run
 
 
 @dataclass(frozen=True)
-class ShapedPoint:
-    """One cell at one client count, one metric: where the shape puts it and its numbers."""
+class PlacedPoint:
+    """One cell at one client count, one metric: where the layout puts it and its numbers."""
 
     run: Run
     clients: int
@@ -29,29 +29,29 @@ class ShapedPoint:
         return self.values[key] if key else ""
 
 
-def shaped_points(
+def placed_points(
     table: StatsTable,
     results: Mapping[int, Sequence[Result]],
     dims: Mapping[str, Dimension],
-    shape: Shape,
+    layout: ChartLayout,
     metric: str,
-) -> list[ShapedPoint]:
-    """The table's points that pass the shape's filters, with each repeat's value."""
+) -> list[PlacedPoint]:
+    """The table's points that pass the layout's filters, with each repeat's value."""
     values_of = {pk: repeat_values(rs, metric) for pk, rs in results.items()}
     points = []
     for row in table.rows:
         values = point_values(row.run, row.clients, dims)
-        if kept(values, shape):
+        if kept(values, layout):
             repeats = values_of.get(row.run.pk, {}).get(row.clients, [])
             summary = row.cells[metric].summary if metric in row.cells else None
-            points.append(ShapedPoint(row.run, row.clients, values, summary, repeats, row.warnings))
+            points.append(PlacedPoint(row.run, row.clients, values, summary, repeats, row.warnings))
     return points
 
 
 @dataclass(frozen=True)
 class PivotRow:
     label: str
-    cells: list[ShapedPoint | None]
+    cells: list[PlacedPoint | None]
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,12 @@ class Pivot:
 
 
 def pivot(
-    points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension], metric: str
+    points: list[PlacedPoint], layout: ChartLayout, dims: Mapping[str, Dimension], metric: str
 ) -> Pivot:
     """Columns are the colour (else a facet), rows every other drawn dimension."""
-    column_key = shape.colour or shape.facet_col or shape.facet_row
+    column_key = layout.colour or layout.facet_col or layout.facet_row
     row_keys = [
-        key for key in (shape.facet_row, shape.facet_col, shape.x) if key and key != column_key
+        key for key in (layout.facet_row, layout.facet_col, layout.x) if key and key != column_key
     ]
     columns = list(dims[column_key].values) if column_key else [""]
     by_place = {(tuple(p.at(k) for k in row_keys), p.at(column_key)): p for p in points}

@@ -18,7 +18,7 @@ group-sequential design keeps them at ALPHA (docs/decisions.md says why this one
   so a large effect ends soon.
 - A look's levels become Welch intervals on log values at the Welch-Satterthwaite
   df, as the fixed verdicts use (runs/analysis/verdicts.py); where a side's rounds
-  are not log-normal (an outlier round, rounds in two groups: runs/analysis/shapes.py)
+  are not log-normal (an outlier round, rounds in two groups: runs/analysis/outliers.py)
   the point's answer is rank-based at the same levels (Hodges-Lehmann shift,
   Mann-Whitney p: runs/inference/ranks.py) and says so. Benjamini-Hochberg runs over
   the look's points at the look's level. A decided point keeps its answer.
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from runs.analysis.shapes import shape_of
-from runs.analysis.verdicts import Question, Verdict, ratio_shape
+from runs.analysis.outliers import find_outliers
+from runs.analysis.verdicts import Question, Verdict, ratio_outliers
 from runs.inference import levels, paired, ranks, stats
 from runs.inference.equivalence import margin_log
 from runs.inference.look_tests import (
@@ -71,7 +71,7 @@ class PointAnswer:
     interval_pct: tuple[float, float] | None = None
     same_interval_pct: tuple[float, float] | None = None
     margin_pct: float = 0.0
-    # Why the answer is rank-based (the sides' shapes); "" for log-Welch.
+    # Why the answer is rank-based (the sides' outliers); "" for log-Welch.
     rank_because: str = ""
     # A bisection step's answer (`judge_between`): the level the cell was placed at or
     # not, the change in % that level is against the first cell, and the log odds.
@@ -173,7 +173,7 @@ def _paired_rows(questions: dict[int, Question], level: LookLevel) -> _PairedRow
     found = _PairedRows({}, {}, {})
     for position, (row, pairing) in enumerate(pairings):
         log_ratios = pairing.log_ratios()
-        found.because[row] = ratio_shape(pairing)
+        found.because[row] = ratio_outliers(pairing)
         if not found.because[row]:
             found.numbers[row] = row_of(looked, position)
         elif ranks.signed_ranks_reach(log_ratios.size, level.alpha):
@@ -185,11 +185,12 @@ def _paired_rows(questions: dict[int, Question], level: LookLevel) -> _PairedRow
 
 
 def rank_because(question: Question) -> str:
-    """Why a point's answer is rank-based: its sides' shapes that are not log-normal
-    ("" when both are)."""
-    shapes = {"this cell": shape_of(question.values), "first cell": shape_of(question.baseline)}
+    """Why a point's answer is rank-based: the outliers of its sides that are not
+    log-normal ("" when both are)."""
+    sides = {"this cell": question.values, "first cell": question.baseline}
+    checked = {side: find_outliers(values) for side, values in sides.items()}
     return "; ".join(
-        f"{side}: {shape.describe()}" for side, shape in shapes.items() if not shape.is_log_normal
+        f"{side}: {found.describe()}" for side, found in checked.items() if not found.is_log_normal
     )
 
 

@@ -11,7 +11,7 @@
 
 The numbers come from Welch's t-test on log values (runs/inference/stats.py)
 unless a side's repeats are not log-normal (an outlier or two groups,
-runs/analysis/shapes.py): then from the rank-based answer (Hodges-Lehmann
+runs/analysis/outliers.py): then from the rank-based answer (Hodges-Lehmann
 shift with Mann-Whitney p, runs/inference/ranks.py), and the judgement says so.
 
 Where both cells ran in the same rounds (a Question with the round of each
@@ -31,7 +31,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from runs.analysis.shapes import shape_of
+from runs.analysis.outliers import find_outliers
 from runs.inference import paired, ranks, stats
 from runs.inference.equivalence import (
     DEFAULT_MARGIN_PCT,
@@ -102,9 +102,9 @@ class RankAnswer:
     ci_high_pct: float | None
     p: float
 
-    def describe(self, shape: str, method: "Method") -> str:
+    def describe(self, outliers: str, method: "Method") -> str:
         test = "Wilcoxon signed-rank" if method is Method.SIGNED_RANK else "Mann-Whitney"
-        return f"rank-based ({shape}): median ratio {self.pct:+.1f} %, {test} p = {self.p:.2g}"
+        return f"rank-based ({outliers}): median ratio {self.pct:+.1f} %, {test} p = {self.p:.2g}"
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,8 @@ class Answer:
     equivalence: tuple[float, float] | None
     spread: Spread
     rank: RankAnswer | None = None
-    shape: str = ""
+    # The outliers that made the answer rank-based, in words ("" for log-Welch and paired t).
+    outliers: str = ""
     # Which design answered: "paired over 7 of 8 rounds; round 3 incomplete", "unpaired".
     design: str = paired.UNPAIRED
 
@@ -237,7 +238,7 @@ class Judgement:
             return ""
         found = []
         if self.answer.rank:
-            found.append(self.answer.rank.describe(self.answer.shape, self.answer.method))
+            found.append(self.answer.rank.describe(self.answer.outliers, self.answer.method))
         interval = self.equivalence_pct
         if interval and self.verdict in (Verdict.SAME, Verdict.UNDECIDED):
             confidence = (1 - 2 * ALPHA) * 100
@@ -269,7 +270,7 @@ def _welch_answer(question: Question, difference: Difference) -> Answer:
     return Answer(Method.LOG_WELCH, difference.pct, difference.p, equivalence, spread)
 
 
-def _rank_answer(question: Question, shape: str) -> Answer:
+def _rank_answer(question: Question, outliers: str) -> Answer:
     shift = ranks.rank_shift(question.values, question.baseline, ALPHA)
     low, high = (
         (math.expm1(end) * 100.0 for end in shift.interval) if shift.interval else (None, None)
@@ -283,7 +284,7 @@ def _rank_answer(question: Question, shape: str) -> Answer:
         len(question.baseline),
     )
     rank = RankAnswer(pct, low, high, shift.p)
-    return Answer(Method.RANK, pct, shift.p, shift.equivalence_interval, spread, rank, shape)
+    return Answer(Method.RANK, pct, shift.p, shift.equivalence_interval, spread, rank, outliers)
 
 
 def _paired_t_answer(pairing: paired.Pairing, difference: Difference) -> Answer:
@@ -301,7 +302,7 @@ def _paired_t_answer(pairing: paired.Pairing, difference: Difference) -> Answer:
     )
 
 
-def _signed_rank_answer(pairing: paired.Pairing, shape: str) -> Answer:
+def _signed_rank_answer(pairing: paired.Pairing, outliers: str) -> Answer:
     log_ratios = pairing.log_ratios()
     shift = ranks.signed_rank_shift(log_ratios, ALPHA)
     low, high = (
@@ -318,20 +319,20 @@ def _signed_rank_answer(pairing: paired.Pairing, shape: str) -> Answer:
         shift.equivalence_interval,
         spread,
         rank,
-        shape,
+        outliers,
         pairing.describe(),
     )
 
 
-def ratio_shape(pairing: paired.Pairing) -> str:
-    """What the shape checks find in the rounds' ratios, naming rounds ("" when they
+def ratio_outliers(pairing: paired.Pairing) -> str:
+    """What the outlier checks find in the rounds' ratios, naming rounds ("" when they
     are log-normal)."""
-    shape = shape_of(np.exp(pairing.log_ratios()))
+    checked = find_outliers(np.exp(pairing.log_ratios()))
     found = []
-    if shape.outliers:
-        rounds = ", ".join(str(pairing.rounds[i]) for i in shape.outliers)
-        found.append(f"outlier round{'s' if len(shape.outliers) > 1 else ''} {rounds}")
-    if shape.bimodal:
+    if checked.outliers:
+        rounds = ", ".join(str(pairing.rounds[i]) for i in checked.outliers)
+        found.append(f"outlier round{'s' if len(checked.outliers) > 1 else ''} {rounds}")
+    if checked.bimodal:
         found.append("in two groups")
     return f"round ratios: {'; '.join(found)}" if found else ""
 
@@ -341,7 +342,7 @@ def answer(question: Question, difference: Difference) -> Answer:
     repeats are not log-normal; paired (t, or signed ranks) where the rounds pair."""
     pairing = question.pairing
     if pairing is not None and pairing.is_paired:
-        odd_ratios = ratio_shape(pairing)
+        odd_ratios = ratio_outliers(pairing)
         if not odd_ratios:
             return _paired_t_answer(pairing, difference)
         if ranks.signed_ranks_reach(len(pairing.rounds), ALPHA):
@@ -349,9 +350,10 @@ def answer(question: Question, difference: Difference) -> Answer:
         ranked = _rank_answer(question, odd_ratios)
         return dataclasses.replace(ranked, design=paired.too_few_for_signed_ranks(pairing))
     design = pairing.describe() if pairing is not None else paired.UNPAIRED
-    shapes = {"this run": shape_of(question.values), "baseline": shape_of(question.baseline)}
+    sides = {"this run": question.values, "baseline": question.baseline}
+    checked = {side: find_outliers(values) for side, values in sides.items()}
     odd = [
-        f"{side}: {shape.describe()}" for side, shape in shapes.items() if not shape.is_log_normal
+        f"{side}: {found.describe()}" for side, found in checked.items() if not found.is_log_normal
     ]
     found = _rank_answer(question, "; ".join(odd)) if odd else _welch_answer(question, difference)
     return dataclasses.replace(found, design=design)

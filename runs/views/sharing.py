@@ -27,7 +27,7 @@ TEMPLATES = {
 @require_POST
 def share_create(request: AuthenticatedHttpRequest, kind: str, pk: int) -> HttpResponse:
     _link, token = services.share_link_create(request.user, _share_target(kind, pk))
-    # The page's choices (a comparison's shape, baseline, ...) travel with the link.
+    # The page's choices (a comparison's chart layout, baseline, ...) travel with the link.
     query = QueryDict(request.POST.get("query", "")).urlencode()
     suffix = f"?{query}" if query else ""
     # Shown this once (runs/base.html): the lab keeps only the token's digest.

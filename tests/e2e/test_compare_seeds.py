@@ -221,7 +221,7 @@ def assert_readable(page, figure_id: str) -> dict:
     return chart
 
 
-def test_seed_1_at_16_cells_reads_as_configs_per_version_and_shapes_from_the_url(
+def test_seed_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_url(
     signed_in_page, web, browser
 ):
     comparison = seed_1()
@@ -251,12 +251,12 @@ def test_seed_1_at_16_cells_reads_as_configs_per_version_and_shapes_from_the_url
     # Colour by storage instead, no facets, clients 10: the URL carries it.
     page.select_option("select[name=colour]", "storage")
     page.select_option("select[name=facet_col]", "none")
-    page.click("#shape-form button[type=submit]")
+    page.click("#layout-form button[type=submit]")
     page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
     assert "colour=storage" in page.url and "facet_col=none" in page.url
     page.select_option("select[name=only_clients]", "10")
     page.select_option("select[name=only_version]", "PostgreSQL 17")
-    page.click("#shape-form button[type=submit]")
+    page.click("#layout-form button[type=submit]")
     page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
     chart = assert_readable(page, "fig-cmp-tps")
     assert chart["legend"] == ["default", "default, WAL on wal"] and chart["facets"] == []
@@ -265,21 +265,21 @@ def test_seed_1_at_16_cells_reads_as_configs_per_version_and_shapes_from_the_url
     # The baseline, by label, changes in place.
     baseline = "PostgreSQL 17 · tuning 2: memory · default, WAL on wal"
     page.select_option("#baseline-select", label=baseline)
-    page.click("#shape-form button[type=submit]")
+    page.click("#layout-form button[type=submit]")
     expect(page.locator("#baseline-label")).to_have_text(baseline)
     assert re.search(rf"/comparisons/{comparison.pk}/\?", page.url)
     assert Comparison.objects.count() == 1
     expect(page.locator("#compare-table tr.baseline").first).to_contain_text(baseline)
     assert_readable(page, "fig-cmp-tps")
 
-    # A share link made now draws the same shape against the same baseline.
-    shape = drawn(page, "fig-cmp-tps")
+    # A share link made now draws the same chart layout against the same baseline.
+    layout = drawn(page, "fig-cmp-tps")
     page.click("summary:has-text('Share')")
     page.click("button:has-text('Create share link')")
     link = page.locator("[data-share-link]").first.get_attribute("href")
     visitor = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     open_comparison(visitor, f"{web.url}{link}")
-    assert drawn(visitor, "fig-cmp-tps") == shape
+    assert drawn(visitor, "fig-cmp-tps") == layout
     expect(visitor.locator("#baseline-label")).to_have_text(baseline)
     visitor.context.close()
 
@@ -319,7 +319,7 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
     # Versions side by side as facets, a line per workload.
     page.select_option("select[name=colour]", "workload")
     page.select_option("select[name=facet_col]", "version")
-    page.click("#shape-form button[type=submit]")
+    page.click("#layout-form button[type=submit]")
     page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
     chart = assert_readable(page, "fig-cmp-tps")
     assert chart["legend"] == ["select-only", "update by key", "single-table inserts"]

@@ -2,24 +2,25 @@
 on a log axis or on a y range that does not start at zero, every trace of a chart of up
 to 24 (and more) traces is told apart, overlaid timelines included, peak labels stop past
 a few runs, a legend's height is counted in its figure, and hover text is never drawn
-inside a bar. The seeds' shapes on runs built in memory (tests/runs/test_shaping.py)."""
+inside a bar. The seeds' chart layouts on runs built in memory
+(tests/runs/test_chart_layout.py)."""
 
 import itertools
 import math
 
 import pytest
 
+from runs.analysis.chart_layout import ChartLayout, cell_labels, dimensions, point_values
 from runs.analysis.compare import METRICS, run_peaks
-from runs.analysis.pivot import ShapedPoint
-from runs.analysis.shaping import Shape, cell_labels, dimensions, point_values
+from runs.analysis.pivot import PlacedPoint
 from runs.charts.clients import PEAK_ANNOTATIONS_MAX, clients_figure
 from runs.charts.figures import COLORS, DASHES, legend_space, trace_style
-from runs.charts.shaped import OWN_Y_NOTE, shaped_figure
+from runs.charts.laid_out import OWN_Y_NOTE, laid_out_figure
 from runs.charts.timelines import overlaid_server, overlaid_timelines
 from runs.inference.stats import summarize
 from runs.models import Result, Run
 from runs.timelines.store import Digest
-from tests.runs.test_shaping import matrix
+from tests.runs.test_chart_layout import matrix
 
 VERSIONS = ["PostgreSQL 16", "PostgreSQL 17"]
 LADDER = ["defaults", "tuning 1: WAL", "tuning 2: memory", "tuning 3: more memory"]
@@ -31,11 +32,11 @@ def seed_1_runs() -> list[Run]:
     return matrix(version=VERSIONS, config=LADDER, storage=STORAGE)
 
 
-def points_of(runs: list[Run], dims, tps_of) -> list[ShapedPoint]:
+def points_of(runs: list[Run], dims, tps_of) -> list[PlacedPoint]:
     """Three repeats 1 % apart at each client count, their mean `tps_of(run, clients)`."""
     clients = [int(c) for c in dims["clients"].values]
     return [
-        ShapedPoint(run, c, point_values(run, c, dims), summarize([m * 0.99, m, m * 1.01]), [], [])
+        PlacedPoint(run, c, point_values(run, c, dims), summarize([m * 0.99, m, m * 1.01]), [], [])
         for run in runs
         for c in clients
         for m in [tps_of(run, c)]
@@ -148,16 +149,20 @@ def test_one_client_count_draws_bars_from_zero_with_the_hover_outside_them():
     assert {t["type"] for t in figure["data"]} == {"bar"}
     assert_bars_stand_on_zero(figure)
     assert_no_text_in_bars(figure)
-    patterns = [(t["marker"]["color"], t["marker"]["pattern"]["shape"][0]) for t in figure["data"]]
+    patterns = [
+        (t["marker"]["color"], t["marker"]["pattern"]["shape"][0]) for t in figure["data"]
+    ]
     assert len(set(patterns)) == 16
 
 
-def test_seed_1_shape_draws_bars_from_zero_one_shared_axis_and_a_legend_in_the_figure():
+def test_seed_1_layout_draws_bars_from_zero_one_shared_axis_and_a_legend_in_the_figure():
     runs = seed_1_runs()
     dims = dimensions(runs, [10, 20])
-    shape = Shape("config", "version", "storage", None, {"clients": "20"})
+    chart_layout = ChartLayout("config", "version", "storage", None, {"clients": "20"})
     tps = {run.pk: 450 * (1 + 0.6 * (run.pk % 8 // 2)) for run in runs}
-    figure = shaped_figure(points_of(runs, dims, lambda r, c: tps[r.pk]), shape, dims, "tps", "s")
+    figure = laid_out_figure(
+        points_of(runs, dims, lambda r, c: tps[r.pk]), chart_layout, dims, "tps", "s"
+    )
     assert {t["type"] for t in figure["data"]} == {"bar"}
     assert_bars_stand_on_zero(figure)
     assert_no_text_in_bars(figure)
@@ -169,10 +174,12 @@ def test_seed_1_shape_draws_bars_from_zero_one_shared_axis_and_a_legend_in_the_f
 def test_fsync_beside_fdatasync_on_a_log_axis_is_drawn_as_points_not_bars():
     runs = matrix(config=["fdatasync", "fsync", "open_sync"], storage=STORAGE)
     dims = dimensions(runs, [8])
-    shape = Shape("config", None, "storage", None, {})
+    chart_layout = ChartLayout("config", None, "storage", None, {})
     # One panel holds 14,400 and 1,055 tps: a log axis, where a bar's length means nothing.
     tps = {1: 14400.0, 2: 14400.0, 3: 1055.0, 4: 671.0, 5: 684.0, 6: 680.0}
-    figure = shaped_figure(points_of(runs, dims, lambda r, c: tps[r.pk]), shape, dims, "tps", "d")
+    figure = laid_out_figure(
+        points_of(runs, dims, lambda r, c: tps[r.pk]), chart_layout, dims, "tps", "d"
+    )
     assert figure["layout"]["yaxis"]["type"] == "log"
     assert {t["type"] for t in figure["data"]} == {"scatter"}
     assert {t["mode"] for t in figure["data"]} == {"markers"}
@@ -184,13 +191,13 @@ def test_fsync_beside_fdatasync_on_a_log_axis_is_drawn_as_points_not_bars():
 def test_seed_3_facets_ten_times_apart_get_their_own_y_axis_said_in_the_title():
     runs = matrix(version=VERSIONS, workload=WORKLOADS)
     dims = dimensions(runs, [1, 4, 16])
-    shape = Shape("clients", "version", "workload", None, {})
+    chart_layout = ChartLayout("clients", "version", "workload", None, {})
     base = {"select-only": 20000.0, "update by key": 1500.0, "single-table inserts": 1200.0}
 
     def tps(run: Run, clients: int) -> float:
         return base[run.workload.name] * (1 + 0.1 * clients)
 
-    figure = shaped_figure(points_of(runs, dims, tps), shape, dims, "tps", "s3")
+    figure = laid_out_figure(points_of(runs, dims, tps), chart_layout, dims, "tps", "s3")
     layout = figure["layout"]
     assert OWN_Y_NOTE in layout["title"]["text"]
     assert all("matches" not in layout[f"yaxis{n}"] for n in ("", "2", "3"))
@@ -203,7 +210,7 @@ def test_seed_3_facets_ten_times_apart_get_their_own_y_axis_said_in_the_title():
     assert_no_text_in_bars(figure)
     # Within tenfold: one axis for all.
     base = dict.fromkeys(base, 2000.0) | {"select-only": 9000.0}
-    figure = shaped_figure(points_of(runs, dims, tps), shape, dims, "tps", "s3")
+    figure = laid_out_figure(points_of(runs, dims, tps), chart_layout, dims, "tps", "s3")
     assert OWN_Y_NOTE not in figure["layout"]["title"]["text"]
     assert figure["layout"]["yaxis3"]["matches"] == "y"
 

@@ -85,7 +85,7 @@ def test_an_outlier_round_ratio_is_answered_by_signed_ranks_recomputed_by_hand()
             itertools.product((0, 1), repeat=8)]  # fmt: skip
     k = max(c for c in range(1, 37) if sum(t <= c - 1 for t in sums) / len(sums) <= 0.025)
     assert judged.method is Method.SIGNED_RANK
-    assert judged.answer.shape == "round ratios: outlier round 6"
+    assert judged.answer.outliers == "round ratios: outlier round 6"
     rank = judged.rank
     assert rank.pct == pytest.approx(math.expm1(np.median(walsh)) * 100, rel=1e-12)
     assert rank.ci_low_pct == pytest.approx(math.expm1(walsh[k - 1]) * 100, rel=1e-12)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from runs.analysis import shapes
-from runs.analysis.shapes import shape_warnings
+from runs.analysis import outliers
+from runs.analysis.outliers import outlier_warnings
 from runs.analysis.verdicts import VERDICT_DEFAULTS, Method, Question, Verdict, judge, record_fields
 from runs.inference import equivalence, ranks
 from runs.inference.equivalence import Spread, rounds_to_decide
@@ -174,21 +174,21 @@ def test_three_against_three_repeats_have_no_rank_interval():
 @pytest.mark.parametrize("n", [5, 8, 20])
 def test_log_normal_repeats_are_flagged_about_one_percent_of_the_time_per_check(n):
     rng = np.random.default_rng(100 + n)
-    found = [shapes.shape_of(np.exp(rng.normal(7.0, 0.2, n))) for _ in range(3000)]
-    assert sum(bool(shape.outliers) for shape in found) / 3000 <= 0.02
-    assert sum(shape.bimodal for shape in found) / 3000 <= 0.02
+    found = [outliers.find_outliers(np.exp(rng.normal(7.0, 0.2, n))) for _ in range(3000)]
+    assert sum(bool(checked.outliers) for checked in found) / 3000 <= 0.02
+    assert sum(checked.bimodal for checked in found) / 3000 <= 0.02
 
 
 def test_two_groups_and_a_far_repeat_are_flagged_next_to_the_number():
     two_groups = [1000.0, 1010.0, 990.0, 2000.0, 2020.0, 1990.0]
     far = [1000.0, 1010.0, 990.0, 1005.0, 1600.0]
-    assert shapes.shape_of(two_groups) == shapes.Shape((), True)
-    assert shapes.shape_of(far) == shapes.Shape((4,), False)
-    assert [(w.code, w.detail) for w in shape_warnings(far)] == [
+    assert outliers.find_outliers(two_groups) == outliers.RepeatOutliers((), True)
+    assert outliers.find_outliers(far) == outliers.RepeatOutliers((4,), False)
+    assert [(w.code, w.detail) for w in outlier_warnings(far)] == [
         ("outlier_repeat", "repeat 5 of 5")
     ]
-    assert [w.code for w in shape_warnings(two_groups)] == ["repeats_in_two_groups"]
-    assert shape_warnings([1000.0, 0.0, 990.0, 1005.0, 1600.0]) == []
+    assert [w.code for w in outlier_warnings(two_groups)] == ["repeats_in_two_groups"]
+    assert outlier_warnings([1000.0, 0.0, 990.0, 1005.0, 1600.0]) == []
 
 
 def test_record_fields_carry_the_answer_and_default_without_one():

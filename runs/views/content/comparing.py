@@ -1,8 +1,8 @@
-"""What a comparison page shows, signed in or shared: the chart in the shape the URL
-asks for (runs/analysis/shaping.py), its pivot tables, the statistics table against the
+"""What a comparison page shows, signed in or shared: the chart in the layout the URL
+asks for (runs/analysis/chart_layout.py), its pivot tables, the statistics table against the
 baseline the URL names, what differs, and every repeat's timeline.
 
-Everything the page can change (shape, filters, baseline, minimum effect) is a query
+Everything the page can change (chart layout, filters, baseline, minimum effect) is a query
 parameter, so a link, a share link with the same query, and a reload draw the same page.
 """
 
@@ -10,25 +10,25 @@ from collections.abc import Mapping
 
 from runs import selectors
 from runs.analysis.cells import standing_for
-from runs.analysis.compare import COMPARED_METRICS, METRICS
-from runs.analysis.pivot import pivot, shaped_points
-from runs.analysis.shaping import (
+from runs.analysis.chart_layout import (
     FILTER_PREFIX,
     NONE,
     SLOT_TITLES,
     SLOTS,
+    ChartLayout,
     Dimension,
-    Shape,
     cell_labels,
     dimensions,
-    shape_from_query,
+    layout_from_query,
     varying,
 )
+from runs.analysis.compare import COMPARED_METRICS, METRICS
+from runs.analysis.pivot import pivot, placed_points
 from runs.analysis.tables import load_inputs, table_of
 from runs.analysis.whatdiffers import shown_differences, wal_apart_on_data_device
 from runs.charts import flames
 from runs.charts import timelines as timeline_charts
-from runs.charts.shaped import shaped_figure
+from runs.charts.laid_out import laid_out_figure
 from runs.counters.points import movers_by_cell, movers_by_run
 from runs.models import Comparison, Run
 from runs.profiles.pages import profile_pairs
@@ -50,19 +50,21 @@ def baseline_from(runs: list[Run], saved: Run, raw: str | None) -> tuple[Run, st
     return found, ""
 
 
-def shape_controls(dims: Mapping[str, Dimension], shape: Shape) -> list[dict[str, object]]:
-    """The selects of the shape form: each slot with its choices, then each filter."""
+def layout_controls(
+    dims: Mapping[str, Dimension], chart_layout: ChartLayout
+) -> list[dict[str, object]]:
+    """The selects of the layout form: each slot with its choices, then each filter."""
     keys = varying(dims) or ["clients"]
     controls: list[dict[str, object]] = []
     for slot in SLOTS:
         choices = [(key, dims[key].title) for key in keys]
         if slot != "x":
             choices.append((NONE, "none"))
-        chosen = shape.slot(slot) or NONE
+        chosen = chart_layout.slot(slot) or NONE
         controls.append(
             {"name": slot, "title": SLOT_TITLES[slot], "chosen": chosen, "choices": choices}
         )
-    for key, value in shape.filters.items():
+    for key, value in chart_layout.filters.items():
         choices = [(v, v) for v in dims[key].values]
         title = f"only {dims[key].title}"
         controls.append(
@@ -89,11 +91,11 @@ def comparison_context(
     cells, results = loaded["cells"], loaded["results"]
     baseline = standing_for(baseline, cells)
     dims = dimensions(cells, {r.clients for rs in results.values() for r in rs})
-    shape, shape_errors = shape_from_query(dims, query)
+    chart_layout, layout_errors = layout_from_query(dims, query)
     labels = cell_labels(cells, dims)
     keep_unsettled = query.get("keep_unsettled") == "1"
     table = table_of(loaded, baseline, min_effect, COMPARED_METRICS, margin, keep_unsettled)
-    points = {m: shaped_points(table, results, dims, shape, m) for m in COMPARED_METRICS}
+    points = {m: placed_points(table, results, dims, chart_layout, m) for m in COMPARED_METRICS}
     repeats = {pk: list(dict.fromkeys(r.run_id for r in rs)) for pk, rs in results.items()}
     digests = loaded["digests"]
     return {
@@ -102,15 +104,18 @@ def comparison_context(
         "labels": labels,
         "metrics": METRICS,
         "table": table,
-        "shape": shape,
-        "shape_controls": shape_controls(dims, shape),
-        "pivots": [pivot(points[m], shape, dims, m) for m in COMPARED_METRICS],
-        "errors": [e for e in (min_effect_error, margin_error, baseline_error, *shape_errors) if e],
+        "layout_controls": layout_controls(dims, chart_layout),
+        "pivots": [pivot(points[m], chart_layout, dims, m) for m in COMPARED_METRICS],
+        "errors": [
+            e for e in (min_effect_error, margin_error, baseline_error, *layout_errors) if e
+        ],
         "min_effect_error": min_effect_error,
         "margin_error": margin_error,
         "figures": {
-            "tps": shaped_figure(points["tps"], shape, dims, "tps", name),
-            "latency": shaped_figure(points["latency_avg_ms"], shape, dims, "latency_avg_ms", name),
+            "tps": laid_out_figure(points["tps"], chart_layout, dims, "tps", name),
+            "latency": laid_out_figure(
+                points["latency_avg_ms"], chart_layout, dims, "latency_avg_ms", name
+            ),
             "timelines": timeline_charts.overlaid_timelines(cells, digests, labels, name, repeats),
             "server": timeline_charts.overlaid_server(cells, digests, labels, name),
         },

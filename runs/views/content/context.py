@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from runs import selectors
 from runs.analysis import run_checks
+from runs.analysis.chart_layout import cell_labels, dimensions
 from runs.analysis.compare import (
     METRICS,
     Peak,
@@ -16,7 +17,6 @@ from runs.analysis.compare import (
     point_warnings,
     stats_table,
 )
-from runs.analysis.shaping import cell_labels, dimensions
 from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients, flames
 from runs.charts import timelines as timeline_charts

@@ -1,18 +1,19 @@
-"""The shape of a comparison from what varies (runs/analysis/shaping.py), its labels, and
-the chart drawn from it (runs/charts/shaped.py), on runs built in memory like the seeds'."""
+"""The chart layout of a comparison from what varies (runs/analysis/chart_layout.py), its
+labels, and the chart drawn from it (runs/charts/laid_out.py), on runs built in memory
+like the seeds'."""
 
 import itertools
 
-from runs.analysis.pivot import ShapedPoint
-from runs.analysis.shaping import (
-    Shape,
+from runs.analysis.chart_layout import (
+    ChartLayout,
     cell_labels,
-    default_shape,
+    default_layout,
     dimensions,
+    layout_from_query,
     point_values,
-    shape_from_query,
 )
-from runs.charts.shaped import shaped_figure
+from runs.analysis.pivot import PlacedPoint
+from runs.charts.laid_out import laid_out_figure
 from runs.inference.stats import summarize
 from runs.models import ConfigProfile, Host, PgBuild, Run, Workload
 
@@ -52,8 +53,8 @@ def test_seed_1_draws_configs_as_grouped_bars_per_version_a_facet_per_storage():
         storage=[("default", ""), ("default", "wal")],
     )
     dims = dimensions(runs, [10, 20])
-    shape = default_shape(dims)
-    assert shape == Shape("config", "version", "storage", None, {"clients": "20"})
+    chart_layout = default_layout(dims)
+    assert chart_layout == ChartLayout("config", "version", "storage", None, {"clients": "20"})
     assert dims["storage"].values == ("default", "default, WAL on wal")
     labels = cell_labels(runs, dims)
     assert labels[runs[1].pk] == "PostgreSQL 16 · defaults · default, WAL on wal"
@@ -70,7 +71,7 @@ def test_seed_2_names_the_config_by_the_setting_it_varies_a_facet_per_storage():
     dims = dimensions(runs, [8])
     assert dims["config"].title == "wal_sync_method"
     assert dims["config"].values == ("fdatasync", "fsync", "open_sync")
-    assert default_shape(dims) == Shape("config", None, "storage", None, {})
+    assert default_layout(dims) == ChartLayout("config", None, "storage", None, {})
 
 
 def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload():
@@ -78,8 +79,8 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
         version=["PostgreSQL 16", "PostgreSQL 17"],
         workload=["select-only", "update by key", "TPC-B"],
     )
-    shape = default_shape(dimensions(runs, [1, 4, 16]))
-    assert shape == Shape("clients", "version", "workload", None, {})
+    chart_layout = default_layout(dimensions(runs, [1, 4, 16]))
+    assert chart_layout == ChartLayout("clients", "version", "workload", None, {})
 
 
 def test_seed_4_draws_a_line_per_memory_profile_a_facet_per_host():
@@ -88,15 +89,15 @@ def test_seed_4_draws_a_line_per_memory_profile_a_facet_per_host():
         workload=["select-only", "TPC-B"],
         host=["alpha", "beta"],
     )
-    shape = default_shape(dimensions(runs, [1, 4, 8, 16]))
-    assert shape == Shape("clients", "config", "host", "workload", {})
+    chart_layout = default_layout(dimensions(runs, [1, 4, 8, 16]))
+    assert chart_layout == ChartLayout("clients", "config", "host", "workload", {})
 
 
 def test_an_a_a_comparison_tells_its_cells_apart_by_run():
     runs = [cell(1), cell(2)]
     dims = dimensions(runs, [4])
     assert dims["run"].values == ("#1", "#2")
-    assert default_shape(dims) == Shape("run", None, None, None, {})
+    assert default_layout(dims) == ChartLayout("run", None, None, None, {})
     assert cell_labels(runs, dims) == {1: "#1", 2: "#2"}
 
 
@@ -108,24 +109,26 @@ def test_labels_name_only_what_differs_storage_included():
 def test_the_query_moves_dimensions_and_filters_the_rest():
     runs = matrix(version=["16", "17"], workload=["ro", "rw", "mix"])
     dims = dimensions(runs, [1, 4, 16])
-    shape, errors = shape_from_query(dims, {"x": "version", "colour": "clients", "only_ro": "x"})
+    chart_layout, errors = layout_from_query(
+        dims, {"x": "version", "colour": "clients", "only_ro": "x"}
+    )
     assert errors == []
     # The workload keeps its facet; nothing is left to filter.
-    assert shape == Shape("version", "clients", "workload", None, {})
-    shape, errors = shape_from_query(dims, {"facet_col": "none", "only_workload": "rw"})
-    assert shape == Shape("clients", "version", None, None, {"workload": "rw"})
+    assert chart_layout == ChartLayout("version", "clients", "workload", None, {})
+    chart_layout, errors = layout_from_query(dims, {"facet_col": "none", "only_workload": "rw"})
+    assert chart_layout == ChartLayout("clients", "version", None, None, {"workload": "rw"})
     asked = {"x": "host", "colour": "version", "facet_col": "version"}
-    shape, errors = shape_from_query(dims, asked)
+    chart_layout, errors = layout_from_query(dims, asked)
     assert errors == [
         "x axis: 'host' is not a dimension that varies here; choose clients, version, workload.",
         "facets: version is already drawn; pick another dimension.",
     ]
-    assert shape == Shape("clients", "version", "workload", None, {})
+    assert chart_layout == ChartLayout("clients", "version", "workload", None, {})
 
 
-def points_of(runs: list[Run], dims, means: dict[int, float]) -> list[ShapedPoint]:
+def points_of(runs: list[Run], dims, means: dict[int, float]) -> list[PlacedPoint]:
     return [
-        ShapedPoint(run, 4, point_values(run, 4, dims), summarize([m * 0.99, m, m * 1.01]), [], [])
+        PlacedPoint(run, 4, point_values(run, 4, dims), summarize([m * 0.99, m, m * 1.01]), [], [])
         for run in runs
         for m in [means[run.pk]]
     ]
@@ -134,16 +137,16 @@ def points_of(runs: list[Run], dims, means: dict[int, float]) -> list[ShapedPoin
 def test_facets_ten_times_apart_get_their_own_y_axis_and_one_legend_entry_per_colour():
     runs = matrix(config=["small", "large"], workload=["TPC-B", "select-only"])
     dims = dimensions(runs, [4])
-    shape = default_shape(dims)
-    assert shape == Shape("config", None, "workload", None, {})
-    shape = Shape("workload", "config", None, None, {})
+    chart_layout = default_layout(dims)
+    assert chart_layout == ChartLayout("config", None, "workload", None, {})
+    chart_layout = ChartLayout("workload", "config", None, None, {})
     means = {1: 1000.0, 2: 20000.0, 3: 1100.0, 4: 21000.0}
-    figure = shaped_figure(points_of(runs, dims, means), shape, dims, "tps", "c")
+    figure = laid_out_figure(points_of(runs, dims, means), chart_layout, dims, "tps", "c")
     shown = [t["name"] for t in figure["data"] if t["showlegend"]]
     assert shown == ["small", "large"]
     assert figure["layout"]["yaxis"]["type"] == "log"  # one facet holding 1k and 20k tps
-    shape = Shape("config", None, "workload", None, {})
-    figure = shaped_figure(points_of(runs, dims, means), shape, dims, "tps", "c")
+    chart_layout = ChartLayout("config", None, "workload", None, {})
+    figure = laid_out_figure(points_of(runs, dims, means), chart_layout, dims, "tps", "c")
     assert "matches" not in figure["layout"]["yaxis2"]  # 1k beside 20k: each its own y
     assert figure["layout"]["yaxis2"]["rangemode"] == "tozero"
     assert figure["config"]["displaylogo"] is False

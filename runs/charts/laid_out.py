@@ -1,4 +1,4 @@
-"""A comparison drawn in the shape the user picked (runs/analysis/shaping.py): the x
+"""A comparison drawn in the chart layout the user picked (runs/analysis/chart_layout.py): the x
 axis, one colour per value of the colour dimension (one legend entry each), and a
 small multiple per facet value. Lines when the x axis is a client sweep, grouped bars
 otherwise; the mean of the repeats with its 95 % CI; an open marker (bars: a cross
@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from runs.analysis.chart_layout import CLIENTS, ChartLayout, Dimension
 from runs.analysis.compare import METRICS
-from runs.analysis.pivot import ShapedPoint
-from runs.analysis.shaping import CLIENTS, Dimension, Shape
+from runs.analysis.pivot import PlacedPoint
 from runs.charts.figures import (
     TraceStyle,
     base_layout,
@@ -35,16 +35,18 @@ Panel = tuple[str, str]
 Json = dict[str, Any]
 
 
-def _panels(points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]) -> list[Panel]:
-    present = {(p.at(shape.facet_row), p.at(shape.facet_col)) for p in points}
-    rows = dims[shape.facet_row].values if shape.facet_row else ("",)
-    cols = dims[shape.facet_col].values if shape.facet_col else ("",)
+def _panels(
+    points: list[PlacedPoint], chart_layout: ChartLayout, dims: Mapping[str, Dimension]
+) -> list[Panel]:
+    present = {(p.at(chart_layout.facet_row), p.at(chart_layout.facet_col)) for p in points}
+    rows = dims[chart_layout.facet_row].values if chart_layout.facet_row else ("",)
+    cols = dims[chart_layout.facet_col].values if chart_layout.facet_col else ("",)
     return [(r, c) for r in rows for c in cols if (r, c) in present] or [("", "")]
 
 
-def _grid(panels: list[Panel], shape: Shape) -> int:
+def _grid(panels: list[Panel], chart_layout: ChartLayout) -> int:
     """Columns of the grid: one per facet column value, wrapped at WRAP_COLUMNS without rows."""
-    if shape.facet_row:
+    if chart_layout.facet_row:
         return max(1, len({c for _r, c in panels}))
     return min(len(panels), WRAP_COLUMNS)
 
@@ -61,9 +63,9 @@ def _domains(n: int, columns: int, rows: int) -> tuple[list[float], list[float]]
     return [left, min(1.0, left + width)], [max(0.0, top - height), top]
 
 
-def _hover(point: ShapedPoint, shape: Shape, dims: Mapping[str, Dimension]) -> str:
+def _hover(point: PlacedPoint, chart_layout: ChartLayout, dims: Mapping[str, Dimension]) -> str:
     summary = point.summary
-    lines = [" · ".join(f"{dims[k].title} {point.values[k]}" for k in shape.placed)]
+    lines = [" · ".join(f"{dims[k].title} {point.values[k]}" for k in chart_layout.placed)]
     if summary is not None:
         lines.append(
             f"n={summary.n}, 95 % CI {summary.ci_low:,.3f} to {summary.ci_high:,.3f}"
@@ -74,7 +76,7 @@ def _hover(point: ShapedPoint, shape: Shape, dims: Mapping[str, Dimension]) -> s
     return "<br>".join(lines)
 
 
-def _error_bars(points: list[ShapedPoint]) -> Json:
+def _error_bars(points: list[PlacedPoint]) -> Json:
     summaries = [p.summary for p in points if p.summary]
     return {
         "type": "data",
@@ -86,8 +88,8 @@ def _error_bars(points: list[ShapedPoint]) -> Json:
 
 
 def _trace(
-    points: list[ShapedPoint],
-    shape: Shape,
+    points: list[PlacedPoint],
+    chart_layout: ChartLayout,
     dims: Mapping[str, Dimension],
     kind: str,
     style: TraceStyle | list[str],
@@ -99,11 +101,11 @@ def _trace(
     warned = [bool(p.warnings) for p in points]
     color = style.color if isinstance(style, TraceStyle) else style
     trace: Json = {
-        "x": [p.clients if kind == "lines" else p.values[shape.x] for p in points],
+        "x": [p.clients if kind == "lines" else p.values[chart_layout.x] for p in points],
         "y": [p.summary.mean for p in points if p.summary],
         "error_y": _error_bars(points),
         # hovertext, never text: a bar draws its text inside itself.
-        "hovertext": [_hover(p, shape, dims) for p in points],
+        "hovertext": [_hover(p, chart_layout, dims) for p in points],
         "hovertemplate": "%{y:,.3f}<br>%{hovertext}<extra>%{fullData.name}</extra>",
     }
     if kind == "bars":
@@ -138,32 +140,36 @@ def _y_axes(by_panel: dict[Panel, list[float]]) -> tuple[bool, bool]:
     return independent, log
 
 
-def _panel_title(panel: Panel, shape: Shape, dims: Mapping[str, Dimension]) -> str:
+def _panel_title(panel: Panel, chart_layout: ChartLayout, dims: Mapping[str, Dimension]) -> str:
     parts = [
         f"{dims[key].title}: {value}"
-        for key, value in ((shape.facet_row, panel[0]), (shape.facet_col, panel[1]))
+        for key, value in ((chart_layout.facet_row, panel[0]), (chart_layout.facet_col, panel[1]))
         if key
     ]
     return "<b>" + " · ".join(parts) + "</b>" if parts else ""
 
 
-def shaped_figure(
-    points: list[ShapedPoint],
-    shape: Shape,
+def laid_out_figure(
+    points: list[PlacedPoint],
+    chart_layout: ChartLayout,
     dims: Mapping[str, Dimension],
     metric: str,
     name: str,
 ) -> Json:
-    """`metric` of the points in `shape`: one trace per panel and colour value."""
-    as_lines = shape.x == CLIENTS and len(dims[CLIENTS].values) > 1
-    panels = _panels(points, shape, dims)
-    columns = _grid(panels, shape)
+    """`metric` of the points in `chart_layout`: one trace per panel and colour value."""
+    as_lines = chart_layout.x == CLIENTS and len(dims[CLIENTS].values) > 1
+    panels = _panels(points, chart_layout, dims)
+    columns = _grid(panels, chart_layout)
     rows = math.ceil(len(panels) / columns)
-    colours = dims[shape.colour].values if shape.colour else ("",)
-    in_panel: dict[Panel, list[ShapedPoint]] = {}
+    colours = dims[chart_layout.colour].values if chart_layout.colour else ("",)
+    in_panel: dict[Panel, list[PlacedPoint]] = {}
     for panel in panels:
-        here = [p for p in points if (p.at(shape.facet_row), p.at(shape.facet_col)) == panel]
-        here.sort(key=lambda p: dims[shape.x].values.index(p.values[shape.x]))
+        here = [
+            p
+            for p in points
+            if (p.at(chart_layout.facet_row), p.at(chart_layout.facet_col)) == panel
+        ]
+        here.sort(key=lambda p: dims[chart_layout.x].values.index(p.values[chart_layout.x]))
         in_panel[panel] = here
     by_panel = {
         panel: [p.summary.mean for p in here if p.summary] for panel, here in in_panel.items()
@@ -176,35 +182,45 @@ def shaped_figure(
     for n, (panel, here) in enumerate(in_panel.items()):
         axes = {"xaxis": f"x{_axis_suffix(n)}", "yaxis": f"y{_axis_suffix(n)}"}
         for c, value in enumerate(colours):
-            mine = [p for p in here if p.at(shape.colour) == value]
+            mine = [p for p in here if p.at(chart_layout.colour) == value]
             if not mine:
                 continue
-            style = trace_style(c) if shape.colour else _bar_colours(mine, shape, dims)
-            trace = _trace(mine, shape, dims, kind, style)
+            style = (
+                trace_style(c) if chart_layout.colour else _bar_colours(mine, chart_layout, dims)
+            )
+            trace = _trace(mine, chart_layout, dims, kind, style)
             first = not any(t["legendgroup"] == value for t in traces)
             legend = {"name": value or METRICS[metric], "legendgroup": value}
-            traces.append({**trace, **legend, **axes, "showlegend": bool(shape.colour) and first})
+            traces.append(
+                {**trace, **legend, **axes, "showlegend": bool(chart_layout.colour) and first}
+            )
         x_domain, y_domain = _domains(n, columns, rows)
-        layout_axes[f"xaxis{_axis_suffix(n)}"] = _x_axis(shape, dims, as_lines, x_domain, n)
+        layout_axes[f"xaxis{_axis_suffix(n)}"] = _x_axis(chart_layout, dims, as_lines, x_domain, n)
         layout_axes[f"yaxis{_axis_suffix(n)}"] = {"domain": y_domain, "anchor": axes["xaxis"]}
-        if title := _panel_title(panel, shape, dims):
+        if title := _panel_title(panel, chart_layout, dims):
             titles.append(_title_annotation(title, x_domain, y_domain))
     entries = [t["name"] for t in traces if t["showlegend"]]
-    legend_title = dims[shape.colour].title if shape.colour else ""
-    layout = _layout(shape, dims, metric, rows, columns, layout_axes, titles, (independent, log))
+    legend_title = dims[chart_layout.colour].title if chart_layout.colour else ""
+    layout = _layout(
+        chart_layout, dims, metric, rows, columns, layout_axes, titles, (independent, log)
+    )
     layout = with_legend_below(layout, entries, legend_title, PANEL_HEIGHT * rows, MARGIN)
-    return figure_json(traces, layout, f"{name}-{metric}-by-{shape.x}")
+    return figure_json(traces, layout, f"{name}-{metric}-by-{chart_layout.x}")
 
 
 def _bar_colours(
-    points: list[ShapedPoint], shape: Shape, dims: Mapping[str, Dimension]
+    points: list[PlacedPoint], chart_layout: ChartLayout, dims: Mapping[str, Dimension]
 ) -> list[str]:
-    order = dims[shape.x].values
-    return [trace_style(order.index(p.values[shape.x])).color for p in points]
+    order = dims[chart_layout.x].values
+    return [trace_style(order.index(p.values[chart_layout.x])).color for p in points]
 
 
 def _x_axis(
-    shape: Shape, dims: Mapping[str, Dimension], as_lines: bool, domain: list[float], n: int
+    chart_layout: ChartLayout,
+    dims: Mapping[str, Dimension],
+    as_lines: bool,
+    domain: list[float],
+    n: int,
 ) -> Json:
     axis: Json = {"domain": domain, "anchor": f"y{_axis_suffix(n)}", "zeroline": False}
     if as_lines:
@@ -214,7 +230,7 @@ def _x_axis(
         axis |= {
             "type": "category",
             "categoryorder": "array",
-            "categoryarray": dims[shape.x].values,
+            "categoryarray": dims[chart_layout.x].values,
         }
     return axis
 
@@ -234,7 +250,7 @@ def _title_annotation(text: str, x_domain: list[float], y_domain: list[float]) -
 
 
 def _layout(
-    shape: Shape,
+    chart_layout: ChartLayout,
     dims: Mapping[str, Dimension],
     metric: str,
     rows: int,
@@ -244,7 +260,7 @@ def _layout(
     y_axes: tuple[bool, bool],
 ) -> Json:
     independent, log = y_axes
-    drawn = " and ".join(dims[k].title for k in (shape.x, shape.colour) if k)
+    drawn = " and ".join(dims[k].title for k in (chart_layout.x, chart_layout.colour) if k)
     title = f"{METRICS[metric]} by {drawn} (mean, 95 % CI)"
     if independent:
         title += f"; {OWN_Y_NOTE}"
@@ -258,7 +274,7 @@ def _layout(
     panels = sum(1 for key in axes if key.startswith("xaxis"))
     for n in range(panels):
         if n + columns >= panels:
-            axes[f"xaxis{_axis_suffix(n)}"]["title"] = {"text": dims[shape.x].title}
+            axes[f"xaxis{_axis_suffix(n)}"]["title"] = {"text": dims[chart_layout.x].title}
         if n % columns == 0:
             y_title = METRICS[metric] + (" (log)" if log else "")
             axes[f"yaxis{_axis_suffix(n)}"]["title"] = {"text": y_title}

@@ -1,10 +1,10 @@
-"""The shape of a comparison: which dimensions vary between its cells, which one is the
+"""The chart layout of a comparison: which dimensions vary between its cells, which one is the
 x axis, which one the colour, which ones the small-multiple facets, and which value
 every other varying dimension is filtered to.
 
 A dimension is something a cell (a run, or the runs of one cell measured in rounds)
 has one value of (version, config, storage, workload, host, client host), or the
-client count, which varies inside a run. The default shape follows what varies, not a
+client count, which varies inside a run. The default layout follows what varies, not a
 preset's name (docs/decisions.md): the dimension with the most values is the x axis
 (the client count wins a tie: a sweep reads best as lines), the version (else the
 config) the colour, hosts, storage and workloads the facets. Labels name only the
@@ -55,7 +55,7 @@ class Dimension:
 
 
 @dataclass(frozen=True)
-class Shape:
+class ChartLayout:
     """Where each varying dimension goes: a slot of the chart or a filter to one value."""
 
     x: str
@@ -73,7 +73,7 @@ class Shape:
         return [d for d in (self.x, self.colour, self.facet_col, self.facet_row) if d]
 
     def query(self) -> dict[str, str]:
-        """The shape as the comparison URL's query parameters."""
+        """The layout as the comparison URL's query parameters."""
         params = {slot: self.slot(slot) or NONE for slot in SLOTS}
         return params | {FILTER_PREFIX + key: value for key, value in self.filters.items()}
 
@@ -190,15 +190,15 @@ def default_filter(dim: Dimension) -> str:
     return dim.values[-1] if dim.key == CLIENTS else dim.values[0]
 
 
-def default_shape(dims: Mapping[str, Dimension]) -> Shape:
-    """The shape that reads best for what varies (see the module docstring)."""
+def default_layout(dims: Mapping[str, Dimension]) -> ChartLayout:
+    """The layout that reads best for what varies (see the module docstring)."""
     keys = varying(dims) or [CLIENTS]
     x = max(keys, key=lambda k: (len(dims[k].values), -rank(k, X_PREFERENCE)))
     colour = _first(COLOUR_PREFERENCE, keys, [x])
     taken = [x, colour] if colour else [x]
     facet_col = _first(FACET_PREFERENCE, keys, taken)
     facet_row = _first(FACET_PREFERENCE, keys, [*taken, facet_col]) if facet_col else None
-    return _with_filters(Shape(x, colour, facet_col, facet_row), dims, {})
+    return _with_filters(ChartLayout(x, colour, facet_col, facet_row), dims, {})
 
 
 def _determined(key: str, placed: list[str], dims: Mapping[str, Dimension]) -> bool:
@@ -215,13 +215,15 @@ def _determined(key: str, placed: list[str], dims: Mapping[str, Dimension]) -> b
     return True
 
 
-def _with_filters(shape: Shape, dims: Mapping[str, Dimension], asked: Mapping[str, str]) -> Shape:
+def _with_filters(
+    layout: ChartLayout, dims: Mapping[str, Dimension], asked: Mapping[str, str]
+) -> ChartLayout:
     filters = {}
     for key in varying(dims):
-        if key not in shape.placed and not _determined(key, shape.placed, dims):
+        if key not in layout.placed and not _determined(key, layout.placed, dims):
             value = asked.get(key)
             filters[key] = value if value in dims[key].values else default_filter(dims[key])
-    return Shape(shape.x, shape.colour, shape.facet_col, shape.facet_row, filters)
+    return ChartLayout(layout.x, layout.colour, layout.facet_col, layout.facet_row, filters)
 
 
 def _choice_error(slot: str, asked: str, dims: Mapping[str, Dimension]) -> str:
@@ -231,12 +233,12 @@ def _choice_error(slot: str, asked: str, dims: Mapping[str, Dimension]) -> str:
     return f"{what}; choose {choices}{extra}."
 
 
-def shape_from_query(
+def layout_from_query(
     dims: Mapping[str, Dimension], query: Mapping[str, str]
-) -> tuple[Shape, list[str]]:
-    """The shape the URL asks for, slot by slot over the default, with an error naming
+) -> tuple[ChartLayout, list[str]]:
+    """The layout the URL asks for, slot by slot over the default, with an error naming
     each slot that asked for something impossible (that slot keeps its default)."""
-    default, errors = default_shape(dims), []
+    default, errors = default_layout(dims), []
     keys = varying(dims) or [CLIENTS]
     chosen: dict[str, str | None] = {}
     for slot in SLOTS:
@@ -257,13 +259,13 @@ def shape_from_query(
         for slot in SLOTS
     }
     x = slots["x"] or next(k for k in keys if k not in taken)
-    shape = Shape(x, slots["colour"], slots["facet_col"], slots["facet_row"])
+    layout = ChartLayout(x, slots["colour"], slots["facet_col"], slots["facet_row"])
     asked_filters = {
         key.removeprefix(FILTER_PREFIX): value
         for key, value in query.items()
         if key.startswith(FILTER_PREFIX)
     }
-    return _with_filters(shape, dims, asked_filters), errors
+    return _with_filters(layout, dims, asked_filters), errors
 
 
 def _unless_taken(key: str | None, taken: list[str]) -> str | None:
@@ -289,6 +291,6 @@ def point_values(run: Run, clients: int, dims: Mapping[str, Dimension]) -> dict[
     return values | {CLIENTS: str(clients)}
 
 
-def kept(values: Mapping[str, str], shape: Shape) -> bool:
-    """Whether a point passes the shape's filters."""
-    return all(values.get(key) == value for key, value in shape.filters.items())
+def kept(values: Mapping[str, str], layout: ChartLayout) -> bool:
+    """Whether a point passes the layout's filters."""
+    return all(values.get(key) == value for key, value in layout.filters.items())

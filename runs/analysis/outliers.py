@@ -1,4 +1,5 @@
-"""Repeats that are not log-normal: an outlier far from the others, or two groups.
+"""Outliers in repeats, the ways they are not log-normal: a repeat far from the others,
+or the repeats in two groups.
 
 The log-Welch verdict assumes a point's repeats scatter log-normally around one
 value. Two checks on the log values say when they do not:
@@ -36,7 +37,7 @@ MAD_TO_SD = 0.6745
 
 
 @dataclass(frozen=True)
-class Shape:
+class RepeatOutliers:
     """What the checks found in one side's repeats: outlier positions (in the order given)
     and whether they form two groups."""
 
@@ -116,8 +117,8 @@ def gap_threshold(n: int) -> float:
     return float(np.quantile(widest_gap(draws), 1 - FLAGGED_SHARE))
 
 
-def shape_of(values: Sequence[float]) -> Shape:
-    """The shape checks on positive repeats (their logs); a clean Shape when too few."""
+def find_outliers(values: Sequence[float]) -> RepeatOutliers:
+    """The outlier checks on positive repeats (their logs); none found when too few."""
     logs = np.log(np.asarray(values, dtype=float))
     outliers: tuple[int, ...] = ()
     if logs.size >= MIN_OUTLIER_REPEATS:
@@ -125,16 +126,16 @@ def shape_of(values: Sequence[float]) -> Shape:
         far = np.nan_to_num(scores, nan=0.0) > outlier_threshold(logs.size)
         outliers = tuple(int(i) for i in np.flatnonzero(far))
     bimodal = logs.size >= MIN_BIMODAL_REPEATS and widest_gap(logs) > gap_threshold(logs.size)
-    return Shape(outliers, bool(bimodal))
+    return RepeatOutliers(outliers, bool(bimodal))
 
 
-def shape_warnings(values: Sequence[float]) -> list[ValidityWarning]:
+def outlier_warnings(values: Sequence[float]) -> list[ValidityWarning]:
     """An outlier repeat or repeats in two groups, as the validity warnings shown beside them."""
-    shape = shape_of(values) if values and min(values) > 0 else Shape()
+    checked = find_outliers(values) if values and min(values) > 0 else RepeatOutliers()
     found = []
-    if shape.outliers:
-        repeats = ", ".join(str(i + 1) for i in shape.outliers)
+    if checked.outliers:
+        repeats = ", ".join(str(i + 1) for i in checked.outliers)
         found.append(ValidityWarning("outlier_repeat", f"repeat {repeats} of {len(values)}"))
-    if shape.bimodal:
+    if checked.bimodal:
         found.append(ValidityWarning("repeats_in_two_groups", f"{len(values)} repeats"))
     return found

@@ -18,6 +18,7 @@ from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult, Sample
 from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
+from agents.observe.noise import CpuWindow, read_cpu
 from agents.observe.point_counters import CounterReader, CounterWindow, TrackedStatements
 from agents.observe.server import ServerSampler
 from agents.observe.storage import sampling_device
@@ -44,12 +45,14 @@ class PointBase(TypedDict):
 
 
 class PointSamples(TypedDict):
-    """What a point's samplers took: the host's samples and the server's, and the server's
-    counters at the window's start and end (None where this host does not sample the server)."""
+    """What a point's samplers took: the host's samples and the server's, the server's
+    counters at the window's start and end (None where this host does not sample the server),
+    and the host's and the job's CPU at its start and end (agents/observe/noise.py)."""
 
     host: list[Sample]
     server: list[Sample]
     counters: CounterWindow | None
+    cpu: CpuWindow
 
 
 class SweepReporter(Protocol):
@@ -247,6 +250,8 @@ class PointContext:
         reader = self.counter_reader()
         window = reader.start() if reader is not None else None
         samplers = PointSamplers(self, point_base)
+        cgroup = self.cluster.os_user.cgroup
+        cpu_start = read_cpu(cgroup)
         samplers.start()
         cpu_before = process_cpu_seconds()
         try:
@@ -254,8 +259,10 @@ class PointContext:
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before
             host, server = samplers.stop()
+            cpu = CpuWindow(cpu_start, read_cpu(cgroup))
         counters = reader.finish(window) if reader is not None and window is not None else None
-        return measured, {"host": host, "server": server, "counters": counters}, agent_cpu_s
+        samples: PointSamples = {"host": host, "server": server, "counters": counters, "cpu": cpu}
+        return measured, samples, agent_cpu_s
 
     def counter_reader(self) -> CounterReader | None:
         """What reads the server's counters around a point; None where pgbench's server is

@@ -18,6 +18,7 @@ from agents.contract.reports.latency import ExpectedFrom
 from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult, ProgressLine
 from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
+from agents.observe.noise import point_noise
 from agents.observe.point_counters import point_counters
 from agents.observe.profile import profile_document, recording, unprofiled
 from agents.pgbench import command
@@ -237,6 +238,7 @@ class LocalPoints:
         point["messages"] = point.get("messages", [])[:MAX_NOTICES]
         if samples["counters"] is not None:
             point["counters"] = point_counters(samples["counters"], point)
+        point["noise"] = point_noise(samples["cpu"], point)
         return point
 
     def _keep_point(self, point: dict[str, Any], finished: Finished) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from agents.contract.reports.results import ProgressLine
 from agents.contract.spec.document import ProcessSpec
 from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
+from agents.observe.noise import point_noise
 from agents.observe.point_counters import point_counters
 from agents.pgbench import command
 from agents.pgbench.combine import combine_processes
@@ -140,6 +141,7 @@ class ProcessGroupPoint:
         point["messages"] = point["messages"][:MAX_NOTICES]
         if samples["counters"] is not None:
             point["counters"] = point_counters(samples["counters"], point)
+        point["noise"] = point_noise(samples["cpu"], point)
         return point
 
     def record(self, number: int, finished: Finished) -> dict[str, Any]:

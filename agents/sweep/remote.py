@@ -15,6 +15,7 @@ from typing import Any, cast
 from agents.contract.errors import JobError
 from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult
+from agents.observe.noise import point_noise
 from agents.observe.point_counters import point_counters
 from agents.observe.profile import unprofiled
 from agents.pair.link import Message, PairLink
@@ -60,6 +61,7 @@ class RemotePoints:
         }
         if samples["counters"] is not None:
             point["counters"] = point_counters(samples["counters"], point)
+        point["noise"] = point_noise(samples["cpu"], point, pgbench_here=False)
         if answer.get("error"):
             self.reporter.keep_failed_point(_as_point(point))
             raise self.client_error(answer["error"])

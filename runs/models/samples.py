@@ -51,6 +51,12 @@ class Result(models.Model):
     # Issue 21: the server's and the OS's counters over the window, with each per
     # transaction (agents/contract/reports/counters.py); {} for points measured before.
     counters = models.JSONField(default=dict, blank=True)
+    # The host's noise over the window (agents/contract/reports/noise.py): the CPU stolen by
+    # the hypervisor and the CPU used outside the job, as percent of the host's CPU time, and
+    # the agent's whole document; None and {} for points whose agent did not measure it.
+    cpu_steal_percent = models.FloatField(null=True, blank=True)
+    foreign_cpu_percent = models.FloatField(null=True, blank=True)
+    noise = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "index"]

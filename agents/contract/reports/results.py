@@ -14,6 +14,7 @@ from agents.contract.reports.counters import PointCounters
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
+from agents.contract.reports.noise import PointNoise
 from agents.contract.reports.profiles import ProfileResult
 from agents.contract.spec.document import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
@@ -115,6 +116,9 @@ class PointResult(TypedDict):
     # pgbench's context switches over the point (its rusage, all its threads).
     pgbench_voluntary_switches: NotRequired[int | None]
     pgbench_involuntary_switches: NotRequired[int | None]
+    # The host's CPU steal and the CPU used outside the job over the window
+    # (agents/contract/reports/noise.py); absent from agents before it.
+    noise: NotRequired[PointNoise]
     # The server's and the OS's counters over the window, per transaction
     # (agents/contract/reports/counters.py); absent where they were not read.
     counters: NotRequired[PointCounters]

@@ -39,6 +39,7 @@ from agents.contract.reports.events import (
     StepData,
 )
 from agents.contract.reports.events import RunEvent as RunEventDocument
+from agents.contract.reports.noise import PointNoise
 from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
 from runs.models import (
     Host,
@@ -432,4 +433,16 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "scripts": point.get("scripts") or [],
         "processes": point.get("processes") or [],
         "counters": point.get("counters") or {},
+        **_noise_values(point.get("noise")),
+    }
+
+
+def _noise_values(noise: PointNoise | None) -> dict[str, object]:
+    """The point's noise columns; an agent before them sends none."""
+    if noise is None:
+        return {"cpu_steal_percent": None, "foreign_cpu_percent": None, "noise": {}}
+    return {
+        "cpu_steal_percent": noise["cpu_steal_percent"],
+        "foreign_cpu_percent": noise["foreign_cpu_percent"],
+        "noise": dict(noise),
     }

@@ -337,7 +337,7 @@ SOURCE_UPLOAD_QUOTA_MB = env_int("SOURCE_UPLOAD_QUOTA_MB", 1024)
 SOURCE_UPLOAD_READY_HOURS = env_int("SOURCE_UPLOAD_READY_HOURS", 48)
 
 
-# Fair use and outbound requests (issue 23: trust boundaries) ----------------------------
+# Fair use (one user's share of the queue) and outbound requests (where webhooks go) -------
 # One user's runs that are not final yet (queued or running), across experiments, re-runs
 # and series; staff are exempt (docs/decisions.md). The repeats of one experiment apply to
 # everyone: in rounds each repeat is a run of every cell (runs.services.limits).
@@ -381,8 +381,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 
-# --- Secrets, streams and safe defaults (issue "Trust boundaries", parts 5 and 6;
-# docs/decisions.md). Kept in a block of their own.
+# --- Secrets, streams and safe defaults: nothing unbounded, nothing secret in the
+# repository (docs/decisions.md). Kept in a block of their own.
 
 # Streams: every one capped; dead letters also expire (runs.control.consumer).
 BENCHLAB_EVENTS_MAXLEN = env_int(EVENTS_STREAM_MAXLEN_ENV, EVENTS_STREAM_MAXLEN)

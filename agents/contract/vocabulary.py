@@ -3,7 +3,7 @@
 Every vocabulary is a `Literal` type (what mypy checks documents against) and,
 where the lab offers or stores its values, the tuple of them, read from that
 type, in the order forms list them.
-The lab's Django choices are built from these tuples (runs/choices.py), so a
+The lab's Django choices are built from these tuples (runs/contract/choices.py), so a
 new value is added here and nowhere else.
 """
 
@@ -43,7 +43,7 @@ LATENCY_LOG_LABELS: dict[LatencyLog, str] = {
     "none": "No log (no percentiles)",
 }
 
-# Which half of a run a job is (issue 13): the whole run on one host, or the server
+# Which half of a run a job is: the whole run on one host, or the server
 # (cluster) or client (pgbench) half of a run with a client host.
 PairRole = Literal["local", "server", "client"]
 PAIR_ROLES: tuple[PairRole, ...] = get_args(PairRole)

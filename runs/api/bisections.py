@@ -1,4 +1,4 @@
-"""API of bisections (issue 22): start one, read it with its steps, cancel it.
+"""API of bisections: start one, read it with its steps, cancel it.
 
 Registered in runs/api/urls.py; runs.bisection.services does the work.
 """

@@ -1,3 +1,3 @@
-"""Bisections (issue 22): from a good and a bad commit to the first commit that changed a
+"""Bisections: from a good and a bad commit to the first commit that changed a
 cell, through ordinary adaptive experiments (`services` writes, `steps` queues and reads
 one step, `report` tells what was found)."""

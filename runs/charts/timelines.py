@@ -93,7 +93,8 @@ PERCENTILE_LINES = (
 def draws_percentiles(run: Run, digest: Digest) -> bool:
     """Whether the latency chart has percentile lines: the run's seconds have them, or a
     run still measuring reads its seconds from a per-transaction log (the live page
-    extends them). `-P`, an aggregate log and runs stored before issue 21 have none."""
+    extends them). `-P`, an aggregate log and runs stored before the agent reported percentiles
+    have none."""
     if any(digest.series.get(key) for key, _name, _dash in PERCENTILE_LINES):
         return True
     workload = run.spec.get("workload") or {}

@@ -19,7 +19,8 @@ CellMovers = dict[tuple[int, int], CounterChanges]
 
 
 def per_transaction(result: Result) -> dict[str, float | None]:
-    """The point's counters per transaction; {} for a point measured before issue 21."""
+    """The point's counters per transaction; {} for a point measured before
+    the agent reported counters."""
     values = (result.counters or {}).get("per_transaction") or {}
     return dict(values)
 

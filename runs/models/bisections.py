@@ -1,4 +1,4 @@
-"""Bisections (issue 22): from a good and a bad commit to the commit that changed a cell.
+"""Bisections: from a good and a bad commit to the commit that changed a cell.
 
 The orchestration is in runs/bisection/; these classes hold data and small derived
 properties only.

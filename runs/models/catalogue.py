@@ -320,7 +320,8 @@ class Workload(models.Model):
     )
     progress = models.BooleanField(default=False)
     statement_latencies = models.BooleanField(default=False)
-    # Issue 13: -v, and several pgbench processes per point.
+    # pgbench -v (vacuum every table first), -C (a new connection per transaction),
+    # per-statement tracking, and several pgbench processes per point.
     vacuum_all = models.BooleanField(default=False)
     connect_per_transaction = models.BooleanField(default=False)
     track_statements = models.BooleanField(default=False)

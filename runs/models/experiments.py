@@ -53,11 +53,13 @@ class Experiment(models.Model):
     between_points = models.CharField(
         max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
     )
-    # Issue 21: a profiled repeat (perf) after the measured ones, never measured itself.
+    # A profiled repeat (perf) after the measured ones, never measured itself: profiling
+    # costs throughput, so its numbers would not compare.
     profile = models.BooleanField(default=False)
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
-    # Issue 13: pgbench on another host (agent) for every run of the experiment.
+    # pgbench on another host (agent) for every run of the experiment, so the load
+    # generator does not share the server's CPUs.
     client_host = models.ForeignKey(
         Host,
         null=True,
@@ -68,7 +70,7 @@ class Experiment(models.Model):
         "busy for every run of the experiment.",
     )
 
-    # Issue 20: an adaptive experiment in rounds measures `repeats` rounds, then adds rounds
+    # An adaptive experiment in rounds measures `repeats` rounds, then adds rounds
     # only to cells still undecided against the first cell, up to its budget
     # (runs/services/adaptive.py); `adaptive_state` is the lab's record of its looks.
     adaptive = models.BooleanField(
@@ -200,7 +202,7 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="runs",
     )
-    # Issue 13: the host that ran pgbench (null: the server host itself), and the network
+    # The host that ran pgbench (null: the server host itself), and the network
     # path the client measured (addresses, transport, SELECT 1 round trip).
     client_host = models.ForeignKey(
         Host, null=True, blank=True, on_delete=models.PROTECT, related_name="client_runs"

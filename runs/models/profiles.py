@@ -1,4 +1,4 @@
-"""What a run's profiled repeat recorded: the server's stacks per client count (issue 21).
+"""What a run's profiled repeat recorded: the server's stacks per client count.
 
 A profile is never a measured point: it has its own table, so nothing that reads
 `Result` (verdicts, statistics, movers, measured exports) can count it.

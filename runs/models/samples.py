@@ -44,12 +44,13 @@ class Result(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     stdout = models.TextField(blank=True)
     stderr = models.TextField(blank=True)
-    # Issue 13: pgbench's per-script blocks (per transaction type), and each process of a
-    # point of several (its own numbers, argv and output).
+    # pgbench's per-script blocks (per transaction type), and each process of a point of
+    # several (its own numbers, argv and output).
     scripts = models.JSONField(default=list, blank=True)
     processes = models.JSONField(default=list, blank=True)
-    # Issue 21: the server's and the OS's counters over the window, with each per
-    # transaction (agents/contract/reports/counters.py); {} for points measured before.
+    # The server's and the OS's counters over the window, with each per transaction
+    # (agents/contract/reports/counters.py); {} for points measured before the agent
+    # reported counters.
     counters = models.JSONField(default=dict, blank=True)
     # The host's noise over the window (agents/contract/reports/noise.py): the CPU stolen by
     # the hypervisor and the CPU used outside the job, as percent of the host's CPU time, and
@@ -96,8 +97,9 @@ class ProgressSample(models.Model):
     # From a sampled transaction log: the lines behind this second, and the sampling rate.
     sampled = models.PositiveIntegerField(null=True, blank=True)
     sampling_rate = models.FloatField(null=True, blank=True)
-    # The latency percentiles of the second's logged transactions (issue 21); None without
-    # a transaction log (`-P`, an aggregate log) or in a second with nothing logged.
+    # The latency percentiles of the second's logged transactions; None without a
+    # transaction log (`-P`, an aggregate log), in a second with nothing logged, or for
+    # a second stored before the agent reported them.
     p50_ms = models.FloatField(null=True, blank=True)
     p95_ms = models.FloatField(null=True, blank=True)
     p99_ms = models.FloatField(null=True, blank=True)

@@ -1,4 +1,4 @@
-"""Adaptive experiments (issue 20): rounds added only where a cell is still undecided.
+"""Adaptive experiments: rounds added only where a cell is still undecided.
 
 An adaptive experiment in rounds queues its first `repeats` rounds like any other
 (runs.services.experiments), with its looks planned (`adaptive_plan`). When every

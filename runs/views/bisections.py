@@ -1,4 +1,4 @@
-"""Bisections (issue 22): the list, the form that starts one, its page, and cancel."""
+"""Bisections: the list, the form that starts one, its page, and cancel."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required

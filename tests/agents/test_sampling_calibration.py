@@ -1,12 +1,13 @@
 """The first point's log sampling rate measured, not guessed: a calibration run before it
-on real PostgreSQL 16 and pgbench (issue 19)."""
+on real PostgreSQL 16 and pgbench (a rate guessed from the CPUs logged a few dozen lines
+at ~700 tps, too few for percentiles)."""
 
 from agents.pgbench.latency_log import FIRST_GUESS_TPS_PER_CPU, MIN_LOGGED_TRANSACTIONS
 from agents.sweep.local import CALIBRATION_S
 from tests.agents.jobs import run, small_spec
 
 # TPC-B here waits for a shared disk's flush at every commit (about 120 tps at 2
-# clients): without that wait it runs at the rate of the issue's case and above.
+# clients): without that wait it runs at ~700 tps and above, where the guessed rate logged too few.
 NO_FLUSH_WAIT = {"synchronous_commit": "off"}
 
 
@@ -59,9 +60,10 @@ def test_first_point_of_a_tpcb_sweep_rests_on_a_thousand_logged_transactions(con
 
 
 def test_rate_limited_tpcb_at_700_tps_rests_on_a_thousand_logged_transactions(config) -> None:
-    """The issue's case: a ~700 tps TPC-B point (held there by -R 700; scale 4 so its 4
-    clients do not queue on one branch row), 3 s long: at 500 log lines a second it would
-    log 1,500 transactions, fewer than four times the minimum, so every one is logged."""
+    """The case a guessed rate got wrong: a ~700 tps TPC-B point (held there by -R 700;
+    scale 4 so its 4 clients do not queue on one branch row), 3 s long: at 500 log lines a
+    second it would log 1,500 transactions, fewer than four times the minimum, so every one
+    is logged."""
     job = small_spec(
         run_id="calibration-r700",
         settings=NO_FLUSH_WAIT,

@@ -1,4 +1,4 @@
-"""Adaptive rounds in a real browser against the real stack (issue 20): scheduled from the
+"""Adaptive rounds in a real browser against the real stack: scheduled from the
 form's adaptive panel, measured by a real agent, looked at by the real control worker,
 and the experiment page showing each cell's answer, the rounds it took and why it ended.
 

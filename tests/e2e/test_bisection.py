@@ -1,4 +1,4 @@
-"""Issue 22's done-means: a bisection names the planted regression, through the real lab.
+"""A bisection names the planted regression, through the real lab.
 
 The repository is PostgreSQL 15.18 as released with 8 commits on top (tests/bisect_repo.py);
 commit 5 adds a busy loop to every simple-protocol statement. Started from the form in
@@ -129,7 +129,8 @@ def test_a_bisection_names_the_commit_that_planted_the_regression(bisect_stack, 
     ]
     assert bisection.commits[bisection.culprit_index]["sha"] == culprit_sha, steps
     measured = bisection.steps.exclude(number=0)
-    # The issue's bounds: log2(n) + 2 steps, one more with a commit that does not build.
+    # A bisection halves the range at each step: at most log2(n) + 2 measured steps, one
+    # more with a commit that does not build.
     assert measured.count() <= math.log2(COMMITS) + 2 + (BROKEN_AT is not None)
     broken = measured.filter(commit_index=(BROKEN_AT or 0) - 1).first()
     if broken is not None:

@@ -1,4 +1,4 @@
-"""The issue's done-means, in a real browser against the real stack.
+"""The lab's main path, in a real browser against the real stack.
 
 uvicorn serving the ASGI app, the control worker, one agent running real
 PostgreSQL and pgbench, Redis: sign in, schedule from the form (the smoke

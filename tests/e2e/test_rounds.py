@@ -1,4 +1,4 @@
-"""Issue 12's done-means for rounds, in a real browser against the real stack.
+"""Rounds from the form to a verdict, in a real browser against the real stack.
 
 uvicorn, the control worker, one agent running real PostgreSQL and pgbench,
 Redis: schedule 2 configs x 3 repeats in rounds from the form with a given

@@ -1,4 +1,4 @@
-"""What every fault scenario asserts (issue 24, docs/reliability.md): every run final
+"""What every fault scenario asserts (docs/reliability.md): every run final
 within a stated time, each per-second sample and point stored once, no run measured
 twice, no orphan server or directory, and the host's queue moving again.
 

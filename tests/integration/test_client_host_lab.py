@@ -142,7 +142,7 @@ def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(p
     client_samples = run.host_samples.filter(role=HostSample.Role.CLIENT)
     assert client_samples.exists(), "the client host samples itself"
     assert run.network["transport"] == "tcp" and run.network["select1_ms"] > 0
-    # The server half counts its server around the client's pgbench (issue 21).
+    # The server half counts its server around the client's pgbench.
     per_transaction = result.counters["per_transaction"]
     assert per_transaction["wal.bytes"] > 0 and per_transaction["os.pgbench_cpu_s"] > 0
     # Read before the client's pgbench started and after it ended: one commit each.

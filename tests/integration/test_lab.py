@@ -1,4 +1,4 @@
-"""Issue 3 end to end: API -> Celery -> agent -> Redis Streams -> control worker -> database.
+"""A run end to end: API -> Celery -> agent -> Redis Streams -> control worker -> database.
 
 Real Redis, real Celery worker processes (control and agent), real PostgreSQL
 for the lab database and for the benchmarks, real pgbench.

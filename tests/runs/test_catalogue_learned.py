@@ -1,5 +1,6 @@
 """The lab learns a version's pg_settings catalogue from the first run of that version, not
-only when an agent starts (issue 19: after about 90 runs it had learned none)."""
+only when an agent starts (a lab whose agents rarely restart had learned none after about
+90 runs)."""
 
 import pytest
 from django.db import connection

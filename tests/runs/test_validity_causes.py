@@ -51,7 +51,7 @@ def codes_and_details(result: Result, samples: PointSamples) -> dict[str, str]:
 
 
 def test_a_full_host_with_pgbench_using_little_is_a_host_busy_with_other_processes():
-    """The issue's case: pgbench used 3 to 14 % while something else kept every CPU busy."""
+    """A host busy elsewhere: pgbench used 3 to 14 % while something else kept every CPU busy."""
     for share in (0.03, 0.14):
         found = codes_and_details(point(pgbench_cpu_s=share * 10), host_without_idle_cpu())
 

@@ -78,8 +78,8 @@ def test_transaction_count_points_plan_on_their_exact_count() -> None:
 
 
 def test_first_guess_of_the_old_kind_would_have_logged_too_few() -> None:
-    """The case of issue 19: 708 tps planned at the first guess logs a few dozen lines in
-    10 s; planned at the measured tps it logs thousands."""
+    """The case that made the rate measured: 708 tps planned at the first guess logs a few
+    dozen lines in 10 s; planned at the measured tps it logs thousands."""
     guessed = FIRST_GUESS_TPS_PER_CPU * 2
     assert sampling_rate_for(guessed) * 708 * 10 < 100
     assert sampling_rate_for(708.0, 7080.0) * 7080 >= 4 * MIN_LOGGED_TRANSACTIONS

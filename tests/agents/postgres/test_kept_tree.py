@@ -1,6 +1,6 @@
-"""Git builds in a kept tree (issue 22): a second commit recompiles only what it changed,
-the range a bisection halves is listed, and refs that git could read as options or
-ranges are refused before git sees them.
+"""Git builds in a kept tree (what a bisection builds from): a second commit recompiles
+only what it changed, the range a bisection halves is listed, and refs that git could
+read as options or ranges are refused before git sees them.
 
 The first run on a machine compiles 15.18 at -O0 once (about 2 to 4 minutes on 2 cores);
 later runs find every commit's build in the agent's cache.

@@ -1,4 +1,4 @@
-"""Issue 21 in the lab: a point's counters and its seconds' latency percentiles are stored,
+"""Counters in the lab: a point's counters and its seconds' latency percentiles are stored,
 answered by the API, exported, in the manifest and on the run page; the compare page and
 its API name the counters that moved most beside each verdict."""
 

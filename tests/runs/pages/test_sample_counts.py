@@ -1,5 +1,5 @@
 """What each second of a timeline rests on (the logged transactions of a sampled log):
-in the chart's hover, its zoom, its live stream, the API and the exports (issue 19)."""
+in the chart's hover, its zoom, its live stream, the API and the exports."""
 
 import csv
 import io

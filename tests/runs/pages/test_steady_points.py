@@ -1,6 +1,6 @@
-"""Steady state applied to stored points (issue 20, part 3): a ramp before tps settles is
-flagged, kept in the run's digest and drawn as a band on its tps chart; a point that
-never settles is flagged and left out of verdicts unless the user keeps it."""
+"""Steady state applied to stored points: a ramp before tps settles is flagged, kept in the
+run's digest and drawn as a band on its tps chart; a point that never
+settles is flagged and left out of verdicts unless the user keeps it."""
 
 import math
 

@@ -1,5 +1,5 @@
 // Zoom at full resolution: the server sends timelines reduced to what a chart
-// shows (runs/timelines.py). When the user zooms into a chart whose element
+// shows (runs/timelines/downsample.py). When the user zooms into a chart whose element
 // has data-zoom="URL", each timeline trace (its meta names the run and the
 // series) is fetched again for the visible range at full resolution; zooming
 // back out (double-click: autorange) restores the reduced lines.

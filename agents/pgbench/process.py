@@ -1,7 +1,7 @@
 """Running one pgbench process: live stderr lines, cooperative stop, exact argv, its CPU time.
 
-pgbench has no SIGINT handler (pgbench-notes section 6): SIGINT or SIGTERM
-lose the summary. A `-T` run stopped with SIGALRM ends gracefully and prints
+pgbench has no SIGINT handler (docs/pgbench.md#exit-codes-aborts-and-signals): SIGINT
+or SIGTERM lose the summary. A `-T` run stopped with SIGALRM ends gracefully and prints
 its summary, so a cancel sends SIGALRM to `-T` runs and SIGKILL to `-t` runs:
 pgbench is its sandbox namespace's init (agents/sandbox.py), which gets only the
 signals it handles, and SIGKILL, from outside; SIGTERM ended it the same way.

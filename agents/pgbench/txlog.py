@@ -3,7 +3,7 @@
 pgbench writes one file per thread, `<prefix>.<pid>` for thread 0 and
 `<prefix>.<pid>.<k>` for thread k; each line is one transaction:
 `client_id transaction_no time script_no time_epoch time_us [lag] [retries]`
-(../shared/pgbench-notes.md section 7). `time` is the latency in
+(docs/pgbench.md#transaction-logs). `time` is the latency in
 microseconds, or `skipped` (-R with -L), `failed`, `serialization` or
 `deadlock` (15+) for transactions that have no latency. With
 `--sampling-rate` the lines are a random sample of the transactions, in the

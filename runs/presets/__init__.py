@@ -1,4 +1,5 @@
-"""The seed experiments (../shared/seed-experiments.md) as presets to start from.
+"""The seed experiments (the benchmark write-ups the lab was conceived from, each a kind of
+experiment people ran by hand with shell loops and spreadsheets) as presets to start from.
 
 `seeds` declares them; `loading` creates their catalogue entries once and gives
 the schedule form's starting values. What others use is importable from here.

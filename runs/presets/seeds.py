@@ -1,4 +1,5 @@
-"""The seed experiments (../shared/seed-experiments.md) as presets to start from.
+"""The seed experiments (the benchmark write-ups the lab was conceived from, each a kind of
+experiment people ran by hand with shell loops and spreadsheets) as presets to start from.
 
 A preset names the builds, config profiles and workloads it needs and the
 sweep to run. `load_presets` creates those catalogue entries once (existing

@@ -8,14 +8,14 @@ experiment and drops by JUMP from the middle round on (an A/A there went from 21
 tps in rounds 1-4 to 11-19k in rounds 5-8), the same for both cells of a round.
 
 With PAIRED_ROUNDS rounds the paired verdicts (runs/inference/paired.py through
-runs/analysis/verdicts.judge) keep A/A cells falsely faster or slower at most 5 % of the
+runs/analysis/verdicts.py's judge) keep A/A cells falsely faster or slower at most 5 % of the
 time (ALLOWANCE: two binomial standard errors of CELLS cells, the sampling error of a
 rate whose nominal value is the bound itself), call "same within ±5 %" in at least 80 %
 of the decided A/A cells, and give a 5 % shift either way its direction in at least
 90 %. The unpaired verdicts on the same kind of rounds miss the direction rate by far
 at PAIRED_ROUNDS / 0.4 rounds, so pairing needs at most 40 % of the rounds (their own
 rates need about 80 rounds: docs/benchmarks.md has the figures). The adaptive looks on
-paired rounds (runs/analysis/sequential.simulate) keep the same rates within a budget
+paired rounds (runs/analysis/sequential.py's simulate) keep the same rates within a budget
 of ADAPTIVE_BUDGET rounds, stopping at about 15 on average. Seeded, numpy only.
 """
 

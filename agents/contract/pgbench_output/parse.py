@@ -4,8 +4,7 @@
 or interleaved in any order) and returns one `PgbenchOutput`
 (agents/contract/pgbench_output/documents.py): the summary block, the per-script blocks, the
 `-r` per-statement rows, the `-P` progress lines, and the error and abort
-lines seen on stderr. The formats it knows are those of
-../shared/pgbench-notes.md sections 1 to 6.
+lines seen on stderr. What it counts on in those formats is in docs/pgbench.md.
 
 Only the summary block is read strictly: a line that starts like one of its
 lines (`latency average = `, a statement row inside the `-r` block, ...) but

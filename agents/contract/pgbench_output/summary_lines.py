@@ -4,7 +4,7 @@ Each line is a (regex, store) rule: the regex reads the line whole, the store pu
 its values into the `PgbenchOutput` (agents/contract/pgbench_output/documents.py)
 or into one `ScriptSummary` under keys typed as `Literal` unions. The line starts
 derived from the rules tell the reader (parse.py) which lines claim to be summary
-lines and so must read. The formats are those of ../shared/pgbench-notes.md.
+lines and so must read. How the lines differ by version: docs/pgbench.md.
 """
 
 import re

@@ -6,7 +6,7 @@ keeps the differences (`deltas`) and divides them by the transactions pgbench
 reported (`per_transaction`). A counter the server version does not have is
 absent; one whose difference cannot be trusted (a statistics reset in the
 window) is None. The lab stores the document as it comes, labels each key with
-`COUNTERS` and ranks the keys that moved between two cells (runs/analysis/movers.py).
+`COUNTERS` and ranks the keys that moved between two cells (runs/counters/movers.py).
 """
 
 from collections.abc import Mapping

@@ -1,12 +1,13 @@
 """Checks on custom pgbench script text before it reaches pgbench.
 
-`\\shell` and `\\setshell` run arbitrary commands on the agent's host (pgbench-notes
-section 9), and pgbench reads a backslash outside quotes and comments as a meta-command
-anywhere on a line, not only at its start. The check reads a script as every pgbench
-from 9.2 to 18 reads it (agents/contract/workload_text/script_reader.py) and refuses a
-shell meta-command that any of them would find, unless the agent's local config allows
-shell scripts. A meta-command pgbench 9.6 or later would find and no pgbench knows is
-refused too: pgbench would stop on it anyway. (pgbench 9.2 to 9.5 read every line that
+`\\shell` and `\\setshell` run arbitrary commands on the agent's host
+(docs/pgbench.md#script-meta-commands-that-run-shell-commands), and pgbench reads a
+backslash outside quotes and comments as a meta-command anywhere on a line, not only at
+its start. The check reads a script as every pgbench from 9.2 to 18 reads it
+(agents/contract/workload_text/script_reader.py) and refuses a shell meta-command that
+any of them would find, unless the agent's local config allows shell scripts. A
+meta-command pgbench 9.6 or later would find and no pgbench knows is refused too:
+pgbench would stop on it anyway. (pgbench 9.2 to 9.5 read every line that
 starts with a backslash as a meta-command, even one a later pgbench reads inside a
 string, so only their shell commands count.)
 """

@@ -1,8 +1,8 @@
 """parse_output on pgbench 9.2-13 output, which cannot be run here.
 
-pg13 is the live 13.16 summary quoted in ../shared/pgbench-notes.md (fixtures/pg13);
-the others are built line by line from the printf formats the notes give for each
-version range (sections 2 to 6).
+pg13 is the summary of a live 13.16 run (fixtures/pg13, fixtures/README.md says where it
+comes from); the others are built line by line from the printf formats of each version
+range's pgbench.c (docs/pgbench.md says how they differ).
 """
 
 from agents.contract.pgbench_output.parse import parse_output

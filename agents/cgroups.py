@@ -137,9 +137,11 @@ class JobCgroup:
     def name(self) -> str:
         return self.directories[0].name
 
-    def launcher(self) -> list[str]:
-        """The argv prefix that puts a program into this cgroup before it runs."""
+    def launcher(self, also: tuple[Path, ...] = ()) -> list[str]:
+        """The argv prefix that puts a program into this cgroup before it runs (and into
+        the cgroups whose `cgroup.procs` files `also` names: a cpuset, agents/cpusets.py)."""
         procs = [str(directory / "cgroup.procs") for directory in self.directories]
+        procs += [str(path) for path in also if str(path) not in procs]
         return ["/bin/sh", "-c", ENTER_SCRIPT, "benchlab-cgroup", *procs, "--"]
 
     def create(self, limits: Limits) -> None:

@@ -10,6 +10,7 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from agents.contract.spec.pgbench_versions import refuse_missing_options
 from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
+from agents.cpusets import CpuSet, open_cpuset
 from agents.events import EventEmitter, now_iso
 from agents.job_cgroup import end_job_cgroup, open_job_cgroup
 from agents.observe import pg_statements
@@ -61,6 +63,16 @@ from agents.sweep.driver import profiles
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class HostShare:
+    """A job's part of a host it shares with another job at once (a side of a duet,
+    agents/duet.py): the CPUs its programs run on, and what each point's window waits on
+    before its pgbench starts (the other side's arrival)."""
+
+    cpus: tuple[int, ...]
+    before_window: Callable[[], None]
+
+
 class Job:
     """The state of one job while it runs; `run()` returns the result document."""
 
@@ -71,6 +83,7 @@ class Job:
         emitter: EventEmitter,
         should_cancel: Callable[[], bool],
         link: PairLink | None = None,
+        share: HostShare | None = None,
     ) -> None:
         self.spec_doc = spec_doc
         self.config = config
@@ -83,6 +96,9 @@ class Job:
         # Every program of the job runs in this cgroup (agents/cgroups.py); None before
         # prepare() opens it, after end_cgroup(), and on a host without cgroups.
         self.cgroup: JobCgroup | None = None
+        # A side of a duet: its part of the host, and its CPU set once prepare() opened it.
+        self.share = share
+        self.cpuset: CpuSet | None = None
         # perf's path when this job records a profiled repeat (agents/observe/profile.py).
         self.perf: str | None = None
         # What the job is doing (its last status message), for a failure to name.
@@ -160,7 +176,10 @@ class Job:
 
     def _run(self) -> None:
         install, spec = self.prepare()
-        context = PointContext.at(self, self.sweep_place(install), spec)
+        before_window = self.share.before_window if self.share is not None else None
+        context = PointContext.at(
+            self, self.sweep_place(install), spec, before_window=before_window
+        )
         points: PointRunner = LocalPoints(context)
         if self.link is not None:
             self._announce_ready()
@@ -224,6 +243,9 @@ class Job:
         self.cgroup = open_job_cgroup(
             self.config, spec, usable_job_id(self.result["run_id"] or "local")
         )
+        if self.share is not None:
+            self.cpuset = open_cpuset(self.share.cpus, self.cgroup)
+            self.result["cpus"] = list(self.share.cpus)
         self.perf, problem = perf_for_job(profiles(spec["sweep"]), self.config.allow_profiling)
         if problem is not None:
             self.keep_profile(unprofiled(problem))
@@ -360,9 +382,10 @@ class Job:
             pg_statements.create_extension(cluster)
 
     def os_user(self) -> OsUser:
-        """Who runs the job's programs: the config's OS user, in the job's cgroup."""
+        """Who runs the job's programs: the config's OS user, in the job's cgroup (and on
+        its side's CPUs in a duet)."""
         user = ensure_os_user(self.config.os_user, self.config.sandbox, self.config.job_tmp_bytes)
-        return user.in_cgroup(self.cgroup)
+        return user.in_cgroup(self.cgroup).on_cpus(self.cpuset)
 
     def _catalogue_dir(self, install: Install) -> Path:
         """Where this install's catalogue is cached: a source build keeps its own, since
@@ -430,10 +453,13 @@ class Job:
         the server is down (whatever the job ended by); a process that will not die, or a
         cgroup that cannot be removed, is an error in the job's log (its outcome stands)."""
         cgroup, self.cgroup = self.cgroup, None
-        problem = end_job_cgroup(cgroup) if cgroup is not None else None
-        if problem is not None:
-            logger.error("run %s: %s", self.result["run_id"], problem)
-            self.emit("log", {"level": "error", "message": problem})
+        cpuset, self.cpuset = self.cpuset, None
+        problems = [end_job_cgroup(cgroup) if cgroup is not None else None]
+        problems.append(cpuset.remove() if cpuset is not None else None)
+        for problem in problems:
+            if problem is not None:
+                logger.error("run %s: %s", self.result["run_id"], problem)
+                self.emit("log", {"level": "error", "message": problem})
 
 
 def new_result(spec_doc: object) -> ResultDocument:

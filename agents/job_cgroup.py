@@ -19,6 +19,7 @@ from agents.contract.reports.events import JobIsolation
 from agents.contract.spec.document import JobSpec
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
+from agents.cpusets import remove_left_cpusets
 
 logger = logging.getLogger(__name__)
 
@@ -119,3 +120,6 @@ def start_of_agent(config: AgentConfig) -> None:
     removed = hierarchy.remove_leftovers()
     if removed:
         logger.warning("killed and removed the cgroups of jobs left behind: %s", removed)
+    cpusets = remove_left_cpusets()
+    if cpusets:
+        logger.warning("removed the cpusets of duet sides left behind: %s", cpusets)

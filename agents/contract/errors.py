@@ -41,6 +41,9 @@ UserErrorCode = Literal[
     "build_refused",
     "build_prerequisites",
     "build_failed",
+    # A duet (two jobs at once on one host) the host cannot share fairly (fewer than two
+    # CPUs), or whose sides would not measure the same windows (sweeps that differ).
+    "duet_refused",
 ]
 ApplicationErrorCode = Literal[
     "initdb_failed",

@@ -25,6 +25,7 @@ from typing import Any, NotRequired, TypedDict
 
 from agents.cgroups import JobCgroup
 from agents.contract.errors import JobError
+from agents.cpusets import CpuSet
 from agents.sandbox import DEFAULT_TMP_BYTES, Sandbox, Started, View
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class OsUser:
     sandbox: Sandbox = Sandbox()
     # The job's cgroup its programs enter; None outside a job.
     cgroup: JobCgroup | None = None
+    # The CPUs its programs run on (a side of a duet, agents/cpusets.py); None: any.
+    cpuset: CpuSet | None = None
 
     @property
     def is_current(self) -> bool:
@@ -69,6 +72,10 @@ class OsUser:
         """This user, its programs entering `cgroup` (a job's) before they run."""
         return dataclasses.replace(self, cgroup=cgroup)
 
+    def on_cpus(self, cpuset: CpuSet | None) -> "OsUser":
+        """This user, its programs confined to `cpuset` (None: any CPU)."""
+        return dataclasses.replace(self, cpuset=cpuset)
+
     def subprocess_kwargs(self, **extra_env: str) -> "SubprocessKwargs":
         """Keyword arguments for subprocess.run/Popen that run a program as this user."""
         env = self.env(**extra_env)
@@ -77,13 +84,17 @@ class OsUser:
         return {"env": env, "user": self.uid, "group": self.gid, "extra_groups": []}
 
     def launcher(self) -> list[str]:
-        """What runs before the sandbox: entering the job's cgroup, then becoming this user."""
+        """What runs before the sandbox: entering the job's cgroup (and cpuset), taking its
+        CPUs, then becoming this user."""
+        pinned = self.cpuset.launcher() if self.cpuset is not None else []
         if self.cgroup is None:
-            return []
+            return pinned
         switch = [] if self.is_current else [
             "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--",
         ]  # fmt: skip
-        return [*self.cgroup.launcher(), *switch]
+        cpuset_procs = self.cpuset.procs if self.cpuset is not None else None
+        entered = self.cgroup.launcher(also=(cpuset_procs,) if cpuset_procs else ())
+        return [*entered, *pinned, *switch]
 
     def command(self, argv: list[str], view: View, cwd: Path) -> list[str]:
         """`argv` wrapped in this user's sandbox with `view` (run it with subprocess_kwargs)."""

@@ -152,6 +152,9 @@ class PointContext:
     script_paths: dict[int, Path] = field(default_factory=dict)
     # The script files of each of the point's processes (workload.processes).
     process_script_paths: list[dict[int, Path]] = field(default_factory=list)
+    # Called once the samplers run, right before a point's pgbench starts: a duet's
+    # barrier (agents/duet.py), so both sides' windows start together.
+    before_window: Callable[[], None] | None = None
 
     @classmethod
     def at(
@@ -161,6 +164,7 @@ class PointContext:
         spec: JobSpec,
         stops: PgbenchStops | None = None,
         samples_server: bool = True,
+        before_window: Callable[[], None] | None = None,
     ) -> "PointContext":
         """The context of a sweep at `place`; its pgbench is stopped by cancel by default."""
         cluster = place.cluster
@@ -177,6 +181,7 @@ class PointContext:
             root,
             stops or CancelOnly(reporter),
             samples_server,
+            before_window=before_window,
         )
 
     @property
@@ -230,8 +235,10 @@ class PointContext:
         return finished
 
     def cpu_count(self) -> int:
-        """The CPUs this agent may use (the default threads are at most one per CPU)."""
-        return len(os.sched_getaffinity(0))
+        """The CPUs this sweep's pgbench may use (the default threads are at most one per
+        CPU): its side's in a duet, else the agent's."""
+        cpuset = self.cluster.os_user.cpuset
+        return len(cpuset.cpus) if cpuset is not None else len(os.sched_getaffinity(0))
 
     def threads(self, clients: int) -> int:
         threads = self.spec["sweep"]["threads"]
@@ -255,6 +262,8 @@ class PointContext:
         samplers.start()
         cpu_before = process_cpu_seconds()
         try:
+            if self.before_window is not None:
+                self.before_window()
             measured = measure()
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before

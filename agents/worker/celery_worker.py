@@ -73,6 +73,7 @@ from agents.contract.wire import (
     client_dispatch,
     dispatch_key,
 )
+from agents.duet import DuetSide, duet_sides, is_duet, run_duet
 from agents.events import EventEmitter, Sink
 from agents.job import run_job
 from agents.job_cgroup import host_isolation, start_of_agent
@@ -339,6 +340,8 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
         return {"run_id": run_id, "status": "refused"}
     agent.identity.confirm()
     spec = unsigned(spec)
+    if is_duet(spec):
+        return execute_duet(agent, spec, run_id)
     dispatch = dispatch_key(run_id, spec.get("token"))
     cancelled = CancelWatcher(agent.redis, dispatch)
     if cancelled():
@@ -374,6 +377,51 @@ def execute(agent: Agent, spec: object) -> TaskSummary:
     code = error["code"] if error else None
     logger.info("run %s: %s%s", run_id, status, f" ({code})" if code else "")
     return {"run_id": run_id, "status": status, "error": code}
+
+
+def execute_duet(agent: Agent, document: dict[str, Any], run_id: str) -> TaskSummary:
+    """Both sides of a duet (agents/duet.py) at once, each claimed, cancelled, kept in the
+    ledger and reported under its own run. A second delivery finds the sides claimed and
+    is dropped; a duet the ledger knows a side of is answered from there, not run again
+    (a side it does not know is then settled by the lab as a lost job)."""
+    specs = duet_sides(document)
+    if not specs or not all(isinstance(spec.get("run_id"), str) for spec in specs):
+        logger.error("run %s: dropping a duet without two job specs with run ids", run_id)
+        return {"run_id": run_id, "status": "dropped"}
+    dispatches = [dispatch_key(spec["run_id"], spec.get("token")) for spec in specs]
+    if not all(claim_run(agent.redis, dispatch, agent.config.name) for dispatch in dispatches):
+        logger.warning("run %s: a side of the duet is already claimed, dropping it", run_id)
+        return {"run_id": run_id, "status": "duplicate"}
+    job_ids = [job_id_of_spec(spec, spec["run_id"]) for spec in specs]
+    known = [job_id for job_id in job_ids if agent.ledger.entry(job_id) is not None]
+    if known:
+        for job_id, spec in zip(job_ids, specs, strict=True):
+            if job_id in known:
+                answered_from_ledger(agent, job_id, spec.get("token"))
+        return {"run_id": run_id, "status": "answered"}
+    sides = []
+    for job_id, spec, dispatch in zip(job_ids, specs, dispatches, strict=True):
+        entry = agent.ledger.start(job_id, spec["run_id"], spec.get("token"))
+        emitter = EventEmitter(
+            [ledger_sink(agent.ledger, entry), agent.signed],
+            run_id=spec["run_id"],
+            token=spec.get("token"),
+            agent=agent.config.name,
+        )
+        sides.append(DuetSide(spec, emitter, CancelWatcher(agent.redis, dispatch)))
+    agent.heartbeat.set_running(specs[0]["run_id"], job_ids[0], job_ids[1])
+    try:
+        results = run_duet(document, agent.config, sides)
+    finally:
+        agent.heartbeat.set_running(None)
+    outcomes = ", ".join(f"{result['run_id']} {result['status']}" for result in results)
+    logger.info("duet %s: %s", document.get("key"), outcomes)
+    failed = next((result for result in results if result["status"] != "succeeded"), None)
+    status = failed["status"] if failed is not None else "succeeded"
+    if status == "running":
+        raise RuntimeError(f"duet {document.get('key')}: a side returned without an outcome")
+    error = failed["error"] if failed is not None else None
+    return {"run_id": run_id, "status": status, "error": error["code"] if error else None}
 
 
 def answered_from_ledger(agent: Agent, job_id: str, token: str | None) -> bool:

@@ -397,13 +397,17 @@ class Heartbeat:
         self._space_reported: dict[str, Space] = {}
         self.running: str | None = None
         self.job: str | None = None
+        # A duet's other side's job id (agents/duet.py): two jobs run at once.
+        self.duet_job: str | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def set_running(self, run_id: str | None, job_id: str | None = None) -> None:
+    def set_running(
+        self, run_id: str | None, job_id: str | None = None, duet_job: str | None = None
+    ) -> None:
         with self._lock:
-            self.running, self.job = run_id, job_id
+            self.running, self.job, self.duet_job = run_id, job_id, duet_job
             self._space_due = 0.0  # a job starts or ends: the space it takes or frees
 
     def start(self) -> None:
@@ -420,6 +424,8 @@ class Heartbeat:
         instance = {} if self.instance is None else {"instance": self.instance}
         with self._lock:
             extra = {**finished, **instance, **self._space()}
+            if self.duet_job is not None:
+                extra["duet_job"] = self.duet_job
             self.emitter.emit("heartbeat", {"running": self.running, "job": self.job, **extra})
 
     def _space(self) -> dict[str, dict[str, Space]]:

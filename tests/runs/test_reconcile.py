@@ -72,6 +72,8 @@ def test_a_run_the_agent_runs_or_finished_unconfirmed_stays_running(
 
     for data in (
         {"running": run.run_id, "job": job, "finished": []},
+        # The second side of a duet: the agent runs another job and this one at once.
+        {"running": "other", "job": "other-job", "duet_job": job, "finished": []},
         {"running": None, "job": None, "finished": [job]},
         {"running": None},  # an agent without a ledger: nothing is compared
     ):

@@ -101,6 +101,9 @@ class HeartbeatData(TypedDict):
 
     running: str | None
     job: NotRequired[str | None]
+    # A duet runs two jobs at once (agents/duet.py): `job` is its first side's, this
+    # the second's.
+    duet_job: NotRequired[str]
     finished: NotRequired[list[str]]
     # Total and free bytes per storage target, at most once a minute and when a job
     # starts or ends (the lab refuses a dataset that cannot fit).

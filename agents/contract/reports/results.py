@@ -208,3 +208,7 @@ class ResultDocument(TypedDict):
     network: NotRequired[dict[str, Any]]
     # The profiled repeat's points (agents/contract/reports/profiles.py), apart from `points`.
     profiles: NotRequired[list[ProfileResult]]
+    # A side of a duet (agents/duet.py): the CPUs its server and pgbench ran on, and the
+    # duet (its key, which side, the other side's run).
+    cpus: NotRequired[list[int]]
+    duet: NotRequired[dict[str, Any]]

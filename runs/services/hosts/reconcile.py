@@ -39,6 +39,8 @@ class AgentReport:
     running: str | None
     job: str | None
     finished: frozenset[str]
+    # A duet's second side's job: the agent runs two jobs at once (agents/duet.py).
+    duet_job: str | None
     said_at: datetime
 
 
@@ -48,12 +50,13 @@ def agent_report(host_pk: int, data: HeartbeatData, said_at: datetime | None) ->
     finished = data.get("finished")
     if not isinstance(finished, list) or said_at is None:
         return None
-    job = data.get("job")
+    job, duet_job = data.get("job"), data.get("duet_job")
     return AgentReport(
         host_pk,
         data.get("running"),
         job if isinstance(job, str) else None,
         frozenset(str(job_id) for job_id in finished),
+        duet_job if isinstance(duet_job, str) else None,
         said_at,
     )
 
@@ -95,7 +98,7 @@ def _agent_has(run: Run, report: AgentReport) -> bool:
     job = run_job_id(run)
     if report.job is None and report.running == run.run_id:
         return True
-    return job == report.job or job in report.finished
+    return job in (report.job, report.duet_job) or job in report.finished
 
 
 def _said_after_last_event(run: Run, said_at: datetime) -> bool:

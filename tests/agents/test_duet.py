@@ -23,9 +23,13 @@ from agents.pgbench import point_log
 from agents.postgres.cluster.directories import usable_job_id
 from tests.agents.jobs import Recorder, small_spec
 
-# Both sides' first transactions of a point complete within this of each other (the
-# barrier wakes the waiting side within milliseconds; pgbench connects, then runs).
-START_BOUND_S = 0.25
+# Both sides' first transactions of a point complete within this of each other: the
+# barrier wakes the waiting side within milliseconds, then each side launches its
+# pgbench (sandbox, connection) on its own CPU, which on a quiet 2-CPU machine differ by
+# about 0.1 s and by up to 0.6 s with other test runs on it. Without the barrier the
+# sides start SETUP_DELAY_S apart.
+START_BOUND_S = 1.0
+SETUP_DELAY_S = 4
 
 
 def side_spec(run_id: str, **overrides: Any) -> dict[str, Any]:
@@ -173,11 +177,12 @@ def left_behind(config: AgentConfig, run_ids: list[str]) -> list[str]:
 def test_a_duet_runs_both_sides_at_once_on_their_own_cpus(
     config: AgentConfig, first_transactions: dict[str, list[float]], pg16_install: object
 ) -> None:
-    """Side 0 loads a dataset five times larger, so unsynchronised its points would start
-    seconds after side 1's; the barrier starts every point of both together. Each side's
-    server and pgbench run on its half of the CPUs only (swapped: side 0 gets the second)."""
+    """Side 0's setup SQL sleeps, so unsynchronised its points would start seconds after
+    side 1's; the barrier starts every point of both together. Each side's server and
+    pgbench run on its half of the CPUs only (swapped: side 0 gets the second)."""
     needs_two_cpus_and_cpuset()
-    specs = [side_spec("duet-a", dataset={"scale": 5}), side_spec("duet-b")]
+    delayed = {"setup_sql": f"SELECT pg_sleep({SETUP_DELAY_S})"}
+    specs = [side_spec("duet-a", dataset=delayed), side_spec("duet-b")]
     census = ProcessCensus()
 
     results, recorders = run_both(specs, config, census, swapped=True)

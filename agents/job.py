@@ -40,6 +40,7 @@ from agents.cpusets import CpuSet, open_cpuset
 from agents.events import EventEmitter, now_iso
 from agents.job_cgroup import end_job_cgroup, open_job_cgroup
 from agents.observe import pg_statements
+from agents.observe.canary import run_canary
 from agents.observe.facts import collect_facts
 from agents.observe.profile import perf_for_job, unprofiled
 from agents.pair.link import PairLink
@@ -261,6 +262,8 @@ class Job:
         self.result["storage"].update(
             storage_records(storage, spec["storage"], self.result["facts"])
         )
+        self.status("provisioning", "timing the host (a CPU loop, fsyncs on the data storage)")
+        self.result["canary"] = run_canary(storage["data"])
         self.check_cancel()
         self._start_cluster(install, storage, spec["settings"], tracks_statements)
         return install, spec

@@ -1,4 +1,5 @@
-"""The checks that hold for every point of a run: its settings and its window's length.
+"""The checks that hold for every point of a run: its settings, its window's length, and
+its host canary (runs/services/hosts/noise.py).
 
 Read from the settings the server reported (the spec's when it reported none); the
 checks' codes, titles and reasons are validity's (runs/analysis/validity.py).
@@ -55,7 +56,7 @@ def window_seconds(run: Run, results: Sequence[Result]) -> float | None:
 
 
 def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
-    """The checks that hold for every point of a run: its settings and window length."""
+    """The checks that hold for every point of a run: its settings, window length and canary."""
     settings = run_settings(run)
     found = joined(
         [
@@ -64,6 +65,8 @@ def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
             if settings.get(name, ("",))[0] == value
         ]
     )
+    if run.host_noise.get("outside_usual"):
+        found.append(ValidityWarning("host_outside_usual_spread", run.host_noise["detail"]))
     window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
     if window and window < timeout:
         detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"

@@ -53,6 +53,14 @@ CHECKS = {
             "comparing the number with one from a quiet host",
         ),
         Check(
+            "host_outside_usual_spread",
+            "host outside its usual spread",
+            "the host canary timed before this run's cluster started (a fixed CPU loop, "
+            "fsyncs on its storage) fell outside the host's recent canaries: the host, not "
+            "PostgreSQL, may have made this round slower or faster; the round is kept, so "
+            "compare it with the others or rerun it",
+        ),
+        Check(
             "failed_transactions",
             "failed, retried or aborted transactions",
             "tps counts successful transactions only; failures and retries are work the "

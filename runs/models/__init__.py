@@ -21,6 +21,7 @@ from runs.models.catalogue import (
 )
 from runs.models.experiments import Comparison, Experiment, Run
 from runs.models.history import Alert, Note, Occurrence, Provenance, Series
+from runs.models.noise import HostCanary
 from runs.models.profiles import Profile
 from runs.models.samples import (
     HostSample,
@@ -42,6 +43,7 @@ __all__ = [
     "ConfigProfile",
     "Experiment",
     "Host",
+    "HostCanary",
     "HostSample",
     "Note",
     "Occurrence",

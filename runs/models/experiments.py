@@ -208,6 +208,9 @@ class Run(models.Model):
         Host, null=True, blank=True, on_delete=models.PROTECT, related_name="client_runs"
     )
     network = models.JSONField(default=dict, blank=True)
+    # The host canary its agent timed before the cluster started (runs/models/noise.py):
+    # {"outside_usual": bool, "detail": why}; {} for runs whose agent timed none.
+    host_noise = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-queued_at", "position"]

@@ -2,7 +2,10 @@
 
 `PointNoise` is a point's `noise`: over its measured window, the CPU the
 hypervisor gave to other guests (steal) and the CPU used on the host by
-processes outside the job (foreign). Agents before it omit it.
+processes outside the job (foreign). `HostCanary` is the result's `canary`:
+a few seconds the agent spends before a job's points timing a fixed CPU loop
+and an fsync on the job's storage, so the lab can tell a slower host from a
+slower PostgreSQL. Agents before these keys omit them.
 """
 
 from typing import Literal, TypedDict
@@ -31,3 +34,24 @@ class PointNoise(TypedDict):
     foreign_cpu_s: float | None
     foreign_cpu_percent: float | None
 
+
+class HostCanary(TypedDict):
+    """The result's `canary`: the host timed before the job's cluster starts.
+
+    `cpu_loop_ns` is the median, over `cpu_loop_runs` runs of `cpu_loop_iterations`
+    iterations, of one iteration of a fixed integer loop on one CPU (a host whose
+    CPU is taken by neighbours or throttled takes longer). `fsync_ms` is the median
+    and `fsync_max_ms` the slowest of `fsync_count` 8 kB writes each followed by an
+    fsync, in a file in `fsync_directory` (the storage of the job's data directory,
+    removed after). `at` is when it started, `seconds` how long it took.
+    """
+
+    at: str
+    seconds: float
+    cpu_loop_iterations: int
+    cpu_loop_runs: int
+    cpu_loop_ns: float
+    fsync_directory: str
+    fsync_count: int
+    fsync_ms: float
+    fsync_max_ms: float

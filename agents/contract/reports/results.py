@@ -14,7 +14,7 @@ from agents.contract.reports.counters import PointCounters
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
-from agents.contract.reports.noise import PointNoise
+from agents.contract.reports.noise import HostCanary, PointNoise
 from agents.contract.reports.profiles import ProfileResult
 from agents.contract.spec.document import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
@@ -212,3 +212,6 @@ class ResultDocument(TypedDict):
     # duet (its key, which side, the other side's run).
     cpus: NotRequired[list[int]]
     duet: NotRequired[dict[str, Any]]
+    # The host canary timed before the cluster started (agents/contract/reports/noise.py);
+    # absent from agents before it, and from jobs that failed before it.
+    canary: NotRequired[HostCanary]

@@ -52,6 +52,7 @@ from runs.models import (
 )
 from runs.profiles.store import profile_store
 from runs.services.catalogues import catalogue_keep
+from runs.services.hosts.noise import canary_record
 from runs.services.hosts.reconcile import job_settled_after_commit
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
@@ -342,6 +343,9 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
         "compiled_settings": settings.get("compiled") or {},
         "step": "",
     }
+    canary = data.get("canary")
+    if canary is not None:
+        snapshot["host_noise"] = canary_record(run, canary, parse_event_time(canary.get("at")))
     started = parse_event_time(data.get("started_at"))
     if started is not None:  # the agent's, as `finished_at` is: one clock for the run's span
         snapshot["started_at"] = started

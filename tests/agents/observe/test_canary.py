@@ -1,0 +1,76 @@
+"""The host canary on this machine: its CPU loop against a real competitor for the CPU,
+its fsync probe against a real storage directory and its block device."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.observe.canary import (
+    CPU_LOOP_ITERATIONS,
+    FSYNC_COUNT,
+    PROBE_NAME,
+    cpu_loop_ns,
+    existing_directory,
+    fsync_latencies_ms,
+    run_canary,
+)
+from agents.observe.procfs import read_diskstats
+from agents.observe.storage import sampling_device
+
+SPIN = [sys.executable, "-c", "while True:\n    pass"]
+
+
+@pytest.fixture
+def on_one_cpu() -> Iterator[int]:
+    """This process pinned to one CPU for the test; the CPU."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def test_the_cpu_loop_takes_longer_while_another_process_spins_on_its_cpu(on_one_cpu):
+    quiet = cpu_loop_ns(runs=9)
+    burner = subprocess.Popen(SPIN)
+    try:
+        os.sched_setaffinity(burner.pid, {on_one_cpu})
+        shared = cpu_loop_ns(runs=9)
+    finally:
+        burner.kill()
+        burner.wait()
+    # Two processes on one CPU get about half of it each; other load only narrows the gap.
+    assert shared > 1.3 * quiet
+
+
+def test_the_fsync_probe_reaches_the_storage_directorys_device(tmp_path: Path):
+    device = sampling_device(tmp_path)
+    before = read_diskstats({device}) if device else {}
+
+    latencies = fsync_latencies_ms(tmp_path)
+
+    assert len(latencies) == FSYNC_COUNT and min(latencies) > 0
+    assert list(tmp_path.iterdir()) == [], "the probe file is removed"
+    if device is None or device not in before:
+        pytest.skip("the test directory has no block device to check the writes on")
+    after = read_diskstats({device})
+    assert after[device].writes - before[device].writes >= FSYNC_COUNT
+
+
+def test_a_storage_directory_the_job_has_not_made_yet_is_probed_on_its_parent(tmp_path: Path):
+    later = tmp_path / "data" / "not-yet"
+    assert existing_directory(later) == tmp_path
+
+    canary = run_canary(later)
+
+    assert canary["fsync_directory"] == str(tmp_path)
+    assert canary["cpu_loop_iterations"] == CPU_LOOP_ITERATIONS
+    assert 0 < canary["cpu_loop_ns"] and 0 < canary["fsync_ms"] <= canary["fsync_max_ms"]
+    assert 0 < canary["seconds"] < 10
+    assert not any(path.name.startswith(PROBE_NAME) for path in tmp_path.iterdir())

@@ -344,7 +344,7 @@ def _number(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-SUMMARY_FIELDS = ("mean", "median", "sd", "ci_low", "ci_high")
+SUMMARY_FIELDS = ("mean", "arithmetic_mean", "median", "sd", "ci_low", "ci_high")
 DIFFERENCE_FIELDS = {
     "diff_pct": "pct",
     "diff_ci_low_pct": "ci_low_pct",
@@ -363,6 +363,7 @@ def cell_record(row: PointRow, cell: MetricCell) -> dict[str, object]:
         "is_baseline": row.is_baseline,
         "n": summary.n if summary else 0,
         **{name: _number(getattr(summary, name, None)) for name in SUMMARY_FIELDS},
+        "mean_method": summary.method if summary else None,
         "mde_pct": _number(cell.mde_pct),
         "ci_level": stats.CONFIDENCE * 100.0,
         **{k: _number(getattr(difference, v, None)) for k, v in DIFFERENCE_FIELDS.items()},

@@ -4,8 +4,12 @@ Pure functions over plain numbers (scipy.stats does the distributions); the
 pages, the API and the exports all read their numbers from here.
 
 - A point (one run at one client count) is summarised over its repeats: n,
-  mean, median, sample standard deviation and the 95 % confidence interval of
-  the mean (Student's t).
+  the geometric mean with the 95 % confidence interval of the mean of the logs
+  (Student's t) taken back with exp, so it never reaches zero and agrees with
+  the comparisons below, which work on logs too; median and sample standard
+  deviation beside it. Values that are not all positive (a count of 0) are
+  summarised by the arithmetic mean, its interval cut at zero when no value is
+  negative; `Summary.method` says which.
 - A compared cell is judged on log values: Welch's t-test on the logs gives a
   p-value and a 95 % interval for the difference of log means, so
   `exp(interval) - 1` is a sound interval for the ratio of (geometric) means.
@@ -34,9 +38,16 @@ MAX_MIN_EFFECT_PCT = 50.0
 MAX_REPEATS_ADVISED = 1000
 
 
+GEOMETRIC = "geometric"
+ARITHMETIC = "arithmetic"
+
+
 @dataclass(frozen=True)
 class Summary:
-    """One metric of one point over its repeats; spread fields are None with one repeat."""
+    """One metric of one point over its repeats; spread fields are None with one repeat.
+
+    `mean` and its interval are geometric (`method`) where every value is positive,
+    arithmetic otherwise; `arithmetic_mean` is kept beside it for the exports."""
 
     n: int
     mean: float
@@ -46,13 +57,15 @@ class Summary:
     ci_high: float | None
     log_sd: float | None
     mde_pct: float | None
+    method: str = GEOMETRIC
+    arithmetic_mean: float = 0.0
 
     @property
     def cv(self) -> float | None:
-        """Coefficient of variation (sd / mean), None without a spread."""
-        if self.sd is None or not self.mean:
+        """Coefficient of variation (sd / arithmetic mean), None without a spread."""
+        if self.sd is None or not self.arithmetic_mean:
             return None
-        return self.sd / abs(self.mean)
+        return self.sd / abs(self.arithmetic_mean)
 
 
 @dataclass(frozen=True)
@@ -81,18 +94,29 @@ def mean_interval(values: np.ndarray) -> tuple[float, float]:
 
 
 def summarize(values: Sequence[float]) -> Summary | None:
-    """n, mean, median, sd, CI of the mean and MDE of the measured values; None if empty."""
+    """n, mean, median, sd, CI of the mean and MDE of the measured values; None if empty.
+
+    The mean and its CI are geometric where every value is positive (module docstring)."""
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
         return None
-    mean, median = float(data.mean()), float(np.median(data))
-    if data.size < 2:
-        return Summary(1, mean, median, None, None, None, None, None)
-    low, high = mean_interval(data)
+    arithmetic, median = float(data.mean()), float(np.median(data))
     logs = positive_logs(data)
+    method = GEOMETRIC if logs is not None else ARITHMETIC
+    if data.size < 2:
+        return Summary(1, arithmetic, median, None, None, None, None, None, method, arithmetic)
+    mean = float(np.exp(logs.mean())) if logs is not None else arithmetic
+    if logs is not None:
+        log_low, log_high = mean_interval(logs)
+        low, high = math.exp(log_low), math.exp(log_high)
+    else:
+        low, high = mean_interval(data)
+        if data.min() >= 0:
+            low = max(low, 0.0)
     log_sd = float(logs.std(ddof=1)) if logs is not None else None
     mde = None if log_sd is None else detectable_effect_pct(log_sd, data.size, log_sd, data.size)
-    return Summary(data.size, mean, median, float(data.std(ddof=1)), low, high, log_sd, mde)
+    sd = float(data.std(ddof=1))
+    return Summary(data.size, mean, median, sd, low, high, log_sd, mde, method, arithmetic)
 
 
 def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:

@@ -15,7 +15,7 @@ def _number(value: float, decimals: int) -> str:
 
 @register.filter
 def interval(summary: Summary | str | None, decimals: int = 1) -> str:
-    """`1,234.5 – 1,301.2`, the 95 % CI of the mean; a dash with one repeat."""
+    """`1,234.5 – 1,301.2`, the 95 % CI of the (geometric) mean; a dash with one repeat."""
     # A missing value reaches a filter as "" (the template's invalid-variable text).
     if not isinstance(summary, Summary) or summary.ci_low is None:
         return NOTHING

@@ -80,6 +80,8 @@ STATS_COLUMNS = [
     "is_baseline",
     "n",
     "mean",
+    "mean_method",
+    "arithmetic_mean",
     "median",
     "sd",
     "ci_low",

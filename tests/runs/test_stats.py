@@ -83,13 +83,35 @@ def test_the_removed_min_max_rule_misses_the_ten_percent_shift_at_five_repeats()
     assert min_max_rule_share(rng, repeats=5, shift=0.10, trials=3000) < 0.75
 
 
-def test_summary_has_the_t_interval_of_the_mean():
+def test_summary_is_the_geometric_mean_with_the_t_interval_of_the_logs_taken_back():
     values = [1000.0, 1050.0, 980.0, 1020.0, 990.0]
     summary = stats.summarize(values)
-    low, high = scipy_stats.t.interval(0.95, 4, loc=np.mean(values), scale=scipy_stats.sem(values))
-    assert (summary.n, summary.mean, summary.median) == (5, 1008.0, 1000.0)
+    logs = np.log(values)
+    low, high = scipy_stats.t.interval(0.95, 4, loc=logs.mean(), scale=scipy_stats.sem(logs))
+    assert (summary.n, summary.median, summary.method) == (5, 1000.0, "geometric")
+    assert summary.mean == pytest.approx(scipy_stats.gmean(values))
+    assert summary.arithmetic_mean == 1008.0
     assert summary.sd == pytest.approx(np.std(values, ddof=1))
-    assert (summary.ci_low, summary.ci_high) == (pytest.approx(low), pytest.approx(high))
+    assert (summary.ci_low, summary.ci_high) == (
+        pytest.approx(math.exp(low)),
+        pytest.approx(math.exp(high)),
+    )
+
+
+def test_a_wide_spread_never_gives_an_interval_below_zero():
+    # The Student-t interval of these means is about -481 to 3,279 (a first-day report).
+    summary = stats.summarize([120.0, 2900.0, 380.0])
+    assert summary.ci_low > 0
+    assert summary.ci_low < summary.mean < summary.ci_high
+
+
+def test_counts_with_a_zero_are_summarised_arithmetically_and_cut_at_zero():
+    summary = stats.summarize([0.0, 0.0, 3.0])
+    assert (summary.method, summary.mean) == ("arithmetic", 1.0)
+    assert summary.ci_low == 0.0
+    assert summary.ci_high == pytest.approx(
+        1 + scipy_stats.t.ppf(0.975, 2) * scipy_stats.sem([0, 0, 3])
+    )
 
 
 def test_one_repeat_has_a_mean_but_no_spread_interval_or_mde():
@@ -222,7 +244,8 @@ def test_identical_repeats_on_both_sides_give_an_exact_difference_and_no_nan():
     assert difference.ci_low_pct == difference.pct == difference.ci_high_pct == pytest.approx(10.0)
     assert judged_faster.verdict is Verdict.FASTER
     summary = stats.summarize([1000.0] * 3)
-    assert (summary.sd, summary.ci_low, summary.ci_high, summary.mde_pct) == (0, 1000, 1000, 0)
+    assert (summary.sd, summary.mde_pct) == (0, 0)
+    assert (summary.ci_low, summary.ci_high) == (pytest.approx(1000), pytest.approx(1000))
 
 
 @pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")  # scipy, on the 0 sd side

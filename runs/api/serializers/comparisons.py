@@ -61,7 +61,16 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
     metric = serializers.CharField()
     is_baseline = serializers.BooleanField()
     n = serializers.IntegerField()
-    mean = serializers.FloatField(allow_null=True)
+    mean = serializers.FloatField(
+        allow_null=True,
+        help_text="geometric mean where every repeat is positive (mean_method), else arithmetic",
+    )
+    mean_method = serializers.ChoiceField(
+        choices=["geometric", "arithmetic"],
+        allow_null=True,
+        help_text="how mean and ci_* were taken: geometric = Student's t on the logs, taken back",
+    )
+    arithmetic_mean = serializers.FloatField(allow_null=True)
     median = serializers.FloatField(allow_null=True)
     sd = serializers.FloatField(allow_null=True)
     ci_low = serializers.FloatField(allow_null=True)

@@ -3,6 +3,7 @@
 import json
 import re
 
+import numpy as np
 import pytest
 from django.urls import reverse
 from scipy import stats
@@ -28,10 +29,13 @@ def test_chart_has_one_line_per_run_with_the_mean_and_confidence_intervals(signe
     data = figure(page, "fig-experiment")["data"]
     assert len(data) == 2
     assert data[0]["type"] == "scatter" and data[0]["x"] == [1, 4]
-    assert data[0]["y"] == [110.0, 300.0]
-    # t(0.975, 1) x sd / sqrt(2): the 95 % interval of two repeats, not their range.
-    half = stats.t.ppf(0.975, 1) * stats.sem([100.0, 120.0])
-    assert data[0]["error_y"]["array"] == [pytest.approx(half), 0.0]
+    geometric = stats.gmean([100.0, 120.0])
+    assert data[0]["y"] == [pytest.approx(geometric), 300.0]
+    # t(0.975, 1) x sd / sqrt(2) of the logs: the 95 % interval of two repeats, not their range.
+    half = stats.t.ppf(0.975, 1) * stats.sem(np.log([100.0, 120.0]))
+    high, low = geometric * np.exp(half) - geometric, geometric - geometric * np.exp(-half)
+    assert data[0]["error_y"]["array"] == [pytest.approx(high), 0.0]
+    assert data[0]["error_y"]["arrayminus"] == [pytest.approx(low), 0.0]
 
 
 def test_statistics_table_lists_each_point_with_its_interval_and_mde(signed_in):
@@ -43,7 +47,9 @@ def test_statistics_table_lists_each_point_with_its_interval_and_mde(signed_in):
     row = re.search(rf'<tr data-run="{run.pk}" data-clients="4"[^>]*>(.*?)</tr>', page, re.S).group(
         1
     )
-    low, high = stats.t.interval(0.95, 2, loc=1010.0, scale=stats.sem([1000.0, 1020.0, 1010.0]))
+    logs = np.log([1000.0, 1020.0, 1010.0])
+    log_low, log_high = stats.t.interval(0.95, 2, loc=logs.mean(), scale=stats.sem(logs))
+    low, high = np.exp(log_low), np.exp(log_high)
     assert '<td class="num" data-col="n">3</td>' in row
     assert f"{low:,.1f} – {high:,.1f}" in row
     assert re.search(r'data-col="mde">±\d+\.\d %', row)

@@ -5,6 +5,7 @@ import io
 
 import pytest
 from django.urls import reverse
+from scipy.stats import gmean
 
 from runs.inference.stats import relative_difference
 from runs.models import Comparison, Result
@@ -99,7 +100,10 @@ def test_statistics_csv_has_the_interval_difference_q_and_verdict_per_cell(signe
     }
     tps = rows[(faster.pk, "tps")]
     difference = relative_difference([990.0 * 1.2, 1200.0, 1010.0 * 1.2], [990.0, 1000.0, 1010.0])
-    assert int(tps["n"]) == 3 and float(tps["mean"]) == pytest.approx(1200.0)
+    values = [990.0 * 1.2, 1200.0, 1010.0 * 1.2]
+    assert int(tps["n"]) == 3 and float(tps["mean"]) == pytest.approx(gmean(values))
+    assert tps["mean_method"] == "geometric"
+    assert float(tps["arithmetic_mean"]) == pytest.approx(1200.0)
     assert float(tps["ci_low"]) < 1200.0 < float(tps["ci_high"])
     assert float(tps["diff_pct"]) == pytest.approx(difference.pct)
     assert float(tps["diff_ci_low_pct"]) == pytest.approx(difference.ci_low_pct)

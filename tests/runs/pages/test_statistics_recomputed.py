@@ -44,10 +44,17 @@ def raw(repeats: dict, clients: int, metric: str) -> np.ndarray:
 
 
 def expected_summary(values: np.ndarray) -> dict[str, float]:
+    """The geometric mean and the t interval of the mean of the logs, taken back."""
+    logs = np.log(values)
     low, high = scipy_stats.t.interval(
-        0.95, values.size - 1, loc=values.mean(), scale=scipy_stats.sem(values)
+        0.95, values.size - 1, loc=logs.mean(), scale=scipy_stats.sem(logs)
     )
-    return {"mean": values.mean(), "sd": values.std(ddof=1), "ci_low": low, "ci_high": high}
+    return {
+        "mean": scipy_stats.gmean(values),
+        "sd": values.std(ddof=1),
+        "ci_low": np.exp(low),
+        "ci_high": np.exp(high),
+    }
 
 
 def expected_comparisons() -> dict[tuple[int, str], dict]:

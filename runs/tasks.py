@@ -14,8 +14,8 @@ from datetime import datetime
 from celery import shared_task
 
 from agents.contract.errors import JobError
+from runs.agentlink.transport import CONTROL_QUEUE
 from runs.bisection.services import bisection_advance_for
-from runs.contract.transport import CONTROL_QUEUE
 from runs.models import Series
 from runs.services.adaptive import ADAPTIVE_TASK, adaptive_step
 from runs.services.errors import Conflict

@@ -3,7 +3,7 @@
 Every vocabulary is a `Literal` type (what mypy checks documents against) and,
 where the lab offers or stores its values, the tuple of them, read from that
 type, in the order forms list them.
-The lab's Django choices are built from these tuples (runs/contract/choices.py), so a
+The lab's Django choices are built from these tuples (runs/agentlink/choices.py), so a
 new value is added here and nowhere else.
 """
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from agents.contract.builds.definition import BuildDefinition, CommitInfo
+from runs.agentlink.execution import ROUNDS
 from runs.analysis.sequential import design_difference
 from runs.analysis.verdicts import Question, Verdict
-from runs.contract.execution import ROUNDS
 from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Run
 from runs.services.adaptive import (

@@ -42,7 +42,7 @@ from django.conf import settings
 from django.db import connection
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from runs.contract.transport import redis_connection
+from runs.agentlink.transport import redis_connection
 from runs.control.fire_slots import fire_slot
 from runs.services.history.series import FIRE_TASK, SLOT_ARGUMENT
 

@@ -46,7 +46,7 @@ from django.db import transaction
 from agents.contract import wire
 from agents.contract.redaction import MASK, SECRET_FIELD, redact_text, redacted_event
 from agents.contract.reports.events import InvalidEvent, is_agent_event
-from runs.contract.transport import redis_connection
+from runs.agentlink.transport import redis_connection
 from runs.control.loop import DATABASE_DOWN, run_until_stopped
 from runs.control.members import claim_from_dead_here, remove_dead_consumers
 from runs.services import event_refusal, record_event

@@ -17,8 +17,8 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec, SettingValue
 from agents.contract.spec.fields import DATASET, WORKLOAD
 from runs import services
-from runs.contract import spec_fields
-from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS
+from runs.agentlink import spec_fields
+from runs.agentlink.spec_fields import WORKLOAD_ROW_FIELDS
 from runs.forms import workload_editor
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 from runs.services.specs import clean_build_definition

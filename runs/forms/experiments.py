@@ -9,9 +9,9 @@ from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
-from runs.contract import spec_fields
-from runs.contract.execution import SEED_LIMIT
-from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
+from runs.agentlink import spec_fields
+from runs.agentlink.execution import SEED_LIMIT
+from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.models.catalogue import agent_hosts
 from runs.services.adaptive import ADAPTIVE_FIELDS

@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import runs.contract.execution
+import runs.agentlink.execution
 
 
 def cells_of_block_runs(apps, schema_editor):
@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="experiment",
             name="seed",
-            field=models.PositiveBigIntegerField(default=runs.contract.execution.draw_seed),
+            field=models.PositiveBigIntegerField(default=runs.agentlink.execution.draw_seed),
         ),
         migrations.AddField(
             model_name="run",

@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.contract import vocabulary
 from agents.contract.signing import fingerprint, is_secret
 from agents.contract.spec.document import SettingValue
-from runs.contract.choices import text_choices
+from runs.agentlink.choices import text_choices
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

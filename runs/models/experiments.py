@@ -9,8 +9,8 @@ from django.db import models
 from django.utils import timezone
 
 from agents.contract import vocabulary
-from runs.contract.choices import text_choices
-from runs.contract.execution import BLOCKS, ROUNDS, draw_seed
+from runs.agentlink.choices import text_choices
+from runs.agentlink.execution import BLOCKS, ROUNDS, draw_seed
 from runs.inference.equivalence import DEFAULT_MARGIN_PCT
 from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT
 from runs.models.catalogue import ConfigProfile, Host, PgBuild, Workload, owner_field
@@ -21,7 +21,7 @@ class Experiment(models.Model):
 
     `storage_layouts` is a list of `{"data": target name, "wal": target name or
     null}`; each layout is one column of the matrix. `execution` says how the
-    cells become runs (runs/contract/execution.py): in rounds, each repeat of each cell
+    cells become runs (runs/agentlink/execution.py): in rounds, each repeat of each cell
     is one Run and the cells of each round go in an order drawn from `seed`; in
     blocks, each cell is one Run that sweeps `clients` `repeats` times. `seed`
     (given or drawn at creation) also seeds random client orders.
@@ -131,7 +131,7 @@ class Run(models.Model):
 
     `cell` is the cell's index in matrix order, `round` the repeat this run
     measures (None in blocks mode, where the run holds every repeat), and
-    `position` the run's place in the experiment's queue (runs/contract/execution.py).
+    `position` the run's place in the experiment's queue (runs/agentlink/execution.py).
 
     State diagram (every change is a compare-and-set update in services)::
 

@@ -39,18 +39,11 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec, StorageSpec
 from agents.contract.spec.fields import SWEEP
 from benchlab.celery import app
+from runs.agentlink import transport
+from runs.agentlink.execution import ROUNDS, Slot, derived_seed
+from runs.agentlink.transport import CONTROL_QUEUE
 from runs.analysis import sequential
 from runs.analysis.verdicts import Question, Verdict
-from runs.contract import transport
-from runs.contract.adaptive_state import (
-    AdaptiveState,
-    Lengthened,
-    LookRecord,
-    PointState,
-    still_open,
-)
-from runs.contract.execution import ROUNDS, Slot, derived_seed
-from runs.contract.transport import CONTROL_QUEUE
 from runs.estimates import learned_timings
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
@@ -62,6 +55,13 @@ from runs.inference.variance import (
     variance_split,
 )
 from runs.models import Experiment, ProgressSample, Result, Run
+from runs.services.adaptive_state import (
+    AdaptiveState,
+    Lengthened,
+    LookRecord,
+    PointState,
+    still_open,
+)
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
 from runs.services.queueing import Cell, CheckedCell, queue_slot

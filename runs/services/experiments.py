@@ -28,8 +28,8 @@ from agents.contract.spec.document import (
 )
 from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
-from runs.contract.execution import ROUNDS, execution_plan
-from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
+from runs.agentlink.execution import ROUNDS, execution_plan
+from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.estimates import Learned, adaptive_seconds, learned_timings
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
@@ -412,7 +412,7 @@ def _host_time(
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:
-    """Create and queue the runs in the experiment's execution order (runs/contract/execution.py).
+    """Create and queue the runs in the experiment's execution order (runs/agentlink/execution.py).
 
     Jobs are sent after the commit in this order, one queue per host, and an
     agent takes one job at a time from its queue, oldest first: each host

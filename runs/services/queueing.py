@@ -12,7 +12,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as DjangoUser
 
 from agents.contract.spec.document import JobSpec, StorageSpec
-from runs.contract.execution import Slot, derived_seed
+from runs.agentlink.execution import Slot, derived_seed
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.services.jobs.dispatch import run_dispatch
 

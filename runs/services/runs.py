@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from agents.contract.errors import Cancelled
 from benchlab.celery import app
-from runs.contract import transport
-from runs.contract.transport import CONTROL_QUEUE
+from runs.agentlink import transport
+from runs.agentlink.transport import CONTROL_QUEUE
 from runs.models import Experiment, Host, Run
 from runs.services.access.permissions import AnyUser
 from runs.services.adaptive import adaptive_step_after_commit

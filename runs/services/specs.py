@@ -8,7 +8,7 @@ from agents.contract.builds.definition import check_build_definition
 from agents.contract.errors import JobError
 from agents.contract.spec.document import DatasetSpec, WorkloadSpec
 from agents.contract.spec.fields import DATASET, WORKLOAD
-from runs.contract.spec_fields import section_values
+from runs.agentlink.spec_fields import section_values
 from runs.models import PgBuild, Workload
 
 

@@ -32,7 +32,7 @@ from django.dispatch import receiver
 from agents.contract.builds.source_tree import UnsafeSource, bounded_members
 from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import PgBuild, Run, SourceUpload
 from runs.services.errors import Conflict
 

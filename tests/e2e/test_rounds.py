@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runs.contract.execution import execution_plan
+from runs.agentlink.execution import execution_plan
 from runs.models import Experiment, Run
 from runs.presets import load_presets
 from tests.e2e.conftest import PASSWORD, Web, sign_in

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 
 from agents.contract.settings.catalogue import CATALOGUE_QUERY, catalogue_from_rows
 from agents.contract.wire import agent_queue, cancel_key, dispatch_key
-from runs.contract.transport import redis_connection
+from runs.agentlink.transport import redis_connection
 from runs.models import Host, PgCatalogue, Run
 from runs.services.access.tokens import api_token_create
 from tests.runs.factories import (

@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from agents.contract.errors import JobError
 from runs import services
+from runs.agentlink.transport import send_or_log
 from runs.analysis.sequential import level_text
-from runs.contract.transport import send_or_log
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive
 from runs.services.adaptive import (

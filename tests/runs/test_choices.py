@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 
 from agents.contract import vocabulary
-from runs.contract.choices import text_choices
+from runs.agentlink.choices import text_choices
 from runs.models import Experiment, PgBuild, Run, Workload
 
 

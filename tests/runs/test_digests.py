@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from runs import services, tasks
-from runs.contract.transport import send_or_log
+from runs.agentlink.transport import send_or_log
 from runs.models import ProgressSample, Run, RunTimeline
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imports import ImportDetails, pgbench_import

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from runs.contract.execution import BLOCKS, ROUNDS, derived_seed, execution_plan
+from runs.agentlink.execution import BLOCKS, ROUNDS, derived_seed, execution_plan
 
 
 def test_the_same_seed_gives_the_same_order():

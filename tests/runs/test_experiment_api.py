@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 
 from runs import services
-from runs.contract.execution import execution_plan
+from runs.agentlink.execution import execution_plan
 from runs.models import Experiment
 from tests.runs.factories import ConfigProfileFactory
 

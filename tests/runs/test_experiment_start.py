@@ -11,7 +11,7 @@ from agents.contract.signing import unsigned, verify
 from agents.contract.spec.document import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
-from runs.contract.execution import derived_seed, execution_plan
+from runs.agentlink.execution import derived_seed, execution_plan
 from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.models import Experiment, Run
 from runs.services.errors import Conflict

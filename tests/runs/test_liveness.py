@@ -11,7 +11,7 @@ from django.utils import timezone
 from agents.contract.signing import verify
 from agents.contract.wire import agent_queue, cancel_key, claim_key, dispatch_key
 from runs import services
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import Host, Run
 from runs.services.jobs.dispatch import run_dispatch
 from tests.runs import events

@@ -5,8 +5,8 @@ import pytest
 
 from agents.contract.spec.fields import Field
 from agents.contract.spec.manifest import make_manifest
+from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
 from runs.api.serializers import WorkloadSerializer
-from runs.contract.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
 from runs.forms.catalogue import WorkloadForm
 from runs.models import Experiment, Workload
 from runs.services.experiments import build_job_spec, experiment_cells

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from agents.contract.errors import JobError
 from agents.contract.spec.document import VERSION_PATTERN, ScriptSpec, SettingValue
 from runs import services
+from runs.agentlink.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -20,7 +21,6 @@ from runs.api.fields import (
     defines_field,
     settings_field,
 )
-from runs.contract.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 from runs.models import (
     ConfigProfile,
     Host,

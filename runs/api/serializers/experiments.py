@@ -12,6 +12,9 @@ from rest_framework import serializers
 from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
 from runs import services
+from runs.agentlink import spec_fields
+from runs.agentlink.execution import SEED_LIMIT
+from runs.agentlink.spec_fields import EXPERIMENT_SWITCHES
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -21,9 +24,6 @@ from runs.api.fields import (
 )
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
-from runs.contract import spec_fields
-from runs.contract.execution import SEED_LIMIT
-from runs.contract.spec_fields import EXPERIMENT_SWITCHES
 from runs.models import (
     ConfigProfile,
     Experiment,

@@ -20,7 +20,7 @@ from django.db import connection
 
 from agents.contract.reports.events import EVENT_VERSION
 from agents.contract.signing import new_secret, sign
-from runs.contract.transport import redis_connection
+from runs.agentlink.transport import redis_connection
 from runs.control.consumer import EventConsumer
 from runs.management import synthetic
 from runs.management.commands.bench_pages import machine, require_throwaway_database

@@ -23,8 +23,8 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from benchlab.celery import app
+from runs.agentlink.transport import CONTROL_QUEUE
 from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
-from runs.contract.transport import CONTROL_QUEUE
 from runs.inference.changepoints import ChangePoint, change_points
 from runs.inference.stats import summarize
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
@@ -41,7 +41,7 @@ DETECT_TASK = "runs.tasks.series_detect"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 # An occurrence copies every column of its series' template (the spec's sweep fields,
-# runs/contract/spec_fields.py, among them) but these: it is a new experiment with its own seed
+# runs/agentlink/spec_fields.py, among them) but these: it is a new experiment with its own seed
 # (and, adaptive, its own looks).
 NOT_COPIED = ("id", "name", "created_by", "created_at", "seed", "adaptive_state")
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 from agents.contract.errors import CANCELLED
 from agents.contract.reports.events import AgentEvent, Event, is_agent_event, validate_event
 from agents.contract.signing import fingerprint, is_secret, verify
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import Host, Run
 from runs.services.errors import Conflict
 from runs.services.hosts.events import agent_record_event

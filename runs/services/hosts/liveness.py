@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.contract.errors import JobError
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import Host, Run
 from runs.services.jobs.dispatch import run_redispatch
 from runs.services.runs import run_finish

@@ -23,7 +23,7 @@ from django.db.models import Max
 from agents.contract.errors import JobError
 from agents.contract.reports.events import HeartbeatData
 from agents.contract.wire import dispatch_key
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import Host, Run, RunEvent
 from runs.services.runs import run_finish
 

@@ -2,7 +2,7 @@
 
 Each dispatch has a fresh token: the agent's claim and the lab's cancel flag
 name the dispatch (run id and token), and events carrying another token are
-dropped. The transport (runs.contract.transport) puts the job on the wire.
+dropped. The transport (runs.agentlink.transport) puts the job on the wire.
 """
 
 import logging
@@ -16,7 +16,7 @@ from django.utils import timezone
 from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec
 from agents.contract.wire import agent_queue, job_id_of
-from runs.contract import transport
+from runs.agentlink import transport
 from runs.models import Run
 from runs.services.uploads import source_upload_ready
 

@@ -18,7 +18,7 @@ from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from agents.contract.wire import EVENT_FIELD
-from runs.contract.transport import redis_connection
+from runs.agentlink.transport import redis_connection
 from runs.control.consumer import EventConsumer
 from runs.models import Experiment, Host, Run
 from runs.services.access.tokens import api_token_create

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from runs.contract.execution import execution_plan
+from runs.agentlink.execution import execution_plan
 from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Experiment, Run
 from tests.runs.factories import (

@@ -157,7 +157,7 @@ def clients_figure(
             annotations.append(
                 _peak_annotation(peak, label_x(peak.clients), style.color, label, nth)
             )
-    title = f"{METRICS[metric]} against clients (mean, 95 % CI)"
+    title = f"{METRICS[metric]} against clients (geometric mean, 95 % CI)"
     x_axis: PlotlyJson = {
         "type": "log" if log_x else "linear",
         "tickvals": sorted(client_counts),

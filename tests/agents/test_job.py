@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -14,6 +13,7 @@ import pytest
 
 from agents.postgres import settings as pg_settings
 from tests.agents.jobs import run, small_spec
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TPS_LINE = re.compile(r"^tps = ([\d.]+) \(without initial connection time\)$", re.MULTILINE)
@@ -218,8 +218,8 @@ def test_ctrl_c_on_the_cli_cleans_up_everything(storage_root, tmp_path):
     result = events[-1]["data"]
     assert result["status"] == "cancelled"
     assert leftovers(storage_root) == []
-    time.sleep(0.5)
-    assert processes_mentioning(storage_root) == []
+    # pgbench and the postmaster's children end after the agent reaped what it started.
+    wait_for(lambda: processes_mentioning(storage_root) == [], 10, "no process under the root")
     assert running_before, "the cluster and pgbench were running before Ctrl-C"
 
 

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from runs.models import Experiment, PgBuild, Workload
 from tests.e2e.conftest import PASSWORD, sign_in
 from tests.runs.factories import ConfigProfileFactory, UserFactory
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -51,12 +52,12 @@ def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack,
 
     experiment = Experiment.objects.get()
     lab_logs = lab.logs
-    for _ in range(120):
+
+    def ended() -> bool:
         experiment.refresh_from_db()
-        if experiment.adaptive_state.get("ended"):
-            break
-        page.wait_for_timeout(3000)
-    assert experiment.adaptive_state.get("ended"), lab_logs()
+        return bool(experiment.adaptive_state.get("ended"))
+
+    wait_for(ended, 360, "the adaptive experiment to end", lab_logs, interval=3)
     assert not experiment.runs.filter(cell=2, round__gt=3).exists(), "decided: no more rounds"
     assert set(experiment.runs.filter(round__gt=3).values_list("cell", flat=True)) <= {0, 1}
 

@@ -72,7 +72,11 @@ def test_schedule_watch_compare_share_and_revoke(stack, page, browser):
     expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
     expect(page.locator("#compare-table tbody tr")).to_have_count(4)
     page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
-    page.wait_for_timeout(500)
+    # Drawn, in the page's own fonts, before the README's screenshot is taken.
+    page.wait_for_function(
+        "() => document.fonts.status === 'loaded' && [...document.querySelectorAll("
+        "'.js-plotly-plot')].every((chart) => chart.querySelector('.main-svg'))"
+    )
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
 

@@ -96,7 +96,9 @@ def test_a_redis_that_never_answers_holds_the_job_up_about_a_second_per_retry(tm
 
 
 def test_spooled_events_are_sent_in_order_when_redis_comes_back(tmp_path, spare_redis, open_sinks):
-    sink = RedisStreamSink(spare_redis.url, tmp_path, stream="events", retry_interval=0.2)
+    # Redis is tried again at every event, so the first event after it is back drains the
+    # spool (the interval between tries has its own test above).
+    sink = RedisStreamSink(spare_redis.url, tmp_path, stream="events", retry_interval=0)
     open_sinks.append(sink)
     emitter = EventEmitter([sink], run_id="r-1")
     emit_progress(emitter, 3)
@@ -105,7 +107,6 @@ def test_spooled_events_are_sent_in_order_when_redis_comes_back(tmp_path, spare_
     emit_progress(emitter, 4)
     assert sink.spool_path.exists()
     spare_redis.start()
-    time.sleep(0.3)
     emit_progress(emitter, 2)
 
     assert seqs(stream_events(spare_redis.client(), "events")) == list(range(1, 10))
@@ -251,7 +252,8 @@ def test_agent_events_of_a_restarted_agent_number_higher_than_before(tmp_path):
     first_process = AgentEventEmitter([delivered.append], "agent-a")
     for _ in range(3):
         first_process.emit("heartbeat", {"running": None})
-    time.sleep(0.01)
+    # A restart takes longer than the few milliseconds the first process's seqs used.
+    wait_for(lambda: time.time() * 1000 > max(seqs(delivered)), 1, "the clock past the seqs")
 
     restarted = AgentEventEmitter([delivered.append], "agent-a")
     restarted.emit("heartbeat", {"running": None})

@@ -3,12 +3,19 @@
 import os
 import socket
 import subprocess
-import time
 
 import pytest
+import redis
 
 from runs.control.consumer import EventConsumer
 from runs.control.members import claim_from_dead_here, remove_dead_consumers
+from tests.waiting import wait_for
+
+
+def idle_ms(client: redis.Redis, stream: str, group: str, name: str) -> int:
+    """How long a member of the group has been idle, as Redis counts it."""
+    members = client.xinfo_consumers(stream, group)
+    return next(int(member["idle"]) for member in members if member["name"] == name)
 
 
 @pytest.mark.django_db
@@ -20,7 +27,7 @@ def test_idle_members_without_pending_entries_are_removed(lab_redis, events_stre
     gone = lab_redis.xreadgroup(group, "gone", {events_stream: ">"}, count=1)
     lab_redis.xack(events_stream, group, gone[0][1][0][0])
     lab_redis.xreadgroup(group, "owner", {events_stream: ">"}, count=1)  # one left pending
-    time.sleep(0.2)
+    wait_for(lambda: idle_ms(lab_redis, events_stream, group, "owner") > 100, 5, "owner idle")
     live = lab_redis.xreadgroup(group, "live", {events_stream: ">"}, count=1)
     lab_redis.xack(events_stream, group, live[0][1][0][0])
 

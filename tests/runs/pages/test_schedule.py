@@ -171,5 +171,5 @@ def test_what_the_check_could_not_cover_is_said_after_scheduling(signed_in, cata
 def test_the_schedule_form_answers_at_its_name_and_at_its_first_address(signed_in, path):
     page = signed_in.get(f"{path}?preset=smoke").content.decode()
     assert 'id="schedule-form"' in page and 'name="clients"' in page
-    assert re.search(r'<a href="/schedule/" class="active">Schedule</a>', page)
+    assert re.search(r'<a href="/schedule/" class="active" aria-current="page">Schedule</a>', page)
     assert reverse("schedule") == "/schedule/"

@@ -32,17 +32,33 @@ class Timeline {
   }
 }
 
-// `count`: what the sample rests on (logged transactions), for traces whose hover shows it.
-function extend(element, timeline, point, t, valuesByTrace, firstTrace = 0, count = null) {
+// A chart's trace for one series, found by the name the server gave it (its
+// `meta.series`, runs/charts/timelines.py), not by its position; -1 when not drawn.
+function traceIndex(element, series) {
+  return (element.data || []).findIndex((trace) => trace.meta?.series === series);
+}
+
+function trace(element, series) {
+  return element.data?.[traceIndex(element, series)];
+}
+
+// `valuesBySeries`: the sample's value for each series it extends (a series the chart
+// does not draw is left out). `count`: what the sample rests on (logged transactions),
+// for traces whose hover shows it.
+function extend(element, timeline, point, t, valuesBySeries, count = null) {
   const xs = timeline.place(point, t);
   if (!element.data) return;
+  const drawn = Object.entries(valuesBySeries)
+    .map(([series, value]) => [traceIndex(element, series), value])
+    .filter(([index]) => index >= 0);
+  if (!drawn.length) return;
   const gap = xs.length === 2;
-  const indices = valuesByTrace.map((_, i) => firstTrace + i);
-  const x = valuesByTrace.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
-  const y = valuesByTrace.map((v) => (gap ? [null, v] : [v]));
+  const indices = drawn.map(([index]) => index);
+  const x = drawn.map(() => (gap ? [xs[0], xs[1]] : [xs[0]]));
+  const y = drawn.map(([, value]) => (gap ? [null, value] : [value]));
   const update = { x, y };
-  if (indices.every((i) => Array.isArray(element.data[i]?.customdata))) {
-    update.customdata = valuesByTrace.map(() => (gap ? [null, count] : [count]));
+  if (indices.every((i) => Array.isArray(element.data[i].customdata))) {
+    update.customdata = drawn.map(() => (gap ? [null, count] : [count]));
   }
   window.Plotly.extendTraces(element, update, indices);
 }
@@ -71,34 +87,32 @@ function follow() {
     latency: document.getElementById("chart-latency"),
     host: document.getElementById("chart-host"),
   };
-  const progressLine = new Timeline(charts.tps.data?.[0]);
-  const latencyLine = new Timeline(charts.latency.data?.[0]);
-  const hostLine = new Timeline(charts.host.data?.[0]);
+  const progressLine = new Timeline(trace(charts.tps, "tps"));
+  const latencyLine = new Timeline(trace(charts.latency, "latency_ms"));
+  const hostLine = new Timeline(trace(charts.host, "host.cpu_user"));
   const hostKeys = ["cpu_user", "cpu_system", "cpu_iowait", "disk_data_util", "disk_wal_util"];
   // A run with a client host: its CPU user and system traces follow the host's.
-  const clientLine = new Timeline(charts.host.data?.[hostKeys.length]);
+  const clientLine = new Timeline(trace(charts.host, "client.cpu_user"));
   const url = `${head.dataset.eventsUrl}?after=${encodeURIComponent(head.dataset.cursor)}`;
   const source = new EventSource(url);
 
   source.addEventListener("progress", (event) => {
     const d = JSON.parse(event.data);
-    extend(charts.tps, progressLine, d.point, d.t, [d.tps], 0, d.sampled);
+    extend(charts.tps, progressLine, d.point, d.t, { tps: d.tps }, d.sampled);
     // The latency chart's percentile lines, when it has them, follow the average.
-    const latency = charts.latency.data?.length === 4
-      ? [d.latency_ms, d.p50_ms, d.p95_ms, d.p99_ms]
-      : [d.latency_ms];
-    extend(charts.latency, latencyLine, d.point, d.t, latency, 0, d.sampled);
+    const latency = { latency_ms: d.latency_ms, p50_ms: d.p50_ms, p95_ms: d.p95_ms, p99_ms: d.p99_ms };
+    extend(charts.latency, latencyLine, d.point, d.t, latency, d.sampled);
     document.querySelector(".chart-empty")?.remove();
   });
   source.addEventListener("host", (event) => {
     const d = JSON.parse(event.data);
-    extend(charts.host, hostLine, d.point, d.t, hostKeys.map((key) => d[key]));
+    const values = Object.fromEntries(hostKeys.map((key) => [`host.${key}`, d[key]]));
+    extend(charts.host, hostLine, d.point, d.t, values);
   });
   source.addEventListener("client_host", (event) => {
     const d = JSON.parse(event.data);
-    if ((charts.host.data?.length ?? 0) > hostKeys.length) {
-      extend(charts.host, clientLine, d.point, d.t, [d.cpu_user, d.cpu_system], hostKeys.length);
-    }
+    const values = { "client.cpu_user": d.cpu_user, "client.cpu_system": d.cpu_system };
+    extend(charts.host, clientLine, d.point, d.t, values);
   });
   source.addEventListener("result", (event) => addResultRow(JSON.parse(event.data)));
   source.addEventListener("status", (event) => setStatus(JSON.parse(event.data)));

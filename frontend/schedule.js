@@ -1,24 +1,12 @@
 // Live estimate on the schedule form: runs, points, cluster setups and a rough
-// wall-clock time, with the same rule as runs.services.experiments.experiment_estimate
-// (hosts work in parallel; each runs its runs one after another; every run is
-// one cluster setup, and in rounds every repeat of a cell is its own run; a
-// client host is busy for every run of every server host).
+// wall-clock time, asked of the server as the form changes, so there is one rule
+// (runs.services.experiments.draft_estimate, the one a saved experiment's estimate
+// follows). While an answer is awaited the estimate is aria-busy.
 
 const form = document.getElementById("schedule-form");
-
-function checked(name) {
-  return [...form.querySelectorAll(`input[name="${name}"]:checked`)];
-}
-
-function clientCounts() {
-  const text = form.elements.clients.value;
-  const parts = text.split(/[\s,;]+/).filter(Boolean);
-  return parts.every((p) => /^\d+$/.test(p) && Number(p) > 0) ? parts.length : 0;
-}
-
-function storageLayouts() {
-  return form.elements.storage.value.split(/[\s,;]+/).filter(Boolean).length;
-}
+const estimate = document.getElementById("estimate");
+// After the last keystroke or tick: typing a number asks once, not once per digit.
+const DEBOUNCE_MS = 250;
 
 function formatSeconds(total) {
   const s = Math.round(total);
@@ -29,44 +17,55 @@ function formatSeconds(total) {
   return `${s} s`;
 }
 
-export function estimate() {
-  const hosts = checked("hosts").length;
-  const perHostCells = checked("builds").length * checked("config_profiles").length * storageLayouts();
-  const workloads = checked("workloads");
-  const repeats = Number(form.elements.repeats.value) || 0;
-  const rounds = form.elements.execution.value === "rounds";
-  const lifecycles = rounds ? repeats : 1;
-  const runs = hosts * perHostCells * workloads.length * lifecycles;
-  const pointsPerRun = clientCounts() * (rounds ? 1 : repeats);
-  const duration = Number(form.elements.duration_s.value) || 0;
-  const warmup = Number(form.elements.warmup_s.value) || 0;
-  const overhead = Number(form.dataset.runOverhead);
-  const loadPerScale = Number(form.dataset.scaleLoad);
-  const setupOf = (w) => overhead + Number(w.dataset.scale || 1) * loadPerScale;
-  const perHostSetups = workloads.reduce((sum, w) => sum + perHostCells * lifecycles * setupOf(w), 0);
-  const perRunMeasured = warmup + pointsPerRun * duration;
-  const perHost = perHostSetups + perHostCells * workloads.length * lifecycles * perRunMeasured;
-  const busiest = form.elements.client_host && form.elements.client_host.value ? hosts : 1;
-  const timed = duration && runs;
-  return {
-    runs,
-    points: runs * pointsPerRun,
-    setupSeconds: timed ? busiest * perHostSetups : null,
-    seconds: timed ? busiest * perHost : null,
-  };
+function query() {
+  const values = new FormData(form);
+  values.delete("csrfmiddlewaretoken");
+  return new URLSearchParams(values).toString();
 }
 
-function show() {
-  const result = estimate();
-  const field = (key) => form.querySelector(`[data-estimate="${key}"]`);
-  field("runs").textContent = result.runs.toLocaleString();
-  field("points").textContent = result.points.toLocaleString();
-  field("setups").textContent = result.setupSeconds === null ? "—" : `≈ ${formatSeconds(result.setupSeconds)}`;
-  field("time").textContent = result.seconds === null ? (result.runs ? "depends on tps" : "—") : `≈ ${formatSeconds(result.seconds)}`;
+// The server's estimate, or null while the form does not make an experiment (the
+// answer's `errors` say why; the form shows them when it is sent).
+async function fetchEstimate() {
+  try {
+    const response = await fetch(`${form.dataset.estimateUrl}?${query()}`, {
+      headers: { Accept: "application/json" },
+    });
+    return response.ok ? await response.json() : null;
+  } catch (error) {
+    console.error("estimate not available", error);
+    return null;
+  }
 }
 
-if (form) {
-  form.addEventListener("input", show);
-  form.addEventListener("change", show);
-  show();
+function show(result) {
+  const field = (key) => estimate.querySelector(`[data-estimate="${key}"]`);
+  const seconds = (value) => (value === null ? "—" : `≈ ${formatSeconds(value)}`);
+  field("runs").textContent = result ? result.runs.toLocaleString() : "—";
+  field("points").textContent = result ? result.points.toLocaleString() : "—";
+  field("setups").textContent = result ? seconds(result.setup_seconds) : "—";
+  const untimed = result && result.runs ? "depends on tps" : "—";
+  field("time").textContent = result && result.estimated_seconds !== null
+    ? seconds(result.estimated_seconds)
+    : untimed;
+}
+
+let timer = null;
+let latest = 0; // the newest request: an older answer arriving late is dropped
+
+function changed() {
+  estimate.setAttribute("aria-busy", "true");
+  window.clearTimeout(timer);
+  timer = window.setTimeout(async () => {
+    const asked = ++latest;
+    const result = await fetchEstimate();
+    if (asked !== latest) return;
+    show(result);
+    estimate.setAttribute("aria-busy", "false");
+  }, DEBOUNCE_MS);
+}
+
+if (form && estimate) {
+  form.addEventListener("input", changed);
+  form.addEventListener("change", changed);
+  changed();
 }

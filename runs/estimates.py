@@ -15,7 +15,7 @@ estimate falls back to the constants below.
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -160,11 +160,14 @@ def _median(found: list[Timings]) -> Timings:
 
 
 def adaptive_seconds(
-    experiment: Experiment, round_seconds: float, longer_round_seconds: float
+    experiment: Experiment,
+    hosts: Collection[int],
+    round_seconds: float,
+    longer_round_seconds: float,
 ) -> tuple[float, float]:
     """(expected, most) seconds of an adaptive experiment whose every round costs
     `round_seconds` on its busiest host, `longer_round_seconds` with longer points: the
-    rounds an A/A cell takes on average at the spread the host's earlier rounds showed
+    rounds an A/A cell takes on average at the spread earlier rounds on its `hosts` showed
     (sequential.expected_rounds), and the budget's, every round after the first look
     with longer points. The first cell runs every round while another is undecided."""
     most = experiment.max_rounds or experiment.repeats
@@ -173,19 +176,17 @@ def adaptive_seconds(
         most,
         experiment.margin_pct,
         experiment.min_effect_pct,
-        round_log_sd(experiment),
+        round_log_sd(hosts),
     )
     first = experiment.repeats
     return expected * round_seconds, first * round_seconds + (most - first) * longer_round_seconds
 
 
-def round_log_sd(experiment: Experiment) -> float | None:
+def round_log_sd(hosts: Collection[int]) -> float | None:
     """The median log sd of tps between the rounds of a cell, over the latest cells
-    measured in rounds on the experiment's hosts (None: none with MIN_REPEATS rounds)."""
+    measured in rounds on these hosts (None: none with MIN_REPEATS rounds)."""
     results = (
-        Result.objects.filter(
-            run__host__in=experiment.hosts.all(), run__round__isnull=False, tps__gt=0
-        )
+        Result.objects.filter(run__host__in=hosts, run__round__isnull=False, tps__gt=0)
         .order_by("-run_id")
         .values_list("run__experiment_id", "run__cell", "clients", "tps")[:LEARNED_RESULTS]
     )

@@ -56,6 +56,7 @@ urlpatterns = [
     ),
     path("experiments/", experiments.experiment_list, name="experiment-list"),
     path("schedule/", experiments.schedule, name="schedule"),
+    path("schedule/estimate", experiments.schedule_estimate, name="schedule-estimate"),
     # The form's first address, kept for bookmarks and links already sent.
     path("experiments/new", experiments.schedule, name="schedule-first-address"),
     path("experiments/<int:pk>/", experiments.experiment_detail, name="experiment-detail"),

@@ -19,7 +19,8 @@ from runs.services.history.imported import not_imported
 
 
 class CheckboxList(forms.CheckboxSelectMultiple):
-    """Checkboxes that carry per-option data attributes for the live estimate."""
+    """Checkboxes that carry per-option data attributes (a host's name, for the pages' tests
+    and scripts to find its box by)."""
 
     def __init__(
         self, option_data: Callable[[Any], dict[str, Any]] | None = None, **kwargs: Any
@@ -144,7 +145,7 @@ class ScheduleForm(forms.Form):
     )
     workloads = forms.ModelMultipleChoiceField(
         not_imported(Workload.objects.all()),
-        widget=CheckboxList(lambda workload: {"data-scale": workload.scale}),
+        widget=CheckboxList(),
         error_messages={"required": "pick at least one workload"},
     )
     storage = forms.CharField(
@@ -250,6 +251,13 @@ class ScheduleForm(forms.Form):
     def add_job_error(self, exc: JobError) -> None:
         """Show a service's error next to the field it is about."""
         self.add_error(form_field_for(exc.field), exc.message)
+
+
+class EstimateForm(ScheduleForm):
+    """The schedule form as its live estimate reads it, while the user fills it in: an
+    experiment needs no name to be estimated."""
+
+    name = forms.CharField(max_length=200, required=False)
 
 
 class CompareForm(forms.Form):

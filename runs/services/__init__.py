@@ -16,6 +16,7 @@ from runs.services.access.sharing import (
 from runs.services.deletion import object_delete
 from runs.services.experiments import (
     build_job_spec,
+    draft_estimate,
     experiment_cells,
     experiment_check,
     experiment_estimate,
@@ -41,6 +42,7 @@ __all__ = [
     "check_settings",
     "comparison_create",
     "config_profile_check",
+    "draft_estimate",
     "experiment_cells",
     "experiment_check",
     "experiment_estimate",

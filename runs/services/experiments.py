@@ -9,7 +9,7 @@ check and the queueing for an experiment created as a draft.
 import copy
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict, cast
 
@@ -146,12 +146,19 @@ def experiment_cells(experiment: Experiment) -> list[Cell]:
     """The matrix hosts x builds x configs x storage layouts x workloads, hosts outermost,
     each axis in the order it was given (`Experiment.cell_order`): the first cell is the
     one the user put first, the reference of adaptive looks and the default baseline."""
+    given = {axis: _in_given_order(experiment, axis) for axis in M2M_FIELDS}
+    return _matrix(experiment, given)
+
+
+def _matrix(experiment: Experiment, given: Mapping[str, list[Any]]) -> list[Cell]:
+    """The cells of the hosts, builds, configs and workloads given, in that order, with the
+    experiment's storage layouts between configs and workloads."""
     product = itertools.product(
-        _in_given_order(experiment, "hosts"),
-        _in_given_order(experiment, "builds"),
-        _in_given_order(experiment, "config_profiles"),
+        given["hosts"],
+        given["builds"],
+        given["config_profiles"],
         experiment.storage_layouts or [DEFAULT_STORAGE_LAYOUT],
-        _in_given_order(experiment, "workloads"),
+        given["workloads"],
     )
     return [Cell(index, *values) for index, values in enumerate(product)]
 
@@ -323,13 +330,32 @@ def _check_cell(experiment: Experiment, cell: Cell) -> CheckedCell:
 
 
 def experiment_estimate(experiment: Experiment) -> Estimate:
-    """How many runs and points starting would queue, and a rough wall-clock time.
+    """How many runs and points starting would queue, and a rough wall-clock time."""
+    return _estimate(experiment, experiment_cells(experiment))
+
+
+def draft_estimate(data: dict[str, object]) -> Estimate:
+    """The estimate of an experiment not saved yet, from the values `experiment_schedule`
+    takes (the schedule form's, as the user fills it in): the same rule as a saved one's,
+    with nothing written. Raises JobError naming the field to fix when the experiment's
+    shape is one scheduling refuses (too many repeats, an adaptive design that cannot run)."""
+    values = {key: value for key, value in data.items() if key not in M2M_FIELDS}
+    values.setdefault("storage_layouts", [dict(DEFAULT_STORAGE_LAYOUT)])
+    draft = Experiment(**{key: value for key, value in values.items() if value is not None})
+    given = {name: list(cast(Iterable[Model], data.get(name, []))) for name in M2M_FIELDS}
+    cells = _matrix(draft, given)
+    require_repeats_within_limit(draft.repeats)
+    require_adaptive_design(draft, len(cells))
+    return _estimate(draft, cells)
+
+
+def _estimate(experiment: Experiment, cells: list[Cell]) -> Estimate:
+    """The estimate of an experiment's cells.
 
     Hosts work in parallel and each runs its own runs one after another, so
     the time is the busiest host's. Every run is one cluster setup: rounds
     pay a setup (and a warm-up) per repeat of each cell, blocks one per cell.
     """
-    cells = experiment_cells(experiment)
     rounds = experiment.execution == ROUNDS
     lifecycles = experiment.repeats if rounds else 1
     clients = len(experiment.clients)
@@ -356,7 +382,8 @@ def experiment_estimate(experiment: Experiment) -> Estimate:
             experiment, cells, lifecycles, points_per_run, learned, LONGER_POINTS_FACTOR
         )
         per_round, longer_round = busiest.total / first_rounds, longer.total / first_rounds
-        expected, most = adaptive_seconds(experiment, per_round, longer_round)
+        hosts = {cell.host.pk for cell in cells}
+        expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
         estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
     return estimate
 

@@ -2,16 +2,15 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from agents.contract.errors import JobError
 from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
-from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
-from runs.forms.experiments import ScheduleForm
+from runs.forms.experiments import EstimateForm, ScheduleForm, form_field_for
 from runs.models import Experiment
 from runs.models.catalogue import agent_hosts
 from runs.services.access.permissions import check_can_change
@@ -46,10 +45,26 @@ def schedule(request: HttpRequest) -> HttpResponse:
         "presets": presets.PRESETS,
         "hosts": selectors.host_list().filter(pk__in=agent_hosts()),
         "no_hosts": not agent_hosts().exists(),
-        "run_overhead_s": RUN_OVERHEAD_S,
-        "scale_load_s": SCALE_LOAD_S_PER_UNIT,
     }
     return render(request, "runs/schedule.html", context)
+
+
+@login_required
+@require_GET
+def schedule_estimate(request: HttpRequest) -> JsonResponse:
+    """The schedule form's estimate as the server makes it (services.draft_estimate), the
+    form's values as the query; nothing is saved. 400 with the errors, field by field,
+    while the values do not make an experiment."""
+    form = EstimateForm(request.GET)
+    if not form.is_valid():
+        errors = form.errors.get_json_data()
+        by_field = {name: [error["message"] for error in found] for name, found in errors.items()}
+        return JsonResponse({"errors": by_field}, status=400)
+    try:
+        return JsonResponse(services.draft_estimate(form.service_data()))
+    except JobError as exc:
+        field = form_field_for(exc.field) or "__all__"
+        return JsonResponse({"errors": {field: [exc.message]}}, status=400)
 
 
 def _schedule(request: HttpRequest, form: ScheduleForm) -> Experiment | None:

@@ -1,6 +1,6 @@
-"""A client host in the browser: the schedule form's live estimate counts it busy for every
-server host's runs (the rule of runs.services.experiments.experiment_estimate), and the live
-run page extends its CPU traces."""
+"""A client host in the browser: the schedule form's live estimate, asked of the server
+(runs.services.experiments.draft_estimate), counts it busy for every server host's runs,
+and the live run page extends its CPU traces, found by the series they draw."""
 
 import pytest
 from playwright.sync_api import expect
@@ -32,10 +32,13 @@ def test_picking_a_client_host_makes_the_estimate_the_sum_of_the_server_hosts(si
     page.check("label:has-text('tpcb') input")
     page.fill("input[name=clients]", "1")
     page.fill("input[name=duration_s]", "600")
+    answered = page.locator("#estimate[aria-busy=false]")
+    expect(answered).to_be_visible()
     alone = page.locator("[data-estimate=time]").inner_text()
 
     page.select_option("select[name=client_host]", label="client-c")
 
+    expect(answered).to_be_visible()
     expect(page.locator("[data-estimate=runs]")).to_have_text("2")
     with_client = page.locator("[data-estimate=time]").inner_text()
     assert abs(seconds(with_client) - 2 * seconds(alone)) <= 1, (alone, with_client)
@@ -65,6 +68,9 @@ def test_live_run_page_extends_the_client_host_cpu_traces(signed_in_page, web):
             data={"t": t, "cpu_user": 90.0, "cpu_system": 5.0},
         )
 
-    page.wait_for_function("() => document.getElementById('chart-host').data[5].x.length === 2")
-    ys = page.evaluate("document.getElementById('chart-host').data[5].y")
-    assert ys == [90.0, 90.0]
+    client_user = (
+        "document.getElementById('chart-host').data"
+        ".find((trace) => trace.meta.series === 'client.cpu_user')"
+    )
+    page.wait_for_function(f"() => {client_user}.x.length === 2")
+    assert page.evaluate(f"{client_user}.y") == [90.0, 90.0]

@@ -5,8 +5,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from runs import services
 from runs.agentlink.execution import execution_plan
-from runs.estimates import RUN_OVERHEAD_S
 from runs.models import Experiment, Run
 from tests.runs.factories import (
     ConfigProfileFactory,
@@ -105,11 +105,59 @@ def test_unknown_storage_target_of_a_host_is_shown_next_to_storage(signed_in, ca
     assert "has no storage target “default” (it has: nvme)" in field_errors(page, "storage")
 
 
-def test_form_carries_what_the_live_estimate_needs(signed_in, catalogue):
+def test_form_asks_the_server_for_its_live_estimate(signed_in, catalogue):
     page = signed_in.get(reverse("schedule")).content.decode()
-    assert f'data-run-overhead="{RUN_OVERHEAD_S}"' in page
-    assert f'data-scale="{catalogue["workloads"].scale}"' in page
+    assert f'data-estimate-url="{reverse("schedule-estimate")}"' in page
     assert "schedule.js" in page
+
+
+def test_the_live_estimate_is_the_estimate_of_the_experiment_the_form_schedules(
+    signed_in, catalogue
+):
+    second = ConfigProfileFactory()
+    data = form_data(catalogue, repeats="3", warmup_s="5", clients="1,2,4", name="")
+    data["config_profiles"] = [second.pk, catalogue["config_profiles"].pk]
+
+    live = signed_in.get(reverse("schedule-estimate"), data)
+    signed_in.post(reverse("schedule"), {**data, "name": "sweep", "review": "1"})
+
+    assert live.status_code == 200
+    assert live.json() == services.experiment_estimate(Experiment.objects.get())
+    assert live.json()["runs"] == 6 and live.json()["estimated_seconds"] > 0
+    assert not Experiment.objects.exclude(name="sweep").exists(), "estimating saves nothing"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"hosts": ["999999"]}, "hosts"),
+        ({"workloads": ["not-a-pk"]}, "workloads"),
+        ({"clients": "1,two"}, "clients"),
+        ({"repeats": "-1"}, "repeats"),
+        ({"repeats": "99999999999999999999"}, "repeats"),
+        ({"duration_s": "ten"}, "duration_s"),
+        ({"execution": "sideways"}, "execution"),
+        ({"repeats": "1000"}, "repeats"),
+        ({"adaptive": "on", "repeats": "3", "max_rounds": "100000000"}, "max_rounds"),
+        ({"adaptive": "on", "repeats": "3", "max_rounds": "6", "margin_pct": "-5"}, "margin_pct"),
+        ({"adaptive": "on", "execution": "blocks"}, "execution"),
+    ],
+)
+def test_the_live_estimate_of_values_that_make_no_experiment_names_the_field(
+    signed_in, catalogue, overrides, field
+):
+    two_configs = [catalogue["config_profiles"].pk, ConfigProfileFactory().pk]
+    data = form_data(catalogue, config_profiles=two_configs, **overrides)
+
+    answer = signed_in.get(reverse("schedule-estimate"), data)
+
+    assert answer.status_code == 400
+    assert list(answer.json()["errors"]) == [field]
+
+
+def test_the_live_estimate_is_for_signed_in_users_and_only_reads(client, signed_in, catalogue):
+    assert client.get(reverse("schedule-estimate"), form_data(catalogue)).status_code == 302
+    assert signed_in.post(reverse("schedule-estimate"), form_data(catalogue)).status_code == 405
 
 
 def test_rounds_queue_every_repeat_as_a_run_in_the_order_drawn_from_the_given_seed(

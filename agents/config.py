@@ -15,6 +15,8 @@ DEFAULT_OS_USER = "benchlab"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_JOB_PIDS = 4096
 DEFAULT_JOB_TMP_MB = 256
+# Config file keys renamed since: a file naming the former key means the new one.
+FORMER_KEYS = {"allow_profiling": "allow_cpu_profiling"}
 
 
 def default_state_dir() -> Path:
@@ -65,9 +67,10 @@ class AgentConfig:
     # Patches from the lab are code (a patch may edit configure or a Makefile): applied
     # only when the operator accepts that here; without it a job with patches is refused.
     allow_user_patches: bool = False
-    # The profiled repeat runs perf as this agent against the job's own server processes,
-    # with a fixed command line (agents/observe/profile.py); off here, jobs get no profile.
-    allow_profiling: bool = True
+    # The CPU-profile pass runs perf as this agent against the job's own server processes,
+    # with a fixed command line (agents/observe/cpu_profile.py); off here, jobs get no CPU
+    # profile. A config file may still name it by its former name, `allow_profiling`.
+    allow_cpu_profiling: bool = True
     redis_url: str = field(default_factory=default_redis_url)
     # The address other agents reach this host's clusters at (a run with a client host).
     advertise_address: str = "127.0.0.1"
@@ -100,6 +103,9 @@ class AgentConfig:
         values: dict[str, Any] = {}
         if path is not None:
             values = json.loads(Path(path).read_text())
+        for former, name in FORMER_KEYS.items():
+            if former in values:
+                values.setdefault(name, values.pop(former))
         values.update({k: v for k, v in overrides.items() if v not in (None, {}, set(), [])})
         if "state_dir" in values:
             values["state_dir"] = Path(values["state_dir"])

@@ -26,7 +26,7 @@ Each side is a complete job spec (docs/contracts.md section 1, its own
 side's run on its own. The sides' `sweep` sections must be equal (the same
 points in the same order; a random order gets one seed for both) and timed
 (`duration_s`, not `transactions`: windows of the same length), network
-`local`, no profiled repeat; else both fail `invalid_spec`. A host with fewer
+`local`, no CPU-profile pass; else both fail `invalid_spec`. A host with fewer
 than two CPUs (one a side) fails both `duet_refused`; fewer than four is a
 warning (a side's server and pgbench share one CPU). The CPUs split in
 halves, the odd one in the second half; the lab swaps them every round. A
@@ -169,8 +169,8 @@ def check_duet(document: Mapping[str, Any], specs: list[dict[str, Any]]) -> list
             "a duet's windows last the same time: set sweep.duration_s, not transactions",
             "sweep.duration_s",
         )
-    if first["profile"]:
-        raise JobError("invalid_spec", "a duet has no profiled repeat", "sweep.profile")
+    if first["cpu_profile"]:
+        raise JobError("invalid_spec", "a duet has no CPU-profile pass", "sweep.cpu_profile")
     if any(spec["network"]["role"] != "local" for spec in validated):
         raise JobError("invalid_spec", "a duet runs pgbench on its own host", "network.role")
     return validated

@@ -12,7 +12,12 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from agents.contract.reports.events import EVENT_TYPES, EVENT_VERSION, InvalidEvent
+from agents.contract.reports.events import (
+    EVENT_TYPES,
+    EVENT_VERSION,
+    FORMER_EVENT_TYPES,
+    InvalidEvent,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,8 @@ class EventEmitter:
     def _deliver(
         self, event_type: str, data: Mapping[str, Any], seq: int, ts: str
     ) -> dict[str, Any]:
+        # A ledger kept before an upgrade may hold an event type under its former name.
+        event_type = FORMER_EVENT_TYPES.get(event_type, event_type)
         if event_type not in EVENT_TYPES:
             raise InvalidEvent(f"unknown event type {event_type!r}")
         event = {

@@ -18,7 +18,7 @@ import agents
 from agents.cgroups import JobCgroup
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
-from agents.contract.reports.profiles import ProfileResult
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.results import (
     RESULT_VERSION,
     CommandRecord,
@@ -41,8 +41,8 @@ from agents.events import EventEmitter, now_iso
 from agents.job_cgroup import end_job_cgroup, open_job_cgroup
 from agents.observe import pg_statements
 from agents.observe.canary import run_canary
+from agents.observe.cpu_profile import no_cpu_profile, perf_for_job
 from agents.observe.facts import collect_facts
-from agents.observe.profile import perf_for_job, unprofiled
 from agents.pair.link import PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
@@ -59,7 +59,7 @@ from agents.postgres.installs.source_build import ensure_build
 from agents.postgres.osuser import OsUser, ensure_os_user, make_dirs
 from agents.postgres.storage_targets import resolve_storage, storage_records
 from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
-from agents.sweep.driver import profiles
+from agents.sweep.driver import records_cpu_profile
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Job:
         # A side of a duet: its part of the host, and its CPU set once prepare() opened it.
         self.share = share
         self.cpuset: CpuSet | None = None
-        # perf's path when this job records a profiled repeat (agents/observe/profile.py).
+        # perf's path when this job records a CPU-profile pass (agents/observe/cpu_profile.py).
         self.perf: str | None = None
         # What the job is doing (its last status message), for a failure to name.
         self.doing = "the start of the job"
@@ -169,11 +169,12 @@ class Job:
     def keep_failed_point(self, point: PointResult) -> None:
         self.result["failed_point"] = point
 
-    def keep_profile(self, profile: ProfileResult) -> None:
-        self.result.setdefault("profiles", []).append(profile)
-        self.emit("profile", profile)
-        if profile["error"]:
-            self.emit("log", {"level": "warning", "message": f"no profile: {profile['error']}"})
+    def keep_cpu_profile(self, cpu_profile: CpuProfileResult) -> None:
+        self.result.setdefault("cpu_profiles", []).append(cpu_profile)
+        self.emit("cpu_profile", cpu_profile)
+        if cpu_profile["error"]:
+            message = f"no CPU profile: {cpu_profile['error']}"
+            self.emit("log", {"level": "warning", "message": message})
 
     def _run(self) -> None:
         install, spec = self.prepare()
@@ -247,9 +248,11 @@ class Job:
         if self.share is not None:
             self.cpuset = open_cpuset(self.share.cpus, self.cgroup)
             self.result["cpus"] = list(self.share.cpus)
-        self.perf, problem = perf_for_job(profiles(spec["sweep"]), self.config.allow_profiling)
+        self.perf, problem = perf_for_job(
+            records_cpu_profile(spec["sweep"]), self.config.allow_cpu_profiling
+        )
         if problem is not None:
-            self.keep_profile(unprofiled(problem))
+            self.keep_cpu_profile(no_cpu_profile(problem))
         self._await_client(spec)
         storage = resolve_storage(self.config, spec["storage"])
         log_root(self.config.state_dir, storage, spec["workload"]["latency_log"])

@@ -72,10 +72,10 @@ class Learned:
         return self.for_cell(run.host_id, run.build_id)
 
 
-def profiled_points(sweep: Mapping[str, Any]) -> int:
-    """The points of a job's profiled pass (agents/sweep/driver.py): one per client
+def cpu_profile_points(sweep: Mapping[str, Any]) -> int:
+    """The points of a job's CPU-profile pass (agents/sweep/driver.py): one per client
     count after the measured ones, in the job that measures the first repeat."""
-    if not sweep.get("profile") or (sweep.get("first_repeat") or 1) != 1:
+    if not sweep.get("cpu_profile") or (sweep.get("first_repeat") or 1) != 1:
         return 0
     return len(set(sweep.get("clients") or [1]))
 
@@ -85,7 +85,7 @@ def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings |
     status events (time, state, message) in order; None when a phase is missing."""
     sweep, dataset = run.spec.get("sweep") or {}, run.spec.get("dataset") or {}
     points = len(sweep.get("clients") or []) * (sweep.get("repeats") or 1)
-    points += profiled_points(sweep)
+    points += cpu_profile_points(sweep)
     duration = sweep.get("duration_s")
     loading = _first(statuses, lambda state, message: state == "loading")
     running = _first(statuses, lambda state, message: message.endswith(" points"))

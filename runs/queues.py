@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, learned_timings, profiled_points
+from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, cpu_profile_points, learned_timings
 from runs.models import Host, Run
 
 
@@ -40,7 +40,7 @@ def estimated_seconds(run: Run, timings: Timings = DEFAULT_TIMINGS) -> float | N
     if not duration:
         return None
     points = len(sweep.get("clients") or [1]) * (sweep.get("repeats") or 1)
-    points += profiled_points(sweep)
+    points += cpu_profile_points(sweep)
     scale = (run.spec.get("dataset") or {}).get("scale") or 1
     return timings.run_seconds(scale, sweep.get("warmup_s") or 0, points, duration)
 

@@ -50,9 +50,15 @@ urlpatterns = [
     path("runs/<int:pk>/results.<fmt:fmt>", runs.run_export, name="run-export"),
     path("runs/<int:pk>/build.log", runs.run_build_log, name="run-build-log"),
     path(
+        "runs/<int:pk>/cpu-profiles/<int:index>.folded",
+        runs.run_cpu_profile_folded,
+        name="run-cpu-profile-folded",
+    ),
+    # Its address before the CPU profile had its name, kept for links already sent.
+    path(
         "runs/<int:pk>/profiles/<int:index>.folded",
-        runs.run_profile_folded,
-        name="run-profile-folded",
+        runs.run_cpu_profile_folded,
+        name="run-cpu-profile-folded-former-address",
     ),
     path("experiments/", experiments.experiment_list, name="experiment-list"),
     path("schedule/", experiments.schedule, name="schedule"),

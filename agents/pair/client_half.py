@@ -29,7 +29,7 @@ import psycopg
 from agents.cgroups import JobCgroup
 from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
-from agents.contract.reports.profiles import ProfileResult
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.results import PointResult
 from agents.contract.spec.document import JobSpec, validate_spec
 from agents.contract.vocabulary import JobOutcome
@@ -173,10 +173,10 @@ class LinkReporter:
     def keep_failed_point(self, point: PointResult) -> None:
         self.failed_point = point
 
-    def keep_profile(self, profile: ProfileResult) -> None:
-        """Never called: the client half runs no profiled repeat (the server half's
-        RemotePoints says so in the run's profile)."""
-        raise RuntimeError("the client half of a run has no profiled repeat")
+    def keep_cpu_profile(self, cpu_profile: CpuProfileResult) -> None:
+        """Never called: the client half runs no CPU-profile pass (the server half's
+        RemotePoints says so in the run's CPU profile)."""
+        raise RuntimeError("the client half of a run has no CPU-profile pass")
 
 
 def run_client_half(

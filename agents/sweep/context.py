@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, cast
 
 from agents.contract.errors import JobError
-from agents.contract.reports.profiles import ProfileResult
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.results import PointResult, Sample
 from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
@@ -82,8 +82,8 @@ class SweepReporter(Protocol):
     def keep_failed_point(self, point: PointResult) -> None:
         """The point a failed job was measuring, kept for the record."""
 
-    def keep_profile(self, profile: ProfileResult) -> None:
-        """A point of the profiled repeat: kept apart from the points, sent as `profile`."""
+    def keep_cpu_profile(self, cpu_profile: CpuProfileResult) -> None:
+        """A point of the CPU-profile pass: kept apart from the points, sent as `cpu_profile`."""
 
 
 class PointRunner(Protocol):
@@ -97,7 +97,7 @@ class PointRunner(Protocol):
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured point; returns it (also kept and emitted)."""
 
-    def profile_point(self, index: int, clients: int, perf: str) -> ProfileResult:
+    def cpu_profile_point(self, index: int, clients: int, perf: str) -> CpuProfileResult:
         """One unmeasured run at `clients` with `perf` recording the server's stacks."""
 
 

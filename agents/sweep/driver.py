@@ -28,15 +28,15 @@ NO_TIMELINE = (
 CLIENT_ORDER_SEEDS = 2**31
 
 
-def profiles(sweep: SweepSpec) -> bool:
-    """Whether this job runs the profiled repeat: asked for, and the job measures the first
-    repeat (in rounds each round is a job, and only the cell's first profiles)."""
-    return sweep["profile"] and sweep["first_repeat"] == 1
+def records_cpu_profile(sweep: SweepSpec) -> bool:
+    """Whether this job runs the CPU-profile pass: asked for, and the job measures the first
+    repeat (in rounds each round is a job, and only the cell's first records one)."""
+    return sweep["cpu_profile"] and sweep["first_repeat"] == 1
 
 
 class Sweep:
     """Runs the dataset steps and every point of one job inside its cluster; then, with
-    `perf` (its path), the profiled repeat."""
+    `perf` (its path), the CPU-profile pass."""
 
     def __init__(self, context: PointContext, points: PointRunner, perf: str | None = None):
         self.context = context
@@ -65,15 +65,15 @@ class Sweep:
             self.between_points()
             self.points.run_point(index, len(points), clients, repeat)
         if self.perf is not None:
-            self.profiled_repeat([clients for clients, _repeat in points], self.perf)
+            self.cpu_profile_pass([clients for clients, _repeat in points], self.perf)
 
-    def profiled_repeat(self, clients_order: list[int], perf: str) -> None:
+    def cpu_profile_pass(self, clients_order: list[int], perf: str) -> None:
         """One more pass over the client counts with perf recording the server: after the
-        measured points, so none of them ran beside perf; kept apart as profiles."""
+        measured points, so none of them ran beside perf; kept apart as CPU profiles."""
         for index, clients in enumerate(dict.fromkeys(clients_order)):
             self.reporter.check_cancel()
             self.between_points()
-            self.reporter.keep_profile(self.points.profile_point(index, clients, perf))
+            self.reporter.keep_cpu_profile(self.points.cpu_profile_point(index, clients, perf))
 
     def _seeded(self, sweep: SweepSpec) -> SweepSpec:
         """A random client order without a seed gets one drawn here; it stays in the spec,

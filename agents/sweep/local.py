@@ -14,13 +14,13 @@ from typing import Any
 
 from agents.contract.errors import JobError
 from agents.contract.pgbench_output.parse import PgbenchParseError, parse_output
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.latency import ExpectedFrom
-from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult, ProgressLine
 from agents.contract.spec.pgbench_versions import FIRST_WITH_WEIGHTED_SCRIPTS
+from agents.observe.cpu_profile import cpu_profile_document, no_cpu_profile, recording
 from agents.observe.noise import point_noise
 from agents.observe.point_counters import point_counters
-from agents.observe.profile import profile_document, recording, unprofiled
 from agents.pgbench import command
 from agents.pgbench.group import MAX_NOTICES, parsed_summary, progress_lines
 from agents.pgbench.latency_log import (
@@ -162,26 +162,26 @@ class LocalPoints:
             self.measured = Measured(clients, point["tps"], "previous_point")
         return as_point_result(point)
 
-    def profile_point(self, index: int, clients: int, perf: str) -> ProfileResult:
+    def cpu_profile_point(self, index: int, clients: int, perf: str) -> CpuProfileResult:
         """The point's pgbench without its transaction log, perf recording the server."""
         context = self.context
-        message = f"profiled run at {clients} clients (perf; not a measured point)"
+        message = f"CPU-profile run at {clients} clients (perf; not a measured point)"
         context.reporter.status("running", message)
         if context.spec["workload"]["processes"]:
-            problem = "a point of several pgbench processes has no profiled repeat yet"
-            return unprofiled(problem, index, clients)
+            problem = "a point of several pgbench processes has no CPU-profile pass yet"
+            return no_cpu_profile(problem, index, clients)
         postmaster = context.cluster.postmaster_pid
         if postmaster is None:
-            raise JobError("server_died", "the PostgreSQL server stopped before the profile")
+            raise JobError("server_died", "the PostgreSQL server stopped before the CPU profile")
         argv = self.run_argv(clients, log_args=[])
         with recording(perf, postmaster, context.cluster.job_dir) as record:
-            finished = context.pgbench_command("pgbench_profiled", argv, lambda line: None, True)
+            finished = context.pgbench_command("pgbench_cpu_profile", argv, lambda line: None, True)
         context.reporter.check_cancel()
         if finished.exit_code != 0:
             record.problem = (
                 f"pgbench exited with {finished.exit_code}: {last_lines(finished.stderr)}"
             )
-        return profile_document(index, clients, parsed_summary(finished).get("tps"), record)
+        return cpu_profile_document(index, clients, parsed_summary(finished).get("tps"), record)
 
     def log_timeline_emitter(self, point_base: PointBase) -> Callable[[ProgressLine], None] | None:
         """Where a point's live seconds read from its log go; None when `-P` gives them."""

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from agents.contract.errors import JobError
-from agents.contract.reports.profiles import ProfileResult
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.results import PointResult
+from agents.observe.cpu_profile import no_cpu_profile
 from agents.observe.noise import point_noise
 from agents.observe.point_counters import point_counters
-from agents.observe.profile import unprofiled
 from agents.pair.link import Message, PairLink
 from agents.sweep.context import PointBase, PointContext
 
@@ -34,10 +34,12 @@ class RemotePoints:
         self.reporter = context.reporter
         self.should_cancel = should_cancel
 
-    def profile_point(self, index: int, clients: int, perf: str) -> ProfileResult:
+    def cpu_profile_point(self, index: int, clients: int, perf: str) -> CpuProfileResult:
         """Not recorded: pgbench runs on the client host, and the client half has no
         unmeasured run to offer."""
-        return unprofiled("a run with a client host has no profiled repeat yet", index, clients)
+        return no_cpu_profile(
+            "a run with a client host has no CPU-profile pass yet", index, clients
+        )
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """Measure one point on the client, sampling this host and its server meanwhile."""

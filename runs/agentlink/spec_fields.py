@@ -16,7 +16,7 @@ from agents.contract.spec.fields import DATASET, SWEEP, WORKLOAD, Field
 WORKLOAD_ROW_FIELDS = DATASET + WORKLOAD
 # The sweep fields of an Experiment row; the others are set for each job.
 EXPERIMENT_ROW_FIELDS = tuple(field for field in SWEEP if not field.per_job)
-# Its on/off fields (the profiled repeat): the schedule form and the API take each from here.
+# Its on/off fields (the CPU-profile pass): the schedule form and the API take each from here.
 EXPERIMENT_SWITCHES = tuple(field for field in EXPERIMENT_ROW_FIELDS if field.kind == "bool")
 
 

@@ -419,7 +419,7 @@ def _effective_settings(run: Run) -> dict[str, object]:
     return dict(run.spec.get("settings") or {})
 
 
-def source_build_profile(record: BuildRecord) -> dict[str, object]:
+def source_build_description(record: BuildRecord) -> dict[str, object]:
     """What decides a source build, as "what differs" lists it: source, flags, patches, compiler."""
     if not record:
         return {}
@@ -436,7 +436,7 @@ def source_build_profile(record: BuildRecord) -> dict[str, object]:
     }
 
 
-def run_profile(run: Run) -> dict[str, str]:
+def run_description(run: Run) -> dict[str, str]:
     """Everything that describes how a run was made, flattened to `section.key` -> text."""
     spec, facts = run.spec or {}, run.facts or {}
     flat: dict[str, str] = {}
@@ -445,7 +445,7 @@ def run_profile(run: Run) -> dict[str, str]:
         "build": {
             "name": run.build.name,
             "source": run.install.get("source") or run.build.source,
-            **source_build_profile(run.build_record),
+            **source_build_description(run.build_record),
         },
         "compiled": run.compiled_settings,
         "config": run.config_profile.name,
@@ -473,11 +473,11 @@ def run_profile(run: Run) -> dict[str, str]:
 
 def differences(runs: list[Run]) -> list[tuple[str, list[str | None]]]:
     """Only the keys whose values differ between the runs: (key, value per run)."""
-    profiles = [run_profile(run) for run in runs]
-    keys = sorted(set().union(*profiles)) if profiles else []
+    descriptions = [run_description(run) for run in runs]
+    keys = sorted(set().union(*descriptions)) if descriptions else []
     rows = []
     for key in keys:
-        values = [profile.get(key) for profile in profiles]
+        values = [description.get(key) for description in descriptions]
         if len(set(values)) > 1:
             rows.append((key, values))
     return rows

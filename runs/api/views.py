@@ -265,13 +265,22 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
         data = run_results(self.get_object(), query.validated_data.get("point"))
         return Response(serializers.RunResultsSerializer(data).data)
 
-    @extend_schema(responses={200: serializers.ProfileSerializer(many=True)})
-    @action(detail=True, methods=["get"], pagination_class=None)
-    def profiles(self, request: Request, pk: str | None = None) -> Response:
-        """The run's profiled repeat (perf, after its measured points; never a result): each
+    @extend_schema(responses={200: serializers.CpuProfileSerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None, url_path="cpu-profiles")
+    def cpu_profiles(self, request: Request, pk: str | None = None) -> Response:
+        """The run's CPU-profile pass (perf, after its measured points; never a result): each
         client count's folded stacks, or why the agent recorded none."""
-        profiles = self.get_object().profiles.order_by("index")
-        return Response(serializers.ProfileSerializer(profiles, many=True).data)
+        return self._cpu_profiles_response()
+
+    @extend_schema(responses={200: serializers.CpuProfileSerializer(many=True)}, deprecated=True)
+    @action(detail=True, methods=["get"], pagination_class=None, url_path="profiles")
+    def former_cpu_profiles_path(self, request: Request, pk: str | None = None) -> Response:
+        """Deprecated: the same as `cpu-profiles/`, at the path it had before."""
+        return self._cpu_profiles_response()
+
+    def _cpu_profiles_response(self) -> Response:
+        cpu_profiles = self.get_object().cpu_profiles.order_by("index")
+        return Response(serializers.CpuProfileSerializer(cpu_profiles, many=True).data)
 
 
 class ComparisonViewSet(

@@ -1,9 +1,9 @@
-"""Flame graphs of a run's profile, and differential ones between two runs' profiles.
+"""Flame graphs of a run's CPU profile, and differential ones between two runs' CPU profiles.
 
 plotly's icicle trace drawn upwards (`tiling: orientation v, flip y`) is a flame
 graph: the root at the bottom, callees above their callers, each frame as wide
 as its share of the samples; a click zooms into a frame. Nodes come from
-runs/profiles/trees.py and are numbered here, so the figure does not carry each
+runs/flamegraphs/trees.py and are numbered here, so the figure does not carry each
 call path (up to 80 frames) as its id.
 """
 
@@ -11,9 +11,9 @@ import math
 import zlib
 
 from runs.charts.figures import PlotlyJson, figure_json
+from runs.flamegraphs.changes import FrameChange, frame_changes, tested_frames
+from runs.flamegraphs.trees import FlameTree
 from runs.inference import stats
-from runs.profiles.changes import FrameChange, frame_changes, tested_frames
-from runs.profiles.trees import FlameTree
 
 # How tall one stack level is drawn, and the figure's bounds.
 LEVEL_PX = 17
@@ -89,7 +89,7 @@ def _depth(tree: FlameTree) -> int:
 
 
 def flame_figure(tree: FlameTree, title: str, filename: str) -> PlotlyJson:
-    """A profile's flame graph: width is the share of samples, colour only tells frames
+    """A CPU profile's flame graph: width is the share of samples, colour only tells frames
     apart."""
     trace = {
         **_icicle(tree),
@@ -123,7 +123,7 @@ def noise_note(tree: FlameTree) -> str:
 def diff_flame_figure(
     tree: FlameTree, base_label: str, label: str, title: str, filename: str
 ) -> PlotlyJson:
-    """The compared profile's flame graph coloured by how each frame's share of the samples
+    """The compared CPU profile's flame graph coloured by how each frame's share of the samples
     changed from the baseline's where the change is beyond sampling noise: red hotter, blue
     cooler; grey within noise."""
     changes = frame_changes(tree)

@@ -4,7 +4,7 @@ Django finds an app's models in `runs.models`, and migrations name them so
 (`runs.models.new_share_token`): the catalogue (hosts, builds, config
 profiles, workloads), experiments and their runs, what a run measured
 (samples), history (series of scheduled experiments, alerts, notes,
-provenance) and security (share links, API tokens).
+provenance) and security (share links, API tokens), and a run's CPU profiles.
 """
 
 from runs.models.bisections import Bisection, BisectionStep
@@ -19,10 +19,10 @@ from runs.models.catalogue import (
     StorageTarget,
     Workload,
 )
+from runs.models.cpu_profiles import CpuProfile
 from runs.models.experiments import Comparison, Experiment, Run
 from runs.models.history import Alert, Note, Occurrence, Provenance, Series
 from runs.models.noise import HostCanary
-from runs.models.profiles import Profile
 from runs.models.samples import (
     HostSample,
     ProgressSample,
@@ -41,6 +41,7 @@ __all__ = [
     "BisectionStep",
     "Comparison",
     "ConfigProfile",
+    "CpuProfile",
     "Experiment",
     "Host",
     "HostCanary",
@@ -49,7 +50,6 @@ __all__ = [
     "Occurrence",
     "PgBuild",
     "PgCatalogue",
-    "Profile",
     "ProgressSample",
     "Provenance",
     "Result",

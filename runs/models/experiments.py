@@ -53,9 +53,9 @@ class Experiment(models.Model):
     between_points = models.CharField(
         max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
     )
-    # A profiled repeat (perf) after the measured ones, never measured itself: profiling
+    # A CPU-profile pass (perf) after the measured ones, never measured itself: recording
     # costs throughput, so its numbers would not compare.
-    profile = models.BooleanField(default=False)
+    cpu_profile = models.BooleanField(default=False)
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
     # pgbench on another host (agent) for every run of the experiment, so the load

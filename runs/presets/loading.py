@@ -36,14 +36,18 @@ def load_presets() -> dict[str, int]:
                 },
             )
             created["builds"] += new
-        for profile in preset.profiles:
-            parent = ConfigProfile.objects.get(name=profile.parent) if profile.parent else None
+        for config_profile in preset.config_profiles:
+            parent = (
+                ConfigProfile.objects.get(name=config_profile.parent)
+                if config_profile.parent
+                else None
+            )
             _, new = ConfigProfile.objects.get_or_create(
-                name=profile.name,
+                name=config_profile.name,
                 defaults={
-                    "settings": profile.settings,
+                    "settings": config_profile.settings,
                     "parent": parent,
-                    "description": profile.description,
+                    "description": config_profile.description,
                 },
             )
             created["config_profiles"] += new
@@ -79,7 +83,7 @@ def form_initial(preset: Preset) -> dict[str, object]:
             PgBuild,
             [name for name, _version in preset.builds] + [b.name for b in preset.source_builds],
         ),
-        "config_profiles": _pks(ConfigProfile, [p.name for p in preset.profiles]),
+        "config_profiles": _pks(ConfigProfile, [p.name for p in preset.config_profiles]),
         "workloads": _pks(Workload, [w["name"] for w in preset.workloads]),
         "clients": preset.clients,
         "duration_s": preset.duration_s,

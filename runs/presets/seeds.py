@@ -56,7 +56,7 @@ SELECT count(*) FROM pgbench_branches b JOIN pgbench_accounts a ON a.bid = b.bid
 
 
 @dataclass(frozen=True)
-class Profile:
+class ConfigProfilePreset:
     """A config profile a preset needs, created by name if missing."""
 
     name: str
@@ -89,7 +89,7 @@ class Preset:
     title: str
     description: str
     builds: list[tuple[str, str]]
-    profiles: list[Profile]
+    config_profiles: list[ConfigProfilePreset]
     workloads: list[WorkloadPreset]
     clients: str
     duration_s: int | None = None
@@ -153,7 +153,9 @@ PRESETS = [
         title="Smoke test (TPC-B, scale 1, 3 s)",
         description="The smallest useful run: checks a host end to end in under a minute.",
         builds=[PG16],
-        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        config_profiles=[
+            ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
+        ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 1", 1)],
         clients="1,2",
         duration_s=3,
@@ -170,9 +172,9 @@ PRESETS = [
         "so it loads in seconds; one client sweep 5/10/15/20 for both workloads (the write-up "
         "ran TPC-B at 20 only).",
         builds=[PG16, ("PostgreSQL 17", "17")],
-        profiles=[
-            Profile("defaults", {}, description="PostgreSQL's own defaults"),
-            Profile(
+        config_profiles=[
+            ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults"),
+            ConfigProfilePreset(
                 "tuning 1: WAL",
                 {
                     "wal_buffers": "16MB",
@@ -181,13 +183,17 @@ PRESETS = [
                 },
                 parent="defaults",
             ),
-            Profile(
+            ConfigProfilePreset(
                 "tuning 2: memory",
                 {"shared_buffers": "256MB", "work_mem": "16MB", "effective_cache_size": "1GB"},
                 parent="tuning 1: WAL",
             ),
-            Profile("tuning 3: more memory", {"shared_buffers": "512MB"}, "tuning 2: memory"),
-            Profile("tuning 4: fsync off", {"fsync": "off"}, parent="tuning 3: more memory"),
+            ConfigProfilePreset(
+                "tuning 3: more memory", {"shared_buffers": "512MB"}, "tuning 2: memory"
+            ),
+            ConfigProfilePreset(
+                "tuning 4: fsync off", {"fsync": "off"}, parent="tuning 3: more memory"
+            ),
         ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 20", 20), _tpcc_like(1)],
         clients="5,10,15,20",
@@ -203,8 +209,8 @@ PRESETS = [
         "your targets in Storage (one column each). Scaled: 1 million rows instead of 10 "
         "million, ids drawn from 2 million so about half the calls insert.",
         builds=[PG16],
-        profiles=[
-            Profile(f"wal_sync_method={method}", {"wal_sync_method": method})
+        config_profiles=[
+            ConfigProfilePreset(f"wal_sync_method={method}", {"wal_sync_method": method})
             for method in ("fdatasync", "fsync", "open_sync")
         ],
         workloads=[
@@ -232,8 +238,8 @@ PRESETS = [
         "million rows, clients 1-32 for 30 s instead of 16-256 for 120 s, shared_buffers "
         "512MB.",
         builds=[PG16, ("PostgreSQL 17", "17"), ("PostgreSQL 18", "18")],
-        profiles=[
-            Profile(
+        config_profiles=[
+            ConfigProfilePreset(
                 "tuned: async commit, long checkpoints",
                 {
                     "shared_buffers": "512MB",
@@ -274,9 +280,9 @@ PRESETS = [
         "the client host). Scaled: scale 50 instead of 5000 (74 GB), 30 s points; the "
         "write-up compared operating systems, which here are the hosts you pick.",
         builds=[PG16],
-        profiles=[
-            Profile("memory: does not fit (64MB)", {"shared_buffers": "64MB"}),
-            Profile("memory: fits (1GB)", {"shared_buffers": "1GB"}),
+        config_profiles=[
+            ConfigProfilePreset("memory: does not fit (64MB)", {"shared_buffers": "64MB"}),
+            ConfigProfilePreset("memory: fits (1GB)", {"shared_buffers": "1GB"}),
         ],
         workloads=[
             _builtin("select-only", "select-only scale 50", 50),
@@ -293,7 +299,9 @@ PRESETS = [
         description="Drops the primary key of pgbench_branches after init, then joins "
         "accounts on a random branch id.",
         builds=[PG16],
-        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        config_profiles=[
+            ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
+        ],
         workloads=[_branch_join("join on random bid (no branches pkey)", 10)],
         clients="1,2,4,8",
         duration_s=30,
@@ -385,7 +393,9 @@ SOURCE_BUILD_PRESETS = [
                 "PostgreSQL 14.3, 16 kB blocks", "14", _release("14.3", BLOCKS_16K, {})
             ),
         ],
-        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        config_profiles=[
+            ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
+        ],
         workloads=[_branch_join("join on random bid (no branches pkey), scale 5", 5)],
         clients="2,4,8",
         duration_s=20,
@@ -399,7 +409,9 @@ SOURCE_BUILD_PRESETS = [
         source_builds=[
             SourceBuildPreset("PostgreSQL 13.16 (source build)", "13", _release("13.16", [], {}))
         ],
-        profiles=[Profile("defaults", {}, description="PostgreSQL's own defaults")],
+        config_profiles=[
+            ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
+        ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 5", 5)],
         clients="4",
         transactions=500,

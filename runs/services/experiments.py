@@ -425,16 +425,16 @@ def _host_time(
     factor: int,
 ) -> HostTime:
     """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py),
-    with points `factor` times as long; a cell's profiled pass runs once."""
+    with points `factor` times as long; a cell's CPU-profile pass runs once."""
     setup = total = 0.0
     duration_s = (experiment.duration_s or 0) * factor
-    profiled = len(set(experiment.clients)) if experiment.profile else 0
+    cpu_profile_points = len(set(experiment.clients)) if experiment.cpu_profile else 0
     for cell in cells:
         timings = learned.for_cell(cell.host.pk, cell.build.pk)
         cell_setup = timings.run_seconds(cell.workload.scale, 0, 0, 0)
         run_s = timings.run_seconds(cell.workload.scale, experiment.warmup_s, points, duration_s)
         setup += lifecycles * cell_setup
-        total += lifecycles * run_s + profiled * (duration_s + timings.point_overhead_s)
+        total += lifecycles * run_s + cpu_profile_points * (duration_s + timings.point_overhead_s)
     return HostTime(setup, total)
 
 

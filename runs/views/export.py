@@ -12,7 +12,7 @@
   the logged transactions it rests on (`sampled`), the sampling rate and the
   second's latency percentiles.
 - JSON: the runs with their points (each with its seconds and its `counters`)
-  and warnings, each run's profiled repeat apart (`profiles`, `measured: false`:
+  and warnings, each run's CPU-profile pass apart (`cpu_profiles`, `measured: false`:
   folded stacks, never a point), the statistics rows, and what every warning
   code means.
 
@@ -36,8 +36,8 @@ from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
 from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.analysis.verdicts import VERDICT_DEFAULTS
 from runs.counters.points import per_transaction
+from runs.flamegraphs.pages import cpu_profile_exports
 from runs.models import ProgressSample, Result, Run
-from runs.profiles.pages import profile_exports
 from runs.views.content.context import margin_from, min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -181,7 +181,7 @@ def _json_body(
     results = loaded["own_results"]
     run_wide = {run.pk: run_wide_codes(run, results[run.pk]) for run in runs}
     seconds = seconds_by_point(runs)
-    profiles = profile_exports(runs)
+    cpu_profiles = cpu_profile_exports(runs)
     return {
         "runs": [
             {
@@ -195,7 +195,7 @@ def _json_body(
                     }
                     for r in results[run.pk]
                 ],
-                "profiles": profiles[run.pk],
+                "cpu_profiles": cpu_profiles[run.pk],
             }
             for run in runs
         ],

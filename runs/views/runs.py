@@ -98,14 +98,14 @@ def run_build_log(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def run_profile_folded(request: HttpRequest, pk: int, index: int) -> HttpResponse:
-    """One point of the run's profiled repeat as folded stacks (`frames;... count` lines),
+def run_cpu_profile_folded(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """One point of the run's CPU-profile pass as folded stacks (`frames;... count` lines),
     what flamegraph.pl, speedscope and inferno read."""
     run = _run_or_404(pk)
-    profile = run.profiles.filter(index=index).exclude(folded="").first()
-    if profile is None:
-        raise Http404(f"Run {pk} has no profile {index}.")
-    response = HttpResponse(profile.folded, content_type="text/plain; charset=utf-8")
-    name = f"run-{pk}-profile-{profile.clients}-clients.folded"
+    cpu_profile = run.cpu_profiles.filter(index=index).exclude(folded="").first()
+    if cpu_profile is None:
+        raise Http404(f"Run {pk} has no CPU profile {index}.")
+    response = HttpResponse(cpu_profile.folded, content_type="text/plain; charset=utf-8")
+    name = f"run-{pk}-cpu-profile-{cpu_profile.clients}-clients.folded"
     response["Content-Disposition"] = f'inline; filename="{name}"'
     return response

@@ -73,7 +73,7 @@ REQUIRED_DATA = {
     "progress": {"point": 0, "t": 0.0},
     "sample": {"point": 0},
     "point": {"index": 0},
-    "profile": {"index": 0, "folded": ""},
+    "cpu_profile": {"index": 0, "folded": ""},
     "result": {"status": "succeeded", "points": []},
 }
 

@@ -27,9 +27,9 @@ def finished_like_an_agent(
 ) -> Run:
     """A succeeded run of `spec` (SPEC) with the status events an agent sends, its phases
     lasting `setup_s` (half before the load, half after the points), `load_s` and every
-    point of 10 s plus `overhead_s` (two, and one more per client count profiled)."""
+    point of 10 s plus `overhead_s` (two, and one more per client count of a CPU-profile pass)."""
     spec = spec or SPEC
-    points = 2 + (2 if spec["sweep"].get("profile") else 0)
+    points = 2 + (2 if spec["sweep"].get("cpu_profile") else 0)
     start = timezone.now() - timedelta(hours=1)
     loading = start + timedelta(seconds=setup_s / 2)
     running = loading + timedelta(seconds=load_s)
@@ -112,22 +112,24 @@ def test_an_experiments_estimate_uses_what_its_host_learned() -> None:
     assert estimate["estimated_seconds"] == round(6 + 1 + 2 * 11)
 
 
-def test_a_profiled_pass_counts_as_points_learned_and_estimated() -> None:
-    """The profiled pass (sweep.profile) runs each client count once more after the
+def test_a_cpu_profile_pass_counts_as_points_learned_and_estimated() -> None:
+    """The CPU-profile pass (sweep.cpu_profile) runs each client count once more after the
     measured points: learned from, it does not inflate the per-point overhead, and the
-    estimates count it (once per cell: only the first round profiles)."""
+    estimates count it (once per cell: only the first round records one)."""
     host, build = HostFactory(), PgBuildFactory()
-    profiled = {**SPEC, "sweep": {**SPEC["sweep"], "profile": True, "first_repeat": 1}}
-    finished_like_an_agent(host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0, spec=profiled)
+    with_cpu_profile = {**SPEC, "sweep": {**SPEC["sweep"], "cpu_profile": True, "first_repeat": 1}}
+    finished_like_an_agent(
+        host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0, spec=with_cpu_profile
+    )
 
     assert learned_timings([host.pk]).for_cell(host.pk, build.pk).point_overhead_s == 1.0
-    waiting = RunFactory(host=host, build=build, spec=profiled)
+    waiting = RunFactory(host=host, build=build, spec=with_cpu_profile)
     assert estimated_seconds(waiting, Timings(6.0, 1.0, 1.0)) == pytest.approx(6 + 2 + 4 * 11)
-    later_round = {**profiled, "sweep": {**profiled["sweep"], "first_repeat": 2}}
+    later_round = {**with_cpu_profile, "sweep": {**with_cpu_profile["sweep"], "first_repeat": 2}}
     later = RunFactory(host=host, build=build, spec=later_round)
     assert estimated_seconds(later, Timings(6.0, 1.0, 1.0)) == pytest.approx(6 + 2 + 2 * 11)
     experiment = ExperimentFactory(
-        hosts=[host], builds=[build], clients=[1, 2], duration_s=10, profile=True
+        hosts=[host], builds=[build], clients=[1, 2], duration_s=10, cpu_profile=True
     )
     assert services.experiment_estimate(experiment)["estimated_seconds"] == round(7 + 4 * 11)
 

@@ -155,7 +155,7 @@ def test_job_spec_follows_the_contract(lab_redis):
             "between_points": "vacuum",
             "first_repeat": 1,
             "seed": None,
-            "profile": False,
+            "cpu_profile": False,
         },
         "network": {"role": "local", "peer": None, "join_timeout_s": 3600},
     }

@@ -65,7 +65,7 @@ def schedule_small(preset: presets.Preset, keep: dict[str, list[str]], client: b
         ),
         "config_profiles": list(
             ConfigProfile.objects.filter(
-                name__in=keep.get("profiles", [p.name for p in preset.profiles])
+                name__in=keep.get("profiles", [p.name for p in preset.config_profiles])
             )
         ),
         "workloads": list(Workload.objects.filter(name__in=keep.get("workloads", names))),

@@ -5,26 +5,32 @@ Each event is an envelope (`version`, `run_id`, `token`, `agent`, `seq`,
 token; agent events (registration, heartbeats) carry the agent's name.
 `validate_event` checks a document received from elsewhere once (the
 envelope, and the data fields the lab relies on) and returns it as the typed
-union `Event`.
+union `Event`, under today's names when an older agent sent a former one.
 """
 
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from agents.contract.host_allows import HostAllows
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.facts import Facts, Space
 from agents.contract.reports.installs import InstallRecord
-from agents.contract.reports.profiles import ProfileResult
 from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
 from agents.contract.vocabulary import JobState, LogLevel
 
 EVENT_VERSION = 1
 
-RunEventType = Literal["status", "step", "progress", "sample", "point", "profile", "log", "result"]
+RunEventType = Literal[
+    "status", "step", "progress", "sample", "point", "cpu_profile", "log", "result"
+]
 AgentEventType = Literal["agent_register", "heartbeat"]
 EventType = Literal[RunEventType, AgentEventType]
 RUN_EVENT_TYPES: frozenset[str] = frozenset(get_args(RunEventType))
 AGENT_EVENT_TYPES: frozenset[str] = frozenset(get_args(AgentEventType))
 EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
+# Names an older agent sends for what is named otherwise now: event types, and the
+# result document's keys.
+FORMER_EVENT_TYPES: dict[str, str] = {"profile": "cpu_profile"}
+FORMER_RESULT_KEYS: dict[str, str] = {"profiles": "cpu_profiles"}
 
 
 class InvalidEvent(ValueError):
@@ -146,12 +152,12 @@ class PointEvent(_Envelope):
     data: PointResult
 
 
-class ProfileEvent(_Envelope):
-    """A point of the profiled repeat: never a measured point (agents/contract/reports/
-    profiles.py)."""
+class CpuProfileEvent(_Envelope):
+    """A point of the CPU-profile pass: never a measured point (agents/contract/reports/
+    cpu_profiles.py)."""
 
-    type: Literal["profile"]
-    data: ProfileResult
+    type: Literal["cpu_profile"]
+    data: CpuProfileResult
 
 
 class LogEvent(_Envelope):
@@ -180,7 +186,7 @@ RunEvent = (
     | ProgressEvent
     | SampleEvent
     | PointEvent
-    | ProfileEvent
+    | CpuProfileEvent
     | LogEvent
     | ResultEvent
 )
@@ -189,9 +195,11 @@ Event = RunEvent | AgentEvent
 
 
 def validate_event(event: object) -> Event:
-    """Check the envelope of an event received from elsewhere; return it unchanged, typed."""
+    """Check the envelope of an event received from elsewhere; return it typed, with
+    today's names for any former ones (FORMER_EVENT_TYPES, FORMER_RESULT_KEYS)."""
     if not isinstance(event, dict):
         raise InvalidEvent("an event must be a JSON object")
+    event = _current_names(event)
     if event.get("version") != EVENT_VERSION:
         raise InvalidEvent(f"unsupported event version {event.get('version')!r}")
     event_type = event.get("type")
@@ -209,13 +217,26 @@ def validate_event(event: object) -> Event:
     return cast(Event, event)
 
 
+def _current_names(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with a former type name or result key replaced by today's."""
+    sent_type, data = event.get("type"), event.get("data")
+    event_type = (
+        FORMER_EVENT_TYPES.get(sent_type, sent_type) if isinstance(sent_type, str) else None
+    )
+    if event_type == "result" and isinstance(data, dict):
+        data = {FORMER_RESULT_KEYS.get(key, key): value for key, value in data.items()}
+    if event_type == sent_type and data is event.get("data"):
+        return event
+    return {**event, "type": event_type, "data": data}
+
+
 # The data fields the lab relies on, by event type; the rest is read with defaults.
 REQUIRED_DATA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "status": {"state": str},
     "progress": {"point": int, "t": (int, float)},
     "sample": {"point": int},
     "point": {"index": int},
-    "profile": {"index": int, "folded": str},
+    "cpu_profile": {"index": int, "folded": str},
     "result": {"status": str, "points": list},
 }
 

@@ -11,11 +11,11 @@ from typing import Any, Literal, NotRequired, TypedDict
 from agents.contract.builds.definition import BuildRecord
 from agents.contract.errors import ErrorDocument
 from agents.contract.reports.counters import PointCounters
+from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.facts import Facts
 from agents.contract.reports.installs import InstallRecord
 from agents.contract.reports.latency import LatencyPercentiles
 from agents.contract.reports.noise import HostCanary, PointNoise
-from agents.contract.reports.profiles import ProfileResult
 from agents.contract.spec.document import JobSpec, SettingValue
 from agents.contract.vocabulary import JobOutcome
 
@@ -206,8 +206,9 @@ class ResultDocument(TypedDict):
     # A run with a client host: the addresses, the transport and the median `SELECT 1`
     # round trip the client measured (`select1_ms`, over `select1_samples` queries).
     network: NotRequired[dict[str, Any]]
-    # The profiled repeat's points (agents/contract/reports/profiles.py), apart from `points`.
-    profiles: NotRequired[list[ProfileResult]]
+    # The CPU-profile pass's points (agents/contract/reports/cpu_profiles.py), apart from
+    # `points`.
+    cpu_profiles: NotRequired[list[CpuProfileResult]]
     # A side of a duet (agents/duet.py): the CPUs its server and pgbench ran on, and the
     # duet (its key, which side, the other side's run).
     cpus: NotRequired[list[int]]

@@ -122,8 +122,8 @@ class SweepSpec(TypedDict):
     order: SweepOrder
     warmup_s: int
     between_points: BetweenPoints
-    # A profiled repeat after the measured ones (agents/sweep/driver.py, `profiles`).
-    profile: bool
+    # A CPU-profile pass after the measured ones (agents/sweep/driver.py).
+    cpu_profile: bool
     # The number of the first repeat (the lab's rounds send one repeat per job).
     first_repeat: int
     # Seeds the `random` client order; the agent draws one when it is null.
@@ -182,6 +182,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Fields renamed since specs were first written, by section: a spec naming the old
+# field (a stored run's, an example's) means the new one; the new name wins when both are.
+FORMER_NAMES: dict[str, dict[str, str]] = {"sweep": {"profile": "cpu_profile"}}
+
+
 def invalid(field: str, message: str) -> JobError:
     return JobError("invalid_spec", message, field=field)
 
@@ -197,7 +202,7 @@ def validate_spec(doc: object) -> JobSpec:
         raise invalid(sorted(unknown)[0], f"unknown field; known: {', '.join(sorted(DEFAULTS))}")
     merged: dict[str, object] = {"version": SPEC_VERSION}
     for section, default in DEFAULTS.items():
-        merged[section] = _merge(section, default, doc.get(section))
+        merged[section] = _merge(section, default, _current_names(section, doc.get(section)))
     spec = cast(JobSpec, merged)  # each section's shape is checked below
     _check_postgres(spec["postgres"])
     _check_settings(spec["settings"])
@@ -207,6 +212,16 @@ def validate_spec(doc: object) -> JobSpec:
     _check_sweep(spec["sweep"])
     _check_network(spec["network"])
     return spec
+
+
+def _current_names(section: str, given: object) -> object:
+    """A section with its fields' former names (FORMER_NAMES) replaced by their names."""
+    renamed = FORMER_NAMES.get(section, {})
+    if not isinstance(given, dict) or not renamed.keys() & given.keys():
+        return given
+    current = {renamed.get(key, key): value for key, value in given.items()}
+    current.update({key: value for key, value in given.items() if key not in renamed})
+    return current
 
 
 def _merge(section: str, default: object, given: object) -> object:

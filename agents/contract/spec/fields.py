@@ -266,13 +266,13 @@ SWEEP: tuple[Field, ...] = (
     Field("warmup_s", "int", 0, "Warm-up (s)", minimum=0, maximum=24 * 3600),
     Field("between_points", "choice", "none", "Between points", choices=BETWEEN_POINTS),
     Field(
-        "profile",
+        "cpu_profile",
         "bool",
         False,
-        "Profiled repeat (perf)",
+        "CPU profile (perf)",
         "One more pass over the client counts after the measured ones, with perf recording "
         "the server's stacks at 99 Hz: drawn as a flame graph, never counted as a measured "
-        "result. In rounds only the first round profiles. Needs perf on the agent's host.",
+        "result. In rounds only the first round records one. Needs perf on the agent's host.",
     ),
     # The number of the first repeat (the lab's rounds send one repeat per job).
     Field("first_repeat", "int", 1, "First repeat", minimum=1, maximum=1_000_000, per_job=True),

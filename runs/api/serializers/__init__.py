@@ -18,6 +18,7 @@ from runs.api.serializers.comparisons import (
     StatisticsRowSerializer,
     ValidityWarningSerializer,
 )
+from runs.api.serializers.cpu_profiles import CpuProfileSerializer
 from runs.api.serializers.errors import ErrorDetailSerializer, ErrorSerializer
 from runs.api.serializers.experiments import (
     EstimateSerializer,
@@ -30,7 +31,6 @@ from runs.api.serializers.experiments import (
     RunSerializer,
     SampleSerializer,
 )
-from runs.api.serializers.profiles import ProfileSerializer
 
 __all__ = [
     "ComparisonSerializer",
@@ -43,7 +43,7 @@ __all__ = [
     "ExperimentSerializer",
     "HostSerializer",
     "PgBuildSerializer",
-    "ProfileSerializer",
+    "CpuProfileSerializer",
     "ProgressSampleSerializer",
     "ResultSerializer",
     "RunDetailSerializer",

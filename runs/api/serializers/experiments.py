@@ -6,7 +6,7 @@ shape and check input.
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from agents.contract.errors import JobError
@@ -39,6 +39,7 @@ from runs.services.errors import LimitReached
 from runs.services.history.imported import same_output_as
 
 
+@extend_schema_serializer(deprecate_fields=["profile"])
 class ExperimentSerializer(StrictModelSerializer[Experiment]):
     hosts = serializers.PrimaryKeyRelatedField(
         queryset=Host.objects.all(), many=True, allow_empty=False
@@ -71,6 +72,11 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
         help_text="Seeds the order of cells in each round and random client orders; "
         "drawn and recorded when left out.",
     )
+    # `cpu_profile` under the name it had before: read and written as that field, which
+    # wins when a request sends both.
+    profile = serializers.BooleanField(
+        source="cpu_profile", required=False, help_text="Deprecated: use cpu_profile."
+    )
     start = serializers.BooleanField(
         write_only=True,
         required=False,
@@ -101,6 +107,7 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "seed",
             "warmup_s",
             "between_points",
+            "profile",
             *spec_fields.names(EXPERIMENT_SWITCHES),
             "client_host",
             "adaptive",

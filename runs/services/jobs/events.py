@@ -41,6 +41,7 @@ from agents.contract.reports.events import (
 from agents.contract.reports.events import RunEvent as RunEventDocument
 from agents.contract.reports.noise import PointNoise
 from agents.contract.reports.results import PointResult, ProgressLine, ResultDocument, Sample
+from runs.flamegraphs.store import cpu_profile_store
 from runs.models import (
     Host,
     HostSample,
@@ -50,7 +51,6 @@ from runs.models import (
     RunEvent,
     ServerSample,
 )
-from runs.profiles.store import profile_store
 from runs.services.catalogues import catalogue_keep
 from runs.services.hosts.noise import canary_record
 from runs.services.hosts.reconcile import job_settled_after_commit
@@ -112,11 +112,11 @@ STORED_ELSEWHERE: dict[str, frozenset[str] | None] = {
     "progress": None,  # all of it: one ProgressSample
     "sample": None,  # all of it: HostSample (server and/or client host) and/or ServerSample
     "point": frozenset({"progress", "host_samples", "server_samples", "stdout", "stderr"}),
-    "profile": frozenset({"folded"}),
+    "cpu_profile": frozenset({"folded"}),
     "result": frozenset(
         {
             "points",
-            "profiles",
+            "cpu_profiles",
             "facts",
             "install",
             "storage",
@@ -170,8 +170,8 @@ def _apply(run: Run, event: RunEventDocument) -> None:
         _apply_sample(run, event["data"])
     elif event["type"] == "point":
         store_point(run, event["data"])
-    elif event["type"] == "profile":
-        profile_store(run, event["data"])
+    elif event["type"] == "cpu_profile":
+        cpu_profile_store(run, event["data"])
     elif event["type"] == "log":
         _apply_log(run, event["data"])
     else:
@@ -327,8 +327,8 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     for point in data.get("points") or []:
         if point["index"] not in stored:
             store_point(run, point)
-    for profile in data.get("profiles") or []:
-        profile_store(run, profile)
+    for cpu_profile in data.get("cpu_profiles") or []:
+        cpu_profile_store(run, cpu_profile)
     settings = data.get("settings") or {}
     snapshot: dict[str, object] = {
         "install": data.get("install") or {},

@@ -30,9 +30,9 @@ from runs.charts import flames
 from runs.charts import timelines as timeline_charts
 from runs.charts.laid_out import laid_out_figure
 from runs.counters.points import movers_by_cell, movers_by_run
+from runs.flamegraphs.pages import cpu_profile_pairs
+from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Run
-from runs.profiles.pages import profile_pairs
-from runs.profiles.trees import flame_tree
 from runs.services.history.series import notes_for_runs
 from runs.timelines import store
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
@@ -120,7 +120,7 @@ def comparison_context(
             "server": timeline_charts.overlaid_server(cells, digests, labels, name),
         },
         "movers": movers_by_run(movers_by_cell(table, results)),
-        "profiles": profile_differences(cells, baseline, runs, labels, name),
+        "cpu_profiles": cpu_profile_differences(cells, baseline, runs, labels, name),
         "has_server_samples": any(has_server_samples(digests[run.pk]) for run in cells),
         "differences": shown_differences(cells),
         "wal_warnings": wal_apart_on_data_device(cells, labels),
@@ -129,18 +129,18 @@ def comparison_context(
     }
 
 
-def profile_differences(
+def cpu_profile_differences(
     cells: list[Run], baseline: Run, runs: list[Run], labels: Mapping[int, str], name: str
 ) -> list[dict[str, object]]:
-    """Each compared cell's profile against the baseline's, as a differential flame graph."""
+    """Each compared cell's CPU profile against the baseline's, as a differential flame graph."""
     panels: list[dict[str, object]] = []
-    for pair in profile_pairs(cells, baseline, runs):
+    for pair in cpu_profile_pairs(cells, baseline, runs):
         base_label, label = labels[baseline.pk], labels[pair.cell.pk]
         tree = flame_tree(pair.other.folded, pair.base.folded)
         title = f"{label} against {base_label}, {pair.other.clients} clients"
-        figure_name = f"{name}-profile-{pair.cell.pk}"
+        figure_name = f"{name}-cpu-profile-{pair.cell.pk}"
         figure = flames.diff_flame_figure(tree, base_label, label, title, figure_name)
-        panel_id = f"fig-profile-diff-{pair.cell.pk}"
+        panel_id = f"fig-cpu-profile-diff-{pair.cell.pk}"
         panels.append({"pair": pair, "figure": figure, "id": panel_id})
     return panels
 

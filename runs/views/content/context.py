@@ -21,10 +21,10 @@ from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients, flames
 from runs.charts import timelines as timeline_charts
 from runs.counters.points import counter_table, statement_points
+from runs.flamegraphs.pages import run_cpu_profiles
+from runs.flamegraphs.trees import flame_tree
 from runs.inference import equivalence, stats
 from runs.models import Experiment, Run
-from runs.profiles.pages import run_profiles
-from runs.profiles.trees import flame_tree
 from runs.selectors import LiveCursor
 from runs.services.history.imported import imported_file, same_output_as
 from runs.services.history.series import notes_for_runs
@@ -60,7 +60,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
         "results": results,
         "counter_rows": counter_table(results),
         "statement_points": statement_points(results),
-        "profiles": profile_panels(run),
+        "cpu_profiles": cpu_profile_panels(run),
         "point_warnings": by_point,
         "run_warnings": run_checks.run_warnings(run, results),
         "checkpoints": [e for e in digest.checkpoints if e.edge == "start"],
@@ -82,19 +82,21 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
     }
 
 
-def profile_panels(run: Run) -> list[dict[str, object]]:
-    """The run's profiled points: each one's flame graph, or why it has none."""
+def cpu_profile_panels(run: Run) -> list[dict[str, object]]:
+    """The points of the run's CPU-profile pass: each one's flame graph, or why it has none."""
     panels: list[dict[str, object]] = []
-    for profile in run_profiles(run):
+    for cpu_profile in run_cpu_profiles(run):
         figure = None
-        if profile.folded:
+        if cpu_profile.folded:
             title = (
-                f"Server CPU at {profile.clients} clients: {profile.kept_samples:,} of "
-                f"{profile.samples:,} samples (perf {profile.event}, {profile.frequency_hz} Hz)"
+                f"Server CPU at {cpu_profile.clients} clients: {cpu_profile.kept_samples:,} of "
+                f"{cpu_profile.samples:,} samples (perf {cpu_profile.event}, "
+                f"{cpu_profile.frequency_hz} Hz)"
             )
-            name = f"run-{run.pk}-profile-{profile.clients}"
-            figure = flames.flame_figure(flame_tree(profile.folded), title, name)
-        panels.append({"profile": profile, "figure": figure, "id": f"fig-profile-{profile.index}"})
+            name = f"run-{run.pk}-cpu-profile-{cpu_profile.clients}"
+            figure = flames.flame_figure(flame_tree(cpu_profile.folded), title, name)
+        panel_id = f"fig-cpu-profile-{cpu_profile.index}"
+        panels.append({"cpu_profile": cpu_profile, "figure": figure, "id": panel_id})
     return panels
 
 

@@ -1,6 +1,6 @@
-"""What a run's profiled repeat recorded: the server's stacks per client count.
+"""What a run's CPU-profile pass recorded: the server's stacks per client count.
 
-A profile is never a measured point: it has its own table, so nothing that reads
+A CPU profile is never a measured point: it has its own table, so nothing that reads
 `Result` (verdicts, statistics, movers, measured exports) can count it.
 """
 
@@ -9,14 +9,14 @@ from django.db import models
 from runs.models.experiments import Run
 
 
-class Profile(models.Model):
-    """The server's folded stacks during one pgbench run of a run's profiled repeat.
+class CpuProfile(models.Model):
+    """The server's folded stacks during one pgbench run of a run's CPU-profile pass.
 
     `tps` is pgbench's throughput under perf: context, not a measurement. `error` says
     why the agent recorded no stacks (then `folded` is empty).
     """
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="profiles")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cpu_profiles")
     index = models.PositiveIntegerField()
     clients = models.PositiveIntegerField(null=True, blank=True)
     tps = models.FloatField(null=True, blank=True)
@@ -33,8 +33,8 @@ class Profile(models.Model):
     class Meta:
         ordering = ["run", "index"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "index"], name="profile_unique_point")
+            models.UniqueConstraint(fields=["run", "index"], name="cpu_profile_unique_point")
         ]
 
     def __str__(self) -> str:
-        return f"profile of run {self.run_id} at {self.clients} clients"
+        return f"CPU profile of run {self.run_id} at {self.clients} clients"

@@ -1,7 +1,7 @@
-"""The profiled repeat, for real: perf records a real PostgreSQL 16 server (the prebuilt
+"""The CPU-profile pass, for real: perf records a real PostgreSQL 16 server (the prebuilt
 binaries: symbols kept, no frame pointers, so DWARF call graphs) while real pgbench runs;
-the profile's folded stacks reach into the backends' query execution, and its runs are
-never among the measured points. And a job whose agent may not profile says so before
+the CPU profile's folded stacks reach into the backends' query execution, and its runs are
+never among the measured points. And a job whose agent may not record a CPU profile says so before
 anything is provisioned, and is measured anyway."""
 
 import subprocess
@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from agents.config import AgentConfig
-from agents.contract.reports.profiles import MAX_STACK_LINES, parse_folded
+from agents.contract.reports.cpu_profiles import MAX_STACK_LINES, parse_folded
 from tests.agents.jobs import run, small_spec
 
 pytestmark = pytest.mark.skipif(
@@ -22,12 +22,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_profiled_repeat_folds_the_backends_stacks_apart_from_the_measured_points(
+def test_a_cpu_profile_pass_folds_the_backends_stacks_apart_from_the_measured_points(
     config: AgentConfig,
 ) -> None:
     spec = small_spec(
         workload={"scripts": [{"builtin": "select-only", "weight": 1}]},
-        sweep={"clients": [1, 2], "duration_s": 2, "repeats": 2, "profile": True},
+        sweep={"clients": [1, 2], "duration_s": 2, "repeats": 2, "cpu_profile": True},
     )
     document, events = run(spec, config)
 
@@ -39,49 +39,49 @@ def test_a_profiled_repeat_folds_the_backends_stacks_apart_from_the_measured_poi
         (2, 2),
     ]
     assert len(events.of_type("point")) == 4
-    profiles = document["profiles"]
-    assert [(p["index"], p["clients"], p["error"]) for p in profiles] == [
+    cpu_profiles = document["cpu_profiles"]
+    assert [(p["index"], p["clients"], p["error"]) for p in cpu_profiles] == [
         (0, 1, None),
         (1, 2, None),
     ]
-    assert [event["data"] for event in events.of_type("profile")] == profiles
-    for profile in profiles:
-        stacks = parse_folded(profile["folded"])
+    assert [event["data"] for event in events.of_type("cpu_profile")] == cpu_profiles
+    for cpu_profile in cpu_profiles:
+        stacks = parse_folded(cpu_profile["folded"])
         assert 0 < len(stacks) <= MAX_STACK_LINES
-        assert profile["samples"] >= profile["kept_samples"] == sum(stacks.values()) > 20
-        assert profile["event"] == "cpu-clock" and profile["call_graph"] == "dwarf"
+        assert cpu_profile["samples"] >= cpu_profile["kept_samples"] == sum(stacks.values()) > 20
+        assert cpu_profile["event"] == "cpu-clock" and cpu_profile["call_graph"] == "dwarf"
         frames = {frame for stack in stacks for frame in stack.split(";")}
         assert {"PostgresMain", "exec_simple_query", "standard_ExecutorRun"} <= frames
-        assert profile["tps"] and profile["tps"] > 0
-    # The profiled runs ran after every measured point, and perf is gone.
+        assert cpu_profile["tps"] and cpu_profile["tps"] > 0
+    # The CPU-profile pass ran after every measured point, and perf is gone.
     names = [step["name"] for step in document["steps"]]
-    assert names.index("pgbench_profiled") > max(
+    assert names.index("pgbench_cpu_profile") > max(
         i for i, name in enumerate(names) if name == "pgbench"
     )
     assert perfs_working_in(config.storage["data"]) == []
 
 
-def test_an_agent_that_may_not_profile_says_so_before_provisioning_and_measures(
+def test_an_agent_that_may_not_record_a_cpu_profile_says_so_before_provisioning_and_measures(
     config: AgentConfig,
 ) -> None:
-    spec = small_spec(sweep={"clients": [1], "duration_s": 1, "profile": True})
-    document, events = run(spec, replace(config, allow_profiling=False))
+    spec = small_spec(sweep={"clients": [1], "duration_s": 1, "cpu_profile": True})
+    document, events = run(spec, replace(config, allow_cpu_profiling=False))
 
     assert document["status"] == "succeeded", document["error"]
     assert len(document["points"]) == 1
-    [profile] = document["profiles"]
-    assert '"allow_profiling": true' in (profile["error"] or "")
-    assert profile["folded"] == ""
+    [cpu_profile] = document["cpu_profiles"]
+    assert '"allow_cpu_profiling": true' in (cpu_profile["error"] or "")
+    assert cpu_profile["folded"] == ""
     kinds = [event["type"] for event in events.events]
-    assert kinds.index("profile") < kinds.index("point")
-    assert "pgbench_profiled" not in [step["name"] for step in document["steps"]]
+    assert kinds.index("cpu_profile") < kinds.index("point")
+    assert "pgbench_cpu_profile" not in [step["name"] for step in document["steps"]]
 
 
 def test_perf_left_by_a_killed_agent_is_killed_with_the_jobs_cluster(make_cluster) -> None:
     cluster = make_cluster()
     cluster.initdb()
     cluster.start()
-    # An agent process profiling the server, killed with SIGKILL (no finally runs).
+    # An agent process recording the server's CPU profile, killed with SIGKILL (no finally runs).
     agent = subprocess.Popen(
         [sys.executable, "-c", KILLED_AGENT, str(cluster.postmaster_pid), str(cluster.job_dir)],
         cwd=REPO,
@@ -115,7 +115,7 @@ REPO = Path(__file__).resolve().parents[2]
 KILLED_AGENT = """
 import sys, time
 from pathlib import Path
-from agents.observe.profile import recording
+from agents.observe.cpu_profile import recording
 with recording("/usr/bin/perf", int(sys.argv[1]), Path(sys.argv[2])):
     print("recording", flush=True)
     time.sleep(600)

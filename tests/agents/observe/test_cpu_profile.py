@@ -1,4 +1,4 @@
-"""Folding perf's output and bounding a profile, on `perf script` output captured from a
+"""Folding perf's output and bounding a CPU profile, on `perf script` output captured from a
 real PostgreSQL 16 backend under select-only (fixtures/perf-script-pg16.txt, verbatim)."""
 
 import os
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.reports.profiles import MAX_STACK_LINES, parse_folded
+from agents.contract.reports.cpu_profiles import MAX_STACK_LINES, parse_folded
 from agents.contract.spec.document import validate_spec
-from agents.observe import profile
-from agents.observe.profile import bounded, fold, frame_name, profiling_problem
-from agents.sweep.driver import profiles
+from agents.observe import cpu_profile
+from agents.observe.cpu_profile import bounded, cpu_profiling_problem, fold, frame_name
+from agents.sweep.driver import records_cpu_profile
 
 CAPTURE = Path(__file__).parent / "fixtures" / "perf-script-pg16.txt"
 
@@ -39,7 +39,7 @@ def test_frames_without_a_symbol_are_named_after_their_object() -> None:
     assert frame_name("\t  10ab59 __libc_send (inlined)") == "__libc_send"
 
 
-def test_a_profile_keeps_its_heaviest_stacks_and_drops_the_rare_ones() -> None:
+def test_a_cpu_profile_keeps_its_heaviest_stacks_and_drops_the_rare_ones() -> None:
     stacks = {f"main;f{n}": 1 for n in range(5000)} | {"main;hot": 100_000}
 
     folded, kept = bounded(stacks)
@@ -58,33 +58,33 @@ def test_a_malformed_folded_line_is_named() -> None:
         parse_folded("main;a 3\nmain;b three\n")
 
 
-def test_what_profiling_needs_is_said_in_words_naming_the_fix(
+def test_what_a_cpu_profile_needs_is_said_in_words_naming_the_fix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert '"allow_profiling": true' in (profiling_problem(allowed=False) or "")
+    assert '"allow_cpu_profiling": true' in (cpu_profiling_problem(allowed=False) or "")
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert "apt-get install linux-perf" in (profiling_problem(allowed=True) or "")
-    monkeypatch.setattr(profile.os, "geteuid", lambda: 1000)
+    assert "apt-get install linux-perf" in (cpu_profiling_problem(allowed=True) or "")
+    monkeypatch.setattr(cpu_profile.os, "geteuid", lambda: 1000)
     (tmp_path / "paranoid").write_text("2\n")
-    monkeypatch.setattr(profile, "PARANOID", tmp_path / "paranoid")
-    message = profiling_problem(allowed=True, perf="/usr/bin/perf") or ""
+    monkeypatch.setattr(cpu_profile, "PARANOID", tmp_path / "paranoid")
+    message = cpu_profiling_problem(allowed=True, perf="/usr/bin/perf") or ""
     assert "kernel.perf_event_paranoid is 2" in message and "run as root" in message
     (tmp_path / "paranoid").write_text("1\n")
-    assert profiling_problem(allowed=True, perf="/usr/bin/perf") is None
+    assert cpu_profiling_problem(allowed=True, perf="/usr/bin/perf") is None
 
 
 def test_perfs_command_comes_from_the_agent_alone(tmp_path: Path) -> None:
-    argv = profile.record_argv("/usr/bin/perf", tmp_path, [11, 12])
+    argv = cpu_profile.record_argv("/usr/bin/perf", tmp_path, [11, 12])
     assert argv[:2] == ["/usr/bin/perf", "record"]
     assert "--event=cpu-clock" in argv and "--freq=99" in argv and "--call-graph=dwarf" in argv
-    assert "--pid=11,12" in argv and argv[-3:] == ["--", "sleep", str(profile.MAX_SECONDS)]
+    assert "--pid=11,12" in argv and argv[-3:] == ["--", "sleep", str(cpu_profile.MAX_SECONDS)]
 
 
-def test_in_rounds_only_the_job_of_the_first_round_profiles() -> None:
-    first = validate_spec({"version": 1, "sweep": {"profile": True, "duration_s": 5}})["sweep"]
-    assert profiles(first)
-    assert not profiles({**first, "first_repeat": 2})
-    assert not profiles({**first, "profile": False})
+def test_in_rounds_only_the_job_of_the_first_round_records_a_cpu_profile() -> None:
+    first = validate_spec({"version": 1, "sweep": {"cpu_profile": True, "duration_s": 5}})["sweep"]
+    assert records_cpu_profile(first)
+    assert not records_cpu_profile({**first, "first_repeat": 2})
+    assert not records_cpu_profile({**first, "cpu_profile": False})
 
 
 def test_perf_ending_silently_while_it_enables_its_events_is_started_again(tmp_path: Path):
@@ -102,7 +102,7 @@ def test_perf_ending_silently_while_it_enables_its_events_is_started_again(tmp_p
     )
     fake_perf.chmod(0o755)
 
-    with profile.recording(str(fake_perf), os.getpid(), tmp_path) as record:
+    with cpu_profile.recording(str(fake_perf), os.getpid(), tmp_path) as record:
         pass
 
     assert starts.read_text().split() == ["started"] * 3

@@ -6,19 +6,19 @@ stored and exported keeps every frame.
 
 A node is a call path (`main;PostgresMain;exec_simple_query`): its samples are
 those of every stack starting with that path (inclusive), its share those
-samples over the profile's. Nodes narrower than `MIN_NODE_SHARE` are left out
+samples over the CPU profile's. Nodes narrower than `MIN_NODE_SHARE` are left out
 of the drawing (a few pixels wide at most).
 
-A difference keeps the shape of the compared profile (widths: its shares) and
-gives each node the change of its share from the baseline profile, in
+A difference keeps the shape of the compared CPU profile (widths: its shares) and
+gives each node the change of its share from the baseline CPU profile, in
 percentage points of all samples (Brendan Gregg's differential flame graph,
-normalised so that profiles of different lengths compare). Paths the baseline
-has and the compared profile lacks have no width to draw.
+normalised so that CPU profiles of different lengths compare). Paths the baseline
+has and the compared CPU profile lacks have no width to draw.
 """
 
 from dataclasses import dataclass, field
 
-from agents.contract.reports.profiles import parse_folded
+from agents.contract.reports.cpu_profiles import parse_folded
 
 # The narrowest node drawn: 0.2 % of the samples (2 px of a 1,000 px wide graph).
 MIN_NODE_SHARE = 0.002
@@ -26,7 +26,7 @@ MIN_NODE_SHARE = 0.002
 
 @dataclass
 class FlameNode:
-    """One call path: `samples` inclusive, `share` of the profile's samples (0-1)."""
+    """One call path: `samples` inclusive, `share` of the CPU profile's samples (0-1)."""
 
     # The call path ("" for the root), its innermost frame, and its parent's path.
     id: str
@@ -42,7 +42,7 @@ class FlameNode:
 
 @dataclass
 class FlameTree:
-    """A profile's call paths from the root (id "") down, and what they rest on."""
+    """A CPU profile's call paths from the root (id "") down, and what they rest on."""
 
     nodes: list[FlameNode] = field(default_factory=list)
     samples: int = 0

@@ -28,11 +28,11 @@ from typing import IO
 
 import psutil
 
-from agents.contract.reports.profiles import (
+from agents.contract.reports.cpu_profiles import (
     MAX_STACK_DEPTH,
     MAX_STACK_LINES,
     MIN_STACK_SHARE,
-    ProfileResult,
+    CpuProfileResult,
 )
 from agents.observe.procfs import read_int
 
@@ -50,12 +50,13 @@ PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 ENDED_EARLY = "perf record ended before it started"
 
 
-def profiling_problem(allowed: bool, perf: str | None = None) -> str | None:
-    """Why this host cannot profile a job's server (None: it can), in words naming the fix."""
+def cpu_profiling_problem(allowed: bool, perf: str | None = None) -> str | None:
+    """Why this host cannot record a CPU profile of a job's server (None: it can), in words
+    naming the fix."""
     if not allowed:
         return (
-            "this agent's local config does not allow profiling: set "
-            '"allow_profiling": true in its config file'
+            "this agent's local config does not allow CPU profiles: set "
+            '"allow_cpu_profiling": true in its config file'
         )
     if (perf or shutil.which("perf")) is None:
         return (
@@ -66,7 +67,7 @@ def profiling_problem(allowed: bool, perf: str | None = None) -> str | None:
     if os.geteuid() != 0 and (paranoid is None or paranoid > 1):
         return (
             f"kernel.perf_event_paranoid is {paranoid} and the agent does not run as root: "
-            "profiling the server's processes needs the agent run as root, or "
+            "recording the server's processes needs the agent run as root, or "
             "sysctl kernel.perf_event_paranoid=1"
         )
     return None
@@ -300,18 +301,18 @@ def bounded(stacks: dict[str, int]) -> tuple[str, int]:
 
 
 def perf_for_job(wanted: bool, allowed: bool) -> tuple[str | None, str | None]:
-    """(perf's path, None) when a job that wants a profile can have one; (None, why not)
+    """(perf's path, None) when a job that wants a CPU profile can have one; (None, why not)
     when it cannot; (None, None) when it wants none."""
     if not wanted:
         return None, None
-    problem = profiling_problem(allowed)
+    problem = cpu_profiling_problem(allowed)
     return (shutil.which("perf"), None) if problem is None else (None, problem)
 
 
-def profile_document(
+def cpu_profile_document(
     index: int, clients: int | None, tps: float | None, record: Recording
-) -> ProfileResult:
-    """One profiled point as the contract carries it, its stacks bounded."""
+) -> CpuProfileResult:
+    """One point of the CPU-profile pass as the contract carries it, its stacks bounded."""
     folded, kept = bounded(record.stacks)
     return {
         "index": index,
@@ -329,6 +330,6 @@ def profile_document(
     }
 
 
-def unprofiled(problem: str, index: int = 0, clients: int | None = None) -> ProfileResult:
-    """The profile a job could not record, saying why."""
-    return profile_document(index, clients, None, Recording([], problem=problem))
+def no_cpu_profile(problem: str, index: int = 0, clients: int | None = None) -> CpuProfileResult:
+    """The CPU profile a job could not record, saying why."""
+    return cpu_profile_document(index, clients, None, Recording([], problem=problem))

@@ -1,10 +1,10 @@
 """Which frames of a differential flame graph changed beyond noise.
 
-A profile is a sample: a frame holding 20 % of 275 samples could as well have
+A CPU profile is a sample: a frame holding 20 % of 275 samples could as well have
 held 15 % or 25 % (its share's standard error is sqrt(0.2 x 0.8 / 275), 2.4
-points, and a difference of two such profiles has 3.4). So each frame's change
+points, and a difference of two such CPU profiles has 3.4). So each frame's change
 of share is tested against that sampling error: a two-proportion z-test of its
-samples in each profile (pooled share under no change), the p-values of all the
+samples in each CPU profile (pooled share under no change), the p-values of all the
 drawn frames adjusted together with Benjamini-Hochberg. A frame is beyond noise
 when its q is at most FDR_Q; the others are drawn grey.
 """
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from scipy import special
 
+from runs.flamegraphs.trees import FlameNode, FlameTree
 from runs.inference import stats
-from runs.profiles.trees import FlameNode, FlameTree
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def _p_of(node: FlameNode, tree: FlameTree) -> float:
 
 
 def frame_changes(tree: FlameTree) -> list[FrameChange]:
-    """Each node's change (in `tree.nodes`' order); the root's share is 1 in both profiles
+    """Each node's change (in `tree.nodes`' order); the root's share is 1 in both CPU profiles
     and is no test, so it is never beyond noise and not counted in the family."""
     tested = [node for node in tree.nodes if node.id]
     q_values = iter(stats.adjust_p_values([_p_of(node, tree) for node in tested]))

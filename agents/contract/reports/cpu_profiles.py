@@ -1,9 +1,9 @@
-"""The profiled repeat's documents: the server's stacks during one pgbench run, folded.
+"""The CPU-profile pass's documents: the server's stacks during one pgbench run, folded.
 
-A job whose sweep asks for a profile runs one more pass over its client counts
+A job whose sweep asks for a CPU profile runs one more pass over its client counts
 after the measured points, with `perf` recording the server's processes
-(agents/observe/profile.py). Its points are not measured results: they travel
-as `profile` events and the result document's `profiles`, never as `point`s,
+(agents/observe/cpu_profile.py). Its points are not measured results: they travel
+as `cpu_profile` events and the result document's `cpu_profiles`, never as `point`s,
 so verdicts, statistics, movers and the measured exports never see them.
 
 `folded` is the usual folded-stacks text: one line per distinct stack, frames
@@ -15,19 +15,19 @@ counts all of them, `kept_samples` those left in `folded`).
 
 from typing import TypedDict
 
-# Stacks under this share of a profile's samples are dropped from its folded text.
+# Stacks under this share of a CPU profile's samples are dropped from its folded text.
 MIN_STACK_SHARE = 0.0005
-# The most distinct stacks a profile keeps (the heaviest).
+# The most distinct stacks a CPU profile keeps (the heaviest).
 MAX_STACK_LINES = 600
 # The most frames of one stack kept (the outermost: the innermost are cut).
 MAX_STACK_DEPTH = 80
 
 
-class ProfileResult(TypedDict):
-    """One point of the profiled repeat.
+class CpuProfileResult(TypedDict):
+    """One point of the CPU-profile pass.
 
     `tps` is pgbench's throughput under `perf`, shown as context and never as a
-    measured result. `error` says why there is no profile (perf missing, not
+    measured result. `error` says why there is no CPU profile (perf missing, not
     allowed, failed); then `clients` may be None and `folded` is empty.
     """
 

@@ -1,16 +1,16 @@
 """Folded stacks as flame-graph trees and their differences, and the icicle figures drawn
-from them (runs/profiles/trees.py, runs/charts/flames.py)."""
+from them (runs/flamegraphs/trees.py, runs/charts/flames.py)."""
 
 import numpy as np
 import pytest
 
 from runs.charts.flames import diff_flame_figure, flame_figure
-from runs.profiles.trees import MIN_NODE_SHARE, flame_tree
+from runs.flamegraphs.trees import MIN_NODE_SHARE, flame_tree
 
 BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
 OTHER = "main;exec;scan 30\nmain;exec;hash 50\nmain;parse 20\n"
 # A backend's time, as stacks and their shares.
-PROFILE = {
+STACK_SHARES = {
     "PostgresMain;exec;scan": 0.30,
     "PostgresMain;exec;hash": 0.20,
     "PostgresMain;exec;sort": 0.15,
@@ -81,7 +81,7 @@ def test_a_differential_flame_graph_colours_each_frame_by_its_change_in_share() 
     assert hover["hash"][3] == "beyond noise"
 
 
-def synthetic_profile(rng: np.random.Generator, shares: dict[str, float], samples: int) -> str:
+def synthetic_folded(rng: np.random.Generator, shares: dict[str, float], samples: int) -> str:
     """Folded stacks of `samples` drawn at random from the stacks' `shares`."""
     counts = rng.multinomial(samples, list(shares.values()))
     return "".join(f"{stack} {n}\n" for stack, n in zip(shares, counts, strict=True) if n)
@@ -98,19 +98,19 @@ def grey_and_coloured(folded: str, base_folded: str) -> tuple[set[str], set[str]
 
 @pytest.mark.parametrize("seed", range(5))
 def test_an_a_a_difference_of_some_275_samples_a_side_draws_every_frame_grey(seed: int) -> None:
-    # Two profiles of the same server: frames move by several points on sampling alone.
+    # Two CPU profiles of the same server: frames move by several points on sampling alone.
     rng = np.random.default_rng(seed)
     grey, coloured = grey_and_coloured(
-        synthetic_profile(rng, PROFILE, 275), synthetic_profile(rng, PROFILE, 280)
+        synthetic_folded(rng, STACK_SHARES, 275), synthetic_folded(rng, STACK_SHARES, 280)
     )
     assert coloured == set() and "hash" in grey
 
 
 def test_a_change_beyond_noise_is_coloured_and_the_rest_stays_grey() -> None:
     rng = np.random.default_rng(7)
-    slower = {**PROFILE, "PostgresMain;exec;hash": 0.45, "PostgresMain;exec;scan": 0.15}
+    slower = {**STACK_SHARES, "PostgresMain;exec;hash": 0.45, "PostgresMain;exec;scan": 0.15}
     grey, coloured = grey_and_coloured(
-        synthetic_profile(rng, slower, 275), synthetic_profile(rng, PROFILE, 275)
+        synthetic_folded(rng, slower, 275), synthetic_folded(rng, STACK_SHARES, 275)
     )
     assert {"hash", "scan"} <= coloured
     assert {"parse", "sort"} <= grey

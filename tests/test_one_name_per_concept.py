@@ -1,0 +1,111 @@
+"""Each concept goes by one name (CONTRIBUTING.md, Glossary): a former name, or a word
+another concept owns, fails here wherever it is written in the code, templates, scripts
+and tests. Migrations keep the names they were written with; the few places that read a
+former name on purpose (an API alias, a stored document's old key) are listed with it,
+and a listing that is no longer needed fails too."""
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCANNED = ("runs", "agents", "benchlab", "frontend", "tests")
+SUFFIXES = (".py", ".html", ".js", ".css")
+NEVER_SCANNED = ("runs/migrations/", "tests/test_one_name_per_concept.py")
+
+
+@dataclass(frozen=True)
+class FormerName:
+    """`pattern` (a regular expression) is written `name` now; `allowed` files may keep it."""
+
+    pattern: str
+    name: str
+    allowed: tuple[str, ...] = ()
+
+
+FORMER_NAMES = (
+    # The perf profile is the CPU profile (drawn as a flame graph); a config profile is settings.
+    FormerName(
+        r"\bProfile\b|(?<!Cpu)(?<!Config)Profile(Result|Event|Serializer|Pair)\b",
+        "CpuProfile… (the perf profile) or ConfigProfile (settings)",
+        ("tests/runs/test_cpu_profile_former_names.py",),
+    ),
+    FormerName(
+        r"\bprofil(ed|ing)\b",
+        "a CPU profile, the CPU-profile pass",
+        # PostgreSQL's own configure option.
+        ("agents/contract/builds/flags.py",),
+    ),
+    FormerName(
+        r"\ballow_profiling\b",
+        "allow_cpu_profiling",
+        ("agents/config.py", "tests/agents/contract/test_former_names.py"),
+    ),
+    FormerName(
+        r"runs[./]profiles\b|observe[./]profile\b|(reports|models|serializers)[./]profiles\b",
+        "runs/flamegraphs/, agents/observe/cpu_profile.py, …/cpu_profiles.py",
+    ),
+    FormerName(r"\.profiles\b", ".cpu_profiles (a run's) or .config_profiles"),
+    FormerName(
+        r"""sweep\W{1,3}profile\b|["']profile["']\s*:\s*(True|False|true|false)"""
+        r"""|\bprofile\s*=\s*(True|False)\b""",
+        "sweep.cpu_profile, the experiment's cpu_profile",
+        (
+            "tests/agents/contract/test_former_names.py",
+            "tests/runs/test_cpu_profile_former_names.py",
+        ),
+    ),
+    FormerName(
+        r"""(emit|of_type|resend)\(["']profile["']|==\s*["']profile["']""",
+        "the cpu_profile event",
+        ("tests/agents/contract/test_former_names.py",),
+    ),
+    FormerName(
+        r"""\bfig-profile|id="profiles"|#profiles\b|(?<!cpu-)profile-differences""",
+        "fig-cpu-profile-…, #cpu-profiles, #cpu-profile-differences",
+    ),
+    FormerName(r"\brun_profile\b", "run_description (what differs) or run_cpu_profiles"),
+)
+
+
+@cache
+def scanned_files() -> dict[str, str]:
+    """Repository path -> text of every scanned file."""
+    found = {}
+    for top in SCANNED:
+        for path in sorted((REPO / top).rglob("*")):
+            relative = path.relative_to(REPO).as_posix()
+            if path.suffix in SUFFIXES and not relative.startswith(NEVER_SCANNED):
+                found[relative] = path.read_text(encoding="utf-8")
+    return found
+
+
+def hits(former: FormerName) -> dict[str, list[str]]:
+    """Path -> the `path:line: text` of each line where the former name is written."""
+    pattern = re.compile(former.pattern)
+    found: dict[str, list[str]] = {}
+    for relative, text in scanned_files().items():
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                found.setdefault(relative, []).append(f"{relative}:{number}: {line.strip()}")
+    return found
+
+
+@pytest.mark.parametrize("former", FORMER_NAMES, ids=lambda former: former.pattern[:40])
+def test_a_former_name_is_written_only_where_it_is_read_on_purpose(former: FormerName) -> None:
+    found = hits(former)
+    written = [
+        line for path, lines in found.items() if path not in former.allowed for line in lines
+    ]
+
+    assert not written, f"write {former.name}:\n" + "\n".join(written)
+
+
+@pytest.mark.parametrize("former", FORMER_NAMES, ids=lambda former: former.pattern[:40])
+def test_every_place_allowed_a_former_name_still_writes_it(former: FormerName) -> None:
+    found = hits(former)
+
+    assert [path for path in former.allowed if path not in found] == []

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import ProgressSample, Result, Run
+from runs.models import Comparison, ProgressSample, Result, Run
 from tests.runs.factories import ConfigProfileFactory, RunFactory
 from tests.runs.pages.conftest import finished_run
 
@@ -115,3 +115,72 @@ def test_pages_fit_a_narrow_window(browser, web):
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{path} overflows a 400 px window by {overflow} px"
     context.close()
+
+
+# What every table is checked against: a laptop's browser window.
+LAPTOP_WIDTH = 1280
+
+
+def sideways_overflow(page) -> dict[str, int]:
+    """Pixels each table (and the page) would need beyond the width it has."""
+    return page.evaluate(
+        """() => {
+          const wide = {page: document.documentElement.scrollWidth
+                               - document.documentElement.clientWidth};
+          document.querySelectorAll('table').forEach((table, n) => {
+            const box = table.closest('.table-wrap') || table.parentElement;
+            const name = table.id || table.className || `table ${n}`;
+            wide[name] = Math.max(table.scrollWidth, box.scrollWidth) - box.clientWidth;
+          });
+          return wide;
+        }"""
+    )
+
+
+def test_every_table_fits_a_1280_px_window_without_scrolling_sideways(browser, web):
+    from tests.e2e.conftest import PASSWORD, sign_in
+    from tests.runs.factories import UserFactory
+
+    points = [
+        (clients, repeat, 1000.0 * clients + repeat, 0.8)
+        for clients in (1, 4, 16, 64)
+        for repeat in (1, 2, 3)
+    ]
+    tuned = ConfigProfileFactory(
+        name="tuned: shared_buffers 8GB, wal_compression lz4, checkpoint_timeout 30min",
+        settings={"shared_buffers": "8GB", "wal_compression": "lz4"},
+    )
+    base = finished_run(points)
+    other = finished_run(points, experiment=base.experiment, config_profile=tuned)
+    comparison = Comparison.objects.create(name="tuned against default", baseline=base)
+    comparison.runs.set([base, other])
+    context = browser.new_context(viewport={"width": LAPTOP_WIDTH, "height": 900})
+    page = context.new_page()
+    sign_in(page, web.url, UserFactory(password=PASSWORD, is_staff=True).username)
+    paths = [
+        "/",
+        f"/runs/{base.pk}/",
+        f"/runs/{other.pk}/",
+        "/experiments/",
+        f"/experiments/{base.experiment_id}/",
+        "/comparisons/",
+        f"/comparisons/{comparison.pk}/",
+        "/hosts/",
+        f"/hosts/{base.host_id}/",
+        "/builds/",
+        "/configs/",
+        "/workloads/",
+        "/series/",
+        "/alerts/",
+        "/bisections/",
+        "/import/",
+        "/schedule/",
+    ]
+    too_wide = {}
+    for path in paths:
+        page.goto(f"{web.url}{path}")
+        wide = {name: px for name, px in sideways_overflow(page).items() if px > 1}
+        if wide:
+            too_wide[path] = wide
+    context.close()
+    assert too_wide == {}, f"wider than {LAPTOP_WIDTH} px: {too_wide}"

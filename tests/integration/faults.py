@@ -27,6 +27,12 @@ logger = logging.getLogger(__name__)
 CLUSTER_CREATED = "creating a throw-away cluster"
 # A run's per-second rows: one per point and second (and role, where samples have one).
 SAMPLES = ("progress", "host_samples", "server_samples")
+# The pace of a run that only has to last through a fault (pgbench -R, transactions a
+# second): at full speed pgbench and its server take the CPUs, or the disk with a synced
+# commit per transaction, from the suite's other tests for the whole run. Paced, each
+# second still has its progress, samples and logged transactions (every one at this rate),
+# and a point its result: what the fault scenarios check does not depend on the rate.
+PACED_TPS = 50
 
 
 def recovered(scenario: str, since: float) -> float:
@@ -108,10 +114,16 @@ def assert_no_orphans(lab: Lab, within_s: float = 30) -> None:
 
 
 def short_run(
-    api, lab: Lab, points: int = 1, duration_s: int = 1, scale: int = 1, data: str = "default"
+    api,
+    lab: Lab,
+    points: int = 1,
+    duration_s: int = 1,
+    scale: int = 1,
+    data: str = "default",
+    rate_tps: float | None = None,
 ) -> int:
     """Start a run of `points` points of `duration_s` at `scale` on the lab's host, its
-    cluster on the storage target `data`; its id."""
+    cluster on the storage target `data`, pgbench paced to `rate_tps` if given; its id."""
     tag = uuid.uuid4().hex[:6]
     build = create(api, "builds", {"name": f"pg16-{tag}", "version": "16", "source": "prebuilt"})
     profile = create(api, "config-profiles", {"name": f"fault-{tag}", "settings": {}})
@@ -122,6 +134,7 @@ def short_run(
             "name": f"fault-{tag}",
             "scale": scale,
             "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+            "rate_tps": rate_tps,
         },
     )
     payload = {

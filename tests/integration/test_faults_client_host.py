@@ -26,6 +26,7 @@ from tests.agents.worker.conftest import SpareRedis
 from tests.integration.api import create, start
 from tests.integration.conftest import Lab, running_lab
 from tests.integration.faults import (
+    PACED_TPS,
     all_final,
     assert_measured_once,
     assert_no_orphans,
@@ -80,14 +81,19 @@ def impatient_pair(
 
 def client_host_run(api, lab: Lab, client: ClientAgent, points: int, duration_s: int) -> int:
     """Start a run of `points` points of `duration_s` on the lab's host, pgbench on the
-    client host; its id."""
+    client host paced to PACED_TPS (the runs only have to last through the faults); its id."""
     tag = uuid.uuid4().hex[:6]
     build = create(api, "builds", {"name": f"pg16-{tag}", "version": "16", "source": "prebuilt"})
     profile = create(api, "config-profiles", {"name": f"pair-{tag}", "settings": {}})
     workload = create(
         api,
         "workloads",
-        {"name": f"pair-{tag}", "scale": 1, "scripts": [{"builtin": "tpcb-like", "weight": 1}]},
+        {
+            "name": f"pair-{tag}",
+            "scale": 1,
+            "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+            "rate_tps": PACED_TPS,
+        },
     )
     payload = {
         "name": f"pair {tag}",

@@ -16,6 +16,7 @@ from runs.models import Host, Run
 from tests.agents.worker.conftest import SpareRedis
 from tests.integration.conftest import Lab, running_lab
 from tests.integration.faults import (
+    PACED_TPS,
     all_final,
     assert_measured_once,
     assert_no_orphans,
@@ -56,7 +57,7 @@ def restart_empty(server: SpareRedis) -> None:
 
 
 def test_redis_down_for_a_minute_fails_no_run_and_loses_nothing(api, lab, own_redis):
-    long_run = short_run(api, lab, points=3, duration_s=25)
+    long_run = short_run(api, lab, points=3, duration_s=25, rate_tps=PACED_TPS)
     queued = short_run(api, lab)
     lab.wait_run(long_run, lambda r: r.progress.exists(), "to measure")
 
@@ -86,7 +87,7 @@ def test_redis_down_for_a_minute_fails_no_run_and_loses_nothing(api, lab, own_re
 
 
 def test_redis_restarted_empty_under_a_running_and_a_queued_run_ends_both_once(api, lab, own_redis):
-    running = short_run(api, lab, points=2, duration_s=5)
+    running = short_run(api, lab, points=2, duration_s=5, rate_tps=PACED_TPS)
     queued = short_run(api, lab)
     lab.wait_run(running, lambda r: r.progress.exists(), "to measure")
 

@@ -31,6 +31,7 @@ from runs.models import Host, HostSample, Run
 from tests.agents.worker.conftest import SpareRedis
 from tests.integration.conftest import Lab
 from tests.integration.faults import (
+    PACED_TPS,
     assert_measured_once,
     assert_no_orphans,
     assert_stored_once,
@@ -130,8 +131,16 @@ def client_host(hosts: Hosts) -> Iterator[ClientAgent]:
         client.close()
 
 
-def experiment(api, server: Host, client: Host | None, clients: list[int], duration_s: int) -> int:
-    """A TPC-B-like sweep on `server` (pgbench on `client` when given); the experiment's id."""
+def experiment(
+    api,
+    server: Host,
+    client: Host | None,
+    clients: list[int],
+    duration_s: int,
+    rate_tps: float | None = None,
+) -> int:
+    """A TPC-B-like sweep on `server` (pgbench on `client` when given, paced to `rate_tps`
+    if given); the experiment's id."""
     build = create(
         api, "builds", {"name": f"pg16-{duration_s}", "version": "16", "source": "prebuilt"}
     )
@@ -143,6 +152,7 @@ def experiment(api, server: Host, client: Host | None, clients: list[int], durat
             "name": f"tpcb-{duration_s}",
             "scale": 1,
             "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+            "rate_tps": rate_tps,
         },
     )
     payload = {
@@ -189,7 +199,9 @@ def test_a_client_host_in_another_namespace_measures_over_its_own_interface(host
 def test_a_client_host_cut_off_from_its_server_mid_point_fails_the_run_keeping_points(hosts, api):
     lab = hosts.lab
     with client_host(hosts) as client:
-        exp = experiment(api, lab.wait_registered(), client.wait_registered(), [1, 2], 10)
+        exp = experiment(
+            api, lab.wait_registered(), client.wait_registered(), [1, 2], 10, rate_tps=PACED_TPS
+        )
         (run_id,) = start(api, exp)
         lab.wait_run(run_id, lambda r: r.progress.filter(point=1).exists(), "to measure point 2")
 
@@ -227,7 +239,7 @@ def test_an_agent_cut_off_from_redis_for_a_minute_finishes_its_run_storing_every
     hosts = hosts_default_grace
     lab = hosts.lab
     server = lab.wait_registered()
-    (run_id,) = start(api, experiment(api, server, None, [1, 2, 4], duration_s=25))
+    (run_id,) = start(api, experiment(api, server, None, [1, 2, 4], 25, rate_tps=PACED_TPS))
     lab.wait_run(run_id, lambda r: r.progress.exists(), "to measure")
 
     hosts.net.down(hosts.to_b.left)

@@ -21,6 +21,7 @@ from agents.worker.identity import load_or_create_identity
 from runs import services
 from runs.models import Host, HostSample, Run
 from tests.integration.conftest import REPO, Lab, running_lab
+from tests.integration.faults import PACED_TPS
 from tests.integration.test_lab import create, start
 from tests.waiting import wait_for
 
@@ -91,7 +92,9 @@ def pair(transactional_db, tmp_path) -> Iterator[tuple[Lab, ClientAgent]]:
             client.close()
 
 
-def experiment(api, lab: Lab, client: Host, duration_s: int) -> int:
+def experiment(api, lab: Lab, client: Host, duration_s: int, rate_tps: float | None = None) -> int:
+    """A TPC-B-like point at 2 clients on the lab's host, pgbench on `client` (paced to
+    `rate_tps` if given); the experiment's id."""
     server = lab.wait_registered()
     build = create(
         api, "builds", {"name": f"pg16-{duration_s}", "version": "16", "source": "prebuilt"}
@@ -104,6 +107,7 @@ def experiment(api, lab: Lab, client: Host, duration_s: int) -> int:
             "name": f"tpcb-{duration_s}",
             "scale": 1,
             "scripts": [{"builtin": "tpcb-like", "weight": 1}],
+            "rate_tps": rate_tps,
         },
     )
     created = create(
@@ -150,7 +154,7 @@ def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(p
     page = api.get(f"/api/runs/{run_id}/").json()
     assert page["client_host"] == client.name
 
-    (second,) = start(api, experiment(api, lab, client_host, duration_s=60))
+    (second,) = start(api, experiment(api, lab, client_host, 60, rate_tps=PACED_TPS))
     lab.wait_run(second, lambda r: r.progress.exists(), "to measure")
     client.kill()
     failed = lab.wait_terminal(second, timeout=60)
@@ -163,7 +167,8 @@ def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(p
 
 def test_losing_the_server_agent_fails_the_run_naming_it_and_stops_the_client_half(pair, api):
     lab, client = pair
-    (run_id,) = start(api, experiment(api, lab, client.wait_registered(), duration_s=60))
+    host = client.wait_registered()
+    (run_id,) = start(api, experiment(api, lab, host, 60, rate_tps=PACED_TPS))
     lab.wait_run(run_id, lambda r: r.progress.exists(), "to measure")
 
     lab.kill_agent()

@@ -1,10 +1,23 @@
-"""A host's noise, read from what the lab stored: its canaries and their usual spread."""
+"""A host's noise, read from what the lab stored: its canaries and their usual spread, the
+steal and foreign CPU of its recent points, the spread of its experiments' rounds, and
+the rounds an effect needs on it in each design (runs/inference/designs.py).
 
+The rounds' spread pools the host's last SPREAD_EXPERIMENTS experiments run in
+rounds: at each client count, every cell against the experiment's first cell on
+this host, round by round (runs/inference/variance.py `paired_variance`), so an
+A/A and an A/B count alike (a real difference moves the mean log ratio, not its
+spread).
+"""
+
+import statistics
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from runs.inference.designs import DesignRounds, rounds_by_design
 from runs.inference.usual import UsualBand, usual_band
-from runs.models import Host, HostCanary
+from runs.inference.variance import PairedVariance, paired_variance
+from runs.models import Experiment, Host, HostCanary, Result, Run
 
 # The canaries a new one is compared with: the host's recent ones, so a host whose speed
 # changed for good (a new VM size) has a new usual spread within a day or two of runs.
@@ -13,6 +26,11 @@ HISTORY = 20
 # repeats within about a percent, an fsync's median within several.
 CPU_FLOOR_SD = 0.02
 FSYNC_FLOOR_SD = 0.10
+# What the host page shows: its last canaries and its last points with noise.
+SHOWN_CANARIES = 60
+SHOWN_POINTS = 20
+# The experiments whose rounds make the host's spread.
+SPREAD_EXPERIMENTS = 10
 
 
 @dataclass(frozen=True)
@@ -35,3 +53,86 @@ def canary_bands(host: Host, before: datetime | None = None) -> CanaryBands:
         fsync_ms=usual_band([fsync for _cpu, fsync in recent], FSYNC_FLOOR_SD),
         canaries=len(recent),
     )
+
+
+def recent_canaries(host: Host) -> list[HostCanary]:
+    """The host's last SHOWN_CANARIES canaries, oldest first."""
+    latest = HostCanary.objects.filter(host=host).order_by("-at")[:SHOWN_CANARIES]
+    return sorted(latest, key=lambda canary: canary.at)
+
+
+def recent_noisy_points(host: Host) -> list[Result]:
+    """The host's last SHOWN_POINTS points that carry their noise, newest first."""
+    return list(
+        Result.objects.filter(run__host=host)
+        .exclude(foreign_cpu_percent=None, cpu_steal_percent=None)
+        .select_related("run")
+        .order_by("-run__finished_at", "-run_id", "-index")[:SHOWN_POINTS]
+    )
+
+
+@dataclass(frozen=True)
+class RoundsSpread:
+    """The spread of a host's rounds: the pooled variances, from how many experiments, and
+    a round's median wall time (its runs' median, for the two cells compared)."""
+
+    variance: PairedVariance
+    experiments: int
+    round_seconds: float | None
+
+    @property
+    def paired_sd_pct(self) -> float:
+        return 100.0 * self.variance.paired**0.5
+
+    @property
+    def unpaired_sd_pct(self) -> float:
+        return 100.0 * self.variance.unpaired**0.5
+
+
+def rounds_spread(host: Host) -> RoundsSpread | None:
+    """The spread of the host's recent experiments' rounds; None without enough rounds."""
+    experiments = list(
+        Experiment.objects.filter(
+            execution=Experiment.Execution.ROUNDS,
+            runs__host=host,
+            runs__status=Run.Status.SUCCEEDED,
+        )
+        .distinct()
+        .order_by("-pk")[:SPREAD_EXPERIMENTS]
+    )
+    runs = list(
+        Run.objects.filter(
+            experiment__in=experiments, host=host, status=Run.Status.SUCCEEDED
+        ).exclude(round=None)
+    )
+    by_point: dict[tuple[int, int], dict[int, dict[int, float]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    results = Result.objects.filter(run__in=runs).exclude(tps=None).select_related("run")
+    for result in results:
+        run = result.run
+        if result.tps and run.round is not None:
+            cells = by_point[(run.experiment_id, result.clients)]
+            cells[run.cell][run.round] = result.tps
+    pairs = []
+    for cells in by_point.values():
+        baseline, *others = sorted(cells)
+        pairs += [(cells[cell], cells[baseline]) for cell in others]
+    variance = paired_variance(pairs)
+    if variance is None:
+        return None
+    seconds = [
+        (run.finished_at - run.started_at).total_seconds()
+        for run in runs
+        if run.started_at and run.finished_at
+    ]
+    return RoundsSpread(
+        variance=variance,
+        experiments=len({experiment for experiment, _clients in by_point}),
+        round_seconds=2 * statistics.median(seconds) if seconds else None,
+    )
+
+
+def rounds_needed(spread: RoundsSpread, effect_pct: float) -> list[DesignRounds]:
+    """Each design's rounds for an effect of `effect_pct` on a host with `spread`."""
+    return rounds_by_design(spread.variance.unpaired, spread.variance.paired, effect_pct)

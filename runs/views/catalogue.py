@@ -11,6 +11,7 @@ from runs.models import ConfigProfile, Host, PgBuild, PgCatalogue, Workload
 from runs.queues import host_queues
 from runs.services.access.permissions import can_change, check_can_change
 from runs.views.auth import AuthenticatedHttpRequest
+from runs.views.noise import host_noise_context
 
 AGENT_COMMAND = "python -m agents worker --name NAME"
 
@@ -46,9 +47,8 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, "Notes saved.")
         return redirect("host-detail", pk=pk)
     recent = selectors.run_list(host=host.name)[:20]
-    return render(
-        request, "runs/host_detail.html", {"host": host, "form": form, "recent_runs": recent}
-    )
+    context = {"host": host, "form": form, "recent_runs": recent, **host_noise_context(host)}
+    return render(request, "runs/host_detail.html", context)
 
 
 @login_required

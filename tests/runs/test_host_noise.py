@@ -1,17 +1,23 @@
 """The host's noise on the lab's side: each point's steal and foreign CPU stored as sent,
 and each run's canary kept as its host's series and checked against the host's spread."""
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 
 from runs import services
 from runs.analysis.run_checks import run_warnings
-from runs.host_noise import canary_bands
+from runs.host_noise import canary_bands, rounds_spread
+from runs.inference.designs import rounds_by_design
 from runs.inference.usual import MIN_HISTORY
-from runs.models import Host, HostCanary, Result, Run
+from runs.inference.variance import paired_variance
+from runs.models import Experiment, Host, HostCanary, Result, Run
 from tests.runs import events
-from tests.runs.factories import HostFactory, RunFactory
+from tests.runs.factories import HostFactory, ResultFactory, RunFactory
+from tests.runs.noise_data import ROUND_BASE, ROUND_RATIOS, rounds_experiment
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +149,75 @@ def test_a_result_sent_twice_stores_its_canary_once():
     services.run_record_event(events.run_event(run, 2, "result", document))
 
     assert HostCanary.objects.filter(run=run).count() == 1
+
+
+def test_the_rounds_spread_pairs_each_cell_with_the_first_round_by_round():
+    host = HostFactory()
+    rounds_experiment(host)
+    # Neither another host's rounds nor an experiment in blocks count.
+    rounds_experiment(HostFactory(), base=[1000.0] * 6, ratios=[1.5, 0.5, 1.5, 0.5, 1.5, 0.5])
+    blocks = rounds_experiment(host, ratios=[1.5, 0.5, 1.5, 0.5, 1.5, 0.5])
+    Experiment.objects.filter(pk=blocks.pk).update(execution=Experiment.Execution.BLOCKS)
+
+    spread = rounds_spread(host)
+
+    faster = dict(enumerate([b * r for b, r in zip(ROUND_BASE, ROUND_RATIOS, strict=True)], 1))
+    expected = paired_variance([(faster, dict(enumerate(ROUND_BASE, 1)))])
+    assert spread.variance == expected
+    assert spread.experiments == 1
+    assert spread.round_seconds == 180
+    assert spread.paired_sd_pct < 1 < 30 < spread.unpaired_sd_pct
+
+
+def test_the_endpoint_says_the_rounds_each_design_needs(client, user):
+    host = HostFactory()
+    rounds_experiment(host)
+    client.force_login(user)
+
+    answer = client.get(reverse("host-rounds-needed", args=[host.pk]), {"effect_pct": "5"}).json()
+
+    spread = rounds_spread(host)
+    expected = rounds_by_design(spread.variance.unpaired, spread.variance.paired, 5.0)
+    assert [(d["design"], d["rounds"], d["measured"]) for d in answer["designs"]] == [
+        (found.design, found.rounds, found.measured) for found in expected
+    ]
+    unpaired, paired, duet = answer["designs"]
+    assert paired["seconds"] == paired["rounds"] * 180
+    assert duet["rounds"] is None and "duet" in duet["note"]
+    assert answer["spread"]["pairs"] == 6 and answer["spread"]["experiments"] == 1
+
+
+def test_the_endpoint_answers_a_host_without_rounds_and_refuses_a_bad_effect(client, user):
+    host = HostFactory()
+    client.force_login(user)
+    url = reverse("host-rounds-needed", args=[host.pk])
+
+    assert client.get(url).json()["spread"] is None
+    assert client.get(url, {"effect_pct": "0"}).status_code == 400
+    assert client.get(url, {"effect_pct": "lots"}).status_code == 400
+
+
+def test_the_host_page_shows_its_canaries_points_and_spread(client, user):
+    host, start = HostFactory(), datetime(2026, 11, 1, tzinfo=UTC)
+    steady_history(host, start)
+    finish_with_canary(RunFactory(host=host), 52.0, 2.0, start + timedelta(hours=1))
+    run = RunFactory(host=host, status=Run.Status.SUCCEEDED)
+    ResultFactory(run=run, index=0, cpu_steal_percent=3.5, foreign_cpu_percent=26.87)
+    rounds_experiment(host)
+    client.force_login(user)
+
+    page = client.get(reverse("host-detail", args=[host.pk])).content.decode()
+
+    figure = json.loads(
+        re.search(r'<script id="fig-host-canary" type="application/json">(.*?)</script>', page)[1]
+    )
+    cpu, cpu_flagged, fsync, _fsync_flagged = figure["data"]
+    assert len(cpu["y"]) == len(fsync["y"]) == 11 and cpu_flagged["y"] == [52.0]
+    assert len(figure["layout"]["shapes"]) == 2, "each row shows the host's usual band"
+    points = re.search(r'<table data-noise="points">(.*?)</table>', page, re.S)[1]
+    assert "3.5 %" in points and "26.9 %" in points
+    spread = rounds_spread(host)
+    assert (
+        f"spreads {spread.paired_sd_pct:.1f} % paired, {spread.unpaired_sd_pct:.1f} % unpaired"
+        in page
+    )

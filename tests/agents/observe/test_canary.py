@@ -22,6 +22,7 @@ from agents.observe.procfs import read_diskstats
 from agents.observe.storage import sampling_device
 
 SPIN = [sys.executable, "-c", "while True:\n    pass"]
+BURNER_NICE = -10
 
 
 @pytest.fixture
@@ -41,12 +42,16 @@ def test_the_cpu_loop_takes_longer_while_another_process_spins_on_its_cpu(on_one
     burner = subprocess.Popen(SPIN)
     try:
         os.sched_setaffinity(burner.pid, {on_one_cpu})
+        # At nice -10 the burner weighs about nine times the loop: the loop gets about a
+        # tenth of the CPU, so even a machine busy with a dozen others shows it.
+        os.setpriority(os.PRIO_PROCESS, burner.pid, BURNER_NICE)
         shared = cpu_loop_ns(runs=9)
+    except PermissionError:
+        pytest.skip("raising a process's priority needs root")
     finally:
         burner.kill()
         burner.wait()
-    # Two processes on one CPU get about half of it each; other load only narrows the gap.
-    assert shared > 1.3 * quiet
+    assert shared > 1.5 * quiet
 
 
 def test_the_fsync_probe_reaches_the_storage_directorys_device(tmp_path: Path):

@@ -17,11 +17,11 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import BUILTIN_SCRIPTS, VERSION_PATTERN, ScriptSpec, SettingValue
 from agents.contract.spec.fields import DATASET, WORKLOAD
 from runs import services
-from runs.agentlink import spec_fields
-from runs.agentlink.spec_fields import WORKLOAD_ROW_FIELDS
+from runs.agentlink import row_fields
+from runs.agentlink.row_fields import WORKLOAD_ROW_FIELDS
 from runs.forms import workload_editor
 from runs.models import ConfigProfile, Host, PgBuild, Workload
-from runs.services.specs import clean_build_definition
+from runs.services.spec_sections import clean_build_definition
 from runs.services.uploads import source_upload_check, source_upload_store, upload_digest
 
 # The workload inputs shown under Measurement; every other workload option is a pgbench option.
@@ -98,7 +98,7 @@ class ConfigProfileForm(forms.ModelForm[ConfigProfile]):
 
 
 # The workload's spec fields that are one input each (scripts, -D and processes have editors).
-SPEC_INPUTS = spec_fields.scalar(WORKLOAD_ROW_FIELDS)
+SPEC_INPUTS = row_fields.scalar(WORKLOAD_ROW_FIELDS)
 
 
 class WorkloadForm(forms.ModelForm[Workload]):
@@ -128,13 +128,13 @@ class WorkloadForm(forms.ModelForm[Workload]):
 
     class Meta:
         model = Workload
-        fields = ["name", "description", *spec_fields.names(SPEC_INPUTS)]
+        fields = ["name", "description", *row_fields.names(SPEC_INPUTS)]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "setup_sql": forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         }
-        labels = spec_fields.labels(SPEC_INPUTS)
-        help_texts = spec_fields.help_texts(SPEC_INPUTS)
+        labels = row_fields.labels(SPEC_INPUTS)
+        help_texts = row_fields.help_texts(SPEC_INPUTS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -9,9 +9,9 @@ from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
-from runs.agentlink import spec_fields
+from runs.agentlink import row_fields
 from runs.agentlink.execution import SEED_LIMIT
-from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.models.catalogue import agent_hosts
 from runs.services.adaptive import ADAPTIVE_FIELDS
@@ -79,7 +79,7 @@ def parse_storage_layouts(text: str) -> list[StorageSpec]:
 # Where a service's JobError field points in the schedule form: each sweep field an
 # experiment stores has an input of its name.
 SPEC_FIELD_TO_FORM = {
-    **{f"sweep.{name}": name for name in spec_fields.names(EXPERIMENT_ROW_FIELDS)},
+    **{f"sweep.{name}": name for name in row_fields.names(EXPERIMENT_ROW_FIELDS)},
     "repeats": "repeats",
     "storage": "storage",
     "settings": "config_profiles",
@@ -154,19 +154,19 @@ class ScheduleForm(forms.Form):
         help_text="One layout per entry, comma-separated: <code>default</code>, "
         "<code>nvme:sata</code> puts WAL on sata. Each layout is one column of the matrix.",
     )
-    clients = forms.CharField(initial="1,2,4,8,16", **spec_fields.described("clients"))
+    clients = forms.CharField(initial="1,2,4,8,16", **row_fields.described("clients"))
     duration_s = forms.IntegerField(
-        required=False, min_value=1, initial=10, **spec_fields.described("duration_s")
+        required=False, min_value=1, initial=10, **row_fields.described("duration_s")
     )
     transactions = forms.IntegerField(
-        required=False, min_value=1, **spec_fields.described("transactions")
+        required=False, min_value=1, **row_fields.described("transactions")
     )
     # The upper bound is fair use's (runs.services.limits), checked with the experiment.
     repeats = forms.IntegerField(min_value=1, initial=1)
-    threads = forms.IntegerField(required=False, min_value=1, **spec_fields.described("threads"))
-    warmup_s = forms.IntegerField(min_value=0, initial=0, **spec_fields.described("warmup_s"))
+    threads = forms.IntegerField(required=False, min_value=1, **row_fields.described("threads"))
+    warmup_s = forms.IntegerField(min_value=0, initial=0, **row_fields.described("warmup_s"))
     order = forms.ChoiceField(
-        choices=Experiment.Order.choices, initial="ascending", **spec_fields.described("order")
+        choices=Experiment.Order.choices, initial="ascending", **row_fields.described("order")
     )
     execution = forms.ChoiceField(
         choices=Experiment.Execution.choices,
@@ -184,7 +184,7 @@ class ScheduleForm(forms.Form):
     between_points = forms.ChoiceField(
         choices=Experiment.BetweenPoints.choices,
         initial="checkpoint",
-        **spec_fields.described("between_points"),
+        **row_fields.described("between_points"),
     )
     adaptive = _experiment_field("adaptive")
     max_rounds = _experiment_field("max_rounds")

@@ -29,7 +29,7 @@ from agents.contract.spec.document import (
 from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.agentlink.execution import ROUNDS, execution_plan
-from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, section_values
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, section_values
 from runs.estimates import Learned, adaptive_seconds, learned_timings
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
@@ -44,7 +44,7 @@ from runs.services.hosts.space import require_room
 from runs.services.limits import require_queue_room, require_repeats_within_limit
 from runs.services.queueing import Cell, CheckedCell, User, owner, queue_slot
 from runs.services.retry import retry_on_conflict
-from runs.services.specs import workload_spec
+from runs.services.spec_sections import workload_spec
 from runs.services.validation import check_job_spec
 
 logger = logging.getLogger(__name__)

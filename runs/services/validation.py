@@ -17,7 +17,7 @@ from agents.contract.spec.pgbench_versions import refuse_missing_options
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from runs.models import PgBuild, PgCatalogue, Workload
-from runs.services.specs import workload_spec
+from runs.services.spec_sections import workload_spec
 
 logger = logging.getLogger(__name__)
 

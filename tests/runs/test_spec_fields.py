@@ -5,7 +5,7 @@ import pytest
 
 from agents.contract.spec.fields import Field
 from agents.contract.spec.manifest import make_manifest
-from runs.agentlink.spec_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, WORKLOAD_ROW_FIELDS
 from runs.api.serializers import WorkloadSerializer
 from runs.forms.catalogue import WorkloadForm
 from runs.models import Experiment, Workload

@@ -4,7 +4,7 @@ label, help text and the first pgbench version that has its option.
 The contract's defaults and per-field validation (agents/contract/spec/document.py), the
 pgbench version rules (agents/contract/spec/pgbench_versions.py) and, in the lab, the
 model-backed form fields, API fields, job spec sections and series copies
-(runs/agentlink/spec_fields.py) are derived from these tuples. A field of kind `list` or
+(runs/agentlink/row_fields.py) are derived from these tuples. A field of kind `list` or
 `dict` has a shape of its own, checked by hand in agents/contract/spec/document.py;
 every other kind is checked here. Pure Python, standard library only.
 """

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from agents.contract.errors import JobError
 from agents.contract.spec.document import VERSION_PATTERN, ScriptSpec, SettingValue
 from runs import services
-from runs.agentlink.spec_fields import WORKLOAD_ROW_FIELDS, help_texts, names
+from runs.agentlink.row_fields import WORKLOAD_ROW_FIELDS, help_texts, names
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -28,7 +28,7 @@ from runs.models import (
     StorageTarget,
     Workload,
 )
-from runs.services.specs import clean_build_definition
+from runs.services.spec_sections import clean_build_definition
 
 
 def owner_name() -> "serializers.StringRelatedField[User]":

@@ -12,9 +12,9 @@ from rest_framework import serializers
 from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
 from runs import services
-from runs.agentlink import spec_fields
+from runs.agentlink import row_fields
 from runs.agentlink.execution import SEED_LIMIT
-from runs.agentlink.spec_fields import EXPERIMENT_SWITCHES
+from runs.agentlink.row_fields import EXPERIMENT_SWITCHES
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -108,7 +108,7 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "warmup_s",
             "between_points",
             "profile",
-            *spec_fields.names(EXPERIMENT_SWITCHES),
+            *row_fields.names(EXPERIMENT_SWITCHES),
             "client_host",
             "adaptive",
             "max_rounds",

@@ -41,7 +41,7 @@ DETECT_TASK = "runs.tasks.series_detect"
 SERIES_METRICS = ("tps", "latency_avg_ms", "p95")
 CRON_NAMES = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 # An occurrence copies every column of its series' template (the spec's sweep fields,
-# runs/agentlink/spec_fields.py, among them) but these: it is a new experiment with its own seed
+# runs/agentlink/row_fields.py, among them) but these: it is a new experiment with its own seed
 # (and, adaptive, its own looks).
 NOT_COPIED = ("id", "name", "created_by", "created_at", "seed", "adaptive_state")
 

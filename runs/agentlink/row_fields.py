@@ -1,4 +1,4 @@
-"""The lab's side of the spec fields declared in agents/contract/spec/fields.py.
+"""The spec fields declared in agents/contract/spec/fields.py as the lab's row columns.
 
 A `Workload` row stores every dataset and workload field, an `Experiment` row
 every sweep field a person chooses, each in a column of the field's name. The

@@ -1,4 +1,5 @@
-"""Pieces of job specs built from the lab's definitions (docs/contracts.md, section 1)."""
+"""The job spec sections built from the lab's catalogue rows: a workload's `dataset` and
+`workload` sections, a source build's checked definition (docs/contracts.md, section 1)."""
 
 from typing import TypedDict, cast
 
@@ -8,7 +9,7 @@ from agents.contract.builds.definition import check_build_definition
 from agents.contract.errors import JobError
 from agents.contract.spec.document import DatasetSpec, WorkloadSpec
 from agents.contract.spec.fields import DATASET, WORKLOAD
-from runs.agentlink.spec_fields import section_values
+from runs.agentlink.row_fields import section_values
 from runs.models import PgBuild, Workload
 
 

@@ -70,6 +70,8 @@ COLUMNS = [
     "duration_s",
     "pgbench_cpu_s",
     "agent_cpu_s",
+    "cpu_steal_percent",
+    "foreign_cpu_percent",
     *(f"per_transaction.{key}" for key in COUNTERS),
     "warnings",
 ]
@@ -137,6 +139,8 @@ def point_fields(result: Result) -> dict[str, object]:
         "duration_s": result.duration_s,
         "pgbench_cpu_s": result.pgbench_cpu_s,
         "agent_cpu_s": result.agent_cpu_s,
+        "cpu_steal_percent": result.cpu_steal_percent,
+        "foreign_cpu_percent": result.foreign_cpu_percent,
     }
 
 

@@ -1,6 +1,8 @@
 """The host's noise on the lab's side: each point's steal and foreign CPU stored as sent,
 and each run's canary kept as its host's series and checked against the host's spread."""
 
+import csv
+import io
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -43,6 +45,30 @@ def test_a_points_noise_is_stored_with_its_result():
     result = Result.objects.get(run=run, index=0)
     assert (result.cpu_steal_percent, result.foreign_cpu_percent) == (3.5, 26.87)
     assert result.noise == NOISE
+
+
+def test_a_runs_export_carries_each_points_steal_and_foreign_cpu(client, user):
+    run = RunFactory(status=Run.Status.SUCCEEDED)
+    ResultFactory(run=run, index=0, cpu_steal_percent=3.5, foreign_cpu_percent=26.87)
+    ResultFactory(run=run, index=1)
+    client.force_login(user)
+
+    body = client.get(reverse("run-export", args=[run.pk, "json"])).json()
+    rows = list(
+        csv.DictReader(
+            io.StringIO(client.get(reverse("run-export", args=[run.pk, "csv"])).content.decode())
+        )
+    )
+
+    points = body["runs"][0]["points"]
+    assert [(p["cpu_steal_percent"], p["foreign_cpu_percent"]) for p in points] == [
+        (3.5, 26.87),
+        (None, None),
+    ]
+    assert [(r["cpu_steal_percent"], r["foreign_cpu_percent"]) for r in rows] == [
+        ("3.5", "26.87"),
+        ("", ""),
+    ]
 
 
 def test_a_point_of_an_agent_before_noise_stores_none():

@@ -68,6 +68,32 @@ FORMER_NAMES = (
         "fig-cpu-profile-…, #cpu-profiles, #cpu-profile-differences",
     ),
     FormerName(r"\brun_profile\b", "run_description (what differs) or run_cpu_profiles"),
+    # "Shape" was both the repeats' outliers and a comparison's chart layout; it is neither
+    # now (plotly's figure shapes and marker pattern shapes keep their own word).
+    FormerName(
+        r"runs[./]analysis[./]shap(es|ing)\b|runs[./]charts[./]shaped\b",
+        "runs/analysis/outliers.py, runs/analysis/chart_layout.py, runs/charts/laid_out.py",
+    ),
+    FormerName(
+        r"\b(Shape|shape_of|shape_warnings|ratio_shape)\b",
+        "RepeatOutliers, find_outliers, outlier_warnings, ratio_outliers",
+    ),
+    FormerName(
+        r"\b(ShapedPoint|shaped_points|shaped_figure|default_shape|shape_from_query)\b"
+        r"|\bshape_controls\b|\bshape-(form|errors)\b|\bdata-shape\b",
+        "ChartLayout, PlacedPoint, placed_points, laid_out_figure, default_layout, "
+        "layout_from_query, layout_controls, #layout-form",
+    ),
+    # "The contract" is agents/contract only; the lab's side of it is the agent link.
+    FormerName(
+        r"\bruns[./]contract\b",
+        "runs/agentlink/ (the lab's side), runs/services/adaptive_state.py",
+    ),
+    # "Spec" is the job spec (agents/contract/spec/); the lab's modules say what they hold.
+    FormerName(
+        r"\bspec_fields\b|\bservices[./]specs\b",
+        "runs/agentlink/row_fields.py, runs/services/spec_sections.py",
+    ),
 )
 
 

@@ -6,10 +6,15 @@ times the same work every job, before anything of the job runs, so the lab
 keeps each host's series and can tell which runs started on a host outside
 its usual spread (runs/services/hosts/noise.py). It takes well under two
 seconds: medians of short runs, so one preempted run does not move it.
+
+The two sides of a duet (agents/duet.py) are jobs in threads of one process:
+their canaries take turns (`CANARY_TURN`), since two Python loops at once
+would share the interpreter's lock and each time about twice its usual.
 """
 
 import os
 import statistics
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +26,8 @@ CPU_LOOP_RUNS = 25
 FSYNC_COUNT = 20
 FSYNC_BLOCK = b"\0" * 8192
 PROBE_NAME = ".benchlab-canary"
+# One canary at a time in this process.
+CANARY_TURN = threading.Lock()
 
 
 def cpu_loop(iterations: int) -> int:
@@ -68,15 +75,18 @@ def fsync_latencies_ms(directory: Path, count: int = FSYNC_COUNT) -> list[float]
 
 
 def run_canary(storage: Path) -> HostCanary:
-    """Time the CPU loop, then the fsync probe on the storage at `storage`."""
-    at = datetime.now(UTC).isoformat()
-    started = time.monotonic()
-    loop_ns = cpu_loop_ns()
-    directory = existing_directory(storage)
-    fsyncs = fsync_latencies_ms(directory)
+    """Time the CPU loop, then the fsync probe on the storage at `storage`; after any
+    canary another thread of this process is timing."""
+    with CANARY_TURN:
+        at = datetime.now(UTC).isoformat()
+        started = time.monotonic()
+        loop_ns = cpu_loop_ns()
+        directory = existing_directory(storage)
+        fsyncs = fsync_latencies_ms(directory)
+        seconds = time.monotonic() - started
     return {
         "at": at,
-        "seconds": round(time.monotonic() - started, 3),
+        "seconds": round(seconds, 3),
         "cpu_loop_iterations": CPU_LOOP_ITERATIONS,
         "cpu_loop_runs": CPU_LOOP_RUNS,
         "cpu_loop_ns": round(loop_ns, 3),

@@ -4,7 +4,9 @@ its fsync probe against a real storage directory and its block device."""
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,21 @@ def test_a_storage_directory_the_job_has_not_made_yet_is_probed_on_its_parent(tm
     assert 0 < canary["cpu_loop_ns"] and 0 < canary["fsync_ms"] <= canary["fsync_max_ms"]
     assert 0 < canary["seconds"] < 10
     assert not any(path.name.startswith(PROBE_NAME) for path in tmp_path.iterdir())
+
+
+def test_canaries_of_two_threads_take_turns(tmp_path: Path):
+    # The sides of a duet are threads of one agent process.
+    found: list[dict] = []
+    sides = [
+        threading.Thread(target=lambda side=side: found.append(run_canary(tmp_path / side)))
+        for side in ("a", "b")
+    ]
+    for side in sides:
+        side.start()
+    for side in sides:
+        side.join()
+
+    first, second = sorted(found, key=lambda canary: canary["at"])
+    first_end = datetime.fromisoformat(first["at"]) + timedelta(seconds=first["seconds"])
+    # `seconds` is rounded to the millisecond.
+    assert datetime.fromisoformat(second["at"]) >= first_end - timedelta(milliseconds=1)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.config import AgentConfig
+from agents.contract.duet import DUET_VERSION
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.reports.results import ResultDocument
 from agents.contract.spec.document import JobSpec, validate_spec
@@ -54,7 +55,6 @@ from agents.sweep.driver import CLIENT_ORDER_SEEDS
 
 logger = logging.getLogger(__name__)
 
-DUET_VERSION = 1
 SIDES = 2
 # Fewer CPUs than this and a side's server and pgbench share one CPU: allowed, said.
 FAIR_CPUS = 4

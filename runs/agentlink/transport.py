@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
+from agents.contract.duet import DuetDocument
 from agents.contract.signing import sign
 from agents.contract.spec.document import JobSpec
 from agents.contract.wire import (
@@ -75,6 +76,15 @@ def send_job(spec: JobSpec, host_name: str, task_id: str, secret: str) -> None:
     signed = sign("job", spec, secret)
     app.send_task(RUN_JOB_TASK, args=[signed], queue=queue, task_id=task_id)
     logger.info("run %s: job sent to %s (task %s)", spec["run_id"], queue, task_id)
+
+
+def send_duet(document: DuetDocument, host_name: str, task_id: str, secret: str) -> None:
+    """Queue a duet (both sides' job specs in one document, agents/duet.py) for an agent,
+    signed as a job is."""
+    queue = agent_queue(host_name)
+    signed = sign("job", document, secret)
+    app.send_task(RUN_JOB_TASK, args=[signed], queue=queue, task_id=task_id)
+    logger.info("duet %s: job sent to %s (task %s)", document["key"], queue, task_id)
 
 
 def request_cancel(run_id: str, token: str) -> None:

@@ -245,7 +245,7 @@ def _rows(
 def _cell_mde(one: Summary | None, other: Summary | None, judgement: Judgement) -> float | None:
     """MDE of this comparison at 80 % power: of its paired rounds' log ratios where they
     answered, else from both sides' log spreads."""
-    if judgement.design == paired.PAIRED:
+    if judgement.design in (paired.PAIRED, paired.DUET):
         return judgement.paired_mde_pct
     if not one or not other or one.log_sd is None or other.log_sd is None:
         return None
@@ -274,7 +274,8 @@ def _question(
     if any(r.run_id not in round_of for side in sides for r, _v in side):
         return question
     rounds, base_rounds = ([round_of[r.run_id] for r, _v in side] for side in sides)
-    return replace(question, rounds=rounds, baseline_rounds=base_rounds)
+    simultaneous = run.experiment.duet
+    return replace(question, rounds=rounds, baseline_rounds=base_rounds, simultaneous=simultaneous)
 
 
 def _judge_rows(

@@ -83,13 +83,17 @@ class Question:
     higher_is_better: bool
     rounds: Sequence[int] | None = None
     baseline_rounds: Sequence[int] | None = None
+    # Each round's two sides ran at the same time (a duet experiment, agents/duet.py).
+    simultaneous: bool = False
 
     @functools.cached_property
     def pairing(self) -> paired.Pairing | None:
         """The repeats matched by round; None when the cells were not measured in rounds."""
         if self.rounds is None or self.baseline_rounds is None:
             return None
-        return paired.pair_rounds(self.values, self.rounds, self.baseline, self.baseline_rounds)
+        return paired.pair_rounds(
+            self.values, self.rounds, self.baseline, self.baseline_rounds, self.simultaneous
+        )
 
 
 @dataclass(frozen=True)
@@ -119,8 +123,11 @@ class Answer:
     rank: RankAnswer | None = None
     # The outliers that made the answer rank-based, in words ("" for log-Welch and paired t).
     outliers: str = ""
-    # Which design answered: "paired over 7 of 8 rounds; round 3 incomplete", "unpaired".
+    # Which design answered: "paired over 7 of 8 rounds; round 3 incomplete", "unpaired",
+    # "duet over 6 rounds".
     design: str = paired.UNPAIRED
+    # A paired answer from simultaneous windows (a duet).
+    simultaneous: bool = False
 
     @property
     def is_paired(self) -> bool:
@@ -169,10 +176,12 @@ class Judgement:
 
     @property
     def design(self) -> str | None:
-        """ "paired" or "unpaired": which comparison answered (None: no answer)."""
+        """ "duet", "paired" or "unpaired": which comparison answered (None: no answer)."""
         if not self.answer:
             return None
-        return paired.PAIRED if self.answer.is_paired else paired.UNPAIRED
+        if not self.answer.is_paired:
+            return paired.UNPAIRED
+        return paired.DUET if self.answer.simultaneous else paired.PAIRED
 
     @property
     def design_note(self) -> str:
@@ -299,6 +308,7 @@ def _paired_t_answer(pairing: paired.Pairing, difference: Difference) -> Answer:
         difference.log_equivalence,
         as_spread,
         design=pairing.describe(),
+        simultaneous=pairing.simultaneous,
     )
 
 
@@ -321,6 +331,7 @@ def _signed_rank_answer(pairing: paired.Pairing, outliers: str) -> Answer:
         rank,
         outliers,
         pairing.describe(),
+        pairing.simultaneous,
     )
 
 

@@ -211,7 +211,9 @@ def _stored_question(step: BisectionStep) -> Question | None:
         return None
     by_round = tps_by_round(step.experiment)
     key = next((key for key in sorted(by_round) if key[0] == CANDIDATE_CELL), None)
-    return point_question(by_round, key) if key is not None else None
+    if key is None:
+        return None
+    return point_question(by_round, key, step.experiment.duet)
 
 
 def measured_change_pct(step: BisectionStep) -> float | None:

@@ -90,6 +90,7 @@ SPEC_FIELD_TO_FORM = {
     "client_host": "client_host",
     "network": "client_host",
     "execution": "execution",
+    "duet": "duet",
     **{name: name for name in ADAPTIVE_FIELDS},
 }
 
@@ -186,6 +187,7 @@ class ScheduleForm(forms.Form):
         initial="checkpoint",
         **row_fields.described("between_points"),
     )
+    duet = _experiment_field("duet", label="Duet: both cells at once")
     adaptive = _experiment_field("adaptive")
     max_rounds = _experiment_field("max_rounds")
     max_hours = _experiment_field("max_hours")
@@ -243,6 +245,7 @@ class ScheduleForm(forms.Form):
             "between_points": data["between_points"],
             "execution": data["execution"],
             "seed": data["seed"],
+            "duet": data["duet"],
             **{declared.name: data[declared.name] for declared in EXPERIMENT_SWITCHES},
             # Left empty: the model's default.
             **{name: data[name] for name in ADAPTIVE_FIELDS if data.get(name) is not None},

@@ -14,6 +14,8 @@ spread by 5.1 %, the unpaired difference by 8.0 %).
   n - 1 df): the p-value, the 95 % interval and the 1 - 2 ALPHA interval of the TOST,
   back-transformed to a ratio less one, as scipy.stats.ttest_1samp gives them.
 - Below MIN_PAIRS complete rounds the comparison is unpaired, and says so.
+- A duet (agents/duet.py) measures both cells of a round at the same time on one host:
+  its pairs are simultaneous windows (`simultaneous`), and its design says "duet".
 """
 
 import math
@@ -28,6 +30,7 @@ from runs.inference.stats import ALPHA, MIN_REPEATS, Difference, noncentrality_f
 MIN_PAIRS = MIN_REPEATS
 PAIRED = "paired"
 UNPAIRED = "unpaired"
+DUET = "duet"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,13 @@ class Pairing:
     baseline: tuple[float, ...]
     rounds: tuple[int, ...]
     incomplete: tuple[int, ...]
+    # Each round's two windows ran at the same time (a duet), not one after the other.
+    simultaneous: bool = False
+
+    @property
+    def design(self) -> str:
+        """The paired design's name: "duet" for simultaneous windows, else "paired"."""
+        return DUET if self.simultaneous else PAIRED
 
     @property
     def is_paired(self) -> bool:
@@ -67,7 +77,7 @@ class Pairing:
             counted = (
                 f"{len(self.rounds)} of {self.total}" if self.incomplete else f"{len(self.rounds)}"
             )
-            return f"paired over {counted} rounds{dropped}"
+            return f"{self.design} over {counted} rounds{dropped}"
         return (
             f"unpaired: {len(self.rounds)} complete round{'s' if len(self.rounds) != 1 else ''}"
             f" of {self.total}, fewer than {MIN_PAIRS} to pair{dropped}"
@@ -88,9 +98,11 @@ def pair_rounds(
     value_rounds: Sequence[int],
     baseline: Sequence[float],
     baseline_rounds: Sequence[int],
+    simultaneous: bool = False,
 ) -> Pairing:
     """Match each side's repeats by round (each sequence gives the round of the value at
-    the same position); a round measured once on each side is complete."""
+    the same position); a round measured once on each side is complete. `simultaneous`:
+    each round's two sides ran at the same time (a duet)."""
     if len(values) != len(value_rounds) or len(baseline) != len(baseline_rounds):
         raise ValueError("each repeat needs the round it was measured in")
     mine = _once(values, value_rounds)
@@ -102,6 +114,7 @@ def pair_rounds(
         baseline=tuple(theirs[r] for r in complete),
         rounds=tuple(complete),
         incomplete=tuple(r for r in every if r not in complete),
+        simultaneous=simultaneous,
     )
 
 

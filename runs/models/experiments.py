@@ -95,6 +95,14 @@ class Experiment(models.Model):
         help_text="Adaptive: the smallest difference in % worth calling faster or slower.",
     )
     adaptive_state = models.JSONField(default=dict, blank=True)
+    # Two cells measured at the same time on one host, each on its own half of the CPUs
+    # (agents/duet.py); the answer comes from the ratios of their simultaneous windows.
+    duet = models.BooleanField(
+        default=False,
+        help_text="Run the two cells at the same time on one host, each with its own cluster "
+        "and half of the CPUs (swapped every round): whatever the host does during a window "
+        "reaches both, and their ratio cancels it. Rounds, two cells, one host.",
+    )
     # Each axis's ids in the order they were given ({"hosts": [3, 1], ...}): the cells
     # follow it, so the first given is cell 0, the reference of adaptive looks and the
     # default baseline. An axis or id missing (older experiments) goes by name after.

@@ -62,6 +62,7 @@ from runs.services.adaptive_state import (
     PointState,
     still_open,
 )
+from runs.services.duet import queue_duet_round
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
 from runs.services.queueing import Cell, CheckedCell, queue_slot
@@ -254,8 +255,11 @@ def _all_cells(experiment: Experiment) -> list[int]:
     return sorted(set(experiment.runs.values_list("cell", flat=True)))
 
 
-def point_question(by_round: PointRounds, key: tuple[int, int]) -> Question:
-    """A point against the first cell at its client count, with the round of each tps."""
+def point_question(
+    by_round: PointRounds, key: tuple[int, int], simultaneous: bool = False
+) -> Question:
+    """A point against the first cell at its client count, with the round of each tps;
+    `simultaneous`: each round's two sides ran at the same time (a duet)."""
     mine, theirs = by_round.get(key, []), by_round.get((BASELINE_CELL, key[1]), [])
     return Question(
         [tps for _round, tps in mine],
@@ -263,6 +267,7 @@ def point_question(by_round: PointRounds, key: tuple[int, int]) -> Question:
         True,
         [round_number for round_number, _tps in mine],
         [round_number for round_number, _tps in theirs],
+        simultaneous,
     )
 
 
@@ -283,7 +288,7 @@ def _look(
             )
     share = state.get("precise_to")
     open_points = [key for key, p in known.items() if still_open(p, share)]
-    questions = [point_question(by_round, key) for key in open_points]
+    questions = [point_question(by_round, key, experiment.duet) for key in open_points]
     between = state.get("between_pct")
     if between is not None:
         answers = sequential.judge_between(questions, between, state.get("between_se", 0.0))
@@ -422,6 +427,11 @@ def _queue_round(
     position = (experiment.runs.aggregate(last=Max("position"))["last"] or 0) + 1
     firsts = experiment.runs.filter(round=1, cell__in=cells).order_by("pk")
     checked = {run.cell: _checked_cell(run, factor) for run in firsts}
+    if experiment.duet:
+        pair = [
+            (checked[cell], Slot(position + n, cell, round_number)) for n, cell in enumerate(order)
+        ]
+        return queue_duet_round(experiment, pair, experiment.created_by)
     return [
         queue_slot(
             experiment, checked[cell], Slot(position + n, cell, round_number), experiment.created_by

@@ -37,6 +37,7 @@ from runs.services.adaptive import (
     adaptive_plan,
     require_adaptive_design,
 )
+from runs.services.duet import queue_duet_round, require_duet_design
 from runs.services.errors import Conflict
 from runs.services.history.imported import refuse_imported
 from runs.services.hosts.capabilities import require_capable_hosts, require_client_host_reported
@@ -231,8 +232,10 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     require_adaptive_design(experiment, len(cells))
+    duet_notes = require_duet_design(experiment, cells)
     checked = [_check_cell(experiment, cell) for cell in cells]
     _require_room(checked)
+    checked[0].notes.extend(duet_notes)
     return checked
 
 
@@ -425,17 +428,21 @@ def _host_time(
     factor: int,
 ) -> HostTime:
     """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py),
-    with points `factor` times as long; a cell's CPU-profile pass runs once."""
-    setup = total = 0.0
+    with points `factor` times as long; a cell's CPU-profile pass runs once. A duet's cells
+    run at the same time: the host is busy for the longer of them."""
     duration_s = (experiment.duration_s or 0) * factor
     cpu_profile_points = len(set(experiment.clients)) if experiment.cpu_profile else 0
+    times = []
     for cell in cells:
         timings = learned.for_cell(cell.host.pk, cell.build.pk)
         cell_setup = timings.run_seconds(cell.workload.scale, 0, 0, 0)
         run_s = timings.run_seconds(cell.workload.scale, experiment.warmup_s, points, duration_s)
-        setup += lifecycles * cell_setup
-        total += lifecycles * run_s + cpu_profile_points * (duration_s + timings.point_overhead_s)
-    return HostTime(setup, total)
+        cpu_profile_s = cpu_profile_points * (duration_s + timings.point_overhead_s)
+        times.append(HostTime(lifecycles * cell_setup, lifecycles * run_s + cpu_profile_s))
+    if experiment.duet:
+        # A duet round is one window: its two cells run at the same time.
+        return HostTime(max(t.setup for t in times), max(t.total for t in times))
+    return HostTime(sum(t.setup for t in times), sum(t.total for t in times))
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:
@@ -451,4 +458,13 @@ def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) 
     if experiment.adaptive:
         experiment.adaptive_state = adaptive_plan(experiment)
         experiment.save(update_fields=["adaptive_state"])
+    if experiment.duet:
+        rounds = itertools.groupby(plan, key=lambda slot: slot.round)
+        return [
+            run
+            for _round, slots in rounds
+            for run in queue_duet_round(
+                experiment, [(checked[slot.cell], slot) for slot in slots], user
+            )
+        ]
     return [queue_slot(experiment, checked[slot.cell], slot, user) for slot in plan]

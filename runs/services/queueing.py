@@ -51,6 +51,15 @@ def slot_spec(experiment: Experiment, spec: JobSpec, slot: Slot) -> JobSpec:
 
 def queue_slot(experiment: Experiment, checked: CheckedCell, slot: Slot, user: User) -> Run:
     """Create the run of `checked`'s cell for `slot` and send its job after the commit."""
+    run, spec = create_slot_run(experiment, checked, slot, user)
+    run_dispatch(run, spec)
+    return run
+
+
+def create_slot_run(
+    experiment: Experiment, checked: CheckedCell, slot: Slot, user: User
+) -> tuple[Run, JobSpec]:
+    """The run of `checked`'s cell for `slot`, created, and the spec to dispatch it with."""
     cell, spec = checked.cell, slot_spec(experiment, checked.spec, slot)
     run = Run.objects.create(
         experiment=experiment,
@@ -66,8 +75,7 @@ def queue_slot(experiment: Experiment, checked: CheckedCell, slot: Slot, user: U
         created_by=owner(user),
         client_host=experiment.client_host,
     )
-    run_dispatch(run, spec)
-    return run
+    return run, spec
 
 
 def owner(user: User) -> DjangoUser | None:

@@ -18,7 +18,7 @@ from runs.api.serializers.catalogue import owner_name
 from runs.counters.kinds import Basis
 from runs.counters.movers import Change
 from runs.inference import equivalence, stats
-from runs.inference.paired import PAIRED, UNPAIRED
+from runs.inference.paired import DUET, PAIRED, UNPAIRED
 from runs.models import (
     Comparison,
     Experiment,
@@ -95,9 +95,10 @@ class StatisticsRowSerializer(serializers.Serializer[Document]):
         "log-normal",
     )
     design = serializers.ChoiceField(
-        choices=[PAIRED, UNPAIRED],
+        choices=[DUET, PAIRED, UNPAIRED],
         allow_null=True,
         help_text="paired: each repeat against the baseline's repeat of the same round; "
+        "duet: the same, the round's two windows measured at the same time on one host; "
         "unpaired: every repeat against every repeat",
     )
     design_note = serializers.CharField(

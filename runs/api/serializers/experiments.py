@@ -110,6 +110,7 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "profile",
             *row_fields.names(EXPERIMENT_SWITCHES),
             "client_host",
+            "duet",
             "adaptive",
             "max_rounds",
             "max_hours",

@@ -8,11 +8,13 @@ dropped. The transport (runs.agentlink.transport) puts the job on the wire.
 import logging
 import secrets
 import uuid
+from typing import cast
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents.contract.duet import DUET_VERSION, DuetDocument
 from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec
 from agents.contract.wire import agent_queue, job_id_of
@@ -39,6 +41,36 @@ def run_dispatch(run: Run, spec: JobSpec) -> None:
     run.queued_at = run.dispatched_at = timezone.now()
     run.save(update_fields=["token", "celery_task_id", "spec", "queued_at", "dispatched_at"])
     _send_halves(run, run.spec, run.celery_task_id)
+
+
+def duet_dispatch(runs: list[Run], specs: list[JobSpec], key: str, swapped: bool) -> None:
+    """Give each side's run its spec, token and job id as `run_dispatch` does, and send the
+    two as one duet job (agents/duet.py) to their host once the transaction commits. Both
+    runs carry the duet's task id: the job waits in the queue for both, and each side is
+    claimed and cancelled by its own dispatch. `swapped` gives the first side the second
+    half of the host's CPUs."""
+    task_id = str(uuid.uuid4())
+    now = timezone.now()
+    for run, spec in zip(runs, specs, strict=True):
+        source_upload_ready(spec)
+        run.token, run.celery_task_id = secrets.token_urlsafe(24), task_id
+        job_id = job_id_of(run.run_id, secrets.token_urlsafe(12))
+        run.spec = {**spec, "run_id": run.run_id, "token": run.token, "job_id": job_id}
+        run.queued_at = run.dispatched_at = now
+        run.save(update_fields=["token", "celery_task_id", "spec", "queued_at", "dispatched_at"])
+    first = runs[0]
+    document: DuetDocument = {
+        "duet": DUET_VERSION,
+        "key": key,
+        "run_id": first.run_id,
+        "token": first.token,
+        "swapped": swapped,
+        "sides": [cast(JobSpec, run.spec) for run in runs],
+    }
+    host_name, secret = first.host.name, first.host.secret
+    transport.send_after_commit(
+        first.pk, "duet's job", lambda: transport.send_duet(document, host_name, task_id, secret)
+    )
 
 
 def _send_halves(run: Run, spec: JobSpec, task_id: str) -> None:

@@ -7,7 +7,7 @@ const head = document.getElementById("run-head");
 const FINAL_STATES = ["succeeded", "failed", "cancelled"];
 
 class Timeline {
-  // Tracks where the next sample of each series goes on the shared time axis.
+  // Tracks where the next sample of each trace goes on the shared time axis.
   // Starts where the server-drawn trace ends (its `meta`: last point and t).
   constructor(trace) {
     const xs = trace ? trace.x.filter((x) => x !== null) : [];
@@ -32,24 +32,24 @@ class Timeline {
   }
 }
 
-// A chart's trace for one series, found by the name the server gave it (its
-// `meta.series`, runs/charts/timelines.py), not by its position; -1 when not drawn.
-function traceIndex(element, series) {
-  return (element.data || []).findIndex((trace) => trace.meta?.series === series);
+// A chart's line for one of the run's traces, found by the name the server gave it (its
+// `meta.trace`, runs/charts/timelines.py), not by its position; -1 when not drawn.
+function traceIndex(element, name) {
+  return (element.data || []).findIndex((trace) => trace.meta?.trace === name);
 }
 
-function trace(element, series) {
-  return element.data?.[traceIndex(element, series)];
+function trace(element, name) {
+  return element.data?.[traceIndex(element, name)];
 }
 
-// `valuesBySeries`: the sample's value for each series it extends (a series the chart
+// `valuesByTrace`: the sample's value for each trace it extends (a trace the chart
 // does not draw is left out). `count`: what the sample rests on (logged transactions),
 // for traces whose hover shows it.
-function extend(element, timeline, point, t, valuesBySeries, count = null) {
+function extend(element, timeline, point, t, valuesByTrace, count = null) {
   const xs = timeline.place(point, t);
   if (!element.data) return;
-  const drawn = Object.entries(valuesBySeries)
-    .map(([series, value]) => [traceIndex(element, series), value])
+  const drawn = Object.entries(valuesByTrace)
+    .map(([name, value]) => [traceIndex(element, name), value])
     .filter(([index]) => index >= 0);
   if (!drawn.length) return;
   const gap = xs.length === 2;

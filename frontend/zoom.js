@@ -1,7 +1,7 @@
 // Zoom at full resolution: the server sends timelines reduced to what a chart
 // shows (runs/timelines/downsample.py). When the user zooms into a chart whose element
 // has data-zoom="URL", each timeline trace (its meta names the run and the
-// series) is fetched again for the visible range at full resolution; zooming
+// stored trace) is fetched again for the visible range at full resolution; zooming
 // back out (double-click: autorange) restores the reduced lines.
 
 const RANGE_START = /^xaxis\d*\.range\[0\]$/;
@@ -21,9 +21,9 @@ function isAutorange(event) {
 }
 
 async function fetchWindow(url, meta, x0, x1) {
-  const query = new URLSearchParams({ run: meta.run, series: meta.series, x0, x1 });
+  const query = new URLSearchParams({ run: meta.run, trace: meta.trace, x0, x1 });
   const response = await fetch(`${url}?${query}`, { credentials: "same-origin" });
-  if (!response.ok) throw new Error(`zoom: ${response.status} for ${meta.series}`);
+  if (!response.ok) throw new Error(`zoom: ${response.status} for ${meta.trace}`);
   return response.json();
 }
 
@@ -31,7 +31,7 @@ export function followZoom(element, figure) {
   const url = element.dataset.zoom;
   const zoomable = figure.data
     .map((trace, index) => ({ meta: trace.meta || {}, index }))
-    .filter(({ meta }) => meta.series && meta.run !== undefined);
+    .filter(({ meta }) => meta.trace && meta.run !== undefined);
   if (!url || !zoomable.length) return;
   // Copies: plotly keeps the figure's trace objects and restyle replaces their arrays.
   const original = zoomable.map(({ index }) => ({

@@ -94,6 +94,18 @@ FORMER_NAMES = (
         r"\bspec_fields\b|\bservices[./]specs\b",
         "runs/agentlink/row_fields.py, runs/services/spec_sections.py",
     ),
+    # A series is the scheduled series only; a run's reduced timelines are its traces.
+    FormerName(
+        r"TimelineSeries|\b(HOST|CLIENT_HOST|BUFFER|COMPARE|PROGRESS)_SERIES\b",
+        "TimelineTrace, …_TRACES",
+    ),
+    FormerName(
+        r"""(digest|\]|found)\.series\b|meta\??\.series\b|valuesBySeries"""
+        r"""|["']series["']\s*:\s*(key|name|f["'])|\bseries=["']|GET\.get\(["']series""",
+        "a run's traces (Digest.traces, the chart meta's and the zoom's `trace`)",
+        # The zoom reads a page's former `series=` too.
+        ("runs/views/timelines.py", "tests/runs/pages/test_timelines.py"),
+    ),
 )
 
 

@@ -1,7 +1,7 @@
 """The runs of an experiment in rounds, seen as the cells they measure.
 
 In rounds every repeat of a cell is its own run (docs/decisions.md), but
-people compare cells: every view that summarises repeats shows one series
+people compare cells: every view that summarises repeats shows one entry
 per cell whose repeats are the cell's rounds. A cell's rounds are the runs of
 one experiment with the same `cell` and a `round`; the first of them in the
 list given stands for the cell, and its entry in `results_by_cell` holds the

@@ -28,13 +28,13 @@ class StatsInputs(TypedDict):
 
 
 def load_inputs(
-    runs: list[Run], series: Collection[str] = (), overview: bool = False
+    runs: list[Run], traces: Collection[str] = (), overview: bool = False
 ) -> StatsInputs:
     """Everything the statistics of these runs read, in one query per kind.
 
     `cells` has one run per cell (runs/analysis/cells.py): its `results` are the points
     of every round of that cell. `own_results` are each given run's own points;
-    the timeline digests (runs/timelines/store.py, with the `series` named) are each
+    the timeline digests (runs/timelines/store.py, with the `traces` named) are each
     run's own, for every run whose points count (`overview`: their overviews,
     runs.timelines.store.digests); `in_samples` is what each point's samples showed;
     `rounds` the round each run in rounds measured (to pair cells that share rounds).
@@ -44,7 +44,7 @@ def load_inputs(
     results = results_by_cell(cells, own_results)
     counted = {r.run_id for rs in results.values() for r in rs} - {run.pk for run in runs}
     counted_runs = selectors.runs_in_order(sorted(counted))
-    digests = store.digests([*runs, *counted_runs], series, overview)
+    digests = store.digests([*runs, *counted_runs], traces, overview)
     return {
         "cells": cells,
         "results": results,

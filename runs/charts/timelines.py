@@ -6,7 +6,7 @@ lasts as long as the longest of its stored timelines (progress, host and
 server samples), so tps, latency, host and server charts share that axis. The
 page's live script (frontend/live.js) extends the same traces with the same rule.
 Timeline charts draw a run's digest (runs/timelines/store.py): each line reduced to
-what a chart shows, its trace's `meta` naming the run and series the zoom
+what a chart shows, its trace's `meta` naming the run and stored trace the zoom
 fetches at full resolution (frontend/zoom.js).
 """
 
@@ -22,9 +22,9 @@ from runs.charts.figures import (
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
-    BUFFER_SERIES,
-    CLIENT_HOST_SERIES,
-    HOST_SERIES,
+    BUFFER_TRACES,
+    CLIENT_HOST_TRACES,
+    HOST_TRACES,
 )
 from runs.timelines.store import Digest
 
@@ -44,16 +44,16 @@ COUNTED_HOVER = (
 
 
 def _timeline_trace(
-    series: Timeline | None, name: str, color: str, meta: PlotlyJson, dash: str | None = None
+    timeline: Timeline | None, name: str, color: str, meta: PlotlyJson, dash: str | None = None
 ) -> PlotlyJson:
-    """A line of a (reduced) timeline; `meta` names its run and series for the zoom, and
+    """A line of a (reduced) timeline; `meta` names its run and stored trace for the zoom, and
     says where the live script continues it (the last point and its t). A timeline whose
     seconds rest on logged transactions shows their number in its hover (`customdata`)."""
-    series = series or Timeline([], [], [])
-    xs, ys = series.gapped()
-    if series.last_point is not None:
-        meta = {**meta, "last_point": series.last_point, "last_t": series.last_t}
-    counts = series.gapped_counts()
+    timeline = timeline or Timeline([], [], [])
+    xs, ys = timeline.gapped()
+    if timeline.last_point is not None:
+        meta = {**meta, "last_point": timeline.last_point, "last_t": timeline.last_t}
+    counts = timeline.gapped_counts()
     counted = {} if counts is None else {"customdata": counts, "hovertemplate": COUNTED_HOVER}
     return {
         **counted,
@@ -75,14 +75,14 @@ def progress_traces(
     """(tps trace, latency trace) of one run's digest, at most `n_out` samples each."""
     traces = []
     for key in ("tps", "latency_ms"):
-        series = digest.series.get(key)
-        reduced = series.reduced(n_out) if series else None
-        traces.append(_timeline_trace(reduced, name, color, {"run": run_pk, "series": key}))
+        timeline = digest.traces.get(key)
+        reduced = timeline.reduced(n_out) if timeline else None
+        traces.append(_timeline_trace(reduced, name, color, {"run": run_pk, "trace": key}))
     return traces[0], traces[1]
 
 
 # Each second's latency percentiles from the sampled log (agents/pgbench/log_timeline.py),
-# drawn with the average: (series, legend name, dash).
+# drawn with the average: (trace, legend name, dash).
 PERCENTILE_LINES = (
     ("p50_ms", "p50", "dot"),
     ("p95_ms", "p95", "dash"),
@@ -95,7 +95,7 @@ def draws_percentiles(run: Run, digest: Digest) -> bool:
     run still measuring reads its seconds from a per-transaction log (the live page
     extends them). `-P`, an aggregate log and runs stored before the agent reported percentiles
     have none."""
-    if any(digest.series.get(key) for key, _name, _dash in PERCENTILE_LINES):
+    if any(digest.traces.get(key) for key, _name, _dash in PERCENTILE_LINES):
         return True
     workload = run.spec.get("workload") or {}
     logged = workload.get("latency_log", "sampled") in ("sampled", "full")
@@ -110,9 +110,9 @@ def percentile_traces(run: Run, digest: Digest) -> list[PlotlyJson]:
         return []
     traces = []
     for n, (key, name, dash) in enumerate(PERCENTILE_LINES, start=1):
-        series = digest.series.get(key)
-        reduced = series.reduced(CHART_SAMPLES) if series else None
-        meta = {"run": run.pk, "series": key}
+        timeline = digest.traces.get(key)
+        reduced = timeline.reduced(CHART_SAMPLES) if timeline else None
+        meta = {"run": run.pk, "trace": key}
         traces.append(_timeline_trace(reduced, name, COLORS[n], meta, dash))
     return traces
 
@@ -255,20 +255,20 @@ def timeline_source(run: Run) -> str:
 
 
 def host_figure(run: Run, digest: Digest) -> PlotlyJson:
-    """CPU and disk utilisation of the host during the run, one trace per series; with a
+    """CPU and disk utilisation of the host during the run, one line per trace; with a
     client host, its CPU too (after the host's traces, which the live page extends)."""
     traces = [
         _timeline_trace(
-            digest.series.get(f"host.{key}"),
+            digest.traces.get(f"host.{key}"),
             label,
             COLORS[n % len(COLORS)],
-            {"run": run.pk, "series": f"host.{key}"},
+            {"run": run.pk, "trace": f"host.{key}"},
         )
-        for n, (key, label) in enumerate(HOST_SERIES)
+        for n, (key, label) in enumerate(HOST_TRACES)
     ]
-    for key, label in CLIENT_HOST_SERIES if run.client_host_id else ():
-        client = digest.series.get(f"client.{key}")
-        meta = {"run": run.pk, "series": f"client.{key}"}
+    for key, label in CLIENT_HOST_TRACES if run.client_host_id else ():
+        client = digest.traces.get(f"client.{key}")
+        meta = {"run": run.pk, "trace": f"client.{key}"}
         dash = "dot" if key == "cpu_user" else "dash"
         traces.append(_timeline_trace(client, f"client host {label}", "#555555", meta, dash))
     layout = base_layout("host", "seconds", "%", height=260, y_axis={"range": [0, 100]})
@@ -300,22 +300,22 @@ def server_figure(run: Run, digest: Digest) -> PlotlyJson:
     """Buffers written per second with checkpoint markers (top) and sampled wait events
     stacked by wait-event type (bottom), on the run's shared time axis."""
     traces: list[PlotlyJson] = []
-    for n, (key, label) in enumerate(BUFFER_SERIES):
+    for n, (key, label) in enumerate(BUFFER_TRACES):
         name = f"server.{key}"
         traces.append(
             _timeline_trace(
-                digest.series.get(name),
+                digest.traces.get(name),
                 label,
                 COLORS[n % len(COLORS)],
-                {"run": run.pk, "series": name},
+                {"run": run.pk, "trace": name},
             )
         )
     traces.append(_checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints"))
-    waits = sorted(name for name in digest.series if name.startswith("wait."))
+    waits = sorted(name for name in digest.traces if name.startswith("wait."))
     for n, name in enumerate(waits):
         color = COLORS[(n + 3) % len(COLORS)]
-        meta: PlotlyJson = {"run": run.pk, "series": name}
-        trace = _timeline_trace(digest.series[name], name.removeprefix("wait."), color, meta)
+        meta: PlotlyJson = {"run": run.pk, "trace": name}
+        trace = _timeline_trace(digest.traces[name], name.removeprefix("wait."), color, meta)
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
         traces.append(trace)
     rows = two_rows_layout()
@@ -381,8 +381,8 @@ def overlaid_server(
     n_out = trace_budget(len(runs))
     for n, run in enumerate(runs):
         style, digest = trace_style(n), digests[run.pk]
-        written = digest.series.get("server.written")
-        meta = {"run": run.pk, "series": "server.written"}
+        written = digest.traces.get("server.written")
+        meta = {"run": run.pk, "trace": "server.written"}
         reduced = written.reduced(n_out) if written else None
         traces.append(_timeline_trace(reduced, labels[run.pk], style.color, meta, style.dash))
         events = [e for e in digest.checkpoints if e.edge == "start"]

@@ -1,11 +1,11 @@
-"""Change points in a series by E-divisive means (Matteson and James 2014), as Otava does.
+"""Change points in a sequence by E-divisive means (Matteson and James 2014), as Otava does.
 
 The best split of a segment is where the energy statistic (how far apart the
 values before and after are, against how spread each side is) peaks; the
 split counts only if shuffling the segment rarely gives as high a peak (a
 permutation test, p below `max_p`), and then each side is searched again. The
 statistic and the test both scale with the noise of the data, so a noisy
-series needs a larger step than a quiet one: no fixed threshold.
+sequence needs a larger step than a quiet one: no fixed threshold.
 docs/decisions.md says why this is our own code and not apache-otava or
 signal-processing-algorithms.
 """

@@ -1,7 +1,7 @@
 """Where a point's throughput becomes steady: the window that counts starts there.
 
 A cold cache or a growing table makes tps ramp before it settles; a fixed
-warm-up guesses how long that takes. Here the per-second series says it: the
+warm-up guesses how long that takes. Here the per-second values say it: the
 steady window starts at the first second from which on what remains is flat:
 its least-squares drift is under MAX_DRIFT_PCT_PER_MIN (5 %/min: over a
 one-minute window tps then moves by less than the few percent its repeats vary
@@ -15,9 +15,9 @@ window flat: a trend "not significant" in a short noisy window is often a large
 one (a 12 s window whose tps doubled has p = 0.02 in its last 7 s). What the
 test keeps is the noise it knows: per-second counts of a few transactions (or
 of a sampled log's lines) scatter by 1/sqrt(count) alone, which moves a short
-series' fitted drift too, so the drift must exceed the bound by more than
+window's fitted drift too, so the drift must exceed the bound by more than
 COUNTING_Z standard errors of that counting noise before it counts (a one-sided
-z-test at 5 % of "drift above the bound"). The series' own scatter never widens the
+z-test at 5 % of "drift above the bound"). The values' own scatter never widens the
 bound: a window is not flat because it is noisy.
 
 The seconds before the steady window are skipped and recorded, with whether
@@ -53,8 +53,7 @@ class SteadyState:
     """The steady window of one point: `start` samples skipped, ending `skipped_s` seconds
     into the point (the one settle time the warning and the chart's band both give);
     `rose` whether tps rose through them; `settled` False when the point never became flat
-    (then `start` is 0 and the whole series is kept); `drift` the trend of the whole
-    series."""
+    (then `start` is 0 and every sample is kept); `drift` the trend of all of them."""
 
     start: int
     seconds: int

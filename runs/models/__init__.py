@@ -30,7 +30,7 @@ from runs.models.samples import (
     RunEvent,
     RunTimeline,
     ServerSample,
-    TimelineSeries,
+    TimelineTrace,
 )
 from runs.models.security import ApiToken, ShareLink, new_share_token
 
@@ -63,7 +63,7 @@ __all__ = [
     "ShareLink",
     "SourceUpload",
     "StorageTarget",
-    "TimelineSeries",
+    "TimelineTrace",
     "Workload",
     "new_share_token",
 ]

@@ -187,7 +187,7 @@ class RunTimeline(models.Model):
 
     `facts` holds the point offsets on the time axis, the checkpoints, the
     validity warnings found in each point's samples and where each point's
-    warning mark goes; the series (`TimelineSeries`) are the timelines reduced
+    warning mark goes; the traces (`TimelineTrace`) are the timelines reduced
     to what a chart shows. `key` is the run state they were built from: a row
     whose key no longer matches the run is built again.
     """
@@ -201,7 +201,7 @@ class RunTimeline(models.Model):
         return f"timeline of run {self.run_id}"
 
 
-class TimelineSeries(models.Model):
+class TimelineTrace(models.Model):
     """One reduced timeline of a run (`tps`, `host.cpu_user`, ...): runs/timelines/downsample.py."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
@@ -210,7 +210,7 @@ class TimelineSeries(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "name"], name="timeline_series_unique_name")
+            models.UniqueConstraint(fields=["run", "name"], name="timeline_trace_unique_name")
         ]
 
     def __str__(self) -> str:

@@ -33,7 +33,7 @@ def _rounded(value: float) -> float:
 
 
 class StoredTimeline(TypedDict):
-    """A timeline as runs.models.TimelineSeries.samples keeps it."""
+    """A timeline as runs.models.TimelineTrace.samples keeps it."""
 
     x: list[float]
     y: list[float]
@@ -94,7 +94,7 @@ class Timeline:
         return None if self.counts is None else _gapped(self.counts, self.starts)
 
     def as_json(self) -> StoredTimeline:
-        """The stored form (runs.models.TimelineSeries.samples)."""
+        """The stored form (runs.models.TimelineTrace.samples)."""
         stored: StoredTimeline = {
             "x": self.x,
             "y": self.y,

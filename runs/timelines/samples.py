@@ -2,7 +2,7 @@
 
 The points of a run go one after another on one time axis: a point starts
 where the previous one ended, and lasts as long as the longest of its stored
-timelines (progress, host and server samples). The series named here (a key
+timelines (progress, host and server samples). The traces named here (a key
 and its label) are what digests store and charts draw.
 """
 
@@ -12,7 +12,7 @@ from agents.contract.reports.samples import DiskRates, HostSampleDocument
 from runs.analysis.validity import CheckpointEvent, checkpoint_events
 from runs.models import HostSample, ProgressSample, ServerSample
 
-HOST_SERIES = (
+HOST_TRACES = (
     ("cpu_user", "CPU user %"),
     ("cpu_system", "CPU system %"),
     ("cpu_iowait", "CPU iowait %"),
@@ -20,8 +20,8 @@ HOST_SERIES = (
     ("disk_wal_util", "disk util % (WAL)"),
 )
 # What is drawn of a client host: its CPU (a saturated load generator shows here).
-CLIENT_HOST_SERIES = HOST_SERIES[:2]
-BUFFER_SERIES = (
+CLIENT_HOST_TRACES = HOST_TRACES[:2]
+BUFFER_TRACES = (
     ("buffers_checkpoint_per_s", "by checkpointer"),
     ("buffers_clean_per_s", "by background writer"),
     ("buffers_backend_per_s", "by backends"),
@@ -30,10 +30,10 @@ BUFFER_SERIES = (
 Samples = list[tuple[int, float]]
 
 
-def point_offsets(*series: Samples) -> dict[int, float]:
+def point_offsets(*timelines: Samples) -> dict[int, float]:
     """Point -> where it starts on the shared axis: the points before it, end to end."""
     lengths: dict[int, float] = {}
-    for samples in series:
+    for samples in timelines:
         for point, t in samples:
             lengths[point] = max(lengths.get(point, 0.0), t or 0.0)
     offsets, start = {}, 0.0
@@ -95,6 +95,6 @@ def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]
 
 def written_per_second(sample: ServerSample) -> float | None:
     """Buffers written per second by checkpointer, background writer and backends together."""
-    values = [sample.data.get(key) for key, _label in BUFFER_SERIES]
+    values = [sample.data.get(key) for key, _label in BUFFER_TRACES]
     known = [v for v in values if v is not None]
     return sum(known) if known else None

@@ -5,7 +5,7 @@ The pages never read every sample of a run. `digests` gives each run's
 validity warnings found in each point's samples, where a point's warning mark
 goes, and its timelines reduced to about a thousand samples each with
 MinMax-LTTB (runs/timelines/downsample.py). Digests are stored (RunTimeline,
-TimelineSeries) under a key of the run's state (its status, and for a final run
+TimelineTrace) under a key of the run's state (its status, and for a final run
 the time of its last event). Only the control worker stores them
 (`digest_refresh`): a final run's when it ends and when a late event changes
 the key (task runs.tasks.digest_build), a running run's from the reaper's pass,
@@ -39,13 +39,13 @@ from runs.models import (
     Run,
     RunTimeline,
     ServerSample,
-    TimelineSeries,
+    TimelineTrace,
 )
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, Timeline, build_timeline
 from runs.timelines.samples import (
-    BUFFER_SERIES,
-    CLIENT_HOST_SERIES,
-    HOST_SERIES,
+    BUFFER_TRACES,
+    CLIENT_HOST_TRACES,
+    HOST_TRACES,
     host_sample_values,
     offsets_for,
     run_checkpoints,
@@ -64,24 +64,24 @@ RUNNING_REBUILD = timedelta(seconds=RUNNING_REBUILD_S)
 # A zoomed range holding more samples than this is reduced too (it is not a zoom any more).
 ZOOM_MAX_SAMPLES = 5000
 
-PROGRESS_SERIES = ("tps", "latency_ms", "p50_ms", "p95_ms", "p99_ms")
-HOST_KEYS = tuple(key for key, _label in HOST_SERIES)
-CLIENT_KEYS = tuple(key for key, _label in CLIENT_HOST_SERIES)
-BUFFER_KEYS = tuple(key for key, _label in BUFFER_SERIES)
-COMPARE_SERIES = ("tps", "latency_ms", "server.written")
-# The compared series are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
+PROGRESS_TRACES = ("tps", "latency_ms", "p50_ms", "p95_ms", "p99_ms")
+HOST_KEYS = tuple(key for key, _label in HOST_TRACES)
+CLIENT_KEYS = tuple(key for key, _label in CLIENT_HOST_TRACES)
+BUFFER_KEYS = tuple(key for key, _label in BUFFER_TRACES)
+COMPARE_TRACES = ("tps", "latency_ms", "server.written")
+# The compared traces are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
 # a chart of many runs reads those instead of ten times the samples it would throw away.
 OVERVIEW = "~overview"
 
 Sample = ProgressSample | HostSample | ServerSample
-# Where a series' samples are: progress, the server host's, the client host's, the server's.
+# Where a trace's samples are: progress, the server host's, the client host's, the server's.
 SampleKind = Literal["progress", "host", "client", "server"]
 # The value of a row of that kind (each reads its own kind's rows).
 Source = tuple[SampleKind, Callable[..., float | None]]
 
 
 class DigestFacts(TypedDict):
-    """A digest but its series as RunTimeline.facts keeps it (JSON: string keys, lists)."""
+    """A digest but its traces as RunTimeline.facts keeps it (JSON: string keys, lists)."""
 
     offsets: dict[str, float]
     checkpoints: list[tuple[int, float, str, str]]
@@ -100,12 +100,12 @@ class Digest:
     warnings: dict[int, list[ValidityWarning]]
     marks: dict[int, tuple[float, float]]
     cursor: dict[str, int] = field(default_factory=dict)
-    series: dict[str, Timeline] = field(default_factory=dict)
+    traces: dict[str, Timeline] = field(default_factory=dict)
     # Point -> seconds into the point when its tps settled (runs/inference/steady.py).
     warm_ups: dict[int, float] = field(default_factory=dict)
 
     def facts(self) -> DigestFacts:
-        """The stored form of everything but the series (RunTimeline.facts)."""
+        """The stored form of everything but the traces (RunTimeline.facts)."""
         return {
             "offsets": {str(p): start for p, start in self.offsets.items()},
             "checkpoints": [(e.point, e.t, e.kind, e.edge) for e in self.checkpoints],
@@ -141,11 +141,11 @@ def _wait_count(kind: str) -> Callable[[ServerSample], int]:
 
 
 def source_of(name: str) -> Source | None:
-    """The kind of sample and value behind a series name (`tps`, `host.cpu_user`,
+    """The kind of sample and value behind a trace name (`tps`, `host.cpu_user`,
     `client.cpu_user`, `server.written`, `server.<buffer key>`, `wait.<wait-event type>`);
     None if unknown."""
     kind, _dot, key = name.partition(".")
-    if name in PROGRESS_SERIES:
+    if name in PROGRESS_TRACES:
         return "progress", operator.attrgetter(name)
     if kind == "host" and key in HOST_KEYS:
         return "host", lambda s: host_sample_values(s.data)[key]
@@ -172,10 +172,10 @@ def _stored_rows(
     return run.host_samples.filter(role=role)
 
 
-def _series_names(server: list[ServerSample], client: list[HostSample]) -> list[str]:
+def _trace_names(server: list[ServerSample], client: list[HostSample]) -> list[str]:
     waits = [f"wait.{kind}" for kind in wait_event_types(server)]
     return [
-        *PROGRESS_SERIES,
+        *PROGRESS_TRACES,
         *(f"host.{key}" for key in HOST_KEYS),
         *(f"client.{key}" for key in CLIENT_KEYS if client),
         *(f"server.{key}" for key in BUFFER_KEYS),
@@ -184,7 +184,7 @@ def _series_names(server: list[ServerSample], client: list[HostSample]) -> list[
     ]
 
 
-def _series(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Timeline:
+def _trace(name: str, rows: Iterable[Sample], offsets: dict[int, float]) -> Timeline:
     source = source_of(name)
     if source is None:
         raise ValueError(f"unknown timeline {name!r}")
@@ -260,13 +260,13 @@ def build_digest(
         "server": list(server),
         "client": list(client),
     }
-    series = {}
-    for name in _series_names(server, client):
+    traces = {}
+    for name in _trace_names(server, client):
         source = source_of(name)
         if source is not None:
-            series[name] = _series(name, rows_of[source[0]], offsets).reduced().rounded()
-    for name in COMPARE_SERIES:
-        series[name + OVERVIEW] = series[name].reduced(MIN_TRACE_SAMPLES)
+            traces[name] = _trace(name, rows_of[source[0]], offsets).reduced().rounded()
+    for name in COMPARE_TRACES:
+        traces[name + OVERVIEW] = traces[name].reduced(MIN_TRACE_SAMPLES)
     return Digest(
         offsets=offsets,
         checkpoints=run_checkpoints(server),
@@ -278,7 +278,7 @@ def build_digest(
             "h": max((sample.pk for sample in host), default=0),
             "c": max((sample.pk for sample in client), default=0),
         },
-        series=series,
+        traces=traces,
     )
 
 
@@ -294,8 +294,8 @@ def digest_key(run: Run) -> str:
 def digests(
     runs: Iterable[Run], names: Collection[str] | None = None, overview: bool = False
 ) -> dict[int, Digest]:
-    """Run id -> its digest with the series named in `names` (every series with None);
-    with `overview`, each of those series at MIN_TRACE_SAMPLES (the compared ones only).
+    """Run id -> its digest with the traces named in `names` (every trace with None);
+    with `overview`, each of those traces at MIN_TRACE_SAMPLES (the compared ones only).
 
     Reads two queries for runs whose stored digest is current; builds the
     others from their samples (three queries) and stores nothing: storing is the
@@ -310,32 +310,32 @@ def digests(
         for pk, row in stored.items()
         if row.key == digest_key(by_pk[pk])
     }
-    _attach_stored_series(current, names)
+    _attach_stored_traces(current, names)
     missing = [run for pk, run in by_pk.items() if pk not in current]
     if missing:
         built = _build(missing)
         for pk, digest in built.items():
             if names is not None:
-                digest.series = {
-                    _named(k, names): s for k, s in digest.series.items() if k in names
+                digest.traces = {
+                    _named(k, names): t for k, t in digest.traces.items() if k in names
                 }
             current[pk] = digest
     return current
 
 
 def _named(stored: str, names: Collection[str]) -> str:
-    """The name a stored series goes by in a digest (an overview goes by its series' name)."""
+    """The name a stored trace goes by in a digest (an overview goes by its trace's name)."""
     return names[stored] if isinstance(names, dict) else stored
 
 
-def _attach_stored_series(found: dict[int, Digest], names: Collection[str] | None) -> None:
+def _attach_stored_traces(found: dict[int, Digest], names: Collection[str] | None) -> None:
     if not found:
         return
-    rows = TimelineSeries.objects.filter(run_id__in=list(found))
+    rows = TimelineTrace.objects.filter(run_id__in=list(found))
     if names is not None:
         rows = rows.filter(name__in=list(names))
     for run_id, name, samples in rows.values_list("run_id", "name", "samples"):
-        found[run_id].series[_named(name, names or ())] = Timeline.from_json(samples)
+        found[run_id].traces[_named(name, names or ())] = Timeline.from_json(samples)
 
 
 def _build(runs: list[Run]) -> dict[int, Digest]:
@@ -398,17 +398,17 @@ def _store(runs: list[Run], built: dict[int, Digest]) -> None:
         now_keys = {run.pk: digest_key(run) for run in locked.only("status", "last_event_at")}
         runs = [run for run in runs if now_keys.get(run.pk) == digest_key(run)]
         ids = [run.pk for run in runs]
-        TimelineSeries.objects.filter(run_id__in=ids).delete()
+        TimelineTrace.objects.filter(run_id__in=ids).delete()
         RunTimeline.objects.filter(run_id__in=ids).delete()
         now = timezone.now()
         RunTimeline.objects.bulk_create(
             RunTimeline(run=run, key=digest_key(run), facts=built[run.pk].facts(), built_at=now)
             for run in runs
         )
-        TimelineSeries.objects.bulk_create(
-            TimelineSeries(run=run, name=name, samples=series.as_json())
+        TimelineTrace.objects.bulk_create(
+            TimelineTrace(run=run, name=name, samples=trace.as_json())
             for run in runs
-            for name, series in built[run.pk].series.items()
+            for name, trace in built[run.pk].traces.items()
         )
 
 
@@ -416,14 +416,14 @@ def _store(runs: list[Run], built: dict[int, Digest]) -> None:
 class Window:
     """One timeline between two x positions: every sample, unless more than ZOOM_MAX_SAMPLES."""
 
-    series: Timeline
+    trace: Timeline
     samples: int
     reduced: bool
 
 
 def window(run: Run, name: str, x0: float, x1: float) -> Window:
-    """The samples of series `name` of `run` with x0 <= x <= x1 (raises ValueError for an
-    unknown series name)."""
+    """The samples of trace `name` of `run` with x0 <= x <= x1 (raises ValueError for an
+    unknown trace name)."""
     source = source_of(name)
     if source is None:
         raise ValueError(f"unknown timeline {name!r}")
@@ -432,10 +432,10 @@ def window(run: Run, name: str, x0: float, x1: float) -> Window:
     rows: list[Sample] = list(
         _stored_rows(run, kind).filter(_overlapping(offsets, x0, x1)).order_by("point", "t", "pk")
     )
-    series = _series(name, rows, offsets)
-    if len(series) > ZOOM_MAX_SAMPLES:
-        return Window(series.reduced(ZOOM_MAX_SAMPLES), len(series), True)
-    return Window(series, len(series), False)
+    trace = _trace(name, rows, offsets)
+    if len(trace) > ZOOM_MAX_SAMPLES:
+        return Window(trace.reduced(ZOOM_MAX_SAMPLES), len(trace), True)
+    return Window(trace, len(trace), False)
 
 
 def _overlapping(offsets: dict[int, float], x0: float, x1: float) -> Q:

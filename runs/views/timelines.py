@@ -1,11 +1,12 @@
 """The zoom endpoint: one timeline of a run between two x positions, at full resolution.
 
-`GET ...timeline.json?run=ID&series=NAME&x0=SECONDS&x1=SECONDS` answers
-`{"run", "series", "x0", "x1", "x", "y", "samples", "reduced"}`: every stored
-sample of the series in the range, exactly as stored (x on the run's shared time axis, None
+`GET ...timeline.json?run=ID&trace=NAME&x0=SECONDS&x1=SECONDS` answers
+`{"run", "trace", "x0", "x1", "x", "y", "samples", "reduced"}`: every stored
+sample of the trace in the range, exactly as stored (x on the run's shared time axis, None
 between points), unless the range holds more than
 runs.timelines.store.ZOOM_MAX_SAMPLES (then reduced as the page's charts are, and
-`reduced` is true). The charts call it when the user zooms (frontend/zoom.js).
+`reduced` is true). The charts call it when the user zooms (frontend/zoom.js). A page
+loaded before the trace had its name asks with `series=NAME`, which is read the same.
 """
 
 import math
@@ -46,9 +47,9 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
         return _invalid("x0", "Give where the range starts in seconds: x0=<number>.")
     if x1 is None or x1 < x0:
         return _invalid("x1", "Give where the range ends in seconds, not before x0: x1=<number>.")
-    name = request.GET.get("series", "")
+    name = request.GET.get("trace", request.GET.get("series", ""))
     if store.source_of(name) is None:
-        return _invalid("series", f"Unknown timeline {name!r}: use a name the chart's trace has.")
+        return _invalid("trace", f"Unknown timeline {name!r}: use a name the chart's trace has.")
     run_id = int(raw_run)
     if allowed is not None and run_id not in allowed:
         return _not_found("This link does not share that run.")
@@ -57,9 +58,9 @@ def _window_response(request: HttpRequest, allowed: set[int] | None) -> JsonResp
     except Run.DoesNotExist:
         return _not_found(f"There is no run {run_id}.")
     found = store.window(run, name, x0, x1)
-    xs, ys = found.series.gapped()
-    body = {"run": run.pk, "series": name, "x0": x0, "x1": x1, "x": xs, "y": ys}
-    counts = found.series.gapped_counts()
+    xs, ys = found.trace.gapped()
+    body = {"run": run.pk, "trace": name, "x0": x0, "x1": x1, "x": xs, "y": ys}
+    counts = found.trace.gapped_counts()
     if counts is not None:
         body["counts"] = counts
     return JsonResponse({**body, "samples": found.samples, "reduced": found.reduced})

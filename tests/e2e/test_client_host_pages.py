@@ -1,6 +1,6 @@
 """A client host in the browser: the schedule form's live estimate, asked of the server
 (runs.services.experiments.draft_estimate), counts it busy for every server host's runs,
-and the live run page extends its CPU traces, found by the series they draw."""
+and the live run page extends its CPU traces, found by their traces' names."""
 
 import pytest
 from playwright.sync_api import expect
@@ -70,7 +70,7 @@ def test_live_run_page_extends_the_client_host_cpu_traces(signed_in_page, web):
 
     client_user = (
         "document.getElementById('chart-host').data"
-        ".find((trace) => trace.meta.series === 'client.cpu_user')"
+        ".find((trace) => trace.meta.trace === 'client.cpu_user')"
     )
     page.wait_for_function(f"() => {client_user}.x.length === 2")
     assert page.evaluate(f"{client_user}.y") == [90.0, 90.0]

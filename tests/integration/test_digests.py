@@ -52,7 +52,7 @@ def test_the_control_worker_builds_a_digest_when_a_run_ends_and_after_a_late_eve
     run = lab.wait_terminal(run_id)
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     built = wait_for(lambda: current_digest(run_id), 60, "the digest of the ended run", lab.logs)
-    assert "tps" in store.digests([run])[run_id].series
+    assert "tps" in store.digests([run])[run_id].traces
 
     last = RunEvent.objects.filter(run=run).order_by("seq").last()
     late = {
@@ -67,5 +67,5 @@ def test_the_control_worker_builds_a_digest_when_a_run_ends_and_after_a_late_eve
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED
     assert rebuilt.built_at > built.built_at
-    assert store.digests([run], names=["tps"])[run_id].series["tps"].y[-1] == LATE_TPS
+    assert store.digests([run], names=["tps"])[run_id].traces["tps"].y[-1] == LATE_TPS
     assert f"run {run_id}: timeline digest built" in lab.logs()

@@ -72,7 +72,7 @@ def test_the_task_builds_a_final_runs_digest_once_and_again_after_a_late_event()
     rebuilt = RunTimeline.objects.get(run=run)
     run.refresh_from_db()
     assert rebuilt.key == store.digest_key(run) != built.key
-    assert store.digests([run], names=["tps"])[run.pk].series["tps"].y[-1] == 7777.0
+    assert store.digests([run], names=["tps"])[run.pk].traces["tps"].y[-1] == 7777.0
 
 
 def test_the_task_builds_nothing_for_a_queued_run_or_one_gone():

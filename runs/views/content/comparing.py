@@ -87,7 +87,7 @@ def comparison_context(
     margin, margin_error = margin_from(query.get("margin"))
     baseline, baseline_error = baseline_from(runs, baseline, query.get("baseline"))
     overview = trace_budget(len(runs)) <= MIN_TRACE_SAMPLES
-    loaded = load_inputs(runs, store.COMPARE_SERIES, overview)
+    loaded = load_inputs(runs, store.COMPARE_TRACES, overview)
     cells, results = loaded["cells"], loaded["results"]
     baseline = standing_for(baseline, cells)
     dims = dimensions(cells, {r.clients for rs in results.values() for r in rs})

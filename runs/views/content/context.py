@@ -69,7 +69,7 @@ def run_context(run: Run, read_only: bool, urls: dict[str, str]) -> dict[str, ob
             "host": timeline_charts.host_figure(run, digest),
             "server": timeline_charts.server_figure(run, digest),
         },
-        "has_progress": bool(digest.series.get("tps")),
+        "has_progress": bool(digest.traces.get("tps")),
         "has_server_samples": has_server_samples(digest),
         "cursor": format_cursor(_live_cursor(run, digest)),
         "logs": selectors.run_logs(run),
@@ -115,7 +115,7 @@ def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
 
 
 def has_server_samples(digest: store.Digest) -> bool:
-    return any(len(s) for name, s in digest.series.items() if name.startswith(("server.", "wait.")))
+    return any(len(s) for name, s in digest.traces.items() if name.startswith(("server.", "wait.")))
 
 
 def _clients_chart(

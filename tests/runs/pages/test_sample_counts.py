@@ -85,7 +85,7 @@ def test_a_timeline_from_p_has_no_count_to_show(signed_in: Client) -> None:
 @pytest.mark.django_db
 def test_zoom_and_live_stream_carry_the_counts(signed_in: Client) -> None:
     run = run_with_seconds()
-    query = {"run": run.pk, "series": "tps", "x0": 100, "x1": 110}
+    query = {"run": run.pk, "trace": "tps", "x0": 100, "x1": 110}
     found = signed_in.get(reverse("run-timeline"), query).json()
     assert found["counts"] == [sampled_at(t) for t in range(100, 111)]
     rows = list(run.progress.order_by("pk")[:2])

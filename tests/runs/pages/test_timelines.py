@@ -125,24 +125,24 @@ def test_zoom_returns_every_sample_of_the_range_across_points(signed_in: Client)
     run = long_run((3600, 600))
     signed_in.get(reverse("run-detail", args=[run.pk]))  # the reduced page first
     url = reverse("run-timeline")
-    found = zoom(signed_in, url, run=run.pk, series="tps", x0=1000, x1=1100)
+    found = zoom(signed_in, url, run=run.pk, trace="tps", x0=1000, x1=1100)
     assert found["x"] == [float(t) for t in range(1000, 1101)]
     assert found["y"] == [tps_at(0, t) for t in range(1000, 1101)]
     assert (found["samples"], found["reduced"]) == (101, False)
-    across = zoom(signed_in, url, run=run.pk, series="tps", x0=3590, x1=3610)
+    across = zoom(signed_in, url, run=run.pk, trace="tps", x0=3590, x1=3610)
     assert across["x"] == [*map(float, range(3590, 3601)), None, *map(float, range(3601, 3611))]
     assert across["y"][-1] == tps_at(1, 10.0)
-    host = zoom(signed_in, url, run=run.pk, series="host.cpu_user", x0=10, x1=19)
+    host = zoom(signed_in, url, run=run.pk, trace="host.cpu_user", x0=10, x1=19)
     assert host["y"] == [40.0] * 10
 
 
 @pytest.mark.parametrize(
     ("query", "field"),
     [
-        ({"series": "tps", "x0": 1, "x1": 2}, "run"),
-        ({"run": "{run}", "series": "tps", "x0": "soon", "x1": 2}, "x0"),
-        ({"run": "{run}", "series": "tps", "x0": 5, "x1": 2}, "x1"),
-        ({"run": "{run}", "series": "host.nothing", "x0": 1, "x1": 2}, "series"),
+        ({"trace": "tps", "x0": 1, "x1": 2}, "run"),
+        ({"run": "{run}", "trace": "tps", "x0": "soon", "x1": 2}, "x0"),
+        ({"run": "{run}", "trace": "tps", "x0": 5, "x1": 2}, "x1"),
+        ({"run": "{run}", "trace": "host.nothing", "x0": 1, "x1": 2}, "trace"),
     ],
 )
 def test_zoom_names_the_field_to_fix(signed_in: Client, query: dict, field: str):
@@ -153,14 +153,24 @@ def test_zoom_names_the_field_to_fix(signed_in: Client, query: dict, field: str)
     assert field in response.json()["error"]["fields"]
 
 
+def test_a_page_loaded_before_traces_had_their_name_still_zooms(signed_in: Client):
+    run = long_run((100,))
+    url = reverse("run-timeline")
+
+    former = zoom(signed_in, url, run=run.pk, series="tps", x0=1, x1=5)
+
+    assert former == zoom(signed_in, url, run=run.pk, trace="tps", x0=1, x1=5)
+    assert former["trace"] == "tps" and former["x"] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
 def test_a_shared_link_zooms_into_its_own_runs_only(user):
     shared, other = long_run((100,)), long_run((100,))
     link, token = services.share_link_create(user, shared)
     url = reverse("shared-timeline", args=[token])
     anonymous = Client()
-    found = zoom(anonymous, url, run=shared.pk, series="tps", x0=1, x1=5)
+    found = zoom(anonymous, url, run=shared.pk, trace="tps", x0=1, x1=5)
     assert found["x"] == [1.0, 2.0, 3.0, 4.0, 5.0]
-    query = {"run": other.pk, "series": "tps", "x0": 1, "x1": 5}
+    query = {"run": other.pk, "trace": "tps", "x0": 1, "x1": 5}
     assert anonymous.get(url, query).status_code == 404
     assert anonymous.get(reverse("run-timeline"), query).status_code == 302
     services.share_link_revoke(link, user)

@@ -17,7 +17,7 @@ import pytest
 
 from agents.config import AgentConfig
 from agents.contract.builds.definition import BuildDefinition
-from runs.presets.seeds import LWLOCK_PARTITIONS_256_PATCH
+from runs.presets.definitions import LWLOCK_PARTITIONS_256_PATCH
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_FLAGS = ["--without-icu", "--without-readline", "--without-zlib"]
@@ -39,7 +39,7 @@ def tarball(directory: Path, major: str) -> Path:
 
 
 def blocks16_definition(directory: Path) -> BuildDefinition:
-    """15.18 with 16 kB blocks and WAL blocks and 256 buffer partitions (seed 5's lwlock.h
+    """15.18 with 16 kB blocks and WAL blocks and 256 buffer partitions (preset 5's lwlock.h
     part of the patch: the one change the test needs to see applied)."""
     return {
         "source": {"kind": "path", "location": str(tarball(directory, "15")), "ref": None},
@@ -69,7 +69,7 @@ def allowing_builds(config: AgentConfig, directory: Path) -> AgentConfig:
 
 
 def allowing_patches(config: AgentConfig) -> AgentConfig:
-    """`config` with patches from the lab allowed (seed 5's build has one)."""
+    """`config` with patches from the lab allowed (preset 5's build has one)."""
     config.allow_user_patches = True
     return config
 

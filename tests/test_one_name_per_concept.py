@@ -106,6 +106,12 @@ FORMER_NAMES = (
         # The zoom reads a page's former `series=` too.
         ("runs/views/timelines.py", "tests/runs/pages/test_timelines.py"),
     ),
+    # A seed is a random seed only; a ready-made experiment is a preset.
+    FormerName(
+        r"(?i)(?<![a-z])seed[ _-]?\d|\bseed[ -](experiments?|presets?)\b|\bseeds'"
+        r"|presets[./]seeds\b",
+        "preset N, presets (runs/presets/definitions.py)",
+    ),
 )
 
 

@@ -1,4 +1,4 @@
-"""Several pgbench processes measured together as one point (seed 3: one process per table).
+"""Several pgbench processes measured together as one point (preset 3: one process per table).
 
 The processes start together and measure the same window. The point's tps,
 transactions, failure, skipped and late counts are the sums of what each process printed,

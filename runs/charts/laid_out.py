@@ -29,7 +29,7 @@ PANEL_HEIGHT = 270
 GAP_X, GAP_Y = 0.05, 0.14
 MAGNITUDE = 10.0
 # Facets whose peaks are this far apart get their own y axes: on a shared one the smaller
-# would fill under a fifth of its height, a flat line (seed 3's updates at 4k beside 35k).
+# would fill under a fifth of its height, a flat line (preset 3's updates at 4k beside 35k).
 FACETS_APART = 5.0
 MARGIN = {"l": 70, "r": 20, "t": 70, "b": 50}
 OWN_Y_NOTE = "each panel has its own y axis"

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 from runs.models.catalogue import agent_hosts
-from runs.presets.seeds import PRESETS, Preset
+from runs.presets.definitions import PRESETS, Preset
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The TPC-C-like workload BenchLab ships (seed 1's "TPC-C style test").
+"""The TPC-C-like workload BenchLab ships (preset 1's "TPC-C style test").
 
 TPC-C-like, not an audited TPC-C result: the nine tables and the initial
 population of TPC-C section 4.3 (scale = warehouses), and its five

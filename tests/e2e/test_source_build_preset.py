@@ -1,4 +1,4 @@
-"""Seed 5 from the browser, at small scale, on the real stack.
+"""Preset 5 from the browser, at small scale, on the real stack.
 
 The preset's 16 kB, 256-partition build is pointed at the machine's 15.18
 release tarball (the preset names 14.3 on postgresql.org, which this machine
@@ -34,7 +34,7 @@ def build_stack(transactional_db, tmp_path):
             web.close()
 
 
-def test_seed_5_preset_runs_from_the_browser_and_compares_block_sizes(build_stack, page):
+def test_preset_5_preset_runs_from_the_browser_and_compares_block_sizes(build_stack, page):
     lab, web, sources = build_stack
     load_presets()
     patched_name, unpatched_name = (b.name for b in find("source-build-partitions").source_builds)

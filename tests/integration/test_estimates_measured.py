@@ -1,5 +1,5 @@
 """Estimates against what then happens, on a real agent and control worker: the smoke
-preset and a reduced seed 3 (TPC-B at scale 10, a client sweep, two configs), first with
+preset and a reduced preset 3 (TPC-B at scale 10, a client sweep, two configs), first with
 nothing learned on the host, then after its runs taught it. Prints the table
 docs/benchmarks.md records.
 
@@ -80,7 +80,7 @@ def default_estimate(shape: dict) -> float:
 
 
 SMOKE = {"scale": 1, "clients": [1, 2], "duration_s": 3, "profiles": [{}]}
-SEED3_REDUCED = {
+PRESET3_REDUCED = {
     "scale": 10,
     "clients": [1, 2, 4],
     "duration_s": 5,
@@ -94,7 +94,7 @@ def test_estimates_learned_on_the_host_come_closer_to_what_happens(api, lab) -> 
     rows = []
     first, actual, _ = run_measured(api, lab, experiment(api, host.pk, build["id"], "s0", SMOKE))
     rows.append(("smoke (nothing learned)", first, first, actual))
-    for name, shape in (("smoke", SMOKE), ("seed 3 reduced", SEED3_REDUCED)):
+    for name, shape in (("smoke", SMOKE), ("preset 3 reduced", PRESET3_REDUCED)):
         exp = experiment(api, host.pk, build["id"], name.replace(" ", "-"), shape)
         learned, actual, starts = run_measured(api, lab, exp)
         rows.append((name, default_estimate(shape), learned, actual))

@@ -2,7 +2,7 @@
 on a log axis or on a y range that does not start at zero, every trace of a chart of up
 to 24 (and more) traces is told apart, overlaid timelines included, peak labels stop past
 a few runs, a legend's height is counted in its figure, and hover text is never drawn
-inside a bar. The seeds' chart layouts on runs built in memory
+inside a bar. The presets' chart layouts on runs built in memory
 (tests/runs/test_chart_layout.py)."""
 
 import itertools
@@ -28,7 +28,7 @@ STORAGE = [("default", ""), ("default", "wal")]
 WORKLOADS = ["select-only", "update by key", "single-table inserts"]
 
 
-def seed_1_runs() -> list[Run]:
+def preset_1_runs() -> list[Run]:
     return matrix(version=VERSIONS, config=LADDER, storage=STORAGE)
 
 
@@ -155,8 +155,8 @@ def test_one_client_count_draws_bars_from_zero_with_the_hover_outside_them():
     assert len(set(patterns)) == 16
 
 
-def test_seed_1_layout_draws_bars_from_zero_one_shared_axis_and_a_legend_in_the_figure():
-    runs = seed_1_runs()
+def test_preset_1_layout_draws_bars_from_zero_one_shared_axis_and_a_legend_in_the_figure():
+    runs = preset_1_runs()
     dims = dimensions(runs, [10, 20])
     chart_layout = ChartLayout("config", "version", "storage", None, {"clients": "20"})
     tps = {run.pk: 450 * (1 + 0.6 * (run.pk % 8 // 2)) for run in runs}
@@ -188,11 +188,11 @@ def test_fsync_beside_fdatasync_on_a_log_axis_is_drawn_as_points_not_bars():
     assert_no_text_in_bars(figure)
 
 
-def test_seed_3_facets_five_times_apart_get_their_own_y_axis_said_in_the_title():
+def test_preset_3_facets_five_times_apart_get_their_own_y_axis_said_in_the_title():
     runs = matrix(version=VERSIONS, workload=WORKLOADS)
     dims = dimensions(runs, [1, 4, 16])
     chart_layout = ChartLayout("clients", "version", "workload", None, {})
-    # Seed 3 as measured: select-only near 35k, updates by key and inserts at 1k to 4k.
+    # Preset 3 as measured: select-only near 35k, updates by key and inserts at 1k to 4k.
     base = {"select-only": 35000.0, "update by key": 4000.0, "single-table inserts": 3500.0}
 
     def tps(run: Run, clients: int) -> float:

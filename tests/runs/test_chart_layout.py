@@ -1,6 +1,6 @@
 """The chart layout of a comparison from what varies (runs/analysis/chart_layout.py), its
 labels, and the chart drawn from it (runs/charts/laid_out.py), on runs built in memory
-like the seeds'."""
+like the presets'."""
 
 import itertools
 
@@ -46,7 +46,7 @@ def matrix(**values: list) -> list[Run]:
     return [cell(n, **dict(zip(keys, combo, strict=True))) for n, combo in enumerate(combos, 1)]
 
 
-def test_seed_1_draws_configs_as_grouped_bars_per_version_a_facet_per_storage():
+def test_preset_1_draws_configs_as_grouped_bars_per_version_a_facet_per_storage():
     runs = matrix(
         version=["PostgreSQL 16", "PostgreSQL 17"],
         config=["defaults", "tuning 1: WAL", "tuning 2: memory", "tuning 3: more memory"],
@@ -61,7 +61,7 @@ def test_seed_1_draws_configs_as_grouped_bars_per_version_a_facet_per_storage():
     assert len(set(labels.values())) == 16
 
 
-def test_seed_2_names_the_config_by_the_setting_it_varies_a_facet_per_storage():
+def test_preset_2_names_the_config_by_the_setting_it_varies_a_facet_per_storage():
     runs = [
         cell(n, config=f"wal_sync_method={m}", storage=(s, ""), settings={"wal_sync_method": m})
         for n, (s, m) in enumerate(
@@ -74,7 +74,7 @@ def test_seed_2_names_the_config_by_the_setting_it_varies_a_facet_per_storage():
     assert default_layout(dims) == ChartLayout("config", None, "storage", None, {})
 
 
-def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload():
+def test_preset_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload():
     runs = matrix(
         version=["PostgreSQL 16", "PostgreSQL 17"],
         workload=["select-only", "update by key", "TPC-B"],
@@ -83,7 +83,7 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
     assert chart_layout == ChartLayout("clients", "version", "workload", None, {})
 
 
-def test_seed_4_draws_a_line_per_memory_profile_a_facet_per_host():
+def test_preset_4_draws_a_line_per_memory_profile_a_facet_per_host():
     runs = matrix(
         config=["memory: does not fit", "memory: fits"],
         workload=["select-only", "TPC-B"],

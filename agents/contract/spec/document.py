@@ -80,7 +80,7 @@ ScriptSpec = BuiltinScriptSpec | CustomScriptSpec
 
 
 class ProcessSpec(TypedDict):
-    """One of several pgbench processes a point runs together (seed 3: one per table).
+    """One of several pgbench processes a point runs together (preset 3: one per table).
 
     `clients` and `threads` null: the sweep point's client count and the default threads.
     """

@@ -207,7 +207,7 @@ WORKLOAD: tuple[Field, ...] = (
         False,
         "Vacuum all tables first (-v)",
         "pgbench -v: vacuum the four standard pgbench tables before each point "
-        "(seed 4 before its read-write tests). Excludes -n.",
+        "(preset 4 before its read-write tests). Excludes -n.",
     ),
     # Several pgbench processes per point, started together; empty: one process of `scripts`.
     Field("processes", "list", [], "Processes"),

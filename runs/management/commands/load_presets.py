@@ -1,4 +1,4 @@
-"""`manage.py load_presets`: create the seed experiments' builds, profiles and workloads."""
+"""`manage.py load_presets`: create the presets' builds, config profiles and workloads."""
 
 from django.core.management.base import BaseCommand
 

@@ -51,7 +51,7 @@ def sources() -> Path:
 
 @pytest.fixture
 def build_config(config: AgentConfig, sources: Path) -> AgentConfig:
-    """Builds from `sources`, with patches (seed 5's build has one)."""
+    """Builds from `sources`, with patches (preset 5's build has one)."""
     return allowing_patches(allowing_builds(config, sources))
 
 

@@ -1,4 +1,4 @@
-"""Presets: the seed experiments, loaded idempotently, opening a filled schedule form."""
+"""Presets, loaded idempotently, each opening a filled schedule form."""
 
 import pytest
 from django.core.management import call_command

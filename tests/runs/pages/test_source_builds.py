@@ -22,7 +22,7 @@ from runs import services
 from runs.analysis.compare import differences
 from runs.models import PgBuild, Run, SourceUpload
 from runs.presets import find, load_presets
-from runs.presets.seeds import BUFFER_PARTITIONS_256_PATCH
+from runs.presets.definitions import BUFFER_PARTITIONS_256_PATCH
 from runs.services.experiments import build_job_spec, experiment_cells
 from tests.runs import events
 from tests.runs.factories import ExperimentFactory, PgBuildFactory, RunFactory, WorkloadFactory
@@ -203,7 +203,7 @@ def test_the_source_build_presets_load_valid_definitions_and_open_the_form(signe
         assert f'value="{preset.title}"' in page
 
 
-def test_the_seed_5_patch_applies_to_a_real_release(tmp_path: Path):
+def test_the_preset_5_patch_applies_to_a_real_release(tmp_path: Path):
     wanted = ["src/include/storage/lwlock.h", "src/backend/lib/dshash.c"]
     with tarfile.open(tarball(sources_dir(), "15")) as archive:
         members = [archive.getmember(f"postgresql-15.18/{name}") for name in wanted]

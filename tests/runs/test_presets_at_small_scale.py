@@ -1,10 +1,10 @@
-"""Each seed preset starts and runs, at small scale, with real PostgreSQL and real pgbench.
+"""Each preset starts and runs, at small scale, with real PostgreSQL and real pgbench.
 
 The test schedules the preset as the form would (its catalogue entries, client sweep,
 storage layouts, client host), scaled down to keep the suite short: builtin datasets at
 scale 1, 1 s points, the first two client counts, one repeat in blocks, and on the longer
 axes only the entries each test names. Each run's job executes in this process as an
-agent would execute it (seed 4: its server and client halves in two threads, talking over
+agent would execute it (preset 4: its server and client halves in two threads, talking over
 real Redis), its events are stored as the control worker stores them, and the test reads
 the points and the experiment's chart.
 """
@@ -129,7 +129,7 @@ def check_points_and_chart(experiment: Experiment, runs: list[Run]) -> list:
     return figure["data"]
 
 
-def test_seed_1_tuning_matrix_runs_version_a_and_b_tpcb_and_tpcc_like_with_wal_apart(storage):
+def test_preset_1_tuning_matrix_runs_version_a_and_b_tpcb_and_tpcc_like_with_wal_apart(storage):
     preset = presets.find("tuning-matrix")
     keep = {"profiles": ["tuning 4: fsync off"], "storage": ["default:wal"]}
     experiment = schedule_small(preset, keep, client=False)
@@ -151,7 +151,7 @@ def test_seed_1_tuning_matrix_runs_version_a_and_b_tpcb_and_tpcc_like_with_wal_a
     )
 
 
-def test_seed_2_wal_sync_methods_run_the_plpgsql_upsert_with_statement_latencies(storage):
+def test_preset_2_wal_sync_methods_run_the_plpgsql_upsert_with_statement_latencies(storage):
     preset = presets.find("wal-sync-storage")
     experiment = schedule_small(preset, {}, client=False)
 
@@ -169,7 +169,7 @@ def test_seed_2_wal_sync_methods_run_the_plpgsql_upsert_with_statement_latencies
     assert all(r.statements for run in runs for r in run.results.all()), "-r"
 
 
-def test_seed_3_version_sweep_runs_one_insert_process_per_table_on_two_versions(storage):
+def test_preset_3_version_sweep_runs_one_insert_process_per_table_on_two_versions(storage):
     preset = presets.find("version-sweep")
     keep = {
         "builds": ["PostgreSQL 16", "PostgreSQL 17"],
@@ -191,7 +191,7 @@ def test_seed_3_version_sweep_runs_one_insert_process_per_table_on_two_versions(
         assert result.tps == pytest.approx(sum(p["tps"] for p in result.processes), abs=1e-3)
 
 
-def test_seed_4_memory_profiles_run_pgbench_on_the_client_host_with_vacuum_first(storage):
+def test_preset_4_memory_profiles_run_pgbench_on_the_client_host_with_vacuum_first(storage):
     preset = presets.find("memory-profiles")
     keep = {"workloads": ["TPC-B scale 50, vacuum first (-v)"]}
     experiment = schedule_small(preset, keep, client=True)

@@ -1,5 +1,6 @@
-"""The seed experiments (the benchmark write-ups the lab was conceived from, each a kind of
-experiment people ran by hand with shell loops and spreadsheets) as presets to start from.
+"""Presets: ready-made experiments to start from (a smoke test and presets 1 to 5), after
+the benchmark write-ups the lab was conceived from, each a kind of experiment people ran by
+hand with shell loops and spreadsheets.
 
 A preset names the builds, config profiles and workloads it needs and the
 sweep to run. `load_presets` creates those catalogue entries once (existing
@@ -31,7 +32,7 @@ $$;
 
 UPSERT_SCRIPT = "\\set id random(1, 2000000)\nSELECT upsert_kv(:id);\n"
 
-# Seed 3's insert workloads: one table, one table per inserting process, 400-row batches.
+# Preset 3's insert workloads: one table, one table per inserting process, 400-row batches.
 INSERT_TABLES = 4
 INSERT_SETUP_SQL = "".join(
     f"CREATE TABLE ins_{n} (id bigserial PRIMARY KEY, v int NOT NULL);\n"
@@ -83,7 +84,7 @@ class WorkloadPreset(TypedDict):
 
 @dataclass(frozen=True)
 class Preset:
-    """One seed experiment: what it needs in the catalogue and the sweep to run."""
+    """One preset: what it needs in the catalogue and the sweep to run."""
 
     key: str
     title: str
@@ -97,7 +98,7 @@ class Preset:
     repeats: int = 1
     storage: str = "default"
     between_points: str = "checkpoint"
-    # Seed 4: pgbench on another host (the form picks the second approved host, if any).
+    # Preset 4: pgbench on another host (the form picks the second approved host, if any).
     client_host: bool = False
     execution: str = "rounds"
     # Builds from source the preset needs, created by name with source "build".
@@ -124,7 +125,7 @@ def _tpcc_like(warehouses: int) -> WorkloadPreset:
 def _inserts(
     name: str, scripts: list[ScriptSpec], processes: list[ProcessSpec] | None = None
 ) -> WorkloadPreset:
-    """A seed 3 insert workload on its own tables (pgbench's are dropped: -I d, no vacuum)."""
+    """A preset 3 insert workload on its own tables (pgbench's are dropped: -I d, no vacuum)."""
     return {
         "name": name,
         "scale": 1,
@@ -137,7 +138,7 @@ def _inserts(
 
 
 def _branch_join(title: str, scale: int) -> WorkloadPreset:
-    """The join on a random bid after the branches key is dropped (seed 5's workload)."""
+    """The join on a random bid after the branches key is dropped (preset 5's workload)."""
     return {
         "name": title,
         "scale": scale,
@@ -162,7 +163,7 @@ PRESETS = [
     ),
     Preset(
         key="tuning-matrix",
-        title="Seed 1: config tuning matrix, version A vs B, TPC-B and TPC-C-like",
+        title="Preset 1: config tuning matrix, version A vs B, TPC-B and TPC-C-like",
         description="Cumulative profiles (defaults, WAL tuning, memory, more memory, fsync off "
         "last), each with WAL beside the data and on a second storage target named wal "
         "(storage default and default:wal), PostgreSQL 16 against 17, TPC-B and the "
@@ -203,7 +204,7 @@ PRESETS = [
     ),
     Preset(
         key="wal-sync-storage",
-        title="Seed 2: wal_sync_method x storage with a PL/pgSQL upsert workload",
+        title="Preset 2: wal_sync_method x storage with a PL/pgSQL upsert workload",
         description="One profile per wal_sync_method on each storage target; a PL/pgSQL "
         "function updates or inserts a random id, -M prepared -n -r, 8 clients for 60 s. List "
         "your targets in Storage (one column each). Scaled: 1 million rows instead of 10 "
@@ -230,7 +231,7 @@ PRESETS = [
     ),
     Preset(
         key="version-sweep",
-        title="Seed 3: version vs version over many workloads (16 vs 17 vs 18)",
+        title="Preset 3: version vs version over many workloads (16 vs 17 vs 18)",
         description="The same tuned configuration on three major versions: select by primary "
         "key, update by primary key, the read-write mix, single-table inserts, one inserting "
         "pgbench process per table (4 tables, results summed) and 400-row batch inserts, "
@@ -273,7 +274,7 @@ PRESETS = [
     ),
     Preset(
         key="memory-profiles",
-        title="Seed 4: two memory profiles, read-only and TPC-B, pgbench on a client host",
+        title="Preset 4: two memory profiles, read-only and TPC-B, pgbench on a client host",
         description="A scale-50 dataset (about 750 MB) with shared_buffers too small for it and "
         "large enough; read-only and TPC-B (with -v: every table vacuumed before each "
         "read-write point), clients stepped up, pgbench on a second host over TCP (pick it as "
@@ -309,12 +310,12 @@ PRESETS = [
 ]
 
 
-# Source-build presets (seed 5, and seed 1's version against version), scaled to a
+# Source-build presets (preset 5, and preset 1's version against version), scaled to a
 # small machine. Their tarballs come from postgresql.org: an agent builds them only
 # when its local config allows source builds from that URL prefix.
 RELEASES_URL = "https://ftp.postgresql.org/pub/source/"
 
-# Seed 5's change: 256 buffer mapping partitions, and dshash's to match (2^8).
+# Preset 5's change: 256 buffer mapping partitions, and dshash's to match (2^8).
 LWLOCK_PARTITIONS_256_PATCH = "\n".join(
     [
         "--- a/src/include/storage/lwlock.h",
@@ -376,7 +377,7 @@ BLOCKS_16K = ["--with-blocksize=16", "--with-wal-blocksize=16"]
 SOURCE_BUILD_PRESETS = [
     Preset(
         key="source-build-partitions",
-        title="Seed 5: 16 kB blocks, 256 buffer partitions vs unpatched (source builds of 14.3)",
+        title="Preset 5: 16 kB blocks, 256 buffer partitions vs unpatched (source builds of 14.3)",
         description="PostgreSQL 14.3 built with 16 kB blocks and WAL blocks, with and without a "
         "patch raising NUM_BUFFER_PARTITIONS to 256; the branches key dropped after init, a join "
         "on a random bid, a client sweep; compare the wait events on the run pages.",
@@ -402,7 +403,7 @@ SOURCE_BUILD_PRESETS = [
     ),
     Preset(
         key="source-build-versions",
-        title="Seed 1: version vs version, 13 built from source vs 16 (TPC-B, small)",
+        title="Preset 1: version vs version, 13 built from source vs 16 (TPC-B, small)",
         description="TPC-B at scale 5, 4 clients x 500 transactions, three repeats, on "
         "PostgreSQL 13.16 built from source and on PostgreSQL 16.",
         builds=[PG16],

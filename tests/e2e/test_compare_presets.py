@@ -1,9 +1,9 @@
-"""The compare page at the seeds' size in Chromium at 1,280 px: seed 1 (2 versions x 4
-configs x 2 storage layouts, 16 cells) and seed 3 (2 versions x 3 workloads x 3 client
+"""The compare page at the presets' size in Chromium at 1,280 px: preset 1 (2 versions x 4
+configs x 2 storage layouts, 16 cells) and preset 3 (2 versions x 3 workloads x 3 client
 counts), with results made by factories. The chosen axes and facets are drawn, legends
 are unique and smaller than their plots, every trace is told apart, no label lands on
 another, nothing scrolls sideways, the baseline changes in place, and a share link draws
-the same. The experiment page of seed 1's 16 cells reads the same way.
+the same. The experiment page of preset 1's 16 cells reads the same way.
 
 Screenshots go to var/screenshots/ (not tracked); copy them to docs/screenshots/ on
 purpose to refresh the guide's.
@@ -61,7 +61,7 @@ def compared(runs: list[Run], name: str) -> Comparison:
     return comparison
 
 
-def seed_1() -> Comparison:
+def preset_1() -> Comparison:
     experiment = ExperimentFactory(execution="blocks")
     host, workload = HostFactory(), WorkloadFactory(name="TPC-B scale 20")
     builds = [PgBuildFactory(name=v) for v in VERSIONS]
@@ -84,13 +84,13 @@ def seed_1() -> Comparison:
                 cell=n,
             )
         )
-    return compared(runs, "Seed 1: tuning ladder, 16 vs 17, WAL apart")
+    return compared(runs, "Preset 1: tuning ladder, 16 vs 17, WAL apart")
 
 
 INSERT_SQL = "".join(f"CREATE TABLE ins_{n} (id bigserial PRIMARY KEY, v int);\n" for n in range(6))
 
 
-def seed_3() -> Comparison:
+def preset_3() -> Comparison:
     experiment = ExperimentFactory(execution="blocks")
     host, profile = HostFactory(), ConfigProfileFactory(name="tuned")
     builds = [PgBuildFactory(name=v) for v in VERSIONS]
@@ -114,7 +114,7 @@ def seed_3() -> Comparison:
         run.spec["workload"] = {"setup_sql": setup_sql} if setup_sql else {}
         run.save(update_fields=["spec"])
         runs.append(run)
-    return compared(runs, "Seed 3: 16 vs 17 over workloads and clients")
+    return compared(runs, "Preset 3: 16 vs 17 over workloads and clients")
 
 
 def experiment_of(comparison: Comparison) -> int:
@@ -221,10 +221,10 @@ def assert_readable(page, figure_id: str) -> dict:
     return chart
 
 
-def test_seed_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_url(
+def test_preset_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_url(
     signed_in_page, web, browser
 ):
-    comparison = seed_1()
+    comparison = preset_1()
     page = signed_in_page
     url = f"{web.url}/comparisons/{comparison.pk}/"
     open_comparison(page, url)
@@ -241,7 +241,7 @@ def test_seed_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_ur
     hidden = ".modebar-btn[data-title*='Cloud'], .modebar-btn[data-title*='Chart Studio']"
     assert page.locator(f"{hidden}, .modebar-btn--logo").count() == 0
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "compare-seed-1.png"), clip=_top(page), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "compare-preset-1.png"), clip=_top(page), full_page=True)
 
     # Each repeat one click away in the pivot.
     first = page.locator("#pivot-tps details.repeats").first
@@ -284,10 +284,10 @@ def test_seed_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_ur
     visitor.context.close()
 
 
-def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload(
+def test_preset_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload(
     signed_in_page, web
 ):
-    comparison = seed_3()
+    comparison = preset_3()
     page = signed_in_page
     open_comparison(page, f"{web.url}/comparisons/{comparison.pk}/")
     chart = assert_readable(page, "fig-cmp-tps")
@@ -314,7 +314,7 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
     )
     assert favicon == 200
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "compare-seed-3.png"), clip=_top(page), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "compare-preset-3.png"), clip=_top(page), full_page=True)
 
     # Versions side by side as facets, a line per workload.
     page.select_option("select[name=colour]", "workload")
@@ -327,7 +327,7 @@ def test_seed_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workloa
 
 
 def test_experiment_pages_tell_16_cells_apart_and_keep_peak_labels_apart(signed_in_page, web):
-    experiment = experiment_of(seed_1())
+    experiment = experiment_of(preset_1())
     page = signed_in_page
     open_comparison(page, f"{web.url}/experiments/{experiment}/")
     chart = assert_apart(page, "fig-experiment")
@@ -339,7 +339,7 @@ def test_experiment_pages_tell_16_cells_apart_and_keep_peak_labels_apart(signed_
     assert peaks.bounding_box()["y"] >= chart_box["y"] + chart_box["height"]
     assert peaks.bounding_box()["y"] < page.locator("#experiment-stats").bounding_box()["y"]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "experiment-seed-1.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "experiment-preset-1.png"), full_page=True)
 
     # Three runs peaking at neighbouring client counts on a log axis: their labels,
     # placed at their points, would overlap; the page moves them apart.

@@ -14,6 +14,7 @@ dimensions that vary. Pure functions over runs already loaded.
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from runs.analysis.run_checks import stated_settings
 from runs.models import Run
 from runs.services.history.imported import imported_file
 
@@ -95,7 +96,10 @@ def cell_name(run: Run) -> str:
 def _config_values(runs: list[Run]) -> tuple[str, dict[int, str]]:
     """(title, value per run) of the config dimension: named after the one setting the
     profiles differ in when there is one (`wal_sync_method`: `fsync`), else by profile."""
-    by_profile = {run.config_profile.name: dict(run.spec.get("settings") or {}) for run in runs}
+    by_profile = {
+        run.config_profile.name: dict(run.spec.get("settings") or stated_settings(run))
+        for run in runs
+    }
     keys = {k for settings in by_profile.values() for k in settings}
     differing = [k for k in sorted(keys) if len({str(s.get(k)) for s in by_profile.values()}) > 1]
     names = {run.pk: run.config_profile.name for run in runs}

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from runs.analysis.validity import ValidityWarning, joined
 from runs.models import Result, Run
+from runs.services.history.imported import imported_file
 
 # setting -> (value, check): off values that can corrupt, and one that only loses commits.
 UNSAFE = {
@@ -22,14 +23,22 @@ TIME_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d":
 
 
 def run_settings(run: Run) -> dict[str, tuple[str, str | None]]:
-    """name -> (setting, unit): read back from the server, else as requested in the spec."""
+    """name -> (setting, unit): read back from the server, else as requested in the spec,
+    else (an imported run) as stated with the import."""
     if run.effective_settings:
         return {
             row["name"]: (str(row.get("setting")), row.get("unit"))
             for row in run.effective_settings
             if isinstance(row, dict) and row.get("name")
         }
-    return {name: (str(value), None) for name, value in (run.spec.get("settings") or {}).items()}
+    requested = run.spec.get("settings") or stated_settings(run)
+    return {name: (str(value), None) for name, value in requested.items()}
+
+
+def stated_settings(run: Run) -> dict[str, object]:
+    """The settings stated for an imported run (its config profile's); none for a measured
+    run, whose spec says what it asked for."""
+    return dict(run.config_profile.settings) if imported_file(run) is not None else {}
 
 
 def duration_seconds(setting: str, unit: str | None) -> float | None:
@@ -68,7 +77,9 @@ def run_warnings(run: Run, results: Sequence[Result]) -> list[ValidityWarning]:
     if run.host_noise.get("outside_usual"):
         found.append(ValidityWarning("host_outside_usual_spread", run.host_noise["detail"]))
     window, timeout = window_seconds(run, results), checkpoint_timeout_s(run)
-    if window and window < timeout:
+    # An imported run's checkpoint_timeout is unknown unless stated: no default assumed.
+    known = imported_file(run) is None or "checkpoint_timeout" in settings
+    if known and window and window < timeout:
         detail = f"{window:g} s window, checkpoint_timeout {timeout:g} s"
         found.append(ValidityWarning("window_shorter_than_checkpoint_timeout", detail))
     return found

@@ -19,6 +19,12 @@ from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
 from runs.services.history import series as series_service
+from runs.services.history.import_description import (
+    DESCRIBE_HELP,
+    DescriptionError,
+    ImportDescription,
+    parse_description,
+)
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imported import refuse_imported_template
 from runs.services.history.imports import ImportDetails, pgbench_import
@@ -49,6 +55,19 @@ class ImportSerializer(serializers.Serializer[Document]):
         default="",
         help_text="The runs go to host 'imported: NAME' ('imported: unknown machine').",
     )
+    describe = StrictCharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=20000,
+        help_text=DESCRIBE_HELP,
+    )
+
+    def validate_describe(self, value: str) -> ImportDescription:
+        try:
+            return parse_description(value)
+        except DescriptionError as error:
+            raise serializers.ValidationError(str(error)) from error
 
 
 class ImportOutcomeSerializer(serializers.Serializer[Document]):
@@ -61,6 +80,10 @@ class ImportOutcomeSerializer(serializers.Serializer[Document]):
         child=serializers.CharField(),
         help_text="One message per imported file whose content an earlier import holds: "
         "'NAME: same output as run ID (...)'.",
+    )
+    unmatched = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="One message per line of `describe` that matched none of the files.",
     )
 
 
@@ -81,7 +104,11 @@ class ImportViewSet(viewsets.GenericViewSet[Run]):
         data = given.validated_data
         uploads = [UploadedOutput(f["name"], f["content"].encode()) for f in data["files"]]
         details = ImportDetails(
-            data["command_line"], data["pg_version"], data["notes"], data["host_name"]
+            data["command_line"],
+            data["pg_version"],
+            data["notes"],
+            data["host_name"],
+            data["describe"],
         )
         outcome = pgbench_import(signed_in_user(request), uploads, details)
         body = {
@@ -89,6 +116,7 @@ class ImportViewSet(viewsets.GenericViewSet[Run]):
             "runs": [run.pk for run in outcome.runs],
             "refused": outcome.errors,
             "duplicates": outcome.duplicates,
+            "unmatched": outcome.unmatched,
         }
         if not outcome.runs:
             raise serializers.ValidationError({"files": outcome.errors}, code="invalid")

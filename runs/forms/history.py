@@ -6,6 +6,12 @@ from django import forms
 from django.core.files.uploadedfile import UploadedFile
 
 from runs.models import Experiment, Series
+from runs.services.history.import_description import (
+    DESCRIBE_HELP,
+    DescriptionError,
+    ImportDescription,
+    parse_description,
+)
 from runs.services.history.imported import not_imported
 from runs.services.history.series import cron_fields
 from runs.services.history.webhooks import WebhookRefused, webhook_check
@@ -42,6 +48,24 @@ class ImportForm(forms.Form):
         help_text="The machine the outputs came from; the runs go to host 'imported: NAME'.",
     )
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    describe = forms.CharField(
+        required=False,
+        max_length=20000,
+        label="What each file was measured with",
+        help_text=DESCRIBE_HELP,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 4,
+                "placeholder": "*ssd*: storage=SSD\n*-fsync.log: wal_sync_method=fsync",
+            }
+        ),
+    )
+
+    def clean_describe(self) -> ImportDescription:
+        try:
+            return parse_description(self.cleaned_data["describe"])
+        except DescriptionError as error:
+            raise forms.ValidationError(str(error)) from error
 
 
 class SeriesForm(forms.ModelForm[Series]):

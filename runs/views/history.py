@@ -30,13 +30,19 @@ def import_outputs(request: AuthenticatedHttpRequest) -> HttpResponse:
         data = form.cleaned_data
         uploads = [UploadedOutput(f.name, f.read()) for f in data["outputs"]]
         details = ImportDetails(
-            data["command_line"], data["pg_version"], data["notes"], data["host_name"]
+            data["command_line"],
+            data["pg_version"],
+            data["notes"],
+            data["host_name"],
+            data["describe"],
         )
         outcome = pgbench_import(request.user, uploads, details)
         for error in outcome.errors:
             messages.error(request, f"Not imported: {error}")
         for duplicate in outcome.duplicates:
             messages.warning(request, f"Imported again: {duplicate}")
+        for unmatched in outcome.unmatched:
+            messages.warning(request, f"Description: {unmatched}")
         if outcome.experiment is not None:
             messages.success(request, f"Imported {len(outcome.runs)} of {len(uploads)} files.")
             return redirect("experiment-detail", pk=outcome.experiment.pk)

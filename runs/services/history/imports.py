@@ -3,7 +3,10 @@
 Each uploaded file becomes one succeeded run of one new experiment per batch,
 with one point per pgbench run the file holds (a sweep written to one log
 gives several points) and a `Provenance` row: file name, sha256, who, when,
-and what the file said about the host and programs. Reading a file is
+and what the file said about the host and programs. What the user states of a
+file (runs.services.history.import_description: its host, storage, version and
+settings, per file or by a pattern on its name) places its run in the matrix:
+storage as the run's data storage, settings as a config profile of their own. Reading a file is
 runs.services.history.import_reading; a file that cannot be read is reported
 by name and line, and the other files still import. A file whose content an
 earlier import already holds imports again and is flagged with that run.
@@ -21,6 +24,7 @@ from agents.contract.pgbench_output.documents import PgbenchOutput
 from agents.contract.reports.results import PointResult
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Provenance, Result, Run, Workload
 from runs.models.catalogue import IMPORTED_HOST_PREFIX
+from runs.services.history.import_description import FileDescription, ImportDescription
 from runs.services.history.import_reading import (
     FileRefused,
     UploadedOutput,
@@ -53,6 +57,7 @@ class ImportDetails:
     pg_version: str = ""
     notes: str = ""
     host_name: str = ""
+    description: ImportDescription = field(default_factory=ImportDescription)
 
 
 @dataclass
@@ -65,6 +70,8 @@ class ImportOutcome:
     errors: list[str] = field(default_factory=list)
     # One message per imported file whose content an earlier import holds.
     duplicates: list[str] = field(default_factory=list)
+    # One message per line of the description that matched no file of the batch.
+    unmatched: list[str] = field(default_factory=list)
 
 
 def pgbench_import(
@@ -72,7 +79,7 @@ def pgbench_import(
 ) -> ImportOutcome:
     """Import every readable file; each unreadable one adds an error naming it and its line,
     each whose content an earlier import holds a duplicate message naming that run."""
-    outcome = ImportOutcome()
+    outcome = ImportOutcome(unmatched=details.description.unmatched([f.name for f in files]))
     for upload in files:
         try:
             points = parse_points(upload)
@@ -99,7 +106,7 @@ def _batch_experiment(user: User, files: int) -> Experiment:
     return Experiment.objects.create(
         name=f"Import of {files} file{'s' if files != 1 else ''} {when:%Y-%m-%d %H:%M}",
         description="pgbench outputs imported from files (runs marked imported).",
-        storage_layouts=[{"data": IMPORTED_STORAGE, "wal": None}],
+        storage_layouts=[],
         created_by=user,
     )
 
@@ -113,7 +120,8 @@ def _imported_run(
 ) -> Run:
     """One succeeded run holding the file's points, with the file's provenance."""
     version = stated_version(points[0], file_text(upload))
-    run = _run_row(user, experiment, points, details, version)
+    described = details.description.of(upload.name)
+    run = _run_row(user, experiment, points, details, described, version)
     for index, parsed in enumerate(points):
         result = store_point(run, _as_point(index, parsed, points[:index], details.command_line))
         _derive_latency(result, parsed)
@@ -145,18 +153,18 @@ def _run_row(
     experiment: Experiment,
     points: list[PgbenchOutput],
     details: ImportDetails,
+    described: FileDescription,
     stated: str | None,
 ) -> Run:
-    """The run: the version typed with the batch, else the one the file states."""
+    """The run: what the user stated of the file first, then what was typed for the whole
+    batch, then (the version) what the file states."""
     first = points[0]
-    host = _import_host(details.host_name)
-    build = _import_build(details.pg_version or stated or "unknown")
-    config, _ = ConfigProfile.objects.get_or_create(
-        name="imported (settings unknown)",
-        defaults={"description": "Runs imported from pgbench outputs: settings not recorded."},
-    )
+    host = _import_host(described.host or details.host_name)
+    build = _import_build(described.version or details.pg_version or stated or "unknown")
+    config = _import_config(described.settings)
     workload = _import_workload(first)
-    _add_to_matrix(experiment, host, build, config, workload, points)
+    storage = described.storage[:100] or IMPORTED_STORAGE
+    _add_to_matrix(experiment, host, build, config, workload, points, storage)
     now = timezone.now()
     position = experiment.runs.count()
     return Run.objects.create(
@@ -165,7 +173,7 @@ def _run_row(
         build=build,
         config_profile=config,
         workload=workload,
-        storage_data=IMPORTED_STORAGE,
+        storage_data=storage,
         position=position,
         cell=position,
         status=Run.Status.SUCCEEDED,
@@ -187,6 +195,26 @@ def _import_host(name: str) -> Host:
         },
     )
     return host
+
+
+def _import_config(settings: dict[str, str]) -> ConfigProfile:
+    """The settings stated for a file as a config profile of their own (one per set);
+    `imported (settings unknown)` when none were stated."""
+    if not settings:
+        config, _ = ConfigProfile.objects.get_or_create(
+            name="imported (settings unknown)",
+            defaults={"description": "Runs imported from pgbench outputs: settings not recorded."},
+        )
+        return config
+    stated = ", ".join(f"{name}={value}" for name, value in sorted(settings.items()))
+    config, _ = ConfigProfile.objects.get_or_create(
+        name=f"imported: {stated}"[:100],
+        defaults={
+            "description": "Settings stated when importing pgbench outputs (not read back).",
+            "settings": dict(sorted(settings.items())),
+        },
+    )
+    return config
 
 
 def _import_build(version: str) -> PgBuild:
@@ -221,13 +249,18 @@ def _add_to_matrix(
     config: ConfigProfile,
     workload: Workload,
     points: list[PgbenchOutput],
+    storage: str,
 ) -> None:
     experiment.hosts.add(host)
     experiment.builds.add(build)
     experiment.config_profiles.add(config)
     experiment.workloads.add(workload)
     clients = sorted({*experiment.clients, *(p["clients"] or 0 for p in points)})
-    Experiment.objects.filter(pk=experiment.pk).update(clients=clients)
+    layouts = experiment.storage_layouts
+    if {"data": storage, "wal": None} not in layouts:
+        layouts = [*layouts, {"data": storage, "wal": None}]
+    Experiment.objects.filter(pk=experiment.pk).update(clients=clients, storage_layouts=layouts)
+    experiment.storage_layouts = layouts
 
 
 def _as_point(

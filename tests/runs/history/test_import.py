@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from runs.models import Provenance, Result, Run
+from runs.models import Comparison, Provenance, Result, Run
 from runs.services.history.import_reading import UploadedOutput, parse_points
 from runs.services.history.imports import ImportDetails, pgbench_import
 from tests.agents.pgbench.captures import FIXTURES
@@ -237,3 +237,61 @@ def test_skipped_and_late_transactions_are_kept_and_shown_as_pgbench_counted_the
     # pgbench's own shares: 295 of 600 scheduled (49.167 %), 77 of 305 that ran (25.246 %).
     assert "295 skipped (49.2 % of those scheduled)" in page
     assert "77 of 305 over the 1 ms latency limit (25.2 %)" in page
+
+
+@pytest.mark.django_db
+def test_seed_2_comes_back_as_its_3_x_3_table_from_nine_9_2_outputs_described_by_name(client, user):
+    devices, methods = ("sas", "ssd", "ram"), ("fsync", "fdatasync", "open_sync")
+    originals = sorted((FIXTURES / "pg92").glob("*.log"))
+    names = [f"{device}-{method}.log" for device in devices for method in methods]
+    describe = "\n".join(
+        [f"{device}-*: storage={device.upper()}" for device in devices]
+        + [f"*-{method}.log: wal_sync_method={method}" for method in methods]
+    )
+    client.force_login(user)
+    response = client.post(
+        reverse("import"),
+        {
+            "outputs": [
+                SimpleUploadedFile(name, path.read_bytes())
+                for name, path in zip(names, originals, strict=True)
+            ],
+            "describe": describe,
+        },
+        follow=True,
+    )
+    assert "Imported 9 of 9 files" in response.content.decode()
+
+    runs = list(Run.objects.filter(provenance__isnull=False).order_by("pk"))
+    assert [(run.storage_data, run.config_profile.settings) for run in runs] == [
+        (device.upper(), {"wal_sync_method": method}) for device in devices for method in methods
+    ]
+    comparison = Comparison.objects.create(name="seed 2", baseline=runs[0])
+    comparison.runs.set(runs)
+    page = client.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
+    table = re.search(r'<table class="pivot-table" id="pivot-tps".*?</table>', page, re.S)[0]
+    header = re.findall(r'<th class="num">([^<]*)</th>', table)
+    assert header == list(methods), "a column per wal_sync_method"
+    rows = re.findall(r'<tr><th scope="row">([^<]*)</th>(.*?)</tr>', table, re.S)
+    assert [label.split(" · ")[0] for label, _cells in rows] == [d.upper() for d in devices]
+    for (_label, cells), device in zip(rows, devices, strict=True):
+        shown = re.findall(r"<strong>([\d,.]+)</strong>", cells)
+        expected = [
+            Result.objects.get(run__provenance__file_name=f"{device}-{method}.log").tps
+            for method in methods
+        ]
+        assert shown == [f"{tps:,.1f}" for tps in expected]
+    # Nothing states checkpoint_timeout for these files: no warning assumes its default.
+    assert "window shorter than checkpoint_timeout" not in page
+
+
+def test_a_description_line_that_cannot_be_read_is_refused_before_anything_imports(
+    api_client,
+):
+    files = [{"name": "pg18.txt", "content": captured("pg18").decode()}]
+    response = api_client.post(
+        "/api/imports/", {"files": files, "describe": "*: storage"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "`storage` needs a value" in response.json()["error"]["fields"]["describe"][0]
+    assert not Run.objects.exists()

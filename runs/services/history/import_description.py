@@ -5,7 +5,7 @@ One line per statement, `PATTERN: key=value, key=value`. PATTERN is a shell-styl
 pattern on the file name (`*sas*`, `c8.log`); `host`, `storage` and `version` are the
 three named keys, any other key is a PostgreSQL setting (`wal_sync_method=fsync`).
 Lines apply in order, so a later line adds to, or overrides, an earlier one for the files
-both match. Blank lines and lines starting with `#` are skipped. Seed 2's nine outputs:
+both match. Blank lines and lines starting with `#` are skipped. Preset 2's nine outputs:
 
     *sas*: storage=SAS 15k
     *ssd*: storage=SSD

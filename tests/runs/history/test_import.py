@@ -240,7 +240,9 @@ def test_skipped_and_late_transactions_are_kept_and_shown_as_pgbench_counted_the
 
 
 @pytest.mark.django_db
-def test_seed_2_comes_back_as_its_3_x_3_table_from_nine_9_2_outputs_described_by_name(client, user):
+def test_preset_2_comes_back_as_its_3_x_3_table_from_nine_9_2_outputs_described_by_name(
+    client, user
+):
     devices, methods = ("sas", "ssd", "ram"), ("fsync", "fdatasync", "open_sync")
     originals = sorted((FIXTURES / "pg92").glob("*.log"))
     names = [f"{device}-{method}.log" for device in devices for method in methods]
@@ -266,7 +268,7 @@ def test_seed_2_comes_back_as_its_3_x_3_table_from_nine_9_2_outputs_described_by
     assert [(run.storage_data, run.config_profile.settings) for run in runs] == [
         (device.upper(), {"wal_sync_method": method}) for device in devices for method in methods
     ]
-    comparison = Comparison.objects.create(name="seed 2", baseline=runs[0])
+    comparison = Comparison.objects.create(name="preset 2", baseline=runs[0])
     comparison.runs.set(runs)
     page = client.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
     table = re.search(r'<table class="pivot-table" id="pivot-tps".*?</table>', page, re.S)[0]

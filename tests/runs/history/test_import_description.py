@@ -4,8 +4,8 @@ import pytest
 
 from runs.services.history.import_description import DescriptionError, parse_description
 
-SEED_2 = """
-# seed 2: three devices, three wal_sync_methods
+PRESET_2 = """
+# preset 2: three devices, three wal_sync_methods
 *sas*: storage=SAS 15k
 *ssd*: storage=SSD
 *-fsync.log: wal_sync_method=fsync
@@ -15,7 +15,7 @@ ssd-fsync.log: host=db2, version=9.2.4
 
 
 def test_patterns_state_storage_and_settings_and_a_later_line_adds_to_them():
-    description = parse_description(SEED_2)
+    description = parse_description(PRESET_2)
     sas = description.of("sas-fdatasync.log")
     assert (sas.storage, sas.settings, sas.host) == (
         "SAS 15k",
@@ -36,7 +36,7 @@ def test_a_later_line_overrides_an_earlier_one():
 
 
 def test_a_line_matching_no_file_is_named():
-    description = parse_description(SEED_2)
+    description = parse_description(PRESET_2)
     names = [f"{d}-{m}.log" for d in ("sas", "ssd") for m in ("fsync", "fdatasync")]
     assert description.unmatched(names) == []
     assert description.unmatched(["sas-fsync.log"]) == [

@@ -16,6 +16,7 @@ from runs.analysis.verdicts import Question, answer
 from runs.inference.paired import DUET, pair_rounds, paired_difference
 from runs.models import Experiment, StorageTarget
 from runs.services import adaptive
+from runs.services.jobs.dispatch import run_redispatch
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -174,3 +175,28 @@ def test_an_adaptive_duet_adds_its_rounds_as_one_job_each(
         run.run_id for run in sorted(queued, key=lambda run: run.cell)
     ]
     assert document["swapped"] is True
+
+
+def test_a_lost_duet_is_sent_again_as_one_duet_with_new_tokens(
+    lab_redis, django_capture_on_commit_callbacks
+):
+    experiment = duet_experiment(repeats=1)
+    host = experiment.hosts.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        first, second = sorted(services.experiment_start(experiment), key=lambda run: run.cell)
+    lab_redis.delete(agent_queue(host.name))  # Redis lost the job
+    old_tokens = [first.token, second.token]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_redispatch(first)
+    # The reaper's second look, at the other side it loaded before: already sent again.
+    assert not run_redispatch(second)
+
+    (task,) = queued_tasks(lab_redis, host.name)
+    sides = unsigned(task)["sides"]
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert [side["token"] for side in sides] == [first.token, second.token]
+    assert not {first.token, second.token} & set(old_tokens)
+    assert first.celery_task_id == second.celery_task_id
+    assert (first.dispatches, second.dispatches) == (2, 2)

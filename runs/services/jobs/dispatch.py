@@ -8,6 +8,7 @@ dropped. The transport (runs.agentlink.transport) puts the job on the wire.
 import logging
 import secrets
 import uuid
+from functools import partial
 from typing import cast
 
 from django.db import transaction
@@ -58,6 +59,11 @@ def duet_dispatch(runs: list[Run], specs: list[JobSpec], key: str, swapped: bool
         run.spec = {**spec, "run_id": run.run_id, "token": run.token, "job_id": job_id}
         run.queued_at = run.dispatched_at = now
         run.save(update_fields=["token", "celery_task_id", "spec", "queued_at", "dispatched_at"])
+    _send_duet(runs, key, swapped, task_id)
+
+
+def _send_duet(runs: list[Run], key: str, swapped: bool, task_id: str) -> None:
+    """After the commit: the duet document carrying `runs`' specs to their host."""
     first = runs[0]
     document: DuetDocument = {
         "duet": DUET_VERSION,
@@ -71,6 +77,54 @@ def duet_dispatch(runs: list[Run], specs: list[JobSpec], key: str, swapped: bool
     transport.send_after_commit(
         first.pk, "duet's job", lambda: transport.send_duet(document, host_name, task_id, secret)
     )
+
+
+def _duet_partner(run: Run) -> Run | None:
+    """The other side of the duet job `run` was sent in, still queued; None for a run of no
+    duet (or whose other side left the queue)."""
+    if run.round is None or not run.experiment.duet or not run.celery_task_id:
+        return None
+    others = Run.objects.filter(
+        experiment_id=run.experiment_id,
+        round=run.round,
+        status=Run.Status.QUEUED,
+        celery_task_id=run.celery_task_id,
+    )
+    return others.exclude(pk=run.pk).select_related("host").first()
+
+
+def _duet_redispatch(runs: list[Run]) -> bool:
+    """Both sides of a lost duet sent again as one, each with a new token, its old dispatch
+    cancelled; False (nothing changed) when either side changed meanwhile."""
+    task_id = str(uuid.uuid4())
+    old_tokens = [run.token for run in runs]
+    with transaction.atomic():
+        for run, old_token in zip(runs, old_tokens, strict=True):
+            run.token = secrets.token_urlsafe(24)
+            run.spec = {**run.spec, "token": run.token}
+            changed = Run.objects.filter(
+                pk=run.pk, status=Run.Status.QUEUED, token=old_token
+            ).update(
+                token=run.token,
+                celery_task_id=task_id,
+                spec=run.spec,
+                dispatched_at=timezone.now(),
+                dispatches=F("dispatches") + 1,
+            )
+            if not changed:
+                transaction.set_rollback(True)
+                return False
+        for run, old_token in zip(runs, old_tokens, strict=True):
+            transport.send_after_commit(
+                run.pk,
+                "old dispatch's cancel flag",
+                partial(transport.request_cancel, run.run_id, old_token),
+            )
+        round_number = runs[0].round or 1
+        key = f"experiment-{runs[0].experiment_id}-round-{round_number}-run-{runs[0].pk}-again"
+        _send_duet(runs, key, round_number % 2 == 0, task_id)
+    logger.warning("runs %s: their duet's job was lost; sent again", [run.pk for run in runs])
+    return True
 
 
 def _send_halves(run: Run, spec: JobSpec, task_id: str) -> None:
@@ -98,8 +152,12 @@ def run_redispatch(run: Run) -> bool:
 
     The old dispatch is cancelled, so a copy of its job turning up later is
     dropped by the agent. `queued_at` stays when the run was queued; `dispatched_at`
-    says when the job was sent again.
+    says when the job was sent again. A side of a duet whose other side is queued in
+    the same lost job is sent again with it, as one duet.
     """
+    partner = _duet_partner(run)
+    if partner is not None:
+        return _duet_redispatch(sorted([run, partner], key=lambda side: side.cell))
     old_token, (token, task_id) = run.token, new_dispatch()
     dispatched: JobSpec = run.spec  # run_dispatch stored the checked spec
     spec: JobSpec = {**dispatched, "token": token}

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.postgres.cluster.markers import process_start
+from agents.markers import process_start
 
 logger = logging.getLogger(__name__)
 

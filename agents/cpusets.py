@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cgroups import AGENT_PREFIX, CGROUP_MOUNT, PARENT, JobCgroup
-from agents.postgres.cluster.markers import process_start
+from agents.markers import process_start
 
 logger = logging.getLogger(__name__)
 

@@ -36,12 +36,12 @@ from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
 from agents.job_cgroup import end_job_cgroup, open_job_cgroup
+from agents.markers import ClusterMarker
 from agents.pair.link import Message, PairLink
 from agents.pgbench.latency_log import log_root
 from agents.postgres.cluster.clients import WorkloadAccess
 from agents.postgres.cluster.directories import usable_job_id
 from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.cluster.markers import ClusterMarker
 from agents.postgres.installs.ensure import ensure_install
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import chown_tree, ensure_os_user, make_dirs

@@ -37,6 +37,7 @@ from agents.contract.reports.latency import (
 )
 from agents.contract.reports.results import ProgressLine
 from agents.contract.vocabulary import LatencyLog
+from agents.markers import ClusterMarker
 from agents.pgbench.log_timeline import aggregate_timeline
 from agents.pgbench.txlog import (
     TransactionLogError,
@@ -44,7 +45,6 @@ from agents.pgbench.txlog import (
     percentiles_of,
     read_transaction_logs,
 )
-from agents.postgres.cluster.markers import ClusterMarker
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from runs.analysis.run_checks import stated_settings
-from runs.models import Run
-from runs.services.history.imported import imported_file
+from runs.models import Run, imported_file
 
 CLIENTS = "clients"
 RUN = "run"

@@ -9,8 +9,7 @@ import re
 from collections.abc import Sequence
 
 from runs.analysis.validity import ValidityWarning, joined
-from runs.models import Result, Run
-from runs.services.history.imported import imported_file
+from runs.models import Result, Run, imported_file
 
 # setting -> (value, check): off values that can corrupt, and one that only loses commits.
 UNSAFE = {

@@ -15,7 +15,6 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from runs import services
-from runs.analysis.tables import comparison_statistics
 from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
@@ -37,6 +36,7 @@ from runs.models import (
 from runs.reproduce.script import run_manifest
 from runs.services.deletion import Deletable
 from runs.services.uploads import build_source_upload
+from runs.stats_tables import comparison_statistics
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
 

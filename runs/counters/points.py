@@ -80,7 +80,7 @@ def repeat_counters(results: Sequence[Result], clients: int) -> CellCounters:
 
 def movers_by_cell(table: StatsTable, results: Mapping[int, Sequence[Result]]) -> CellMovers:
     """How the counters of every compared (non-baseline) cell of `table` moved; `results`
-    are the points of each cell (runs.analysis.tables.load_inputs' `results`)."""
+    are the points of each cell (runs.stats_tables.load_inputs' `results`)."""
     base_row = next((row for row in table.rows if row.is_baseline), None)
     if base_row is None:
         return {}

@@ -21,7 +21,7 @@ from runs.models.catalogue import (
 )
 from runs.models.cpu_profiles import CpuProfile
 from runs.models.experiments import Comparison, Experiment, Run
-from runs.models.history import Alert, Note, Occurrence, Provenance, Series
+from runs.models.history import Alert, Note, Occurrence, Provenance, Series, imported_file
 from runs.models.noise import HostCanary
 from runs.models.samples import (
     HostSample,
@@ -65,5 +65,6 @@ __all__ = [
     "StorageTarget",
     "TimelineTrace",
     "Workload",
+    "imported_file",
     "new_share_token",
 ]

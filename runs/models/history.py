@@ -12,6 +12,8 @@ from django.utils import timezone
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from runs.models.experiments import Run
+
 
 def user_field(related_name: str) -> "models.ForeignKey[User | None, User | None]":
     """A user who did something (imported, acknowledged); kept null when the user is deleted."""
@@ -174,3 +176,10 @@ class Provenance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file_name} ({self.sha256[:12]})"
+
+
+def imported_file(run: "Run") -> str | None:
+    """The name of the file an imported run came from (its `Provenance`); None for a
+    measured run."""
+    provenance = getattr(run, "provenance", None)
+    return provenance.file_name if provenance is not None else None

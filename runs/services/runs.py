@@ -14,11 +14,10 @@ from agents.contract.errors import Cancelled
 from benchlab.celery import app
 from runs.agentlink import transport
 from runs.agentlink.transport import CONTROL_QUEUE
-from runs.models import Experiment, Host, Run
+from runs.models import Experiment, Host, Run, imported_file
 from runs.services.access.permissions import AnyUser
 from runs.services.adaptive import adaptive_step_after_commit
 from runs.services.errors import Conflict
-from runs.services.history.imported import imported_file
 from runs.services.history.series import occurrence_run_finished
 from runs.services.jobs.dispatch import run_dispatch
 from runs.services.limits import require_queue_room

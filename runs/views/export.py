@@ -33,11 +33,11 @@ from agents.contract.reports.counters import COUNTERS
 from runs.analysis import run_checks
 from runs.analysis import validity as checks
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record
-from runs.analysis.tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.analysis.verdicts import VERDICT_DEFAULTS
 from runs.counters.points import per_transaction
 from runs.flamegraphs.pages import cpu_profile_exports
 from runs.models import ProgressSample, Result, Run
+from runs.stats_tables import StatsInputs, load_inputs, statistics_document, table_of
 from runs.views.content.context import margin_from, min_effect_from
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")

@@ -5,9 +5,9 @@ and its top movers come from the lab's comparison against another cell."""
 from typing import Any
 
 from agents.config import AgentConfig
-from runs.analysis.tables import comparison_statistics
 from runs.models import Comparison, Experiment, Run
 from runs.services.jobs.events import store_point
+from runs.stats_tables import comparison_statistics
 from tests.agents.jobs import run, small_spec
 from tests.runs.factories import RunFactory
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from agents.cgroups import JobCgroup
 from agents.cpusets import CpuSet, halves, parse_cpu_list, remove_left_cpusets
-from agents.postgres.cluster.markers import process_start
+from agents.markers import process_start
 from agents.postgres.osuser import OsUser
 
 

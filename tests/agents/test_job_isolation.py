@@ -25,7 +25,7 @@ from agents import job_cgroup
 from agents.cgroups import Hierarchy, JobCgroup, Limits, detect
 from agents.config import AgentConfig
 from agents.job_cgroup import start_of_agent
-from agents.postgres.cluster.markers import process_start
+from agents.markers import process_start
 from agents.postgres.osuser import OsUser
 from tests.agents.jobs import Event, run, small_spec
 from tests.source_builds import (

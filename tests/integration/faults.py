@@ -15,8 +15,8 @@ import psutil
 from django.db.models import Count, Model
 
 from agents.config import default_state_dir
+from agents.markers import ClusterMarker
 from agents.pgbench.latency_log import LOG_DIR_NAME
-from agents.postgres.cluster.markers import ClusterMarker
 from runs.models import Run
 from tests.integration.api import create, start
 from tests.integration.conftest import TERMINAL, Lab

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 
 from agents.contract.errors import JobError
-from agents.postgres.cluster.markers import ClusterMarker
+from agents.markers import ClusterMarker
 from agents.postgres.osuser import OsUser, chown_tree, make_dirs
 
 logger = logging.getLogger(__name__)

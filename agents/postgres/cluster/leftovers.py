@@ -3,8 +3,8 @@
 import logging
 from pathlib import Path
 
+from agents.markers import ClusterMarker
 from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.cluster.markers import ClusterMarker
 from agents.postgres.osuser import OsUser
 
 logger = logging.getLogger(__name__)

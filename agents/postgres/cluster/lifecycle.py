@@ -37,6 +37,7 @@ from typing import Protocol
 import psycopg
 
 from agents.contract.errors import JobError
+from agents.markers import JOB_ID
 from agents.postgres.cluster.clients import SUPERUSER, ClusterClients, WorkloadAccess
 from agents.postgres.cluster.directories import (
     SETTINGS_FILE,
@@ -47,7 +48,6 @@ from agents.postgres.cluster.directories import (
     marked_for_job,
     require_reachable,
 )
-from agents.postgres.cluster.markers import JOB_ID
 from agents.postgres.cluster.template import Template, TemplateStore, copy_template
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import OsUser, chown_tree

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.postgres.cluster.markers import MARKER, ClusterMarker
+from agents.markers import MARKER, ClusterMarker
 from agents.postgres.installs.inventory import Install
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class TemplateStore:
 
     def _remove_abandoned_work(self) -> None:
         """Remove what a process killed while keeping a template left: work directories
-        whose creating process is gone (the marker of agents/postgres/cluster/markers.py).
+        whose creating process is gone (the marker of agents/markers.py).
         A miss after such a kill keeps the template again, so the next keep finds them."""
         for work in self.root.glob(".*"):
             marker = ClusterMarker.read(work) if work.is_dir() else None

@@ -59,9 +59,3 @@ def same_output_as(run: Run) -> list[Run]:
         return []
     others = Run.objects.filter(provenance__sha256=provenance.sha256).exclude(pk=run.pk)
     return list(others.order_by("pk"))
-
-
-def imported_file(run: Run) -> str | None:
-    """The name of the file an imported run came from; None for a measured run."""
-    provenance = getattr(run, "provenance", None)
-    return provenance.file_name if provenance is not None else None

@@ -24,7 +24,6 @@ from runs.analysis.chart_layout import (
 )
 from runs.analysis.compare import COMPARED_METRICS, METRICS
 from runs.analysis.pivot import pivot, placed_points
-from runs.analysis.tables import load_inputs, table_of
 from runs.analysis.whatdiffers import shown_differences, wal_apart_on_data_device
 from runs.charts import flames
 from runs.charts import timelines as timeline_charts
@@ -34,6 +33,7 @@ from runs.flamegraphs.pages import cpu_profile_pairs
 from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Run
 from runs.services.history.series import notes_for_runs
+from runs.stats_tables import load_inputs, table_of
 from runs.timelines import store
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, trace_budget
 from runs.views.content.context import has_server_samples, margin_from, min_effect_from

@@ -17,18 +17,18 @@ from runs.analysis.compare import (
     point_warnings,
     stats_table,
 )
-from runs.analysis.tables import StatsInputs, load_inputs
 from runs.charts import clients, flames
 from runs.charts import timelines as timeline_charts
 from runs.counters.points import counter_table, statement_points
 from runs.flamegraphs.pages import run_cpu_profiles
 from runs.flamegraphs.trees import flame_tree
 from runs.inference import equivalence, stats
-from runs.models import Experiment, Run
+from runs.models import Experiment, Run, imported_file
 from runs.selectors import LiveCursor
-from runs.services.history.imported import imported_file, same_output_as
+from runs.services.history.imported import same_output_as
 from runs.services.history.series import notes_for_runs
 from runs.sse import format_cursor
+from runs.stats_tables import StatsInputs, load_inputs
 from runs.timelines import store
 from runs.views.content.adaptive import adaptive_summary, spread_split
 

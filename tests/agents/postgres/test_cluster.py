@@ -13,6 +13,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from agents.contract.errors import JobError
+from agents.markers import MARKER, ClusterMarker
 from agents.postgres.cluster.clients import (
     SUPERUSER,
     WORKLOAD_DATABASE,
@@ -22,7 +23,6 @@ from agents.postgres.cluster.clients import (
 from agents.postgres.cluster.directories import usable_job_id
 from agents.postgres.cluster.leftovers import remove_leftover_clusters
 from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.cluster.markers import MARKER, ClusterMarker
 from agents.postgres.installs.ensure import ensure_install
 from tests.agents.conftest import unique_job_id
 

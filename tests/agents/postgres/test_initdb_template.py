@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from agents.markers import ClusterMarker
 from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.cluster.markers import ClusterMarker
 from agents.postgres.cluster.template import TemplateStore, template_key
 from agents.postgres.installs.inventory import Install
 from agents.postgres.osuser import OsUser

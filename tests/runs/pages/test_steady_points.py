@@ -9,7 +9,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs import services
-from runs.analysis.tables import load_inputs, table_of
 from runs.analysis.validity import (
     PointSamples,
     ValidityWarning,
@@ -17,6 +16,7 @@ from runs.analysis.validity import (
     sample_warnings,
 )
 from runs.models import ProgressSample, Result, Run
+from runs.stats_tables import load_inputs, table_of
 from runs.timelines import store
 from tests.runs.factories import ExperimentFactory, RunFactory
 

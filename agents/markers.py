@@ -1,4 +1,5 @@
-"""The marker file in every directory a cluster creates (agents/postgres/cluster/directories.py).
+"""The marker file in every directory a cluster or a client half creates
+(agents/postgres/cluster/directories.py), and a process's start time that tells it apart.
 
 It names the job and the process that created the directory, so a cluster
 removes only its own directories and a leftover cluster is told from a live one

@@ -14,7 +14,7 @@ import secrets
 from agents.contract.errors import JobError
 from agents.contract.pgbench_output.init_progress import parse_init_progress
 from agents.contract.reports.latency import FULL_LOG_WARNING
-from agents.contract.spec.document import SweepSpec, sweep_points
+from agents.contract.spec.document import SweepSpec, statements_before_point, sweep_points
 from agents.observe.server import unavailable_measurements
 from agents.pgbench import command
 from agents.postgres.workload import run_setup_sql
@@ -124,13 +124,7 @@ class Sweep:
 
     def between_points(self) -> None:
         """The spec's CHECKPOINT and/or VACUUM, before every measured point (the first too)."""
-        action = self.spec["sweep"]["between_points"]
-        statements = {
-            "none": [],
-            "checkpoint": ["CHECKPOINT"],
-            "vacuum": ["VACUUM"],
-            "vacuum_checkpoint": ["VACUUM", "CHECKPOINT"],
-        }[action]
+        statements = statements_before_point(self.spec["sweep"])
         if not statements:
             return
         self.reporter.step("between_points", f"running {' and '.join(statements)}")

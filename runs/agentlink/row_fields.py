@@ -2,22 +2,23 @@
 
 A `Workload` row stores every dataset and workload field, an `Experiment` row
 every sweep field a person chooses, each in a column of the field's name. The
-model forms, the API serializers, the job spec sections and the series copies
-take their field lists, labels and help texts from here, so a new declared
-field needs its column and nothing else in the lab.
+model forms, the schedule form, the API serializers, the presets, the job spec
+sections and the series copies take their field lists, labels, help texts and
+defaults from here, so a new declared field needs its column and nothing else
+in the lab.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
-from agents.contract.spec.fields import DATASET, SWEEP, WORKLOAD, Field
+from agents.contract.spec.fields import DATASET, SWEEP, WORKLOAD, Field, defaults
 
 # The fields of a Workload row, in the order its form and API show them.
 WORKLOAD_ROW_FIELDS = DATASET + WORKLOAD
 # The sweep fields of an Experiment row; the others are set for each job.
 EXPERIMENT_ROW_FIELDS = tuple(field for field in SWEEP if not field.per_job)
-# Its on/off fields (the CPU-profile pass): the schedule form and the API take each from here.
-EXPERIMENT_SWITCHES = tuple(field for field in EXPERIMENT_ROW_FIELDS if field.kind == "bool")
+# Their defaults: the Experiment columns', so the schedule form's and the API's too.
+EXPERIMENT_ROW_DEFAULTS = defaults(EXPERIMENT_ROW_FIELDS)
 
 
 def names(fields: Iterable[Field]) -> list[str]:
@@ -44,9 +45,8 @@ class Described(TypedDict):
     help_text: str
 
 
-def described(name: str) -> Described:
-    """The label and help text of a declared sweep field, as a form field takes them."""
-    field = next(field for field in SWEEP if field.name == name)
+def described(field: Field) -> Described:
+    """A declared field's label and help text, as a form field takes them."""
     return {"label": field.label, "help_text": field.help}
 
 
@@ -58,3 +58,16 @@ def spec_value(field: Field, stored: object) -> object:
 def section_values(fields: Iterable[Field], row: object) -> dict[str, object]:
     """The spec section a row stores, read from the columns named after its fields."""
     return {field.name: spec_value(field, getattr(row, field.name)) for field in fields}
+
+
+def value_problems(fields: Iterable[Field], values: Mapping[str, object]) -> list[str]:
+    """What is wrong with values given by field name: a name none of `fields` has, or a
+    value its field refuses (compound kinds have their own checks)."""
+    declared = {field.name: field for field in fields}
+    unknown = [f"{name}: not a declared field" for name in values if name not in declared]
+    refused = [
+        f"{name} {problem}"
+        for name, value in values.items()
+        if name in declared and (problem := declared[name].problem(value)) is not None
+    ]
+    return unknown + refused

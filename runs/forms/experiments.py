@@ -9,9 +9,11 @@ from django.db.models import QuerySet
 
 from agents.contract.errors import JobError
 from agents.contract.spec.document import StorageSpec
+from agents.contract.spec.fields import Field
 from runs.agentlink import row_fields
+from runs.agentlink.choices import text_choices
 from runs.agentlink.execution import SEED_LIMIT
-from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, EXPERIMENT_SWITCHES
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.models.catalogue import agent_hosts
 from runs.services.adaptive import ADAPTIVE_FIELDS
@@ -113,6 +115,45 @@ def _experiment_field(name: str, label: str | None = None) -> forms.Field:
     return field
 
 
+# What the schedule form suggests where the declared default is no choice (no duration) or
+# the smallest one (one client count): a sweep worth starting from.
+SUGGESTED = {"clients": [1, 2, 4, 8, 16], "duration_s": 10}
+
+
+def sweep_input(declared: Field) -> forms.Field:
+    """The schedule form's input for a declared sweep field: its label, help, lower bound,
+    choices and starting value come from the declaration (upper bounds are checked with the
+    experiment: the contract's, and fair use's for repeats, runs.services.limits)."""
+    initial = SUGGESTED.get(declared.name, declared.default)
+    described = row_fields.described(declared)
+    if declared.kind == "bool":
+        return forms.BooleanField(required=False, initial=initial, **described)
+    required = not declared.null
+    if declared.kind == "int":
+        return forms.IntegerField(
+            required=required, min_value=declared.minimum, initial=initial, **described
+        )
+    if declared.kind == "choice":
+        choices = text_choices(declared.name, declared.choices).choices
+        return forms.ChoiceField(choices=choices, initial=initial, **described)
+    if declared.name == "clients":
+        return ClientsField(initial=initial, **described)
+    raise TypeError(f"sweep field {declared.name} of kind {declared.kind} has no form input")
+
+
+class ClientsField(forms.CharField):
+    """Client counts typed as text, `1,2,4 8`, cleaned into a list of whole numbers; a list
+    given as the starting value is shown as that text."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return ",".join(str(count) for count in value)
+        return super().prepare_value(value)
+
+    def clean(self, value: Any) -> list[int]:
+        return parse_clients(super().clean(value))
+
+
 class ScheduleForm(forms.Form):
     """Everything an experiment needs, on one form."""
 
@@ -155,20 +196,6 @@ class ScheduleForm(forms.Form):
         help_text="One layout per entry, comma-separated: <code>default</code>, "
         "<code>nvme:sata</code> puts WAL on sata. Each layout is one column of the matrix.",
     )
-    clients = forms.CharField(initial="1,2,4,8,16", **row_fields.described("clients"))
-    duration_s = forms.IntegerField(
-        required=False, min_value=1, initial=10, **row_fields.described("duration_s")
-    )
-    transactions = forms.IntegerField(
-        required=False, min_value=1, **row_fields.described("transactions")
-    )
-    # The upper bound is fair use's (runs.services.limits), checked with the experiment.
-    repeats = forms.IntegerField(min_value=1, initial=1)
-    threads = forms.IntegerField(required=False, min_value=1, **row_fields.described("threads"))
-    warmup_s = forms.IntegerField(min_value=0, initial=0, **row_fields.described("warmup_s"))
-    order = forms.ChoiceField(
-        choices=Experiment.Order.choices, initial="ascending", **row_fields.described("order")
-    )
     execution = forms.ChoiceField(
         choices=Experiment.Execution.choices,
         initial=Experiment.Execution.ROUNDS,
@@ -182,11 +209,6 @@ class ScheduleForm(forms.Form):
         max_value=SEED_LIMIT - 1,
         help_text="For the random orders; empty: drawn and recorded. Reuse one to repeat an order.",
     )
-    between_points = forms.ChoiceField(
-        choices=Experiment.BetweenPoints.choices,
-        initial="checkpoint",
-        **row_fields.described("between_points"),
-    )
     duet = _experiment_field("duet", label="Duet: both cells at once")
     adaptive = _experiment_field("adaptive")
     max_rounds = _experiment_field("max_rounds")
@@ -196,21 +218,13 @@ class ScheduleForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for declared in EXPERIMENT_SWITCHES:
-            self.fields[declared.name] = forms.BooleanField(
-                required=False,
-                initial=declared.default,
-                label=declared.label,
-                help_text=declared.help,
-            )
+        for declared in EXPERIMENT_ROW_FIELDS:
+            self.fields[declared.name] = sweep_input(declared)
 
     @property
-    def switches(self) -> list[forms.BoundField]:
-        """The declared on/off sweep fields, shown together."""
-        return [self[declared.name] for declared in EXPERIMENT_SWITCHES]
-
-    def clean_clients(self) -> list[int]:
-        return parse_clients(self.cleaned_data["clients"])
+    def sweep_inputs(self) -> list[forms.BoundField]:
+        """An input per sweep field an experiment stores, in their declared order."""
+        return [self[declared.name] for declared in EXPERIMENT_ROW_FIELDS]
 
     def clean_storage(self) -> list[StorageSpec]:
         return parse_storage_layouts(self.cleaned_data["storage"])
@@ -235,18 +249,10 @@ class ScheduleForm(forms.Form):
             "config_profiles": self._in_submitted_order("config_profiles"),
             "workloads": self._in_submitted_order("workloads"),
             "storage_layouts": data["storage"],
-            "clients": data["clients"],
-            "duration_s": data["duration_s"],
-            "transactions": data["transactions"],
-            "repeats": data["repeats"],
-            "threads": data["threads"],
-            "warmup_s": data["warmup_s"],
-            "order": data["order"],
-            "between_points": data["between_points"],
+            **{name: data[name] for name in row_fields.names(EXPERIMENT_ROW_FIELDS)},
             "execution": data["execution"],
             "seed": data["seed"],
             "duet": data["duet"],
-            **{declared.name: data[declared.name] for declared in EXPERIMENT_SWITCHES},
             # Left empty: the model's default.
             **{name: data[name] for name in ADAPTIVE_FIELDS if data.get(name) is not None},
         }

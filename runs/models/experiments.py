@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents.contract import vocabulary
 from runs.agentlink.choices import text_choices
 from runs.agentlink.execution import BLOCKS, ROUNDS, draw_seed
+from runs.agentlink.row_fields import EXPERIMENT_ROW_DEFAULTS
 from runs.inference.equivalence import DEFAULT_MARGIN_PCT
 from runs.inference.stats import DEFAULT_MIN_EFFECT_PCT
 from runs.models.catalogue import ConfigProfile, Host, PgBuild, Workload, owner_field
@@ -45,17 +46,21 @@ class Experiment(models.Model):
     threads = models.PositiveIntegerField(null=True, blank=True)
     duration_s = models.PositiveIntegerField(null=True, blank=True)
     transactions = models.PositiveIntegerField(null=True, blank=True)
-    repeats = models.PositiveIntegerField(default=1)
-    order = models.CharField(max_length=20, choices=Order.choices, default=Order.ASCENDING)
+    repeats = models.PositiveIntegerField(default=EXPERIMENT_ROW_DEFAULTS["repeats"])
+    order = models.CharField(
+        max_length=20, choices=Order.choices, default=EXPERIMENT_ROW_DEFAULTS["order"]
+    )
     execution = models.CharField(max_length=10, choices=Execution.choices, default=Execution.ROUNDS)
     seed = models.PositiveBigIntegerField(default=draw_seed)
-    warmup_s = models.PositiveIntegerField(default=0)
+    warmup_s = models.PositiveIntegerField(default=EXPERIMENT_ROW_DEFAULTS["warmup_s"])
     between_points = models.CharField(
-        max_length=20, choices=BetweenPoints.choices, default=BetweenPoints.CHECKPOINT
+        max_length=20,
+        choices=BetweenPoints.choices,
+        default=EXPERIMENT_ROW_DEFAULTS["between_points"],
     )
     # A CPU-profile pass (perf) after the measured ones, never measured itself: recording
     # costs throughput, so its numbers would not compare.
-    cpu_profile = models.BooleanField(default=False)
+    cpu_profile = models.BooleanField(default=EXPERIMENT_ROW_DEFAULTS["cpu_profile"])
     created_by = owner_field("experiments")
     created_at = models.DateTimeField(default=timezone.now)
     # pgbench on another host (agent) for every run of the experiment, so the load

@@ -8,6 +8,7 @@ entries with the same name are left as people edited them); the schedule
 form then starts from `form_initial(preset)`.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
@@ -15,6 +16,7 @@ from agents.contract.builds.definition import BuildDefinition
 from agents.contract.spec.document import ProcessSpec, ScriptSpec, SettingValue
 from agents.contract.vocabulary import BuiltinScript, QueryMode
 from runs import tpcc_like
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, value_problems
 
 UPSERT_SETUP_SQL = """\
 CREATE TABLE kv (id bigint PRIMARY KEY, counter bigint NOT NULL DEFAULT 0);
@@ -92,17 +94,20 @@ class Preset:
     builds: list[tuple[str, str]]
     config_profiles: list[ConfigProfilePreset]
     workloads: list[WorkloadPreset]
-    clients: str
-    duration_s: int | None = None
-    transactions: int | None = None
-    repeats: int = 1
+    # The sweep fields it sets, by their declared names (runs/agentlink/row_fields.py);
+    # every other one starts at its declared default.
+    sweep: Mapping[str, object]
     storage: str = "default"
-    between_points: str = "checkpoint"
     # Preset 4: pgbench on another host (the form picks the second approved host, if any).
     client_host: bool = False
     execution: str = "rounds"
     # Builds from source the preset needs, created by name with source "build".
     source_builds: list["SourceBuildPreset"] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        problems = value_problems(EXPERIMENT_ROW_FIELDS, self.sweep)
+        if problems:
+            raise ValueError(f"preset {self.key}'s sweep: {'; '.join(problems)}")
 
 
 def _builtin(name: BuiltinScript, title: str, scale: int) -> WorkloadPreset:
@@ -158,8 +163,7 @@ PRESETS = [
             ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
         ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 1", 1)],
-        clients="1,2",
-        duration_s=3,
+        sweep={"clients": [1, 2], "duration_s": 3},
     ),
     Preset(
         key="tuning-matrix",
@@ -197,9 +201,7 @@ PRESETS = [
             ),
         ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 20", 20), _tpcc_like(1)],
-        clients="5,10,15,20",
-        transactions=2000,
-        repeats=3,
+        sweep={"clients": [5, 10, 15, 20], "transactions": 2000, "repeats": 3},
         storage="default,default:wal",
     ),
     Preset(
@@ -226,8 +228,7 @@ PRESETS = [
                 "statement_latencies": True,
             }
         ],
-        clients="8",
-        duration_s=60,
+        sweep={"clients": [8], "duration_s": 60},
     ),
     Preset(
         key="version-sweep",
@@ -269,8 +270,7 @@ PRESETS = [
                 [{"name": "insert-batch", "text": BATCH_INSERT_SCRIPT, "weight": 1}],
             ),
         ],
-        clients="1,2,4,8,16,32",
-        duration_s=30,
+        sweep={"clients": [1, 2, 4, 8, 16, 32], "duration_s": 30},
     ),
     Preset(
         key="memory-profiles",
@@ -289,9 +289,7 @@ PRESETS = [
             _builtin("select-only", "select-only scale 50", 50),
             {**_builtin("tpcb-like", "TPC-B scale 50, vacuum first (-v)", 50), "vacuum_all": True},
         ],
-        clients="1,4,8,16",
-        duration_s=30,
-        between_points="vacuum_checkpoint",
+        sweep={"clients": [1, 4, 8, 16], "duration_s": 30, "between_points": "vacuum_checkpoint"},
         client_host=True,
     ),
     Preset(
@@ -304,8 +302,7 @@ PRESETS = [
             ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
         ],
         workloads=[_branch_join("join on random bid (no branches pkey)", 10)],
-        clients="1,2,4,8",
-        duration_s=30,
+        sweep={"clients": [1, 2, 4, 8], "duration_s": 30},
     ),
 ]
 
@@ -398,8 +395,7 @@ SOURCE_BUILD_PRESETS = [
             ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
         ],
         workloads=[_branch_join("join on random bid (no branches pkey), scale 5", 5)],
-        clients="2,4,8",
-        duration_s=20,
+        sweep={"clients": [2, 4, 8], "duration_s": 20},
     ),
     Preset(
         key="source-build-versions",
@@ -414,9 +410,7 @@ SOURCE_BUILD_PRESETS = [
             ConfigProfilePreset("defaults", {}, description="PostgreSQL's own defaults")
         ],
         workloads=[_builtin("tpcb-like", "TPC-B scale 5", 5)],
-        clients="4",
-        transactions=500,
-        repeats=3,
+        sweep={"clients": [4], "transactions": 500, "repeats": 3},
     ),
 ]
 PRESETS += SOURCE_BUILD_PRESETS

@@ -4,6 +4,7 @@ import logging
 
 from django.db import transaction
 
+from runs.agentlink.row_fields import EXPERIMENT_ROW_DEFAULTS
 from runs.models import ConfigProfile, Host, PgBuild, Workload
 from runs.models.catalogue import agent_hosts
 from runs.presets.definitions import PRESETS, Preset
@@ -85,10 +86,9 @@ def form_initial(preset: Preset) -> dict[str, object]:
         ),
         "config_profiles": _pks(ConfigProfile, [p.name for p in preset.config_profiles]),
         "workloads": _pks(Workload, [w["name"] for w in preset.workloads]),
-        "clients": preset.clients,
-        "duration_s": preset.duration_s,
-        "transactions": preset.transactions,
-        "repeats": preset.repeats,
         "storage": preset.storage,
-        "between_points": preset.between_points,
+        # A sweep field the preset leaves out starts at its default, not at the form's
+        # suggestion: a preset by transactions has no duration.
+        **EXPERIMENT_ROW_DEFAULTS,
+        **preset.sweep,
     }

@@ -43,6 +43,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agents.contract.reports.installs import PREBUILT_PACKAGE, PREBUILT_WHEEL_PYTHON
+from agents.contract.spec.document import statements_before_point
 from agents.contract.spec.manifest import Manifest, RecordedPoint, make_manifest
 from agents.contract.workload_text.scripts import runs_shell
 from agents.contract.workload_text.sql_text import SqlTextError, split_statements
@@ -348,11 +349,13 @@ sum_tps() {
   done
   printf '%s' "$total"
 }"""
-BEFORE_POINT = {
-    "checkpoint": 'psql_su -d benchlab -c "CHECKPOINT"',
-    "vacuum": 'psql_su -d benchlab -c "VACUUM"',
-    "vacuum_checkpoint": 'psql_su -d benchlab -c "VACUUM" -c "CHECKPOINT"',
-}
+
+
+def _before_point(statements: tuple[str, ...]) -> str:
+    """The shell line running a sweep's statements before a point (`:` when none)."""
+    if not statements:
+        return ":"
+    return "psql_su -d benchlab " + " ".join(f'-c "{statement}"' for statement in statements)
 
 
 def _pgbench_part(manifest: Manifest) -> str:
@@ -360,7 +363,7 @@ def _pgbench_part(manifest: Manifest) -> str:
     point's tps beside the record. A point of several pgbench processes
     (workload.processes) runs them together, as the agent did, and its tps is their sum."""
     spec = manifest["spec"]
-    between = (spec.get("sweep") or {}).get("between_points", "none")
+    before_point = _before_point(statements_before_point(spec.get("sweep") or {}))
     per_point = max(1, len((spec.get("workload") or {}).get("processes") or []))
     points = iter(sorted(manifest["points"], key=lambda p: p["index"]))
     files = _script_files(spec.get("workload") or {})
@@ -373,13 +376,13 @@ def _pgbench_part(manifest: Manifest) -> str:
         elif command["name"] == "pgbench":
             together.append((number, _replayed(command["argv"], files)))
             if len(together) == per_point:
-                lines += _point_lines(together, next(points, None), between)
+                lines += _point_lines(together, next(points, None), before_point)
                 together = []
     return "\n".join(lines) + "\n"
 
 
 def _point_lines(
-    processes: Sequence[tuple[int, str]], point: RecordedPoint | None, between: str
+    processes: Sequence[tuple[int, str]], point: RecordedPoint | None, before_point: str
 ) -> list[str]:
     outs = [f"$workdir/out/point-{number}.txt" for number, _argv in processes]
     recorded = f"{point['tps']:.2f}" if point and point["tps"] is not None else "-"
@@ -396,7 +399,7 @@ def _point_lines(
         summed = " ".join(f'"$(tps_of "{out}")"' for out in outs)
         now = f'"$(sum_tps {summed})"'
     return [
-        BEFORE_POINT.get(between, ":"),
+        before_point,
         *run,
         f'printf "%8s %4s %14s %14s\\n" {quoted(clients)} {quoted(repeat)} {recorded} {now}',
     ]

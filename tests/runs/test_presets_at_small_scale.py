@@ -24,7 +24,7 @@ from agents.job import run_job
 from agents.pair.client_half import run_client_half
 from agents.pair.link import PairLink
 from runs import presets, services
-from runs.forms.experiments import parse_clients, parse_storage_layouts
+from runs.forms.experiments import parse_storage_layouts
 from runs.models import ConfigProfile, Experiment, Host, HostSample, PgBuild, Run, Workload
 from runs.services.hosts.events import record_event
 from runs.views.content.context import experiment_context
@@ -70,7 +70,7 @@ def schedule_small(preset: presets.Preset, keep: dict[str, list[str]], client: b
         ),
         "workloads": list(Workload.objects.filter(name__in=keep.get("workloads", names))),
         "storage_layouts": parse_storage_layouts(keep.get("storage", [preset.storage])[0]),
-        "clients": parse_clients(preset.clients)[:2],
+        "clients": preset.sweep["clients"][:2],
         "duration_s": 1,
         "transactions": None,
         "repeats": 1,

@@ -423,3 +423,20 @@ def sweep_points(sweep: SweepShape | SweepSpec) -> list[tuple[int, int]]:
     if sweep["order"] == "interleaved":
         return [(count, repeat) for repeat in repeats for count in clients]
     return [(count, repeat) for count in clients for repeat in repeats]
+
+
+# The statements each `sweep.between_points` action runs before every measured point.
+STATEMENTS_BEFORE_POINT: Final[Mapping[str, tuple[str, ...]]] = {
+    "none": (),
+    "checkpoint": ("CHECKPOINT",),
+    "vacuum": ("VACUUM",),
+    "vacuum_checkpoint": ("VACUUM", "CHECKPOINT"),
+}
+
+
+def statements_before_point(sweep: Mapping[str, object]) -> tuple[str, ...]:
+    """What a sweep runs before every measured point, the first too: the agent runs them,
+    a reproduce script replays them. A sweep without the key has the declared default; an
+    action this version does not know (a document read back, not validated) runs nothing."""
+    action = sweep.get("between_points", DEFAULTS["sweep"]["between_points"])
+    return STATEMENTS_BEFORE_POINT.get(action, ()) if isinstance(action, str) else ()

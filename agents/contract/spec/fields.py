@@ -264,7 +264,16 @@ SWEEP: tuple[Field, ...] = (
         choices=SWEEP_ORDERS,
     ),
     Field("warmup_s", "int", 0, "Warm-up (s)", minimum=0, maximum=24 * 3600),
-    Field("between_points", "choice", "none", "Between points", choices=BETWEEN_POINTS),
+    Field(
+        "between_points",
+        "choice",
+        "checkpoint",
+        "Between points",
+        "Run before every measured point, the first too, outside its measured window: "
+        "a CHECKPOINT starts each point without the dirty buffers the load or the point "
+        "before left behind.",
+        choices=BETWEEN_POINTS,
+    ),
     Field(
         "cpu_profile",
         "bool",

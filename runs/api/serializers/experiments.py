@@ -14,7 +14,7 @@ from agents.contract.spec.document import StorageSpec
 from runs import services
 from runs.agentlink import row_fields
 from runs.agentlink.execution import SEED_LIMIT
-from runs.agentlink.row_fields import EXPERIMENT_SWITCHES
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS
 from runs.api.errors import job_error_detail
 from runs.api.fields import (
     Document,
@@ -97,18 +97,10 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "config_profiles",
             "workloads",
             "storage_layouts",
-            "clients",
-            "threads",
-            "duration_s",
-            "transactions",
-            "repeats",
-            "order",
+            *row_fields.names(EXPERIMENT_ROW_FIELDS),
+            "profile",
             "execution",
             "seed",
-            "warmup_s",
-            "between_points",
-            "profile",
-            *row_fields.names(EXPERIMENT_SWITCHES),
             "client_host",
             "duet",
             "adaptive",
@@ -123,6 +115,10 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "created_at",
         ]
         read_only_fields = ["status", "created_by", "created_at", "adaptive_state"]
+        extra_kwargs = {
+            name: {"help_text": text}
+            for name, text in row_fields.help_texts(EXPERIMENT_ROW_FIELDS).items()
+        }
 
     def validate_storage_layouts(self, value: list[StorageSpec]) -> list[StorageSpec]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]

@@ -1,7 +1,13 @@
 import pytest
 
 from agents.contract.errors import JobError
-from agents.contract.spec.document import sweep_points, validate_spec
+from agents.contract.spec.document import (
+    STATEMENTS_BEFORE_POINT,
+    statements_before_point,
+    sweep_points,
+    validate_spec,
+)
+from agents.contract.vocabulary import BETWEEN_POINTS
 
 
 def spec(**sections):
@@ -50,3 +56,14 @@ def test_sweep_order_ascending_runs_repeats_of_a_count_together():
 def test_sweep_order_interleaved_runs_the_whole_list_per_repeat():
     sweep = {"clients": [1, 4], "repeats": 2, "order": "interleaved"}
     assert sweep_points(sweep) == [(1, 1), (4, 1), (1, 2), (4, 2)]
+
+
+def test_every_between_points_action_has_its_statements_and_a_document_without_one_checkpoints():
+    assert set(STATEMENTS_BEFORE_POINT) == set(BETWEEN_POINTS)
+    assert statements_before_point(validate_spec(spec())["sweep"]) == ("CHECKPOINT",)
+    assert statements_before_point({}) == ("CHECKPOINT",)
+    assert statements_before_point({"between_points": "vacuum_checkpoint"}) == (
+        "VACUUM",
+        "CHECKPOINT",
+    )
+    assert statements_before_point({"between_points": "flush"}) == ()

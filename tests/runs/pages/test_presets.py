@@ -47,4 +47,5 @@ def test_every_preset_opens_the_schedule_form_filled_in(signed_in):
     for preset in PRESETS:
         page = signed_in.get(reverse("schedule"), {"preset": preset.key}).content.decode()
         assert f'value="{preset.title}"' in page
-        assert f'value="{preset.clients}"' in page
+        clients = ",".join(str(count) for count in preset.sweep["clients"])
+        assert f'value="{clients}"' in page

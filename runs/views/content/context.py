@@ -8,6 +8,7 @@ stream and the exports); `read_only` hides everything that writes.
 from collections.abc import Callable
 
 from runs import selectors
+from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS
 from runs.analysis import run_checks
 from runs.analysis.chart_layout import cell_labels, dimensions
 from runs.analysis.compare import (
@@ -169,6 +170,11 @@ def experiment_context(
             experiment, {run.cell: labels[run.pk] for run in cells if run.pk in labels}
         ),
         "spread": spread_split(experiment, loaded["results"]) if runs else None,
+        "sweep_choices": [
+            (field.label, getattr(experiment, field.name))
+            for field in EXPERIMENT_ROW_FIELDS
+            if field.kind == "choice"
+        ],
     }
 
 

@@ -38,6 +38,12 @@ def test_chart_has_one_line_per_run_with_the_mean_and_confidence_intervals(signe
     assert data[0]["error_y"]["arrayminus"] == [pytest.approx(low), 0.0]
 
 
+def test_the_summary_names_each_chosen_sweep_field_by_its_declared_label(signed_in):
+    experiment = ExperimentFactory(order="interleaved", between_points="vacuum")
+    page = signed_in.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert "client order: interleaved · between points: vacuum" in page
+
+
 def test_statistics_table_lists_each_point_with_its_interval_and_mde(signed_in):
     experiment = ExperimentFactory()
     run = finished_run(

@@ -44,6 +44,7 @@ from agents.observe.canary import run_canary
 from agents.observe.cpu_profile import no_cpu_profile, perf_for_job
 from agents.observe.facts import collect_facts
 from agents.pair.link import PairLink
+from agents.pair.remote import RemotePoints
 from agents.pgbench.latency_log import log_root
 from agents.postgres import remote_access
 from agents.postgres import settings as pg_settings
@@ -58,7 +59,7 @@ from agents.postgres.installs.source_build import check_allowed as check_build_a
 from agents.postgres.installs.source_build import ensure_build
 from agents.postgres.osuser import OsUser, ensure_os_user, make_dirs
 from agents.postgres.storage_targets import resolve_storage, storage_records
-from agents.sweep import LocalPoints, PointContext, PointRunner, RemotePoints, Sweep, SweepPlace
+from agents.sweep import LocalPoints, PointContext, PointRunner, Sweep, SweepPlace
 from agents.sweep.driver import records_cpu_profile
 
 logger = logging.getLogger(__name__)

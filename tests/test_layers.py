@@ -67,6 +67,10 @@ def test_no_two_packages_of_runs_import_each_other() -> None:
     assert find_cycle(package_graph(import_graph("runs"))) == []
 
 
+def test_no_two_packages_of_the_agent_import_each_other() -> None:
+    assert find_cycle(package_graph(import_graph("agents"))) == []
+
+
 def test_an_upward_import_is_named() -> None:
     graph = {"runs.models": {"runs.views"}, "runs.views": {"runs.models"}}
     layers = (("runs.models",), ("runs.views",))

@@ -33,13 +33,13 @@ from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.vocabulary import PairRole
 from agents.contract.wire import DISPATCH_KEY_TTL_S, EVENT_FIELD, pair_key
-from agents.worker.transport import RedisStreamSink, redis_client
+from agents.transport import RedisStreamSink, redis_client
 
 logger = logging.getLogger(__name__)
 
 ALIVE_EVERY_S = 1.0
 ALIVE_TTL_S = 5
-# Below the agent client's 1 s socket timeout (agents.worker.transport.redis_client).
+# Below the agent client's 1 s socket timeout (agents.transport.redis_client).
 RECEIVE_WAIT_S = 0.5
 # Messages taken from the stream per read; the rest of a batch waits in memory.
 READ_BATCH = 100

@@ -1,6 +1,6 @@
 """A job's measured part: the Sweep (agents/sweep/driver.py) and its point strategies.
 
-The point strategies (local.py, process_group.py, remote.py) take a
+The point strategies (local.py, process_group.py; agents/pair/remote.py for a client host) take a
 `PointContext` (context.py), never the Sweep, so they import only the context.
 """
 
@@ -13,13 +13,11 @@ from agents.sweep.context import (
 )
 from agents.sweep.driver import Sweep
 from agents.sweep.local import LocalPoints
-from agents.sweep.remote import RemotePoints
 
 __all__ = [
     "LocalPoints",
     "PointContext",
     "PointRunner",
-    "RemotePoints",
     "Sweep",
     "SweepPlace",
     "SweepReporter",

@@ -2,7 +2,7 @@
 
 A strategy (`PointRunner`: agents/sweep/local.py on this host, with
 agents/sweep/process_group.py for `workload.processes`, or
-agents/sweep/remote.py on a client host) gets a `PointContext`: the reporter,
+agents/pair/remote.py on a client host) gets a `PointContext`: the reporter,
 the cluster pgbench runs against, its binaries, the spec, the pgbench working
 directory and log root, and what stops a pgbench early (`PgbenchStops`).
 """

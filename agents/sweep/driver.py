@@ -5,7 +5,7 @@ SQL, the client order, the warm-up (or, without one, a short calibration run
 whose tps sets the first point's log sampling rate), CHECKPOINT/VACUUM between
 points. Each
 point is measured by its `PointRunner` (agents/sweep/local.py here,
-agents/sweep/remote.py on a client host), which gets the sweep's
+agents/pair/remote.py on a client host), which gets the sweep's
 `PointContext`, not the Sweep.
 """
 

@@ -86,6 +86,15 @@ from agents.postgres.cluster.leftovers import remove_leftover_clusters
 from agents.postgres.installs.inventory import find_cached_installs, find_system_installs
 from agents.postgres.osuser import check_sandbox, ensure_os_user
 from agents.postgres.settings import catalogue_path, read_cached_catalogue
+from agents.transport import (
+    AgentEventEmitter,
+    CancelWatcher,
+    Heartbeat,
+    RedisStreamSink,
+    claim_run,
+    redis_client,
+    signing_sink,
+)
 from agents.worker.exactly_once import (
     answer_from_ledger,
     job_id_of_spec,
@@ -96,15 +105,6 @@ from agents.worker.exactly_once import (
 from agents.worker.exclusive import ExclusiveClaim, claim_agent
 from agents.worker.identity import Identity, load_or_create_identity
 from agents.worker.ledger import Ledger
-from agents.worker.transport import (
-    AgentEventEmitter,
-    CancelWatcher,
-    Heartbeat,
-    RedisStreamSink,
-    claim_run,
-    redis_client,
-    signing_sink,
-)
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agents.contract.reports.events import validate_event
 from agents.observe.storage import target_space
-from agents.worker.transport import SPACE_CHANGE_BYTES, AgentEventEmitter, Heartbeat
+from agents.transport import SPACE_CHANGE_BYTES, AgentEventEmitter, Heartbeat
 
 MiB = 1024**2
 

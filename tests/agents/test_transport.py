@@ -9,7 +9,7 @@ import pytest
 
 from agents.contract.reports.events import validate_event
 from agents.events import EventEmitter
-from agents.worker.transport import (
+from agents.transport import (
     AgentEventEmitter,
     CancelWatcher,
     Heartbeat,

@@ -4,7 +4,7 @@ Several fresh clusters (initdb, pgbench -i, a warm-up) each run the same point a
 times; every run reports tps per second (-P 1). Printed as JSON: the between-cluster
 CV (of the cluster means), the within-cluster CV (of the run means around their
 cluster's mean) and the per-second CV (of the seconds around their run's mean), the
-figures the calibration simulation of tests/runs/test_verdicts_calibration.py uses
+figures the calibration simulation of tests/runs/analysis/test_verdicts_calibration.py uses
 (docs/benchmarks.md). Usage: .venv/bin/python scripts/measure_variance.py
 [clusters] [runs] [seconds]
 """

@@ -31,7 +31,7 @@ FORMER_NAMES = (
     FormerName(
         r"\bProfile\b|(?<!Cpu)(?<!Config)Profile(Result|Event|Serializer|Pair)\b",
         "CpuProfile… (the perf profile) or ConfigProfile (settings)",
-        ("tests/runs/test_cpu_profile_former_names.py",),
+        ("tests/runs/flamegraphs/test_cpu_profile_former_names.py",),
     ),
     FormerName(
         r"\bprofil(ed|ing)\b",
@@ -55,7 +55,7 @@ FORMER_NAMES = (
         "sweep.cpu_profile, the experiment's cpu_profile",
         (
             "tests/agents/contract/test_former_names.py",
-            "tests/runs/test_cpu_profile_former_names.py",
+            "tests/runs/flamegraphs/test_cpu_profile_former_names.py",
         ),
     ),
     FormerName(

@@ -5,7 +5,7 @@ level or at the level the bad ref measured. Testing it against the middle of tha
 change holds the error for a commit sitting at the middle, which the model says does
 not exist, and so needs two to four times the rounds where the change is near the
 round-to-round spread (a 5 % change on a host whose rounds spread by 4.5 %: about 67
-a side against 17 to 32 on average, tests/runs/test_levels_calibration.py). The
+a side against 17 to 32 on average, tests/runs/inference/test_levels_calibration.py). The
 SPRT (Wald 1945) asks the model's question: the odds of "at the changed level"
 against "at the first cell's level" given the rounds so far, stopping when they pass
 (1 - beta) / alpha or fall below beta / (1 - alpha). Those bounds hold the two error

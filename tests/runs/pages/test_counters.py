@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 from runs.models import Comparison, ProgressSample, Result, Run
 from runs.services.jobs.events import store_point
 from runs.sse import _messages
+from tests.runs.counters.test_movers import STEADY
 from tests.runs.pages.conftest import finished_run
-from tests.runs.test_movers import STEADY
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 from runs.models import Experiment
 from tests.runs.factories import ConfigProfileFactory, PgBuildFactory, WorkloadFactory
 from tests.runs.pages.test_schedule import field_errors, form_data
-from tests.runs.test_space_check import host_with_space
+from tests.runs.services.test_space_check import host_with_space
 
 pytestmark = pytest.mark.django_db
 

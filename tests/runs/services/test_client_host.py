@@ -21,7 +21,7 @@ from tests.runs.factories import (
     ResultFactory,
     RunFactory,
 )
-from tests.runs.test_experiment_start import expected_estimate, queued_jobs
+from tests.runs.services.test_experiment_start import expected_estimate, queued_jobs
 
 pytestmark = pytest.mark.django_db
 

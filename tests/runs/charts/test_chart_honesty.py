@@ -3,7 +3,7 @@ on a log axis or on a y range that does not start at zero, every trace of a char
 to 24 (and more) traces is told apart, overlaid timelines included, peak labels stop past
 a few runs, a legend's height is counted in its figure, and hover text is never drawn
 inside a bar. The presets' chart layouts on runs built in memory
-(tests/runs/test_chart_layout.py)."""
+(tests/runs/analysis/test_chart_layout.py)."""
 
 import itertools
 import math
@@ -20,7 +20,7 @@ from runs.charts.timelines import overlaid_server, overlaid_timelines
 from runs.inference.stats import summarize
 from runs.models import Result, Run
 from runs.timelines.store import Digest
-from tests.runs.test_chart_layout import matrix
+from tests.runs.analysis.test_chart_layout import matrix
 
 VERSIONS = ["PostgreSQL 16", "PostgreSQL 17"]
 LADDER = ["defaults", "tuning 1: WAL", "tuning 2: memory", "tuning 3: more memory"]

@@ -19,7 +19,7 @@ from tests.runs.factories import RunFactory
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).parents[1] / "agents" / "pgbench" / "fixtures" / "pg16"
+FIXTURES = Path(__file__).parents[2] / "agents" / "pgbench" / "fixtures" / "pg16"
 
 
 def codes(found: list) -> set[str]:

@@ -1,7 +1,7 @@
 """The adaptive rule (runs/analysis/sequential.py), calibrated by simulation with the
 spread measured on this machine, beside the fixed design of the same rates.
 
-Each simulated compared point draws its rounds as tests/runs/test_verdicts_calibration.py
+Each simulated compared point draws its rounds as tests/runs/analysis/test_verdicts_calibration.py
 does (a fresh cluster per repeat, its seconds averaged), with the budget of the fixed
 design that finds a 5 % shift 95 % of the time. The adaptive rule looks after rounds
 3, 6, 12, ... and the budget, and must keep the fixed design's bounds: A/A points
@@ -20,7 +20,7 @@ from scipy.stats import norm
 from runs.analysis.sequential import LookLevel, look_levels, look_rounds, simulate
 from runs.analysis.verdicts import Verdict
 from runs.inference.stats import ALPHA
-from tests.runs.test_verdicts_calibration import (
+from tests.runs.analysis.test_verdicts_calibration import (
     CELLS,
     DIRECTIONS,
     MARGIN_PCT,

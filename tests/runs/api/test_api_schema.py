@@ -5,7 +5,7 @@ stateful phase that chains operations through the links it infers, DELETE
 included) runs against the real ASGI app on a free port, on the test
 database, authenticated with a token. Its settings, and the few operations
 where a schema-valid request may still be refused for what a schema cannot
-say, are in tests/runs/schemathesis.toml.
+say, are in tests/runs/api/schemathesis.toml.
 """
 
 import subprocess
@@ -20,7 +20,7 @@ from tests.e2e.conftest import Web
 from tests.runs.factories import ExperimentFactory, UserFactory
 from tests.runs.pages.conftest import finished_run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 SEED = 20261122
 TIME_LIMIT_S = 600

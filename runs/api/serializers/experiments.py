@@ -97,8 +97,9 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "config_profiles",
             "workloads",
             "storage_layouts",
-            *row_fields.names(EXPERIMENT_ROW_FIELDS),
+            # Before the row fields: fields are read in this order, so cpu_profile wins.
             "profile",
+            *row_fields.names(EXPERIMENT_ROW_FIELDS),
             "execution",
             "seed",
             "client_host",

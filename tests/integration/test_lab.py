@@ -222,6 +222,8 @@ def test_events_with_a_wrong_token_are_dropped(api, lab):
     exp = experiment(api, lab, [{}], [1], duration_s=2)
     (run_id,) = start(api, exp["id"])
     run = lab.wait_terminal(run_id)
+    # The forgery copies a stored point: the run must have measured one.
+    assert run.status == Run.Status.SUCCEEDED, (run.error_message, lab.logs())
     forged = as_sent(run, RunEvent.objects.filter(run=run, type="point").first())
     forged.update(seq=10_000, token="not-the-run-token")
     forged["data"] = {**forged["data"], "index": 99, "tps": 1e9}

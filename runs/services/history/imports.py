@@ -37,6 +37,8 @@ from runs.services.jobs.events import store_point
 from runs.services.runs import digest_build_after_commit
 
 IMPORTED_STORAGE = "imported"
+# ConfigProfile.name's length.
+NAME_CHARS = 100
 UNNAMED_MACHINE = "unknown machine"
 # The built-in scripts as `transaction type:` names them, 9.6+ and 9.2 - 9.5.
 BUILTIN_NAMES = {
@@ -207,8 +209,13 @@ def _import_config(settings: dict[str, str]) -> ConfigProfile:
         )
         return config
     stated = ", ".join(f"{name}={value}" for name, value in sorted(settings.items()))
+    name = f"imported: {stated}"
+    if len(name) > NAME_CHARS:
+        # Cut names would let two different sets share one profile: a digest keeps them apart.
+        digest = hashlib.sha256(stated.encode()).hexdigest()[:12]
+        name = f"{name[: NAME_CHARS - 15]}… #{digest}"
     config, _ = ConfigProfile.objects.get_or_create(
-        name=f"imported: {stated}"[:100],
+        name=name,
         defaults={
             "description": "Settings stated when importing pgbench outputs (not read back).",
             "settings": dict(sorted(settings.items())),

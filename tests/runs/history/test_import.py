@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from runs.models import Comparison, Provenance, Result, Run
+from runs.services.history.import_description import parse_description
 from runs.services.history.import_reading import UploadedOutput, parse_points
 from runs.services.history.imports import ImportDetails, pgbench_import
 from tests.agents.pgbench.captures import FIXTURES
@@ -297,3 +298,17 @@ def test_a_description_line_that_cannot_be_read_is_refused_before_anything_impor
     assert response.status_code == 400
     assert "`storage` needs a value" in response.json()["error"]["fields"]["describe"][0]
     assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_long_stated_settings_that_differ_only_past_the_name_length_get_their_own_profiles(user):
+    long_value = "x" * 120
+    describe = "\n".join(
+        f"{name}: search_path={long_value}, work_mem={mem}"
+        for name, mem in (("a.txt", "1MB"), ("b.txt", "2MB"))
+    )
+    uploads = [UploadedOutput(name, captured("pg16")) for name in ("a.txt", "b.txt")]
+    outcome = pgbench_import(user, uploads, ImportDetails(description=parse_description(describe)))
+    first, second = (run.config_profile for run in outcome.runs)
+    assert first.pk != second.pk
+    assert (first.settings["work_mem"], second.settings["work_mem"]) == ("1MB", "2MB")

@@ -1,0 +1,222 @@
+"""The capacity statistics: a percentile's order-statistic interval, a probe's decision,
+and the search on seeded simulated latency curves."""
+
+import math
+import random
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from runs.inference.capacity import (
+    Decision,
+    Objective,
+    ProbeMeasure,
+    decide_probe,
+    rate_shortfall_allowed,
+)
+from runs.inference.capacity_search import (
+    Found,
+    RateOutcome,
+    SearchPlan,
+    capacity_of,
+    next_step,
+)
+from runs.inference.quantiles import (
+    HistogramSample,
+    SortedSample,
+    order_statistic_ranks,
+    percentile_interval,
+)
+
+P99_20 = Objective(percentile=99.0, limit_ms=20.0)
+
+
+def test_ranks_bound_the_quantile_as_the_binomial_says() -> None:
+    # The textbook ranks for the median of 100: 40 and 61 (P(40 <= B <= 60) >= 0.95).
+    assert order_statistic_ranks(100, 0.5) == (40, 61)
+    # 200 latencies cannot bound p99 from above (its upper rank would pass 200).
+    assert order_statistic_ranks(200, 0.99)[1] is None
+    lower, upper = order_statistic_ranks(10_000, 0.99)
+    assert lower is not None and upper is not None and lower < 9900 < upper <= 10_000
+
+
+def test_interval_covers_the_true_quantile_at_its_confidence() -> None:
+    rng = random.Random(7)
+    true_p99 = math.exp(2.0 + 0.5 * 2.3263478740408408)  # lognormal(2, 0.5)'s p99
+    trials, covered = 400, 0
+    for _ in range(trials):
+        sample = SortedSample.of([rng.lognormvariate(2.0, 0.5) for _ in range(2000)])
+        interval = percentile_interval(sample, 99.0)
+        assert interval.lower is not None and interval.upper is not None
+        covered += interval.lower <= true_p99 <= interval.upper
+    # At least 95 % by construction; 400 trials put 95 % within about +-2.2 points.
+    assert covered / trials >= 0.92
+
+
+def test_a_smaller_sample_gives_a_wider_interval() -> None:
+    rng = random.Random(3)
+    values = [rng.lognormvariate(2.0, 0.5) for _ in range(40_000)]
+    full = percentile_interval(SortedSample.of(values), 99.0)
+    sampled = percentile_interval(SortedSample.of(values[:2000]), 99.0)
+    assert full.upper is not None and full.lower is not None
+    assert sampled.upper is not None and sampled.lower is not None
+    assert sampled.upper - sampled.lower > 2 * (full.upper - full.lower)
+
+
+def test_histograms_pool_and_read_by_rank() -> None:
+    halves = []
+    for start in (1, 501):
+        histogram = HdrHistogram(1, 3_600_000_000, 3)
+        for value in range(start, start + 500):
+            histogram.record_value(value * 1000)
+        halves.append(histogram.encode().decode())
+    pooled = HistogramSample(halves)
+    assert pooled.count == 1000
+    assert pooled.at_rank(1) == pytest.approx(1.0, rel=1e-3)
+    assert pooled.at_rank(990) == pytest.approx(990.0, rel=1e-3)
+    interval = percentile_interval(pooled, 99.0)
+    assert interval.estimate == pytest.approx(990.0, rel=1e-3)
+
+
+def _measure(p99_lower: float, p99_upper: float, **changes: object) -> ProbeMeasure:
+    from runs.inference.quantiles import QuantileInterval
+
+    interval = QuantileInterval(99.0, (p99_lower + p99_upper) / 2, p99_lower, p99_upper, 9000, 0.95)
+    fields: dict[str, object] = {
+        "offered_tps": 300.0,
+        "reached_tps": 300.0,
+        "transactions": 9000,
+        "failed": 0,
+        "skipped": 0,
+        "seconds": 30.0,
+        "interval": interval,
+    }
+    fields.update(changes)
+    return ProbeMeasure(**fields)  # type: ignore[arg-type]
+
+
+def test_a_probe_passes_only_with_its_whole_interval_within_the_limit() -> None:
+    assert decide_probe(_measure(15, 19), P99_20).decision == Decision.PASS
+    undecided = decide_probe(_measure(15, 21), P99_20)
+    assert undecided.decision == Decision.UNDECIDED
+    assert "holds the limit" in undecided.reasons[0]
+    assert decide_probe(_measure(21, 30), P99_20).decision == Decision.FAIL
+
+
+def test_a_probe_fails_on_its_rate_failures_or_skips() -> None:
+    short = decide_probe(_measure(5, 6, reached_tps=280.0), P99_20)
+    assert short.decision == Decision.FAIL and "rate not reached" in short.reasons[0]
+    # 9,000 arrivals: a Poisson count's 3 spreads (3.2 %) allow more than 1 %.
+    assert decide_probe(_measure(5, 6, reached_tps=292.0), P99_20).decision == Decision.PASS
+    assert rate_shortfall_allowed(10_000, 100) == 0.01
+    assert decide_probe(_measure(5, 6, failed=1), P99_20).decision == Decision.FAIL
+    lenient = Objective(99.0, 20.0, max_skipped_pct=1.0)
+    assert decide_probe(_measure(5, 6, skipped=50), lenient).decision == Decision.PASS
+    assert decide_probe(_measure(5, 6, skipped=200), lenient).decision == Decision.FAIL
+
+
+def test_a_probe_the_load_generator_limited_never_passes_or_fails() -> None:
+    verdict = decide_probe(_measure(5, 30, reached_tps=200.0, generator_busy=True), P99_20)
+    assert verdict.decision == Decision.UNDECIDED and verdict.generator_limited
+    assert any("load generator" in reason for reason in verdict.reasons)
+
+
+class SimulatedServer:
+    """p99 grows as a queue's does towards saturation: base / (1 - rate / saturation);
+    latencies lognormal with that p99, `sampling` of them logged."""
+
+    def __init__(self, saturation: float, base_ms: float, seed: int, sampling: float = 0.2):
+        self.saturation, self.base_ms, self.sampling = saturation, base_ms, sampling
+        self.rng = random.Random(seed)
+
+    def true_p99(self, rate: float) -> float:
+        return self.base_ms / (1 - rate / self.saturation) if rate < self.saturation else 1e6
+
+    def capacity(self, limit_ms: float) -> float:
+        return self.saturation * (1 - self.base_ms / limit_ms)
+
+    def probe(self, rate: float, seconds: float, repeats: int) -> ProbeMeasure:
+        sigma = 0.6
+        mu = math.log(self.true_p99(rate)) - 2.3263478740408408 * sigma
+        reached = min(rate, self.saturation * 0.999)
+        count = int(reached * seconds * repeats * self.sampling)
+        values = [self.rng.lognormvariate(mu, sigma) for _ in range(count)]
+        interval = percentile_interval(SortedSample.of(values), 99.0)
+        total = int(reached * seconds * repeats)
+        return ProbeMeasure(rate, reached, total, 0, 0, seconds * repeats, interval)
+
+
+def _search(server: SimulatedServer, plan: SearchPlan) -> tuple[list[RateOutcome], str]:
+    outcomes: dict[float, RateOutcome] = {}
+    while True:
+        step = next_step(plan, list(outcomes.values()))
+        if step.next_tps is None:
+            return list(outcomes.values()), step.ended
+        repeats = outcomes[step.next_tps].probes + 1 if step.next_tps in outcomes else 1
+        measure = server.probe(step.next_tps, 20.0, repeats)
+        verdict = decide_probe(measure, P99_20)
+        estimate = measure.interval.estimate if measure.interval else None
+        outcomes[step.next_tps] = RateOutcome(step.next_tps, verdict, estimate, repeats)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_search_finds_the_capacity_within_its_budget(seed: int) -> None:
+    server = SimulatedServer(saturation=3000.0, base_ms=4.0, seed=seed)
+    plan = SearchPlan(low_tps=100.0, high_tps=5000.0, budget=12)
+    outcomes, ended = _search(server, plan)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert sum(o.probes for o in outcomes) <= plan.budget
+    assert capacity.found == Found.FOUND, (ended, capacity.sentence)
+    assert capacity.lower is not None and capacity.upper is not None
+    assert capacity.estimate is not None
+    true = server.capacity(20.0)  # 2,400 tps
+    assert capacity.lower <= true <= capacity.upper
+    assert capacity.lower <= capacity.estimate <= capacity.upper
+    assert capacity.upper / capacity.lower < 1.15
+    assert capacity.sentence.endswith("at p99 <= 20 ms")
+
+
+def test_a_capacity_below_the_lowest_probe_is_said_so() -> None:
+    server = SimulatedServer(saturation=500.0, base_ms=15.0, seed=1)
+    plan = SearchPlan(low_tps=400.0, high_tps=5000.0, budget=10)
+    outcomes, ended = _search(server, plan)
+    assert ended == Found.BELOW and len(outcomes) == 1
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.BELOW and capacity.estimate is None
+    assert capacity.sentence == "below the lowest probe, 400 tps, at p99 <= 20 ms"
+
+
+def test_a_capacity_above_the_highest_probe_is_said_so() -> None:
+    server = SimulatedServer(saturation=30_000.0, base_ms=2.0, seed=1)
+    plan = SearchPlan(low_tps=100.0, high_tps=2000.0, budget=10)
+    outcomes, ended = _search(server, plan)
+    assert ended == Found.ABOVE
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.ABOVE and capacity.estimate is None
+    assert capacity.sentence == "above the highest probe, 2,000 tps, at p99 <= 20 ms"
+
+
+def test_the_budget_ends_the_search() -> None:
+    server = SimulatedServer(saturation=3000.0, base_ms=4.0, seed=5)
+    plan = SearchPlan(low_tps=100.0, high_tps=5000.0, budget=4)
+    outcomes, ended = _search(server, plan)
+    assert ended == "budget of probes spent"
+    assert sum(o.probes for o in outcomes) == 4
+
+
+def test_probes_the_generator_limited_cap_the_answer() -> None:
+    def outcome(rate: float, measure: ProbeMeasure) -> RateOutcome:
+        return RateOutcome(rate, decide_probe(measure, P99_20), 5.0)
+
+    outcomes = [
+        outcome(100.0, _measure(4, 6, offered_tps=100.0, reached_tps=100.0)),
+        outcome(
+            5000.0, _measure(4, 6, offered_tps=5000.0, reached_tps=3000.0, generator_busy=True)
+        ),
+    ]
+    plan = SearchPlan(100.0, 5000.0, 10)
+    step = next_step(plan, outcomes)
+    assert step.next_tps == pytest.approx(707.0)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.generator_limited and capacity.found == Found.AT_LEAST
+    assert "load generator could not offer 5,000 tps" in capacity.sentence

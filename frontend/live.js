@@ -63,6 +63,57 @@ function extend(element, timeline, point, t, valuesByTrace, count = null) {
   window.Plotly.extendTraces(element, update, indices);
 }
 
+// A server sample: its buffer rates and wait-event types extend the server chart's traces
+// by name (a wait-event type seen for the first time gets its own stacked trace, and a
+// drawn type the sample lacks counts 0), and the checkpoints it starts or ends become
+// markers (triangle up: start, down: end) in their cause's colour.
+function extendServer(element, timeline, d) {
+  if (!element.data) {
+    timeline.place(d.point, d.t);
+    return;
+  }
+  const values = { ...d.values };
+  element.data.forEach((drawnTrace) => {
+    const name = drawnTrace.meta?.trace;
+    if (name?.startsWith("wait.") && !(name in values)) values[name] = 0;
+  });
+  const added = Object.keys(values).filter(
+    (name) => name.startsWith("wait.") && traceIndex(element, name) < 0,
+  );
+  if (added.length) window.Plotly.addTraces(element, added.map(waitTrace));
+  extend(element, timeline, d.point, d.t, values);
+  const markers = traceIndex(element, "checkpoints");
+  if (!d.checkpoints.length || markers < 0) return;
+  const colors = element.data[markers].meta.colors || {};
+  const x = d.checkpoints.map(() => timeline.lastX);
+  const update = {
+    x: [x],
+    y: [x.map(() => 0)],
+    text: [d.checkpoints.map((c) => `${c.kind} checkpoint ${c.edge}`)],
+    "marker.symbol": [d.checkpoints.map((c) => (c.edge === "start" ? "triangle-up" : "triangle-down"))],
+    "marker.color": [d.checkpoints.map((c) => colors[c.kind])],
+  };
+  window.Plotly.extendTraces(element, update, [markers]);
+  if (!element.data[markers].showlegend) window.Plotly.restyle(element, { showlegend: true }, [markers]);
+}
+
+// A wait-event type's stacked line, drawn as the server figure draws it (runs/charts/timelines.py).
+function waitTrace(name) {
+  return {
+    type: "scatter",
+    x: [],
+    y: [],
+    name: name.slice("wait.".length),
+    mode: "lines",
+    stackgroup: "waits",
+    line: { width: 0.5 },
+    xaxis: "x2",
+    yaxis: "y2",
+    connectgaps: false,
+    meta: { trace: name },
+  };
+}
+
 function setStatus(data) {
   const badge = head.querySelector("[data-status]");
   badge.textContent = data.status;
@@ -86,6 +137,7 @@ function follow() {
     tps: document.getElementById("chart-tps"),
     latency: document.getElementById("chart-latency"),
     host: document.getElementById("chart-host"),
+    server: document.getElementById("chart-server"),
   };
   const progressLine = new Timeline(trace(charts.tps, "tps"));
   const latencyLine = new Timeline(trace(charts.latency, "latency_ms"));
@@ -93,6 +145,7 @@ function follow() {
   const hostKeys = ["cpu_user", "cpu_system", "cpu_iowait", "disk_data_util", "disk_wal_util"];
   // A run with a client host: its CPU user and system traces follow the host's.
   const clientLine = new Timeline(trace(charts.host, "client.cpu_user"));
+  const serverLine = new Timeline(trace(charts.server, "server.buffers_checkpoint_per_s"));
   const url = `${head.dataset.eventsUrl}?after=${encodeURIComponent(head.dataset.cursor)}`;
   const source = new EventSource(url);
 
@@ -113,6 +166,10 @@ function follow() {
     const d = JSON.parse(event.data);
     const values = { "client.cpu_user": d.cpu_user, "client.cpu_system": d.cpu_system };
     extend(charts.host, clientLine, d.point, d.t, values);
+  });
+  source.addEventListener("server", (event) => {
+    extendServer(charts.server, serverLine, JSON.parse(event.data));
+    document.getElementById("server-empty")?.remove();
   });
   source.addEventListener("result", (event) => addResultRow(JSON.parse(event.data)));
   source.addEventListener("status", (event) => setStatus(JSON.parse(event.data)));

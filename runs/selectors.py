@@ -23,13 +23,15 @@ RUN_JOINS = ("host", "build", "config_profile", "workload", "experiment", "prove
 
 
 class LiveCursor(TypedDict):
-    """The highest row ids a live page has: progress samples, host samples, results, and
-    (a run with a client host) client host samples."""
+    """The highest row ids a live page has: progress samples, host samples, results,
+    (a run with a client host) client host samples, and server samples (none are sent
+    after a cursor without `s`)."""
 
     p: int
     h: int
     r: int
     c: NotRequired[int]
+    s: NotRequired[int]
 
 
 class RunState(TypedDict):
@@ -49,6 +51,7 @@ class LiveRows(TypedDict):
     host: list[HostSample]
     results: list[Result]
     client_host: list[HostSample]
+    server: list[ServerSample]
 
 
 def run_list(status: str = "", host: str = "", experiment: str = "") -> QuerySet[Run]:
@@ -125,10 +128,16 @@ def live_cursor(run: Run) -> LiveCursor:
     }
     if run.client_host_id:
         cursor["c"] = _last_pk(hosts.filter(role=HostSample.Role.CLIENT))
+    cursor["s"] = _last_pk(run.server_samples.all())
     return cursor
 
 
-def _last_pk(rows: QuerySet[ProgressSample] | QuerySet[HostSample] | QuerySet[Result]) -> int:
+def _last_pk(
+    rows: QuerySet[ProgressSample]
+    | QuerySet[HostSample]
+    | QuerySet[Result]
+    | QuerySet[ServerSample],
+) -> int:
     return rows.aggregate(m=Max("pk"))["m"] or 0
 
 
@@ -143,7 +152,26 @@ def rows_after(run_id: int, cursor: LiveCursor) -> LiveRows:
         "host": _host_rows_after(run_id, HostSample.Role.SERVER, cursor["h"]),
         "results": list(Result.objects.filter(run_id=run_id, pk__gt=cursor["r"]).order_by("pk")),
         "client_host": _client_rows_after(run_id, cursor),
+        "server": _server_rows_after(run_id, cursor),
     }
+
+
+def _server_rows_after(run_id: int, cursor: LiveCursor) -> list[ServerSample]:
+    """Server samples after the cursor; none asked for when it has no `s`."""
+    if "s" not in cursor:
+        return []
+    rows = ServerSample.objects.filter(run_id=run_id, pk__gt=cursor["s"]).order_by("pk")
+    return list(rows[:500])
+
+
+def last_point_server_samples(run_id: int, up_to: int) -> list[ServerSample]:
+    """The server samples of the latest point stored up to row `up_to`, in order: those
+    a live page was drawn with, whose checkpoints it already shows."""
+    stored = ServerSample.objects.filter(run_id=run_id, pk__lte=up_to)
+    last = stored.order_by("-pk").values_list("point", flat=True).first()
+    if last is None:
+        return []
+    return list(stored.filter(point=last).order_by("pk"))
 
 
 def _host_rows_after(run_id: int, role: HostSample.Role, after: int) -> list[HostSample]:

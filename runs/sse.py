@@ -2,9 +2,10 @@
 
 An async view polls the lab database about once a second for rows stored
 since the last event (progress samples, host samples, finished points) and
-the run's status, and sends them as events. Every event's `id` is the cursor
+the run's status, and sends them as events. A server sample's event carries the
+values its traces draw and the checkpoints it starts or ends. Every event's `id` is the cursor
 `p<progress id>.h<host sample id>.r<result id>` (and `.c<client host sample id>`
-for a run with a client host), so a browser that reconnects
+for a run with a client host, `.s<server sample id>`), so a browser that reconnects
 with `Last-Event-ID` resumes where it left off. Those rows are only ever
 added, never rewritten (runs/services/jobs/events.py), so each is sent once. The
 stream ends with an `end` event once the run is final and everything stored
@@ -27,14 +28,15 @@ from django.template.loader import render_to_string
 from runs import selectors, services
 from runs.models import Run, ShareLink
 from runs.selectors import LiveCursor, LiveRows
-from runs.timelines.samples import host_sample_values
+from runs.timelines.live import LiveCheckpoints
+from runs.timelines.samples import host_sample_values, server_sample_values
 
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.7
 SHARE_RECHECK_S = 2.0
 KEEPALIVE_S = 15.0
-CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)(?:\.c(\d+))?$")
+CURSOR = re.compile(r"^p(\d+)\.h(\d+)\.r(\d+)(?:\.c(\d+))?(?:\.s(\d+))?$")
 
 
 def parse_cursor(text: str | None) -> LiveCursor:
@@ -45,12 +47,15 @@ def parse_cursor(text: str | None) -> LiveCursor:
     cursor: LiveCursor = {"p": int(match[1]), "h": int(match[2]), "r": int(match[3])}
     if match[4] is not None:
         cursor["c"] = int(match[4])
+    if match[5] is not None:
+        cursor["s"] = int(match[5])
     return cursor
 
 
 def format_cursor(cursor: LiveCursor) -> str:
     client = f".c{cursor['c']}" if "c" in cursor else ""
-    return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}{client}"
+    server = f".s{cursor['s']}" if "s" in cursor else ""
+    return f"p{cursor['p']}.h{cursor['h']}.r{cursor['r']}{client}{server}"
 
 
 def sse_message(event: str, data: Mapping[str, object], cursor: LiveCursor | None = None) -> str:
@@ -62,7 +67,7 @@ def sse_message(event: str, data: Mapping[str, object], cursor: LiveCursor | Non
     return "\n".join(lines) + "\n\n"
 
 
-def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
+def _messages(batch: LiveRows, cursor: LiveCursor, checkpoints: LiveCheckpoints) -> list[str]:
     """The batch's rows as messages, advancing `cursor` row by row."""
     out = []
     for progress in batch["progress"]:
@@ -86,6 +91,15 @@ def _messages(batch: LiveRows, cursor: LiveCursor) -> list[str]:
         cursor["c"] = sample.pk
         values = {"point": sample.point, "t": sample.t or 0.0, **host_sample_values(sample.data)}
         out.append(sse_message("client_host", values, cursor))
+    for server in batch["server"]:
+        cursor["s"] = server.pk
+        drawn: dict[str, object] = {
+            "point": server.point,
+            "t": server.t or 0.0,
+            "values": server_sample_values(server.data),
+            "checkpoints": checkpoints.add(server),
+        }
+        out.append(sse_message("server", drawn, cursor))
     for result in batch["results"]:
         cursor["r"] = result.pk
         row = render_to_string("runs/_result_row.html", {"result": result, "fresh": True})
@@ -123,6 +137,8 @@ async def run_stream(
     recheck = Recheck(still_open)
     yield "retry: 2000\n\n"
     try:
+        drawn = sync_to_async(selectors.last_point_server_samples)
+        checkpoints = LiveCheckpoints(await drawn(run_id, cursor["s"]) if "s" in cursor else [])
         while True:
             if await recheck.closed():
                 yield sse_message("end", {"status": "revoked"})
@@ -131,7 +147,7 @@ async def run_stream(
             if batch["run"] is None:
                 yield sse_message("end", {"status": "gone"})
                 return
-            messages = _messages(batch, cursor)
+            messages = _messages(batch, cursor, checkpoints)
             state = batch["run"]
             if state != last_state:
                 final = state["status"] in Run.FINAL_STATES

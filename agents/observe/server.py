@@ -1,4 +1,5 @@
-"""Per-second server samples: checkpoints, buffer writes, WAL volume and wait events.
+"""Per-second server samples: checkpoints, buffer writes and allocations, WAL volume and wait
+events.
 
 One psycopg connection (autocommit, so every statement sees fresh statistics)
 runs two small queries per interval. The counters live in different views
@@ -26,20 +27,20 @@ STATEMENT_TIMEOUT = "5s"
 # (the function was called pg_current_xlog_location before 10).
 COUNTERS_SQL_10_TO_13 = """
 SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend,
-       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal_bytes
+       buffers_alloc, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal_bytes
 FROM pg_stat_bgwriter
 """
 
 COUNTERS_SQL_9 = """
 SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend,
-       pg_xlog_location_diff(pg_current_xlog_location(), '0/0')::bigint AS wal_bytes
+       buffers_alloc, pg_xlog_location_diff(pg_current_xlog_location(), '0/0')::bigint AS wal_bytes
 FROM pg_stat_bgwriter
 """
 
 # Up to 16 every checkpoint and buffer counter is in pg_stat_bgwriter.
 COUNTERS_SQL_14_TO_16 = """
 SELECT b.checkpoints_timed, b.checkpoints_req,
-       b.buffers_checkpoint, b.buffers_clean, b.buffers_backend,
+       b.buffers_checkpoint, b.buffers_clean, b.buffers_backend, b.buffers_alloc,
        w.wal_bytes
 FROM pg_stat_bgwriter b, pg_stat_wal w
 """
@@ -55,7 +56,7 @@ SELECT c.num_timed AS checkpoints_timed, c.num_requested AS checkpoints_req,
        (SELECT coalesce(sum(io.writes), 0) FROM pg_stat_io io
          WHERE io.object = 'relation'
            AND io.backend_type NOT IN ('checkpointer', 'background writer')) AS buffers_backend,
-       w.wal_bytes
+       b.buffers_alloc, w.wal_bytes
 FROM pg_stat_checkpointer c, pg_stat_bgwriter b, pg_stat_wal w
 """
 
@@ -79,9 +80,17 @@ COUNTERS = (
     "buffers_checkpoint",
     "buffers_clean",
     "buffers_backend",
+    "buffers_alloc",
     "wal_bytes",
 )
-RATED_COUNTERS = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "wal_bytes")
+# Buffers allocated: read into shared buffers (pg_stat_bgwriter.buffers_alloc in every version).
+RATED_COUNTERS = (
+    "buffers_checkpoint",
+    "buffers_clean",
+    "buffers_backend",
+    "buffers_alloc",
+    "wal_bytes",
+)
 
 
 def counters_sql(server_version_num: int) -> str:

@@ -101,9 +101,7 @@ class Ledger:
         self._write(entry)
         return entry
 
-    def finish(
-        self, entry: LedgerEntry, result: ResultDocument, log: JobLog | None = None
-    ) -> None:
+    def finish(self, entry: LedgerEntry, result: ResultDocument, log: JobLog | None = None) -> None:
         """Record the job's result document (before it is sent) and its log."""
         entry.state, entry.finished_at, entry.result = "finished", time.time(), dict(result)
         if log is not None:

@@ -22,6 +22,7 @@ from runs.charts.figures import (
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
 from runs.timelines.samples import (
+    ALLOC_TRACE,
     BUFFER_TRACES,
     CLIENT_HOST_TRACES,
     HOST_TRACES,
@@ -32,6 +33,8 @@ CHECKPOINT_COLORS = {"timed": "#e8590c", "requested": "#ae3ec9", "running": "#86
 # A validity warning is an open diamond (as on the clients charts) in a colour no checkpoint
 # has: checkpoints are triangles and lines in the colours above.
 WARNING_MARKER = {"symbol": "diamond-open", "size": 12, "color": "#c92a2a", "line": {"width": 2}}
+# Buffers allocated, beside the coloured lines of those written.
+GREY = "#495057"
 WARM_UP_FILL = "rgba(134, 142, 150, 0.18)"
 
 Offsets = dict[int, float]
@@ -297,8 +300,9 @@ def _checkpoint_markers(
 
 
 def server_figure(run: Run, digest: Digest) -> PlotlyJson:
-    """Buffers written per second with checkpoint markers (top) and sampled wait events
-    stacked by wait-event type (bottom), on the run's shared time axis."""
+    """Buffers written and allocated per second with checkpoint markers (top) and sampled
+    wait events stacked by wait-event type (bottom), on the run's shared time axis; the
+    live page extends each trace by its `meta.trace` (frontend/live.js)."""
     traces: list[PlotlyJson] = []
     for n, (key, label) in enumerate(BUFFER_TRACES):
         name = f"server.{key}"
@@ -310,7 +314,11 @@ def server_figure(run: Run, digest: Digest) -> PlotlyJson:
                 {"run": run.pk, "trace": name},
             )
         )
-    traces.append(_checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints"))
+    key, label = ALLOC_TRACE
+    alloc = {"run": run.pk, "trace": f"server.{key}"}
+    traces.append(_timeline_trace(digest.traces.get(f"server.{key}"), label, GREY, alloc, "dot"))
+    markers = _checkpoint_markers(digest.checkpoints, digest.offsets, "checkpoints")
+    traces.append({**markers, "meta": {"trace": "checkpoints", "colors": CHECKPOINT_COLORS}})
     waits = sorted(name for name in digest.traces if name.startswith("wait."))
     for n, name in enumerate(waits):
         color = COLORS[(n + 3) % len(COLORS)]
@@ -319,7 +327,7 @@ def server_figure(run: Run, digest: Digest) -> PlotlyJson:
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
         traces.append(trace)
     rows = two_rows_layout()
-    title = "server: buffers written and wait events"
+    title = "server: buffers written and allocated, wait events"
     layout = base_layout(title, "seconds", "buffers/s", 440, y_axis=rows["yaxis"])
     layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}
     layout["xaxis2"] = {**rows["xaxis2"], "title": {"text": "seconds"}}

@@ -4,35 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0029_host_instances'),
+        ("runs", "0029_host_instances"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='result',
-            name='late',
+            model_name="result",
+            name="late",
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='result',
-            name='latency_limit_ms',
+            model_name="result",
+            name="latency_limit_ms",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='result',
-            name='schedule_lag_avg_ms',
+            model_name="result",
+            name="schedule_lag_avg_ms",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='result',
-            name='schedule_lag_max_ms',
+            model_name="result",
+            name="schedule_lag_max_ms",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='result',
-            name='skipped',
+            model_name="result",
+            name="skipped",
             field=models.BigIntegerField(blank=True, null=True),
         ),
     ]

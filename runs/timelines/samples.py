@@ -8,7 +8,7 @@ and its label) are what digests store and charts draw.
 
 from collections.abc import Sequence
 
-from agents.contract.reports.samples import DiskRates, HostSampleDocument
+from agents.contract.reports.samples import DiskRates, HostSampleDocument, ServerSampleDocument
 from runs.analysis.validity import CheckpointEvent, checkpoint_events
 from runs.models import HostSample, ProgressSample, ServerSample
 
@@ -26,6 +26,9 @@ BUFFER_TRACES = (
     ("buffers_clean_per_s", "by background writer"),
     ("buffers_backend_per_s", "by backends"),
 )
+# Buffers read into shared buffers each second, drawn beside those written.
+ALLOC_TRACE = ("buffers_alloc_per_s", "allocated")
+SERVER_RATE_KEYS = (*(key for key, _label in BUFFER_TRACES), ALLOC_TRACE[0])
 
 Samples = list[tuple[int, float]]
 
@@ -78,19 +81,35 @@ def _util_percent(rates: DiskRates | None) -> float | None:
     return rates.get("util_percent") if rates else None
 
 
+def wait_type_counts(sample: ServerSampleDocument) -> dict[str, int]:
+    """Active backends by wait-event type in one server sample (`CPU`: not waiting)."""
+    counts: dict[str, int] = {}
+    for key, backends in (sample.get("wait_events") or {}).items():
+        kind = key.split(":")[0]
+        counts[kind] = counts.get(kind, 0) + backends
+    return counts
+
+
+def server_sample_values(sample: ServerSampleDocument) -> dict[str, float | None]:
+    """The plotted values of one server sample by trace name (`server.<rate>`,
+    `wait.<wait-event type>`), as the kept digest draws them (runs/timelines/store.py)."""
+    rates: dict[str, float | None] = {
+        f"server.{key}": _rate(sample, key) for key in SERVER_RATE_KEYS
+    }
+    waits = {f"wait.{kind}": float(n) for kind, n in wait_type_counts(sample).items()}
+    return {**rates, **waits}
+
+
+def _rate(sample: ServerSampleDocument, key: str) -> float | None:
+    value = sample.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
 def wait_event_types(server_samples: list[ServerSample]) -> dict[str, list[int]]:
     """Wait-event type -> sampled backends per sample (`CPU`: active, not waiting)."""
-    types = sorted(
-        {key.split(":")[0] for s in server_samples for key in (s.data.get("wait_events") or {})}
-    )
-    stacked: dict[str, list[int]] = {name: [] for name in types}
-    for sample in server_samples:
-        counts = dict.fromkeys(types, 0)
-        for key, backends in (sample.data.get("wait_events") or {}).items():
-            counts[key.split(":")[0]] += backends
-        for name in types:
-            stacked[name].append(counts[name])
-    return stacked
+    counts = [wait_type_counts(s.data) for s in server_samples]
+    types = sorted({kind for found in counts for kind in found})
+    return {name: [found.get(name, 0) for found in counts] for name in types}
 
 
 def written_per_second(sample: ServerSample) -> float | None:

@@ -43,20 +43,21 @@ from runs.models import (
 )
 from runs.timelines.downsample import MIN_TRACE_SAMPLES, Timeline, build_timeline
 from runs.timelines.samples import (
-    BUFFER_TRACES,
     CLIENT_HOST_TRACES,
     HOST_TRACES,
+    SERVER_RATE_KEYS,
     host_sample_values,
     offsets_for,
     run_checkpoints,
     wait_event_types,
+    wait_type_counts,
     written_per_second,
 )
 
 logger = logging.getLogger(__name__)
 
 # Raised whenever what a digest holds or how it is built changes: stored ones are rebuilt.
-DIGEST_VERSION = 7
+DIGEST_VERSION = 8
 # How often the control worker rebuilds a running run's digest while events arrive (the
 # page's live stream sends what is newer than the digest).
 RUNNING_REBUILD_S = 60
@@ -67,7 +68,6 @@ ZOOM_MAX_SAMPLES = 5000
 PROGRESS_TRACES = ("tps", "latency_ms", "p50_ms", "p95_ms", "p99_ms")
 HOST_KEYS = tuple(key for key, _label in HOST_TRACES)
 CLIENT_KEYS = tuple(key for key, _label in CLIENT_HOST_TRACES)
-BUFFER_KEYS = tuple(key for key, _label in BUFFER_TRACES)
 COMPARE_TRACES = ("tps", "latency_ms", "server.written")
 # The compared traces are also kept reduced to MIN_TRACE_SAMPLES under `name + OVERVIEW`:
 # a chart of many runs reads those instead of ten times the samples it would throw away.
@@ -134,8 +134,7 @@ class Digest:
 
 def _wait_count(kind: str) -> Callable[[ServerSample], int]:
     def count(sample: ServerSample) -> int:
-        waits = sample.data.get("wait_events") or {}
-        return sum(n for key, n in waits.items() if key.split(":")[0] == kind)
+        return wait_type_counts(sample.data).get(kind, 0)
 
     return count
 
@@ -153,7 +152,7 @@ def source_of(name: str) -> Source | None:
         return "client", lambda s: host_sample_values(s.data)[key]
     if kind == "server" and key == "written":
         return "server", written_per_second
-    if kind == "server" and key in BUFFER_KEYS:
+    if kind == "server" and key in SERVER_RATE_KEYS:
         return "server", lambda s: s.data.get(key)
     if kind == "wait" and key:
         return "server", _wait_count(key)
@@ -178,7 +177,7 @@ def _trace_names(server: list[ServerSample], client: list[HostSample]) -> list[s
         *PROGRESS_TRACES,
         *(f"host.{key}" for key in HOST_KEYS),
         *(f"client.{key}" for key in CLIENT_KEYS if client),
-        *(f"server.{key}" for key in BUFFER_KEYS),
+        *(f"server.{key}" for key in SERVER_RATE_KEYS),
         "server.written",
         *waits,
     ]
@@ -277,6 +276,7 @@ def build_digest(
             "p": max((sample.pk for sample in progress), default=0),
             "h": max((sample.pk for sample in host), default=0),
             "c": max((sample.pk for sample in client), default=0),
+            "s": max((sample.pk for sample in server), default=0),
         },
         traces=traces,
     )

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import Comparison, ProgressSample, Result, Run
+from runs.models import Comparison, ProgressSample, Result, Run, ServerSample
 from tests.runs.factories import ConfigProfileFactory, RunFactory
 from tests.runs.pages.conftest import finished_run
 
@@ -15,6 +15,12 @@ pytestmark = pytest.mark.e2e
 def chart_points(page, element_id: str) -> int:
     """How many x values trace 0 of a drawn plotly chart has (gaps included)."""
     return page.evaluate(f"document.getElementById('{element_id}').data[0].x.length")
+
+
+# A server chart's trace by its `meta.trace` (as frontend/live.js finds it).
+SERVER_TRACE = (
+    "(name => document.getElementById('chart-server').data.find(t => t.meta?.trace === name))"
+)
 
 
 def test_signed_out_visitor_lands_on_the_sign_in_form(page, web):
@@ -57,9 +63,45 @@ def test_live_run_page_extends_charts_and_fills_the_table(signed_in_page, web):
     page.wait_for_function("() => document.getElementById('chart-tps').data[0].x.length === 5")
     xs = page.evaluate("document.getElementById('chart-tps').data[0].x")
     assert xs == [1.0, 2.0, 3.0, 3.0, 4.0]
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, step="")
-    expect(page.locator("h1 [data-status]")).to_have_text("succeeded", timeout=10_000)
+    # The server's seconds: buffer rates, wait events stacked by type, checkpoints marked.
+    for t, timed, written, waits in (
+        (1.0, 0, 0.0, {"CPU": 2}),
+        (2.0, 1, 80.0, {"CPU": 1, "IO:WALSync": 2}),
+        (3.0, 1, 0.0, {"LWLock:WALWrite": 1}),
+    ):
+        data = {"t": t, "checkpoints_timed": timed, "checkpoints_req": 0, "wait_events": waits}
+        data |= {"buffers_checkpoint_per_s": written, "buffers_alloc_per_s": 10 * t}
+        ServerSample.objects.create(run=run, point=0, t=t, data=data)
+    page.wait_for_function(
+        "() => server_drawn('checkpoints').x.length === 2".replace("server_drawn", SERVER_TRACE)
+    )
+    server = page.evaluate(
+        """() => Object.fromEntries(document.getElementById('chart-server').data
+          .filter(t => t.meta && t.meta.trace).map(t => [t.meta.trace, [t.x, t.y, t.text]]))"""
+    )
+    assert server["server.buffers_checkpoint_per_s"][1] == [0.0, 80.0, 0.0]
+    assert server["server.buffers_alloc_per_s"][1] == [10.0, 20.0, 30.0]
+    # A wait-event type gets its trace when first seen; a drawn one the second lacks is 0.
+    assert server["wait.CPU"][1] == [2, 1, 0] and server["wait.IO"][1] == [2, 0]
+    assert server["wait.LWLock"][1] == [1]
+    assert server["checkpoints"][0] == [2.0, 3.0]
+    assert server["checkpoints"][2] == ["timed checkpoint start", "timed checkpoint end"]
+    expect(page.locator("#server-empty")).to_have_count(0)
+    # The finished page (the live one reloads) draws the same from the kept digest.
+    with page.expect_navigation(timeout=15_000):
+        Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, step="")
+    expect(page.locator("h1 [data-status]")).to_have_text("succeeded")
     expect(page.locator("#live-badge")).to_have_count(0)
+    page.wait_for_function(
+        "() => document.documentElement.dataset.chartsReady === '1'"
+        " && server_drawn('checkpoints').x.length === 2".replace("server_drawn", SERVER_TRACE)
+    )
+    kept = page.evaluate(
+        """() => Object.fromEntries(document.getElementById('chart-server').data
+          .filter(t => t.meta && t.meta.trace).map(t => [t.meta.trace, [t.x, t.y, t.text]]))"""
+    )
+    assert kept["checkpoints"] == server["checkpoints"]
+    assert kept["server.buffers_checkpoint_per_s"][1] == [0.0, 80.0, 0.0]
 
 
 def test_compare_ticked_runs_then_share_and_revoke(signed_in_page, web, browser):

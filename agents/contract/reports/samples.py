@@ -45,10 +45,12 @@ class ServerSampleDocument(TypedDict, total=False):
     buffers_checkpoint: int
     buffers_clean: int
     buffers_backend: int
+    buffers_alloc: int
     wal_bytes: int
     buffers_checkpoint_per_s: float | None
     buffers_clean_per_s: float | None
     buffers_backend_per_s: float | None
+    buffers_alloc_per_s: float | None
     wal_bytes_per_s: float | None
     active_backends: int
     wait_events: dict[str, int] | None

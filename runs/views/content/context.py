@@ -112,6 +112,7 @@ def _live_cursor(run: Run, digest: store.Digest) -> LiveCursor:
     }
     if "c" in stored:
         cursor["c"] = digest.cursor.get("c", stored["c"])
+    cursor["s"] = digest.cursor.get("s", stored.get("s", 0))
     return cursor
 
 

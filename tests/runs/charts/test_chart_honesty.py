@@ -149,9 +149,7 @@ def test_one_client_count_draws_bars_from_zero_with_the_hover_outside_them():
     assert {t["type"] for t in figure["data"]} == {"bar"}
     assert_bars_stand_on_zero(figure)
     assert_no_text_in_bars(figure)
-    patterns = [
-        (t["marker"]["color"], t["marker"]["pattern"]["shape"][0]) for t in figure["data"]
-    ]
+    patterns = [(t["marker"]["color"], t["marker"]["pattern"]["shape"][0]) for t in figure["data"]]
     assert len(set(patterns)) == 16
 
 

@@ -20,4 +20,3 @@ def test_going_back_revokes_every_link_under_a_new_unique_token(at_latest, user)
     tokens = [row.token for row in rows]
     assert len(set(tokens)) == len(links) and all(len(token) >= 32 for token in tokens)
     assert all(row.revoked_at is not None for row in rows)
-

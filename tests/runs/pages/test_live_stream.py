@@ -11,8 +11,9 @@ from django.urls import reverse
 
 from agents.events import EventEmitter
 from runs import services
-from runs.models import ProgressSample, Run
+from runs.models import ProgressSample, Run, ServerSample
 from runs.sse import parse_cursor
+from runs.timelines import store
 from tests.runs import events as agent_events
 from tests.runs.factories import RunFactory
 from tests.runs.pages.conftest import finished_run
@@ -166,3 +167,52 @@ async def stream_while_the_run_reports(
         async for chunk in stream:
             body += chunk
     return [{"event": e["event"], **json.loads(e["data"])} for e in events_of(body.decode())]
+
+
+def server_sample(run: Run, t: float, timed: int, written: float, waits: dict) -> ServerSample:
+    data = {
+        "t": t,
+        "checkpoints_timed": timed,
+        "checkpoints_req": 0,
+        "buffers_checkpoint_per_s": written,
+        "buffers_clean_per_s": 3.0,
+        "buffers_backend_per_s": 1.0,
+        "buffers_alloc_per_s": 40.0 + t,
+        "wait_events": waits,
+    }
+    return ServerSample.objects.create(run=run, point=0, t=t, data=data)
+
+
+def test_server_samples_stream_their_traces_and_the_checkpoints_the_kept_page_marks(
+    client, signed_in
+):
+    run = RunFactory(status=Run.Status.RUNNING)
+    drawn = server_sample(run, 1.0, 0, 0.0, {"CPU": 2})
+    page = signed_in.get(reverse("run-detail", args=[run.pk]))
+    cursor = parse_cursor(page.context["cursor"])
+    assert cursor["s"] == drawn.pk, "the page says which server samples it was drawn with"
+    server_sample(run, 2.0, 1, 50.0, {"CPU": 1, "IO:WALSync": 2, "LWLock:WALWrite": 1})
+    server_sample(run, 3.0, 1, 0.0, {"IO:DataFileRead": 1})
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+
+    url = f"{reverse('run-events', args=[run.pk])}?after={page.context['cursor']}"
+    server = [json.loads(e["data"]) for e in read(client, url) if e["event"] == "server"]
+
+    assert [s["t"] for s in server] == [2.0, 3.0], "only the samples after the page's"
+    assert server[0]["values"]["wait.IO"] == 2 and server[0]["values"]["wait.LWLock"] == 1
+    assert server[0]["values"]["server.buffers_alloc_per_s"] == 42.0
+    assert server[1]["values"]["wait.IO"] == 1 and "wait.CPU" not in server[1]["values"]
+    live = [(s["t"], c["kind"], c["edge"]) for s in server for c in s["checkpoints"]]
+    kept = kept_digest(run).checkpoints
+    assert (
+        live
+        == [(e.t, e.kind, e.edge) for e in kept]
+        == [
+            (2.0, "timed", "start"),
+            (3.0, "timed", "end"),
+        ]
+    )
+
+
+def kept_digest(run: Run) -> store.Digest:
+    return store.digests([Run.objects.get(pk=run.pk)])[run.pk]

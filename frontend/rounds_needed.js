@@ -30,7 +30,7 @@ function row(name, answer) {
   const tr = document.createElement("tr");
   tr.dataset.roundsHost = name;
   tr.append(cell(name));
-  if (!answer.spread) {
+  if (!answer.spread && !answer.duet_spread) {
     const none = cell("no experiment in rounds on this host yet: nothing measured to size from");
     none.colSpan = 4;
     none.className = "muted";
@@ -44,14 +44,18 @@ function row(name, answer) {
     td.dataset.design = name;
     tr.append(td);
   }
-  const spread = answer.spread;
-  tr.append(
-    cell(
-      `${spread.paired_sd_pct} % paired, ${spread.unpaired_sd_pct} % unpaired ` +
-        `(${spread.pairs} rounds of ${spread.experiments} experiment${spread.experiments === 1 ? "" : "s"})`,
-    ),
-  );
+  const spreads = [];
+  if (answer.spread) {
+    const spread = answer.spread;
+    spreads.push(`${spread.paired_sd_pct} % paired, ${spread.unpaired_sd_pct} % unpaired ${rounds(spread)}`);
+  }
+  if (answer.duet_spread) spreads.push(`${answer.duet_spread.paired_sd_pct} % duet ${rounds(answer.duet_spread)}`);
+  tr.append(cell(spreads.join("; ")));
   return tr;
+}
+
+function rounds(spread) {
+  return `(${spread.pairs} rounds of ${spread.experiments} experiment${spread.experiments === 1 ? "" : "s"})`;
 }
 
 let asked = 0;

@@ -6,7 +6,9 @@ The rounds' spread pools the host's last SPREAD_EXPERIMENTS experiments run in
 rounds: at each client count, every cell against the experiment's first cell on
 this host, round by round (runs/inference/variance.py `paired_variance`), so an
 A/A and an A/B count alike (a real difference moves the mean log ratio, not its
-spread).
+spread). Duet experiments (both cells in one window, agents/duet.py) make the host's
+duet spread, apart: their ratios are of simultaneous windows, and a duet round takes
+one window of wall time where a round of the other designs takes two.
 """
 
 import statistics
@@ -74,7 +76,8 @@ def recent_noisy_points(host: Host) -> list[Result]:
 @dataclass(frozen=True)
 class RoundsSpread:
     """The spread of a host's rounds: the pooled variances, from how many experiments, and
-    a round's median wall time (its runs' median, for the two cells compared)."""
+    a round's median wall time (its runs' median, twice for two cells run one after the
+    other, once for a duet's two at once)."""
 
     variance: PairedVariance
     experiments: int
@@ -89,11 +92,13 @@ class RoundsSpread:
         return 100.0 * self.variance.unpaired**0.5
 
 
-def rounds_spread(host: Host) -> RoundsSpread | None:
-    """The spread of the host's recent experiments' rounds; None without enough rounds."""
+def rounds_spread(host: Host, duet: bool = False) -> RoundsSpread | None:
+    """The spread of the host's recent experiments' rounds (`duet`: of its duet
+    experiments, else of the others); None without enough rounds."""
     experiments = list(
         Experiment.objects.filter(
             execution=Experiment.Execution.ROUNDS,
+            duet=duet,
             runs__host=host,
             runs__status=Run.Status.SUCCEEDED,
         )
@@ -129,10 +134,18 @@ def rounds_spread(host: Host) -> RoundsSpread | None:
     return RoundsSpread(
         variance=variance,
         experiments=len({experiment for experiment, _clients in by_point}),
-        round_seconds=2 * statistics.median(seconds) if seconds else None,
+        round_seconds=(1 if duet else 2) * statistics.median(seconds) if seconds else None,
     )
 
 
-def rounds_needed(spread: RoundsSpread, effect_pct: float) -> list[DesignRounds]:
-    """Each design's rounds for an effect of `effect_pct` on a host with `spread`."""
-    return rounds_by_design(spread.variance.unpaired, spread.variance.paired, effect_pct)
+def rounds_needed(
+    spread: RoundsSpread | None, duet_spread: RoundsSpread | None, effect_pct: float
+) -> list[DesignRounds]:
+    """Each design's rounds for an effect of `effect_pct` on a host whose rounds spread
+    by `spread` and its duet rounds by `duet_spread` (None: none measured)."""
+    return rounds_by_design(
+        None if spread is None else spread.variance.unpaired,
+        None if spread is None else spread.variance.paired,
+        None if duet_spread is None else duet_spread.variance.paired,
+        effect_pct,
+    )

@@ -7,8 +7,10 @@ log ratio, the two runs measured in the same round. Unpaired rounds are sized as
 the verdict's Welch test on logs is (runs/inference/stats.py `repeats_needed`,
 each side's sd the half of `unpaired`), paired rounds as its t-test on the
 rounds' log ratios: both at ALPHA with POWER for a true effect of that size.
-Duet rounds (both cells in one window) have no measured spread yet: their slot
-says so.
+Duet rounds (both cells in one window, agents/duet.py) are sized as paired rounds
+are, from the spread of the log ratios of the host's duet experiments' simultaneous
+windows; a host without duet rounds has no duet spread, and its slot says so (the
+ratio of two windows at once is not the back-to-back one less something known).
 """
 
 import math
@@ -54,12 +56,28 @@ def paired_rounds_needed(ratio_sd: float, effect_pct: float) -> int | None:
 
 
 def rounds_by_design(
-    unpaired_variance: float, paired_variance: float, effect_pct: float
+    unpaired_variance: float | None,
+    paired_variance: float | None,
+    duet_variance: float | None,
+    effect_pct: float,
 ) -> list[DesignRounds]:
-    """Each design's rounds for `effect_pct` at the host's spread (log-scale variances)."""
-    side_sd = math.sqrt(unpaired_variance / 2)
+    """Each design's rounds for `effect_pct` at the host's spread (log-scale variances;
+    None: not measured on the host, that design's slot unmeasured)."""
+    unpaired = (
+        DesignRounds(UNPAIRED, None, False)
+        if unpaired_variance is None
+        else DesignRounds(
+            UNPAIRED, repeats_needed(math.sqrt(unpaired_variance / 2), effect_pct), True
+        )
+    )
     return [
-        DesignRounds(UNPAIRED, repeats_needed(side_sd, effect_pct), True),
-        DesignRounds(PAIRED, paired_rounds_needed(math.sqrt(paired_variance), effect_pct), True),
-        DesignRounds(DUET, None, False),
+        unpaired,
+        _paired_design(PAIRED, paired_variance, effect_pct),
+        _paired_design(DUET, duet_variance, effect_pct),
     ]
+
+
+def _paired_design(design: str, ratio_variance: float | None, effect_pct: float) -> DesignRounds:
+    if ratio_variance is None:
+        return DesignRounds(design, None, False)
+    return DesignRounds(design, paired_rounds_needed(math.sqrt(ratio_variance), effect_pct), True)

@@ -203,14 +203,62 @@ def test_the_endpoint_says_the_rounds_each_design_needs(client, user):
     answer = client.get(reverse("host-rounds-needed", args=[host.pk]), {"effect_pct": "5"}).json()
 
     spread = rounds_spread(host)
-    expected = rounds_by_design(spread.variance.unpaired, spread.variance.paired, 5.0)
+    expected = rounds_by_design(spread.variance.unpaired, spread.variance.paired, None, 5.0)
     assert [(d["design"], d["rounds"], d["measured"]) for d in answer["designs"]] == [
         (found.design, found.rounds, found.measured) for found in expected
     ]
     unpaired, paired, duet = answer["designs"]
     assert paired["seconds"] == paired["rounds"] * 180
-    assert duet["rounds"] is None and "duet" in duet["note"]
+    assert duet["rounds"] is None and duet["seconds"] is None
+    assert duet["note"].startswith("not measured yet") and "duet option" in duet["note"]
     assert answer["spread"]["pairs"] == 6 and answer["spread"]["experiments"] == 1
+    assert answer["duet_spread"] is None
+
+
+# A duet A/A's rounds: each round's two windows at once, their ratio within about 2 %
+# while the host's speed moves the rounds by half.
+DUET_BASE = [24000.0, 12000.0, 30000.0, 18000.0, 26000.0, 15000.0, 22000.0, 28000.0]
+DUET_RATIOS = [1.02, 0.99, 1.01, 0.97, 1.03, 1.00, 0.98, 1.01]
+
+
+def test_a_hosts_duet_rounds_size_the_duet_slot_apart_from_its_other_rounds(client, user):
+    host = HostFactory()
+    rounds_experiment(host)
+    rounds_experiment(host, base=DUET_BASE, ratios=DUET_RATIOS, duet=True)
+    client.force_login(user)
+
+    answer = client.get(reverse("host-rounds-needed", args=[host.pk]), {"effect_pct": "5"}).json()
+
+    back_to_back, duet_spread = rounds_spread(host), rounds_spread(host, duet=True)
+    # The duet's rounds stay out of the back-to-back spread, and make the duet's own.
+    faster = dict(enumerate([b * r for b, r in zip(ROUND_BASE, ROUND_RATIOS, strict=True)], 1))
+    assert back_to_back.variance == paired_variance([(faster, dict(enumerate(ROUND_BASE, 1)))])
+    duet_cell = dict(enumerate([b * r for b, r in zip(DUET_BASE, DUET_RATIOS, strict=True)], 1))
+    assert duet_spread.variance == paired_variance([(duet_cell, dict(enumerate(DUET_BASE, 1)))])
+    assert duet_spread.round_seconds == 90, "a duet round is one window of both cells"
+    assert answer["duet_spread"]["pairs"] == 8
+    assert answer["duet_spread"]["paired_sd_pct"] == round(duet_spread.paired_sd_pct, 2)
+    *_others, duet = answer["designs"]
+    expected = rounds_by_design(None, None, duet_spread.variance.paired, 5.0)[-1]
+    assert (duet["rounds"], duet["measured"]) == (expected.rounds, True)
+    assert duet["seconds"] == expected.rounds * 90
+    assert "from 8 duet rounds of 1 experiment" in duet["note"]
+
+
+def test_a_host_with_only_duet_rounds_sizes_the_duet_and_says_the_others_are_unmeasured(
+    client, user
+):
+    host = HostFactory()
+    rounds_experiment(host, base=DUET_BASE, ratios=DUET_RATIOS, duet=True)
+    client.force_login(user)
+
+    answer = client.get(reverse("host-rounds-needed", args=[host.pk]), {"effect_pct": "5"}).json()
+
+    assert answer["spread"] is None and answer["duet_spread"]["experiments"] == 1
+    unpaired, paired, duet = answer["designs"]
+    assert [(d["rounds"], d["measured"]) for d in (unpaired, paired)] == [(None, False)] * 2
+    assert "other than duets" in paired["note"]
+    assert duet["measured"] and duet["rounds"] is not None
 
 
 def test_the_endpoint_answers_a_host_without_rounds_and_refuses_a_bad_effect(client, user):
@@ -247,3 +295,8 @@ def test_the_host_page_shows_its_canaries_points_and_spread(client, user):
         f"spreads {spread.paired_sd_pct:.1f} % paired, {spread.unpaired_sd_pct:.1f} % unpaired"
         in page
     )
+    assert "no duet experiment on this host yet" in page
+    rounds_experiment(host, base=DUET_BASE, ratios=DUET_RATIOS, duet=True)
+    page = client.get(reverse("host-detail", args=[host.pk])).content.decode()
+    duet = rounds_spread(host, duet=True)
+    assert f"(two windows at once) spreads {duet.paired_sd_pct:.1f} % (8 rounds of 1 duet" in page

@@ -2,8 +2,9 @@
 configs x 2 storage layouts, 16 cells) and preset 3 (2 versions x 3 workloads x 3 client
 counts), with results made by factories. The chosen axes and facets are drawn, legends
 are unique and smaller than their plots, every trace is told apart, no label lands on
-another, nothing scrolls sideways, the baseline changes in place, and a share link draws
-the same. The experiment page of preset 1's 16 cells reads the same way.
+another, no interval goes below zero and no bar is on a log axis (tests/e2e/honesty.py),
+nothing scrolls sideways, the baseline changes in place, and a share link draws the same.
+The experiment page of preset 1's 16 cells reads the same way.
 
 Screenshots go to var/screenshots/ (not tracked); copy them to docs/screenshots/ on
 purpose to refresh the guide's.
@@ -17,6 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Comparison, Run
+from tests.e2e.honesty import assert_honest, watch_other_hosts
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -209,6 +211,7 @@ def assert_apart(page, figure_id: str) -> dict:
     assert len(looks) == len(chart["legend"]) and len({tuple(x) for x in looks}) == len(looks)
     assert chart["legendHeight"] < chart["plotHeight"], chart
     assert overlapping_labels(page, figure_id) == []
+    assert_honest(page)
     return chart
 
 
@@ -226,6 +229,7 @@ def test_preset_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_
 ):
     comparison = preset_1()
     page = signed_in_page
+    elsewhere = watch_other_hosts(page, web.url)
     url = f"{web.url}/comparisons/{comparison.pk}/"
     open_comparison(page, url)
     chart = assert_readable(page, "fig-cmp-tps")
@@ -281,7 +285,9 @@ def test_preset_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_
     open_comparison(visitor, f"{web.url}{link}")
     assert drawn(visitor, "fig-cmp-tps") == layout
     expect(visitor.locator("#baseline-label")).to_have_text(baseline)
+    assert_honest(visitor)
     visitor.context.close()
+    assert elsewhere == []
 
 
 def test_preset_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workload(

@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Comparison, ProgressSample, Result, Run, ServerSample
+from tests.e2e.honesty import chart_problems, negative_intervals, watch_other_hosts
 from tests.runs.factories import ConfigProfileFactory, RunFactory
 from tests.runs.pages.conftest import finished_run
 
@@ -179,7 +180,9 @@ def sideways_overflow(page) -> dict[str, int]:
     )
 
 
-def test_every_table_fits_a_1280_px_window_without_scrolling_sideways(browser, web):
+def test_every_table_fits_a_1280_px_window_and_no_page_misleads_or_loads_from_elsewhere(
+    browser, web
+):
     from tests.e2e.conftest import PASSWORD, sign_in
     from tests.runs.factories import UserFactory
 
@@ -218,11 +221,20 @@ def test_every_table_fits_a_1280_px_window_without_scrolling_sideways(browser, w
         "/import/",
         "/schedule/",
     ]
-    too_wide = {}
+    elsewhere = watch_other_hosts(page, web.url)
+    too_wide, misleading = {}, {}
     for path in paths:
         page.goto(f"{web.url}{path}")
+        page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
         wide = {name: px for name, px in sideways_overflow(page).items() if px > 1}
         if wide:
             too_wide[path] = wide
+        found = chart_problems(page) + negative_intervals(page)
+        if found:
+            misleading[path] = found
+    page.goto(f"{web.url}/api/docs/")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("BenchLab API")
     context.close()
     assert too_wide == {}, f"wider than {LAPTOP_WIDTH} px: {too_wide}"
+    assert misleading == {}
+    assert elsewhere == [], "every page loads only from the lab itself"

@@ -1,13 +1,34 @@
 """What every page a browser walk visits must hold, read from what Chromium drew: no
 interval below zero (error bars and the tables' `low – high`), no bar on a log axis nor
-one not starting at zero, distinct legend entries on every chart, and no request to
-another host."""
+one not starting at zero, distinct legend entries and no label on another (nor outside
+its chart) on every chart, and no request to another host."""
 
 from urllib.parse import urlsplit
 
+# Pairs of a chart's annotations (and its title) whose boxes overlap on screen, and
+# annotations drawn outside the chart.
+OVERLAPS_JS = """(el) => {
+  const chart = el.getBoundingClientRect();
+  const boxes = [...el.querySelectorAll('.g-gtitle, .annotation .annotation-text-g')]
+    .map(n => [n.textContent, n.getBoundingClientRect()]);
+  const hit = (a, b) => a.left < b.right && b.left < a.right
+    && a.top < b.bottom && b.top < a.bottom;
+  const inside = (a) => a.left >= chart.left && a.right <= chart.right
+    && a.top >= chart.top && a.bottom <= chart.bottom;
+  const pairs = boxes.filter(([_t, a]) => !inside(a)).map(([t]) => [t, "outside"]);
+  boxes.forEach(([t, a], i) => boxes.slice(i + 1).forEach(([u, b]) => {
+    if (hit(a, b)) pairs.push([t, u]);
+  }));
+  return pairs;
+}"""
+
 # Per chart on the page: its error bars reaching below zero, bars on a log axis or on an
-# axis not starting at zero, and legend entries drawn twice.
-CHART_PROBLEMS_JS = """() => {
+# axis not starting at zero, legend entries drawn twice, and overlapping labels.
+CHART_PROBLEMS_JS = (
+    """() => {
+  const overlaps = """
+    + OVERLAPS_JS
+    + """;
   const problems = [];
   document.querySelectorAll('[data-figure]').forEach((el) => {
     if (!el._fullData) return;
@@ -32,9 +53,11 @@ CHART_PROBLEMS_JS = """() => {
     const legend = [...el.querySelectorAll('.legend .traces .legendtext')]
       .map((n) => n.textContent);
     if (new Set(legend).size !== legend.length) problems.push(`${name}: legend ${legend}`);
+    overlaps(el).forEach(([a, b]) => problems.push(`${name}: label ${a} on ${b}`));
   });
   return problems;
 }"""
+)
 
 # A table's interval whose low end is negative: `-480.8 – 3,279.4`.
 NEGATIVE_INTERVALS_JS = """() => [...document.querySelectorAll('td, th')]
@@ -45,6 +68,14 @@ NEGATIVE_INTERVALS_JS = """() => [...document.querySelectorAll('td, th')]
 def chart_problems(page) -> list[str]:
     """What a chart of this page draws that exaggerates or misleads (none: [])."""
     return page.evaluate(CHART_PROBLEMS_JS)
+
+
+def overlapping_labels(page, figure_id: str) -> list[list[str]]:
+    """Pairs of one chart's labels that overlap, and labels drawn outside it."""
+    return page.evaluate(
+        f'(id) => ({OVERLAPS_JS})(document.querySelector(`[data-figure="${{id}}"]`))',
+        figure_id,
+    )
 
 
 def negative_intervals(page) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Comparison, Run
-from tests.e2e.honesty import assert_honest, watch_other_hosts
+from tests.e2e.honesty import assert_honest, overlapping_labels, watch_other_hosts
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -161,29 +161,6 @@ def trace_looks(page, element_id: str) -> list[list]:
             [].concat(t.marker.symbol)[0],
             t.marker.pattern ? [].concat(t.marker.pattern.shape)[0] : null,
           ])""",
-        element_id,
-    )
-
-
-def overlapping_labels(page, element_id: str) -> list:
-    """Pairs of annotations (and the chart's title) whose boxes overlap on screen, and
-    annotations drawn outside the chart."""
-    return page.evaluate(
-        """(id) => {
-          const el = document.querySelector(`[data-figure="${id}"]`);
-          const chart = el.getBoundingClientRect();
-          const boxes = [...el.querySelectorAll('.g-gtitle, .annotation .annotation-text-g')]
-            .map(n => [n.textContent, n.getBoundingClientRect()]);
-          const hit = (a, b) => a.left < b.right && b.left < a.right
-            && a.top < b.bottom && b.top < a.bottom;
-          const inside = (a) => a.left >= chart.left && a.right <= chart.right
-            && a.top >= chart.top && a.bottom <= chart.bottom;
-          const pairs = boxes.filter(([_t, a]) => !inside(a)).map(([t]) => [t, "outside"]);
-          boxes.forEach(([t, a], i) => boxes.slice(i + 1).forEach(([u, b]) => {
-            if (hit(a, b)) pairs.push([t, u]);
-          }));
-          return pairs;
-        }""",
         element_id,
     )
 

@@ -110,6 +110,7 @@ def step_queue(bisection: Bisection, commit_index: int | None) -> BisectionStep:
             "max_rounds": bisection.max_rounds,
             "margin_pct": margin,
             "min_effect_pct": min_effect,
+            "duet": bisection.duet,
         },
         start=True,
     )

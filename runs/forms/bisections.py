@@ -30,6 +30,7 @@ class BisectionForm(forms.ModelForm[Bisection]):
             "max_rounds",
             "margin_pct",
             "min_effect_pct",
+            "duet",
         ]
 
     def __init__(self, *args: object, **kwargs: object) -> None:

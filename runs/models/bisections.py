@@ -61,6 +61,14 @@ class Bisection(models.Model):
         default=DEFAULT_MARGIN_PCT, help_text="Step 0: the ±% within which bad is the same."
     )
     min_effect_pct = models.FloatField(default=DEFAULT_MIN_EFFECT_PCT)
+    # Each step's two builds as the two sides of a duet (agents/duet.py): good and the
+    # commit measured at the same time on the host, each round one window.
+    duet = models.BooleanField(
+        default=False,
+        help_text="Measure each step's two builds at the same time on the host (a duet), "
+        "each with its own cluster and half of the CPUs, swapped every round: what the host "
+        "does during a window reaches both. Needs a host of at least two CPUs.",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     error_message = models.TextField(blank=True)
     # tps of the bad ref against good in %, as step 0 measured it: a commit is bad when its

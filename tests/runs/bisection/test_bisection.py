@@ -145,6 +145,32 @@ def test_the_steps_halve_the_range_to_the_first_bad_commit(lab_redis, client):
 
 
 @pytest.mark.django_db
+def test_a_duet_bisection_measures_each_step_s_two_builds_at_once(lab_redis):
+    user = UserFactory()
+    host = HostFactory(facts={"cpu": {"threads": 4}, "memory": {"total_bytes": 8 * 2**30}})
+    bisection = bisection_start(user, definition_data(user, host=host, duet=True))
+
+    first = bisection.steps.get().experiment
+    assert first.duet
+    rounds = first.runs.order_by("round", "cell")
+    assert rounds.count() == 6
+    for number in (1, 2, 3):
+        good, candidate = rounds.filter(round=number)
+        # One duet job per round: both builds, each its own run, sent together.
+        assert good.celery_task_id == candidate.celery_task_id != ""
+        assert good.spec["postgres"]["build"]["source"]["ref"] == "base"
+        assert candidate.spec["postgres"]["build"]["source"]["ref"] == "head"
+    assert finish_step(bisection, 500.0)
+    first.refresh_from_db()
+    point = next(p for p in first.adaptive_state["points"] if p["cell"] == 1)
+    assert point["design"].startswith("duet over")
+    later = bisection.steps.get(number=1).experiment
+    assert (
+        later.duet and later.runs.filter(round=1).values("celery_task_id").distinct().count() == 1
+    )
+
+
+@pytest.mark.django_db
 def test_a_commit_that_does_not_build_is_skipped(lab_redis):
     user = UserFactory()
     bisection = bisection_start(user, definition_data(user))

@@ -156,7 +156,7 @@ def selfcheck_spec(name: str, duration_s: int) -> dict[str, object]:
         "postgres": {"version": "16", "source": "auto"},
         "dataset": {"scale": SCALE},
         "workload": WORKLOADS[name],
-        "sweep": {"clients": [CLIENTS], "duration_s": duration_s, "warmup_s": duration_s},
+        "sweep": {"clients": [CLIENTS], "duration_s": duration_s},
     }
 
 
@@ -195,8 +195,10 @@ def run_selfcheck(
 def _check_workload(
     points: LocalPoints, name: str, rounds: int, say: Callable[[str], None]
 ) -> WorkloadReport:
-    say(f"{name}: warming up for {points.context.spec['sweep']['warmup_s']} s")
-    points.warm_up(CLIENTS)
+    # One warm-up as long as a point, before the first round of the two commands.
+    warmup = points.context.spec["sweep"]["duration_s"] or 0
+    say(f"{name}: warming up for {warmup} s")
+    points.warm_up(CLIENTS, warmup)
     results: list[RoundResult] = []
     lab_points: list[PointResult] = []
     for round_no in range(1, rounds + 1):

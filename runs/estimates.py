@@ -22,6 +22,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from agents.contract.spec.document import warm_up_seconds
 from runs.analysis import sequential
 from runs.inference.stats import MIN_REPEATS
 from runs.models import Experiment, Result, Run, RunEvent
@@ -47,13 +48,38 @@ class Timings:
     point_overhead_s: float
     runs: int = 0
 
-    def run_seconds(self, scale: float, warmup_s: float, points: int, duration_s: float) -> float:
-        """A run's seconds: setup, the load at `scale`, the warm-up and every point."""
-        load = scale * self.load_s_per_unit
-        return self.setup_s + load + warmup_s + points * (duration_s + self.point_overhead_s)
+    def setup_seconds(self, scale: float) -> float:
+        """A run's seconds besides its sweep: the cluster setup and the load at `scale`."""
+        return self.setup_s + scale * self.load_s_per_unit
 
 
 DEFAULT_TIMINGS = Timings(RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT, POINT_OVERHEAD_S)
+
+
+def sweep_seconds(
+    sweep: Mapping[str, Any], scale: float, timings: Timings = DEFAULT_TIMINGS
+) -> float | None:
+    """How long a run of this sweep takes on a dataset of `scale` at a host's `timings`
+    (timed_sweep_seconds); None for a sweep measured by transactions (its time is unknown)."""
+    duration = sweep.get("duration_s")
+    return timed_sweep_seconds(sweep, duration, scale, timings) if duration else None
+
+
+def timed_sweep_seconds(
+    sweep: Mapping[str, Any], duration_s: float, scale: float, timings: Timings
+) -> float:
+    """How long a run of this sweep takes with points of `duration_s`, the one rule the
+    queues and the experiment estimate use: the setup and load at `scale`, the warm-up and
+    every point (the measured ones and a CPU-profile pass), each its duration plus the
+    overhead."""
+    points = _points(sweep) * (duration_s + timings.point_overhead_s)
+    return timings.setup_seconds(scale) + warm_up_seconds(sweep) + points
+
+
+def _points(sweep: Mapping[str, Any]) -> int:
+    """How many points a job of this sweep runs: the measured ones and its CPU-profile pass."""
+    measured = len(sweep.get("clients") or [1]) * (sweep.get("repeats") or 1)
+    return measured + cpu_profile_points(sweep)
 
 
 @dataclass(frozen=True)
@@ -84,8 +110,7 @@ def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings |
     """One finished run's setup, load per scale unit and per-point overhead, from its
     status events (time, state, message) in order; None when a phase is missing."""
     sweep, dataset = run.spec.get("sweep") or {}, run.spec.get("dataset") or {}
-    points = len(sweep.get("clients") or []) * (sweep.get("repeats") or 1)
-    points += cpu_profile_points(sweep)
+    points = _points(sweep)
     duration = sweep.get("duration_s")
     loading = _first(statuses, lambda state, message: state == "loading")
     running = _first(statuses, lambda state, message: message.endswith(" points"))
@@ -97,7 +122,7 @@ def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings |
         return None
     setup = (loading - started) + (finished - stopping)
     load = (running - loading).total_seconds()
-    measured = (stopping - running).total_seconds() - (sweep.get("warmup_s") or 0)
+    measured = (stopping - running).total_seconds() - warm_up_seconds(sweep)
     return Timings(
         setup_s=max(setup.total_seconds(), 0.0),
         load_s_per_unit=max(load, 0.0) / max(dataset.get("scale") or 1, 1),

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, cpu_profile_points, learned_timings
+from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, learned_timings, sweep_seconds
 from runs.models import Host, Run
 
 
@@ -32,17 +32,10 @@ def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
 
 
 def estimated_seconds(run: Run, timings: Timings = DEFAULT_TIMINGS) -> float | None:
-    """How long a run takes by its spec and its host's `timings`: a cluster setup, the
-    dataset load, its warm-up and every point; None for runs measured by transactions
-    (their time is unknown)."""
-    sweep = run.spec.get("sweep") or {}
-    duration = sweep.get("duration_s")
-    if not duration:
-        return None
-    points = len(sweep.get("clients") or [1]) * (sweep.get("repeats") or 1)
-    points += cpu_profile_points(sweep)
+    """How long a run takes by its spec's sweep and its host's `timings`
+    (runs.estimates.sweep_seconds); None for runs measured by transactions."""
     scale = (run.spec.get("dataset") or {}).get("scale") or 1
-    return timings.run_seconds(scale, sweep.get("warmup_s") or 0, points, duration)
+    return sweep_seconds(run.spec.get("sweep") or {}, scale, timings)
 
 
 @dataclass(frozen=True)

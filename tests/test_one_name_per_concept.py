@@ -153,3 +153,35 @@ def test_every_place_allowed_a_former_name_still_writes_it(former: FormerName) -
     found = hits(former)
 
     assert [path for path in former.allowed if path not in found] == []
+
+
+# Sweep fields are declared once (agents/contract/spec/fields.py) and every layer derives
+# them: besides the declaration, the spec's type with its accessor, the Experiment column
+# and a preset that sets one, no source file of the lab or the agent names them.
+DECLARED_ONCE = ("warmup_s", "between_points")
+MOST_SOURCE_FILES = 4
+SOURCES = ("runs/", "agents/", "frontend/")
+
+
+@pytest.mark.parametrize("name", DECLARED_ONCE)
+def test_a_sweep_field_declared_once_is_named_in_few_source_files(name: str) -> None:
+    naming = sorted(
+        path
+        for path, text in scanned_files().items()
+        if path.startswith(SOURCES) and re.search(rf"\b{name}\b", text)
+    )
+
+    assert "agents/contract/spec/fields.py" in naming
+    assert len(naming) <= MOST_SOURCE_FILES, f"{name} is named in {naming}"
+
+
+@pytest.mark.parametrize("name", DECLARED_ONCE)
+def test_a_sweep_field_has_one_default_in_the_agent_and_the_lab(name: str) -> None:
+    from agents.contract.spec.document import DEFAULTS
+    from agents.contract.spec.fields import SWEEP
+    from runs.models import Experiment
+
+    declared = next(field.default for field in SWEEP if field.name == name)
+
+    assert DEFAULTS["sweep"][name] == declared
+    assert Experiment._meta.get_field(name).default == declared

@@ -31,7 +31,7 @@ from agents.config import AgentConfig
 from agents.contract.errors import Cancelled, JobError
 from agents.contract.reports.cpu_profiles import CpuProfileResult
 from agents.contract.reports.results import PointResult
-from agents.contract.spec.document import JobSpec, validate_spec
+from agents.contract.spec.document import JobSpec, validate_spec, warm_up_seconds
 from agents.contract.vocabulary import JobOutcome
 from agents.contract.workload_text.scripts import check_workload_scripts
 from agents.contract.workload_text.workload_sql import check_workload_sql
@@ -276,7 +276,7 @@ def _warm_up(points: LocalPoints, link: PairLink, kind: str, clients: int) -> No
         if kind == "calibrate":
             points.calibrate(clients)
         else:
-            points.warm_up(clients)
+            points.warm_up(clients, warm_up_seconds(points.context.spec["sweep"]))
         link.send("warmed", error=None)
     except JobError as error:
         link.send("warmed", error=error.as_dict())

@@ -70,8 +70,9 @@ class RemotePoints:
         self.reporter.keep_point(_as_point(point))
         return _as_point(point)
 
-    def warm_up(self, clients: int) -> None:
-        self.reporter.step("warmup", f"warming up on the client at {clients} clients")
+    def warm_up(self, clients: int, seconds: int) -> None:
+        message = f"warming up for {seconds} s on the client at {clients} clients"
+        self.reporter.step("warmup", message)
         self._on_client("warmup", clients)
 
     def calibrate(self, clients: int) -> None:

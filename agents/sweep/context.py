@@ -89,7 +89,8 @@ class SweepReporter(Protocol):
 class PointRunner(Protocol):
     """How the sweep's points are measured: on this host, or on a client host."""
 
-    def warm_up(self, clients: int) -> None: ...
+    def warm_up(self, clients: int, seconds: int) -> None:
+        """An unlogged run of `seconds` before the first point, never measured."""
 
     def calibrate(self, clients: int) -> None:
         """A short unlogged run whose tps sets the first point's log sampling rate."""

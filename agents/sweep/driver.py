@@ -14,7 +14,12 @@ import secrets
 from agents.contract.errors import JobError
 from agents.contract.pgbench_output.init_progress import parse_init_progress
 from agents.contract.reports.latency import FULL_LOG_WARNING
-from agents.contract.spec.document import SweepSpec, statements_before_point, sweep_points
+from agents.contract.spec.document import (
+    SweepSpec,
+    statements_before_point,
+    sweep_points,
+    warm_up_seconds,
+)
 from agents.observe.server import unavailable_measurements
 from agents.pgbench import command
 from agents.postgres.workload import run_setup_sql
@@ -56,13 +61,14 @@ class Sweep:
             self.reporter.emit("log", {"level": "info", "message": NO_TIMELINE})
         for message in unavailable_measurements(self.context.install.version_num):
             self.reporter.emit("log", {"level": "info", "message": message})
-        if self.spec["sweep"]["warmup_s"]:
-            self.points.warm_up(points[0][0])
+        warmup = warm_up_seconds(self.spec["sweep"])
+        if warmup:
+            self.points.warm_up(points[0][0], warmup)
         elif workload["latency_log"] == "sampled":
             self.points.calibrate(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.reporter.check_cancel()
-            self.between_points()
+            self.run_statements_before_point()
             self.points.run_point(index, len(points), clients, repeat)
         if self.perf is not None:
             self.cpu_profile_pass([clients for clients, _repeat in points], self.perf)
@@ -72,7 +78,7 @@ class Sweep:
         measured points, so none of them ran beside perf; kept apart as CPU profiles."""
         for index, clients in enumerate(dict.fromkeys(clients_order)):
             self.reporter.check_cancel()
-            self.between_points()
+            self.run_statements_before_point()
             self.reporter.keep_cpu_profile(self.points.cpu_profile_point(index, clients, perf))
 
     def _seeded(self, sweep: SweepSpec) -> SweepSpec:
@@ -122,12 +128,12 @@ class Sweep:
         self.reporter.record_dataset("setup_sql_seconds", seconds)
         self.reporter.step("setup_sql", f"setup SQL done in {seconds:.2f} s", 100.0)
 
-    def between_points(self) -> None:
+    def run_statements_before_point(self) -> None:
         """The spec's CHECKPOINT and/or VACUUM, before every measured point (the first too)."""
         statements = statements_before_point(self.spec["sweep"])
         if not statements:
             return
-        self.reporter.step("between_points", f"running {' and '.join(statements)}")
+        self.reporter.step("before_point", f"running {' and '.join(statements)}")
         with self.context.cluster.connect_maintenance() as conn:
             for statement in statements:
                 conn.execute(statement)

@@ -60,8 +60,7 @@ class LocalPoints:
         # The latest throughput measured in this cluster: it sets the next log's sampling rate.
         self.measured: Measured | None = None
 
-    def warm_up(self, clients: int) -> None:
-        seconds = self.context.spec["sweep"]["warmup_s"]
+    def warm_up(self, clients: int, seconds: int) -> None:
         message = f"warming up for {seconds} s at {clients} clients"
         self._unlogged_run("warmup", message, clients, seconds, "warmup")
 

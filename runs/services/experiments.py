@@ -30,7 +30,7 @@ from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.agentlink.execution import ROUNDS, execution_plan
 from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, section_values
-from runs.estimates import Learned, adaptive_seconds, learned_timings
+from runs.estimates import Learned, adaptive_seconds, learned_timings, timed_sweep_seconds
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
     LONGER_POINTS_FACTOR,
@@ -184,9 +184,6 @@ def build_job_spec(experiment: Experiment, cell: Cell) -> JobSpec:
 
     In rounds each run measures one repeat, so the cell's sweep has one.
     """
-    sweep = {**defaults(SWEEP), **section_values(EXPERIMENT_ROW_FIELDS, experiment)}
-    if experiment.execution == ROUNDS:
-        sweep["repeats"] = 1
     return {
         "version": SPEC_VERSION,
         "run_id": None,
@@ -196,9 +193,18 @@ def build_job_spec(experiment: Experiment, cell: Cell) -> JobSpec:
         "settings": cell.config_profile.effective_settings(),
         "storage": {"data": cell.storage.get("data", ""), "wal": cell.storage.get("wal") or None},
         **workload_spec(cell.workload),
-        "sweep": cast(SweepSpec, sweep),
+        "sweep": job_sweep(experiment),
         "network": _network(experiment),
     }
+
+
+def job_sweep(experiment: Experiment) -> SweepSpec:
+    """The sweep of each of the experiment's jobs: the row's fields and the declared defaults
+    of the others (those set for each job). In rounds each job measures one repeat."""
+    sweep = {**defaults(SWEEP), **section_values(EXPERIMENT_ROW_FIELDS, experiment)}
+    if experiment.execution == ROUNDS:
+        sweep["repeats"] = 1
+    return cast(SweepSpec, sweep)
 
 
 def _network(experiment: Experiment) -> NetworkSpec:
@@ -359,10 +365,8 @@ def _estimate(experiment: Experiment, cells: list[Cell]) -> Estimate:
     the time is the busiest host's. Every run is one cluster setup: rounds
     pay a setup (and a warm-up) per repeat of each cell, blocks one per cell.
     """
-    rounds = experiment.execution == ROUNDS
-    lifecycles = experiment.repeats if rounds else 1
+    lifecycles = experiment.repeats if experiment.execution == ROUNDS else 1
     clients = len(experiment.clients)
-    points_per_run = clients if rounds else clients * experiment.repeats
     estimate: Estimate = {
         "execution": experiment.execution,
         "runs": len(cells) * lifecycles,
@@ -375,15 +379,15 @@ def _estimate(experiment: Experiment, cells: list[Cell]) -> Estimate:
     if experiment.duration_s is None or not cells:
         return estimate
     learned = learned_timings({cell.host.pk for cell in cells})
-    busiest = _busiest(experiment, cells, lifecycles, points_per_run, learned, 1)
+    duration_s = experiment.duration_s
+    busiest = _busiest(experiment, cells, lifecycles, learned, duration_s)
     estimate["setup_seconds"] = round(busiest.setup)
     estimate["estimated_seconds"] = round(busiest.total)
     if experiment.adaptive and experiment.max_rounds:
         first_rounds = max(experiment.repeats, 1)
         # After a look, rounds may run longer points (runs.services.adaptive).
-        longer = _busiest(
-            experiment, cells, lifecycles, points_per_run, learned, LONGER_POINTS_FACTOR
-        )
+        longer_s = duration_s * LONGER_POINTS_FACTOR
+        longer = _busiest(experiment, cells, lifecycles, learned, longer_s)
         per_round, longer_round = busiest.total / first_rounds, longer.total / first_rounds
         hosts = {cell.host.pk for cell in cells}
         expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
@@ -402,13 +406,12 @@ def _busiest(
     experiment: Experiment,
     cells: list[Cell],
     lifecycles: int,
-    points: int,
     learned: Learned,
-    factor: int,
+    duration_s: int,
 ) -> HostTime:
-    """The busiest host's time on its cells, with points `factor` times as long."""
+    """The busiest host's time on its cells, with points of `duration_s`."""
     host_times = [
-        _host_time(experiment, host_cells, lifecycles, points, learned, factor)
+        _host_time(experiment, host_cells, lifecycles, learned, duration_s)
         for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
     ]
     if experiment.client_host is not None:
@@ -423,22 +426,23 @@ def _host_time(
     experiment: Experiment,
     cells: Iterable[Cell],
     lifecycles: int,
-    points: int,
     learned: Learned,
-    factor: int,
+    duration_s: int,
 ) -> HostTime:
-    """A host's seconds on its cells, each at the timings learned on it (runs/estimates.py),
-    with points `factor` times as long; a cell's CPU-profile pass runs once. A duet's cells
+    """A host's seconds on its cells, each run the time of its job's sweep with points of
+    `duration_s` at the timings learned on the host (runs.estimates.timed_sweep_seconds):
+    a cell's first run with the CPU-profile pass, its later rounds without. A duet's cells
     run at the same time: the host is busy for the longer of them."""
-    duration_s = (experiment.duration_s or 0) * factor
-    cpu_profile_points = len(set(experiment.clients)) if experiment.cpu_profile else 0
+    first = {**job_sweep(experiment), "first_repeat": 1}
+    later = {**first, "first_repeat": 2}
     times = []
     for cell in cells:
         timings = learned.for_cell(cell.host.pk, cell.build.pk)
-        cell_setup = timings.run_seconds(cell.workload.scale, 0, 0, 0)
-        run_s = timings.run_seconds(cell.workload.scale, experiment.warmup_s, points, duration_s)
-        cpu_profile_s = cpu_profile_points * (duration_s + timings.point_overhead_s)
-        times.append(HostTime(lifecycles * cell_setup, lifecycles * run_s + cpu_profile_s))
+        scale = cell.workload.scale
+        first_s = timed_sweep_seconds(first, duration_s, scale, timings)
+        later_s = timed_sweep_seconds(later, duration_s, scale, timings)
+        setup_s = lifecycles * timings.setup_seconds(scale)
+        times.append(HostTime(setup_s, first_s + (lifecycles - 1) * later_s))
     if experiment.duet:
         # A duet round is one window: its two cells run at the same time.
         return HostTime(max(t.setup for t in times), max(t.total for t in times))

@@ -95,10 +95,10 @@ def test_sample_size_and_rate_follow_the_measured_throughput(config):
 
 
 def sweep_mark(event: dict) -> str | None:
-    """ "point" for a finished point, the step name for a warm-up or between-points step."""
+    """ "point" for a finished point, the step name for a warm-up or a before-point step."""
     if event["type"] == "point":
         return "point"
-    if event["type"] == "step" and event["data"]["name"] in ("warmup", "between_points"):
+    if event["type"] == "step" and event["data"]["name"] in ("warmup", "before_point"):
         return event["data"]["name"]
     return None
 
@@ -109,7 +109,7 @@ def test_between_points_action_runs_before_the_first_point_too(config):
 
     assert result["status"] == "succeeded", result["error"]
     marks = [mark for mark in map(sweep_mark, events.events) if mark]
-    assert marks == ["warmup", "between_points", "point", "between_points", "point"]
+    assert marks == ["warmup", "before_point", "point", "before_point", "point"]
     for point in result["points"]:
         assert point["latency_percentiles_ms"] is None and point["progress"] == []
         assert point["statements"], "-r on request gives per-statement latencies"

@@ -12,12 +12,12 @@ NO_FLUSH_WAIT = {"synchronous_commit": "off"}
 
 
 def first_marks(events: list[dict]) -> list[str]:
-    """The sweep's steps and points in order: calibrate, between_points, point, ..."""
+    """The sweep's steps and points in order: calibrate, before_point, point, ..."""
     marks = []
     for event in events:
         if event["type"] == "point":
             marks.append("point")
-        elif event["type"] == "step" and event["data"]["name"] in ("calibrate", "between_points"):
+        elif event["type"] == "step" and event["data"]["name"] in ("calibrate", "before_point"):
             marks.append(event["data"]["name"])
     return marks
 
@@ -37,9 +37,9 @@ def test_first_point_of_a_tpcb_sweep_rests_on_a_thousand_logged_transactions(con
     assert result["status"] == "succeeded", result["error"]
     assert first_marks(events.events) == [
         "calibrate",
-        "between_points",
+        "before_point",
         "point",
-        "between_points",
+        "before_point",
         "point",
     ]
     calibration = [step for step in result["steps"] if step["name"] == "calibrate"]

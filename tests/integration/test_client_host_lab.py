@@ -93,9 +93,11 @@ def pair(transactional_db, tmp_path) -> Iterator[tuple[Lab, ClientAgent]]:
             client.close()
 
 
-def experiment(api, lab: Lab, client: Host, duration_s: int, rate_tps: float | None = None) -> int:
+def experiment(
+    api, lab: Lab, client: Host, duration_s: int, rate_tps: float | None = None, warmup_s: int = 0
+) -> int:
     """A TPC-B-like point at 2 clients on the lab's host, pgbench on `client` (paced to
-    `rate_tps` if given); the experiment's id."""
+    `rate_tps` if given, after a warm-up of `warmup_s`); the experiment's id."""
     server = lab.wait_registered()
     build = create(
         api, "builds", {"name": f"pg16-{duration_s}", "version": "16", "source": "prebuilt"}
@@ -123,6 +125,7 @@ def experiment(api, lab: Lab, client: Host, duration_s: int, rate_tps: float | N
             "workloads": [workload["id"]],
             "clients": [2],
             "duration_s": duration_s,
+            "warmup_s": warmup_s,
         },
     )
     return created["id"]
@@ -135,11 +138,14 @@ def clusters(lab: Lab) -> list[Path]:
 def test_a_client_host_measures_over_tcp_and_losing_it_fails_the_run_naming_it(pair, api):
     lab, client = pair
     client_host = client.wait_registered()
-    (run_id,) = start(api, experiment(api, lab, client_host, duration_s=2))
+    (run_id,) = start(api, experiment(api, lab, client_host, duration_s=2, warmup_s=1))
 
     run = lab.wait_terminal(run_id)
 
     assert run.status == Run.Status.SUCCEEDED, run.error_message
+    steps = run.events.filter(type="step", payload__name="warmup")
+    warm_ups = {event.payload["message"] for event in steps}
+    assert "warming up for 1 s on the client at 2 clients" in warm_ups, warm_ups
     (result,) = run.results.all()
     assert result.argv[result.argv.index("-h") + 1] == "127.0.0.1", "TCP, not the socket"
     assert run.host_samples.filter(role=HostSample.Role.SERVER).exists()

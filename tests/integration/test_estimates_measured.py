@@ -11,7 +11,7 @@ and a queued run's predicted start stays near its real one."""
 import logging
 from datetime import datetime
 
-from runs.estimates import DEFAULT_TIMINGS
+from runs.estimates import sweep_seconds
 from runs.models import Run
 from runs.queues import host_queues
 from tests.integration.test_lab import create, start
@@ -74,8 +74,9 @@ def _time(value: datetime | None) -> datetime:
 
 
 def default_estimate(shape: dict) -> float:
-    points = len(shape["clients"])
-    one = DEFAULT_TIMINGS.run_seconds(shape["scale"], 0, points, shape["duration_s"])
+    sweep = {"clients": shape["clients"], "duration_s": shape["duration_s"]}
+    one = sweep_seconds(sweep, shape["scale"])
+    assert one is not None
     return one * len(shape["profiles"])
 
 

@@ -425,6 +425,14 @@ def sweep_points(sweep: SweepShape | SweepSpec) -> list[tuple[int, int]]:
     return [(count, repeat) for count in clients for repeat in repeats]
 
 
+def warm_up_seconds(sweep: Mapping[str, object]) -> int:
+    """How long a sweep warms up before its first point, in seconds: the agent runs it, the
+    lab's estimates count it. A sweep without the key has the declared default; a value
+    that is not a whole number (a document read back, not validated) counts none."""
+    seconds = sweep.get("warmup_s", DEFAULTS["sweep"]["warmup_s"])
+    return seconds if isinstance(seconds, int) else 0
+
+
 # The statements each `sweep.between_points` action runs before every measured point.
 STATEMENTS_BEFORE_POINT: Final[Mapping[str, tuple[str, ...]]] = {
     "none": (),

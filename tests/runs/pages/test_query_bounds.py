@@ -9,7 +9,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import Comparison, Run
+from runs.models import Comparison, Provenance, Run
 from runs.timelines import store
 from tests.runs.factories import ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
@@ -26,11 +26,15 @@ def measured_run(tps: float, **fields) -> Run:
     return run
 
 
-def saved_comparison(how_many: int) -> Comparison:
+def saved_comparison(how_many: int, imported: bool = False) -> Comparison:
+    """`how_many` runs of one experiment; `imported`: each came from a file (its provenance
+    and its config profile's stated settings are what its warnings read)."""
     base = measured_run(1000.0)
     others = [measured_run(1000.0 + i, experiment=base.experiment) for i in range(how_many - 1)]
     comparison = Comparison.objects.create(name=f"{how_many} runs", baseline=base)
     comparison.runs.set([base, *others])
+    for run in [base, *others] if imported else []:
+        Provenance.objects.create(run=run, file_name=f"run-{run.pk}.txt", sha256=f"{run.pk:064}")
     return comparison
 
 
@@ -56,9 +60,12 @@ def queries_of(client: Client, url: str, query: dict) -> int:
     return len(captured.captured_queries)
 
 
+@pytest.mark.parametrize("imported", [False, True], ids=["measured", "imported"])
 @pytest.mark.parametrize("view", URLS)
-def test_statistics_views_read_each_kind_of_row_once_whatever_the_number_of_runs(signed_in, view):
-    few, many = saved_comparison(2), saved_comparison(6)
+def test_statistics_views_read_each_kind_of_row_once_whatever_the_number_of_runs(
+    signed_in, view, imported
+):
+    few, many = saved_comparison(2, imported), saved_comparison(6, imported)
     assert queries_of(signed_in, *URLS[view](many)) == queries_of(signed_in, *URLS[view](few))
 
 

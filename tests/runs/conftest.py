@@ -9,11 +9,13 @@
 - `events_stream`: a unique stream name set as BENCHLAB_EVENTS_STREAM.
 - `experiment_payload`: builds a valid POST /api/experiments/ body (one new
   host, build, config profile and workload; two client counts); keyword
-  arguments override its fields.
+  arguments override its fields (tests/runs/scheduling.py builds the cell).
+- `at_latest`: for a test that migrates back (tests/runs/migrations/migrating.py),
+  every app migrated forward again after it.
 """
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.db import connection
@@ -24,13 +26,9 @@ from agents.contract.wire import agent_queue, cancel_key, dispatch_key
 from runs.agentlink.transport import redis_connection
 from runs.models import Host, PgCatalogue, Run
 from runs.services.access.tokens import api_token_create
-from tests.runs.factories import (
-    ConfigProfileFactory,
-    HostFactory,
-    PgBuildFactory,
-    UserFactory,
-    WorkloadFactory,
-)
+from tests.runs.factories import UserFactory
+from tests.runs.migrations.migrating import migrate_to_latest
+from tests.runs.scheduling import as_ids, one_new_cell
 
 
 @pytest.fixture
@@ -86,15 +84,14 @@ def events_stream(settings, lab_redis):
 @pytest.fixture
 def experiment_payload(db) -> Callable[..., dict]:
     def build(**overrides) -> dict:
-        payload = {
-            "name": "tuning",
-            "hosts": [HostFactory().pk],
-            "builds": [PgBuildFactory().pk],
-            "config_profiles": [ConfigProfileFactory().pk],
-            "workloads": [WorkloadFactory().pk],
-            "clients": [1, 2],
-            "duration_s": 2,
-        }
+        payload = {"name": "tuning", **as_ids(one_new_cell()), "clients": [1, 2], "duration_s": 2}
         return {**payload, **overrides}
 
     return build
+
+
+@pytest.fixture
+def at_latest(transactional_db: None) -> Iterator[None]:
+    """Every app migrated forward again after a test that migrates back."""
+    yield
+    migrate_to_latest()

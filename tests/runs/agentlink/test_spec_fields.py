@@ -17,13 +17,10 @@ from runs.presets import PRESETS, Preset
 from runs.services.experiments import build_job_spec, experiment_cells
 from runs.services.history.series import copied_fields
 from tests.runs.factories import (
-    ConfigProfileFactory,
     ExperimentFactory,
-    HostFactory,
-    PgBuildFactory,
     UserFactory,
-    WorkloadFactory,
 )
+from tests.runs.scheduling import as_ids, one_new_cell
 
 pytestmark = pytest.mark.django_db
 
@@ -102,15 +99,7 @@ def posted(values: dict[str, object]) -> dict[str, object]:
 @pytest.fixture
 def matrix() -> dict[str, object]:
     """The schedule form's other inputs: one cell."""
-    return {
-        "name": "walked",
-        "hosts": [HostFactory().pk],
-        "builds": [PgBuildFactory().pk],
-        "config_profiles": [ConfigProfileFactory().pk],
-        "workloads": [WorkloadFactory().pk],
-        "storage": "default",
-        "execution": "rounds",
-    }
+    return {"name": "walked", **as_ids(one_new_cell()), "storage": "default", "execution": "rounds"}
 
 
 def scheduled_from(form: ScheduleForm) -> Experiment:

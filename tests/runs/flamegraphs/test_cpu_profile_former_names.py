@@ -2,17 +2,13 @@
 the schema), the runs API's and the pages' former paths; and migration 0037 renames the
 stored rows, spec keys and event types, and back."""
 
-from collections.abc import Iterator
-
 import pytest
-from django.apps.registry import Apps
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.urls import reverse
 
 from runs.models import CpuProfile, Experiment, RunEvent
 from tests.runs.factories import RunFactory
+from tests.runs.migrations.migrating import migrate
 
 BEFORE = [("runs", "0036_host_canary")]
 AFTER = [("runs", "0037_cpu_profile")]
@@ -55,22 +51,6 @@ def test_a_runs_cpu_profiles_answer_at_their_former_paths_too(api_client, user):
     folded = reverse("run-cpu-profile-folded", args=[run.pk, 0])
     assert folded == f"/runs/{run.pk}/cpu-profiles/0.folded"
     assert client.get(f"/runs/{run.pk}/profiles/0.folded").content == b"main;exec 3\n"
-
-
-def migrate(targets: list[tuple[str, str]]) -> Apps:
-    """Migrate the test database to `targets`; the models as they are there."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def at_latest(transactional_db: None) -> Iterator[None]:
-    """The test migrates back; every app is migrated forward again after it."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_migration_0037_renames_rows_spec_keys_and_event_types_and_back(at_latest):

@@ -2,35 +2,17 @@
 role and go back again, run against the test database as `migrate` runs them."""
 
 import importlib
-from collections.abc import Iterator
 
-import pytest
 from django.apps.registry import Apps
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from runs.models import HostSample
 from tests.runs.factories import HostFactory, RunFactory
+from tests.runs.migrations.migrating import migrate
 
 BEFORE = [("runs", "0020_imported_latency_derived_and_output_hash")]
 AFTER = [("runs", "0022_client_host_samples_as_host_samples")]
 MOVE = importlib.import_module("runs.migrations.0022_client_host_samples_as_host_samples")
-
-
-def migrate(targets: list[tuple[str, str]]) -> Apps:
-    """Migrate the test database to `targets`; the models as they are there."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def at_latest(transactional_db: None) -> Iterator[None]:
-    """The test may migrate back; every app is migrated forward again after it."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def old_rows(apps: Apps, run_pk: int) -> None:

@@ -4,9 +4,7 @@ give its token back), however many links there are."""
 
 from runs import services
 from tests.runs.factories import RunFactory
-from tests.runs.migrations.test_host_sample_migration import at_latest, migrate
-
-__all__ = ["at_latest"]  # the fixture, used by name below
+from tests.runs.migrations.migrating import migrate
 
 BEFORE = [("runs", "0031_run_dispatched_at")]
 

@@ -24,6 +24,7 @@ from tests.runs.factories import (
     UserFactory,
     WorkloadFactory,
 )
+from tests.runs.scheduling import axes_of, one_new_cell
 
 pytestmark = pytest.mark.django_db
 
@@ -408,10 +409,7 @@ def test_schedule_validates_each_cells_spec_once_and_starts(lab_redis, monkeypat
     experiment = rounds_experiment()
     data = {
         "name": "rounds",
-        "hosts": list(experiment.hosts.all()),
-        "builds": list(experiment.builds.all()),
-        "config_profiles": list(experiment.config_profiles.all()),
-        "workloads": list(experiment.workloads.all()),
+        **axes_of(experiment),
         "clients": [1, 2],
         "duration_s": 2,
         "repeats": 3,
@@ -429,10 +427,7 @@ def test_schedule_without_start_leaves_a_draft_and_keeps_a_given_seed():
     experiment = rounds_experiment()
     data = {
         "name": "draft",
-        "hosts": list(experiment.hosts.all()),
-        "builds": list(experiment.builds.all()),
-        "config_profiles": list(experiment.config_profiles.all()),
-        "workloads": list(experiment.workloads.all()),
+        **axes_of(experiment),
         "clients": [1],
         "duration_s": 2,
         "seed": 1234,
@@ -446,12 +441,10 @@ def test_schedule_without_start_leaves_a_draft_and_keeps_a_given_seed():
 
 
 def test_a_bad_cell_schedules_nothing(lab_redis):
+    unsafe = ConfigProfileFactory(settings={"archive_command": "sh"})
     data = {
         "name": "bad",
-        "hosts": [HostFactory()],
-        "builds": [PgBuildFactory()],
-        "config_profiles": [ConfigProfileFactory(settings={"archive_command": "sh"})],
-        "workloads": [WorkloadFactory()],
+        **one_new_cell(config_profiles=[unsafe]),
         "clients": [1],
         "duration_s": 2,
     }

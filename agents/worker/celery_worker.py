@@ -83,6 +83,7 @@ from agents.pair.client_half import client_scratch, run_client_half
 from agents.pair.link import PairLink, discard_left_spools
 from agents.pgbench.latency_log import remove_dead_job_logs
 from agents.postgres.cluster.leftovers import remove_leftover_clusters
+from agents.postgres.installs.build_steps import git_build_lacks
 from agents.postgres.installs.inventory import find_cached_installs, find_system_installs
 from agents.postgres.osuser import check_sandbox, ensure_os_user
 from agents.postgres.settings import catalogue_path, read_cached_catalogue
@@ -218,6 +219,13 @@ class Agent:
         os_user = ensure_os_user(self.config.os_user, self.config.sandbox)
         check_sandbox(os_user)
         start_of_agent(self.config)
+        lacks = git_build_lacks() if self.config.allow_source_builds else []
+        if lacks:
+            logger.warning(
+                "agent %s: builds from a git clone need %s (apt-get install %s); release "
+                "tarballs build without them",
+                name, ", ".join(lacks), " ".join(lacks),
+            )  # fmt: skip
         places = {**self.config.storage_targets(), "client halves": client_scratch(self.config)}
         removed = remove_leftover_clusters(places, os_user)
         if removed:

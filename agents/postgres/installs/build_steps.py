@@ -10,6 +10,7 @@ files built against the C files the tree will compile.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,9 @@ from agents.postgres.osuser import OsUser
 from agents.sandbox import View
 
 TAIL_LINES = 25
+# What the compiler (gcc, clang), bison and flex print for an error: `file:line:col: error: ...`.
+ERROR_LINE = re.compile(r": (fatal )?error: ")
+FIRST_ERRORS = 3
 POLL_S = 1.0
 STEP_TIMEOUT_S = 3 * 3600
 # C files under these directories are not compiled by a plain `make`.
@@ -76,6 +80,16 @@ PROGRAM_PACKAGES = {
     "flex": "flex",
     "perl": "perl",
 }
+
+
+# What a build from a git repository needs besides a release's: a clone holds no
+# generated parser or scanner (gram.c, scan.c, ...), a release tarball does.
+GIT_BUILD_PROGRAMS = ("bison", "flex")
+
+
+def git_build_lacks() -> list[str]:
+    """The programs a build from a git clone needs that this host lacks."""
+    return [name for name in GIT_BUILD_PROGRAMS if shutil.which(name) is None]
 
 
 def missing_programs(programs: list[str]) -> None:
@@ -140,6 +154,15 @@ def check_patch_targets(tree: Path, diff: str, strip: int) -> None:
             raise UnsafeSource(f"{name} lies outside the source tree")
 
 
+def failure_message(exit_code: int, output: str, tail: str) -> str:
+    """What a failed step says: the first errors in its output (the compiler's, bison's,
+    flex's), then the log's last lines, which a parallel make ends with its own complaints."""
+    errors = [line.strip() for line in output.splitlines() if ERROR_LINE.search(line)]
+    first = "".join(f"\n{line}" for line in errors[:FIRST_ERRORS])
+    said = f"; its first errors:{first}\n" if first else "; "
+    return f"exit code {exit_code}{said}last lines of the log:\n{tail}"
+
+
 def run_git(args: list[str]) -> str:
     """Run git (no shell); BuildFailed(fetch) with its message when it fails."""
     missing_programs(["git"])
@@ -195,7 +218,7 @@ class BuildSteps:
         self._run("checkout", [*git, "update-index", "-q", "--refresh"], env=index)
         self._run("checkout", [*git, "read-tree", "--reset", "-u", commit], env=index)
         if not (self.tree / "src" / "backend" / "parser" / "gram.c").exists():
-            missing_programs(["bison", "flex"])
+            missing_programs(list(GIT_BUILD_PROGRAMS))
 
     def run_incremental(self, definition: BuildDefinition, install_prefix: Path) -> None:
         """Patch, configure (once per kept tree), make what changed, install into `prefix`.
@@ -271,6 +294,7 @@ class BuildSteps:
         on_tick: Callable[[], None] | None = None,
     ) -> None:
         """Run one step, its output appended to the log; BuildFailed when it fails."""
+        start = self.log_path.stat().st_size
         with open(self.log_path, "a") as log:
             log.write(f"\n$ {' '.join(argv)}\n")
             log.flush()
@@ -290,7 +314,10 @@ class BuildSteps:
                 process.stdin.close()
             exit_code = self._wait(process, step, on_tick)
         if exit_code != 0:
-            raise BuildFailed(step, f"exit code {exit_code}; last lines of the log:\n{self.tail()}")
+            with open(self.log_path, errors="replace") as log:
+                log.seek(start)
+                output = log.read()
+            raise BuildFailed(step, failure_message(exit_code, output, self.tail()))
 
     def _wait(
         self, process: "subprocess.Popen[Any]", step: str, on_tick: Callable[[], None] | None

@@ -268,3 +268,19 @@ def test_a_build_left_running_by_a_killed_agent_is_killed_by_the_next_build_of_i
     finally:
         make.kill()
         make.wait()
+
+
+def test_a_build_that_does_not_compile_says_the_compilers_first_error_first(
+    agent: AgentConfig, sources: Path, tmp_path: Path, os_user: OsUser
+):
+    tree = fake_release(tmp_path)
+    (tree / "src" / "backend" / "main.c").write_text("int main(void) { this does not compile; }\n")
+    broken = pack(tree, sources / "postgresql-15.18.tar.gz")
+
+    with pytest.raises(BuildFailed) as failed:
+        ensure_build(fake_definition(broken), agent, os_user)
+
+    said = failed.value.message.split("\n")
+    assert said[0] == "source build failed at make: exit code 2; its first errors:"
+    assert said[1].startswith("src/backend/main.c:1:") and ": error: " in said[1]
+    assert "last lines of the log:" in said

@@ -24,7 +24,7 @@ from agents.contract.errors import JobError
 from agents.contract.settings.catalogue import Catalogue
 from agents.contract.wire import source_upload_key
 from agents.postgres.cluster.lifecycle import initdb_version_args
-from agents.postgres.installs.build_steps import check_prerequisites
+from agents.postgres.installs.build_steps import check_prerequisites, git_build_lacks
 from agents.postgres.installs.source_build import build_key, builds_dir, ensure_build, fetch_source
 from agents.postgres.osuser import OsUser
 from tests.agents.jobs import run, small_spec
@@ -243,6 +243,8 @@ def test_missing_programs_are_named_with_their_debian_packages(
     assert caught.value.code == "build_prerequisites"
     # bison and flex only once the checkout shows the commit lacks the generated parsers
     assert caught.value.message.endswith("apt-get install git")
+    # What the agent says at its start when it may build from source.
+    assert git_build_lacks() == ["bison", "flex"]
 
 
 def test_tarballs_by_url_are_fetched_with_their_digest(sources: Path, tmp_path: Path):

@@ -3,6 +3,7 @@ row for a set of runs, grouped by cell (runs/analysis/cells.py), then
 `runs.analysis.compare.stats_table`."""
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TypedDict
 
 from runs import selectors
@@ -12,7 +13,7 @@ from runs.analysis.validity import ValidityWarning
 from runs.counters.points import movers_by_cell, movers_document
 from runs.inference.equivalence import DEFAULT_MARGIN_PCT
 from runs.inference.stats import CONFIDENCE
-from runs.models import Comparison, Result, Run
+from runs.models import Comparison, Experiment, Result, Run
 from runs.timelines import store
 
 
@@ -105,15 +106,52 @@ def statistics_document(
     }
 
 
+@dataclass(frozen=True)
+class Statistics:
+    """A set of runs' statistics: the document the API answers, and what it was made from
+    (a report, runs/verdict_report/, reads all three)."""
+
+    document: dict[str, object]
+    loaded: StatsInputs
+    table: StatsTable
+    runs: list[Run]
+    baseline: Run | None
+
+
+def statistics_of(
+    runs: list[Run],
+    baseline: Run | None,
+    min_effect_pct: float,
+    margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
+) -> Statistics:
+    """The statistics of `runs`' cells against the cell `baseline` belongs to."""
+    loaded = load_inputs(runs)
+    table = table_of(loaded, baseline, min_effect_pct, COMPARED_METRICS, margin_pct, keep_unsettled)
+    document = statistics_document(table, baseline, loaded["results"])
+    return Statistics(document, loaded, table, runs, baseline)
+
+
 def comparison_statistics(
     comparison: Comparison,
     min_effect_pct: float,
     margin_pct: float = DEFAULT_MARGIN_PCT,
     keep_unsettled: bool = False,
-) -> dict[str, object]:
-    """The statistics document of a saved comparison against its baseline."""
+) -> Statistics:
+    """The statistics of a saved comparison against its baseline."""
     runs = selectors.comparison_runs(comparison)
-    baseline = comparison.baseline or runs[0]
-    loaded = load_inputs(runs)
-    table = table_of(loaded, baseline, min_effect_pct, COMPARED_METRICS, margin_pct, keep_unsettled)
-    return statistics_document(table, baseline, loaded["results"])
+    baseline = comparison.baseline or (runs[0] if runs else None)
+    return statistics_of(runs, baseline, min_effect_pct, margin_pct, keep_unsettled)
+
+
+def experiment_statistics(
+    experiment: Experiment,
+    min_effect_pct: float,
+    margin_pct: float = DEFAULT_MARGIN_PCT,
+    keep_unsettled: bool = False,
+) -> Statistics:
+    """The statistics of an experiment's cells against its first cell (the cell an adaptive
+    experiment compares every other with, runs/services/adaptive.py)."""
+    runs = selectors.experiment_runs(experiment)
+    baseline = selectors.in_cell_order(runs)[0] if runs else None
+    return statistics_of(runs, baseline, min_effect_pct, margin_pct, keep_unsettled)

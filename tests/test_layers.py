@@ -19,9 +19,9 @@ RUNS_LAYERS: Sequence[tuple[str, ...]] = (
     ("runs.selectors", "runs.reproduce", "runs.admin", "runs.migrations", "runs.presets"),
     ("runs.analysis",),
     ("runs.counters", "runs.timelines", "runs.flamegraphs", "runs.host_noise", "runs.estimates"),
-    ("runs.stats_tables", "runs.queues"),
+    ("runs.stats_tables", "runs.queues", "runs.verdict_report"),
     ("runs.services",),
-    ("runs.bisection", "runs.forms", "runs.control", "runs.tasks", "runs.sse"),
+    ("runs.bisection", "runs.forms", "runs.control", "runs.tasks", "runs.sse", "runs.tries"),
     ("runs.charts", "runs.templatetags"),
     ("runs.api", "runs.views", "runs.management", "runs.apps", "runs.urls_pages"),
 )

@@ -3,7 +3,7 @@
 from django.urls import re_path
 from rest_framework.routers import DefaultRouter
 
-from runs.api import bisections, history, views
+from runs.api import bisections, history, presets, tries, views
 from runs.api.errors import api_not_found
 
 router = DefaultRouter()
@@ -17,6 +17,8 @@ router.register("experiments", views.ExperimentViewSet)
 router.register("runs", views.RunViewSet)
 router.register("comparisons", views.ComparisonViewSet)
 router.register("bisections", bisections.BisectionViewSet)
+router.register("presets", presets.PresetViewSet, basename="preset")
+router.register("tries", tries.TryViewSet, basename="try")
 router.register("share-links", views.ShareLinkViewSet)
 # History: imports, series, alerts, notes.
 router.register("imports", history.ImportViewSet, basename="import")

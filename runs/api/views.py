@@ -10,6 +10,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -18,6 +19,7 @@ from runs import services
 from runs.api import serializers
 from runs.api.filters import RunFilter, ShareLinkFilter
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
+from runs.api.renderers import MarkdownRenderer, PlainTextRenderer
 from runs.models import (
     Comparison,
     ConfigProfile,
@@ -35,10 +37,44 @@ from runs.models import (
 )
 from runs.reproduce.script import run_manifest
 from runs.services.deletion import Deletable
+from runs.services.progress import experiment_progress
 from runs.services.uploads import build_source_upload
-from runs.stats_tables import comparison_statistics
+from runs.stats_tables import comparison_statistics, experiment_statistics
+from runs.verdict_report import as_markdown, as_text, comparison_report, experiment_report
 
 RUN_JOINS = ("experiment", "host", "build", "config_profile", "workload")
+# The report's outcome in every format's answer (`benchlab` exits by it).
+OUTCOME_HEADER = "BenchLab-Outcome"
+REPORT_RENDERERS = [JSONRenderer, PlainTextRenderer, MarkdownRenderer]
+REPORT_SCHEMA = extend_schema(
+    parameters=[serializers.StatisticsQuerySerializer],
+    responses={
+        (200, "application/json"): OpenApiTypes.OBJECT,
+        (200, "text/plain"): OpenApiTypes.STR,
+        (200, "text/markdown"): OpenApiTypes.STR,
+        400: serializers.ErrorSerializer,
+    },
+)
+STATISTICS_SCHEMA = extend_schema(
+    parameters=[serializers.StatisticsQuerySerializer],
+    responses={200: serializers.ComparisonStatisticsSerializer, 400: serializers.ErrorSerializer},
+)
+
+
+def statistics_query(request: Request) -> dict[str, Any]:
+    """The statistics API's query (min_effect, margin, keep_unsettled), validated."""
+    query = serializers.StatisticsQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return dict(query.validated_data)
+
+
+def report_response(request: Request, report: dict[str, object]) -> Response:
+    """The report in the format asked for (`?format=text|markdown|json`)."""
+    chosen = request.accepted_renderer.format if request.accepted_renderer else "json"
+    rendered = {"text": as_text, "markdown": as_markdown}.get(chosen)
+    answer = Response(rendered(report) if rendered else report)
+    answer[OUTCOME_HEADER] = str(report["outcome"])
+    return answer
 
 
 class RunResults(TypedDict):
@@ -197,6 +233,41 @@ class ExperimentViewSet(
         data = serializers.RunSerializer(runs, many=True).data
         return Response(data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=None, responses=serializers.RunSerializer(many=True))
+    @action(detail=True, methods=["post"], pagination_class=None)
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel every queued or running run (an adaptive experiment then adds no round);
+        answers the runs cancelled."""
+        runs = services.experiment_cancel(self.get_object(), request.user)
+        return Response(serializers.RunSerializer(runs, many=True).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def progress(self, request: Request, pk: str | None = None) -> Response:
+        """Runs by status, the running runs' steps, rounds and the time left (an estimate)."""
+        return Response(experiment_progress(self.get_object()))
+
+    @STATISTICS_SCHEMA
+    @action(detail=True, methods=["get"])
+    def statistics(self, request: Request, pk: str | None = None) -> Response:
+        """The comparison statistics of the experiment's cells against its first cell."""
+        query = statistics_query(request)
+        found = experiment_statistics(
+            self.get_object(), query["min_effect"], query["margin"], query["keep_unsettled"]
+        )
+        return Response(found.document)
+
+    @REPORT_SCHEMA
+    @action(detail=True, methods=["get"], renderer_classes=REPORT_RENDERERS)
+    def report(self, request: Request, pk: str | None = None) -> Response:
+        """The verdict report of the experiment's cells against its first cell, from the
+        numbers `statistics/` answers: `?format=text` (a mail reply), `markdown` or `json`."""
+        experiment = self.get_object()
+        link = request.build_absolute_uri(reverse("experiment-detail", args=[experiment.pk]))
+        return report_response(
+            request, experiment_report(experiment, statistics_query(request), link)
+        )
+
     @extend_schema(responses=serializers.EstimateSerializer)
     @action(detail=True, methods=["get"])
     def estimate(self, request: Request, pk: str | None = None) -> Response:
@@ -299,25 +370,26 @@ class ComparisonViewSet(
     def perform_destroy(self, instance: Comparison) -> None:
         services.object_delete(instance, self.request.user)
 
-    @extend_schema(
-        parameters=[serializers.StatisticsQuerySerializer],
-        responses={
-            200: serializers.ComparisonStatisticsSerializer,
-            400: serializers.ErrorSerializer,
-        },
-    )
+    @STATISTICS_SCHEMA
     @action(detail=True, methods=["get"])
     def statistics(self, request: Request, pk: str | None = None) -> Response:
         """Per point n, mean, median, sd, 95 % CI, MDE and warnings; per cell against the
         baseline the difference with its CI, p, q (Benjamini-Hochberg) and the verdict."""
-        query = serializers.StatisticsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = statistics_query(request)
+        found = comparison_statistics(
+            self.get_object(), query["min_effect"], query["margin"], query["keep_unsettled"]
+        )
+        return Response(found.document)
+
+    @REPORT_SCHEMA
+    @action(detail=True, methods=["get"], renderer_classes=REPORT_RENDERERS)
+    def report(self, request: Request, pk: str | None = None) -> Response:
+        """The verdict report of the comparison against its baseline, from the numbers
+        `statistics/` answers: `?format=text` (a mail reply), `markdown` or `json`."""
         comparison = self.get_object()
-        found = query.validated_data
-        return Response(
-            comparison_statistics(
-                comparison, found["min_effect"], found["margin"], found["keep_unsettled"]
-            )
+        link = request.build_absolute_uri(reverse("comparison-detail", args=[comparison.pk]))
+        return report_response(
+            request, comparison_report(comparison, statistics_query(request), link)
         )
 
 

@@ -27,7 +27,13 @@ from runs.services.hosts.enrollment import event_refusal, host_approve, host_enr
 from runs.services.hosts.events import agent_record_event, record_event
 from runs.services.hosts.liveness import runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.jobs.events import events_purge, run_record_event, store_point
-from runs.services.runs import run_cancel, run_finish, run_mark_running, run_rerun
+from runs.services.runs import (
+    experiment_cancel,
+    run_cancel,
+    run_finish,
+    run_mark_running,
+    run_rerun,
+)
 from runs.services.validation import (
     check_job_spec,
     check_settings,
@@ -47,6 +53,7 @@ __all__ = [
     "experiment_check",
     "experiment_estimate",
     "experiment_schedule",
+    "experiment_cancel",
     "experiment_start",
     "event_refusal",
     "events_purge",

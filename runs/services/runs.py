@@ -118,6 +118,20 @@ def run_cancel(run: Run, user: AnyUser) -> Run:
     return run
 
 
+def experiment_cancel(experiment: Experiment, user: AnyUser) -> list[Run]:
+    """Cancel every queued or running run of the experiment (`run_cancel`); an adaptive
+    experiment then queues no more rounds. Runs that end meanwhile are left as they ended.
+    Returns the runs cancelled."""
+    cancelled = []
+    for run in experiment.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING)):
+        try:
+            cancelled.append(run_cancel(run, user))
+        except Conflict:
+            logger.info("run %s: ended before the experiment's cancel reached it", run.pk)
+    logger.info("experiment %s: %d runs cancelled by %s", experiment.pk, len(cancelled), user)
+    return cancelled
+
+
 @retry_on_conflict
 def run_rerun(run: Run, user: User | None) -> Run:
     """Queue a new run with the same definition (the original's spec), linked by `rerun_of`.

@@ -49,6 +49,7 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     comparison = get_object_or_404(Comparison, pk=pk)
     urls = export_urls(lambda fmt: reverse("comparison-export", args=[pk, fmt]))
     urls["zoom"] = reverse("run-timeline")
+    urls["report"] = reverse("api:comparison-report", args=[pk])
     context = saved_comparison_context(comparison, read_only=False, urls=urls, query=request.GET)
     context["share_links"] = services.share_links_of(request.user).filter(comparison=comparison)
     return render(request, "runs/comparison_detail.html", context)

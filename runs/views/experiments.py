@@ -89,6 +89,7 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if metric not in METRICS:
         metric = "tps"
     urls = export_urls(lambda fmt: reverse("experiment-export", args=[pk, fmt]))
+    urls["report"] = reverse("api:experiment-report", args=[pk])
     context = experiment_context(experiment, metric, read_only=False, urls=urls)
     context["share_links"] = services.share_links_of(request.user).filter(experiment=experiment)
     if experiment.status == "draft":

@@ -49,7 +49,7 @@ def top_movers_of(baseline: Run, other: Run) -> list[str]:
     each followed by the counters that read the same quantity and moved with it."""
     comparison = Comparison.objects.create(name="known cause", baseline=baseline)
     comparison.runs.set([baseline, other])
-    statistics = comparison_statistics(comparison, min_effect_pct=1.0)
+    statistics = comparison_statistics(comparison, min_effect_pct=1.0).document
     [cell] = statistics["top_movers"]  # type: ignore[misc]
     assert cell["run_id"] == other.pk
     return [key for mover in cell["movers"] for key in [mover["counter"], *mover["copies"]]]

@@ -198,7 +198,9 @@ class CellMoversSerializer(serializers.Serializer[Document]):
 class ComparisonStatisticsSerializer(serializers.Serializer[Document]):
     """A comparison's statistics table (`runs.api.views.ComparisonViewSet.statistics`)."""
 
-    baseline_run_id = serializers.IntegerField()
+    baseline_run_id = serializers.IntegerField(
+        allow_null=True, help_text="null for an experiment with no runs yet"
+    )
     min_effect_pct = serializers.FloatField()
     margin_pct = serializers.FloatField()
     confidence = serializers.FloatField()

@@ -1,5 +1,17 @@
-"""BenchLab Django project; the control-plane Celery app loads with it."""
+"""BenchLab Django project.
 
-from benchlab.celery import app as celery_app
+Importing the package imports nothing else, so `benchlab.cli` (the `benchlab` command)
+runs where Django and Celery are not installed. The control-plane Celery app
+(benchlab/celery.py) loads when Django's apps are ready (runs/apps.py) and with
+`celery -A benchlab`, which finds `benchlab.celery`; `benchlab.celery_app` is that app.
+"""
 
-__all__ = ("celery_app",)
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "celery_app":
+        from benchlab.celery import app
+
+        return app
+    raise AttributeError(f"module 'benchlab' has no attribute {name!r}")

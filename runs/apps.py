@@ -9,6 +9,10 @@ class RunsConfig(AppConfig):
     verbose_name = "Benchmark runs"
 
     def ready(self) -> None:
+        # The control-plane Celery app, before any task is sent (benchlab/__init__.py
+        # leaves it out, for the command line client).
+        import benchlab.celery  # noqa: F401
+
         # Connects the control worker's start and stop to Celery's worker signals.
         from runs.control import worker  # noqa: F401
 

@@ -6,18 +6,26 @@ preset plus a profile made in the config editor), watch a run page receive
 progress live, see its results table fill, compare the two finished runs and
 their settings diff, open a share link signed out, revoke it.
 
+Then the `benchlab` command against the same lab: the comparison's report, and a
+tiny experiment run from a JSON file to its report and exit code.
+
 The compare page's screenshot goes to var/screenshots/compare.png (not
 tracked); copy it to docs/screenshots/ on purpose to refresh the README's.
 """
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import Run
+from runs.models import Comparison, Run
 from runs.presets import load_presets
+from runs.services.access.tokens import api_token_create
 from tests.e2e.conftest import PASSWORD, sign_in
 from tests.runs.factories import UserFactory
 from tests.waiting import wait_for
@@ -35,7 +43,8 @@ COUNT_PROGRESS = """() => {
 def test_schedule_watch_compare_share_and_revoke(stack, page, browser):
     lab, web = stack
     load_presets()
-    sign_in(page, web.url, UserFactory(password=PASSWORD).username)
+    user = UserFactory(password=PASSWORD)
+    sign_in(page, web.url, user.username)
 
     page.goto(f"{web.url}/configs/new")
     page.fill("input[name=name]", "small buffers")
@@ -96,3 +105,35 @@ def test_schedule_watch_compare_share_and_revoke(stack, page, browser):
     wait_for(lambda: visitor.goto(f"{web.url}{link}").status == 410, 10, "the link to close")
     expect(visitor.locator("h1")).to_have_text("This share link was revoked")
     visitor.context.close()
+
+    cli_reports_and_runs(web.url, user, first, second, tmp_path=SCREENSHOT.parent)
+
+
+def benchlab(url: str, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCHLAB_URL": url, "BENCHLAB_TOKEN": token}
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "benchlab.cli", *args]
+    return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def cli_reports_and_runs(url: str, user, first: Run, second: Run, tmp_path: Path) -> None:
+    _row, token = api_token_create(user)
+    comparison = Comparison.objects.get()
+    report = benchlab(url, token, "report", "comparison", str(comparison.pk))
+    # One repeat a side: too few repeats for a verdict, so undecided (2).
+    assert report.returncode == 2, report.stderr
+    assert report.stdout.startswith(f"BenchLab report: comparison {comparison.pk}")
+    assert report.stdout.isascii() and max(map(len, report.stdout.splitlines())) <= 72
+
+    tiny = tmp_path / "tiny-experiment.json"
+    body = {
+        "name": "cli tiny", "hosts": [first.host_id], "builds": [first.build_id],
+        "config_profiles": [first.config_profile_id, second.config_profile_id],
+        "workloads": [first.workload_id], "clients": [1], "duration_s": 2, "repeats": 1,
+    }  # fmt: skip
+    tiny.write_text(json.dumps(body))
+    ran = benchlab(url, token, "run", str(tiny), "--format", "markdown")
+    assert ran.returncode == 2, ran.stderr
+    assert "2/2 runs done" in ran.stderr
+    assert "| cell | clients | base tps | patched tps |" in ran.stdout
+    assert Run.objects.filter(experiment__name="cli tiny", status=Run.Status.SUCCEEDED).count() == 2

@@ -1,0 +1,5 @@
+"""`python -m benchlab.cli`: the same as the `benchlab` command."""
+
+from benchlab.cli.main import main
+
+raise SystemExit(main())

@@ -265,6 +265,9 @@ class PointContext:
         try:
             if self.before_window is not None:
                 self.before_window()
+                # The window starts once both sides of a duet are there: the host's CPU
+                # and the agent's own until then (the other side's setup) are not its.
+                cpu_start, cpu_before = read_cpu(cgroup), process_cpu_seconds()
             measured = measure()
         finally:
             agent_cpu_s = process_cpu_seconds() - cpu_before

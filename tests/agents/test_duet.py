@@ -179,7 +179,8 @@ def test_a_duet_runs_both_sides_at_once_on_their_own_cpus(
 ) -> None:
     """Side 0's setup SQL sleeps, so unsynchronised its points would start seconds after
     side 1's; the barrier starts every point of both together. Each side's server and
-    pgbench run on its half of the CPUs only (swapped: side 0 gets the second)."""
+    pgbench run on its half of the CPUs only (swapped: side 0 gets the second); a point's
+    window starts once both sides are there."""
     needs_two_cpus_and_cpuset()
     delayed = {"setup_sql": f"SELECT pg_sleep({SETUP_DELAY_S})"}
     specs = [side_spec("duet-a", dataset=delayed), side_spec("duet-b")]
@@ -197,6 +198,10 @@ def test_a_duet_runs_both_sides_at_once_on_their_own_cpus(
     assert len(a) == len(b) == 3
     gaps = [abs(x - y) for x, y in zip(a, b, strict=True)]
     assert max(gaps) < START_BOUND_S, gaps
+    # Side 1 waited SETUP_DELAY_S at the barrier before its first point: its window (the
+    # host's CPU, the agent's own) starts when both are there, not when it arrived.
+    first_window = results[1]["points"][0]["noise"]["window_s"]
+    assert first_window < SETUP_DELAY_S, first_window
     # Each side's events carry its own run id and nothing of the other's.
     for recorder, spec in zip(recorders, specs, strict=True):
         assert {event["run_id"] for event in recorder.events} == {spec["run_id"]}

@@ -82,11 +82,27 @@ class JobLog:
             self.dropped += 1
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What the last read of an entry file found, valid while the file is unchanged (the
+    same inode, mtime and size: every write replaces the file)."""
+
+    identity: tuple[int, int, int]
+    finished_at: float | None
+    # The entry while the lab has not confirmed it; None once confirmed (nothing more of
+    # it is needed until it is forgotten, so it is not kept in memory either).
+    entry: LedgerEntry | None
+
+
 class Ledger:
     """The ledger of one agent (by name) in its state directory."""
 
     def __init__(self, state_dir: Path, agent: str):
         self.directory = state_dir / "ledger" / agent
+        # Entry files as the heartbeat last read them: each beat (every few seconds, also
+        # while a point measures) parses only the files written since, not a week of
+        # results and logs (docs/benchmarks.md, "Agent fidelity").
+        self._seen: dict[Path, _Seen] = {}
 
     def path(self, job_id: str) -> Path:
         return self.directory / f"{hashlib.sha256(job_id.encode()).hexdigest()[:32]}.json"
@@ -120,13 +136,41 @@ class Ledger:
         """Finished jobs whose result the lab has not confirmed, newest first (at most
         MAX_UNCONFIRMED); entries older than KEEP_S are removed on the way."""
         now, kept = time.time(), []
-        for entry in self._entries():
-            if entry.state == "finished" and now - (entry.finished_at or now) > KEEP_S:
-                self.path(entry.job_id).unlink(missing_ok=True)
-            elif entry.state == "finished" and not entry.confirmed:
-                kept.append(entry)
+        paths = sorted(self.directory.glob("*.json"))
+        for gone in self._seen.keys() - set(paths):
+            del self._seen[gone]
+        for path in paths:
+            seen = self._look(path)
+            if seen is None:
+                continue
+            if seen.finished_at is not None and now - seen.finished_at > KEEP_S:
+                path.unlink(missing_ok=True)
+                del self._seen[path]
+            elif seen.entry is not None and seen.entry.state == "finished":
+                kept.append(seen.entry)
         kept.sort(key=lambda entry: entry.finished_at or 0.0, reverse=True)
         return kept[:MAX_UNCONFIRMED]
+
+    def _look(self, path: Path) -> _Seen | None:
+        """The file's entry as last read, read again only when the file changed; None once
+        it is gone."""
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._seen.pop(path, None)
+            return None
+        identity = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        seen = self._seen.get(path)
+        if seen is not None and seen.identity == identity:
+            return seen
+        entry = self._read(path)
+        if entry is None:
+            self._seen.pop(path, None)
+            return None
+        finished_at = entry.finished_at if entry.state == "finished" else None
+        seen = _Seen(identity, finished_at, None if entry.confirmed else entry)
+        self._seen[path] = seen
+        return seen
 
     def _entries(self) -> list[LedgerEntry]:
         found = (self._read(path) for path in sorted(self.directory.glob("*.json")))

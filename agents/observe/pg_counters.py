@@ -9,7 +9,12 @@ agents/observe/server.py does for its per-second samples:
   sync counts and times to pg_stat_io (object `wal`);
 - pg_stat_io from 16;
 - checkpoint counters in pg_stat_bgwriter up to 16, in pg_stat_checkpointer from 17;
-- pg_stat_database of the benchmark database in every version.
+- pg_stat_database of the benchmark database in every version;
+- the benchmark database's user tables (pg_stat_user_tables, pg_statio_user_tables)
+  summed, read over a connection to that database (the views are per database);
+  n_tup_newpage_upd from 16.
+
+Which keys each version reads is the catalogue's (agents/contract/reports/counter_catalogue.py).
 """
 
 FIRST_WITH_STAT_WAL = 140000
@@ -80,13 +85,43 @@ SELECT xact_commit AS "db.xact_commit", xact_rollback AS "db.xact_rollback",
        tup_returned AS "db.tup_returned", tup_fetched AS "db.tup_fetched",
        tup_inserted AS "db.tup_inserted", tup_updated AS "db.tup_updated",
        tup_deleted AS "db.tup_deleted", temp_files AS "db.temp_files",
-       temp_bytes AS "db.temp_bytes", deadlocks AS "db.deadlocks", conflicts AS "db.conflicts"
+       temp_bytes AS "db.temp_bytes", deadlocks AS "db.deadlocks", conflicts AS "db.conflicts",
+       blk_read_time AS "db.blk_read_time_ms", blk_write_time AS "db.blk_write_time_ms"
 FROM pg_stat_database WHERE datname = %(dbname)s
 """
 
-# WAL times are counted only with track_wal_io_timing on: off, they read 0 and mean nothing.
-WAL_TIMING_SQL = "SELECT current_setting('track_wal_io_timing') = 'on' AS timed"
-WAL_TIME_KEYS = ("wal.write_time_ms", "wal.sync_time_ms")
+_TABLES_COLUMNS = """
+SELECT coalesce(sum(t.n_tup_hot_upd), 0) AS "tables.hot_updates",
+       coalesce(sum(t.seq_scan), 0) AS "tables.seq_scans",
+       coalesce(sum(t.idx_scan), 0) AS "tables.idx_scans",
+       coalesce(sum(t.vacuum_count), 0) AS "tables.vacuums",
+       coalesce(sum(t.autovacuum_count), 0) AS "tables.autovacuums",
+       coalesce(sum(t.analyze_count), 0) AS "tables.analyzes",
+       coalesce(sum(t.autoanalyze_count), 0) AS "tables.autoanalyzes",
+       coalesce(sum(io.heap_blks_read), 0) AS "tables.heap_blks_read",
+       coalesce(sum(io.heap_blks_hit), 0) AS "tables.heap_blks_hit",
+       coalesce(sum(io.idx_blks_read), 0) AS "tables.idx_blks_read",
+       coalesce(sum(io.idx_blks_hit), 0) AS "tables.idx_blks_hit"
+"""
+_TABLES_FROM = """
+FROM pg_stat_user_tables t JOIN pg_statio_user_tables io USING (relid)
+"""
+TABLES_SQL_UP_TO_15 = _TABLES_COLUMNS + _TABLES_FROM
+TABLES_SQL_16_PLUS = (
+    _TABLES_COLUMNS.rstrip()
+    + """,
+       coalesce(sum(t.n_tup_newpage_upd), 0) AS "tables.newpage_updates"
+"""
+    + _TABLES_FROM
+)
+
+# Times are counted only with their timing setting on: off, they read 0 and mean nothing.
+# Setting -> the keys it times (track_wal_io_timing exists from 14).
+TIMED_KEYS = {
+    "track_io_timing": ("db.blk_read_time_ms", "db.blk_write_time_ms"),
+    "track_wal_io_timing": ("wal.write_time_ms", "wal.sync_time_ms"),
+}
+TIMING_SQL = "SELECT current_setting(%(setting)s, true) = 'on' AS timed"
 
 # The benchmark's client connections still open (pgbench's backends flush their
 # statistics when they exit).
@@ -119,6 +154,13 @@ def bgwriter_sql(server_version_num: int) -> str:
     return BGWRITER_SQL_17_PLUS
 
 
+def tables_sql(server_version_num: int) -> str:
+    """The benchmark database's tables' counters, summed (run in that database)."""
+    if server_version_num < FIRST_WITH_STAT_IO:
+        return TABLES_SQL_UP_TO_15
+    return TABLES_SQL_16_PLUS
+
+
 def counter_queries(server_version_num: int) -> list[str]:
     """The queries of every counter this version has, each returning one row."""
     queries = [wal_sql(server_version_num), bgwriter_sql(server_version_num), DATABASE_SQL]
@@ -134,6 +176,10 @@ def clients_sql(server_version_num: int) -> str:
     return CLIENTS_SQL_10_PLUS
 
 
-def has_wal_timing_setting(server_version_num: int) -> bool:
-    """track_wal_io_timing exists from 14, with the WAL times it switches on."""
-    return server_version_num >= FIRST_WITH_STAT_WAL
+def timing_settings(server_version_num: int) -> dict[str, tuple[str, ...]]:
+    """The timing settings this version has, each with the keys it switches on."""
+    return {
+        setting: keys
+        for setting, keys in TIMED_KEYS.items()
+        if setting != "track_wal_io_timing" or server_version_num >= FIRST_WITH_STAT_WAL
+    }

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
 
 from agents.contract.reports.counters import (
@@ -31,11 +32,11 @@ from agents.contract.reports.counters import (
 )
 from agents.observe.os_counters import disk_counters, host_context_switches, server_counters
 from agents.observe.pg_counters import (
-    WAL_TIME_KEYS,
-    WAL_TIMING_SQL,
+    TIMING_SQL,
     clients_sql,
     counter_queries,
-    has_wal_timing_setting,
+    tables_sql,
+    timing_settings,
 )
 from agents.observe.pg_statements import (
     RESET_SQL,
@@ -43,6 +44,7 @@ from agents.observe.pg_statements import (
     read_statements,
     statement_counters,
 )
+from agents.observe.wait_counters import wait_counters
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +139,7 @@ class CounterReader:
                 snapshot.update(self._statistics(connection))
                 if self.statements is not None:
                     self._statements(connection, window, at_start, self.statements)
+            snapshot.update(self._tables())
         except psycopg.OperationalError as error:
             message = str(error).strip() or type(error).__name__
             logger.warning("reading the server's counters failed: %s", message)
@@ -181,12 +184,26 @@ class CounterReader:
             row = connection.execute(query, {"dbname": self.dbname}).fetchone()
             if row is not None:
                 values.update({key: _number(value) for key, value in row.items()})
-        if has_wal_timing_setting(self.server_version_num):
-            timing = connection.execute(WAL_TIMING_SQL).fetchone()
+        for setting, keys in timing_settings(self.server_version_num).items():
+            timing = connection.execute(TIMING_SQL, {"setting": setting}).fetchone()
             if timing is None or not timing["timed"]:
-                for key in WAL_TIME_KEYS:
+                for key in keys:
                     values.pop(key, None)
         return values
+
+    def _tables(self) -> Snapshot:
+        """The benchmark database's tables' counters, over a connection to that database
+        (its one commit a reading is the only one the window sees of it)."""
+        with psycopg.connect(
+            make_conninfo(self.conninfo, dbname=self.dbname),
+            autocommit=True,
+            application_name=APPLICATION_NAME,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            row_factory=dict_row,
+        ) as connection:
+            connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+            row = connection.execute(tables_sql(self.server_version_num)).fetchone()
+        return {key: _number(value) for key, value in row.items()} if row is not None else {}
 
 
 def _count(row: DictRow | None) -> int:
@@ -206,6 +223,7 @@ def point_counters(window: CounterWindow, point: Mapping[str, object]) -> PointC
     """The point's counters: the window's differences and pgbench's own totals, each
     divided by the transactions pgbench reported."""
     deltas = counter_deltas(window.before, window.after)
+    deltas.update(wait_counters(point.get("server_samples")))
     for field_name, key in PGBENCH_TOTALS.items():
         total = point.get(field_name)
         if isinstance(total, int | float):

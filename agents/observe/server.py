@@ -21,6 +21,7 @@ APPLICATION_NAME = "benchlab-sampler"
 OLDEST_SUPPORTED = 90200  # pg_stat_activity.state appeared in 9.2
 FIRST_WITH_WAIT_EVENTS = 90600
 CONNECT_TIMEOUT_S = 5
+SAMPLE_INTERVAL_S = 1.0
 STATEMENT_TIMEOUT = "5s"
 
 # Before 14 there is no pg_stat_wal: WAL volume is the WAL position in bytes
@@ -139,7 +140,7 @@ class ServerSampler(PeriodicSampler):
         self,
         conninfo: str,
         server_version_num: int,
-        interval: float = 1.0,
+        interval: float = SAMPLE_INTERVAL_S,
         on_sample: SampleCallback | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ):

@@ -10,6 +10,9 @@
 - Some counters count discrete events (blocks, records, checkpoints): their
   totals are Poisson-like and can be tested exactly even when one side saw none.
   Bytes and times are not events (`CONTINUOUS_UNITS`).
+- One is not compared at all (`NOT_COMPARED`): pg_stat_bgwriter.buffers_backend
+  before 17 reaches the view only when the checkpointer reports, so a window
+  reads earlier windows' writes or none (agents/contract/reports/counter_catalogue.py).
 - Some counters are the same quantity read twice, or a part that is most of a
   whole (`SAME_QUANTITY`): a change shows once, under the first of its group that
   moved, and names the others as copies.
@@ -17,7 +20,7 @@
 
 from enum import StrEnum
 
-from agents.contract.reports.counters import COUNTERS
+from agents.contract.reports.counter_catalogue import COUNTERS
 
 
 class Basis(StrEnum):
@@ -35,6 +38,14 @@ PER_WINDOW: dict[str, str] = {
     "every bgwriter_delay",
     "bgwriter.maxwritten_clean": "counts the background writer's rounds that hit "
     "bgwriter_lru_maxpages",
+    "tables.autovacuums": "autovacuum looks for work every autovacuum_naptime",
+    "tables.autoanalyzes": "autovacuum looks for work every autovacuum_naptime",
+}
+
+# Counter key -> why a window's value says nothing about the window: never tested.
+NOT_COMPARED: dict[str, str] = {
+    "bgwriter.buffers_backend": "reaches the statistics only when the checkpointer reports "
+    "(at its checkpoints): a window reads earlier windows' writes and extends, or none",
 }
 
 # Units that are not counts of events: no Poisson test for them.
@@ -44,14 +55,14 @@ CONTINUOUS_UNITS = frozenset({"bytes", "ms", "s"})
 # the one named when they move; pg_stat_database's before pg_stat_io's, which servers
 # before 16 lack, so one name serves every version; bytes before files, as they say how
 # much).
+# The tables' heap and index blocks are the parts of the database's blocks.
 SAME_QUANTITY: tuple[tuple[str, ...], ...] = (
-    ("db.blks_read", "io.reads"),
-    ("db.blks_hit", "io.hits"),
+    ("db.blks_read", "io.reads", "tables.heap_blks_read", "tables.idx_blks_read"),
+    ("db.blks_hit", "io.hits", "tables.heap_blks_hit", "tables.idx_blks_hit"),
     (
         "io.writes",
         "checkpoints.buffers_written",
         "io.client_writes",
-        "bgwriter.buffers_backend",
         "bgwriter.buffers_clean",
     ),
     ("io.evictions", "bgwriter.buffers_alloc"),
@@ -62,6 +73,11 @@ SAME_QUANTITY: tuple[tuple[str, ...], ...] = (
 def basis(key: str) -> Basis:
     """What `key`'s values are divided by when two cells are compared."""
     return Basis.WINDOW_SECOND if key in PER_WINDOW else Basis.TRANSACTION
+
+
+def compared(key: str) -> bool:
+    """Whether a change of `key` between two windows can be tested at all."""
+    return key not in NOT_COMPARED
 
 
 def counts_events(key: str) -> bool:

@@ -21,9 +21,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from agents.contract.reports.counters import COUNTERS, Counter
+from agents.contract.reports.counter_catalogue import COUNTERS, Counter, missing_on
 from runs.counters import kinds
-from runs.counters.evidence import RateRatio, count_ratio, dispersed_count_ratio, repeat_ratios
+from runs.counters.evidence import (
+    RateRatio,
+    count_ratio,
+    dispersed_count_ratio,
+    pooled_dispersion,
+    repeat_ratios,
+)
 from runs.counters.wording import change_words, counts_words, rate_words
 from runs.inference import stats
 
@@ -81,12 +87,20 @@ class CellCounters:
     """One cell's counters over its repeats, in repeat order: each counter's value per
     transaction (None where a repeat could not count it), its raw count in the window
     (`counts`, derived from the value when absent), the transactions each repeat counted
-    and its window's seconds (None where unknown)."""
+    and its window's seconds (None where unknown), and the server's version."""
 
     values: Mapping[str, Sequence[float | None]]
     transactions: Sequence[int | None]
     counts: Mapping[str, Sequence[Number | None]] = field(default_factory=dict)
     seconds: Sequence[float | None] = ()
+    server_version_num: int | None = None
+
+    def not_collected(self) -> list[str]:
+        """What this cell's server version or configuration could not collect, in words."""
+        if self.server_version_num is None:
+            return []
+        counted = {key for key, values in self.values.items() if any(v is not None for v in values)}
+        return missing_on(self.server_version_num, counted)
 
     def side(self, key: str) -> Side | None:
         """`key` on its basis over the repeats that counted it; None when a counted repeat
@@ -200,26 +214,33 @@ class Mover:
 class CounterChanges:
     """A compared cell's counters against the baseline's: those that moved, strongest
     first; the near ones (p below NEAR_P, not significant after BH or below the minimum
-    effect); `collected` False when either cell has no counters to compare."""
+    effect); `collected` False when either cell has no counters to compare; what either
+    cell's version or configuration could not collect (`not_collected`)."""
 
     moved: list[Mover]
     near: list[Mover]
     collected: bool
+    not_collected: list[str] = field(default_factory=list)
 
     def as_document(self) -> dict[str, object]:
         return {
             "collected": self.collected,
             "movers": [mover.as_document() for mover in self.moved],
             "near": [mover.as_document() for mover in self.near],
+            "not_collected": list(self.not_collected),
         }
 
 
 def _count_test(own: Side, base: Side) -> RateRatio:
     """The test of an event counter's totals: quasi-Poisson when both sides counted plenty,
-    else exact."""
+    else exact on the totals over the repeats' dispersion (so a cold first repeat's events
+    weigh as what they are: one lump, not many independent events)."""
     if min(own.count, base.count) >= MIN_EVENTS:
         return dispersed_count_ratio(own.counts, own.exposures, base.counts, base.exposures)
-    return count_ratio(round(own.count), own.exposure, round(base.count), base.exposure)
+    dispersion = pooled_dispersion([(own.counts, own.exposures), (base.counts, base.exposures)])
+    return count_ratio(
+        round(own.count / dispersion), own.exposure, round(base.count / dispersion), base.exposure
+    )
 
 
 def _testable(own: Side, base: Side, events: bool) -> bool:
@@ -235,7 +256,7 @@ def _testable(own: Side, base: Side, events: bool) -> bool:
 def _tested(cell: CellCounters, baseline: CellCounters) -> list[tuple[str, Side, Side, RateRatio]]:
     """Every counter with enough to test, and its test (the Welch ones in one pass)."""
     counted: list[tuple[str, Side, Side, RateRatio | None]] = []
-    for key in COUNTERS:
+    for key in filter(kinds.compared, COUNTERS):
         own, base = cell.side(key), baseline.side(key)
         if own is None or base is None:
             continue
@@ -295,7 +316,10 @@ def counter_changes(
     )
     shown = _once_per_quantity(moved, [])
     collected = bool(cell.values) and bool(baseline.values)
-    return CounterChanges(shown[:limit], _once_per_quantity(near, shown)[:limit], collected)
+    missing = list(dict.fromkeys(cell.not_collected() + baseline.not_collected()))
+    return CounterChanges(
+        shown[:limit], _once_per_quantity(near, shown)[:limit], collected, missing
+    )
 
 
 def _is_mover(mover: Mover, min_effect_pct: float) -> bool:

@@ -9,7 +9,8 @@
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.contract.reports.counters import COUNTERS, Counter, StatementCounters
+from agents.contract.reports.counter_catalogue import COUNTERS, Counter
+from agents.contract.reports.counters import StatementCounters
 from runs.analysis.compare import StatsTable
 from runs.counters.movers import CellCounters, CounterChanges, counter_changes
 from runs.models import Result
@@ -70,11 +71,13 @@ def repeat_counters(results: Sequence[Result], clients: int) -> CellCounters:
     by_repeat = [per_transaction(result) for result in repeats]
     deltas = [(result.counters or {}).get("deltas") or {} for result in repeats]
     keys = {key for values in by_repeat for key in values}
+    versions = [(result.counters or {}).get("server_version_num") for result in repeats]
     return CellCounters(
         values={key: [values.get(key) for values in by_repeat] for key in keys},
         transactions=[(result.counters or {}).get("transactions") for result in repeats],
         counts={key: [found.get(key) for found in deltas] for key in keys},
         seconds=[result.duration_s for result in repeats],
+        server_version_num=next((v for v in versions if isinstance(v, int)), None),
     )
 
 

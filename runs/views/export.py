@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from django.http import HttpResponse, JsonResponse
 
-from agents.contract.reports.counters import COUNTERS
+from agents.contract.reports.counter_catalogue import COUNTERS
 from runs.analysis import run_checks
 from runs.analysis import validity as checks
 from runs.analysis.compare import COMPARED_METRICS, StatsTable, cell_record

@@ -193,6 +193,11 @@ class CellMoversSerializer(serializers.Serializer[Document]):
     near = MoverSerializer(
         many=True, help_text="p below 0.05 but not significant after BH or below min effect"
     )
+    not_collected = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="what either cell's server version or configuration could not collect, "
+        "e.g. 'pg_stat_io (from 16)', 'block read time (track_io_timing off)'",
+    )
 
 
 class ComparisonStatisticsSerializer(serializers.Serializer[Document]):

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.contract.reports.counters import COUNTERS, counter_deltas, per_transaction
+from agents.contract.reports.counter_catalogue import COUNTERS, missing_on, read_on
+from agents.contract.reports.counters import counter_deltas, per_transaction
+from agents.contract.reports.table_wait_counters import WAIT_TYPES
 from agents.observe.os_counters import (
     CLOCK_TICKS_PER_S,
     disk_counters,
@@ -24,9 +26,11 @@ from agents.observe.pg_counters import (
     WAL_SQL_18_PLUS,
     clients_sql,
     counter_queries,
-    has_wal_timing_setting,
+    tables_sql,
+    timing_settings,
 )
 from agents.observe.point_counters import CounterWindow, point_counters
+from agents.observe.wait_counters import wait_counters
 
 
 @pytest.mark.parametrize(
@@ -56,15 +60,57 @@ def test_wal_writes_come_from_pg_stat_io_in_18_and_checkpoints_from_the_checkpoi
     assert "pg_stat_io" in WAL_SQL_18_PLUS and "wal_write" not in WAL_SQL_18_PLUS
     assert "pg_stat_checkpointer" in BGWRITER_SQL_17_PLUS
     assert "buffers_backend" not in BGWRITER_SQL_17_PLUS
-    assert has_wal_timing_setting(140000) and not has_wal_timing_setting(130016)
+    assert "track_wal_io_timing" in timing_settings(140000)
+    assert list(timing_settings(130016)) == ["track_io_timing"]
     assert clients_sql(90624) == CLIENTS_SQL_9 and clients_sql(100000) == CLIENTS_SQL_10_PLUS
+
+
+def _keys(query: str) -> set[str]:
+    return {part.split('"')[0] for part in query.split('AS "')[1:]}
 
 
 def test_every_key_a_query_reads_is_labelled() -> None:
     for version_num in (90624, 130016, 140023, 160015, 170011, 180006):
-        for query in counter_queries(version_num):
-            for key in (part.split('"')[0] for part in query.split('AS "')[1:]):
-                assert key in COUNTERS, key
+        for query in [*counter_queries(version_num), tables_sql(version_num)]:
+            assert _keys(query) <= set(COUNTERS)
+
+
+@pytest.mark.parametrize("version_num", [140023, 150019, 160015, 170011, 180006])
+def test_the_catalogue_names_exactly_what_each_versions_queries_read(version_num: int) -> None:
+    read = set().union(*map(_keys, [*counter_queries(version_num), tables_sql(version_num)]))
+    timed = frozenset(timing_settings(version_num))
+    waits = {key for key in COUNTERS if key.startswith("waits.")}
+    assert read | waits == read_on(version_num, timed)
+    untimed = read_on(version_num)
+    assert "wal.sync_time_ms" not in untimed and "db.blk_read_time_ms" not in untimed
+
+
+def test_what_a_version_cannot_collect_is_said_once_per_cause() -> None:
+    missing = missing_on(150019, read_on(150019))
+    assert "pg_stat_io (from 16)" in missing
+    assert "updates to a new page (from 16)" in missing
+    assert "block read time (track_io_timing off)" in missing
+    assert not any("forwarded by backends" in said for said in missing)
+    on_17 = missing_on(170011, read_on(170011, frozenset(timing_settings(170011))))
+    assert on_17 == [
+        "writes and extends forwarded by backends (reported at checkpoints) (up to 16)"
+    ]
+    assert COUNTERS["bgwriter.buffers_backend"].source_on(17) is None
+    assert COUNTERS["wal.syncs"].source_on(18) == "pg_stat_io.fsyncs, object wal"
+    assert COUNTERS["wal.syncs"].source_on(17) == "pg_stat_wal.wal_sync"
+    assert COUNTERS["checkpoints.timed"].source_on(17) == "pg_stat_checkpointer.num_timed"
+
+
+def test_sampled_wait_events_become_backend_seconds_per_type() -> None:
+    samples = [
+        {"t": 1.0, "wait_events": {"Lock:transactionid": 2, "CPU": 1}},
+        {"t": 2.0, "wait_events": {"Lock:tuple": 1, "IO:WALSync": 1, "Unknown:x": 4}},
+        {"t": 3.0, "wait_events": None},
+    ]
+    waits = wait_counters(samples)
+    assert waits["waits.lock"] == 3 and waits["waits.cpu"] == 1 and waits["waits.io"] == 1
+    assert waits["waits.lwlock"] == 0 and set(waits) == set(WAIT_TYPES.values())
+    assert wait_counters([{"t": 1.0, "wait_events": None}]) == {} == wait_counters(None)
 
 
 def test_a_difference_is_divided_by_the_transactions() -> None:

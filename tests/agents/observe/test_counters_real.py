@@ -1,16 +1,9 @@
-"""A real point's counters, from real servers: one with pg_stat_io (16), one without (14);
-and the queries of 15, 17 and 18 against their own servers."""
+"""A real point's counters, from real servers: one with pg_stat_io (16), one without (14).
+Every version's queries against its own server: test_counter_catalogue_real.py."""
 
-from collections.abc import Callable
-from pathlib import Path
 
-import pytest
 
 from agents.config import AgentConfig
-from agents.observe.point_counters import CounterReader, point_counters
-from agents.observe.storage import sampling_device
-from agents.postgres.cluster.lifecycle import Cluster
-from agents.postgres.installs.ensure import ensure_install
 from tests.agents.jobs import run, small_spec
 
 
@@ -53,32 +46,3 @@ def test_a_select_only_point_on_14_counts_hits_without_pg_stat_io(config: AgentC
     assert per_transaction["wal.fpi"] is not None
     assert not any(key.startswith("io.") for key in per_transaction)
     assert per_transaction["db.tup_updated"] < 0.01
-
-
-@pytest.mark.parametrize("version", ["15.19", "17.11", "18.6"])
-def test_each_versions_queries_read_its_views(
-    version: str, make_cluster: Callable[..., Cluster], agent_cache_dir: Path
-) -> None:
-    cluster = make_cluster(install=ensure_install(version, "prebuilt", agent_cache_dir))
-    cluster.initdb()
-    cluster.start()
-    version_num = cluster.install.version_num
-    device = sampling_device(cluster.data_dir)
-    devices = {device} if device else set()
-    reader = CounterReader(
-        cluster.conninfo(), version_num, "postgres", cluster.postmaster_pid, devices, None
-    )
-    window = reader.start()
-    with cluster.connect() as connection:
-        connection.execute("CREATE TABLE written AS SELECT g FROM generate_series(1, 10000) g")
-        connection.execute("UPDATE written SET g = g + 1")
-    counters = point_counters(reader.finish(window), {"transactions": 2})
-    deltas = counters["deltas"]
-    assert "notes" not in counters
-    assert deltas["wal.bytes"] > 100_000 and deltas["wal.records"] >= 20_000
-    assert deltas["db.tup_updated"] == 10_000 and deltas["db.xact_commit"] >= 2
-    assert deltas["os.server_cpu_s"] >= 0
-    assert ("os.disk_write_bytes" in deltas) is bool(devices)
-    assert ("io.extends" in deltas) is (version_num >= 160000)
-    assert ("bgwriter.buffers_backend" in deltas) is (version_num < 170000)
-    assert deltas["wal.writes"] >= 1

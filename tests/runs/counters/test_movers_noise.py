@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from agents.contract.reports.counters import COUNTERS
+from agents.contract.reports.counter_catalogue import COUNTERS
 from runs.counters import kinds
 from runs.counters.movers import CellCounters, counter_changes
 
@@ -62,7 +62,7 @@ def share_with_a_mover(repeats: int, planted_pct: float = 0.0) -> tuple[float, f
     """(share of pairs naming any mover, share naming the planted counter first or among
     its movers) over PAIRS simulated pairs."""
     rng = np.random.default_rng(SEED + repeats + int(planted_pct))
-    candidates = [k for k in COUNTERS if k not in kinds.PER_WINDOW]
+    candidates = [k for k in COUNTERS if k not in kinds.PER_WINDOW and kinds.compared(k)]
     any_mover = found_planted = 0
     for _ in range(PAIRS):
         rates = counter_rates(rng)

@@ -149,11 +149,15 @@ def test_a_run_without_counters_has_no_counter_table(signed_in: Client) -> None:
     assert "Statements (pg_stat_statements)" not in page
 
 
-def with_counters(run: Run, per_transaction: dict[str, list[float]]) -> Run:
+def with_counters(
+    run: Run, per_transaction: dict[str, list[float]], server_version_num: int | None = None
+) -> Run:
     """Give each of the run's points (one per repeat) its counters per transaction."""
     for result in run.results.order_by("repeat"):
         values = {key: found[result.repeat - 1] for key, found in per_transaction.items()}
         result.counters = {"transactions": 2000, "per_transaction": values}
+        if server_version_num is not None:
+            result.counters["server_version_num"] = server_version_num
         result.save()
     return run
 
@@ -194,7 +198,7 @@ def test_a_cell_whose_counters_did_not_move_says_so_and_one_without_says_not_col
     signed_in: Client, api_client: APIClient
 ) -> None:
     steady = {"wal.bytes": [100.0, 101.0, 99.0]}
-    base = with_counters(finished_run(three_repeats()), steady)
+    base = with_counters(finished_run(three_repeats()), steady, 150019)
     quiet = with_counters(finished_run(three_repeats(), experiment=base.experiment), steady)
     bare = finished_run(three_repeats(), experiment=base.experiment)
     comparison = Comparison.objects.create(name="c", baseline=base)
@@ -203,9 +207,14 @@ def test_a_cell_whose_counters_did_not_move_says_so_and_one_without_says_not_col
     page = signed_in.get(reverse("comparison-detail", args=[comparison.pk])).content.decode()
     assert "no counter moved beyond noise" in page
     assert "counters not collected" in page
+    # The baseline ran on 15: what that version could not collect is said under the movers.
+    assert "not collected on this version and configuration: " in page
+    assert "pg_stat_io (from 16)" in page
     body = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
     collected = {cell["run_id"]: (cell["collected"], cell["movers"]) for cell in body["top_movers"]}
     assert collected == {quiet.pk: (True, []), bare.pk: (False, [])}
+    [quiet_cell] = [cell for cell in body["top_movers"] if cell["run_id"] == quiet.pk]
+    assert "block read time (track_io_timing off)" in quiet_cell["not_collected"]
 
 
 def test_a_comparison_without_counters_has_no_movers_column(signed_in: Client) -> None:

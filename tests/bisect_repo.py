@@ -5,6 +5,8 @@ exec_simple_query).
 Made once per machine under /var/cache/benchlab-tests/bisect (the release tarball
 unpacked and committed takes about half a minute), with fixed names and dates so its
 commit hashes, and so the agent's cache keys for their builds, are the same every time.
+`clone_shaped_repository` is the shape of a real clone instead: no generated parsers or
+scanners, so its builds run bison and flex, and one commit that changes gram.y.
 """
 
 import os
@@ -115,3 +117,72 @@ def commit_subjects(repository: Path) -> list[tuple[str, str]]:
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     return [tuple(line.split(" ", 1)) for line in listed.splitlines()]  # type: ignore[misc]
+
+
+# A clone of PostgreSQL's git repository holds no parser or scanner generated from a
+# grammar (bison's X.c and X.h from X.y, flex's X.c from X.l) and no ecpg grammar (made
+# from the backend's gram.y by a Perl script): release tarballs ship them, a clone does not.
+ECPG_GRAMMAR = "src/interfaces/ecpg/preproc/preproc.y"
+GRAM_Y = "src/backend/parser/gram.y"
+# The start of simple_select's action, the first of gram.y's that reads like this.
+SELECT_ACTION = (
+    "\t\t\t\t{\n\t\t\t\t\tSelectStmt *n = makeNode(SelectStmt);\n\n\t\t\t\t\tn->targetList = $3;\n"
+)
+# The grammar commit: every SELECT's parse logs this at DEBUG5 (the string is in the
+# server's binary only when its own gram.c was generated and compiled) and spins.
+GRAMMAR_MARK = "benchlab grammar commit"
+GRAMMAR_SPIN = (
+    "\t\t\t\t\t{\n"
+    "\t\t\t\t\t\tvolatile unsigned long benchlab_spin;\n\n"
+    "\t\t\t\t\t\tfor (benchlab_spin = 0; benchlab_spin < {count}; benchlab_spin++)\n"
+    "\t\t\t\t\t\t\t;\n"
+    "\t\t\t\t\t}\n"
+    f'\t\t\t\t\telog(DEBUG5, "{GRAMMAR_MARK}");\n'
+)
+
+
+def clone_shaped_repository(sources: Path, spin: int) -> Path:
+    """The repository (cached) a real clone's shape: 15.18 without its generated parsers
+    and scanners tagged `base`, then one commit that changes gram.y (every SELECT spins
+    `spin` times while it is parsed and logs GRAMMAR_MARK), tagged `head`."""
+    repository = CACHE / f"pg15-clone-grammar-s{spin}.git"
+    if (repository / "complete").exists():
+        return repository
+    CACHE.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(repository, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(dir=CACHE, prefix=".making-"))
+    try:
+        _make_clone_shaped(work, sources, spin)
+        (work / "complete").touch()
+        work.rename(repository)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return repository
+
+
+def generated_parsers(tree: Path) -> list[Path]:
+    """The files a release generated from the tree's grammars and scanners."""
+    found = [tree / ECPG_GRAMMAR]
+    for grammar in [*tree.rglob("*.y"), *tree.rglob("*.l")]:
+        outputs = [".c", ".h"] if grammar.suffix == ".y" else [".c"]
+        found += [grammar.with_suffix(suffix) for suffix in outputs]
+    return sorted({path for path in found if path.exists()})
+
+
+def _make_clone_shaped(work: Path, sources: Path, spin: int) -> None:
+    subprocess.run(
+        ["tar", "-xjf", str(tarball(sources, "15")), "-C", str(work), "--strip-components=1"],
+        check=True,
+    )
+    for generated in generated_parsers(work):
+        generated.unlink()
+    _git(work, 0, "init", "-q", "-b", "main")
+    _git(work, 0, "add", "-A", "--force")
+    _git(work, 0, "commit", "-q", "-m", "PostgreSQL 15.18 as a clone has it")
+    _git(work, 0, "tag", "base")
+    grammar = work / GRAM_Y
+    text = grammar.read_text()
+    spun = SELECT_ACTION + GRAMMAR_SPIN.replace("{count}", str(spin))
+    grammar.write_text(text.replace(SELECT_ACTION, spun, 1))
+    _git(work, 1, "commit", "-q", "-a", "-m", "Spin while parsing every SELECT (gram.y)")
+    _git(work, 2, "tag", "head")

@@ -1,9 +1,11 @@
 """Git builds in a kept tree (what a bisection builds from): a second commit recompiles
-only what it changed, the range a bisection halves is listed, and refs that git could
-read as options or ranges are refused before git sees them.
+only what it changed, a clone's grammar commit builds with its own generated parser, the
+range a bisection halves is listed, and refs that git could read as options or ranges are
+refused before git sees them.
 
-The first run on a machine compiles 15.18 at -O0 once (about 2 to 4 minutes on 2 cores);
-later runs find every commit's build in the agent's cache.
+The first run on a machine compiles 15.18 at -O0 twice, as released and as a clone has it
+(each about 2 to 4 minutes on 2 cores); later runs find every commit's build in the
+agent's cache.
 """
 
 import os
@@ -26,7 +28,9 @@ from tests.bisect_repo import (
     EIGHT_COMMITS,
     EIGHT_REGRESSION_AT,
     EIGHT_SPIN,
+    GRAMMAR_MARK,
     bisect_repository,
+    clone_shaped_repository,
     commit_subjects,
 )
 from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
@@ -148,3 +152,21 @@ def test_make_left_running_in_the_kept_tree_by_a_killed_agent_is_killed_by_the_n
     finally:
         make.kill()
         make.wait()
+
+
+@pytest.mark.timeout(1800)
+def test_a_clone_without_generated_parsers_builds_and_its_grammar_commit_with_its_own(
+    config: AgentConfig, os_user: OsUser
+):
+    """A clone has no gram.c: bison and flex make it in the kept tree. The commit that
+    changes gram.y, built after its parent there, compiles its own gram.c, not the one the
+    parent's build left: the string its grammar action logs is in its server only."""
+    repository = clone_shaped_repository(sources_dir(), EIGHT_SPIN)
+    config.allow_source_builds, config.build_sources = True, [str(repository)]
+
+    parent, _record = ensure_build(git_definition(repository, "base"), config, os_user)
+    grammar, record = ensure_build(git_definition(repository, "head"), config, os_user)
+
+    assert record["commit"]["subject"] == "Spin while parsing every SELECT (gram.y)"
+    assert GRAMMAR_MARK.encode() not in (parent.bindir / "postgres").read_bytes()
+    assert GRAMMAR_MARK.encode() in (grammar.bindir / "postgres").read_bytes()

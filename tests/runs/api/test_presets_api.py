@@ -37,3 +37,15 @@ def test_a_preset_experiment_without_hosts_is_a_400_naming_hosts(api_client):
     HostFactory(), HostFactory()
     answer = api_client.post("/api/presets/smoke/experiment/", {}, format="json")
     assert answer.status_code == 400 and "hosts" in str(answer.json())
+
+
+def test_an_experiments_answer_posted_back_makes_the_same_experiment(
+    api_client, experiment_payload
+):
+    """`benchlab run --experiment ID` runs a started experiment again this way."""
+    made = api_client.post("/api/experiments/", experiment_payload(), format="json").json()
+    read_only = ("id", "status", "created_by", "created_at", "adaptive_state", "profile")
+    body = {k: v for k, v in made.items() if k not in read_only}
+    again = api_client.post("/api/experiments/", body, format="json")
+    assert again.status_code == 201, again.json()
+    assert {k: v for k, v in again.json().items() if k not in read_only} == body

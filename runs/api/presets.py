@@ -5,6 +5,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers as drf
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -14,6 +15,16 @@ from rest_framework.response import Response
 from runs.api import serializers
 from runs.forms.experiments import parse_storage_layouts
 from runs.presets import PRESETS, Preset, find, form_initial, load_presets
+
+
+class PresetSerializer(drf.Serializer[dict[str, object]]):
+    """A preset as the API lists it (`preset_document`)."""
+
+    key = drf.CharField()
+    title = drf.CharField()
+    description = drf.CharField()
+    sweep = drf.DictField(help_text="the sweep fields it sets; the others keep their defaults")
+    execution = drf.CharField()
 
 
 def preset_document(preset: Preset) -> dict[str, object]:
@@ -40,11 +51,11 @@ class PresetViewSet(viewsets.ViewSet):
 
     lookup_value_regex = r"[a-z0-9-]+"
 
-    @extend_schema(operation_id="presets_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="presets_list", responses={200: PresetSerializer(many=True)})
     def list(self, request: Request) -> Response:
         return Response([preset_document(preset) for preset in PRESETS])
 
-    @extend_schema(operation_id="presets_retrieve", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="presets_retrieve", responses={200: PresetSerializer})
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         return Response(preset_document(self._preset(pk)))
 

@@ -134,15 +134,22 @@ class LogPlan:
     mode: LatencyLog
     sampling_rate: float | None = None
     expected: ExpectedThroughput | None = None
+    # Send the logged latencies' histogram with the percentiles (a point with a rate, -R).
+    keeps_histogram: bool = False
 
     @classmethod
     def for_point(
-        cls, mode: LatencyLog, expected: ExpectedThroughput, transactions: float | None = None
+        cls,
+        mode: LatencyLog,
+        expected: ExpectedThroughput,
+        transactions: float | None = None,
+        keeps_histogram: bool = False,
     ) -> "LogPlan":
         """The plan of a point expected at `expected` tps, running `transactions` in all."""
         if mode != "sampled":
-            return cls(mode)
-        return cls(mode, sampling_rate_for(expected.tps, transactions), expected)
+            return cls(mode, keeps_histogram=keeps_histogram)
+        rate = sampling_rate_for(expected.tps, transactions)
+        return cls(mode, rate, expected, keeps_histogram)
 
     @property
     def source(self) -> PercentileSource:
@@ -188,6 +195,8 @@ class LogPlan:
             elif self.mode != "none":
                 reading = read_transaction_logs(log_files, start)
                 summary.update(percentiles_of(reading))
+                if self.keeps_histogram and reading.histogram.get_total_count():
+                    summary["histogram"] = reading.histogram.encode().decode()
                 timeline = reading.bins.timeline(whole_seconds, self.timeline_rate)
         except (TransactionLogError, OSError) as error:
             logger.warning("transaction log unreadable, point kept without percentiles: %s", error)

@@ -130,7 +130,8 @@ class LocalPoints:
         transactions = point_transactions(
             expected.tps, sweep["duration_s"], sweep["transactions"], clients
         )
-        return LogPlan.for_point(workload["latency_log"], expected, transactions)
+        with_rate = bool(workload["rate_tps"])
+        return LogPlan.for_point(workload["latency_log"], expected, transactions, with_rate)
 
     def run_point(self, index: int, total: int, clients: int, repeat: int) -> PointResult:
         """One measured pgbench run with its samplers; returns the point (also kept and emitted)."""

@@ -28,7 +28,9 @@ class LatencyPercentiles(TypedDict):
     `sampling_rate` is the fraction of transactions pgbench logged and
     `sampled_transactions` how many successful ones the values rest on; a
     full log has rate 1. `expected_tps` and `expected_from` say how the rate
-    was chosen.
+    was chosen. A point with a rate (-R) also carries `histogram`: the logged
+    latencies (µs) as an encoded HdrHistogram (base64 of its compressed form), from
+    which the lab reads any percentile's interval and pools the points of one rate.
     """
 
     p50: float | None
@@ -45,6 +47,7 @@ class LatencyPercentiles(TypedDict):
     expected_from: NotRequired[ExpectedFrom | None]
     error: NotRequired[str | None]
     warning: NotRequired[str | None]
+    histogram: NotRequired[str | None]
 
 
 def describe_percentiles(percentiles: LatencyPercentiles | None) -> str:

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from agents.contract.errors import JobError
 from agents.contract.reports.latency import describe_percentiles
@@ -119,6 +120,17 @@ def test_percentiles_say_how_they_were_obtained() -> None:
     assert (percentiles["expected_tps"], percentiles["expected_from"]) == (50_000.0, "warmup")
     assert percentiles["p99"] is not None and percentiles["error"] is None
     assert describe_percentiles(percentiles) == "from a 1 % sample, 600 transactions"
+
+
+def test_a_point_with_a_rate_sends_its_latencies_histogram() -> None:
+    files = capture("pg16", "log_per_transaction_t300").log_files
+    without = LogPlan.for_point("sampled", ExpectedThroughput(50_000.0, "warmup"))
+    assert "histogram" not in without.read(files, start=0.0, whole_seconds=0).percentiles
+    plan = LogPlan.for_point("full", ExpectedThroughput(1.0, "rate_limit"), keeps_histogram=True)
+    percentiles = plan.read(files, start=0.0, whole_seconds=0).percentiles
+    histogram = HdrHistogram.decode(percentiles["histogram"])
+    assert histogram.get_total_count() == percentiles["sampled_transactions"] == 600
+    assert histogram.get_value_at_percentile(99) / 1000 == pytest.approx(percentiles["p99"])
 
 
 def test_full_log_carries_a_warning_about_its_cost() -> None:

@@ -44,8 +44,11 @@ function show(result) {
   field("points").textContent = result ? result.points.toLocaleString() : "—";
   field("setups").textContent = result ? seconds(result.setup_seconds) : "—";
   const untimed = result && result.runs ? "depends on tps" : "—";
+  const most = result && result.max_seconds !== null
+    ? `; in all ${seconds(result.expected_seconds)}, at most ${seconds(result.max_seconds)}`
+    : "";
   field("time").textContent = result && result.estimated_seconds !== null
-    ? seconds(result.estimated_seconds)
+    ? seconds(result.estimated_seconds) + most
     : untimed;
 }
 

@@ -1,5 +1,5 @@
 """Control-plane tasks (queue `control`): regression-mode series, timeline digests,
-adaptive experiments' steps.
+adaptive experiments' and capacity searches' steps.
 
 `series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
@@ -18,6 +18,7 @@ from runs.agentlink.transport import CONTROL_QUEUE
 from runs.bisection.services import bisection_advance_for
 from runs.models import Series
 from runs.services.adaptive import ADAPTIVE_TASK, adaptive_step
+from runs.services.capacity import CAPACITY_TASK, capacity_step
 from runs.services.errors import Conflict
 from runs.services.history import series as series_service
 from runs.services.runs import DIGEST_TASK
@@ -74,3 +75,11 @@ def adaptive_step_task(experiment_id: int) -> None:
     if not adaptive_step(experiment_id):
         logger.info("experiment %s: no adaptive step due", experiment_id)
     bisection_advance_for(experiment_id)
+
+
+@shared_task(name=CAPACITY_TASK, queue=CONTROL_QUEUE)
+def capacity_step_task(experiment_id: int) -> None:
+    """Queue a capacity search's next probe or end it, once its latest probe is final
+    (runs.services.capacity)."""
+    if not capacity_step(experiment_id):
+        logger.info("experiment %s: no capacity step due", experiment_id)

@@ -19,6 +19,7 @@ from runs.bisection.services import bisections_advance_due
 from runs.control.loop import run_until_stopped
 from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.adaptive import adaptive_steps_due
+from runs.services.capacity import capacity_steps_due
 from runs.timelines.store import digests_refresh_running
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class Reaper:
         events_purge()
         digests_refresh_running()
         adaptive_steps_due()
+        capacity_steps_due()
         bisections_advance_due()
 
     def run_forever(self, stop: threading.Event) -> None:

@@ -17,6 +17,7 @@ from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Run, Workload
 from runs.models.catalogue import agent_hosts
 from runs.services.adaptive import ADAPTIVE_FIELDS
+from runs.services.capacity import CAPACITY_FIELDS
 from runs.services.history.imported import not_imported
 
 
@@ -94,6 +95,7 @@ SPEC_FIELD_TO_FORM = {
     "execution": "execution",
     "duet": "duet",
     **{name: name for name in ADAPTIVE_FIELDS},
+    **{name: name for name in CAPACITY_FIELDS},
 }
 
 
@@ -215,6 +217,14 @@ class ScheduleForm(forms.Form):
     max_hours = _experiment_field("max_hours")
     margin_pct = _experiment_field("margin_pct", label="Margin (±%)")
     min_effect_pct = _experiment_field("min_effect_pct", label="Minimum effect (%)")
+    capacity = _experiment_field("capacity", label="Capacity search")
+    capacity_percentile = _experiment_field("capacity_percentile", label="Percentile")
+    capacity_limit_ms = _experiment_field("capacity_limit_ms", label="Latency limit (ms)")
+    capacity_skip_limit_ms = _experiment_field("capacity_skip_limit_ms", label="Skip limit -L (ms)")
+    capacity_max_skipped_pct = _experiment_field("capacity_max_skipped_pct", label="Skipped (%)")
+    capacity_low_tps = _experiment_field("capacity_low_tps", label="Lowest rate (tps)")
+    capacity_high_tps = _experiment_field("capacity_high_tps", label="Highest rate (tps)")
+    capacity_probes = _experiment_field("capacity_probes", label="Most probes")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -255,6 +265,7 @@ class ScheduleForm(forms.Form):
             "duet": data["duet"],
             # Left empty: the model's default.
             **{name: data[name] for name in ADAPTIVE_FIELDS if data.get(name) is not None},
+            **{name: data[name] for name in CAPACITY_FIELDS if data.get(name) is not None},
         }
 
     def add_job_error(self, exc: JobError) -> None:

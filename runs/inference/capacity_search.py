@@ -129,6 +129,13 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
     return Step(_round_rate(math.sqrt(a.offered_tps * b.offered_tps)))
 
 
+def expected_probes(plan: SearchPlan) -> int:
+    """How many probes a search is expected to take: the range's two ends, the bisections
+    down to its precision, and one repeat near the limit; its budget at most."""
+    halvings = math.log2(math.log(plan.high_tps / plan.low_tps) / math.log1p(plan.precision))
+    return min(plan.budget, 2 + max(0, math.ceil(halvings)) + 1)
+
+
 def capacity_of(
     plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]
 ) -> Capacity:
@@ -202,9 +209,7 @@ def _highest_pass(by_rate: Sequence[RateOutcome]) -> RateOutcome:
     )
 
 
-def _lowest_failing_above(
-    by_rate: Sequence[RateOutcome], floor: RateOutcome
-) -> RateOutcome | None:
+def _lowest_failing_above(by_rate: Sequence[RateOutcome], floor: RateOutcome) -> RateOutcome | None:
     return next((o for o in by_rate if o.offered_tps > floor.offered_tps and o.failing), None)
 
 

@@ -108,6 +108,38 @@ class Experiment(models.Model):
         "and half of the CPUs (swapped every round): whatever the host does during a window "
         "reaches both, and their ratio cancels it. Rounds, two cells, one host.",
     )
+    # A capacity search (runs/services/capacity.py): probes of one cell at offered rates
+    # (-R), each a run of one point, until the rate where the objective's percentile
+    # reaches its limit is bracketed; `capacity_state` is the lab's record of the probes.
+    capacity = models.BooleanField(
+        default=False,
+        help_text="Search the highest rate (pgbench -R) this cell serves within a latency "
+        "objective, probe by probe, instead of measuring closed-loop tps.",
+    )
+    capacity_percentile = models.FloatField(
+        default=99.0, help_text="Capacity: the latency percentile the objective bounds."
+    )
+    capacity_limit_ms = models.FloatField(
+        null=True, blank=True, help_text="Capacity: the limit (ms) the percentile must stay in."
+    )
+    capacity_skip_limit_ms = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Capacity: skip transactions later than this (pgbench -L, ms; optional).",
+    )
+    capacity_max_skipped_pct = models.FloatField(
+        default=0.0, help_text="Capacity: the share (%) of transactions that may be skipped."
+    )
+    capacity_low_tps = models.FloatField(
+        null=True, blank=True, help_text="Capacity: the lowest rate to offer (tps)."
+    )
+    capacity_high_tps = models.FloatField(
+        null=True, blank=True, help_text="Capacity: the highest rate to offer (tps)."
+    )
+    capacity_probes = models.PositiveIntegerField(
+        default=10, help_text="Capacity: the most probes (runs) the search may take."
+    )
+    capacity_state = models.JSONField(default=dict, blank=True)
     # Each axis's ids in the order they were given ({"hosts": [3, 1], ...}): the cells
     # follow it, so the first given is cell 0, the reference of adaptive looks and the
     # default baseline. An axis or id missing (older experiments) goes by name after.
@@ -128,7 +160,8 @@ class Experiment(models.Model):
         states = set(self.runs.values_list("status", flat=True))
         if not states:
             return "draft"
-        if self.adaptive and self.adaptive_state.get("ended") == "":
+        searching = self.capacity and self.capacity_state.get("ended") == ""
+        if searching or (self.adaptive and self.adaptive_state.get("ended") == ""):
             return Run.Status.QUEUED if states == {Run.Status.QUEUED} else Run.Status.RUNNING
         for state in (Run.Status.RUNNING, Run.Status.QUEUED, Run.Status.FAILED):
             if state in states:

@@ -30,6 +30,7 @@ from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.agentlink.execution import ROUNDS, execution_plan
 from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, section_values
+from runs.analysis.capacity import probe_count_expected
 from runs.estimates import Learned, adaptive_seconds, learned_timings, timed_sweep_seconds
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
@@ -37,6 +38,7 @@ from runs.services.adaptive import (
     adaptive_plan,
     require_adaptive_design,
 )
+from runs.services.capacity import capacity_queue_first, require_capacity_design
 from runs.services.duet import queue_duet_round, require_duet_design
 from runs.services.errors import Conflict
 from runs.services.history.imported import refuse_imported
@@ -238,6 +240,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     require_adaptive_design(experiment, len(cells))
+    require_capacity_design(experiment, len(cells))
     duet_notes = require_duet_design(experiment, cells)
     checked = [_check_cell(experiment, cell) for cell in cells]
     _require_room(checked)
@@ -355,6 +358,7 @@ def draft_estimate(data: dict[str, object]) -> Estimate:
     cells = _matrix(draft, given)
     require_repeats_within_limit(draft.repeats)
     require_adaptive_design(draft, len(cells))
+    require_capacity_design(draft, len(cells))
     return _estimate(draft, cells)
 
 
@@ -392,6 +396,12 @@ def _estimate(experiment: Experiment, cells: list[Cell]) -> Estimate:
         hosts = {cell.host.pk for cell in cells}
         expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
         estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
+    if experiment.capacity and experiment.capacity_low_tps and experiment.capacity_high_tps:
+        # One probe is queued at a time; the search takes about `expected` of its budget.
+        estimate["runs"] = estimate["points"] = 1
+        expected = probe_count_expected(experiment)
+        estimate["expected_seconds"] = round(busiest.total * expected)
+        estimate["max_seconds"] = round(busiest.total * experiment.capacity_probes)
     return estimate
 
 
@@ -457,6 +467,9 @@ def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) 
     runs its runs in the recorded order. Raises LimitReached when the user
     would have more runs queued than fair use allows (runs.services.limits).
     """
+    if experiment.capacity:
+        require_queue_room(user, 1)
+        return capacity_queue_first(experiment, checked[0], user)
     plan = execution_plan(len(checked), experiment.repeats, experiment.execution, experiment.seed)
     require_queue_room(user, len(plan))
     if experiment.adaptive:

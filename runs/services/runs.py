@@ -17,6 +17,7 @@ from runs.agentlink.transport import CONTROL_QUEUE
 from runs.models import Experiment, Host, Run, imported_file
 from runs.services.access.permissions import AnyUser
 from runs.services.adaptive import adaptive_step_after_commit
+from runs.services.capacity import capacity_step_after_commit
 from runs.services.errors import Conflict
 from runs.services.history.series import occurrence_run_finished
 from runs.services.jobs.dispatch import run_dispatch
@@ -69,6 +70,7 @@ def run_finish(
         logger.info("run %s: %s %s", run.pk, status, error.get("code") or "")
         occurrence_run_finished(run)
         adaptive_step_after_commit(run)
+        capacity_step_after_commit(run)
         digest_build_after_commit(run)
     else:
         logger.info("run %s: is %s, not made %s", run.pk, _status_of(run), status)

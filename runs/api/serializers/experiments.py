@@ -35,6 +35,7 @@ from runs.models import (
     Run,
     Workload,
 )
+from runs.services.capacity import CAPACITY_FIELDS
 from runs.services.errors import LimitReached
 from runs.services.history.imported import same_output_as
 
@@ -110,12 +111,20 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "margin_pct",
             "min_effect_pct",
             "adaptive_state",
+            *CAPACITY_FIELDS,
+            "capacity_state",
             "start",
             "status",
             "created_by",
             "created_at",
         ]
-        read_only_fields = ["status", "created_by", "created_at", "adaptive_state"]
+        read_only_fields = [
+            "status",
+            "created_by",
+            "created_at",
+            "adaptive_state",
+            "capacity_state",
+        ]
         extra_kwargs = {
             name: {"help_text": text}
             for name, text in row_fields.help_texts(EXPERIMENT_ROW_FIELDS).items()

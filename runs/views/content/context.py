@@ -32,6 +32,7 @@ from runs.sse import format_cursor
 from runs.stats_tables import StatsInputs, load_inputs
 from runs.timelines import store
 from runs.views.content.adaptive import adaptive_summary, spread_split
+from runs.views.content.capacity import capacity_summary
 
 
 def run_label(run: Run) -> str:
@@ -170,6 +171,7 @@ def experiment_context(
         "adaptive": adaptive_summary(
             experiment, {run.cell: labels[run.pk] for run in cells if run.pk in labels}
         ),
+        "capacity": capacity_summary(experiment),
         "spread": spread_split(experiment, loaded["results"]) if runs else None,
         "sweep_choices": [
             (field.label, getattr(experiment, field.name))

@@ -1,0 +1,167 @@
+"""A capacity search's probes read from its runs, decided, and the capacity they give.
+
+Each run of a capacity search is one probe: one point at the offered rate its spec
+gives pgbench (-R). The probes of one rate pool (their transactions added, their
+latency histograms merged) into one decision (runs/inference/capacity.py); the
+search (runs/inference/capacity_search.py) says what to offer next and the capacity.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runs.inference.capacity import (
+    GENERATOR_BUSY_SHARE,
+    Objective,
+    ProbeMeasure,
+    ProbeVerdict,
+    decide_probe,
+)
+from runs.inference.capacity_search import (
+    Capacity,
+    RateOutcome,
+    SearchPlan,
+    capacity_of,
+    expected_probes,
+)
+from runs.inference.quantiles import HistogramSample, percentile_interval
+from runs.models import Experiment, Result, Run
+
+# The percentiles the curve draws for every probe.
+CURVE_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One run of the search: its offered rate, what it reached, its percentiles (ms,
+    by CURVE_PERCENTILES; None where it logged none) and its rate's pooled verdict."""
+
+    run_id: int
+    number: int
+    status: str
+    offered_tps: float
+    reached_tps: float | None
+    percentiles: dict[float, float | None]
+    verdict: ProbeVerdict | None
+
+
+@dataclass(frozen=True)
+class CapacityReading:
+    objective: Objective
+    plan: SearchPlan
+    probes: list[Probe]
+    outcomes: list[RateOutcome]
+    capacity: Capacity
+
+
+def objective_of(experiment: Experiment) -> Objective:
+    return Objective(
+        percentile=experiment.capacity_percentile,
+        limit_ms=experiment.capacity_limit_ms or 0.0,
+        max_skipped_pct=experiment.capacity_max_skipped_pct,
+    )
+
+
+def plan_of(experiment: Experiment) -> SearchPlan:
+    return SearchPlan(
+        low_tps=experiment.capacity_low_tps or 0.0,
+        high_tps=experiment.capacity_high_tps or 0.0,
+        budget=experiment.capacity_probes,
+    )
+
+
+def probe_count_expected(experiment: Experiment) -> int:
+    """How many probes the search is expected to take (its budget at most)."""
+    return expected_probes(plan_of(experiment))
+
+
+def offered_rate(run: Run) -> float:
+    return float((run.spec.get("workload") or {}).get("rate_tps") or 0.0)
+
+
+def capacity_reading(experiment: Experiment) -> CapacityReading:
+    """Every probe of the search so far, each rate's pooled verdict and the capacity."""
+    objective, plan = objective_of(experiment), plan_of(experiment)
+    runs = list(experiment.runs.filter(round__isnull=False).order_by("round", "pk"))
+    results = {
+        result.run_id: result
+        for result in Result.objects.filter(run__in=runs, index=0).order_by("run_id")
+    }
+    by_rate: dict[float, list[Result]] = {}
+    for run in runs:
+        result = results.get(run.pk)
+        if run.status == Run.Status.SUCCEEDED and result is not None:
+            by_rate.setdefault(offered_rate(run), []).append(result)
+    outcomes: list[RateOutcome] = []
+    verdicts: dict[float, ProbeVerdict] = {}
+    for rate, pooled in sorted(by_rate.items()):
+        measure = pooled_measure(rate, pooled, objective)
+        verdict = decide_probe(measure, objective)
+        verdicts[rate] = verdict
+        estimate = measure.interval.estimate if measure.interval else None
+        outcomes.append(RateOutcome(rate, verdict, estimate, len(pooled)))
+    probes = [
+        Probe(
+            run_id=run.pk,
+            number=run.round or 0,
+            status=run.status,
+            offered_tps=offered_rate(run),
+            reached_tps=_tps(results.get(run.pk)),
+            percentiles=curve_percentiles(results.get(run.pk)),
+            verdict=verdicts.get(offered_rate(run)),
+        )
+        for run in runs
+    ]
+    return CapacityReading(
+        objective, plan, probes, outcomes, capacity_of(plan, objective, outcomes)
+    )
+
+
+def pooled_measure(rate: float, results: Sequence[Result], objective: Objective) -> ProbeMeasure:
+    """The probes of one offered rate as one measure: counts and seconds added, the rate
+    reached over all their seconds, their latency histograms merged."""
+    seconds = sum(result.duration_s or 0.0 for result in results)
+    processed = sum(result.transactions or 0 for result in results)
+    failed = sum(result.failed for result in results)
+    skipped = sum(result.skipped or 0 for result in results)
+    reached = (
+        sum((result.tps or 0.0) * (result.duration_s or 0.0) for result in results) / seconds
+        if seconds
+        else 0.0
+    )
+    histograms = [
+        encoded for result in results if (encoded := (result.percentiles or {}).get("histogram"))
+    ]
+    interval = None
+    if histograms:
+        interval = percentile_interval(HistogramSample(histograms), objective.percentile)
+    busy = any((result.pgbench_busy_share or 0.0) >= GENERATOR_BUSY_SHARE for result in results)
+    return ProbeMeasure(
+        offered_tps=rate,
+        reached_tps=reached,
+        transactions=processed + failed + skipped,
+        failed=failed,
+        skipped=skipped,
+        seconds=seconds,
+        interval=interval,
+        generator_busy=busy,
+    )
+
+
+def curve_percentiles(result: Result | None) -> dict[float, float | None]:
+    """A probe's latency at each of CURVE_PERCENTILES (ms), from its histogram (the
+    stored percentiles for a point without one; p99.9 then None)."""
+    stored = (result.percentiles or {}) if result else {}
+    encoded = stored.get("histogram")
+    if encoded:
+        sample = HistogramSample([encoded])
+        return {p: sample.percentile(p) for p in CURVE_PERCENTILES}
+    return {p: _float(stored.get(f"p{p:g}")) for p in CURVE_PERCENTILES}
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _tps(result: Result | None) -> float | None:
+    return result.tps if result is not None else None

@@ -1,0 +1,241 @@
+"""Capacity searches: probes queued one at a time until the search ends by itself.
+
+A capacity search is an experiment of one cell at one client count. Starting it
+queues its first probe, a run of one point at the lowest rate of its range
+(pgbench -R; with `capacity_skip_limit_ms`, -L too). When a probe's run is final
+the control worker takes a step (`capacity_step`, task runs.tasks.capacity_step:
+sent when a run of it ends, and from the reaper's pass, so a lost message or a
+restarted worker only delays it): it reads and decides the probes
+(runs/analysis/capacity.py), then queues the rate the search asks for next, or
+ends it (the search is done, its budget of probes is spent, a run failed or was
+cancelled, the owner's queue is full). `Experiment.capacity_state` records why it
+ended and the answer.
+"""
+
+import copy
+import logging
+from functools import partial
+from typing import cast
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from agents.contract.errors import JobError
+from agents.contract.spec.document import JobSpec, StorageSpec
+from benchlab.celery import app
+from runs.agentlink import transport
+from runs.agentlink.execution import ROUNDS, Slot
+from runs.agentlink.transport import CONTROL_QUEUE
+from runs.analysis.capacity import capacity_reading
+from runs.inference.capacity_search import next_step
+from runs.models import Experiment, Run
+from runs.services.errors import LimitReached
+from runs.services.limits import require_queue_room
+from runs.services.queueing import Cell, CheckedCell, User, queue_slot
+
+logger = logging.getLogger(__name__)
+
+CAPACITY_TASK = "runs.tasks.capacity_step"
+CAPACITY_FIELDS = (
+    "capacity",
+    "capacity_percentile",
+    "capacity_limit_ms",
+    "capacity_skip_limit_ms",
+    "capacity_max_skipped_pct",
+    "capacity_low_tps",
+    "capacity_high_tps",
+    "capacity_probes",
+)
+# What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
+DISPATCH_KEYS = ("run_id", "token", "job_id")
+MAX_PROBES = 50
+HIGHEST_RATE_TPS = 10_000_000.0
+ENDED_CANCELLED = "a probe was cancelled"
+ENDED_LIMIT = "the owner's queue is full (fair use)"
+
+
+def require_capacity_design(experiment: Experiment, cells: int) -> None:
+    """Raise JobError naming the field to fix when a capacity search cannot run as one."""
+    if not experiment.capacity:
+        return
+    refusals: list[tuple[bool, str, str]] = [
+        (
+            experiment.adaptive,
+            "a capacity search decides its own probes: untick adaptive",
+            "adaptive",
+        ),
+        (experiment.duet, "a capacity search probes one cell: untick duet", "duet"),
+        (
+            experiment.execution != ROUNDS,
+            "a capacity search runs in rounds: choose rounds",
+            "execution",
+        ),
+        (
+            cells != 1,
+            "a capacity search probes one cell: pick one host, build, config "
+            "profile, storage layout and workload",
+            "capacity",
+        ),
+        (
+            len(experiment.clients) != 1,
+            "a capacity search offers its rates at one client count: give one, e.g. 4",
+            "sweep.clients",
+        ),
+        (
+            experiment.repeats != 1,
+            "a capacity search repeats its probes where it needs to: give 1 repeat",
+            "repeats",
+        ),
+        (
+            not experiment.duration_s,
+            "a capacity search's probes run for a duration: give "
+            "one in seconds, not a transaction count",
+            "sweep.duration_s",
+        ),
+        (
+            not 0 < experiment.capacity_percentile < 100,
+            "give the percentile of the objective between 0 and 100, e.g. 99",
+            "capacity_percentile",
+        ),
+        (
+            not (experiment.capacity_limit_ms or 0) > 0,
+            "give the latency limit of the objective in ms, above 0",
+            "capacity_limit_ms",
+        ),
+        (
+            experiment.capacity_skip_limit_ms is not None
+            and not experiment.capacity_skip_limit_ms > 0,
+            "give the skip limit (-L) in ms above 0, or none",
+            "capacity_skip_limit_ms",
+        ),
+        (
+            not 0 <= experiment.capacity_max_skipped_pct <= 100,
+            "give the share of transactions that may be skipped between 0 and 100 (%)",
+            "capacity_max_skipped_pct",
+        ),
+        (
+            not 0 < (experiment.capacity_low_tps or 0) < HIGHEST_RATE_TPS,
+            "give the lowest rate to offer in tps, above 0",
+            "capacity_low_tps",
+        ),
+        (
+            not (experiment.capacity_low_tps or 0)
+            < (experiment.capacity_high_tps or 0)
+            <= HIGHEST_RATE_TPS,
+            "give the highest rate to offer in tps, above the lowest",
+            "capacity_high_tps",
+        ),
+        (
+            not 2 <= experiment.capacity_probes <= MAX_PROBES,
+            f"give the most probes from 2 to {MAX_PROBES} (the range's two ends come first)",
+            "capacity_probes",
+        ),
+    ]
+    for refused, message, field in refusals:
+        if refused:
+            raise JobError("invalid_spec", message, field)
+
+
+def probe_spec(experiment: Experiment, spec: JobSpec, rate_tps: float) -> JobSpec:
+    """The cell's spec for one probe: the offered rate, and the search's skip limit."""
+    probe = cast(JobSpec, {k: copy.deepcopy(v) for k, v in spec.items() if k not in DISPATCH_KEYS})
+    probe["workload"]["rate_tps"] = rate_tps
+    probe["workload"]["latency_limit_ms"] = experiment.capacity_skip_limit_ms
+    return probe
+
+
+def capacity_queue_first(experiment: Experiment, checked: CheckedCell, user: User) -> list[Run]:
+    """Start a search: its state, and its first probe at the range's lowest rate."""
+    experiment.capacity_state = {"ended": "", "answer": ""}
+    experiment.save(update_fields=["capacity_state"])
+    spec = probe_spec(experiment, checked.spec, experiment.capacity_low_tps or 0.0)
+    first = CheckedCell(checked.cell, spec, checked.notes)
+    return [queue_slot(experiment, first, Slot(1, 0, 1), user)]
+
+
+def capacity_step_after_commit(run: Run) -> None:
+    """When the run's experiment is a capacity search, have the control worker take its
+    next step once the caller commits."""
+    if not run.experiment.capacity:
+        return
+    step = partial(capacity_step_send, run.experiment_id)
+    transport.send_after_commit(run.pk, "capacity step", step)
+
+
+def capacity_step_send(experiment_pk: int) -> None:
+    app.send_task(CAPACITY_TASK, args=[experiment_pk], queue=CONTROL_QUEUE)
+
+
+def capacity_steps_due() -> int:
+    """Take the step of every capacity search not ended whose runs are all final (the
+    reaper's pass). Returns how many stepped."""
+    waiting = (
+        Experiment.objects.filter(capacity=True, capacity_state__ended="", runs__isnull=False)
+        .exclude(runs__status__in=Run.ACTIVE_STATES)
+        .distinct()
+    )
+    return sum(capacity_step(pk) for pk in waiting.values_list("pk", flat=True))
+
+
+def capacity_step(experiment_pk: int) -> bool:
+    """Queue the next probe, or end the search, once its latest probe is final.
+
+    Idempotent: a step while a probe still runs, or after the end, changes nothing
+    (False). Holds the experiment's row lock, so two steps never queue a probe twice.
+    """
+    with transaction.atomic():
+        experiment = (
+            Experiment.objects.select_for_update(no_key=True)
+            .filter(pk=experiment_pk, capacity=True)
+            .first()
+        )
+        if experiment is None or experiment.capacity_state.get("ended", "") != "":
+            return False
+        runs = experiment.runs.filter(round__isnull=False)
+        if not runs.exists() or runs.filter(status__in=Run.ACTIVE_STATES).exists():
+            return False
+        state = experiment.capacity_state
+        ended = _take_step(experiment)
+        state["answer"] = capacity_reading(experiment).capacity.sentence
+        if ended:
+            state["ended"], state["ended_at"] = ended, timezone.now().isoformat()
+        experiment.capacity_state = state
+        experiment.save(update_fields=["capacity_state"])
+    logger.info("experiment %s: capacity step: %s", experiment_pk, ended or "probe queued")
+    return True
+
+
+def _take_step(experiment: Experiment) -> str:
+    """Queue the next probe; return why the search ends instead, or ""."""
+    runs = experiment.runs.filter(round__isnull=False)
+    if runs.filter(status=Run.Status.CANCELLED).exists():
+        return ENDED_CANCELLED
+    failed = runs.exclude(status=Run.Status.SUCCEEDED).order_by("round").first()
+    if failed is not None:
+        return f"probe {failed.round} (run {failed.pk}) {failed.status}: {failed.error_message}"
+    reading = capacity_reading(experiment)
+    step = next_step(reading.plan, reading.outcomes)
+    if step.next_tps is None:
+        return str(step.ended)
+    try:
+        _queue_probe(experiment, step.next_tps)
+    except LimitReached as exc:
+        logger.warning("experiment %s: no next probe: %s", experiment.pk, exc.message)
+        return ENDED_LIMIT
+    return ""
+
+
+def _queue_probe(experiment: Experiment, rate_tps: float) -> Run:
+    """Queue a probe at `rate_tps`: the first probe's cell and spec at that rate."""
+    require_queue_room(experiment.created_by, 1)
+    first = experiment.runs.filter(round=1).order_by("pk").first()
+    if first is None:
+        raise ValueError(f"experiment {experiment.pk} has no first probe")
+    latest = experiment.runs.aggregate(round=Max("round"), position=Max("position"))
+    storage: StorageSpec = {"data": first.storage_data, "wal": first.storage_wal or None}
+    cell = Cell(first.cell, first.host, first.build, first.config_profile, storage, first.workload)
+    spec = probe_spec(experiment, cast(JobSpec, first.spec), rate_tps)
+    number = (latest["round"] or 0) + 1
+    slot = Slot((latest["position"] or 0) + 1, first.cell, number)
+    return queue_slot(experiment, CheckedCell(cell, spec, []), slot, experiment.created_by)

@@ -1,0 +1,178 @@
+"""Capacity searches in the lab (runs/services/capacity.py): the first probe at start, a
+probe per step at the rate the search asks for, the end by itself, the design refused
+naming the field, the estimate. The probes here are finished by the test with latencies
+drawn from a seeded simulated server; tests/integration has pgbench measure them."""
+
+import html
+import math
+import random
+
+import pytest
+from django.urls import reverse
+from hdrh.histogram import HdrHistogram
+
+from agents.contract.errors import JobError
+from runs import services
+from runs.analysis.capacity import capacity_reading
+from runs.models import Experiment, Result, Run
+from runs.services.capacity import ENDED_CANCELLED, capacity_step, capacity_steps_due
+from tests.runs.factories import ExperimentFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+SATURATION_TPS, BASE_MS = 3000.0, 4.0  # p99 reaches 20 ms at 2,400 tps
+
+
+def capacity_experiment(**fields: object) -> Experiment:
+    values = {
+        "execution": "rounds",
+        "repeats": 1,
+        "clients": [4],
+        "duration_s": 20,
+        "capacity": True,
+        "capacity_percentile": 99.0,
+        "capacity_limit_ms": 20.0,
+        "capacity_low_tps": 100.0,
+        "capacity_high_tps": 5000.0,
+        "capacity_probes": 12,
+        **fields,
+    }
+    return ExperimentFactory(**values)
+
+
+def simulated_histogram(rate: float, seconds: float, rng: random.Random) -> str:
+    """Latencies (µs) of a queue's p99 at `rate`: BASE_MS / (1 - rate / saturation)."""
+    p99_ms = BASE_MS / (1 - rate / SATURATION_TPS) if rate < SATURATION_TPS else 10_000.0
+    sigma = 0.6
+    mu = math.log(p99_ms * 1000) - 2.3263478740408408 * sigma
+    histogram = HdrHistogram(1, 3_600_000_000, 3)
+    for _ in range(int(min(rate, SATURATION_TPS) * seconds * 0.2)):
+        histogram.record_value(max(1, int(rng.lognormvariate(mu, sigma))))
+    return histogram.encode().decode()
+
+
+def finish_probes(experiment: Experiment, rng: random.Random) -> bool:
+    """Finish every queued probe as the simulated server would serve it, then step."""
+    for run in experiment.runs.filter(status=Run.Status.QUEUED):
+        rate = run.spec["workload"]["rate_tps"]
+        reached = min(rate, SATURATION_TPS * 0.98)
+        Result.objects.create(
+            run=run,
+            index=0,
+            clients=4,
+            repeat=run.round,
+            tps=reached,
+            duration_s=20.0,
+            transactions=int(reached * 20),
+            exit_code=0,
+            percentiles={"p99": 1.0, "histogram": simulated_histogram(rate, 20.0, rng)},
+        )
+        services.run_finish(run, Run.Status.SUCCEEDED)
+    return capacity_step(experiment.pk)
+
+
+def test_start_queues_one_probe_at_the_lowest_rate_with_the_skip_limit(lab_redis):
+    experiment = capacity_experiment(capacity_skip_limit_ms=200.0)
+
+    runs = services.experiment_start(experiment, UserFactory())
+
+    assert len(runs) == 1
+    workload = runs[0].spec["workload"]
+    assert (workload["rate_tps"], workload["latency_limit_ms"]) == (100.0, 200.0)
+    experiment.refresh_from_db()
+    assert experiment.capacity_state["ended"] == "" and experiment.status == "queued"
+
+
+def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(
+    lab_redis, admin_client
+):
+    experiment = capacity_experiment()
+    services.experiment_start(experiment, UserFactory())
+    rng = random.Random(11)
+
+    steps = 0
+    while finish_probes(experiment, rng):
+        steps += 1
+        experiment.refresh_from_db()
+        if experiment.capacity_state["ended"]:
+            break
+
+    rates = [run.spec["workload"]["rate_tps"] for run in experiment.runs.order_by("round")]
+    assert rates[:2] == [100.0, 5000.0]
+    assert len(rates) <= 12 and steps == len(rates)
+    reading = capacity_reading(experiment)
+    capacity = reading.capacity
+    assert capacity.lower is not None and capacity.upper is not None
+    assert capacity.lower <= 2400.0 <= capacity.upper
+    assert experiment.capacity_state["answer"] == capacity.sentence
+    assert capacity.sentence.endswith("at p99 <= 20 ms")
+    assert all(p.percentiles[99.9] is not None for p in reading.probes)
+    assert experiment.status == "succeeded"
+    assert not capacity_step(experiment.pk)
+
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert html.escape(capacity.sentence) in page and 'id="fig-capacity"' in page
+    for run in experiment.runs.all():
+        assert reverse("run-detail", args=[run.pk]) in page
+    assert "data-reload-s" not in page
+
+
+def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(lab_redis):
+    experiment = capacity_experiment()
+    run = services.experiment_start(experiment, UserFactory())[0]
+    services.run_finish(run, Run.Status.CANCELLED)
+
+    assert capacity_steps_due() == 1
+
+    experiment.refresh_from_db()
+    assert experiment.capacity_state["ended"] == ENDED_CANCELLED
+    assert experiment.runs.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"adaptive": True, "max_rounds": 5}, "adaptive"),
+        ({"execution": "blocks"}, "execution"),
+        ({"clients": [1, 2]}, "sweep.clients"),
+        ({"repeats": 3}, "repeats"),
+        ({"capacity_limit_ms": None}, "capacity_limit_ms"),
+        ({"capacity_percentile": 100.0}, "capacity_percentile"),
+        ({"capacity_skip_limit_ms": 0.0}, "capacity_skip_limit_ms"),
+        ({"capacity_low_tps": 0.0}, "capacity_low_tps"),
+        ({"capacity_high_tps": 50.0}, "capacity_high_tps"),
+        ({"capacity_probes": 1}, "capacity_probes"),
+    ],
+)
+def test_a_search_that_cannot_run_is_refused_naming_the_field(fields, field):
+    experiment = capacity_experiment(**fields)
+
+    with pytest.raises(JobError) as refused:
+        services.experiment_start(experiment, UserFactory())
+
+    assert refused.value.field == field
+    assert not experiment.runs.exists()
+
+
+def test_the_api_refuses_a_search_without_a_limit_with_a_400(api_client, experiment_payload):
+    payload = experiment_payload(
+        clients=[4], duration_s=5, capacity=True, capacity_low_tps=10, capacity_high_tps=100
+    )
+
+    response = api_client.post("/api/experiments/", payload, format="json")
+
+    assert response.status_code == 400, response.json()
+    assert list(response.json()["error"]["fields"]) == ["capacity_limit_ms"]
+
+
+def test_the_estimate_says_how_long_the_search_takes_at_most():
+    experiment = capacity_experiment(capacity_probes=20)
+
+    estimate = services.experiment_estimate(experiment)
+
+    assert estimate["runs"] == 1
+    probe_s = estimate["estimated_seconds"]
+    assert probe_s is not None and probe_s > experiment.duration_s
+    # 100 to 5,000 tps: two ends, seven halvings to 5 %, one repeat; at most the budget.
+    assert estimate["expected_seconds"] == pytest.approx(10 * probe_s, abs=10)
+    assert estimate["max_seconds"] == pytest.approx(20 * probe_s, abs=20)

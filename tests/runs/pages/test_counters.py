@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from runs.models import Comparison, ProgressSample, Result, Run
 from runs.services.jobs.events import store_point
 from runs.sse import _messages
+from runs.timelines.live import LiveCheckpoints
 from tests.runs.counters.test_movers import STEADY
 from tests.runs.pages.conftest import finished_run
 
@@ -107,7 +108,9 @@ def test_a_running_runs_latency_chart_has_percentile_lines_the_live_stream_exten
     ]
     stored_point(run)
     batch = {"run": None, "progress": list(run.progress.all()), "host": [], "results": []}
-    [message] = _messages({**batch, "client_host": []}, {"p": 0, "h": 0, "r": 0, "c": 0})  # type: ignore[arg-type]
+    rows = {**batch, "client_host": [], "server": []}
+    cursor = {"p": 0, "h": 0, "r": 0, "c": 0}
+    [message] = _messages(rows, cursor, LiveCheckpoints([]))  # type: ignore[arg-type]
     assert '"p50_ms":1.8,"p95_ms":3.1,"p99_ms":4.7' in message
 
 

@@ -6,6 +6,7 @@ from typing import NamedTuple, NotRequired, TypedDict
 from django.db.models import Count, Max, QuerySet
 
 from runs.models import (
+    Alert,
     Comparison,
     ConfigProfile,
     Experiment,
@@ -15,6 +16,7 @@ from runs.models import (
     Result,
     Run,
     RunEvent,
+    Series,
     ServerSample,
 )
 
@@ -212,3 +214,26 @@ def host_list() -> QuerySet[Host]:
 
 def config_profiles() -> QuerySet[ConfigProfile]:
     return ConfigProfile.objects.select_related("parent").annotate(run_count=Count("runs"))
+
+
+ALERTS_SHOWN = 200
+
+
+def alert_groups() -> list[tuple[Series, list[Alert]]]:
+    """The latest ALERTS_SHOWN alerts by series (the series with the newest alert first),
+    newest first in each, with their change points, confirmations and notes."""
+    alerts = (
+        Alert.objects.select_related(
+            "series",
+            "occurrence__experiment",
+            "acknowledged_by",
+            "change_point__before_occurrence__experiment",
+            "confirmation_experiment",
+        )
+        .prefetch_related("notes__created_by")
+        .order_by("-created_at", "-pk")[:ALERTS_SHOWN]
+    )
+    groups: dict[int, tuple[Series, list[Alert]]] = {}
+    for alert in alerts:
+        groups.setdefault(alert.series_id, (alert.series, []))[1].append(alert)
+    return list(groups.values())

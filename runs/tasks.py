@@ -4,8 +4,9 @@ adaptive experiments' and capacity searches' steps.
 `series_fire` is what each series' beat schedule sends (runs.services.history.series);
 `series_detect` runs when an occurrence's last run has ended; `digest_build`
 when a run has ended or a final run got a late event (runs.services.runs);
-`adaptive_step_task` when a run of an adaptive experiment has ended (and then the
-bisection whose step it is moves on, runs.bisection.services).
+`alert_confirm` when a new alert is raised; `adaptive_step_task` when a run of an
+adaptive experiment has ended (and then the bisection whose step it is moves on,
+runs.bisection.services, or the alert it confirms is concluded).
 """
 
 import logging
@@ -16,11 +17,14 @@ from celery import shared_task
 from agents.contract.errors import JobError
 from runs.agentlink.transport import CONTROL_QUEUE
 from runs.bisection.services import bisection_advance_for
-from runs.models import Series
+from runs.models import Alert, Series
 from runs.services.adaptive import ADAPTIVE_TASK, adaptive_step
 from runs.services.capacity import CAPACITY_TASK, capacity_step
 from runs.services.errors import Conflict
 from runs.services.history import series as series_service
+from runs.services.history.alerts import CONFIRM_TASK
+from runs.services.history.alerts import series_detect as detect
+from runs.services.history.confirm import alert_confirm_start, alert_confirmation_for
 from runs.services.runs import DIGEST_TASK
 from runs.timelines import store
 
@@ -57,8 +61,23 @@ def series_detect(series_id: int) -> None:
     if series is None:
         logger.info("series %s: gone, no detection", series_id)
         return
-    alerts = series_service.series_detect(series)
+    alerts = detect(series)
     logger.info("series %s: %d new alerts", series_id, len(alerts))
+
+
+@shared_task(name=CONFIRM_TASK, queue=CONTROL_QUEUE)
+def alert_confirm(alert_id: int) -> None:
+    """Start a new alert's confirming A/B (runs.services.history.confirm), once."""
+    alert = Alert.objects.filter(pk=alert_id).select_related("series").first()
+    if alert is None:
+        logger.info("alert %s: gone, not confirmed", alert_id)
+        return
+    experiment = alert_confirm_start(alert)
+    logger.info(
+        "alert %s: %s",
+        alert_id,
+        f"confirming A/B {experiment.pk} started" if experiment else "no A/B started",
+    )
 
 
 @shared_task(name=DIGEST_TASK, queue=CONTROL_QUEUE)
@@ -75,6 +94,7 @@ def adaptive_step_task(experiment_id: int) -> None:
     if not adaptive_step(experiment_id):
         logger.info("experiment %s: no adaptive step due", experiment_id)
     bisection_advance_for(experiment_id)
+    alert_confirmation_for(experiment_id)
 
 
 @shared_task(name=CAPACITY_TASK, queue=CONTROL_QUEUE)

@@ -4,8 +4,10 @@ Registered in runs/api/urls.py; the services in runs.services.history.imports an
 runs.services.history.series do the work.
 """
 
+from collections.abc import Callable
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -18,6 +20,8 @@ from runs.api.fields import Document, StrictCharField, StrictModelSerializer
 from runs.api.permissions import OwnerOrStaffMayChange, signed_in_user
 from runs.api.serializers import ErrorSerializer, owner_name
 from runs.models import Alert, Experiment, Host, Note, Run, Series
+from runs.services.access.permissions import check_can_change
+from runs.services.history import alerts as alerts_service
 from runs.services.history import series as series_service
 from runs.services.history.import_description import (
     DESCRIBE_HELP,
@@ -131,6 +135,7 @@ class SeriesSerializer(StrictModelSerializer[Series]):
         model = Series
         fields = [
             "id", "name", "template", "schedule", "enabled", "webhook_url", "alert_email",
+            "deliver",
             "created_by", "created_at",
         ]  # fmt: skip
         read_only_fields = ["created_by", "created_at"]
@@ -187,14 +192,34 @@ class AlertSerializer(StrictModelSerializer[Alert]):
     )
     experiment = serializers.IntegerField(source="occurrence.experiment_id", read_only=True)
     acknowledged_by = owner_name()
+    low_percent = serializers.FloatField(source="change_point.low_percent", default=None)
+    high_percent = serializers.FloatField(source="change_point.high_percent", default=None)
+    host_evidence = serializers.CharField(source="change_point.host_evidence", default="")
+    notes = serializers.SerializerMethodField()
 
     class Meta:
         model = Alert
         fields = [
             "id", "series", "experiment", "metric", "key", "before", "after", "change_percent",
-            "created_at", "delivery", "acknowledged_at", "acknowledged_by", "acknowledgement",
+            "low_percent", "high_percent", "state", "confirmation", "confirmation_experiment",
+            "host_evidence", "created_at", "delivery", "acknowledged_at", "acknowledged_by",
+            "acknowledgement", "notes",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_notes(self, alert: Alert) -> list[dict[str, str]]:
+        return [
+            {
+                "text": note.text,
+                "by": note.created_by.get_username() if note.created_by else "",
+                "at": note.created_at.isoformat(),
+            }
+            for note in alert.notes.all()
+        ]
+
+
+# A write on an alert: the alert, who, the note's text.
+AlertWrite = Callable[[Alert, User, str], object]
 
 
 class AcknowledgeSerializer(serializers.Serializer[Document]):
@@ -204,20 +229,39 @@ class AcknowledgeSerializer(serializers.Serializer[Document]):
 class AlertViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Alert]
 ):
-    """Change points in the bad direction; anyone signed in acknowledges one with a note."""
+    """Alerts of series' change points and their states; the series' owner or staff
+    acknowledges one, marks it fixed or adds a note, each with a note's text."""
 
-    queryset = Alert.objects.select_related("occurrence", "acknowledged_by")
+    queryset = Alert.objects.select_related(
+        "occurrence", "acknowledged_by", "change_point", "series"
+    ).prefetch_related("notes__created_by")
     serializer_class = AlertSerializer
+
+    def _write(self, request: Request, action: str, write: AlertWrite) -> Response:
+        given = AcknowledgeSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        alert = self.get_object()
+        check_can_change(request.user, alert.series, f"{action} alerts of")
+        write(alert, signed_in_user(request), given.validated_data["note"])
+        return Response(AlertSerializer(self.get_queryset().get(pk=alert.pk)).data)
 
     @extend_schema(request=AcknowledgeSerializer, responses=AlertSerializer)
     @action(detail=True, methods=["post"])
     def acknowledge(self, request: Request, pk: str | None = None) -> Response:
-        given = AcknowledgeSerializer(data=request.data)
-        given.is_valid(raise_exception=True)
-        alert = series_service.alert_acknowledge(
-            self.get_object(), signed_in_user(request), given.validated_data["note"]
-        )
-        return Response(AlertSerializer(alert).data)
+        return self._write(request, "acknowledge", alerts_service.alert_acknowledge)
+
+    @extend_schema(request=AcknowledgeSerializer, responses=AlertSerializer)
+    @action(detail=True, methods=["post"])
+    def fixed(self, request: Request, pk: str | None = None) -> Response:
+        return self._write(request, "mark fixed", alerts_service.alert_fixed)
+
+    @extend_schema(request=AcknowledgeSerializer, responses=AlertSerializer)
+    @action(detail=True, methods=["post"])
+    def note(self, request: Request, pk: str | None = None) -> Response:
+        def add(alert: Alert, user: User, text: str) -> None:
+            series_service.note_add(user, text, alert=alert)
+
+        return self._write(request, "add notes to", add)
 
 
 class NoteSerializer(StrictModelSerializer[Note]):

@@ -6,8 +6,9 @@ points kept); a queued run whose job Redis lost is sent again or fails
 (runs.services.jobs.events.events_purge); the timeline digests of running runs that
 got events are rebuilt, at most once a minute each (runs.timelines.store), so
 their pages only read; an adaptive experiment whose round ended without its step
-being taken (the task's message lost) takes it (runs.services.adaptive), and a
-bisection whose step ended moves on (runs.bisection.services).
+being taken (the task's message lost) takes it (runs.services.adaptive), a
+bisection whose step ended moves on (runs.bisection.services), and an alert whose
+confirming A/B ended is concluded (runs.services.history.confirm).
 """
 
 import logging
@@ -20,6 +21,7 @@ from runs.control.loop import run_until_stopped
 from runs.services import events_purge, runs_fail_agent_lost, runs_recover_lost_jobs
 from runs.services.adaptive import adaptive_steps_due
 from runs.services.capacity import capacity_steps_due
+from runs.services.history.confirm import alert_confirmations_due
 from runs.timelines.store import digests_refresh_running
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,7 @@ class Reaper:
         adaptive_steps_due()
         capacity_steps_due()
         bisections_advance_due()
+        alert_confirmations_due()
 
     def run_forever(self, stop: threading.Event) -> None:
         """Reap now and every `interval_s` until `stop` is set."""

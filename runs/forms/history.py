@@ -81,7 +81,15 @@ class SeriesForm(forms.ModelForm[Series]):
 
     class Meta:
         model = Series
-        fields = ["name", "template", "schedule", "webhook_url", "alert_email", "enabled"]
+        fields = [
+            "name",
+            "template",
+            "schedule",
+            "webhook_url",
+            "alert_email",
+            "deliver",
+            "enabled",
+        ]
 
     def clean_schedule(self) -> str:
         schedule = self.cleaned_data["schedule"]

@@ -1,34 +1,41 @@
-"""Change points in a sequence by E-divisive means (Matteson and James 2014), as Otava does.
+"""Change points in a sequence: binary segmentation on the two-sample t statistic, with an
+analytic (Bonferroni) null, computed incrementally as values arrive.
 
-The best split of a segment is where the energy statistic (how far apart the
-values before and after are, against how spread each side is) peaks; the
-split counts only if shuffling the segment rarely gives as high a peak (a
-permutation test, p below `max_p`), and then each side is searched again. The
-statistic and the test both scale with the noise of the data, so a noisy
-sequence needs a larger step than a quiet one: no fixed threshold.
-docs/decisions.md says why this is our own code and not apache-otava or
-signal-processing-algorithms.
+The best split of a segment is where Student's t of the mean before against the mean
+after is largest; it counts when that t's two-sided p-value, times the number of
+splits it was the best of (Bonferroni: the chance that any of them scores as high on
+a segment with no change is at most that), is below `max_p`; then each side is
+searched again. No random numbers: the same values give the same change points on
+every run and every machine (a permutation test with a fixed seed still depends on the
+generator's stream; docs/decisions.md says why not).
+
+Incremental: a series' change points, once found, stay (`known`); a new value only
+searches the segment after the last of them. `change_points` replays the values' arrival
+one by one from there, so a detection that was skipped or run twice finds the same.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
-MAX_P = 0.01
+MAX_P = 0.0003
 MIN_SEGMENT = 3
-PERMUTATIONS = 499
-# A fixed seed: the same history always gives the same change points (and alerts).
-SEED = 20140101
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
 class ChangePoint:
-    """A change before `index` (the first value after it), with both sides' means."""
+    """A change before `index` (the first value after it): both sides' means, the change
+    in % with its 95 % interval (Welch), and the Bonferroni-bounded p-value."""
 
     index: int
     before: float
     after: float
+    low_percent: float
+    high_percent: float
     p_value: float
 
     @property
@@ -37,68 +44,115 @@ class ChangePoint:
 
 
 def change_points(
-    values: Sequence[float], max_p: float = MAX_P, min_segment: int = MIN_SEGMENT
+    values: Sequence[float],
+    known: Sequence[int] = (),
+    max_p: float = MAX_P,
+    min_segment: int = MIN_SEGMENT,
 ) -> list[ChangePoint]:
-    """Every significant change point of `values`, in order."""
+    """Every change point of `values`, described, in order: the `known` ones (found
+    before, kept) and those found as the values after the last of them arrived one by one
+    (each prefix searched after the last change point found so far)."""
+    found = sorted(known)
+    first_end = max(found, default=0) + 2 * min_segment
+    for end in range(first_end, len(values) + 1):
+        found.extend(change_points_after(values[:end], found, max_p, min_segment))
+    return describe(values, found)
+
+
+def change_points_after(
+    values: Sequence[float],
+    known: Sequence[int],
+    max_p: float = MAX_P,
+    min_segment: int = MIN_SEGMENT,
+) -> list[int]:
+    """The indices of the change points in the values after the last of `known`."""
     data = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(SEED)
-    found: dict[int, float] = {}
-    _split(data, 0, len(data), Search(max_p, min_segment, rng), found)
-    bounds = [0, *sorted(found), len(data)]
+    start = max(known, default=0)
+    found: list[int] = []
+    _split(data, start, len(data), max_p, min_segment, found)
+    return sorted(found)
+
+
+def describe(values: Sequence[float], indices: Sequence[int]) -> list[ChangePoint]:
+    """Each change point's means and interval, its sides being the segments between it and
+    its neighbours."""
+    data = np.asarray(values, dtype=float)
+    ordered = sorted(indices)
+    bounds = [0, *ordered, len(data)]
     points = []
-    for k, index in enumerate(sorted(found)):
+    for k, index in enumerate(ordered):
         before, after = data[bounds[k] : index], data[index : bounds[k + 2]]
-        points.append(ChangePoint(index, float(before.mean()), float(after.mean()), found[index]))
+        low, high = percent_interval(before, after)
+        t_value = _t_statistic(before, after)
+        p_value = _two_sided_p(t_value, len(before) + len(after) - 2)
+        points.append(
+            ChangePoint(index, float(before.mean()), float(after.mean()), low, high, float(p_value))
+        )
     return points
 
 
-@dataclass(frozen=True)
-class Search:
-    max_p: float
-    min_segment: int
-    rng: np.random.Generator
+def percent_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """The 95 % interval (Welch) of the after mean's change from the before mean, in %."""
+    mean_before = float(before.mean())
+    difference = float(after.mean() - mean_before)
+    var_b = float(before.var(ddof=1)) / len(before) if len(before) > 1 else 0.0
+    var_a = float(after.var(ddof=1)) / len(after) if len(after) > 1 else 0.0
+    se = math.sqrt(var_a + var_b)
+    if se == 0 or mean_before == 0:
+        change = difference / mean_before * 100 if mean_before else math.inf
+        return change, change
+    dof = (var_a + var_b) ** 2 / (
+        (var_a**2 / (len(after) - 1) if len(after) > 1 else 0.0)
+        + (var_b**2 / (len(before) - 1) if len(before) > 1 else 0.0)
+    )
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof)) * se
+    return (difference - half) / mean_before * 100, (difference + half) / mean_before * 100
 
 
-def _split(data: np.ndarray, start: int, end: int, search: Search, found: dict[int, float]) -> None:
+def _split(
+    data: np.ndarray, start: int, end: int, max_p: float, min_segment: int, found: list[int]
+) -> None:
     segment = data[start:end]
-    if len(segment) < 2 * search.min_segment or np.ptp(segment) == 0:
+    if len(segment) < 2 * min_segment or np.ptp(segment) == 0:
         return
-    tau, score = best_split(segment, search.min_segment)
-    p_value = permutation_p_value(segment, score, search)
-    if p_value >= search.max_p:
+    tau, t_value, candidates = best_split(segment, min_segment)
+    p_value = min(1.0, _two_sided_p(t_value, len(segment) - 2) * candidates)
+    if p_value >= max_p:
         return
-    found[start + tau] = p_value
-    _split(data, start, start + tau, search, found)
-    _split(data, start + tau, end, search, found)
+    found.append(start + tau)
+    _split(data, start, start + tau, max_p, min_segment, found)
+    _split(data, start + tau, end, max_p, min_segment, found)
 
 
-def permutation_p_value(segment: np.ndarray, score: float, search: Search) -> float:
-    """How often the best split of a shuffled segment scores at least `score`."""
-    higher = sum(
-        best_split(search.rng.permutation(segment), search.min_segment)[1] >= score
-        for _ in range(PERMUTATIONS)
-    )
-    return (higher + 1) / (PERMUTATIONS + 1)
-
-
-def best_split(data: np.ndarray, min_segment: int = MIN_SEGMENT) -> tuple[int, float]:
-    """The split index maximising the energy statistic, and that statistic.
-
-    Q(tau) = m*n/(m+n) * (2*E|X-Y| - E|X-X'| - E|Y-Y'|) for X = data[:tau],
-    Y = data[tau:], read in O(1) per tau from 2-D prefix sums of the distances.
-    """
+def best_split(data: np.ndarray, min_segment: int = MIN_SEGMENT) -> tuple[int, float, int]:
+    """The split index whose pooled two-sample |t| is largest, that t, and how many splits
+    were tried; read in O(1) per split from prefix sums."""
     n = len(data)
-    distances = np.abs(data[:, None] - data[None, :])
-    prefix = np.zeros((n + 1, n + 1))
-    prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
+    centred = data - data.mean()
+    sums = np.concatenate([[0.0], np.cumsum(centred)])
+    squares = np.concatenate([[0.0], np.cumsum(centred**2)])
     taus = np.arange(min_segment, n - min_segment + 1)
-    total = prefix[n, n]
-    within_x = prefix[taus, taus]
-    between = prefix[taus, n] - within_x
-    within_y = total - 2 * between - within_x
     m, k = taus.astype(float), (n - taus).astype(float)
-    scores = (m * k / (m + k)) * (
-        2 * between / (m * k) - within_x / (m * (m - 1)) - within_y / (k * (k - 1))
-    )
-    best = int(np.argmax(scores))
-    return int(taus[best]), float(scores[best])
+    sum_x, sum_y = sums[taus], sums[n] - sums[taus]
+    mean_x, mean_y = sum_x / m, sum_y / k
+    within = (squares[taus] - m * mean_x**2) + (squares[n] - squares[taus] - k * mean_y**2)
+    pooled = np.maximum(within, 0.0) / (n - 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_values = np.abs(mean_y - mean_x) / np.sqrt(pooled * (1 / m + 1 / k))
+    t_values = np.nan_to_num(t_values, nan=0.0, posinf=np.finfo(float).max)
+    best = int(np.argmax(t_values))
+    return int(taus[best]), float(t_values[best]), len(taus)
+
+
+def _t_statistic(before: np.ndarray, after: np.ndarray) -> float:
+    """Student's pooled two-sample t of the after mean against the before mean."""
+    m, k = len(before), len(after)
+    within = float(((before - before.mean()) ** 2).sum() + ((after - after.mean()) ** 2).sum())
+    if m + k <= 2 or within == 0:
+        return 0.0 if before.mean() == after.mean() else math.inf
+    pooled = within / (m + k - 2)
+    return float(abs(after.mean() - before.mean()) / math.sqrt(pooled * (1 / m + 1 / k)))
+
+
+def _two_sided_p(t_value: float, dof: int) -> float:
+    return float(2 * stats.t.sf(abs(t_value), max(dof, 1)))

@@ -21,7 +21,15 @@ from runs.models.catalogue import (
 )
 from runs.models.cpu_profiles import CpuProfile
 from runs.models.experiments import Comparison, Experiment, Run
-from runs.models.history import Alert, Note, Occurrence, Provenance, Series, imported_file
+from runs.models.history import (
+    Alert,
+    ChangePoint,
+    Note,
+    Occurrence,
+    Provenance,
+    Series,
+    imported_file,
+)
 from runs.models.noise import HostCanary
 from runs.models.samples import (
     HostSample,
@@ -36,6 +44,7 @@ from runs.models.security import ApiToken, ShareLink, new_share_token
 
 __all__ = [
     "Alert",
+    "ChangePoint",
     "ApiToken",
     "Bisection",
     "BisectionStep",

@@ -48,6 +48,17 @@ class Series(models.Model):
         blank=True, help_text="Alerts are POSTed here as JSON (http or https)."
     )
     alert_email = models.EmailField(blank=True, help_text="Alerts are also mailed here.")
+
+    class Deliver(models.TextChoices):
+        CONFIRMED = "confirmed", "confirmed alerts only (after their confirming measurement)"
+        DETECTED = "detected", "every alert when its change point is found"
+
+    deliver = models.CharField(
+        max_length=10,
+        choices=Deliver.choices,
+        default=Deliver.CONFIRMED,
+        help_text="Which alerts the webhook and mail get.",
+    )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         null=True,
@@ -95,21 +106,91 @@ class Occurrence(models.Model):
         return f"{self.series} at {self.fired_at:%Y-%m-%d %H:%M}"
 
 
+class ChangePoint(models.Model):
+    """A change point in one line of a series' metric (runs/inference/changepoints.py), or
+    in its host canary (`metric` `canary.cpu_loop_ns`, `canary.fsync_ms`; `key` the host).
+
+    `before_occurrence` is the last occurrence before the change, `after_occurrence` the
+    first after; the change in % with its 95 % interval. Found once, kept (the next
+    detection searches only after the last one). `host_evidence` is set when the host's
+    canary changed at the same place: the change is the host's, not the software's.
+    """
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="change_points")
+    metric = models.CharField(max_length=30)
+    key = models.CharField(max_length=100)
+    before_occurrence = models.ForeignKey(
+        Occurrence, on_delete=models.CASCADE, related_name="change_points_after_it"
+    )
+    after_occurrence = models.ForeignKey(
+        Occurrence, on_delete=models.CASCADE, related_name="change_points"
+    )
+    before = models.FloatField()
+    after = models.FloatField()
+    change_percent = models.FloatField()
+    low_percent = models.FloatField()
+    high_percent = models.FloatField()
+    p_value = models.FloatField()
+    host_evidence = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["series", "metric", "key", "after_occurrence__fired_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["series", "metric", "key", "after_occurrence"],
+                name="change_point_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series}: {self.metric} {self.change_percent:+.1f} % ({self.key})"
+
+
 class Alert(models.Model):
     """A change point in the bad direction in one metric of a series.
 
     `key` names the line of the series chart (`cell N, C clients`);
     `occurrence` is the first occurrence after the change. One alert per
     (series, metric, key, occurrence): finding the change again adds none.
+
+    State diagram (runs/services/history/alerts.py)::
+
+        new ──> confirmed       (the confirming A/B found it: delivered)
+         ├────> not confirmed   (the A/B did not: nobody told)
+         └────> host            (the host's canary changed with it: nobody told)
+        any ──> acknowledged ──> fixed   (a person, with a note)
     """
+
+    class State(models.TextChoices):
+        NEW = "new"
+        CONFIRMED = "confirmed"
+        HOST = "host", "host changed"
+        NOT_CONFIRMED = "not_confirmed", "not confirmed"
+        ACKNOWLEDGED = "acknowledged"
+        FIXED = "fixed"
 
     series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="alerts")
     occurrence = models.ForeignKey(Occurrence, on_delete=models.CASCADE, related_name="alerts")
+    change_point = models.OneToOneField(
+        ChangePoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="alert"
+    )
     metric = models.CharField(max_length=30)
     key = models.CharField(max_length=100)
     before = models.FloatField()
     after = models.FloatField()
     change_percent = models.FloatField()
+    state = models.CharField(max_length=15, choices=State.choices, default=State.NEW)
+    confirmation_experiment = models.ForeignKey(
+        "runs.Experiment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="confirmed_alerts",
+    )
+    confirmation = models.TextField(
+        blank=True, help_text='What the confirming A/B said ("confirmed: slower by 9.8 % [...]").'
+    )
     created_at = models.DateTimeField(default=timezone.now)
     delivery = models.TextField(blank=True, help_text="What happened to the webhook and mail.")
     acknowledged_at = models.DateTimeField(null=True, blank=True)
@@ -129,13 +210,16 @@ class Alert(models.Model):
 
 
 class Note(models.Model):
-    """A dated remark on a run or a host ("firmware updated", "kernel 6.8")."""
+    """A dated remark on a run, a host ("firmware updated", "kernel 6.8") or an alert."""
 
     run = models.ForeignKey(
         "runs.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="run_notes"
     )
     host = models.ForeignKey(
         "runs.Host", null=True, blank=True, on_delete=models.CASCADE, related_name="host_notes"
+    )
+    alert = models.ForeignKey(
+        Alert, null=True, blank=True, on_delete=models.CASCADE, related_name="notes"
     )
     text = models.TextField()
     created_by = user_field("notes")
@@ -145,8 +229,10 @@ class Note(models.Model):
         ordering = ["created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(run__isnull=False) | models.Q(host__isnull=False),
-                name="note_on_run_or_host",
+                condition=models.Q(run__isnull=False)
+                | models.Q(host__isnull=False)
+                | models.Q(alert__isnull=False),
+                name="note_on_run_host_or_alert",
             )
         ]
 

@@ -1,7 +1,10 @@
 """History pages: importing pgbench outputs, series with their charts and alerts, notes."""
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,8 +17,10 @@ from runs.charts.history import series_figures
 from runs.forms.history import AcknowledgeForm, ImportForm, NoteForm, SeriesForm
 from runs.models import Alert, Host, Run, Series
 from runs.reproduce.script import reproduce_script, run_manifest
+from runs.selectors import alert_groups
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
+from runs.services.history import alerts as alerts_service
 from runs.services.history import series as series_service
 from runs.services.history.import_reading import UploadedOutput
 from runs.services.history.imports import ImportDetails, pgbench_import
@@ -68,7 +73,9 @@ def series_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     context = {
         "series": series,
         "occurrences": occurrences,
-        "alerts": series.alerts.select_related("occurrence", "acknowledged_by"),
+        "alerts": series.alerts.select_related(
+            "occurrence", "acknowledged_by", "change_point", "confirmation_experiment"
+        ).prefetch_related("notes__created_by"),
         "figures": [
             {
                 "id": f"fig-series-{metric}",
@@ -106,21 +113,46 @@ def series_toggle(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def alert_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    alerts = Alert.objects.select_related("series", "occurrence", "acknowledged_by")[:200]
-    return render(
-        request, "runs/alert_list.html", {"alerts": alerts, "ack_form": AcknowledgeForm()}
-    )
+    """Alerts grouped by series, newest first in each, with their states and notes."""
+    context = {"groups": alert_groups(), "ack_form": AcknowledgeForm(), "states": Alert.State}
+    return render(request, "runs/alert_list.html", context)
 
 
 @login_required
 @require_POST
 def alert_acknowledge(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    alert = get_object_or_404(Alert, pk=pk)
+    return _alert_write(request, pk, "acknowledge", alerts_service.alert_acknowledge)
+
+
+@login_required
+@require_POST
+def alert_fix(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    return _alert_write(request, pk, "mark fixed", alerts_service.alert_fixed)
+
+
+@login_required
+@require_POST
+def alert_note_add(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    def add(alert: Alert, user: User, text: str) -> None:
+        series_service.note_add(user, text, alert=alert)
+
+    return _alert_write(request, pk, "add notes to", add)
+
+
+def _alert_write(
+    request: AuthenticatedHttpRequest,
+    pk: int,
+    action: str,
+    write: Callable[[Alert, User, str], object],
+) -> HttpResponse:
+    """A write on an alert with the posted note, by its series' owner or staff."""
+    alert = get_object_or_404(Alert.objects.select_related("series"), pk=pk)
+    check_can_change(request.user, alert.series, f"{action} alerts of")
     form = AcknowledgeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Acknowledging needs a note: what you found or did.")
+        messages.error(request, f"To {action} an alert, give a note: what you found or did.")
     else:
-        series_service.alert_acknowledge(alert, request.user, form.cleaned_data["note"])
+        write(alert, request.user, form.cleaned_data["note"])
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure())
     return redirect(back if back and safe else "alert-list")

@@ -3,33 +3,28 @@
 A series' schedule is a django-celery-beat `PeriodicTask` (cron fields) that
 calls `runs.tasks.series_fire` on the control queue; each firing copies the
 series' template experiment into a new one, an `Occurrence`, and starts it.
-When an occurrence's last run ends, `series_detect` looks for change points
-(runs/inference/changepoints.py) in every metric at every client count; each new one
-in the bad direction raises one `Alert`, posted to the series' webhook and
-mailed to its address.
+When an occurrence's last run ends, `series_detect` (runs/services/history/alerts.py)
+looks for change points in every metric at every client count and raises alerts.
 """
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from celery.schedules import crontab
 from django.contrib.auth.models import User
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from benchlab.celery import app
 from runs.agentlink.transport import CONTROL_QUEUE
-from runs.analysis.compare import HIGHER_IS_BETTER, metric_value
-from runs.inference.changepoints import ChangePoint, change_points
+from runs.analysis.compare import metric_value
 from runs.inference.stats import summarize
 from runs.models import Alert, Experiment, Note, Occurrence, Result, Run, Series
 from runs.services.experiments import M2M_FIELDS, experiment_start
-from runs.services.history.webhooks import webhook_post
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +141,22 @@ def _occurrence_start(occurrence: Occurrence) -> Occurrence:
     return occurrence
 
 
+LINE_KEY = re.compile(r"cell (\d+), (\d+) clients")
+
+
+def line_key(cell: int, clients: int) -> str:
+    """The name of a line of the series' charts."""
+    return f"cell {cell}, {clients} clients"
+
+
+def line_cell(key: str) -> tuple[int, int]:
+    """(cell, clients) of a line's name."""
+    found = LINE_KEY.fullmatch(key)
+    if found is None:
+        raise ValueError(f"{key!r} does not name a line (cell N, C clients)")
+    return int(found[1]), int(found[2])
+
+
 @dataclass(frozen=True)
 class HistoryPoint:
     """One occurrence's value of a metric on one line of the chart, with its 95 % CI."""
@@ -164,7 +175,7 @@ def series_history(series: Series, metric: str) -> dict[str, list[HistoryPoint]]
         for result in _succeeded_results(occurrence.experiment):
             value = metric_value(result, metric)
             if value is not None:
-                key = f"cell {result.run.cell}, {result.clients} clients"
+                key = line_key(result.run.cell, result.clients)
                 values.setdefault(key, []).append(value)
         for key, measured in sorted(values.items()):
             summary = summarize(measured)
@@ -182,92 +193,15 @@ def _succeeded_results(experiment: Experiment) -> list[Result]:
     )
 
 
-def series_detect(series: Series) -> list[Alert]:
-    """Raise one alert for each change point in the bad direction not alerted before."""
-    alerts = []
-    for metric in SERIES_METRICS:
-        for key, points in series_history(series, metric).items():
-            for change in change_points([p.mean for p in points]):
-                worse = (change.after < change.before) == HIGHER_IS_BETTER[metric]
-                if worse:
-                    alert = _raise(series, metric, key, points[change.index].occurrence, change)
-                    alerts.extend([alert] if alert else [])
-    for alert in alerts:
-        alert_deliver(alert)
-    return alerts
-
-
-def _raise(
-    series: Series, metric: str, key: str, occurrence: Occurrence, change: ChangePoint
-) -> Alert | None:
-    """The new alert, None when this change was alerted before (one alert per change)."""
-    try:
-        with transaction.atomic():
-            return Alert.objects.create(
-                series=series,
-                occurrence=occurrence,
-                metric=metric,
-                key=key,
-                before=change.before,
-                after=change.after,
-                change_percent=change.change_percent,
-            )
-    except IntegrityError:
-        return None
-
-
-def alert_document(alert: Alert) -> dict[str, object]:
-    """The JSON a webhook receives."""
-    return {
-        "series": alert.series.name,
-        "series_id": alert.series_id,
-        "alert_id": alert.pk,
-        "metric": alert.metric,
-        "line": alert.key,
-        "before": alert.before,
-        "after": alert.after,
-        "change_percent": round(alert.change_percent, 2),
-        "experiment_id": alert.occurrence.experiment_id,
-        "occurrence_fired_at": alert.occurrence.fired_at.isoformat(),
-        "created_at": alert.created_at.isoformat(),
-    }
-
-
-def alert_deliver(alert: Alert) -> None:
-    """POST the alert to the series' webhook (runs.services.history.webhooks) and mail it; record
-    what happened on the alert."""
-    outcomes = []
-    series = alert.series
-    if series.webhook_url:
-        outcomes.append(webhook_post(series.webhook_url, alert_document(alert)))
-    if series.alert_email:
-        outcomes.append(_mail(series.alert_email, alert))
-    Alert.objects.filter(pk=alert.pk).update(delivery="; ".join(outcomes))
-
-
-def _mail(address: str, alert: Alert) -> str:
-    subject = f"BenchLab: {alert}"
-    body = json.dumps(alert_document(alert), indent=2)
-    try:
-        send_mail(subject, body, None, [address])
-    except OSError as error:
-        logger.warning("alert %s: mail to %s failed: %s", alert.pk, address, error)
-        return f"mail failed: {error}"
-    return f"mailed {address}"
-
-
-def alert_acknowledge(alert: Alert, user: User, note: str) -> Alert:
-    """Mark the alert seen, with the user's note (what they found, what they did)."""
-    Alert.objects.filter(pk=alert.pk).update(
-        acknowledged_at=timezone.now(), acknowledged_by=user, acknowledgement=note
-    )
-    alert.refresh_from_db()
-    return alert
-
-
-def note_add(user: User, text: str, run: Run | None = None, host_id: int | None = None) -> Note:
-    """A dated note on a run or a host."""
-    return Note.objects.create(run=run, host_id=host_id, text=text, created_by=user)
+def note_add(
+    user: User,
+    text: str,
+    run: Run | None = None,
+    host_id: int | None = None,
+    alert: Alert | None = None,
+) -> Note:
+    """A dated note on a run, a host or an alert."""
+    return Note.objects.create(run=run, host_id=host_id, alert=alert, text=text, created_by=user)
 
 
 def notes_for_runs(runs: list[Run]) -> list[Note]:

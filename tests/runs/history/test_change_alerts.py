@@ -1,4 +1,5 @@
-"""Change detection on a series' history: one alert for a step down, none for flat noise."""
+"""Change detection on a series' history: one alert for a step down, none for flat noise;
+host-changed ones told apart, confirmed ones delivered, triage by the series' owner."""
 
 import ipaddress
 import json
@@ -12,9 +13,17 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from runs.models import Alert, Occurrence, Run, Series
-from runs.services.history.series import alert_acknowledge, note_add, series_detect, series_history
-from tests.runs.factories import ExperimentFactory, ResultFactory, RunFactory
+from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Run, Series
+from runs.services.history.alerts import alert_acknowledge, series_detect
+from runs.services.history.confirm import alert_confirm_start, alert_confirmation_for
+from runs.services.history.series import note_add, series_history
+from tests.runs.factories import (
+    ExperimentFactory,
+    HostFactory,
+    ResultFactory,
+    RunFactory,
+    UserFactory,
+)
 
 REPEATS = 3
 
@@ -48,28 +57,39 @@ def webhook(settings) -> Iterator[tuple[str, Received]]:
     server.server_close()
 
 
-def history(series: Series, tps_means: list[float], seed: int = 7) -> None:
-    """One finished occurrence per mean: REPEATS points at 4 clients, 2 % noise, latency flat."""
+def history(
+    series: Series, tps_means: list[float], seed: int = 7, cpu_loop_ns: list[float] | None = None
+) -> None:
+    """One finished occurrence per mean: REPEATS points at 4 clients, 2 % noise, latency flat;
+    with `cpu_loop_ns`, each occurrence's run has a host canary of that CPU loop time."""
     rng = np.random.default_rng(seed)
     start = timezone.now() - timedelta(days=len(tps_means))
+    host = HostFactory()
     for day, mean in enumerate(tps_means):
         experiment = ExperimentFactory(name=f"{series.name} #{day + 1}")
-        Occurrence.objects.create(
-            series=series, experiment=experiment, fired_at=start + timedelta(days=day)
-        )
-        run = RunFactory(experiment=experiment, status=Run.Status.SUCCEEDED)
+        fired = start + timedelta(days=day)
+        Occurrence.objects.create(series=series, experiment=experiment, fired_at=fired)
+        run = RunFactory(experiment=experiment, host=host, status=Run.Status.SUCCEEDED)
         for repeat in range(1, REPEATS + 1):
             ResultFactory(run=run, repeat=repeat, tps=float(rng.normal(mean, mean * 0.02)))
+        if cpu_loop_ns is not None:
+            HostCanary.objects.create(
+                host=run.host, run=run, at=fired, cpu_loop_ns=cpu_loop_ns[day], fsync_ms=2.0,
+                fsync_max_ms=3.0,
+            )  # fmt: skip
 
 
 @pytest.fixture
-def series(db, webhook) -> Series:
+def series(db, webhook, user) -> Series:
+    """A series that delivers every alert when found (as before confirmations)."""
     return Series.objects.create(
         name="nightly tpcb",
         template=ExperimentFactory(),
         schedule="0 3 * * *",
         webhook_url=webhook[0],
         alert_email="perf@example.com",
+        deliver=Series.Deliver.DETECTED,
+        created_by=user,
     )
 
 
@@ -80,10 +100,13 @@ def test_a_step_down_in_tps_raises_one_alert_posted_to_the_webhook(series, webho
     again = series_detect(series)
 
     assert again == []
-    assert [(a.metric, a.key) for a in alerts] == [("tps", "cell 0, 4 clients")]
+    assert [(a.metric, a.key, a.state) for a in alerts] == [("tps", "cell 0, 4 clients", "new")]
     alert = Alert.objects.get()
     assert alert.occurrence.experiment.name == "nightly tpcb #13"
     assert alert.change_percent == pytest.approx(-10, abs=2)
+    change = alert.change_point
+    assert change.before_occurrence.experiment.name == "nightly tpcb #12"
+    assert change.low_percent < alert.change_percent < change.high_percent < 0
     _url, received = webhook
     assert len(received) == 1
     assert received[0]["series"] == "nightly tpcb"
@@ -125,6 +148,7 @@ def test_an_alert_is_acknowledged_with_a_note(series, user):
     alert.refresh_from_db()
     assert alert.acknowledged_by == user
     assert alert.acknowledgement == "kernel 6.8 rolled out that night"
+    assert alert.state == Alert.State.ACKNOWLEDGED
 
 
 def test_the_api_lists_alerts_and_acknowledges_one_with_a_note(series, api_client):
@@ -135,10 +159,104 @@ def test_the_api_lists_alerts_and_acknowledges_one_with_a_note(series, api_clien
     acknowledged = api_client.post(
         f"/api/alerts/{alert.pk}/acknowledge/", {"note": "known: new kernel"}, format="json"
     )
+    noted = api_client.post(f"/api/alerts/{alert.pk}/note/", {"note": "bisecting"}, format="json")
+    fixed = api_client.post(f"/api/alerts/{alert.pk}/fixed/", {"note": "reverted"}, format="json")
 
     assert [a["id"] for a in listed["results"]] == [alert.pk]
+    assert listed["results"][0]["low_percent"] < listed["results"][0]["change_percent"]
     assert acknowledged.status_code == 200
     assert acknowledged.json()["acknowledgement"] == "known: new kernel"
+    assert acknowledged.json()["state"] == "acknowledged"
+    assert [n["text"] for n in noted.json()["notes"]] == ["bisecting"]
+    assert fixed.json()["state"] == "fixed"
+    assert [n["text"] for n in fixed.json()["notes"]] == ["bisecting", "fixed: reverted"]
+
+
+def test_only_the_series_owner_or_staff_triages_its_alerts(series, client):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    alert = series_detect(series)[0]
+    client.force_login(UserFactory())
+
+    answer = client.post(f"/alerts/{alert.pk}/acknowledge", {"note": "not mine"})
+
+    assert answer.status_code == 403
+    alert.refresh_from_db()
+    assert alert.state == Alert.State.NEW
+
+
+def test_an_alert_waits_for_its_confirmation_before_anyone_is_told(
+    series, webhook, django_capture_on_commit_callbacks
+):
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
+    series.refresh_from_db()
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    slower = series_detect(series)[0]
+    experiment = ExperimentFactory(
+        adaptive_state={"ended": "every cell decided", "points": [{
+            "cell": 1, "clients": 4, "verdict": "slower", "sentence": "", "rounds": 6,
+            "pct": -9.8, "log_se": 0.012, "ci_level": 95.0,
+        }]},
+    )  # fmt: skip
+    Alert.objects.filter(pk=slower.pk).update(confirmation_experiment=experiment)
+    assert webhook[1] == [] and mail.outbox == []
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alert_confirmation_for(experiment.pk)
+
+    slower.refresh_from_db()
+    assert slower.state == Alert.State.CONFIRMED
+    assert slower.confirmation == "confirmed: slower by 9.8 % [-11.9, -7.7] over 6 rounds"
+    assert [(r["alert_id"], r["state"]) for r in webhook[1]] == [(slower.pk, "confirmed")]
+    assert webhook[1][0]["find_the_commit"] == f"/bisections/new/?alert={slower.pk}"
+    assert not alert_confirmation_for(experiment.pk)
+
+
+def test_an_alert_the_a_b_does_not_confirm_pages_nobody(series, webhook):
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
+    series.refresh_from_db()
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    alert = series_detect(series)[0]
+    experiment = ExperimentFactory(
+        adaptive_state={"ended": "every cell decided", "points": [{
+            "cell": 1, "clients": 4, "verdict": "same", "sentence": "", "rounds": 4,
+            "pct": -0.4, "log_se": 0.01, "ci_level": 95.0,
+        }]},
+    )  # fmt: skip
+    Alert.objects.filter(pk=alert.pk).update(confirmation_experiment=experiment)
+
+    alert_confirmation_for(experiment.pk)
+
+    alert.refresh_from_db()
+    assert alert.state == Alert.State.NOT_CONFIRMED
+    assert alert.confirmation.startswith("not confirmed: same, -0.4 %")
+    assert webhook[1] == []
+
+
+def test_a_change_the_host_canary_shares_is_the_host_not_a_regression(series, webhook):
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
+    series.refresh_from_db()
+    canary = [100.0 + (day % 3) * 0.5 for day in range(12)] + [115.0] * 6
+    history(series, [1000.0] * 12 + [900.0] * 6, cpu_loop_ns=canary)
+
+    (alert,) = series_detect(series)
+
+    assert alert.state == Alert.State.HOST
+    assert "cpu_loop_ns" in alert.change_point.host_evidence
+    assert ChangePoint.objects.filter(metric="canary.cpu_loop_ns").count() == 1
+    assert webhook[1] == []
+
+
+def test_the_alerts_page_groups_by_series_with_states_and_notes(series, client, user):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    alert = series_detect(series)[0]
+    note_add(user, "looking at the planner change", alert=alert)
+    client.force_login(user)
+
+    page = client.get("/alerts/").content.decode()
+
+    assert f'data-series-id="{series.pk}"' in page
+    assert f'data-alert="{alert.pk}" data-state="new"' in page
+    assert "looking at the planner change" in page
 
 
 def test_the_series_page_marks_the_change_point_and_the_notes(series, client, user):
@@ -174,3 +292,20 @@ def test_an_unreachable_webhook_is_recorded_on_the_alert(series):
 
     alert.refresh_from_db()
     assert alert.delivery.startswith("webhook failed: ")
+
+
+def test_the_confirming_a_b_measures_the_two_occurrences_builds_in_rounds(series):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    alert = series_detect(series)[0]
+
+    experiment = alert_confirm_start(alert)
+
+    alert.refresh_from_db()
+    assert alert.confirmation == "", alert.confirmation
+    assert experiment is not None and alert.confirmation_experiment == experiment
+    assert experiment.adaptive and experiment.execution == "rounds"
+    assert [b.name for b in experiment.builds.order_by("name")] == [
+        f"alert {alert.pk}: 0 before (nightly tpcb #12)",
+        f"alert {alert.pk}: 1 after (nightly tpcb #13)",
+    ]
+    assert alert_confirm_start(alert) is None

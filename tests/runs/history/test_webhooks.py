@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from benchlab.settings import env_networks
 from runs.forms.history import SeriesForm
 from runs.models import Alert, Occurrence, Series
-from runs.services.history.series import alert_deliver
+from runs.services.history.alerts import alert_deliver
 from runs.services.history.webhooks import WebhookRefused, _pool, webhook_check, webhook_target
 from tests.runs.factories import ExperimentFactory
 

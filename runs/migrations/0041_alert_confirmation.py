@@ -16,7 +16,7 @@ def earlier_alerts_states(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0039_timeline_trace"),
+        ("runs", "0040_bisection_duet"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

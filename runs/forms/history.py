@@ -91,6 +91,14 @@ class SeriesForm(forms.ModelForm[Series]):
             "enabled",
         ]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Left out, a series delivers confirmed alerts only (the model's default).
+        self.fields["deliver"].required = False
+
+    def clean_deliver(self) -> str:
+        return str(self.cleaned_data.get("deliver") or Series.Deliver.CONFIRMED)
+
     def clean_schedule(self) -> str:
         schedule = self.cleaned_data["schedule"]
         try:

@@ -16,7 +16,7 @@ def earlier_alerts_states(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0040_bisection_duet"),
+        ("runs", "0041_experiment_capacity"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

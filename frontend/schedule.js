@@ -43,13 +43,16 @@ function show(result) {
   field("runs").textContent = result ? result.runs.toLocaleString() : "—";
   field("points").textContent = result ? result.points.toLocaleString() : "—";
   field("setups").textContent = result ? seconds(result.setup_seconds) : "—";
-  const untimed = result && result.runs ? "depends on tps" : "—";
   const most = result && result.max_seconds !== null
     ? `; in all ${seconds(result.expected_seconds)}, at most ${seconds(result.max_seconds)}`
     : "";
+  const rates = {
+    learned: " (learned tps)",
+    guessed: " (tps guessed: not measured on the host yet)",
+  };
   field("time").textContent = result && result.estimated_seconds !== null
-    ? seconds(result.estimated_seconds) + most
-    : untimed;
+    ? seconds(result.estimated_seconds) + (rates[result.transaction_rates] || "") + most
+    : "—";
 }
 
 let timer = null;

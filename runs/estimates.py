@@ -10,12 +10,16 @@ agent's status events say when each phase began (`provisioning`, `loading`,
 costs; the median of a host's latest runs of the same build (else of any
 build on that host) is what the next estimate uses. With nothing learned the
 estimate falls back to the constants below.
+
+A point measured by transactions (pgbench -t, per client) lasts transactions x
+clients / tps: the rate is the median tps the host measured for the workload at
+that client count in its latest succeeded runs, else GUESSED_TPS, said as a guess.
 """
 
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,8 +39,12 @@ SCALE_LOAD_S_PER_UNIT = 0.5
 POINT_OVERHEAD_S = 0.0
 # How many of a host's latest succeeded runs its estimates learn from.
 LEARNED_RUNS = 20
-# How many of the hosts' latest points in rounds the expected time learns the spread from.
+# How many of the hosts' latest points in rounds the expected time learns the spread from,
+# and the transaction rates.
 LEARNED_RESULTS = 2000
+# The rate of a point measured by transactions when its host measured none for its workload
+# and client count: a guess (estimates built on it say so).
+GUESSED_TPS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,56 @@ class Learned:
 
     def for_run(self, run: Run) -> Timings:
         return self.for_cell(run.host_id, run.build_id)
+
+
+@dataclass(frozen=True)
+class PointLength:
+    """The mean seconds of a point of a sweep by transactions over its client counts, and
+    whether every client count's rate was learned (else some are GUESSED_TPS)."""
+
+    seconds: float
+    learned: bool
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Median tps per (host, workload, client count) learned from succeeded runs."""
+
+    tps: dict[tuple[int, int, int], float]
+
+    def point_length(
+        self, host_id: int, workload_id: int, clients: Sequence[int], transactions: int
+    ) -> PointLength:
+        """How long a point of `transactions` per client lasts on average over `clients`:
+        the one length that, given to timed_sweep_seconds as the points' duration, sums to
+        every point's transactions x clients / tps."""
+        counts = list(clients) or [1]
+        rates = [self.tps.get((host_id, workload_id, count)) for count in counts]
+        seconds = [
+            transactions * count / (rate or GUESSED_TPS)
+            for count, rate in zip(counts, rates, strict=True)
+        ]
+        return PointLength(statistics.fmean(seconds), all(rates))
+
+
+def learned_rates(host_ids: Iterable[int], workload_ids: Iterable[int]) -> Rates:
+    """The median tps of the latest LEARNED_RESULTS points the hosts measured in succeeded
+    runs of the workloads, per (host, workload, client count); points by duration teach
+    the rate as well as points by transactions."""
+    results = (
+        Result.objects.filter(
+            run__host_id__in=set(host_ids),
+            run__workload_id__in=set(workload_ids),
+            run__status=Run.Status.SUCCEEDED,
+            tps__gt=0,
+        )
+        .order_by("-run_id")
+        .values_list("run__host_id", "run__workload_id", "clients", "tps")[:LEARNED_RESULTS]
+    )
+    found: dict[tuple[int, int, int], list[float]] = defaultdict(list)
+    for host_id, workload_id, clients, tps in results:
+        found[(host_id, workload_id, clients)].append(float(tps or 0.0))
+    return Rates({key: statistics.median(values) for key, values in found.items()})
 
 
 def cpu_profile_points(sweep: Mapping[str, Any]) -> int:

@@ -11,7 +11,7 @@ import itertools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypedDict, cast
+from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Model
@@ -30,17 +30,15 @@ from agents.contract.spec.fields import SWEEP, defaults
 from agents.contract.vocabulary import Source
 from runs.agentlink.execution import ROUNDS, execution_plan
 from runs.agentlink.row_fields import EXPERIMENT_ROW_FIELDS, section_values
-from runs.analysis.capacity import probe_count_expected
-from runs.estimates import Learned, adaptive_seconds, learned_timings, timed_sweep_seconds
 from runs.models import Experiment, Host, PgBuild, Run
 from runs.services.adaptive import (
-    LONGER_POINTS_FACTOR,
     adaptive_plan,
     require_adaptive_design,
 )
 from runs.services.capacity import capacity_queue_first, require_capacity_design
 from runs.services.duet import queue_duet_round, require_duet_design
 from runs.services.errors import Conflict
+from runs.services.estimating import Estimate, cells_estimate
 from runs.services.history.imported import refuse_imported
 from runs.services.hosts.capabilities import require_capable_hosts, require_client_host_reported
 from runs.services.hosts.space import require_room
@@ -66,26 +64,6 @@ class Scheduled:
     experiment: Experiment
     runs: list[Run]
     notes: list[str] = field(default_factory=list)
-
-
-class Estimate(TypedDict):
-    """What starting an experiment queues and roughly how long the busiest host is busy.
-
-    `runs` is also the number of cluster setups: one run is one cluster
-    lifecycle. `setup_seconds` is the part of `estimated_seconds` the busiest
-    host spends on setups (initdb, start, `pgbench -i`). Seconds are null for
-    `transactions` sweeps. An adaptive experiment queues its first rounds (these
-    figures), then adds rounds: `expected_seconds` and `max_seconds` say how long
-    in all (runs.estimates.adaptive_seconds); null for the others.
-    """
-
-    execution: str
-    runs: int
-    points: int
-    setup_seconds: int | None
-    estimated_seconds: int | None
-    expected_seconds: int | None
-    max_seconds: int | None
 
 
 @retry_on_conflict
@@ -343,7 +321,7 @@ def _check_cell(experiment: Experiment, cell: Cell) -> CheckedCell:
 
 def experiment_estimate(experiment: Experiment) -> Estimate:
     """How many runs and points starting would queue, and a rough wall-clock time."""
-    return _estimate(experiment, experiment_cells(experiment))
+    return cells_estimate(experiment, experiment_cells(experiment), job_sweep(experiment))
 
 
 def draft_estimate(data: dict[str, object]) -> Estimate:
@@ -359,104 +337,7 @@ def draft_estimate(data: dict[str, object]) -> Estimate:
     require_repeats_within_limit(draft.repeats)
     require_adaptive_design(draft, len(cells))
     require_capacity_design(draft, len(cells))
-    return _estimate(draft, cells)
-
-
-def _estimate(experiment: Experiment, cells: list[Cell]) -> Estimate:
-    """The estimate of an experiment's cells.
-
-    Hosts work in parallel and each runs its own runs one after another, so
-    the time is the busiest host's. Every run is one cluster setup: rounds
-    pay a setup (and a warm-up) per repeat of each cell, blocks one per cell.
-    """
-    lifecycles = experiment.repeats if experiment.execution == ROUNDS else 1
-    clients = len(experiment.clients)
-    estimate: Estimate = {
-        "execution": experiment.execution,
-        "runs": len(cells) * lifecycles,
-        "points": len(cells) * clients * experiment.repeats,
-        "setup_seconds": None,
-        "estimated_seconds": None,
-        "expected_seconds": None,
-        "max_seconds": None,
-    }
-    if experiment.duration_s is None or not cells:
-        return estimate
-    learned = learned_timings({cell.host.pk for cell in cells})
-    duration_s = experiment.duration_s
-    busiest = _busiest(experiment, cells, lifecycles, learned, duration_s)
-    estimate["setup_seconds"] = round(busiest.setup)
-    estimate["estimated_seconds"] = round(busiest.total)
-    if experiment.adaptive and experiment.max_rounds:
-        first_rounds = max(experiment.repeats, 1)
-        # After a look, rounds may run longer points (runs.services.adaptive).
-        longer_s = duration_s * LONGER_POINTS_FACTOR
-        longer = _busiest(experiment, cells, lifecycles, learned, longer_s)
-        per_round, longer_round = busiest.total / first_rounds, longer.total / first_rounds
-        hosts = {cell.host.pk for cell in cells}
-        expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
-        estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
-    if experiment.capacity and experiment.capacity_low_tps and experiment.capacity_high_tps:
-        # One probe is queued at a time; the search takes about `expected` of its budget.
-        estimate["runs"] = estimate["points"] = 1
-        expected = probe_count_expected(experiment)
-        estimate["expected_seconds"] = round(busiest.total * expected)
-        estimate["max_seconds"] = round(busiest.total * experiment.capacity_probes)
-    return estimate
-
-
-class HostTime(NamedTuple):
-    """Seconds one host spends on its runs: in cluster setups, and in all."""
-
-    setup: float
-    total: float
-
-
-def _busiest(
-    experiment: Experiment,
-    cells: list[Cell],
-    lifecycles: int,
-    learned: Learned,
-    duration_s: int,
-) -> HostTime:
-    """The busiest host's time on its cells, with points of `duration_s`."""
-    host_times = [
-        _host_time(experiment, host_cells, lifecycles, learned, duration_s)
-        for _host, host_cells in itertools.groupby(cells, key=lambda cell: cell.host.pk)
-    ]
-    if experiment.client_host is not None:
-        # The client host is busy for every run of every server host, one after another.
-        host_times.append(
-            HostTime(sum(t.setup for t in host_times), sum(t.total for t in host_times))
-        )
-    return max(host_times, key=lambda time: time.total)
-
-
-def _host_time(
-    experiment: Experiment,
-    cells: Iterable[Cell],
-    lifecycles: int,
-    learned: Learned,
-    duration_s: int,
-) -> HostTime:
-    """A host's seconds on its cells, each run the time of its job's sweep with points of
-    `duration_s` at the timings learned on the host (runs.estimates.timed_sweep_seconds):
-    a cell's first run with the CPU-profile pass, its later rounds without. A duet's cells
-    run at the same time: the host is busy for the longer of them."""
-    first = {**job_sweep(experiment), "first_repeat": 1}
-    later = {**first, "first_repeat": 2}
-    times = []
-    for cell in cells:
-        timings = learned.for_cell(cell.host.pk, cell.build.pk)
-        scale = cell.workload.scale
-        first_s = timed_sweep_seconds(first, duration_s, scale, timings)
-        later_s = timed_sweep_seconds(later, duration_s, scale, timings)
-        setup_s = lifecycles * timings.setup_seconds(scale)
-        times.append(HostTime(setup_s, first_s + (lifecycles - 1) * later_s))
-    if experiment.duet:
-        # A duet round is one window: its two cells run at the same time.
-        return HostTime(max(t.setup for t in times), max(t.total for t in times))
-    return HostTime(sum(t.setup for t in times), sum(t.total for t in times))
+    return cells_estimate(draft, cells, job_sweep(draft))
 
 
 def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) -> list[Run]:

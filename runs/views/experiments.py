@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents.contract.errors import JobError
 from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
+from runs.estimates import GUESSED_TPS
 from runs.forms.experiments import EstimateForm, ScheduleForm, form_field_for
 from runs.models import Experiment
 from runs.models.catalogue import agent_hosts
@@ -94,6 +95,7 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["share_links"] = services.share_links_of(request.user).filter(experiment=experiment)
     if experiment.status == "draft":
         context["estimate"] = services.experiment_estimate(experiment)
+        context["guessed_tps"] = GUESSED_TPS
         context["not_ready"] = _why_not_ready(experiment)
     return render(request, "runs/experiment_detail.html", context)
 

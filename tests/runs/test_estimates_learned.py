@@ -7,10 +7,24 @@ import pytest
 from django.utils import timezone
 
 from runs import services
-from runs.estimates import DEFAULT_TIMINGS, RUN_OVERHEAD_S, Timings, learned_timings
-from runs.models import Host, PgBuild, Run, RunEvent
+from runs.estimates import (
+    DEFAULT_TIMINGS,
+    GUESSED_TPS,
+    RUN_OVERHEAD_S,
+    Timings,
+    learned_rates,
+    learned_timings,
+)
+from runs.models import Host, PgBuild, Run, RunEvent, Workload
 from runs.queues import estimated_seconds, host_queues
-from tests.runs.factories import ExperimentFactory, HostFactory, PgBuildFactory, RunFactory
+from tests.runs.factories import (
+    ExperimentFactory,
+    HostFactory,
+    PgBuildFactory,
+    ResultFactory,
+    RunFactory,
+    WorkloadFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -140,3 +154,62 @@ def test_runs_without_their_phases_teach_nothing() -> None:
     RunFactory(host=host, spec=SPEC, status=Run.Status.FAILED, started_at=timezone.now())
 
     assert learned_timings([host.pk]).for_cell(host.pk, None) == DEFAULT_TIMINGS
+
+
+def measured(host: Host, build: PgBuild, workload: Workload, tps_by_clients: dict, **run) -> Run:
+    """A run on `host` of `workload` whose points measured `tps_by_clients` (clients -> tps)."""
+    run = RunFactory(host=host, build=build, workload=workload, **run)
+    for index, (clients, tps) in enumerate(tps_by_clients.items()):
+        ResultFactory(run=run, index=index, clients=clients, tps=tps)
+    return run
+
+
+def test_a_sweep_by_transactions_lasts_transactions_times_clients_over_the_learned_tps() -> None:
+    """A point of -t 500 at 1 client takes 500 / tps s, at 2 clients 1,000 / tps s: the
+    rates are the medians the host measured for the workload per client count, in its
+    succeeded runs only, not another workload's nor another host's."""
+    host, build, workload = HostFactory(), PgBuildFactory(), WorkloadFactory(scale=2)
+    succeeded = {"status": Run.Status.SUCCEEDED}
+    for tps_at_1 in (90.0, 100.0, 130.0):
+        measured(host, build, workload, {1: tps_at_1, 2: 200.0}, **succeeded)
+    measured(host, build, workload, {1: 1.0, 2: 1.0}, status=Run.Status.FAILED)
+    measured(host, build, WorkloadFactory(), {1: 5.0, 2: 5.0}, **succeeded)
+    measured(HostFactory(), build, workload, {1: 5.0, 2: 5.0}, **succeeded)
+    experiment = ExperimentFactory(
+        hosts=[host],
+        builds=[build],
+        workloads=[workload],
+        clients=[1, 2],
+        duration_s=None,
+        transactions=500,
+        warmup_s=0,
+    )
+
+    estimate = services.experiment_estimate(experiment)
+
+    assert learned_rates([host.pk], [workload.pk]).tps[(host.pk, workload.pk, 1)] == 100.0
+    points = 500 * 1 / 100.0 + 500 * 2 / 200.0
+    assert estimate["estimated_seconds"] == round(RUN_OVERHEAD_S + 2 * 0.5 + points)
+    assert estimate["transaction_rates"] == "learned"
+
+
+def test_a_client_count_the_host_never_measured_is_a_guess_said_as_such() -> None:
+    host, build, workload = HostFactory(), PgBuildFactory(), WorkloadFactory(scale=2)
+    measured(host, build, workload, {1: 100.0}, status=Run.Status.SUCCEEDED)
+    experiment = ExperimentFactory(
+        hosts=[host],
+        builds=[build],
+        workloads=[workload],
+        clients=[1, 4],
+        duration_s=None,
+        transactions=1000,
+        warmup_s=0,
+    )
+
+    estimate = services.experiment_estimate(experiment)
+
+    points = 1000 * 1 / 100.0 + 1000 * 4 / GUESSED_TPS
+    assert estimate["estimated_seconds"] == round(RUN_OVERHEAD_S + 2 * 0.5 + points)
+    assert estimate["transaction_rates"] == "guessed"
+    duration = services.experiment_estimate(ExperimentFactory(hosts=[host], duration_s=10))
+    assert duration["transaction_rates"] is None

@@ -158,6 +158,12 @@ class EstimateSerializer(serializers.Serializer[Document]):
     max_seconds = serializers.IntegerField(
         allow_null=True, help_text="Adaptive: the time if every cell takes the most rounds."
     )
+    transaction_rates = serializers.ChoiceField(
+        choices=["learned", "guessed"],
+        allow_null=True,
+        help_text="A sweep by transactions: whether its points' tps was learned on the hosts "
+        "or guessed (null for a sweep by duration).",
+    )
 
 
 class RunSerializer(StrictModelSerializer[Run]):

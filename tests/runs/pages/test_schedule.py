@@ -127,6 +127,24 @@ def test_the_live_estimate_is_the_estimate_of_the_experiment_the_form_schedules(
     assert not Experiment.objects.exclude(name="sweep").exists(), "estimating saves nothing"
 
 
+def test_a_sweep_by_transactions_is_estimated_by_the_form_and_review_alike_said_a_guess(
+    signed_in, catalogue
+):
+    """The host has measured no rate yet: the form's live answer and Review give the same
+    time from the guessed tps and both say it is a guess."""
+    data = form_data(catalogue, duration_s="", transactions="2000", clients="1,4")
+
+    live = signed_in.get(reverse("schedule-estimate"), data)
+    review = signed_in.post(reverse("schedule"), {**data, "review": "1"}, follow=True)
+
+    estimate = services.experiment_estimate(Experiment.objects.get())
+    assert live.json() == estimate
+    assert estimate["transaction_rates"] == "guessed" and estimate["estimated_seconds"] > 0
+    page = review.content.decode()
+    assert "points by transactions at a guessed 1,000 tps" in page
+    assert "depends on the transaction rate" not in page
+
+
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [

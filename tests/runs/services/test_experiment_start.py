@@ -12,7 +12,7 @@ from agents.contract.spec.document import validate_spec
 from agents.contract.wire import RUN_JOB_TASK, agent_queue
 from runs import services
 from runs.agentlink.execution import derived_seed, execution_plan
-from runs.estimates import RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
+from runs.estimates import GUESSED_TPS, RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT
 from runs.models import Experiment, Run
 from runs.services.errors import Conflict
 from runs.services.validation import check_job_spec
@@ -268,6 +268,7 @@ def expected_estimate(
         "estimated_seconds": round(busiest_runs * (setup + 5 + points_per_run * 10)),
         "expected_seconds": None,
         "max_seconds": None,
+        "transaction_rates": None,
     }
 
 
@@ -305,13 +306,17 @@ def test_estimate_in_rounds_adds_a_setup_and_warm_up_per_repeat_of_each_cell():
     assert estimate == expected_estimate("rounds", 6, busiest_runs=6, points_per_run=2, setup=setup)
 
 
-def test_estimate_of_a_transactions_sweep_has_no_seconds():
-    experiment = ExperimentFactory(duration_s=None, transactions=1000, repeats=2)
+def test_estimate_of_a_transactions_sweep_on_a_host_that_measured_nothing_is_guessed():
+    """Points of 1,000 transactions per client at 1 and 2 clients, at GUESSED_TPS."""
+    experiment = ExperimentFactory(duration_s=None, transactions=1000, repeats=2, warmup_s=0)
 
     estimate = services.experiment_estimate(experiment)
 
-    assert estimate["runs"] == 2
-    assert estimate["estimated_seconds"] is None and estimate["setup_seconds"] is None
+    setup = RUN_OVERHEAD_S + SCALE_LOAD_S_PER_UNIT
+    points = 1000 * 1 / GUESSED_TPS + 1000 * 2 / GUESSED_TPS
+    assert estimate["runs"] == 2 and estimate["transaction_rates"] == "guessed"
+    assert estimate["setup_seconds"] == round(2 * setup)
+    assert estimate["estimated_seconds"] == round(2 * (setup + points))
 
 
 def rounds_experiment(**overrides) -> Experiment:

@@ -119,13 +119,14 @@ def capacity_reading(experiment: Experiment) -> CapacityReading:
 
 def pooled_measure(rate: float, results: Sequence[Result], objective: Objective) -> ProbeMeasure:
     """The probes of one offered rate as one measure: counts and seconds added, the rate
-    reached over all their seconds, their latency histograms merged."""
+    reached over all their seconds (every transaction the schedule started: processed,
+    skipped and failed), their latency histograms merged."""
     seconds = sum(result.duration_s or 0.0 for result in results)
     processed = sum(result.transactions or 0 for result in results)
     failed = sum(result.failed for result in results)
     skipped = sum(result.skipped or 0 for result in results)
     reached = (
-        sum((result.tps or 0.0) * (result.duration_s or 0.0) for result in results) / seconds
+        sum(scheduled_tps(result) * (result.duration_s or 0.0) for result in results) / seconds
         if seconds
         else 0.0
     )
@@ -146,6 +147,17 @@ def pooled_measure(rate: float, results: Sequence[Result], objective: Objective)
         interval=interval,
         generator_busy=busy,
     )
+
+
+def scheduled_tps(result: Result) -> float:
+    """The rate of transactions one probe's schedule started: pgbench's tps counts the
+    processed ones only (skipped and failed left out, PostgreSQL 11+ and 15+), so it is
+    scaled up by their share; a probe that processed none counts them over its seconds."""
+    processed = result.transactions or 0
+    others = (result.skipped or 0) + result.failed
+    if processed:
+        return (result.tps or 0.0) * (processed + others) / processed
+    return others / result.duration_s if result.duration_s else 0.0
 
 
 def curve_percentiles(result: Result | None) -> dict[float, float | None]:

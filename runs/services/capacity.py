@@ -14,6 +14,7 @@ ended and the answer.
 
 import copy
 import logging
+from collections.abc import Sequence
 from functools import partial
 from typing import cast
 
@@ -55,7 +56,7 @@ ENDED_CANCELLED = "a probe was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 
 
-def require_capacity_design(experiment: Experiment, cells: int) -> None:
+def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> None:
     """Raise JobError naming the field to fix when a capacity search cannot run as one."""
     if not experiment.capacity:
         return
@@ -72,10 +73,16 @@ def require_capacity_design(experiment: Experiment, cells: int) -> None:
             "execution",
         ),
         (
-            cells != 1,
+            len(cells) != 1,
             "a capacity search probes one cell: pick one host, build, config "
             "profile, storage layout and workload",
             "capacity",
+        ),
+        (
+            any(cell.workload.processes for cell in cells),
+            "a capacity search offers its rate to one pgbench process (each of several "
+            "would get the whole -R): pick a workload without several processes",
+            "workload.processes",
         ),
         (
             len(experiment.clients) != 1,

@@ -218,7 +218,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     _require_storage_targets(experiment)
     cells = experiment_cells(experiment)
     require_adaptive_design(experiment, len(cells))
-    require_capacity_design(experiment, len(cells))
+    require_capacity_design(experiment, cells)
     duet_notes = require_duet_design(experiment, cells)
     checked = [_check_cell(experiment, cell) for cell in cells]
     _require_room(checked)
@@ -336,7 +336,7 @@ def draft_estimate(data: dict[str, object]) -> Estimate:
     cells = _matrix(draft, given)
     require_repeats_within_limit(draft.repeats)
     require_adaptive_design(draft, len(cells))
-    require_capacity_design(draft, len(cells))
+    require_capacity_design(draft, cells)
     return cells_estimate(draft, cells, job_sweep(draft))
 
 

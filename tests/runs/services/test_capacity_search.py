@@ -154,6 +154,18 @@ def test_a_search_that_cannot_run_is_refused_naming_the_field(fields, field):
     assert not experiment.runs.exists()
 
 
+def test_a_search_of_several_pgbench_processes_is_refused_naming_the_field():
+    experiment = capacity_experiment()
+    two = [{"scripts": [], "clients": 2, "threads": None}] * 2
+    experiment.workloads.update(processes=two)
+
+    with pytest.raises(JobError) as refused:
+        services.experiment_start(experiment, UserFactory())
+
+    assert refused.value.field == "workload.processes"
+    assert not experiment.runs.exists()
+
+
 def test_the_api_refuses_a_search_without_a_limit_with_a_400(api_client, experiment_payload):
     payload = experiment_payload(
         clients=[4], duration_s=5, capacity=True, capacity_low_tps=10, capacity_high_tps=100

@@ -89,3 +89,35 @@ def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]
         boundaries.append(boundary)
         inside &= z[:, k] < boundary
     return boundaries
+
+
+@functools.lru_cache(maxsize=64)
+def last_look_level(looks: tuple[int, ...], rounds: int) -> LookLevel:
+    """The levels of an unplanned last look after `rounds` rounds, when a time limit ends
+    the plan `looks` before its budget: the planned looks before it keep their boundaries,
+    and this look spends all of ALPHA they left (Lan-DeMets: the information reached
+    becomes the whole), found on paths observed at the looks' rounds."""
+    earlier = tuple(n for n in looks if n < rounds)
+    if not earlier:
+        return LookLevel(rounds, ALPHA, ALPHA)
+    planned = look_levels(looks)[: len(earlier)]
+    taken = np.asarray([*earlier, rounds], dtype=float)
+    steps = np.diff(np.concatenate([[0.0], taken / rounds]))
+    rng = np.random.default_rng(BOUNDARY_SEED)
+    paths = np.cumsum(rng.standard_normal((SIMULATED_PATHS, taken.size)) * np.sqrt(steps), axis=1)
+    z = paths / np.sqrt(taken / rounds)
+    two_sided = [float(scipy_stats.norm.isf(level.alpha / 2)) for level in planned]
+    one_sided = [float(scipy_stats.norm.isf(level.alpha_same)) for level in planned]
+    left = 1.0 - spent(earlier[-1] / looks[-1])
+    b = _last_boundary(np.abs(z), two_sided, left)
+    b_same = _last_boundary(z, one_sided, left)
+    return LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
+
+
+def _last_boundary(z: np.ndarray, earlier: list[float], left: float) -> float:
+    """The last column's boundary on `z` that a path still inside the `earlier` columns'
+    boundaries crosses with probability ALPHA * `left`."""
+    inside = np.all(z[:, : len(earlier)] < np.asarray(earlier), axis=1)
+    crossing = max(1, round(ALPHA * left * z.shape[0]))
+    candidates = np.sort(z[inside, -1])[::-1]
+    return float(candidates[min(crossing, candidates.size) - 1])

@@ -12,7 +12,9 @@ pass, so a lost message only delays a step):
   ratio; unpaired below three complete rounds); a decided point keeps its answer;
 - the experiment ends when every point is decided, at the last planned look (its
   budget of rounds), when a next round would end past `max_hours` from the first
-  run's start, or when one of its runs was cancelled (a person stopped it);
+  run's start, or when one of its runs was cancelled (a person stopped it); when the
+  hours (or the owner's queue) end it between planned looks, the rounds measured by
+  then get a last look that spends what the plan's looks left (`_last_look`);
 - otherwise the next round is queued: the first cell and every cell with a point
   still undecided, in an order drawn from the experiment's seed and the round;
 - at a look, when the experiment's spread says longer points narrow the intervals
@@ -46,6 +48,7 @@ from runs.analysis import sequential
 from runs.analysis.verdicts import Question, Verdict
 from runs.estimates import learned_timings
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
+from runs.inference.spending import LookLevel, last_look_level
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
 from runs.inference.variance import (
     PairedVariance,
@@ -241,14 +244,24 @@ def _take_step(experiment: Experiment, state: AdaptiveState, latest: int) -> str
     if latest >= max(state["looks"]):
         return ENDED_BUDGET
     if _past_hours(experiment, latest):
-        return ENDED_HOURS
+        return _last_look(experiment, state, latest, ENDED_HOURS)
     cells = open_cells or _all_cells(experiment)
     try:
         _queue_round(experiment, sorted({BASELINE_CELL, *cells}), latest + 1, _factor(state))
     except LimitReached as exc:
         logger.warning("experiment %s: no next round: %s", experiment.pk, exc.message)
-        return ENDED_LIMIT
+        return _last_look(experiment, state, latest, ENDED_LIMIT)
     return ""
+
+
+def _last_look(experiment: Experiment, state: AdaptiveState, latest: int, ended: str) -> str:
+    """Judge the rounds measured since the last planned look once more, at the level that
+    spends what the plan's looks left (`last_look_level`), when `ended` stops the plan
+    before its next look; return `ended`."""
+    if latest not in state["looks"]:
+        level = last_look_level(tuple(state["looks"]), latest)
+        _look(experiment, state, latest, tps_by_round(experiment, latest), level, ended)
+    return ended
 
 
 def _all_cells(experiment: Experiment) -> list[int]:
@@ -276,10 +289,13 @@ def _look(
     state: AdaptiveState,
     rounds: int,
     by_round: PointRounds,
+    last: LookLevel | None = None,
+    ended: str = "",
 ) -> None:
-    """Judge every point still undecided at this look; record the look."""
+    """Judge every point still undecided at this look (a planned one, or the `last` look
+    when `ended` stops the plan before its next: its answers say so); record the look."""
     levels = sequential.look_levels(tuple(state["looks"]))
-    level = next(level for level in levels if level.rounds == rounds)
+    level = last or next(level for level in levels if level.rounds == rounds)
     known = {(p["cell"], p["clients"]): p for p in state["points"]}
     for cell, clients in sorted(by_round):
         if cell != BASELINE_CELL and (cell, clients) not in known:
@@ -301,21 +317,23 @@ def _look(
         was_decided = point["verdict"] != Verdict.UNDECIDED
         if not was_decided or answer.verdict == point["verdict"]:
             point["verdict"], point["sentence"] = str(answer.verdict), answer.sentence
+            if ended:
+                point["sentence"] += f"; last look after round {rounds}: {ended}"
             point["ci_level"] = answer.shown_level_pct
         point["pct"], point["log_se"], point["design"] = answer.pct, answer.log_se, answer.design
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += not was_decided and answer.verdict is not Verdict.UNDECIDED
     state["points"] = [known[key] for key in sorted(known)]
-    state["looked"] = [
-        *state["looked"],
-        LookRecord(
-            rounds=rounds,
-            alpha=level.alpha,
-            alpha_same=level.alpha_same,
-            decided=decided,
-            at=timezone.now().isoformat(),
-        ),
-    ]
+    record = LookRecord(
+        rounds=rounds,
+        alpha=level.alpha,
+        alpha_same=level.alpha_same,
+        decided=decided,
+        at=timezone.now().isoformat(),
+    )
+    if ended:
+        record["ended"] = ended
+    state["looked"] = [*state["looked"], record]
 
 
 def tps_by_round(experiment: Experiment, rounds: int | None = None) -> PointRounds:

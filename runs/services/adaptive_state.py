@@ -35,6 +35,9 @@ class LookRecord(TypedDict):
     alpha_same: float
     decided: int
     at: str
+    # Why this look was the last, unplanned one (the time limit ended the plan before
+    # its next look); absent on planned looks.
+    ended: NotRequired[str]
 
 
 class Lengthened(TypedDict):

@@ -19,6 +19,7 @@ from scipy.stats import norm
 
 from runs.analysis.sequential import LookLevel, look_levels, look_rounds, simulate
 from runs.analysis.verdicts import Verdict
+from runs.inference.spending import last_look_level
 from runs.inference.stats import ALPHA
 from tests.runs.analysis.test_verdicts_calibration import (
     CELLS,
@@ -84,6 +85,25 @@ def test_the_levels_keep_the_chance_of_any_false_difference_at_alpha():
     bounds = np.asarray([norm.isf(level.alpha / 2) for level in levels])
     crossed = (np.abs(z) >= bounds).any(axis=1).mean()
     assert crossed == pytest.approx(ALPHA, abs=0.002)
+
+
+@pytest.mark.parametrize("last", [33, 50, 7])
+def test_a_last_look_at_the_time_limit_keeps_the_chance_of_any_false_difference_at_alpha(last):
+    """The hours end the plan between looks (after round `last` of 96): the planned looks
+    before it and the last look, on fresh paths, cross with the chance ALPHA, one-sided
+    "same" tests too; the last look tests above the planned looks before it."""
+    looks = look_rounds(3, 96)
+    taken = [level for level in look_levels(looks) if level.rounds < last]
+    final = last_look_level(looks, last)
+    rounds = np.asarray([*(level.rounds for level in taken), last], dtype=float)
+    rng = np.random.default_rng(98)
+    steps = np.sqrt(np.diff(np.concatenate([[0.0], rounds])))
+    z = np.cumsum(rng.standard_normal((400_000, rounds.size)) * steps, axis=1) / np.sqrt(rounds)
+    bounds = np.asarray([norm.isf(level.alpha / 2) for level in [*taken, final]])
+    one_sided = np.asarray([norm.isf(level.alpha_same) for level in [*taken, final]])
+    assert (np.abs(z) >= bounds).any(axis=1).mean() == pytest.approx(ALPHA, abs=0.002)
+    assert (z >= one_sided).any(axis=1).mean() == pytest.approx(ALPHA, abs=0.002)
+    assert taken[-1].alpha < final.alpha < ALPHA
 
 
 def test_a_a_points_are_rarely_faster_or_slower_and_mostly_the_same_once_decided(simulated):

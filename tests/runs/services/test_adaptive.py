@@ -4,21 +4,25 @@ here are finished by the test; tests/e2e/test_adaptive_page.py has real agents
 measure them."""
 
 import math
+from datetime import timedelta
 from functools import partial
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from agents.contract.errors import JobError
 from runs import services
 from runs.agentlink.transport import send_or_log
 from runs.analysis.sequential import level_text
+from runs.inference.spending import last_look_level
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive
 from runs.services.adaptive import (
     ENDED_BUDGET,
     ENDED_CANCELLED,
     ENDED_DECIDED,
+    ENDED_HOURS,
     adaptive_require_precision,
     adaptive_step,
     adaptive_step_send,
@@ -173,6 +177,35 @@ def test_undecided_at_the_budget_ends_with_the_budget_spent(lab_redis):
     assert experiment.adaptive_state["ended"] == ENDED_BUDGET
     assert [p["verdict"] for p in experiment.adaptive_state["points"]] == ["undecided"]
     assert max(rounds_of(experiment)) == 4
+
+
+def test_the_time_limit_ends_with_a_last_look_at_the_rounds_measured(lab_redis, admin_client):
+    # Looks after rounds 3, 6 and 12; the hours end after round 5: rounds 4 and 5 were
+    # never judged, and the answer was round 3's "undecided".
+    experiment = adaptive_experiment(cells=2, max_hours=1.0)
+    start(experiment)
+    finish_round(experiment, {0: 1000.0, 1: 1100.0}, spread=0.05)
+    experiment.refresh_from_db()
+    assert [p["verdict"] for p in experiment.adaptive_state["points"]] == ["undecided"]
+    finish_round(experiment, {0: 1000.0, 1: 1100.0}, spread=0.05)
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    experiment.runs.update(started_at=two_hours_ago)
+
+    finish_round(experiment, {0: 1000.0, 1: 1100.0}, spread=0.05)
+
+    experiment.refresh_from_db()
+    state = experiment.adaptive_state
+    assert state["ended"] == ENDED_HOURS
+    assert max(rounds_of(experiment)) == 5
+    first, last = state["looked"]
+    assert (first["rounds"], last["rounds"], last["ended"]) == (3, 5, ENDED_HOURS)
+    assert last["alpha"] == pytest.approx(last_look_level((3, 6, 12), 5).alpha)
+    assert first["alpha"] < last["alpha"] < 0.05
+    (point,) = state["points"]
+    assert (point["verdict"], point["rounds"]) == ("faster", 5)
+    assert point["sentence"].endswith(f"; last look after round 5: {ENDED_HOURS}")
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert f"last look after round 5: {ENDED_HOURS}" in page
 
 
 def test_a_cancelled_run_ends_the_experiment_without_more_rounds(lab_redis):

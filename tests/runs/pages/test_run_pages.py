@@ -117,22 +117,29 @@ def run_with_a_checkpoint(db) -> Run:
     return run
 
 
+def traced(traces: list[dict], name: str) -> dict:
+    """The trace a figure addresses by `meta.trace` (as the live page does)."""
+    (found,) = [trace for trace in traces if trace.get("meta", {}).get("trace") == name]
+    return found
+
+
 def test_run_page_draws_checkpoints_buffers_and_wait_events_on_the_tps_time_axis(
     signed_in, run_with_a_checkpoint
 ):
     page = signed_in.get(reverse("run-detail", args=[run_with_a_checkpoint.pk])).content.decode()
     server = figure(page, "fig-server")["data"]
-    buffers, checkpoints = server[0], server[3]
+    buffers, checkpoints = server[0], traced(server, "checkpoints")
     assert buffers["x"] == figure(page, "fig-tps")["data"][0]["x"] == [1.0, 2.0, None, 3.0, 4.0]
     assert buffers["y"] == [0.0, 0.0, None, 0.0, 250.0]
     assert (checkpoints["x"], checkpoints["text"]) == ([4.0], ["timed checkpoint start"])
-    waits = {trace["name"]: trace["y"] for trace in server[4:]}
+    stacked = [trace for trace in server if trace.get("stackgroup") == "waits"]
+    waits = {trace["name"]: trace["y"] for trace in stacked}
     assert waits == {
         "CPU": [1, 1, None, 1, 0],
         "IO": [0, 0, None, 0, 2],
         "LWLock": [0, 0, None, 2, 1],
     }
-    assert all(trace["stackgroup"] == "waits" for trace in server[4:])
+    assert [trace["meta"]["trace"] for trace in stacked] == ["wait.CPU", "wait.IO", "wait.LWLock"]
     (line,) = figure(page, "fig-tps")["layout"]["shapes"]
     assert line["x0"] == 4.0  # the checkpoint start, drawn on the tps chart too
 
@@ -150,7 +157,7 @@ def test_run_page_lists_warnings_per_point_and_for_the_whole_run(signed_in, run_
     assert marks["name"] == "validity warning" and marks["x"] == [3.0]
     assert tps_figure["layout"]["showlegend"] and marks["showlegend"]
     assert "validity warning" in marks["hovertemplate"]
-    checkpoints = figure(page, "fig-server")["data"][3]
+    checkpoints = traced(figure(page, "fig-server")["data"], "checkpoints")
     assert marks["marker"]["symbol"] not in checkpoints["marker"]["symbol"]
     assert marks["marker"]["color"] not in checkpoints["marker"]["color"]
 

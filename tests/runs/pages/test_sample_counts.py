@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from runs.models import ProgressSample, Result, Run
 from runs.sse import _messages
 from runs.timelines.downsample import Timeline
+from runs.timelines.live import LiveCheckpoints
 from tests.runs.pages.conftest import finished_run
 
 RATE = 0.25
@@ -89,8 +90,10 @@ def test_zoom_and_live_stream_carry_the_counts(signed_in: Client) -> None:
     found = signed_in.get(reverse("run-timeline"), query).json()
     assert found["counts"] == [sampled_at(t) for t in range(100, 111)]
     rows = list(run.progress.order_by("pk")[:2])
-    batch = {"run": None, "progress": rows, "host": [], "results": [], "client_host": []}
-    messages = _messages(batch, {"p": 0, "h": 0, "r": 0, "c": 0})  # type: ignore[arg-type]
+    batch = {"run": None, "progress": rows, "host": [], "results": []}
+    batch |= {"client_host": [], "server": []}
+    cursor = {"p": 0, "h": 0, "r": 0, "c": 0}
+    messages = _messages(batch, cursor, LiveCheckpoints([]))  # type: ignore[arg-type]
     assert '"sampled":241' in messages[0]
 
 

@@ -14,6 +14,7 @@ the cpuset directories of agents that are gone, as it does their job cgroups.
 
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,10 @@ from agents.markers import process_start
 logger = logging.getLogger(__name__)
 
 CPUSET_V1_MOUNT = CGROUP_MOUNT / "cpuset"
+# The two sides of a duet are threads of one agent and open their cpusets at once: they
+# create the levels they share in turn, or the second side's mkdir failed and it ran on
+# affinity alone.
+_LEVELS = threading.Lock()
 
 
 def cpu_list(cpus: tuple[int, ...]) -> str:
@@ -110,15 +115,24 @@ def _v2_cpuset(cpus: tuple[int, ...], cgroup: JobCgroup) -> CpuSet:
 def _v1_cpuset(cpus: tuple[int, ...], cgroup: JobCgroup) -> CpuSet:
     agent = f"{AGENT_PREFIX}{os.getpid()}-{process_start(os.getpid())}"
     parent = CPUSET_V1_MOUNT / PARENT
-    for level in (parent, parent / agent):
-        if not level.exists():
-            level.mkdir()
-            _inherit(level)
+    with _LEVELS:
+        for level in (parent, parent / agent):
+            _make_level(level)
     directory = parent / agent / cgroup.name
     directory.mkdir()
     _write(directory / "cpuset.mems", (directory.parent / "cpuset.mems").read_text().strip())
     _write(directory / "cpuset.cpus", cpu_list(cpus))
     return CpuSet(cpus, directory / "cgroup.procs", directory)
+
+
+def _make_level(level: Path) -> None:
+    """Create a shared level with its parent's CPUs and memory nodes, unless it exists
+    (another agent may have made `benchlab/` a moment ago)."""
+    try:
+        level.mkdir()
+    except FileExistsError:
+        return
+    _inherit(level)
 
 
 def _inherit(level: Path) -> None:

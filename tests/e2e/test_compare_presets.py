@@ -125,7 +125,7 @@ def experiment_of(comparison: Comparison) -> int:
 
 def open_comparison(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
 
 
 def drawn(page, element_id: str) -> dict:
@@ -233,12 +233,12 @@ def test_preset_1_at_16_cells_reads_as_configs_per_version_and_layouts_from_the_
     page.select_option("select[name=colour]", "storage")
     page.select_option("select[name=facet_col]", "none")
     page.click("#layout-form button[type=submit]")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     assert "colour=storage" in page.url and "facet_col=none" in page.url
     page.select_option("select[name=only_clients]", "10")
     page.select_option("select[name=only_version]", "PostgreSQL 17")
     page.click("#layout-form button[type=submit]")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     chart = assert_readable(page, "fig-cmp-tps")
     assert chart["legend"] == ["default", "default, WAL on wal"] and chart["facets"] == []
     assert "only_clients=10" in page.url
@@ -303,7 +303,7 @@ def test_preset_3_draws_tps_against_clients_a_line_per_version_a_facet_per_workl
     page.select_option("select[name=colour]", "workload")
     page.select_option("select[name=facet_col]", "version")
     page.click("#layout-form button[type=submit]")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     chart = assert_readable(page, "fig-cmp-tps")
     assert chart["legend"] == ["select-only", "update by key", "single-table inserts"]
     assert chart["facets"] == [f"<b>version: {v}</b>" for v in VERSIONS]

@@ -88,7 +88,7 @@ def test_flame_graphs_of_16_and_17_on_the_run_and_compare_pages(
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     page.goto(f"{web.url}/runs/{pg17.pk}/")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     flame = drawn(page, "fig-cpu-profile-0")
     assert flame["type"] == "icicle" and flame["height"] > 300
     assert "PostgresMain" in flame["labels"], flame["labels"][:40]
@@ -96,7 +96,7 @@ def test_flame_graphs_of_16_and_17_on_the_run_and_compare_pages(
     page.locator("#cpu-profiles").screenshot(path=str(SCREENSHOTS / "run-flame-graph.png"))
 
     page.goto(f"{web.url}/comparisons/{comparison.pk}/")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     difference = drawn(page, f"fig-cpu-profile-diff-{pg17.pk}")
     assert difference["type"] == "icicle"
     assert "PostgresMain" in difference["labels"]

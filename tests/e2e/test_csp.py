@@ -36,7 +36,7 @@ def test_the_pages_work_under_the_content_security_policy(signed_in_page, web):
     run = finished_run([(1, 1, 1234.5678, 0.8101), (2, 1, 2345.25, 0.8529)])
 
     page.goto(f"{web.url}/runs/{run.pk}/")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     page.goto(f"{web.url}/")
     page.select_option("select[name=status]", "succeeded")
     expect(page).to_have_url(f"{web.url}/?status=succeeded&host=")

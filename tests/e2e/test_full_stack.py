@@ -80,7 +80,7 @@ def test_schedule_watch_compare_share_and_revoke(stack, page, browser):
     expect(page).to_have_url(re.compile(r"/comparisons/\d+/$"))
     expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
     expect(page.locator("#compare-table tbody tr")).to_have_count(4)
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     # Drawn, in the page's own fonts, before the README's screenshot is taken.
     page.wait_for_function(
         "() => document.fonts.status === 'loaded' && [...document.querySelectorAll("

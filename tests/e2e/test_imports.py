@@ -25,7 +25,7 @@ def test_nine_92_outputs_imported_in_the_browser_have_latency_and_labels_of_thei
     page.click("button:has-text('Import')")
 
     expect(page.locator(".messages")).to_contain_text("Imported 9 of 9 files.")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     names = page.evaluate(
         "document.querySelector('[data-figure=\"fig-experiment\"]').data.map(t => t.name)"
     )
@@ -68,11 +68,11 @@ def test_preset_2_rebuilt_in_the_browser_from_nine_9_2_outputs_described_per_fil
     page.fill("textarea[name=describe]", describe)
     page.click("button:has-text('Import')")
     expect(page.locator(".messages")).to_contain_text("Imported 9 of 9 files.")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     assert_honest(page)
 
     page.click("button:has-text('Compare the cells')")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     header = page.locator("#pivot-tps thead th.num").all_text_contents()
     assert [text.strip() for text in header] == list(METHODS), "a column per wal_sync_method"
     rows = page.locator("#pivot-tps tbody tr")

@@ -35,7 +35,7 @@ def test_finished_run_page_shows_table_and_draws_charts(signed_in_page, web):
     page.goto(f"{web.url}/runs/{run.pk}/")
     expect(page.locator("#results-table tbody tr")).to_have_count(2)
     expect(page.locator("#results-table")).to_contain_text("2,345.2")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     assert chart_points(page, "chart-tps") == 5  # two points of two samples, one gap
     page.click("summary:has-text('Commands')")
     expect(page.locator("#commands pre").first).to_contain_text("pgbench -c 1 -T 2")
@@ -94,7 +94,7 @@ def test_live_run_page_extends_charts_and_fills_the_table(signed_in_page, web):
     expect(page.locator("h1 [data-status]")).to_have_text("succeeded")
     expect(page.locator("#live-badge")).to_have_count(0)
     page.wait_for_function(
-        "() => document.documentElement.dataset.chartsReady === '1'"
+        "() => document.documentElement?.dataset.chartsReady === '1'"
         " && server_drawn('checkpoints').x.length === 2".replace("server_drawn", SERVER_TRACE)
     )
     kept = page.evaluate(
@@ -125,7 +125,7 @@ def test_compare_ticked_runs_then_share_and_revoke(signed_in_page, web, browser)
     expect(page.locator("#diff-table")).to_contain_text("settings.shared_buffers")
     expect(page.locator("#diff-table")).to_contain_text("1GB")
     expect(page.locator("#compare-table")).to_contain_text("+32.9 %")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     numbers = page.locator("#compare-table tbody").inner_text()
 
     page.click("summary:has-text('Share')")
@@ -225,7 +225,7 @@ def test_every_table_fits_a_1280_px_window_and_no_page_misleads_or_loads_from_el
     too_wide, misleading = {}, {}
     for path in paths:
         page.goto(f"{web.url}{path}")
-        page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+        page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
         wide = {name: px for name, px in sideways_overflow(page).items() if px > 1}
         if wide:
             too_wide[path] = wide

@@ -22,7 +22,7 @@ def test_the_series_page_draws_each_metric_over_time_with_the_change(signed_in_p
     page = signed_in_page
 
     page.goto(f"{web.url}/series/{series.pk}/")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
 
     drawn = page.evaluate(
         "[...document.querySelectorAll('[data-figure]')].map(e => e.data ? e.data.length : 0)"

@@ -15,7 +15,7 @@ def test_zooming_fetches_the_range_at_full_resolution_and_zooming_out_restores(s
     run = long_run()
     page = signed_in_page
     page.goto(f"{web.url}/runs/{run.pk}/")
-    page.wait_for_function("() => document.documentElement.dataset.chartsReady === '1'")
+    page.wait_for_function("() => document.documentElement?.dataset.chartsReady === '1'")
     reduced = page.evaluate(f"{TRACE}.x.length")
     assert reduced <= CHART_SAMPLES
 

@@ -37,7 +37,7 @@ from typing import Protocol
 import psycopg
 
 from agents.contract.errors import JobError
-from agents.markers import JOB_ID
+from agents.markers import JOB_ID, process_start
 from agents.postgres.cluster.clients import SUPERUSER, ClusterClients, WorkloadAccess
 from agents.postgres.cluster.directories import (
     SETTINGS_FILE,
@@ -183,8 +183,12 @@ class Cluster(ClusterClients):
         return self._process
 
     def is_running(self) -> bool:
-        """True while the postmaster this object started is alive."""
-        return self._process is not None and self._process.poll() is None
+        """True while the postmaster this object started is alive. Its own pid is asked, not
+        only its sandbox's launcher: the launcher exits a moment after a killed postmaster,
+        and a pgbench that failed in that moment would be blamed instead of the server."""
+        if self._process is None or self._process.poll() is not None:
+            return False
+        return self._postmaster_pid is None or process_start(self._postmaster_pid) is not None
 
     # Creation
 

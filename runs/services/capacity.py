@@ -52,6 +52,10 @@ CAPACITY_FIELDS = (
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 MAX_PROBES = 50
 HIGHEST_RATE_TPS = 10_000_000.0
+# A probe's histogram holds latencies up to an hour (agents/pgbench/txlog.py HIGHEST_US).
+LONGEST_LIMIT_MS = 3_600_000.0
+# The workload latency logs that log single transactions, which a probe's interval reads.
+LOGS_OF_TRANSACTIONS = ("sampled", "full")
 ENDED_CANCELLED = "a probe was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 
@@ -85,6 +89,12 @@ def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> No
             "workload.processes",
         ),
         (
+            any(cell.workload.latency_log not in LOGS_OF_TRANSACTIONS for cell in cells),
+            "a capacity search decides each probe from its logged transactions: pick a "
+            "workload whose latency log is sampled or full",
+            "workload.latency_log",
+        ),
+        (
             len(experiment.clients) != 1,
             "a capacity search offers its rates at one client count: give one, e.g. 4",
             "sweep.clients",
@@ -106,14 +116,16 @@ def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> No
             "capacity_percentile",
         ),
         (
-            not (experiment.capacity_limit_ms or 0) > 0,
-            "give the latency limit of the objective in ms, above 0",
+            not 0 < (experiment.capacity_limit_ms or 0) <= LONGEST_LIMIT_MS,
+            "give the latency limit of the objective in ms, above 0 and at most an hour "
+            f"({LONGEST_LIMIT_MS:,.0f})",
             "capacity_limit_ms",
         ),
         (
             experiment.capacity_skip_limit_ms is not None
-            and not experiment.capacity_skip_limit_ms > 0,
-            "give the skip limit (-L) in ms above 0, or none",
+            and not 0 < experiment.capacity_skip_limit_ms <= LONGEST_LIMIT_MS,
+            f"give the skip limit (-L) in ms above 0 and at most {LONGEST_LIMIT_MS:,.0f}, "
+            "or none",
             "capacity_skip_limit_ms",
         ),
         (

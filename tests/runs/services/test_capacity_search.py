@@ -137,8 +137,10 @@ def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(l
         ({"clients": [1, 2]}, "sweep.clients"),
         ({"repeats": 3}, "repeats"),
         ({"capacity_limit_ms": None}, "capacity_limit_ms"),
+        ({"capacity_limit_ms": 3_600_001.0}, "capacity_limit_ms"),
         ({"capacity_percentile": 100.0}, "capacity_percentile"),
         ({"capacity_skip_limit_ms": 0.0}, "capacity_skip_limit_ms"),
+        ({"capacity_skip_limit_ms": 1e300}, "capacity_skip_limit_ms"),
         ({"capacity_low_tps": 0.0}, "capacity_low_tps"),
         ({"capacity_high_tps": 50.0}, "capacity_high_tps"),
         ({"capacity_probes": 1}, "capacity_probes"),
@@ -163,6 +165,18 @@ def test_a_search_of_several_pgbench_processes_is_refused_naming_the_field():
         services.experiment_start(experiment, UserFactory())
 
     assert refused.value.field == "workload.processes"
+    assert not experiment.runs.exists()
+
+
+@pytest.mark.parametrize("latency_log", ["aggregate", "none"])
+def test_a_search_of_a_workload_without_single_latencies_is_refused(latency_log):
+    experiment = capacity_experiment()
+    experiment.workloads.update(latency_log=latency_log)
+
+    with pytest.raises(JobError) as refused:
+        services.experiment_start(experiment, UserFactory())
+
+    assert refused.value.field == "workload.latency_log"
     assert not experiment.runs.exists()
 
 

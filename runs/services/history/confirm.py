@@ -140,8 +140,9 @@ def alert_confirmations_due() -> int:
 
 
 def alert_confirmation_for(experiment_pk: int) -> bool:
-    """Conclude the new alert whose confirming A/B `experiment_pk` is, once it ended;
-    True when an alert was concluded."""
+    """Conclude the new alert whose confirming A/B `experiment_pk` is, once it ended, and
+    deliver it when confirmed, unless it was delivered when found (`Series.deliver`
+    "detected": nobody is told twice); True when an alert was concluded."""
     with transaction.atomic():
         alert = (
             Alert.objects.select_for_update()
@@ -159,7 +160,7 @@ def alert_confirmation_for(experiment_pk: int) -> bool:
         _conclude(
             alert, Alert.State.CONFIRMED if confirmed else Alert.State.NOT_CONFIRMED, sentence
         )
-    if confirmed:
+    if confirmed and not alert.delivery:
         transaction.on_commit(lambda: alert_deliver(alert))
     logger.info("alert %s: %s", alert.pk, sentence)
     return True

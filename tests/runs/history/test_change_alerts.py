@@ -211,6 +211,28 @@ def test_an_alert_waits_for_its_confirmation_before_anyone_is_told(
     assert not alert_confirmation_for(experiment.pk)
 
 
+def test_an_alert_delivered_when_found_is_not_delivered_again_when_confirmed(
+    series, webhook, django_capture_on_commit_callbacks
+):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    (alert,) = series_detect(series)
+    assert [r["state"] for r in webhook[1]] == ["new"] and len(mail.outbox) == 1
+    experiment = ExperimentFactory(
+        adaptive_state={"ended": "every cell decided", "points": [{
+            "cell": 1, "clients": 4, "verdict": "slower", "sentence": "", "rounds": 6,
+            "pct": -9.8, "log_se": 0.012, "ci_level": 95.0,
+        }]},
+    )  # fmt: skip
+    Alert.objects.filter(pk=alert.pk).update(confirmation_experiment=experiment)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alert_confirmation_for(experiment.pk)
+
+    alert.refresh_from_db()
+    assert alert.state == Alert.State.CONFIRMED
+    assert [r["state"] for r in webhook[1]] == ["new"] and len(mail.outbox) == 1
+
+
 def test_an_alert_the_a_b_does_not_confirm_pages_nobody(series, webhook):
     Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
     series.refresh_from_db()

@@ -20,6 +20,7 @@ of ADAPTIVE_BUDGET rounds, stopping at about 15 on average. Seeded, numpy only.
 """
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -84,6 +85,19 @@ def simulated_verdicts(
     return verdicts
 
 
+def assert_kept_rates(verdicts: Sequence[Verdict], right: Verdict | None) -> None:
+    """The rates every design keeps: with no shift (`right` None) at most 5 % of the cells
+    faster or slower (within two binomial standard errors of their number) and at least
+    80 % of the decided ones the same; with a shift its direction in at least 90 %."""
+    if right is not None:
+        assert sum(v is right for v in verdicts) / len(verdicts) >= 0.90
+        return
+    decided = [v for v in verdicts if v is not Verdict.UNDECIDED]
+    allowance = 2 * math.sqrt(0.05 * 0.95 / len(verdicts))
+    assert sum(v in DIRECTIONS for v in verdicts) / len(verdicts) <= 0.05 + allowance
+    assert sum(v is Verdict.SAME for v in decided) / len(decided) >= 0.80
+
+
 def test_the_simulated_rounds_share_the_measured_part_of_their_spread():
     rng = np.random.default_rng(1)
     rounds = np.array([simulated_rounds(rng, 8, 0.0) for _ in range(2000)])
@@ -95,16 +109,13 @@ def test_the_simulated_rounds_share_the_measured_part_of_their_spread():
 
 
 def test_paired_a_a_cells_are_rarely_faster_or_slower_and_mostly_the_same_once_decided():
-    verdicts = simulated_verdicts(20261128, PAIRED_ROUNDS, 0.0, in_pairs=True)
-    decided = [v for v in verdicts if v is not Verdict.UNDECIDED]
-    assert sum(v in DIRECTIONS for v in verdicts) / len(verdicts) <= 0.05 + ALLOWANCE
-    assert sum(v is Verdict.SAME for v in decided) / len(decided) >= 0.80
+    assert_kept_rates(simulated_verdicts(20261128, PAIRED_ROUNDS, 0.0, in_pairs=True), None)
 
 
 @pytest.mark.parametrize(("shift", "right"), [(0.05, Verdict.FASTER), (-0.05, Verdict.SLOWER)])
 def test_a_five_percent_shift_gets_its_direction_paired(shift, right):
     verdicts = simulated_verdicts(31 + int(shift * 100), PAIRED_ROUNDS, shift, in_pairs=True)
-    assert sum(v is right for v in verdicts) / len(verdicts) >= 0.90
+    assert_kept_rates(verdicts, right)
     assert not DIRECTIONS - {right} & set(verdicts)
 
 
@@ -128,12 +139,5 @@ def test_the_adaptive_looks_on_paired_rounds_keep_the_rates_within_the_budget(sh
     values, baseline = (np.stack([pair[side] for pair in drawn]) for side in (0, 1))
     looks = look_rounds(3, ADAPTIVE_BUDGET)
     found = simulate(values, baseline, looks, MIN_EFFECT_PCT, MARGIN_PCT, in_pairs=True)
-    verdicts = found.verdicts
-    if right is None:
-        decided = [v for v in verdicts if v is not Verdict.UNDECIDED]
-        allowance = 2 * math.sqrt(0.05 * 0.95 / points)
-        assert sum(v in DIRECTIONS for v in verdicts) / points <= 0.05 + allowance
-        assert sum(v is Verdict.SAME for v in decided) / len(decided) >= 0.80
-    else:
-        assert sum(v is right for v in verdicts) / points >= 0.90
+    assert_kept_rates(list(found.verdicts), right)
     assert found.rounds.mean() < 0.75 * ADAPTIVE_BUDGET

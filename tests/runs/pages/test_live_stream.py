@@ -5,15 +5,17 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import AsyncClient
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agents.events import EventEmitter
-from runs import services
+from runs import selectors, services
 from runs.models import ProgressSample, Run, ServerSample
 from runs.sse import parse_cursor
 from runs.timelines import store
+from runs.timelines.live import LiveCheckpoints
 from tests.runs import events as agent_events
 from tests.runs.factories import RunFactory
 from tests.runs.pages.conftest import finished_run
@@ -216,3 +218,20 @@ def test_server_samples_stream_their_traces_and_the_checkpoints_the_kept_page_ma
 
 def kept_digest(run: Run) -> store.Digest:
     return store.digests([Run.objects.get(pk=run.pk)])[run.pk]
+
+
+@pytest.mark.parametrize("stored", [1, 40])
+def test_a_poll_asks_one_query_per_kind_of_row_however_many_server_samples(stored):
+    """The stream polls about once a second per open page: the run's state and one query
+    each for progress, host, result and server rows, whatever was stored since; the
+    checkpoints of the new server samples are found in memory."""
+    run = RunFactory(status=Run.Status.RUNNING)
+    for n in range(stored):
+        server_sample(run, float(n), n // 10, 50.0 * (n % 2), {"CPU": 1})
+    cursor = parse_cursor("p0.h0.r0.s0")
+    with CaptureQueriesContext(connection) as captured:
+        batch = selectors.rows_after(run.pk, cursor)
+        checkpoints = LiveCheckpoints([])
+        edges = [checkpoints.add(sample) for sample in batch["server"]]
+    assert len(batch["server"]) == stored and len(edges) == stored
+    assert len(captured) == 5, [q["sql"] for q in captured.captured_queries]

@@ -28,7 +28,7 @@ from benchlab.celery import app
 from runs.agentlink import transport
 from runs.agentlink.execution import ROUNDS, Slot
 from runs.agentlink.transport import CONTROL_QUEUE
-from runs.analysis.capacity import capacity_reading
+from runs.analysis.capacity import CapacityReading, capacity_reading
 from runs.inference.capacity_search import next_step
 from runs.models import Experiment, Run
 from runs.services.errors import LimitReached
@@ -215,8 +215,10 @@ def capacity_step(experiment_pk: int) -> bool:
         if not runs.exists() or runs.filter(status__in=Run.ACTIVE_STATES).exists():
             return False
         state = experiment.capacity_state
-        ended = _take_step(experiment)
-        state["answer"] = capacity_reading(experiment).capacity.sentence
+        # Read once: the probe this step queues has no result to change the reading.
+        reading = capacity_reading(experiment)
+        ended = _take_step(experiment, reading)
+        state["answer"] = reading.capacity.sentence
         if ended:
             state["ended"], state["ended_at"] = ended, timezone.now().isoformat()
         experiment.capacity_state = state
@@ -225,15 +227,14 @@ def capacity_step(experiment_pk: int) -> bool:
     return True
 
 
-def _take_step(experiment: Experiment) -> str:
-    """Queue the next probe; return why the search ends instead, or ""."""
+def _take_step(experiment: Experiment, reading: CapacityReading) -> str:
+    """Queue the probe `reading` asks for next; return why the search ends instead, or ""."""
     runs = experiment.runs.filter(round__isnull=False)
     if runs.filter(status=Run.Status.CANCELLED).exists():
         return ENDED_CANCELLED
     failed = runs.exclude(status=Run.Status.SUCCEEDED).order_by("round").first()
     if failed is not None:
         return f"probe {failed.round} (run {failed.pk}) {failed.status}: {failed.error_message}"
-    reading = capacity_reading(experiment)
     step = next_step(reading.plan, reading.outcomes)
     if step.next_tps is None:
         return str(step.ended)

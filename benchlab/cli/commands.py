@@ -39,9 +39,14 @@ def read_document(path: str) -> dict[str, Any]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise CliError(f"cannot read {path}: {error}") from error
+    except UnicodeDecodeError as error:
+        raise CliError(
+            f"{path} is not UTF-8 text ({error.reason} at byte {error.start}): "
+            "save it as UTF-8 (a git binary patch cannot be applied either)"
+        ) from error
 
 
 def report_query(args: argparse.Namespace, fmt: str) -> dict[str, object]:

@@ -132,6 +132,17 @@ def test_the_labs_refusal_is_shown_with_exit_1(lab, tmp_path):
     assert code == 1 and "404 Not found." in err
 
 
+def test_a_patch_not_in_utf8_is_refused_before_asking_the_lab(lab, tmp_path):
+    patch = tmp_path / "latin1.patch"
+    patch.write_bytes("--- a/x.c\n+++ b/x.c\n@@ -1 +1 @@\n-a\n+caf\u00e9\n".encode("latin-1"))
+    code, _out, err = run_cli(
+        "try", "--host", "h", "--repo", "r", "--base", "main", "--version", "18",
+        "--patch", str(patch),
+    )  # fmt: skip
+    assert code == exits.ERROR and f"{patch} is not UTF-8 text" in err
+    assert lab.requests == []
+
+
 def test_without_a_token_it_says_where_to_put_one(monkeypatch, tmp_path):
     monkeypatch.delenv("BENCHLAB_TOKEN", raising=False)
     monkeypatch.setenv("BENCHLAB_CONFIG", str(tmp_path / "none.toml"))

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import setuptools
 
 from benchlab.cli import exits
 from benchlab.cli.client import CliError
@@ -224,5 +225,10 @@ def test_the_cli_imports_neither_django_nor_the_lab():
 
 
 def test_the_console_script_is_benchlab_cli_main():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"] == {"benchlab": "benchlab.cli.main:main"}
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert found["project"]["scripts"] == {"benchlab": "benchlab.cli.main:main"}
+    # What `pip install` puts in site-packages: the command's packages, no top-level
+    # `runs` or `agents`.
+    include = found["tool"]["setuptools"]["packages"]["find"]["include"]
+    installed = setuptools.find_packages(str(ROOT), include=include)
+    assert sorted(installed) == ["benchlab", "benchlab.cli"]

@@ -157,8 +157,9 @@ class Alert(models.Model):
     State diagram (runs/services/history/alerts.py)::
 
         new ──> confirmed       (the confirming A/B found it: delivered)
-         ├────> not confirmed   (the A/B did not: nobody told)
-         └────> host            (the host's canary changed with it: nobody told)
+         └────> not confirmed   (the A/B did not: nobody told)
+        host ─> confirmed       (the host's canary changed with it, but the A/B
+                                 found the software slower too; else stays host)
         any ──> acknowledged ──> fixed   (a person, with a note)
     """
 

@@ -9,11 +9,13 @@ one `Alert`:
 
 - "host" when the host's canary changed at the same place (a canary change point at the
   same or a neighbouring occurrence, slower), or the canaries of the first occurrence
-  after it were outside the host's usual spread: the host changed, not the software;
-  nobody is told;
-- otherwise "new", and the control worker measures it again (runs/services/history/
-  confirm.py): only a confirmed alert goes to the webhook and mail, unless the series
-  delivers every alert when found (`Series.deliver`).
+  after it were outside the host's usual spread: the host changed; nobody is told
+  unless the A/B below finds the software slower too;
+- otherwise "new".
+
+Both are measured again by the control worker (runs/services/history/confirm.py): only
+a confirmed alert goes to the webhook and mail, unless the series delivers every new
+alert when found (`Series.deliver`).
 """
 
 import json
@@ -47,8 +49,8 @@ CANARY_REACH = 1
 
 def series_detect(series: Series) -> list[Alert]:
     """Keep the series' new change points and raise an alert for each in the bad direction;
-    host-changed ones are marked so, the others sent for confirmation (or delivered, when
-    the series delivers every alert)."""
+    host-changed ones are marked so; each is sent for confirmation (and a new one
+    delivered at once, when the series delivers every alert)."""
     canary = _canary_change_points(series)
     alerts = []
     for metric in SERIES_METRICS:
@@ -65,10 +67,9 @@ def series_detect(series: Series) -> list[Alert]:
                 alert = _raise(change, Alert.State.HOST if evidence else Alert.State.NEW)
                 alerts.extend([alert] if alert else [])
     for alert in alerts:
-        if alert.state == Alert.State.NEW:
-            transaction.on_commit(partial(_confirm_send, alert.pk))
-            if series.deliver == Series.Deliver.DETECTED:
-                alert_deliver(alert)
+        transaction.on_commit(partial(_confirm_send, alert.pk))
+        if alert.state == Alert.State.NEW and series.deliver == Series.Deliver.DETECTED:
+            alert_deliver(alert)
     return alerts
 
 

@@ -2,7 +2,7 @@
 against the first after, again, in interleaved rounds on the same host.
 
 `alert_confirm_start` (the control worker's task runs.tasks.alert_confirm, sent when a
-new alert is raised) schedules an adaptive experiment in rounds
+new or host-changed alert is raised) schedules an adaptive experiment in rounds
 (runs/services/adaptive.py) of two cells on the line's host and client count: cell 0
 the before occurrence's build, cell 1 the after's, both pinned to the commit the agent
 built for them when they were source builds of a git ref (so a branch that moved since
@@ -11,17 +11,21 @@ storage otherwise. Each round runs both, so the A/B is paired round by round, an
 duet where the series' template is; at least 3 rounds, at most the template's
 `max_rounds` (12 when it has none).
 
-The reaper's pass (`alert_confirmations_due`) starts the A/B of a new alert that has
-none (the task's message lost). `alert_confirmation_for` (after every adaptive step, and
+The reaper's pass (`alert_confirmations_due`) starts the A/B of an alert waiting for one
+(the task's message lost). `alert_confirmation_for` (after every adaptive step, and
 on the reaper's pass) concludes once that experiment ended: slower (the bad
 direction of tps, and of latency) is "confirmed: slower by 9.8 % [-12.1, -7.4]" and the
-alert is delivered; anything else "not confirmed", kept and nobody told.
+alert is delivered; anything else "not confirmed", kept and nobody told. A host-changed
+alert is measured too, both builds now on the same host: the host that slowed with the
+change does not hide a software regression at the same occurrence (confirmed, it is
+delivered with the host's evidence kept); not confirmed, it stays "host changed".
 """
 
 import logging
 import math
 
 from django.db import transaction
+from django.db.models import QuerySet
 from scipy.stats import norm
 
 from agents.contract.errors import JobError
@@ -39,6 +43,8 @@ logger = logging.getLogger(__name__)
 BEFORE_CELL, AFTER_CELL = 0, 1
 CONFIRM_REPEATS = 3
 CONFIRM_MAX_ROUNDS = 12
+# The states of an alert whose confirming A/B has not concluded yet.
+MEASURED_AGAIN = (Alert.State.NEW, Alert.State.HOST)
 # What the confirming experiment leaves as the template's and sets itself.
 NOT_FROM_TEMPLATE = ("execution", "adaptive", "max_rounds", "max_hours", "clients")
 
@@ -48,21 +54,22 @@ def alert_confirm_start(alert: Alert) -> Experiment | None:
     change point has no sides to measure; the alert then says why)."""
     with transaction.atomic():
         locked = Alert.objects.select_for_update().filter(pk=alert.pk).first()
-        if locked is None or locked.confirmation_experiment_id or locked.state != Alert.State.NEW:
+        if locked is None or locked.confirmation_experiment_id or not _waiting(locked):
             return None
         change = locked.change_point
         if change is None:
+            _conclude(locked, False, "not confirmed: its change point is gone")
             return None
         cell, clients = line_cell(locked.key)
         before = _measured_run(change.before_occurrence, cell)
         after = _measured_run(change.after_occurrence, cell)
         if before is None or after is None:
-            _conclude(locked, Alert.State.NOT_CONFIRMED, "not confirmed: a side has no run")
+            _conclude(locked, False, "not confirmed: a side has no run")
             return None
         try:
             experiment = _schedule(locked, before, after, clients)
         except (JobError, Conflict) as error:
-            _conclude(locked, Alert.State.NOT_CONFIRMED, f"not confirmed: not measured ({error})")
+            _conclude(locked, False, f"not confirmed: not measured ({error})")
             return None
         Alert.objects.filter(pk=locked.pk).update(confirmation_experiment=experiment)
     logger.info("alert %s: confirming A/B is experiment %s", alert.pk, experiment.pk)
@@ -127,26 +134,27 @@ def _pinned(alert: Alert, label: str, run: Run) -> PgBuild:
 
 
 def alert_confirmations_due() -> int:
-    """The reaper's pass: start the A/B of every new alert without one (its task's message
-    lost), conclude every new alert whose A/B ended; how many moved."""
-    new = Alert.objects.filter(state=Alert.State.NEW).select_related("series")
+    """The reaper's pass: start the A/B of every alert waiting for one without one (its
+    task's message lost), conclude every one whose A/B ended; how many moved."""
+    waiting = _waiting_alerts().select_related("series")
     started = sum(
         alert_confirm_start(alert) is not None
-        for alert in new.filter(confirmation_experiment__isnull=True)
+        for alert in waiting.filter(confirmation_experiment__isnull=True)
     )
-    waiting = new.filter(confirmation_experiment__isnull=False)
+    waiting = waiting.filter(confirmation_experiment__isnull=False)
     experiments = waiting.values_list("confirmation_experiment_id", flat=True)
     return started + sum(alert_confirmation_for(pk) for pk in experiments)
 
 
 def alert_confirmation_for(experiment_pk: int) -> bool:
-    """Conclude the new alert whose confirming A/B `experiment_pk` is, once it ended, and
+    """Conclude the waiting alert whose confirming A/B `experiment_pk` is, once it ended, and
     deliver it when confirmed, unless it was delivered when found (`Series.deliver`
     "detected": nobody is told twice); True when an alert was concluded."""
     with transaction.atomic():
         alert = (
-            Alert.objects.select_for_update()
-            .filter(confirmation_experiment_id=experiment_pk, state=Alert.State.NEW)
+            _waiting_alerts()
+            .select_for_update()
+            .filter(confirmation_experiment_id=experiment_pk)
             .select_related("confirmation_experiment", "series")
             .first()
         )
@@ -157,9 +165,7 @@ def alert_confirmation_for(experiment_pk: int) -> bool:
             return False
         point = next((p for p in state.get("points", []) if p["cell"] == AFTER_CELL), None)
         confirmed, sentence = confirmation_sentence(point)
-        _conclude(
-            alert, Alert.State.CONFIRMED if confirmed else Alert.State.NOT_CONFIRMED, sentence
-        )
+        _conclude(alert, confirmed, sentence)
     if confirmed and not alert.delivery:
         transaction.on_commit(lambda: alert_deliver(alert))
     logger.info("alert %s: %s", alert.pk, sentence)
@@ -185,6 +191,21 @@ def confirmation_sentence(point: PointState | None) -> tuple[bool, str]:
     return False, f"not confirmed: {said}{rounds}"
 
 
-def _conclude(alert: Alert, state: str, sentence: str) -> None:
+def _waiting_alerts() -> QuerySet[Alert]:
+    """The alerts whose confirming A/B has not concluded (a host-changed one keeps its
+    state when not confirmed, its sentence says it was measured)."""
+    return Alert.objects.filter(state__in=MEASURED_AGAIN, confirmation="")
+
+
+def _waiting(alert: Alert) -> bool:
+    return alert.state in MEASURED_AGAIN and not alert.confirmation
+
+
+def _conclude(alert: Alert, confirmed: bool, sentence: str) -> None:
+    """Confirmed, or not: a host-changed alert not confirmed stays so."""
+    state = Alert.State.CONFIRMED
+    if not confirmed:
+        host = alert.state == Alert.State.HOST
+        state = Alert.State.HOST if host else Alert.State.NOT_CONFIRMED
     Alert.objects.filter(pk=alert.pk).update(state=state, confirmation=sentence)
     alert.state, alert.confirmation = state, sentence

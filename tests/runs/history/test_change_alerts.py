@@ -13,7 +13,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Run, Series
+from runs.models import Alert, ChangePoint, Experiment, HostCanary, Occurrence, Run, Series
 from runs.services.history.alerts import alert_acknowledge, series_detect
 from runs.services.history.confirm import alert_confirm_start, alert_confirmation_for
 from runs.services.history.series import note_add, series_history
@@ -77,6 +77,16 @@ def history(
                 host=run.host, run=run, at=fired, cpu_loop_ns=cpu_loop_ns[day], fsync_ms=2.0,
                 fsync_max_ms=3.0,
             )  # fmt: skip
+
+
+def ended_a_b(verdict: str, pct: float) -> Experiment:
+    """A confirming A/B that ended with this verdict on its after cell."""
+    return ExperimentFactory(
+        adaptive_state={"ended": "every cell decided", "points": [{
+            "cell": 1, "clients": 4, "verdict": verdict, "sentence": "", "rounds": 6,
+            "pct": pct, "log_se": 0.012, "ci_level": 95.0,
+        }]},
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -191,12 +201,7 @@ def test_an_alert_waits_for_its_confirmation_before_anyone_is_told(
     series.refresh_from_db()
     history(series, [1000.0] * 12 + [900.0] * 6)
     slower = series_detect(series)[0]
-    experiment = ExperimentFactory(
-        adaptive_state={"ended": "every cell decided", "points": [{
-            "cell": 1, "clients": 4, "verdict": "slower", "sentence": "", "rounds": 6,
-            "pct": -9.8, "log_se": 0.012, "ci_level": 95.0,
-        }]},
-    )  # fmt: skip
+    experiment = ended_a_b("slower", -9.8)
     Alert.objects.filter(pk=slower.pk).update(confirmation_experiment=experiment)
     assert webhook[1] == [] and mail.outbox == []
 
@@ -217,12 +222,7 @@ def test_an_alert_delivered_when_found_is_not_delivered_again_when_confirmed(
     history(series, [1000.0] * 12 + [900.0] * 6)
     (alert,) = series_detect(series)
     assert [r["state"] for r in webhook[1]] == ["new"] and len(mail.outbox) == 1
-    experiment = ExperimentFactory(
-        adaptive_state={"ended": "every cell decided", "points": [{
-            "cell": 1, "clients": 4, "verdict": "slower", "sentence": "", "rounds": 6,
-            "pct": -9.8, "log_se": 0.012, "ci_level": 95.0,
-        }]},
-    )  # fmt: skip
+    experiment = ended_a_b("slower", -9.8)
     Alert.objects.filter(pk=alert.pk).update(confirmation_experiment=experiment)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -238,12 +238,7 @@ def test_an_alert_the_a_b_does_not_confirm_pages_nobody(series, webhook):
     series.refresh_from_db()
     history(series, [1000.0] * 12 + [900.0] * 6)
     alert = series_detect(series)[0]
-    experiment = ExperimentFactory(
-        adaptive_state={"ended": "every cell decided", "points": [{
-            "cell": 1, "clients": 4, "verdict": "same", "sentence": "", "rounds": 4,
-            "pct": -0.4, "log_se": 0.01, "ci_level": 95.0,
-        }]},
-    )  # fmt: skip
+    experiment = ended_a_b("same", -0.4)
     Alert.objects.filter(pk=alert.pk).update(confirmation_experiment=experiment)
 
     alert_confirmation_for(experiment.pk)
@@ -266,6 +261,49 @@ def test_a_change_the_host_canary_shares_is_the_host_not_a_regression(series, we
     assert "cpu_loop_ns" in alert.change_point.host_evidence
     assert ChangePoint.objects.filter(metric="canary.cpu_loop_ns").count() == 1
     assert webhook[1] == []
+
+
+@pytest.mark.parametrize(
+    ("verdict", "pct", "state", "told"),
+    [("slower", -9.8, Alert.State.CONFIRMED, ["confirmed"]), ("same", -0.3, Alert.State.HOST, [])],
+)
+def test_a_host_changed_alert_is_measured_again_and_a_software_regression_not_hidden(
+    series, webhook, django_capture_on_commit_callbacks, verdict, pct, state, told
+):
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
+    series.refresh_from_db()
+    canary = [100.0 + (day % 3) * 0.5 for day in range(12)] + [115.0] * 6
+    history(series, [1000.0] * 12 + [900.0] * 6, cpu_loop_ns=canary)
+    with django_capture_on_commit_callbacks() as sent:
+        (alert,) = series_detect(series)
+    assert alert.state == Alert.State.HOST and len(sent) == 1  # its confirming A/B's task
+    assert alert_confirm_start(alert) is not None
+    experiment = ended_a_b(verdict, pct)
+    Alert.objects.filter(pk=alert.pk).update(confirmation_experiment=experiment)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alert_confirmation_for(experiment.pk)
+
+    alert.refresh_from_db()
+    assert alert.state == state
+    assert alert.confirmation.startswith(f"{'' if told else 'not '}confirmed: ")
+    assert "cpu_loop_ns" in alert.change_point.host_evidence
+    assert [r["state"] for r in webhook[1]] == told
+    assert not alert_confirmation_for(experiment.pk)
+
+
+def test_an_alert_whose_change_point_is_gone_is_not_left_waiting(series):
+    history(series, [1000.0] * 12 + [900.0] * 6)
+    (alert,) = series_detect(series)
+    ChangePoint.objects.all().delete()
+    alert.refresh_from_db()
+
+    assert alert_confirm_start(alert) is None
+
+    alert.refresh_from_db()
+    assert (alert.state, alert.confirmation) == (
+        Alert.State.NOT_CONFIRMED, "not confirmed: its change point is gone"
+    )
 
 
 def test_the_alerts_page_groups_by_series_with_states_and_notes(series, client, user):

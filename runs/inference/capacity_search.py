@@ -27,6 +27,9 @@ from runs.inference.capacity import Decision, Objective, ProbeVerdict
 
 DEFAULT_PRECISION = 0.05
 DEFAULT_MAX_REPEATS = 3
+# Why a search ends at its lowest rate without saying the capacity is below it.
+ENDED_LOW_GENERATOR = "the load generator could not offer the lowest rate"
+ENDED_LOW_UNDECIDED = "the lowest rate stayed undecided after its repeats"
 
 
 class Found(StrEnum):
@@ -107,10 +110,12 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
         return Step(None, "budget of probes spent")
     if low is None:
         return Step(plan.low_tps)
+    if low.verdict.generator_limited:
+        return Step(None, ENDED_LOW_GENERATOR)
     if low.failing:
         return Step(None, Found.BELOW)
     if low.decision == Decision.UNDECIDED:
-        return Step(plan.low_tps) if _repeatable(low, plan) else Step(None, Found.BELOW)
+        return Step(plan.low_tps) if _repeatable(low, plan) else Step(None, ENDED_LOW_UNDECIDED)
     if high is None:
         return Step(plan.high_tps)
     if high.decision == Decision.PASS:
@@ -147,12 +152,16 @@ def capacity_of(
         return Capacity(Found.NONE, None, None, None, False, f"no probe yet {at}")
     if not passes:
         upper = next((o for o in by_rate if o.failing), None)
-        limited = bool(upper and upper.verdict.generator_limited)
-        lowest = _tps(by_rate[0].offered_tps)
-        sentence = f"below the lowest probe, {lowest} tps, {at}"
         if upper is None:
             return Capacity(Found.NONE, None, None, None, False, f"no probe passed {at}")
-        return Capacity(Found.BELOW, None, None, upper.offered_tps, limited, sentence)
+        if upper.verdict.generator_limited:
+            # The server was not what stopped it: nothing is known of its capacity.
+            offered = _tps(upper.offered_tps)
+            sentence = f"not found {at}: the load generator could not offer {offered} tps"
+            return Capacity(Found.NONE, None, None, None, True, sentence)
+        lowest = _tps(by_rate[0].offered_tps)
+        sentence = f"below the lowest probe, {lowest} tps, {at}"
+        return Capacity(Found.BELOW, None, None, upper.offered_tps, False, sentence)
     floor = _highest_pass(by_rate)
     ceiling = _lowest_failing_above(by_rate, floor)
     if ceiling is None:

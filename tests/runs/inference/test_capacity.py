@@ -15,9 +15,12 @@ from runs.inference.capacity import (
     rate_shortfall_allowed,
 )
 from runs.inference.capacity_search import (
+    ENDED_LOW_GENERATOR,
+    ENDED_LOW_UNDECIDED,
     Found,
     RateOutcome,
     SearchPlan,
+    Step,
     capacity_of,
     next_step,
 )
@@ -220,3 +223,26 @@ def test_probes_the_generator_limited_cap_the_answer() -> None:
     capacity = capacity_of(plan, P99_20, outcomes)
     assert capacity.generator_limited and capacity.found == Found.AT_LEAST
     assert "load generator could not offer 5,000 tps" in capacity.sentence
+
+
+def test_a_lowest_rate_the_generator_could_not_offer_says_nothing_of_the_server() -> None:
+    busy = _measure(4, 6, offered_tps=100.0, reached_tps=60.0, generator_busy=True)
+    outcomes = [RateOutcome(100.0, decide_probe(busy, P99_20), 5.0)]
+    plan = SearchPlan(100.0, 5000.0, 10)
+    assert next_step(plan, outcomes) == Step(None, ENDED_LOW_GENERATOR)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.NONE and capacity.generator_limited
+    assert capacity.upper is None
+    assert capacity.sentence == (
+        "not found at p99 <= 20 ms: the load generator could not offer 100 tps"
+    )
+
+
+def test_a_lowest_rate_undecided_after_its_repeats_is_not_called_below() -> None:
+    unsure = decide_probe(_measure(15, 21, offered_tps=100.0, reached_tps=100.0), P99_20)
+    plan = SearchPlan(100.0, 5000.0, 10)
+    outcomes = [RateOutcome(100.0, unsure, 19.0, plan.max_repeats)]
+    assert next_step(plan, outcomes) == Step(None, ENDED_LOW_UNDECIDED)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.NONE
+    assert capacity.sentence == "no probe passed at p99 <= 20 ms"

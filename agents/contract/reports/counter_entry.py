@@ -39,6 +39,11 @@ class Counter(NamedTuple):
             said += f"; from {major}: {source}"
         return said + (f"; with {self.needs}" if self.needs else "")
 
+    @property
+    def explained(self) -> str:
+        """What it counts, where it is read and its trap, in one line for a page's tooltip."""
+        return f"{self.meaning}. {self.source}" + (f". Trap: {self.trap}" if self.trap else "")
+
     def source_on(self, major: int) -> str | None:
         """Its view and column on `major`; None where that version does not have it."""
         if major < self.first_major or (self.last_major and major > self.last_major):

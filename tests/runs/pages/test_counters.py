@@ -8,8 +8,10 @@ import io
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
+from agents.contract.reports.counter_catalogue import COUNTERS as COUNTER_CATALOGUE
 from runs.models import Comparison, ProgressSample, Result, Run
 from runs.services.jobs.events import store_point
 from runs.sse import _messages
@@ -87,7 +89,10 @@ def test_the_run_page_shows_counters_per_transaction_and_draws_percentiles(
     response = signed_in.get(reverse("run-detail", args=[run.pk]))
     page = response.content.decode()
     assert "Counters per transaction" in page
-    assert 'title="pg_stat_wal.wal_fpi"' in page and "full-page images" in page
+    # Hovering a counter says what it counts, where it is read and its trap.
+    fpi = COUNTER_CATALOGUE["wal.fpi"]
+    assert f'title="{escape(fpi.explained)}"' in page and "full-page images" in page
+    assert "pg_stat_wal.wal_fpi" in fpi.explained and "Trap: per checkpoint cycle" in fpi.explained
     assert '<td class="num">23</td>' in page
     latency = response.context["figures"]["latency"]["data"]
     assert [trace["name"] for trace in latency] == ["average", "p50", "p95", "p99"]
@@ -187,7 +192,7 @@ def test_the_compare_page_and_api_name_the_top_movers_beside_each_verdict(
     assert "Top movers per transaction" in page
     assert "full-page images per transaction 0 → 2 (appear, at least ×" in page
     assert "WAL bytes per transaction 100 → 400 (+300 % [" in page
-    assert 'title="pg_stat_wal.wal_fpi; exact Poisson' in page
+    assert f'title="{escape(COUNTER_CATALOGUE["wal.fpi"].explained)}; exact Poisson' in page
 
     body = api_client.get(f"/api/comparisons/{comparison.pk}/statistics/").json()
     [cell] = body["top_movers"]

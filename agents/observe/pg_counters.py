@@ -17,10 +17,19 @@ agents/observe/server.py does for its per-second samples:
 Which keys each version reads is the catalogue's (agents/contract/reports/counter_catalogue.py).
 """
 
-FIRST_WITH_STAT_WAL = 140000
-FIRST_WITH_STAT_IO = 160000
-FIRST_WITH_CHECKPOINTER = 170000
-FIRST_WITH_WAL_IN_STAT_IO = 180000
+from agents.contract.reports.counter_catalogue import COUNTERS, major_of
+from agents.contract.reports.counter_entry import (
+    CHECKPOINTER,
+    STAT_IO,
+    STAT_WAL,
+    WAL_IN_STAT_IO,
+)
+
+# The catalogue's first majors with each view, as server_version_num.
+FIRST_WITH_STAT_WAL = STAT_WAL * 10000
+FIRST_WITH_STAT_IO = STAT_IO * 10000
+FIRST_WITH_CHECKPOINTER = CHECKPOINTER * 10000
+FIRST_WITH_WAL_IN_STAT_IO = WAL_IN_STAT_IO * 10000
 FIRST_WITH_WAL_FUNCTIONS = 100000
 FIRST_WITH_BACKEND_TYPE = 100000
 
@@ -115,12 +124,8 @@ TABLES_SQL_16_PLUS = (
     + _TABLES_FROM
 )
 
-# Times are counted only with their timing setting on: off, they read 0 and mean nothing.
-# Setting -> the keys it times (track_wal_io_timing exists from 14).
-TIMED_KEYS = {
-    "track_io_timing": ("db.blk_read_time_ms", "db.blk_write_time_ms"),
-    "track_wal_io_timing": ("wal.write_time_ms", "wal.sync_time_ms"),
-}
+# Times are counted only with their timing setting on: off, they read 0 and mean nothing
+# (which setting each time needs is the catalogue's `needs`, `timing_settings`).
 TIMING_SQL = "SELECT current_setting(%(setting)s, true) = 'on' AS timed"
 
 # The benchmark's client connections still open (pgbench's backends flush their
@@ -177,9 +182,11 @@ def clients_sql(server_version_num: int) -> str:
 
 
 def timing_settings(server_version_num: int) -> dict[str, tuple[str, ...]]:
-    """The timing settings this version has, each with the keys it switches on."""
-    return {
-        setting: keys
-        for setting, keys in TIMED_KEYS.items()
-        if setting != "track_wal_io_timing" or server_version_num >= FIRST_WITH_STAT_WAL
-    }
+    """The timing settings this version has, each with the keys it switches on (the
+    catalogue's counters that need it and that this version reads)."""
+    major = major_of(server_version_num)
+    settings: dict[str, tuple[str, ...]] = {}
+    for key, counter in COUNTERS.items():
+        if counter.needs and counter.source_on(major) is not None:
+            settings[counter.needs] = (*settings.get(counter.needs, ()), key)
+    return settings

@@ -28,8 +28,8 @@ from agents.contract.reports.counter_entry import (
 )
 from agents.contract.reports.table_wait_counters import OS_COUNTERS, TABLE_COUNTERS, WAIT_COUNTERS
 
-_WAL_TIMING = "track_wal_io_timing on"
-_IO_TIMING = "track_io_timing on"
+_WAL_TIMING = "track_wal_io_timing"
+_IO_TIMING = "track_io_timing"
 _CATALOG_READS = (
     "includes the system catalogs' rows every new connection reads: a fixed amount a "
     "window, so with few transactions a window (a slow query) it changes per transaction "
@@ -328,7 +328,7 @@ def read_on(server_version_num: int, settings: frozenset[str] = frozenset()) -> 
         for key, counter in COUNTERS.items()
         if not key.startswith("os.")
         and counter.source_on(major) is not None
-        and (not counter.needs or counter.needs.removesuffix(" on") in settings)
+        and (not counter.needs or counter.needs in settings)
     }
 
 
@@ -348,5 +348,5 @@ def missing_on(server_version_num: int, keys: set[str]) -> list[str]:
             named = counter.sources[0][1].split(".")[0] if whole_view else counter.label
             said[f"{named} (from {counter.first_major})"] = None
         elif counter.needs:
-            said[f"{counter.label} ({counter.needs.removesuffix(' on')} off)"] = None
+            said[f"{counter.label} ({counter.needs} off)"] = None
     return list(said)

@@ -14,8 +14,8 @@ WAIT_EVENTS = 9  # 9.6: pg_stat_activity.wait_event_type; majors before 10 read 
 
 class Counter(NamedTuple):
     """One counter key: its label and unit, (first major, view.column) for each version
-    range, what it means, the last major that has it (None: still there), a setting it
-    needs to be counted (absent without it) and its trap ("" when none)."""
+    range, what it means, the last major that has it (None: still there), the setting
+    that must be on for it to be counted (absent without it) and its trap ("" when none)."""
 
     label: str
     unit: str
@@ -37,7 +37,7 @@ class Counter(NamedTuple):
         said = first[1] + (f" (up to {self.last_major})" if self.last_major else "")
         for major, source in later:
             said += f"; from {major}: {source}"
-        return said + (f"; with {self.needs}" if self.needs else "")
+        return said + (f"; with {self.needs} on" if self.needs else "")
 
     @property
     def explained(self) -> str:

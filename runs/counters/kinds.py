@@ -6,7 +6,8 @@
   checkpoint comes every checkpoint_timeout and writes what is dirty then. Divided
   by transactions, a fixed five buffers a window becomes "+47 %" whenever tps falls
   by a third: the inverse of the tps ratio, not a cause. These are compared per
-  second of the window (`PER_WINDOW`, each with its reason).
+  second of the window (`PER_WINDOW`: the catalogue's `per_window`, each with its
+  reason).
 - Some counters count discrete events (blocks, records, checkpoints): their
   totals are Poisson-like and can be tested exactly even when one side saw none.
   Bytes and times are not events (`CONTINUOUS_UNITS`).
@@ -30,17 +31,8 @@ class Basis(StrEnum):
     WINDOW_SECOND = "window_second"
 
 
-# Counter key -> why it follows the clock rather than the transactions.
-PER_WINDOW: dict[str, str] = {
-    "checkpoints.timed": "a timed checkpoint comes every checkpoint_timeout, whatever the load",
-    "checkpoints.buffers_written": "a checkpoint writes what is dirty when its timer fires",
-    "bgwriter.buffers_clean": "the background writer writes at most bgwriter_lru_maxpages "
-    "every bgwriter_delay",
-    "bgwriter.maxwritten_clean": "counts the background writer's rounds that hit "
-    "bgwriter_lru_maxpages",
-    "tables.autovacuums": "autovacuum looks for work every autovacuum_naptime",
-    "tables.autoanalyzes": "autovacuum looks for work every autovacuum_naptime",
-}
+# Counter key -> why it follows the clock rather than the transactions (the catalogue's).
+PER_WINDOW: dict[str, str] = {key: c.per_window for key, c in COUNTERS.items() if c.per_window}
 
 # Counter key -> why a window's value says nothing about the window: never tested.
 NOT_COMPARED: dict[str, str] = {

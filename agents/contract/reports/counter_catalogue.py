@@ -13,7 +13,8 @@ Traps in short (details on each entry): `pg_stat_bgwriter.buffers_backend`
 before 17 counts writes and extends forwarded to the checkpointer and reaches
 the view only when the checkpointer reports, at its checkpoints; checkpoint
 counters reach the view when a checkpoint ends; the background writer and timed
-checkpoints follow the clock, not the transactions; full-page images follow
+checkpoints follow the clock, not the transactions (`per_window`: the lab compares
+them per second of the window); full-page images follow
 how many transactions a window holds after its checkpoint; WAL writes and
 syncs moved to pg_stat_io in 18; times need their track_*_timing setting.
 """
@@ -35,7 +36,6 @@ _CATALOG_READS = (
     "window, so with few transactions a window (a slow query) it changes per transaction "
     "whenever tps does; compare points of a fixed transaction count"
 )
-_PER_WINDOW = "follows the clock, not the transactions: compared per second of the window"
 
 COUNTERS: dict[str, Counter] = {
     "wal.records": Counter(
@@ -155,7 +155,8 @@ COUNTERS: dict[str, Counter] = {
             (CHECKPOINTER, "pg_stat_checkpointer.num_timed"),
         ),
         "checkpoints started by checkpoint_timeout",
-        trap=_PER_WINDOW + "; counts skipped checkpoints of an idle server too",
+        trap="counts skipped checkpoints of an idle server too",
+        per_window="a timed checkpoint comes every checkpoint_timeout, whatever the load",
     ),
     "checkpoints.requested": Counter(
         "requested checkpoints",
@@ -174,23 +175,25 @@ COUNTERS: dict[str, Counter] = {
             (CHECKPOINTER, "pg_stat_checkpointer.buffers_written"),
         ),
         "dirty buffers checkpoints wrote",
-        trap=_PER_WINDOW + "; counted when the checkpoint ends, so one that spans the "
-        "window's end counts in the next window",
+        trap="counted when the checkpoint ends, so one that spans the window's end counts "
+        "in the next window",
+        per_window="a checkpoint writes what is dirty when its timer fires",
     ),
     "bgwriter.buffers_clean": Counter(
         "buffers written by the background writer",
         "buffers",
         ((EVERY_VERSION, "pg_stat_bgwriter.buffers_clean"),),
         "dirty buffers the background writer wrote ahead of the backends",
-        trap=_PER_WINDOW + ": at most bgwriter_lru_maxpages every bgwriter_delay, so a short "
-        "window holds a handful whatever the load",
+        trap="a short window holds a handful whatever the load",
+        per_window="the background writer writes at most bgwriter_lru_maxpages every "
+        "bgwriter_delay",
     ),
     "bgwriter.maxwritten_clean": Counter(
         "background writer stops (too many buffers)",
         "stops",
         ((EVERY_VERSION, "pg_stat_bgwriter.maxwritten_clean"),),
         "background writer rounds that stopped at bgwriter_lru_maxpages",
-        trap=_PER_WINDOW,
+        per_window="counts the background writer's rounds that hit bgwriter_lru_maxpages",
     ),
     "bgwriter.buffers_alloc": Counter(
         "buffers allocated",

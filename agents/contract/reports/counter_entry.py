@@ -15,7 +15,9 @@ WAIT_EVENTS = 9  # 9.6: pg_stat_activity.wait_event_type; majors before 10 read 
 class Counter(NamedTuple):
     """One counter key: its label and unit, (first major, view.column) for each version
     range, what it means, the last major that has it (None: still there), the setting
-    that must be on for it to be counted (absent without it) and its trap ("" when none)."""
+    that must be on for it to be counted (absent without it), its trap ("" when none) and,
+    for a counter that follows the clock rather than the transactions, why (`per_window`:
+    the lab compares it per second of the window)."""
 
     label: str
     unit: str
@@ -24,6 +26,7 @@ class Counter(NamedTuple):
     last_major: int | None = None
     needs: str = ""
     trap: str = ""
+    per_window: str = ""
 
     @property
     def first_major(self) -> int:
@@ -42,7 +45,10 @@ class Counter(NamedTuple):
     @property
     def explained(self) -> str:
         """What it counts, where it is read and its trap, in one line for a page's tooltip."""
-        return f"{self.meaning}. {self.source}" + (f". Trap: {self.trap}" if self.trap else "")
+        said = f"{self.meaning}. {self.source}"
+        if self.per_window:
+            said += f". Compared per second of the window, not per transaction: {self.per_window}"
+        return said + (f". Trap: {self.trap}" if self.trap else "")
 
     def source_on(self, major: int) -> str | None:
         """Its view and column on `major`; None where that version does not have it."""

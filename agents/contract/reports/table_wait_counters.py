@@ -7,8 +7,20 @@ _TABLES = "summed over the benchmark database's user tables"
 _STATIO = "summed over the benchmark database's user tables and their indexes"
 
 
-def _table(label: str, unit: str, column: str, meaning: str, trap: str = "") -> Counter:
-    return Counter(label, unit, ((EVERY_VERSION, column),), f"{meaning}, {_TABLES}", trap=trap)
+_AUTOVACUUM_NAPTIME = "autovacuum looks for work every autovacuum_naptime"
+
+
+def _table(
+    label: str, unit: str, column: str, meaning: str, trap: str = "", per_window: str = ""
+) -> Counter:
+    return Counter(
+        label,
+        unit,
+        ((EVERY_VERSION, column),),
+        f"{meaning}, {_TABLES}",
+        trap=trap,
+        per_window=per_window,
+    )
 
 
 TABLE_COUNTERS: dict[str, Counter] = {
@@ -39,6 +51,7 @@ TABLE_COUNTERS: dict[str, Counter] = {
         "pg_stat_user_tables.autovacuum_count",
         "vacuums by the autovacuum daemon",
         trap="counted when the vacuum ends: one of a big table may end after the window",
+        per_window=_AUTOVACUUM_NAPTIME,
     ),
     "tables.analyzes": _table(
         "manual analyzes", "analyzes", "pg_stat_user_tables.analyze_count", "ANALYZE commands run"
@@ -48,6 +61,7 @@ TABLE_COUNTERS: dict[str, Counter] = {
         "analyzes",
         "pg_stat_user_tables.autoanalyze_count",
         "analyzes by the autovacuum daemon",
+        per_window=_AUTOVACUUM_NAPTIME,
     ),
     "tables.heap_blks_read": Counter(
         "table blocks read",

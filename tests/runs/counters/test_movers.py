@@ -135,6 +135,8 @@ def test_a_per_window_counter_that_moved_says_per_second_of_the_window() -> None
     )
     assert "bgwriter_lru_maxpages" in mover.why_basis
     assert mover.as_document()["basis"] == "window_second"
+    # The page's tooltip (the catalogue's words) says so too.
+    assert f"not per transaction: {mover.why_basis}" in mover.counter.explained
 
 
 def test_a_per_window_counter_without_its_window_seconds_is_not_compared() -> None:

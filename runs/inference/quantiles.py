@@ -8,6 +8,11 @@ sampled log (`--sampling-rate`) n is the sample's size, not the transactions run
 a small sample widens the interval, and one too small for the rank has no upper
 bound at all (`QuantileInterval.upper` None).
 
+The binomial count assumes the latencies independent of each other. A queue's are
+not (a stall delays a run of consecutive transactions), so the interval is narrower
+than the percentile's spread between runs (docs/decisions.md, "A capacity probe is
+decided by an order-statistic interval of its percentile").
+
 The latencies come as an HdrHistogram (agents/pgbench/txlog.py; every value within
 0.1 % of a measured one, the upper end of its bucket), so the repeats of one offered
 rate pool by adding their histograms.

@@ -22,12 +22,8 @@ from runs.analysis.sequential import design_difference
 from runs.analysis.verdicts import Question, Verdict
 from runs.inference.equivalence import MIN_MARGIN_PCT
 from runs.models import Bisection, BisectionStep, Experiment, PgBuild, Run
-from runs.services.adaptive import (
-    adaptive_judge_between,
-    adaptive_require_precision,
-    point_question,
-    tps_by_round,
-)
+from runs.services.adaptive import adaptive_judge_between, adaptive_require_precision
+from runs.services.adaptive_rounds import point_question, tps_by_round
 from runs.services.experiments import experiment_schedule
 
 BASELINE_CELL, CANDIDATE_CELL = 0, 1

@@ -27,14 +27,13 @@ pass, so a lost message only delays a step):
 import copy
 import logging
 import random
-from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from typing import cast
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Min, Q
+from django.db.models import Max, Min
 from django.utils import timezone
 
 from agents.contract.errors import JobError
@@ -45,19 +44,18 @@ from runs.agentlink import transport
 from runs.agentlink.execution import ROUNDS, Slot, derived_seed
 from runs.agentlink.transport import CONTROL_QUEUE
 from runs.analysis import sequential
-from runs.analysis.verdicts import Question, Verdict
-from runs.estimates import learned_timings
+from runs.analysis.verdicts import Verdict
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from runs.inference.spending import LookLevel, last_look_level
 from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
-from runs.inference.variance import (
-    PairedVariance,
-    PointSeconds,
-    VarianceSplit,
-    paired_variance,
-    variance_split,
+from runs.models import Experiment, Run
+from runs.services.adaptive_rounds import (
+    BASELINE_CELL,
+    PointRounds,
+    experiment_split,
+    point_question,
+    tps_by_round,
 )
-from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.adaptive_state import (
     AdaptiveState,
     Lengthened,
@@ -73,7 +71,6 @@ from runs.services.queueing import Cell, CheckedCell, queue_slot
 logger = logging.getLogger(__name__)
 
 ADAPTIVE_TASK = "runs.tasks.adaptive_step"
-BASELINE_CELL = 0
 # What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 # Why an adaptive experiment queued no more rounds (AdaptiveState.ended).
@@ -83,8 +80,6 @@ ENDED_HOURS = "budget of hours spent"
 ENDED_CANCELLED = "a run was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
 ENDED_NO_RUNS = "no run of the first cell succeeded"
-# (cell, clients) -> (round, tps) of each of its rounds' clean points.
-PointRounds = dict[tuple[int, int], list[tuple[int, float]]]
 # How much longer points run once the spread says longer points pay (once per experiment).
 LONGER_POINTS_FACTOR = 2
 # The longest -T and -t a sweep field allows: a lengthened point stops there.
@@ -268,22 +263,6 @@ def _all_cells(experiment: Experiment) -> list[int]:
     return sorted(set(experiment.runs.values_list("cell", flat=True)))
 
 
-def point_question(
-    by_round: PointRounds, key: tuple[int, int], simultaneous: bool = False
-) -> Question:
-    """A point against the first cell at its client count, with the round of each tps;
-    `simultaneous`: each round's two sides ran at the same time (a duet)."""
-    mine, theirs = by_round.get(key, []), by_round.get((BASELINE_CELL, key[1]), [])
-    return Question(
-        [tps for _round, tps in mine],
-        [tps for _round, tps in theirs],
-        True,
-        [round_number for round_number, _tps in mine],
-        [round_number for round_number, _tps in theirs],
-        simultaneous,
-    )
-
-
 def _look(
     experiment: Experiment,
     state: AdaptiveState,
@@ -336,28 +315,6 @@ def _look(
     state["looked"] = [*state["looked"], record]
 
 
-def tps_by_round(experiment: Experiment, rounds: int | None = None) -> PointRounds:
-    """(cell, clients) -> (round, tps) of each of its rounds (up to `rounds`), in round
-    order: the newest run of a round counts (a re-run replaces it); points pgbench did
-    not finish cleanly do not."""
-    newest: dict[tuple[int, int], int] = {}
-    runs = experiment.runs.filter(round__isnull=False)
-    if rounds is not None:
-        runs = runs.filter(round__lte=rounds)
-    for pk, cell, round_number in runs.order_by("pk").values_list("pk", "cell", "round"):
-        newest[(cell, round_number or 0)] = pk
-    run_of = {pk: key for key, pk in newest.items()}
-    values: PointRounds = {}
-    clean = Q(exit_code=0) | Q(exit_code__isnull=True)
-    results = Result.objects.filter(clean, run_id__in=run_of, tps__gt=0, aborted_clients=0)
-    for run_id, clients, tps in results.order_by("run_id", "index").values_list(
-        "run_id", "clients", "tps"
-    ):
-        cell, round_number = run_of[run_id]
-        values.setdefault((cell, clients), []).append((round_number, float(tps or 0.0)))
-    return {key: sorted(found) for key, found in values.items()}
-
-
 def _past_hours(experiment: Experiment, latest: int) -> bool:
     """A next round, as long as the last one took, would end past `max_hours`."""
     if experiment.max_hours is None:
@@ -396,41 +353,6 @@ def _consider_longer_points(
 def _factor(state: AdaptiveState) -> int:
     lengthened = state.get("lengthened")
     return lengthened["factor"] if lengthened else 1
-
-
-def experiment_split(
-    experiment: Experiment, repeats: Sequence[Sequence[float]]
-) -> VarianceSplit | None:
-    """Where `experiment`'s spread comes from (runs/inference/variance.py); `repeats`: the
-    tps of each repeat at each cell and client count. In rounds, each cell's rounds
-    paired with the first cell's (`tps_by_round`) say what pairing removes. None without
-    two repeats of a point or per-second samples. The experiment page shows it;
-    `_consider_longer_points` acts on it."""
-    by_point: dict[tuple[int, int], tuple[list[float], list[int | None]]] = {}
-    rows = ProgressSample.objects.filter(run__experiment=experiment, tps__isnull=False)
-    for run_id, point, tps, sampled in rows.order_by("run_id", "point", "t").values_list(
-        "run_id", "point", "tps", "sampled"
-    ):
-        values, counts = by_point.setdefault((run_id, point), ([], []))
-        values.append(tps or 0.0)
-        counts.append(sampled)
-    points = [PointSeconds(values, counts) for values, counts in by_point.values()]
-    first = experiment.runs.order_by("position").first()
-    setup = learned_timings([first.host_id]).for_run(first).setup_s if first else 0.0
-    in_rounds = experiment.execution == ROUNDS
-    pairing = _paired_variance(tps_by_round(experiment)) if in_rounds else None
-    return variance_split(repeats, points, setup, in_rounds, pairing)
-
-
-def _paired_variance(by_round: PointRounds) -> PairedVariance | None:
-    """What pairing each cell's rounds with the first cell's removes from the variance of
-    their differences (runs/inference/variance.py)."""
-    pairs = [
-        (dict(found), dict(by_round[(BASELINE_CELL, clients)]))
-        for (cell, clients), found in by_round.items()
-        if cell != BASELINE_CELL and (BASELINE_CELL, clients) in by_round
-    ]
-    return paired_variance(pairs)
 
 
 def _queue_round(

@@ -38,7 +38,7 @@ from django.db.models import Sum
 
 from runs import services
 from runs.models import Experiment, PgBuild, Result, Run, Workload
-from runs.services.adaptive import tps_by_round
+from runs.services.adaptive_rounds import tps_by_round
 from tests.integration.conftest import running_lab
 from tests.runs.factories import ConfigProfileFactory, UserFactory
 from tests.waiting import wait_for

@@ -10,13 +10,8 @@ from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
 
 from runs.inference.variance import VarianceSplit
 from runs.models import Experiment, Result, Run
-from runs.services.adaptive import (
-    BASELINE_CELL,
-    AdaptiveState,
-    Lengthened,
-    LookRecord,
-    experiment_split,
-)
+from runs.services.adaptive import AdaptiveState, Lengthened, LookRecord
+from runs.services.adaptive_rounds import BASELINE_CELL, experiment_split
 
 
 @dataclass(frozen=True)
@@ -104,7 +99,7 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
 
 
 def spread_split(experiment: Experiment, results: dict[int, list[Result]]) -> VarianceSplit | None:
-    """Where the experiment's spread comes from (runs/services/adaptive.py): `results` maps a
+    """Where the experiment's spread comes from (runs/services/adaptive_rounds.py): `results` maps a
     cell's standing run to every round's points."""
     repeats = [
         [r.tps or 0.0 for r in rs if r.clients == clients]

@@ -17,7 +17,7 @@ from runs.agentlink.transport import send_or_log
 from runs.analysis.sequential import level_text
 from runs.inference.spending import last_look_level
 from runs.models import Experiment, ProgressSample, Result, Run
-from runs.services import adaptive
+from runs.services import adaptive, adaptive_rounds
 from runs.services.adaptive import (
     ENDED_BUDGET,
     ENDED_CANCELLED,
@@ -323,7 +323,7 @@ def test_points_keep_their_length_when_rounds_pay(lab_redis):
     repeats = [
         list(measured.filter(run__cell=cell).values_list("tps", flat=True)) for cell in (0, 1)
     ]
-    split = adaptive.experiment_split(experiment, repeats)
+    split = adaptive_rounds.experiment_split(experiment, repeats)
     assert split is not None and split.more_rounds_pay
     assert "lengthened" not in experiment.adaptive_state
     first, fourth = experiment.runs.get(round=1, cell=0), experiment.runs.get(round=4, cell=0)

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from runs.forms.experiments import ScheduleForm
 from runs.models import Comparison, Experiment, Run
-from runs.services.adaptive import BASELINE_CELL
+from runs.services.adaptive_rounds import BASELINE_CELL
 from runs.services.experiments import experiment_cells
 from tests.runs.factories import ConfigProfileFactory, ExperimentFactory
 

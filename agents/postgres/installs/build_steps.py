@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.contract.builds.definition import BuildDefinition, BuildRecord
+from agents.contract.builds.definition import BuildDefinition, BuildPatch, BuildRecord
 from agents.contract.builds.source_tree import UnsafeSource, patch_file_names, stripped
 from agents.contract.errors import Cancelled, JobError
 from agents.postgres.installs.inventory import Progress
@@ -205,18 +205,31 @@ class BuildSteps:
         self._compile()
         self._install()
 
-    def checkout(self, git_dir: Path, commit: str) -> None:
+    def checkout(self, git_dir: Path, commit: str, patches: list[BuildPatch]) -> None:
         """Make the kept tree `commit`'s files as the OS user: `git read-tree -u` rewrites
         only the files that differ (so make recompiles only what they touch) and keeps
-        the build's own files; the index lives beside the tree, the repository is read-only."""
+        the build's own files; the index lives beside the tree, the repository is read-only.
+        The files `patches` name that `commit` lacks go: an earlier commit's build in this
+        tree created them, and patch would refuse to create them again."""
         self.progress(f"checking out {commit[:12]}", 1.0)
-        git = ["git", "-c", f"safe.directory={git_dir}", f"--git-dir={git_dir}"]
-        git += [f"--work-tree={self.tree}"]
+        git = ["git", "-c", f"safe.directory={git_dir}", "--literal-pathspecs"]
+        git += [f"--git-dir={git_dir}", f"--work-tree={self.tree}"]
         index = {"GIT_INDEX_FILE": str(self.tree.parent / "index")}
         # Files the last build touched but did not change (make's `missing` touches the
         # parsers) count as unchanged, so read-tree leaves them and their mtimes alone.
         self._run("checkout", [*git, "update-index", "-q", "--refresh"], env=index)
         self._run("checkout", [*git, "read-tree", "--reset", "-u", commit], env=index)
+        patched = sorted(
+            {
+                name
+                for patch in patches
+                for header in patch_file_names(patch["diff"])
+                if (name := stripped(header, patch["strip"])) is not None
+            }
+        )
+        if patched:
+            # Untracked files only (git clean never removes what the index holds).
+            self._run("checkout", [*git, "clean", "-q", "-f", "-x", "--", *patched], env=index)
         if not (self.tree / "src" / "backend" / "parser" / "gram.c").exists():
             missing_programs(list(GIT_BUILD_PROGRAMS))
 

@@ -201,7 +201,7 @@ def _build(
     )
     try:
         try:
-            steps.checkout(kept.git_dir, commit)
+            steps.checkout(kept.git_dir, commit, record["definition"]["patches"])
             steps.run_incremental(record["definition"], kept.work / "prefix")
         finally:
             record["log"] = steps.log_text(LOG_LIMIT)

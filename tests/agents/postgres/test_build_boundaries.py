@@ -5,7 +5,8 @@ configure, make and cc, in seconds.
 A patch is code (it can edit configure), so it is applied only where the agent's
 local config allows user patches; CFLAGS that make the compiler run a program, a
 tarball that unpacks to more than the limit, and a patch reaching through a
-symlink are refused before they can run or write anything.
+symlink are refused before they can run or write anything. A patch that adds a file
+applies again on a later commit of its kept tree.
 """
 
 import hashlib
@@ -284,3 +285,35 @@ def test_a_build_that_does_not_compile_says_the_compilers_first_error_first(
     assert said[0] == "source build failed at make: exit code 2; its first errors:"
     assert said[1].startswith("src/backend/main.c:1:") and ": error: " in said[1]
     assert "last lines of the log:" in said
+
+
+ADDED_FILE_PATCH = """--- /dev/null
++++ b/src/backend/added.c
+@@ -0,0 +1 @@
++int added(void) { return 1; }
+"""
+
+
+def test_a_patch_adding_a_file_applies_again_on_a_later_commit_in_its_kept_tree(
+    agent: AgentConfig, sources: Path, tmp_path: Path, os_user: OsUser
+):
+    # `benchlab try` of one patch on a base that moved: the second base commit is checked
+    # out over the kept tree the first patched build left, with the patch's new file in it.
+    repository = fake_release(sources, "postgres")
+    fixed = ["-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repository)]
+    subprocess.run(["git", *fixed, "init", "-q", "-b", "main"], check=True)
+    subprocess.run(["git", *fixed, "add", "-A"], check=True)
+    subprocess.run(["git", *fixed, "commit", "-q", "-m", "first"], check=True)
+    first = subprocess.run(
+        ["git", *fixed, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (repository / "src" / "backend" / "main.c").write_text("int main(void) { return 1; }\n")
+    subprocess.run(["git", *fixed, "commit", "-q", "-a", "-m", "second"], check=True)
+    patch = {"name": "adds-a-file", "diff": ADDED_FILE_PATCH, "strip": 1}
+    agent.build_sources.append(str(repository))
+
+    for ref in (first, "main"):
+        source = {"kind": "git", "location": str(repository), "ref": ref}
+        definition = fake_definition(repository, source=source, patches=[patch])
+        install, _record = ensure_build(definition, allowing_patches(agent), os_user)
+        assert install.version == "15.18"

@@ -29,7 +29,8 @@ CONFIDENCE = 0.95
 @dataclass(frozen=True)
 class ChangePoint:
     """A change before `index` (the first value after it): both sides' means, the change
-    in % with its 95 % interval (Welch), and the Bonferroni-bounded p-value."""
+    in % with its 95 % interval (Welch), and the pooled t's p-value between its two sides
+    as they are now (not the Bonferroni-bounded one that found it: smaller)."""
 
     index: int
     before: float

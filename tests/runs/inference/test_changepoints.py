@@ -112,6 +112,35 @@ def test_a_flat_series_has_no_change_point():
     assert change_points([1000.0] * 30) == []
 
 
+def dependent_false_per_100(seed: int = SEED) -> dict[str, float]:
+    """False change points per 100 occurrences of series with no step whose noise is not
+    independent (the t's null assumes it is): AR(1) noise of 3 % sd, and a slow drift of
+    -0.2 % per occurrence (-12 % over 60) with independent 3 % noise."""
+    rng = np.random.default_rng(seed)
+    figures = {}
+    for phi in (0.3, 0.5):
+        found = 0
+        for _ in range(SERIES):
+            shocks = rng.standard_normal(OCCURRENCES)
+            noise = np.zeros(OCCURRENCES)
+            noise[0] = shocks[0]
+            for index in range(1, OCCURRENCES):
+                noise[index] = phi * noise[index - 1] + np.sqrt(1 - phi**2) * shocks[index]
+            found += len(change_points((1000.0 * (1 + NOISE * noise)).tolist()))
+        figures[f"AR(1) noise, phi {phi}"] = 100 * found / (SERIES * OCCURRENCES)
+    drift = 1 - 0.002 * np.arange(OCCURRENCES)
+    found = sum(
+        len(
+            change_points(
+                (1000.0 * drift * (1 + NOISE * rng.standard_normal(OCCURRENCES))).tolist()
+            )
+        )
+        for _ in range(SERIES)
+    )
+    figures["drift -0.2 % per occurrence"] = 100 * found / (SERIES * OCCURRENCES)
+    return figures
+
+
 def report(result: Calibration) -> str:
     """The figures docs/benchmarks.md records."""
     lines = [f"precision {result.precision:.3f}"]
@@ -123,3 +152,5 @@ def report(result: Calibration) -> str:
 
 if __name__ == "__main__":
     sys.stdout.write(report(calibrate()))
+    for name, figure in dependent_false_per_100().items():
+        sys.stdout.write(f"false change points per 100 occurrences, {name}: {figure:.3f}\n")

@@ -31,7 +31,7 @@ FIRST_WITH_EXEC_TIME = 130000
 MOST_STATEMENTS = 20
 QUERY_CHARS = 2000
 
-UNTRACKED_SESSION_SQL = "SET pg_stat_statements.track = 'none'"
+UNTRACKED_SETTING = "pg_stat_statements.track=none"
 RESET_SQL = "SELECT pg_stat_statements_reset()"
 STATEMENTS_SQL = """
 SELECT s.query, s.calls, s.{total} AS total_ms, s.rows,

@@ -40,7 +40,7 @@ from agents.observe.pg_counters import (
 )
 from agents.observe.pg_statements import (
     RESET_SQL,
-    UNTRACKED_SESSION_SQL,
+    UNTRACKED_SETTING,
     read_statements,
     statement_counters,
 )
@@ -125,16 +125,7 @@ class CounterReader:
         snapshot: Snapshot = {}
         notes = window.notes
         try:
-            with psycopg.connect(
-                self.conninfo,
-                autocommit=True,
-                application_name=APPLICATION_NAME,
-                connect_timeout=CONNECT_TIMEOUT_S,
-                row_factory=dict_row,
-            ) as connection:
-                connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
-                if self.statements is not None:
-                    connection.execute(UNTRACKED_SESSION_SQL)
+            with self._connect(self.conninfo) as connection:
                 self._settle(connection, notes)
                 snapshot.update(self._statistics(connection))
                 if self.statements is not None:
@@ -149,6 +140,22 @@ class CounterReader:
         snapshot.update(disk_counters(self.devices))
         snapshot.update(host_context_switches())
         return snapshot
+
+    def _connect(self, conninfo: str) -> psycopg.Connection[DictRow]:
+        """A reading's connection, its settings given at connect time so that it runs no
+        statement of its own (in the benchmark database each would be a commit in the
+        window) and, when statements are tracked, none of its statements is counted."""
+        options = f"-c statement_timeout={STATEMENT_TIMEOUT}"
+        if self.statements is not None:
+            options += f" -c {UNTRACKED_SETTING}"
+        return psycopg.connect(
+            conninfo,
+            autocommit=True,
+            application_name=APPLICATION_NAME,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            row_factory=dict_row,
+            options=options,
+        )
 
     def _settle(self, connection: psycopg.Connection[DictRow], notes: list[str]) -> None:
         deadline = time.monotonic() + CLIENTS_GONE_TIMEOUT_S
@@ -193,15 +200,9 @@ class CounterReader:
 
     def _tables(self) -> Snapshot:
         """The benchmark database's tables' counters, over a connection to that database
-        (its one commit a reading is the only one the window sees of it)."""
-        with psycopg.connect(
-            make_conninfo(self.conninfo, dbname=self.dbname),
-            autocommit=True,
-            application_name=APPLICATION_NAME,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            row_factory=dict_row,
-        ) as connection:
-            connection.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+        (the start reading's two commits there, its connection's start and its query, are
+        the only ones the window sees of the readings)."""
+        with self._connect(make_conninfo(self.conninfo, dbname=self.dbname)) as connection:
             row = connection.execute(tables_sql(self.server_version_num)).fetchone()
         return {key: _number(value) for key, value in row.items()} if row is not None else {}
 

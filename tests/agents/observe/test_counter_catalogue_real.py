@@ -178,3 +178,23 @@ def test_every_counter_of_the_version_moves_when_made_to(
     still = sorted(key for key in aimed - set(NOT_MOVED_HERE) if not deltas[key])
     assert still == [], {key: COUNTERS[key].source_on(version_num // 10000) for key in still}
     assert deltas["os.server_cpu_s"] > 0
+
+
+def test_a_reading_commits_once_in_the_benchmark_database(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    # The tables' counters are read over a connection to the benchmark database: its
+    # settings go with the connection, so the start reading adds two commits to the window
+    # (the connection's start and its query; with a SET each, three).
+    cluster = make_cluster()
+    cluster.initdb()
+    cluster.write_settings_file("autovacuum = off\n")
+    cluster.start()
+    with cluster.connect() as connection:
+        connection.autocommit = True
+        connection.execute("CREATE DATABASE bench")
+    reader = CounterReader(
+        cluster.conninfo(), cluster.install.version_num, "bench", None, set(), None
+    )
+    deltas = point_counters(reader.finish(reader.start()), {"transactions": 1})["deltas"]
+    assert deltas["db.xact_commit"] == 2

@@ -27,8 +27,9 @@ from agents.postgres.osuser import OsUser
 from agents.sandbox import View
 
 TAIL_LINES = 25
-# What the compiler (gcc, clang), bison and flex print for an error: `file:line:col: error: ...`.
-ERROR_LINE = re.compile(r": (fatal )?error: ")
+# What prints an error: the compiler (gcc, clang) and bison `file:line:col: error: ...`, the
+# linker `file:(.text+0x5): undefined reference to ...`, flex `scan.l:12: unrecognized rule`.
+ERROR_LINE = re.compile(r": (fatal )?error: |: undefined reference to |^\S+\.l:\d+: ")
 FIRST_ERRORS = 3
 POLL_S = 1.0
 STEP_TIMEOUT_S = 3 * 3600

@@ -338,7 +338,8 @@ def read_on(server_version_num: int, settings: frozenset[str] = frozenset()) -> 
 def missing_on(server_version_num: int, keys: set[str]) -> list[str]:
     """What a point of this version could not collect (`keys`: what it did), one phrase
     per cause: "pg_stat_io (from 16)", "WAL write time (track_wal_io_timing off)"; the
-    operating system's counters and the wait events (absent when nothing waited) aside."""
+    operating system's counters and the wait events aside (these come from the server
+    sampler's samples, every type present, 0 when unseen, once the window holds one)."""
     major = major_of(server_version_num)
     said: dict[str, None] = {}
     for key, counter in COUNTERS.items():

@@ -1,0 +1,149 @@
+"""Capacities compared (runs/inference/capacity_compare.py): the ratio's interval and
+verdict on whole searches of seeded simulated servers, and the edges that give no ratio.
+
+The simulated server is an M/M/1 queue: a transaction's latency is exponential with
+mean 1 / (mu - rate), independent of the others (the order-statistic interval's
+assumption), so its p99 is ln(100) / (mu - rate) and the capacity at p99 <= 20 ms is
+mu - ln(100) / 0.02 exactly."""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from runs.inference.capacity import Objective, ProbeMeasure, decide_probe
+from runs.inference.capacity_compare import (
+    RatioVerdict,
+    capacity_ratio,
+    comparison_precision,
+)
+from runs.inference.capacity_search import (
+    Capacity,
+    Found,
+    RateOutcome,
+    SearchPlan,
+    capacity_of,
+    next_step,
+)
+from runs.inference.quantiles import percentile_interval
+
+P99_20 = Objective(percentile=99.0, limit_ms=20.0)
+PROBE_SECONDS = 2.0
+MARGIN_PCT, MIN_EFFECT_PCT = 5.0, 1.0
+
+
+@dataclass(frozen=True)
+class ArraySample:
+    """Sorted latencies (ms) in a numpy array, read by rank."""
+
+    values: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    def at_rank(self, rank: int) -> float:
+        return float(self.values[rank - 1])
+
+
+def true_capacity(mu: float) -> float:
+    return mu - math.log(100.0) / (P99_20.limit_ms / 1000.0)
+
+
+def search(mu: float, plan: SearchPlan, rng: np.random.Generator) -> Capacity:
+    """A whole search of the simulated server of service rate `mu`."""
+    pooled: dict[float, list[np.ndarray]] = {}
+    outcomes: list[RateOutcome] = []
+    while (rate := next_step(plan, outcomes).next_tps) is not None:
+        served = min(rate, mu * 0.999)
+        latencies = rng.exponential(1000.0 / (mu - served), int(served * PROBE_SECONDS))
+        if rate > served:  # past saturation the queue grows: every latency is late
+            latencies = latencies + 1000.0
+        pooled.setdefault(rate, []).append(latencies)
+        sample = ArraySample(np.sort(np.concatenate(pooled[rate])))
+        seconds = PROBE_SECONDS * len(pooled[rate])
+        measure = ProbeMeasure(
+            rate, served, int(served * seconds), 0, 0, seconds, percentile_interval(sample, 99.0)
+        )
+        verdict = decide_probe(measure, P99_20)
+        estimate = measure.interval.estimate if measure.interval else None
+        outcomes = [o for o in outcomes if o.offered_tps != rate]
+        outcomes.append(RateOutcome(rate, verdict, estimate, len(pooled[rate])))
+    return capacity_of(plan, P99_20, outcomes)
+
+
+def compare(mu: float, base_mu: float, seed: int) -> tuple[float, RatioVerdict, bool]:
+    """The true ratio, the verdict of one seeded comparison, and whether its interval
+    held the true ratio."""
+    rng = np.random.default_rng(seed)
+    plan = SearchPlan(500.0, 8000.0, budget=20, precision=comparison_precision(MARGIN_PCT))
+    base, cell = search(base_mu, plan, rng), search(mu, plan, rng)
+    truth = true_capacity(mu) / true_capacity(base_mu)
+    ratio = capacity_ratio(cell, base, MARGIN_PCT, MIN_EFFECT_PCT)
+    assert ratio.lower is not None and ratio.upper is not None, ratio.sentence
+    return truth, ratio.verdict, ratio.lower <= truth <= ratio.upper
+
+
+def test_the_ratio_interval_holds_the_true_ratio_and_an_a_a_is_never_called_different() -> None:
+    trials = 100
+    outcomes = [compare(3000.0, 3000.0, seed) for seed in range(trials)]
+    covered = sum(held for _truth, _verdict, held in outcomes)
+    different = sum(v in (RatioVerdict.FASTER, RatioVerdict.SLOWER) for _t, v, _h in outcomes)
+    same = sum(v == RatioVerdict.SAME for _t, v, _h in outcomes)
+    # At least 90 % by construction (two 95 % intervals); 150 seeds measured 100 %,
+    # and 150 of 150 the same, 150 of 150 faster at +30 % and slower at -30 %.
+    assert covered / trials >= 0.9
+    assert different / trials <= 0.05
+    # Each capacity narrowed to half the margin: most A/As are shown the same.
+    assert same / trials >= 0.9
+
+
+def test_a_30_percent_larger_capacity_is_called_faster_and_the_reverse_slower() -> None:
+    faster_mu = true_capacity(3000.0) * 1.3 + math.log(100.0) / 0.02
+    trials = 30
+    faster = [compare(faster_mu, 3000.0, seed) for seed in range(trials)]
+    slower = [compare(3000.0, faster_mu, seed) for seed in range(trials)]
+    assert sum(v == RatioVerdict.FASTER for _t, v, _h in faster) / trials >= 0.95
+    assert sum(v == RatioVerdict.SLOWER for _t, v, _h in slower) / trials >= 0.95
+    assert sum(held for _t, _v, held in faster + slower) / (2 * trials) >= 0.9
+
+
+def found(estimate: float, lower: float, upper: float) -> Capacity:
+    return Capacity(Found.FOUND, estimate, lower, upper, False, "")
+
+
+def test_the_verdict_words_and_the_interval_in_percent() -> None:
+    base = found(1000.0, 990.0, 1010.0)
+    faster = capacity_ratio(found(1200.0, 1190.0, 1210.0), base, 5.0, 1.0)
+    assert faster.verdict == RatioVerdict.FASTER
+    assert faster.sentence == "faster by 20.0 % [+17.8, +22.2] (90 % interval)"
+    slower = capacity_ratio(found(800.0, 790.0, 810.0), base, 5.0, 1.0)
+    assert slower.verdict == RatioVerdict.SLOWER and slower.sentence.startswith("slower by 20.0 %")
+    same = capacity_ratio(found(1005.0, 995.0, 1015.0), base, 5.0, 1.0)
+    assert same.verdict == RatioVerdict.SAME and same.sentence.startswith("same within ±5 %")
+    wide = capacity_ratio(found(1050.0, 950.0, 1150.0), base, 5.0, 1.0)
+    assert wide.verdict == RatioVerdict.UNDECIDED and "neither clear of 1" in wide.sentence
+    # Clear of 1 but under the minimum effect: within the margin, so the same.
+    tiny = capacity_ratio(found(1003.0, 1011.0, 1012.0), found(1000.0, 1000.0, 1010.0), 5.0, 1.0)
+    assert tiny.verdict == RatioVerdict.SAME
+
+
+def test_a_capacity_past_the_probes_gives_no_ratio_and_says_which() -> None:
+    base = found(1000.0, 990.0, 1010.0)
+    above = Capacity(Found.ABOVE, None, 5000.0, None, False, "")
+    below = Capacity(Found.BELOW, None, None, 100.0, False, "")
+    at_least = Capacity(Found.AT_LEAST, None, 2000.0, None, True, "")
+    ratio = capacity_ratio(above, base, 5.0, 1.0)
+    assert ratio.verdict == RatioVerdict.NO_RATIO and ratio.lower is None
+    assert ratio.sentence == (
+        "no ratio: this cell's capacity is above the highest probe (raise the range)"
+    )
+    assert "the baseline's capacity is below the lowest probe" in (
+        capacity_ratio(base, below, 5.0, 1.0).sentence
+    )
+    assert "at least 2,000 tps" in capacity_ratio(at_least, base, 5.0, 1.0).sentence
+
+
+def test_a_comparison_narrows_each_capacity_to_half_the_margin() -> None:
+    assert comparison_precision(5.0) == 0.025
+    assert comparison_precision(20.0) == 0.05

@@ -17,7 +17,9 @@ from runs.inference.capacity import (
     ProbeVerdict,
     decide_probe,
 )
+from runs.inference.capacity_compare import comparison_precision
 from runs.inference.capacity_search import (
+    DEFAULT_PRECISION,
     Capacity,
     RateOutcome,
     SearchPlan,
@@ -62,27 +64,42 @@ def objective_of(experiment: Experiment) -> Objective:
     )
 
 
-def plan_of(experiment: Experiment) -> SearchPlan:
+def plan_of(experiment: Experiment, compared: bool) -> SearchPlan:
+    """The search of one cell; `compared`: the experiment compares several cells' capacities,
+    so each is narrowed to half the margin (runs/inference/capacity_compare.py)."""
     return SearchPlan(
         low_tps=experiment.capacity_low_tps or 0.0,
         high_tps=experiment.capacity_high_tps or 0.0,
         budget=experiment.capacity_probes,
+        precision=comparison_precision(experiment.margin_pct) if compared else DEFAULT_PRECISION,
     )
 
 
-def probe_count_expected(experiment: Experiment) -> int:
-    """How many probes the search is expected to take (its budget at most)."""
-    return expected_probes(plan_of(experiment))
+def probe_count_expected(experiment: Experiment, cells: int) -> int:
+    """How many probes one cell's search is expected to take (its budget at most)."""
+    return expected_probes(plan_of(experiment, cells > 1))
+
+
+def searched_cells(experiment: Experiment) -> list[int]:
+    """The cells the search probes, in matrix order (the first is the baseline)."""
+    cells = experiment.runs.filter(round__isnull=False).values_list("cell", flat=True)
+    return sorted(set(cells))
 
 
 def offered_rate(run: Run) -> float:
     return float((run.spec.get("workload") or {}).get("rate_tps") or 0.0)
 
 
-def capacity_reading(experiment: Experiment) -> CapacityReading:
-    """Every probe of the search so far, each rate's pooled verdict and the capacity."""
-    objective, plan = objective_of(experiment), plan_of(experiment)
-    runs = list(experiment.runs.filter(round__isnull=False).order_by("round", "pk"))
+def capacity_reading(
+    experiment: Experiment, cell: int = 0, compared: bool | None = None
+) -> CapacityReading:
+    """Every probe of `cell`'s search so far, each rate's pooled verdict and the capacity;
+    `compared` None: whether the experiment searched several cells is read from its runs."""
+    if compared is None:
+        compared = len(searched_cells(experiment)) > 1
+    objective, plan = objective_of(experiment), plan_of(experiment, compared)
+    probed = experiment.runs.filter(round__isnull=False, cell=cell)
+    runs = list(probed.order_by("round", "pk"))
     results = {
         result.run_id: result
         for result in Result.objects.filter(run__in=runs, index=0).order_by("run_id")

@@ -8,10 +8,11 @@ OBJECTIVE_COLOR = "#c92a2a"
 CAPACITY_COLOR = "#2b8a3e"
 
 
-def capacity_figure(reading: CapacityReading, name: str) -> PlotlyJson:
+def capacity_figure(reading: CapacityReading, name: str, title: str | None = None) -> PlotlyJson:
     """One line per percentile over the probes that logged latencies (in offered-rate
     order, each probe's run in its hover), the limit as a red dashed line across the
-    probed range, and the capacity as a green line in its shaded interval."""
+    probed range, and the capacity as a green line in its shaded interval; `title`
+    names a compared cell's curve."""
     probes = sorted(
         (p for p in reading.probes if any(v is not None for v in p.percentiles.values())),
         key=lambda probe: (probe.offered_tps, probe.number),
@@ -52,7 +53,7 @@ def capacity_figure(reading: CapacityReading, name: str) -> PlotlyJson:
     )
     traces.extend(_capacity_traces(reading))
     layout = base_layout(
-        "Latency against offered rate",
+        title or "Latency against offered rate",
         "offered rate (tps, log)",
         "latency (ms, log)",
         400,

@@ -1,19 +1,23 @@
-"""Capacity searches: probes queued one at a time until the search ends by itself.
+"""Capacity searches: probes queued in rounds until every cell's search ends by itself.
 
-A capacity search is an experiment of one cell at one client count. Starting it
-queues its first probe, a run of one point at the lowest rate of its range
-(pgbench -R; with `capacity_skip_limit_ms`, -L too). When a probe's run is final
-the control worker takes a step (`capacity_step`, task runs.tasks.capacity_step:
-sent when a run of it ends, and from the reaper's pass, so a lost message or a
-restarted worker only delays it): it reads and decides the probes
-(runs/analysis/capacity.py), then queues the rate the search asks for next, or
-ends it (the search is done, its budget of probes is spent, a run failed or was
-cancelled, the owner's queue is full). `Experiment.capacity_state` records why it
-ended and the answer.
+A capacity search is an experiment at one client count of one cell, or of several
+whose capacities it compares against the first (runs/analysis/capacity_compare.py).
+Starting it queues the first round: each cell's probe at the lowest rate of its range
+(pgbench -R; with `capacity_skip_limit_ms`, -L too). When a round's runs are all final
+the control worker takes a step (`capacity_step`, task runs.tasks.capacity_step: sent
+when a run of it ends, and from the reaper's pass, so a lost message or a restarted
+worker only delays it): it reads and decides each cell's probes
+(runs/analysis/capacity.py), then queues the next round, a probe for every cell whose
+search goes on at the rate it asks for, the cells in a seeded random order, so that
+the cells' probes interleave and neither always runs first; or it ends the search
+(every cell's search is done, its budget of probes spent, a run failed or was
+cancelled, the owner's queue is full). `Experiment.capacity_state` records why each
+cell's search ended, why the whole ended, and the answer.
 """
 
 import copy
 import logging
+import random
 from collections.abc import Sequence
 from functools import partial
 from typing import cast
@@ -26,10 +30,11 @@ from agents.contract.errors import JobError
 from agents.contract.spec.document import JobSpec, StorageSpec
 from benchlab.celery import app
 from runs.agentlink import transport
-from runs.agentlink.execution import ROUNDS, Slot
+from runs.agentlink.execution import ROUNDS, Slot, derived_seed
 from runs.agentlink.transport import CONTROL_QUEUE
-from runs.analysis.capacity import CapacityReading, capacity_reading
+from runs.analysis.capacity_compare import capacity_comparison, comparison_answer
 from runs.inference.capacity_search import next_step
+from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from runs.models import Experiment, Run
 from runs.services.errors import LimitReached
 from runs.services.limits import require_queue_room
@@ -51,6 +56,8 @@ CAPACITY_FIELDS = (
 # What a stored spec holds of its dispatch, not of its cell (runs.services.jobs.dispatch).
 DISPATCH_KEYS = ("run_id", "token", "job_id")
 MAX_PROBES = 50
+# The cells one search compares: the baseline and up to three others.
+MAX_CELLS = 4
 HIGHEST_RATE_TPS = 10_000_000.0
 # A probe's histogram holds latencies up to an hour (agents/pgbench/txlog.py HIGHEST_US).
 LONGEST_LIMIT_MS = 3_600_000.0
@@ -70,17 +77,28 @@ def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> No
             "a capacity search decides its own probes: untick adaptive",
             "adaptive",
         ),
-        (experiment.duet, "a capacity search probes one cell: untick duet", "duet"),
+        (
+            experiment.duet,
+            "a capacity search interleaves its cells' probes in rounds: untick duet",
+            "duet",
+        ),
         (
             experiment.execution != ROUNDS,
             "a capacity search runs in rounds: choose rounds",
             "execution",
         ),
         (
-            len(cells) != 1,
-            "a capacity search probes one cell: pick one host, build, config "
-            "profile, storage layout and workload",
+            not 1 <= len(cells) <= MAX_CELLS,
+            f"a capacity search probes one cell, or compares up to {MAX_CELLS} (the first "
+            f"is the baseline): the hosts, builds, config profiles, storage layouts and "
+            f"workloads picked make {len(cells)}",
             "capacity",
+        ),
+        (
+            len(cells) > 1 and not MIN_MARGIN_PCT <= experiment.margin_pct <= MAX_MARGIN_PCT,
+            f"a comparison of capacities calls them the same within a margin between "
+            f"{MIN_MARGIN_PCT:g} and {MAX_MARGIN_PCT:g} (percent)",
+            "margin_pct",
         ),
         (
             any(cell.workload.processes for cell in cells),
@@ -124,8 +142,7 @@ def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> No
         (
             experiment.capacity_skip_limit_ms is not None
             and not 0 < experiment.capacity_skip_limit_ms <= LONGEST_LIMIT_MS,
-            f"give the skip limit (-L) in ms above 0 and at most {LONGEST_LIMIT_MS:,.0f}, "
-            "or none",
+            f"give the skip limit (-L) in ms above 0 and at most {LONGEST_LIMIT_MS:,.0f}, or none",
             "capacity_skip_limit_ms",
         ),
         (
@@ -164,13 +181,28 @@ def probe_spec(experiment: Experiment, spec: JobSpec, rate_tps: float) -> JobSpe
     return probe
 
 
-def capacity_queue_first(experiment: Experiment, checked: CheckedCell, user: User) -> list[Run]:
-    """Start a search: its state, and its first probe at the range's lowest rate."""
-    experiment.capacity_state = {"ended": "", "answer": ""}
+def capacity_queue_first(
+    experiment: Experiment, checked: Sequence[CheckedCell], user: User
+) -> list[Run]:
+    """Start a search: its state, and its first round, each cell's probe at the range's
+    lowest rate, in the round's seeded order."""
+    experiment.capacity_state = {"ended": "", "answer": "", "cells": {}}
     experiment.save(update_fields=["capacity_state"])
-    spec = probe_spec(experiment, checked.spec, experiment.capacity_low_tps or 0.0)
-    first = CheckedCell(checked.cell, spec, checked.notes)
-    return [queue_slot(experiment, first, Slot(1, 0, 1), user)]
+    rate = experiment.capacity_low_tps or 0.0
+    queued = []
+    for position, index in enumerate(round_order(experiment, 1, len(checked)), start=1):
+        first = checked[index]
+        probe = CheckedCell(first.cell, probe_spec(experiment, first.spec, rate), first.notes)
+        queued.append(queue_slot(experiment, probe, Slot(position, first.cell.index, 1), user))
+    return queued
+
+
+def round_order(experiment: Experiment, number: int, count: int) -> list[int]:
+    """The order of `count` cells' probes in round `number`, drawn from the experiment's
+    seed (recorded, so a search's order can be told again)."""
+    order = list(range(count))
+    random.Random(derived_seed(experiment.seed, -number)).shuffle(order)
+    return order
 
 
 def capacity_step_after_commit(run: Run) -> None:
@@ -215,10 +247,7 @@ def capacity_step(experiment_pk: int) -> bool:
         if not runs.exists() or runs.filter(status__in=Run.ACTIVE_STATES).exists():
             return False
         state = experiment.capacity_state
-        # Read once: the probe this step queues has no result to change the reading.
-        reading = capacity_reading(experiment)
-        ended = _take_step(experiment, reading)
-        state["answer"] = reading.capacity.sentence
+        ended = _take_step(experiment, state)
         if ended:
             state["ended"], state["ended_at"] = ended, timezone.now().isoformat()
         experiment.capacity_state = state
@@ -227,35 +256,60 @@ def capacity_step(experiment_pk: int) -> bool:
     return True
 
 
-def _take_step(experiment: Experiment, reading: CapacityReading) -> str:
-    """Queue the probe `reading` asks for next; return why the search ends instead, or ""."""
+def _take_step(experiment: Experiment, state: dict[str, object]) -> str:
+    """Queue the round the cells' searches ask for next; return why the search ends
+    instead, or "". Records each cell's end and the answer in `state`."""
+    # Read once: the probes this step queues have no result to change the reading.
+    compared = capacity_comparison(experiment)
+    state["answer"] = comparison_answer(compared)
     runs = experiment.runs.filter(round__isnull=False)
     if runs.filter(status=Run.Status.CANCELLED).exists():
         return ENDED_CANCELLED
     failed = runs.exclude(status=Run.Status.SUCCEEDED).order_by("round").first()
     if failed is not None:
         return f"probe {failed.round} (run {failed.pk}) {failed.status}: {failed.error_message}"
-    step = next_step(reading.plan, reading.outcomes)
-    if step.next_tps is None:
-        return str(step.ended)
+    nexts: dict[int, float] = {}
+    ends: dict[str, str] = {}
+    for item in compared:
+        step = next_step(item.reading.plan, item.reading.outcomes)
+        if step.next_tps is None:
+            ends[str(item.cell)] = str(step.ended)
+        else:
+            nexts[item.cell] = step.next_tps
+    state["cells"] = ends
+    if not nexts:
+        return "; ".join(dict.fromkeys(ends.values()))
     try:
-        _queue_probe(experiment, step.next_tps)
+        _queue_round(experiment, nexts)
     except LimitReached as exc:
         logger.warning("experiment %s: no next probe: %s", experiment.pk, exc.message)
         return ENDED_LIMIT
     return ""
 
 
-def _queue_probe(experiment: Experiment, rate_tps: float) -> Run:
-    """Queue a probe at `rate_tps`: the first probe's cell and spec at that rate."""
-    require_queue_room(experiment.created_by, 1)
-    first = experiment.runs.filter(round=1).order_by("pk").first()
-    if first is None:
-        raise ValueError(f"experiment {experiment.pk} has no first probe")
+def _queue_round(experiment: Experiment, rates: dict[int, float]) -> list[Run]:
+    """Queue the next round: each cell of `rates` probed at its rate (the cell's first
+    probe's spec at that rate), in the round's seeded order."""
+    require_queue_room(experiment.created_by, len(rates))
     latest = experiment.runs.aggregate(round=Max("round"), position=Max("position"))
+    number, position = (latest["round"] or 0) + 1, latest["position"] or 0
+    cells = sorted(rates)
+    queued = []
+    for index in round_order(experiment, number, len(cells)):
+        position += 1
+        queued.append(_queue_probe(experiment, cells[index], rates[cells[index]], position, number))
+    return queued
+
+
+def _queue_probe(
+    experiment: Experiment, cell_index: int, rate_tps: float, position: int, number: int
+) -> Run:
+    """Queue a probe of a cell at `rate_tps`: its first probe's cell and spec at that rate."""
+    first = experiment.runs.filter(round=1, cell=cell_index).order_by("pk").first()
+    if first is None:
+        raise ValueError(f"experiment {experiment.pk} has no first probe of cell {cell_index}")
     storage: StorageSpec = {"data": first.storage_data, "wal": first.storage_wal or None}
     cell = Cell(first.cell, first.host, first.build, first.config_profile, storage, first.workload)
     spec = probe_spec(experiment, cast(JobSpec, first.spec), rate_tps)
-    number = (latest["round"] or 0) + 1
-    slot = Slot((latest["position"] or 0) + 1, first.cell, number)
+    slot = Slot(position, first.cell, number)
     return queue_slot(experiment, CheckedCell(cell, spec, []), slot, experiment.created_by)

@@ -81,9 +81,10 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
         estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
     if experiment.capacity and experiment.capacity_low_tps and experiment.capacity_high_tps:
-        # One probe is queued at a time; the search takes about `expected` of its budget.
-        estimate["runs"] = estimate["points"] = 1
-        expected = probe_count_expected(experiment)
+        # A round of one probe a cell at a time; a cell's search takes about `expected`
+        # rounds of its budget (the busiest host runs its cells' probes of each round).
+        estimate["runs"] = estimate["points"] = len(cells)
+        expected = probe_count_expected(experiment, len(cells))
         estimate["expected_seconds"] = round(busiest.total * expected)
         estimate["max_seconds"] = round(busiest.total * experiment.capacity_probes)
     return estimate

@@ -349,8 +349,8 @@ def _queue_runs(experiment: Experiment, checked: list[CheckedCell], user: User) 
     would have more runs queued than fair use allows (runs.services.limits).
     """
     if experiment.capacity:
-        require_queue_room(user, 1)
-        return capacity_queue_first(experiment, checked[0], user)
+        require_queue_room(user, len(checked))
+        return capacity_queue_first(experiment, checked, user)
     plan = execution_plan(len(checked), experiment.repeats, experiment.execution, experiment.seed)
     require_queue_room(user, len(plan))
     if experiment.adaptive:

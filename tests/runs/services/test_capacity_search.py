@@ -40,13 +40,15 @@ def capacity_experiment(**fields: object) -> Experiment:
     return ExperimentFactory(**values)
 
 
-def simulated_histogram(rate: float, seconds: float, rng: random.Random) -> str:
+def simulated_histogram(
+    rate: float, seconds: float, rng: random.Random, saturation: float = SATURATION_TPS
+) -> str:
     """Latencies (µs) of a queue's p99 at `rate`: BASE_MS / (1 - rate / saturation)."""
-    p99_ms = BASE_MS / (1 - rate / SATURATION_TPS) if rate < SATURATION_TPS else 10_000.0
+    p99_ms = BASE_MS / (1 - rate / saturation) if rate < saturation else 10_000.0
     sigma = 0.6
     mu = math.log(p99_ms * 1000) - 2.3263478740408408 * sigma
     histogram = HdrHistogram(1, 3_600_000_000, 3)
-    for _ in range(int(min(rate, SATURATION_TPS) * seconds * 0.2)):
+    for _ in range(int(min(rate, saturation) * seconds * 0.2)):
         histogram.record_value(max(1, int(rng.lognormvariate(mu, sigma))))
     return histogram.encode().decode()
 
@@ -83,9 +85,7 @@ def test_start_queues_one_probe_at_the_lowest_rate_with_the_skip_limit(lab_redis
     assert experiment.capacity_state["ended"] == "" and experiment.status == "queued"
 
 
-def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(
-    lab_redis, admin_client
-):
+def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(lab_redis, admin_client):
     experiment = capacity_experiment()
     services.experiment_start(experiment, UserFactory())
     rng = random.Random(11)

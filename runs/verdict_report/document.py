@@ -6,9 +6,11 @@ Every number in it is copied from the statistics document (`statistics`, include
 or from the flame-graph difference the comparison page draws; nothing is computed again.
 """
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from runs.analysis.capacity_compare import capacity_comparison
 from runs.analysis.cells import standing_for
 from runs.analysis.chart_layout import cell_labels, dimensions
 from runs.flamegraphs.changes import frame_changes
@@ -22,6 +24,11 @@ REPORT_VERSION = 1
 METRIC = "tps"
 MOVERS_PER_CELL = 3
 FRAMES_PER_CELL = 5
+# A capacity search's tps rows are probes at the rates it offered, not its answer.
+CAPACITY_NOTE = (
+    "capacity search: the tps rows compare probes at the rates offered, not capacities; "
+    "the answer is each cell's capacity and its ratio to the baseline (the next lines)"
+)
 
 
 def experiment_report(
@@ -36,8 +43,36 @@ def experiment_report(
     ended = (experiment.adaptive_state or {}).get("ended")
     if experiment.adaptive and ended:
         notes.append(f"adaptive rounds ended: {ended}")
+    capacity = _capacity(experiment) if experiment.capacity else None
+    if capacity is not None:
+        notes.append(CAPACITY_NOTE)
+        notes.extend(f"capacity of {item['cell']}: {item['sentence']}" for item in capacity)
+        notes.extend(
+            f"capacity of {item['cell']} against the baseline: {item['ratio']['sentence']}"
+            for item in capacity
+            if item["ratio"]
+        )
     reproduce = f"benchlab run --experiment {experiment.pk}"
-    return _report("experiment", experiment.pk, experiment.name, found, link, reproduce, notes)
+    report = _report("experiment", experiment.pk, experiment.name, found, link, reproduce, notes)
+    if capacity is not None:
+        report["capacity"] = capacity
+    return report
+
+
+def _capacity(experiment: Experiment) -> list[dict[str, Any]]:
+    """Each searched cell's capacity and, compared, its ratio to the baseline's."""
+    return [
+        {
+            "cell": item.label,
+            "found": str(item.reading.capacity.found),
+            "estimate_tps": item.reading.capacity.estimate,
+            "lower_tps": item.reading.capacity.lower,
+            "upper_tps": item.reading.capacity.upper,
+            "sentence": item.reading.capacity.sentence,
+            "ratio": dataclasses.asdict(item.ratio) if item.ratio else None,
+        }
+        for item in capacity_comparison(experiment)
+    ]
 
 
 def comparison_report(

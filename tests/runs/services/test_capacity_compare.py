@@ -55,7 +55,7 @@ def finish_round(experiment: Experiment, rng: random.Random) -> bool:
 
 
 def test_both_cells_are_probed_in_each_round_and_the_faster_one_is_called_faster(
-    lab_redis, admin_client
+    lab_redis, admin_client, api_client
 ):
     experiment = compared_experiment()
     first = services.experiment_start(experiment, UserFactory())
@@ -99,6 +99,18 @@ def test_both_cells_are_probed_in_each_round_and_the_faster_one_is_called_faster
     assert html.escape(prepared.ratio.sentence) in page
     assert 'id="fig-capacity-0"' in page and 'id="fig-capacity-1"' in page
     assert 'data-capacity-verdict="faster"' in page
+
+    report_url = f"/api/experiments/{experiment.pk}/report/"
+    report = api_client.get(report_url, {"format": "json"}).json()
+    assert [item["ratio"] and item["ratio"]["verdict"] for item in report["capacity"]] == [
+        None,
+        "faster",
+    ]
+    assert report["capacity"][1]["ratio"]["lower"] == prepared.ratio.lower
+    # The text wraps at 72 columns: read it as one line.
+    text = " ".join(api_client.get(report_url, {"format": "text"}).content.decode().split())
+    assert "capacity search: the tps rows compare probes" in text
+    assert "faster by" in text and "against the baseline" in text
 
 
 def test_a_cell_above_the_highest_probe_gives_no_ratio_and_says_so(lab_redis):

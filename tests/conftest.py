@@ -1,8 +1,9 @@
 """Django settings for the test suite.
 
 The runs tests use PostgreSQL (`DATABASE_URL`, default
-postgres://postgres@127.0.0.1:5432/benchlab; pytest-django creates and drops
-test_benchlab) and Redis database 15 (`REDIS_URL`), so queued test jobs never
+postgres://postgres@127.0.0.1:5432/benchlab; each pytest process gets test_benchlab,
+or test_benchlab_gw0 ..., copied from a migrated template (tests/migrated_db.py), and
+drops it) and Redis database 15 (`REDIS_URL`), so queued test jobs never
 reach a real agent's queue on database 0.
 
 Django is set up here, at import, because pytest-django looks for
@@ -19,7 +20,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,7 +31,11 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.db import connection
 from psycopg.conninfo import conninfo_to_dict
+from pytest_django import DjangoDbBlocker
+
+from tests.migrated_db import create_migrated_test_db
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/benchlab")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -68,6 +73,21 @@ class OneRoundPBKDF2PasswordHasher(PBKDF2PasswordHasher):
 
 
 settings.PASSWORD_HASHERS = [f"{__name__}.{OneRoundPBKDF2PasswordHasher.__name__}"]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    django_test_environment: None,
+    django_db_blocker: DjangoDbBlocker,
+    django_db_modify_db_settings: None,
+) -> Iterator[None]:
+    """pytest-django's test database, copied from a migrated template instead of migrated
+    in every pytest process (tests/migrated_db.py); dropped at the end as before."""
+    with django_db_blocker.unblock():
+        original = create_migrated_test_db()
+    yield
+    with django_db_blocker.unblock():
+        connection.creation.destroy_test_db(original, verbosity=0)
 
 
 # Test tiers, from what a test needs (docs: CONTRIBUTING.md). `item.fixturenames` holds

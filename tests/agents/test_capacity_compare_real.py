@@ -1,0 +1,135 @@
+"""Capacities compared on real PostgreSQL 16 (prebuilt) and pgbench: select-only at scale 1
+and 1 client, -M simple against -M prepared, each cell's search driven by the lab's
+search (runs/inference) with probes in interleaved rounds, each probe pgbench -R with the
+agent's own command and full latency log read into the agent's histogram; and the
+closed-loop verdict of the same two cells (seven interleaved rounds of tps, paired). The
+ratio's verdict must point the way the closed-loop one does.
+
+Short probes (1 s) on one cluster rather than a run per probe: a run is a cluster's whole
+lifecycle (several seconds here), and the suite keeps this test near 30 s. It times
+pgbench, so it runs alone (solo). The objective is p95 (a second's probe at the lowest
+rate, 200 tps, logs enough transactions to bound it; p99 needs about 370), and its limit
+(200 ms) is far above a select's latency and a loaded host's scheduling stalls,
+so each capacity is where the server saturates: a quarter above it, the backlog a
+probe's second builds passes the limit. Where the closed-loop verdict itself is undecided
+(a host too loaded for 1 s windows) there is no direction to match and the test says so
+(skipped); prepared has been faster than simple in every decided closed-loop verdict."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.contract.pgbench_output.parse import parse_output
+from agents.contract.spec.document import validate_spec
+from agents.pgbench import command
+from agents.pgbench.latency_log import LOG_FILE_PREFIX, LogPlan, log_files
+from agents.pgbench.txlog import read_transaction_logs
+from agents.postgres.cluster.lifecycle import Cluster
+from agents.postgres.osuser import chown_tree
+from runs.analysis.verdicts import Question, Verdict, judge
+from runs.inference.capacity import Objective, ProbeMeasure, decide_probe
+from runs.inference.capacity_compare import RatioVerdict, capacity_ratio, comparison_precision
+from runs.inference.capacity_search import RateOutcome, SearchPlan, capacity_of, next_step
+from runs.inference.quantiles import HistogramSample, percentile_interval
+from tests.agents.jobs import small_spec
+
+MODES = ("simple", "prepared")
+OBJECTIVE = Objective(percentile=95.0, limit_ms=200.0)
+MARGIN_PCT, MIN_EFFECT_PCT = 10.0, 1.0
+PLAN = SearchPlan(200.0, 20000.0, budget=8, precision=comparison_precision(MARGIN_PCT))
+CLOSED_LOOP_ROUNDS = 7
+
+
+class Bench:
+    """pgbench on one cluster at 1 client for 1 s, as the agent builds its command."""
+
+    def __init__(self, cluster: Cluster, logs: Path) -> None:
+        self.cluster, self.logs = cluster, logs
+        self.pgbench = cluster.install.bindir / "pgbench"
+        self.conn = command.Connection(host=str(cluster.socket_dir), port=cluster.port)
+        self.kwargs = cluster.os_user.subprocess_kwargs(**cluster.client_env())
+        self.runs = 0
+
+    def init(self) -> None:
+        job = self.job("simple", None)
+        argv = command.init_argv(self.pgbench, job["dataset"], self.conn)
+        subprocess.run(argv, check=True, capture_output=True, **self.kwargs)
+
+    def job(self, mode: str, rate: float | None) -> dict:
+        workload = {
+            "scripts": [{"builtin": "select-only", "weight": 1}],
+            "query_mode": mode,
+            "rate_tps": rate,
+        }
+        return validate_spec(small_spec(workload=workload, sweep={"clients": [1], "duration_s": 1}))
+
+    def run(self, mode: str, rate: float | None) -> tuple[float, list[Path]]:
+        """tps and the full log's files of one second of `mode` (at `rate` when given)."""
+        self.runs += 1
+        where = self.logs / f"run-{self.runs}"
+        where.mkdir()
+        chown_tree(where, self.cluster.os_user)
+        job = self.job(mode, rate)
+        workload = command.workload_args(self.pgbench, 16, job, 1, 1, {})
+        log_args = LogPlan("full").args(where / LOG_FILE_PREFIX) if rate else []
+        argv = command.run_argv(workload, [], log_args, self.conn)
+        finished = subprocess.run(argv, capture_output=True, text=True, **self.kwargs)
+        assert finished.returncode == 0, finished.stderr
+        return float(parse_output(finished.stdout)["tps"]), log_files(where) if rate else []
+
+
+def probe(bench: Bench, mode: str, rate: float, pooled: list[str]) -> RateOutcome:
+    """One probe of `mode` at `rate`, pooled with the earlier ones at that rate."""
+    tps, paths = bench.run(mode, rate)
+    pooled.append(read_transaction_logs(paths).histogram.encode().decode())
+    sample = HistogramSample(pooled)
+    seconds = float(len(pooled))
+    interval = percentile_interval(sample, OBJECTIVE.percentile)
+    measure = ProbeMeasure(rate, tps, sample.count, 0, 0, seconds, interval)
+    return RateOutcome(rate, decide_probe(measure, OBJECTIVE), interval.estimate, len(pooled))
+
+
+@pytest.mark.solo
+def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict_does(
+    make_cluster, storage_root: Path
+) -> None:
+    cluster = make_cluster()
+    cluster.initdb()
+    cluster.start()
+    bench = Bench(cluster, storage_root)
+    bench.init()
+
+    tps: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for number in range(CLOSED_LOOP_ROUNDS):
+        for mode in MODES[::-1] if number % 2 else MODES:
+            tps[mode].append(bench.run(mode, None)[0])
+    rounds = list(range(1, CLOSED_LOOP_ROUNDS + 1))
+    question = Question(tps["prepared"], tps["simple"], True, rounds, rounds)
+    closed_loop = judge([question], MIN_EFFECT_PCT, MARGIN_PCT)[0]
+
+    outcomes: dict[str, dict[float, RateOutcome]] = {mode: {} for mode in MODES}
+    histograms: dict[tuple[str, float], list[str]] = {}
+    number = 0
+    while True:
+        asked = {
+            mode: step.next_tps
+            for mode in MODES
+            if (step := next_step(PLAN, list(outcomes[mode].values()))).next_tps is not None
+        }
+        if not asked:
+            break
+        number += 1
+        for mode in sorted(asked, reverse=number % 2 == 0):
+            rate = asked[mode]
+            pooled = histograms.setdefault((mode, rate), [])
+            outcomes[mode][rate] = probe(bench, mode, rate, pooled)
+    simple, prepared = (capacity_of(PLAN, OBJECTIVE, list(outcomes[m].values())) for m in MODES)
+    ratio = capacity_ratio(prepared, simple, MARGIN_PCT, MIN_EFFECT_PCT)
+
+    found = f"simple {simple.sentence}; prepared {prepared.sentence}; closed loop {tps}"
+    if closed_loop.verdict not in (Verdict.FASTER, Verdict.SLOWER):
+        # Seen here at load averages of 21 to 27 on 2 cores: one mode's 1 s tps ranged
+        # from 175 to 2,966, and no direction is there to match.
+        pytest.skip(f"the closed-loop verdict is {closed_loop.sentence}: {found}")
+    assert ratio.verdict == RatioVerdict(closed_loop.verdict.value), (ratio.sentence, found)

@@ -248,7 +248,7 @@ def _plain_measured(points: LocalPoints) -> Measured:
     """The plain command, run bare: no progress reader, no samplers, no log."""
     finished = run_pgbench(
         points.plain_argv(CLIENTS),
-        launch=functools.partial(_start_plain, points),
+        launch=functools.partial(start_plain, points),
         on_stderr_line=lambda line: None,
         should_stop=lambda: False,
         timed=True,
@@ -261,7 +261,7 @@ def _plain_measured(points: LocalPoints) -> Measured:
     return Measured(tps=parsed["tps"], pgbench_cpu_us_per_tx=cpu)
 
 
-def _start_plain(points: LocalPoints, argv: list[str], **popen_kwargs: Any) -> Started:
+def start_plain(points: LocalPoints, argv: list[str], **popen_kwargs: Any) -> Started:
     """The plain command as a user types it: the same OS user and connection, no sandbox."""
     bare = dataclasses.replace(points.context.cluster.os_user, sandbox=Sandbox(enabled=False))
     env = points.context.cluster.workload_env()

@@ -19,7 +19,7 @@ from agents.markers import ClusterMarker
 from agents.pgbench.latency_log import LOG_DIR_NAME
 from runs.models import Run
 from tests.integration.api import create, start
-from tests.integration.conftest import TERMINAL, Lab
+from tests.integration.conftest import ROW_POLL_S, TERMINAL, Lab
 from tests.waiting import wait_for
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def all_final(lab: Lab, run_ids: Iterable[int], within_s: float) -> list[Run]:
         runs = list(Run.objects.filter(pk__in=ids).order_by("pk"))
         return runs if all(run.status in TERMINAL for run in runs) else None
 
-    return wait_for(final, within_s, f"runs {ids} to be final", lab.logs)
+    return wait_for(final, within_s, f"runs {ids} to be final", lab.logs, ROW_POLL_S)
 
 
 def assert_stored_once(run: Run, gapless: bool = True) -> None:

@@ -7,20 +7,26 @@ each its duration plus an overhead (the calibration run, CHECKPOINT/VACUUM
 between points, samplers and the transaction log read afterwards). The
 agent's status events say when each phase began (`provisioning`, `loading`,
 `running N points`, `stopping`), so each succeeded run measures the three
-costs; the median of a host's latest runs of the same build (else of any
-build on that host) is what the next estimate uses. With nothing learned the
-estimate falls back to the constants below.
+costs. Each phase is learned apart, as the recency-weighted midmean of the
+host's latest runs (recent_midmean: one run under unusual load, or a first run
+that fetched the binaries, does not set the next estimate once a few runs
+agree): the cluster setup from the runs of the same build (else of any build on
+the host), the load per scale unit, the warm-up's overhead and the per-point
+overhead from every run of the host. A run by transactions teaches them too,
+its points lasting what they measured. With nothing learned the estimate falls
+back to the constants below.
 
 A point measured by transactions (pgbench -t, per client) lasts transactions x
-clients / tps: the rate is the median tps the host measured for the workload at
-that client count in its latest succeeded runs, else GUESSED_TPS, said as a guess.
+clients / tps: the rate is the recency-weighted midmean tps the host measured for
+the workload at that client count in its latest succeeded runs, else GUESSED_TPS,
+said as a guess.
 """
 
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +43,7 @@ from runs.models import Experiment, Result, Run, RunEvent
 RUN_OVERHEAD_S = 30.0
 SCALE_LOAD_S_PER_UNIT = 0.5
 POINT_OVERHEAD_S = 0.0
+WARM_UP_OVERHEAD_S = 0.0
 # How many of a host's latest succeeded runs its estimates learn from.
 LEARNED_RUNS = 20
 # How many of the hosts' latest points in rounds the expected time learns the spread from,
@@ -45,16 +52,23 @@ LEARNED_RESULTS = 2000
 # The rate of a point measured by transactions when its host measured none for its workload
 # and client count: a guess (estimates built on it say so).
 GUESSED_TPS = 1000.0
+# A run (or a point's tps) counts half as much as one this many runs newer.
+HALF_LIFE_RUNS = 10.0
+# The share of the weight a midmean leaves out on each side.
+TRIMMED_SHARE = 0.25
 
 
 @dataclass(frozen=True)
 class Timings:
-    """What a run costs besides its measured seconds; `runs` is how many it was learned from."""
+    """What a run costs besides its measured seconds; `runs` is how many it was learned from.
+    `warm_up_overhead_s` is what the warm-up (or the calibration run without one) takes
+    beyond its seconds."""
 
     setup_s: float
     load_s_per_unit: float
     point_overhead_s: float
     runs: int = 0
+    warm_up_overhead_s: float = WARM_UP_OVERHEAD_S
 
     def setup_seconds(self, scale: float) -> float:
         """A run's seconds besides its sweep: the cluster setup and the load at `scale`."""
@@ -81,7 +95,8 @@ def timed_sweep_seconds(
     every point (the measured ones and a CPU-profile pass), each its duration plus the
     overhead."""
     points = _points(sweep) * (duration_s + timings.point_overhead_s)
-    return timings.setup_seconds(scale) + warm_up_seconds(sweep) + points
+    warm_up = warm_up_seconds(sweep) + timings.warm_up_overhead_s
+    return timings.setup_seconds(scale) + warm_up + points
 
 
 def _points(sweep: Mapping[str, Any]) -> int:
@@ -92,15 +107,16 @@ def _points(sweep: Mapping[str, Any]) -> int:
 
 @dataclass(frozen=True)
 class Learned:
-    """Timings learned per (host, build) and per host; `for_cell` picks the closest."""
+    """Timings learned per (host, build) and per host; `for_cell` takes the cluster setup
+    from the build's runs when the host ran it, every other phase from all the host's runs."""
 
     by_build: dict[tuple[int, int], Timings]
     by_host: dict[int, Timings]
 
     def for_cell(self, host_id: int | None, build_id: int | None) -> Timings:
-        if host_id is not None and build_id is not None and (host_id, build_id) in self.by_build:
-            return self.by_build[(host_id, build_id)]
-        return self.by_host.get(host_id or 0, DEFAULT_TIMINGS)
+        host = self.by_host.get(host_id or 0, DEFAULT_TIMINGS)
+        build = self.by_build.get((host_id or 0, build_id or 0))
+        return host if build is None else replace(host, setup_s=build.setup_s)
 
     def for_run(self, run: Run) -> Timings:
         return self.for_cell(run.host_id, run.build_id)
@@ -117,7 +133,7 @@ class PointLength:
 
 @dataclass(frozen=True)
 class Rates:
-    """Median tps per (host, workload, client count) learned from succeeded runs."""
+    """The tps per (host, workload, client count) learned from succeeded runs."""
 
     tps: dict[tuple[int, int, int], float]
 
@@ -137,9 +153,10 @@ class Rates:
 
 
 def learned_rates(host_ids: Iterable[int], workload_ids: Iterable[int]) -> Rates:
-    """The median tps of the latest LEARNED_RESULTS points the hosts measured in succeeded
-    runs of the workloads, per (host, workload, client count); points by duration teach
-    the rate as well as points by transactions."""
+    """The recency-weighted midmean tps (recent_midmean, by run) of the latest
+    LEARNED_RESULTS points the hosts measured in succeeded runs of the workloads, per
+    (host, workload, client count); points by duration teach the rate as well as points
+    by transactions."""
     results = (
         Result.objects.filter(
             run__host_id__in=set(host_ids),
@@ -148,12 +165,41 @@ def learned_rates(host_ids: Iterable[int], workload_ids: Iterable[int]) -> Rates
             tps__gt=0,
         )
         .order_by("-run_id")
-        .values_list("run__host_id", "run__workload_id", "clients", "tps")[:LEARNED_RESULTS]
+        .values_list("run_id", "run__host_id", "run__workload_id", "clients", "tps")[
+            :LEARNED_RESULTS
+        ]
     )
-    found: dict[tuple[int, int, int], list[float]] = defaultdict(list)
-    for host_id, workload_id, clients, tps in results:
-        found[(host_id, workload_id, clients)].append(float(tps or 0.0))
-    return Rates({key: statistics.median(values) for key, values in found.items()})
+    found: dict[tuple[int, int, int], list[tuple[int, float]]] = defaultdict(list)
+    for run_id, host_id, workload_id, clients, tps in results:
+        found[(host_id, workload_id, clients)].append((run_id, float(tps or 0.0)))
+    return Rates({key: _by_run_midmean(values) for key, values in found.items()})
+
+
+def _by_run_midmean(values: list[tuple[int, float]]) -> float:
+    """recent_midmean of (run id, value) pairs, newest run first, a run's values (its
+    repeats) sharing its age."""
+    ages = {run_id: age for age, run_id in enumerate(dict.fromkeys(r for r, _ in values))}
+    return recent_midmean([value for _, value in values], [ages[r] for r, _ in values])
+
+
+def recent_midmean(values: Sequence[float], ages: Sequence[int] | None = None) -> float:
+    """The mean of the middle half of `values`, each weighing 2^(-age / HALF_LIFE_RUNS)
+    (ages: 0 for the newest run; by default the values' order, newest first): the weighted
+    quantile function averaged from TRIMMED_SHARE to 1 - TRIMMED_SHARE. One value is itself
+    and two are a weighted mean, but a run far from the others is left out once they
+    outweigh it three to one, and an older host's speed fades as newer runs come."""
+    ages = list(range(len(values))) if ages is None else list(ages)
+    weighted = sorted(
+        (value, 0.5 ** (age / HALF_LIFE_RUNS)) for value, age in zip(values, ages, strict=True)
+    )
+    total = sum(weight for _, weight in weighted)
+    low, high = TRIMMED_SHARE * total, (1 - TRIMMED_SHARE) * total
+    kept, below = 0.0, 0.0
+    for value, weight in weighted:
+        inside = max(0.0, min(below + weight, high) - max(below, low))
+        kept += inside * value
+        below += weight
+    return kept / (high - low)
 
 
 def cpu_profile_points(sweep: Mapping[str, Any]) -> int:
@@ -164,28 +210,38 @@ def cpu_profile_points(sweep: Mapping[str, Any]) -> int:
     return len(set(sweep.get("clients") or [1]))
 
 
-def run_phases(run: Run, statuses: list[tuple[datetime, str, str]]) -> Timings | None:
-    """One finished run's setup, load per scale unit and per-point overhead, from its
-    status events (time, state, message) in order; None when a phase is missing."""
+def run_phases(
+    run: Run, statuses: list[tuple[datetime, str, str]], measured_s: float | None
+) -> Timings | None:
+    """One finished run's phases from its status events (time, state, message) in order:
+    the cluster setup (from the start to `loading`, and from `stopping` to the end), the
+    load per scale unit (to `running N points`), the warm-up's overhead (to the first
+    point) and the per-point overhead (to `stopping`, beyond the `measured_s` its points
+    lasted); None when a phase is missing."""
     sweep, dataset = run.spec.get("sweep") or {}, run.spec.get("dataset") or {}
     points = _points(sweep)
-    duration = sweep.get("duration_s")
     loading = _first(statuses, lambda state, message: state == "loading")
     running = _first(statuses, lambda state, message: message.endswith(" points"))
+    first_point = _first(statuses, lambda state, message: message.startswith("point "))
     stopping = _first(statuses, lambda state, message: state == "stopping")
     started, finished = run.started_at, run.finished_at
-    if loading is None or running is None or stopping is None or not duration:
+    if loading is None or running is None or stopping is None or measured_s is None:
         return None
     if started is None or finished is None:
         return None
+    points_began = first_point or running
     setup = (loading - started) + (finished - stopping)
     load = (running - loading).total_seconds()
-    measured = (stopping - running).total_seconds() - warm_up_seconds(sweep)
+    warm_up = (points_began - running).total_seconds() - warm_up_seconds(sweep)
+    sweeping = (stopping - points_began).total_seconds() - measured_s
+    if first_point is None:
+        sweeping -= warm_up_seconds(sweep)
     return Timings(
         setup_s=max(setup.total_seconds(), 0.0),
         load_s_per_unit=max(load, 0.0) / max(dataset.get("scale") or 1, 1),
-        point_overhead_s=max(measured / max(points, 1) - duration, 0.0),
+        point_overhead_s=max(sweeping / max(points, 1), 0.0),
         runs=1,
+        warm_up_overhead_s=max(warm_up, 0.0) if first_point else 0.0,
     )
 
 
@@ -197,23 +253,49 @@ def _first(
 
 
 def learned_timings(host_ids: Iterable[int]) -> Learned:
-    """Timings learned from the latest LEARNED_RUNS succeeded runs of each host."""
+    """Timings learned from the latest LEARNED_RUNS succeeded runs of each host, each phase
+    the recency-weighted midmean of the runs that measured it (recent_midmean)."""
     runs: list[Run] = []
     for host_id in set(host_ids):
         latest = Run.objects.filter(host_id=host_id, status=Run.Status.SUCCEEDED)
         runs += latest.exclude(started_at=None).order_by("-finished_at")[:LEARNED_RUNS]
     statuses = _statuses([run.pk for run in runs])
+    measured = _measured_seconds(runs)
     by_build: dict[tuple[int, int], list[Timings]] = defaultdict(list)
     by_host: dict[int, list[Timings]] = defaultdict(list)
     for run in runs:
-        phases = run_phases(run, statuses.get(run.pk, []))
+        phases = run_phases(run, statuses.get(run.pk, []), measured.get(run.pk))
         if phases is not None:
             by_build[(run.host_id, run.build_id)].append(phases)
             by_host[run.host_id].append(phases)
     return Learned(
-        {key: _median(found) for key, found in by_build.items()},
-        {key: _median(found) for key, found in by_host.items()},
+        {key: _midmean(found) for key, found in by_build.items()},
+        {key: _midmean(found) for key, found in by_host.items()},
     )
+
+
+def _measured_seconds(runs: list[Run]) -> dict[int, float]:
+    """Run id -> the seconds its points lasted: each point its duration in a sweep by
+    duration; in one by transactions each measured point its transactions / tps, and a
+    CPU-profile pass's points the mean of those. A run by transactions without its points'
+    counts is left out."""
+    found = {
+        run.pk: _points(sweep) * float(sweep["duration_s"])
+        for run in runs
+        if (sweep := run.spec.get("sweep") or {}).get("duration_s")
+    }
+    by_transactions = [run for run in runs if run.pk not in found]
+    lengths: dict[int, list[float]] = defaultdict(list)
+    rows = Result.objects.filter(
+        run__in=by_transactions, tps__gt=0, transactions__gt=0
+    ).values_list("run_id", "transactions", "tps")
+    for run_id, transactions, tps in rows:
+        lengths[run_id].append(float(transactions or 0) / float(tps or 1.0))
+    for run in by_transactions:
+        if lengths.get(run.pk):
+            extra = cpu_profile_points(run.spec.get("sweep") or {})
+            found[run.pk] = sum(lengths[run.pk]) + extra * statistics.fmean(lengths[run.pk])
+    return found
 
 
 def _statuses(run_ids: list[int]) -> dict[int, list[tuple[datetime, str, str]]]:
@@ -233,12 +315,14 @@ def _statuses(run_ids: list[int]) -> dict[int, list[tuple[datetime, str, str]]]:
     return found
 
 
-def _median(found: list[Timings]) -> Timings:
+def _midmean(found: list[Timings]) -> Timings:
+    """Each phase's recent_midmean over one host's (or build's) runs, newest first."""
     return Timings(
-        statistics.median(t.setup_s for t in found),
-        statistics.median(t.load_s_per_unit for t in found),
-        statistics.median(t.point_overhead_s for t in found),
+        recent_midmean([t.setup_s for t in found]),
+        recent_midmean([t.load_s_per_unit for t in found]),
+        recent_midmean([t.point_overhead_s for t in found]),
         len(found),
+        recent_midmean([t.warm_up_overhead_s for t in found]),
     )
 
 

@@ -62,7 +62,7 @@ def finished_like_an_agent(
         (start + timedelta(seconds=1), "initdb", "creating a throw-away cluster"),
         (loading, "loading", "pgbench -i at scale 2"),
         (running, "running", "running 2 points"),
-        (running + timedelta(seconds=1), "running", "point 1 of 2: 1 clients, run 1"),
+        (running, "running", "point 1 of 2: 1 clients, run 1"),
         (stopping, "stopping", "stopping and removing the cluster"),
     ]
     RunEvent.objects.bulk_create(
@@ -73,15 +73,17 @@ def finished_like_an_agent(
 
 
 def test_a_finished_runs_phases_are_learned_for_its_host_and_build() -> None:
+    """The newest run's setup, eight times the others', is left out (runs/estimates.py,
+    recent_midmean)."""
     host, build = HostFactory(), PgBuildFactory()
-    for setup in (4.0, 5.0, 9.0):
+    for setup in (4.5, 5.0, 5.0, 5.5, 40.0):
         finished_like_an_agent(host, build, setup_s=setup, load_s=1.0, overhead_s=1.5)
 
     learned = learned_timings([host.pk])
 
     timings = learned.for_cell(host.pk, build.pk)
-    assert timings.runs == 3
-    assert timings.setup_s == pytest.approx(5.0)
+    assert timings.runs == 5
+    assert timings.setup_s == pytest.approx(5.0, abs=0.2)
     assert timings.load_s_per_unit == pytest.approx(0.5)
     assert timings.point_overhead_s == pytest.approx(1.5)
     other_build = PgBuildFactory()
@@ -166,11 +168,12 @@ def measured(host: Host, build: PgBuild, workload: Workload, tps_by_clients: dic
 
 def test_a_sweep_by_transactions_lasts_transactions_times_clients_over_the_learned_tps() -> None:
     """A point of -t 500 at 1 client takes 500 / tps s, at 2 clients 1,000 / tps s: the
-    rates are the medians the host measured for the workload per client count, in its
-    succeeded runs only, not another workload's nor another host's."""
+    rates are the midmeans of what the host measured for the workload per client count
+    (the newest run's 160 left out), in its succeeded runs only, not another workload's nor
+    another host's."""
     host, build, workload = HostFactory(), PgBuildFactory(), WorkloadFactory(scale=2)
     succeeded = {"status": Run.Status.SUCCEEDED}
-    for tps_at_1 in (90.0, 100.0, 130.0):
+    for tps_at_1 in (100.0, 100.0, 100.0, 100.0, 160.0):
         measured(host, build, workload, {1: tps_at_1, 2: 200.0}, **succeeded)
     measured(host, build, workload, {1: 1.0, 2: 1.0}, status=Run.Status.FAILED)
     measured(host, build, WorkloadFactory(), {1: 5.0, 2: 5.0}, **succeeded)
@@ -187,7 +190,8 @@ def test_a_sweep_by_transactions_lasts_transactions_times_clients_over_the_learn
 
     estimate = services.experiment_estimate(experiment)
 
-    assert learned_rates([host.pk], [workload.pk]).tps[(host.pk, workload.pk, 1)] == 100.0
+    rates = learned_rates([host.pk], [workload.pk])
+    assert rates.tps[(host.pk, workload.pk, 1)] == pytest.approx(100.0)
     points = 500 * 1 / 100.0 + 500 * 2 / 200.0
     assert estimate["estimated_seconds"] == round(RUN_OVERHEAD_S + 2 * 0.5 + points)
     assert estimate["transaction_rates"] == "learned"

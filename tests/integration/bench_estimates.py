@@ -1,4 +1,4 @@
-"""The estimates of the seed presets, reduced to minutes, against what then happens
+"""The estimates of the presets, reduced to minutes, against what then happens
 (`scripts/bench estimates`; figures in docs/benchmarks.md, "Run estimates against what then
 happens"). Not part of the suite (the file is not named test_*.py): it runs for about ten
 minutes on a quiet 2-core machine, longer under load.
@@ -167,7 +167,7 @@ def measure(client: Client, api: APIClient, lab: Lab, key: str, host: Host, labe
     )
 
 
-def test_estimates_of_the_seed_presets_against_what_happens(lab: Lab) -> None:
+def test_estimates_of_the_presets_against_what_happens(lab: Lab) -> None:
     load_presets()
     host = lab.wait_registered()
     user = UserFactory()

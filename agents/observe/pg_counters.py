@@ -11,7 +11,8 @@ agents/observe/server.py does for its per-second samples:
 - checkpoint counters in pg_stat_bgwriter up to 16, in pg_stat_checkpointer from 17;
 - pg_stat_database of the benchmark database in every version;
 - the benchmark database's user tables (pg_stat_user_tables, pg_statio_user_tables)
-  summed, read over a connection to that database (the views are per database);
+  summed, and the HOT and new-page updates of pgbench_accounts (or its partitions)
+  alone, read over a connection to that database (the views are per database);
   n_tup_newpage_upd from 16.
 
 Which keys each version reads is the catalogue's (agents/contract/reports/counter_catalogue.py).
@@ -99,8 +100,11 @@ SELECT xact_commit AS "db.xact_commit", xact_rollback AS "db.xact_rollback",
 FROM pg_stat_database WHERE datname = %(dbname)s
 """
 
-_TABLES_COLUMNS = """
+# pgbench_accounts, or its partitions with pgbench -i --partitions (the parent counts nothing).
+_ACCOUNTS = "FILTER (WHERE t.relname ~ '^pgbench_accounts(_[0-9]+)?$')"
+_TABLES_COLUMNS = f"""
 SELECT coalesce(sum(t.n_tup_hot_upd), 0) AS "tables.hot_updates",
+       coalesce(sum(t.n_tup_hot_upd) {_ACCOUNTS}, 0) AS "tables.accounts_hot_updates",
        coalesce(sum(t.seq_scan), 0) AS "tables.seq_scans",
        coalesce(sum(t.idx_scan), 0) AS "tables.idx_scans",
        coalesce(sum(t.vacuum_count), 0) AS "tables.vacuums",
@@ -118,8 +122,9 @@ FROM pg_stat_user_tables t JOIN pg_statio_user_tables io USING (relid)
 TABLES_SQL_UP_TO_15 = _TABLES_COLUMNS + _TABLES_FROM
 TABLES_SQL_16_PLUS = (
     _TABLES_COLUMNS.rstrip()
-    + """,
-       coalesce(sum(t.n_tup_newpage_upd), 0) AS "tables.newpage_updates"
+    + f""",
+       coalesce(sum(t.n_tup_newpage_upd), 0) AS "tables.newpage_updates",
+       coalesce(sum(t.n_tup_newpage_upd) {_ACCOUNTS}, 0) AS "tables.accounts_newpage_updates"
 """
     + _TABLES_FROM
 )

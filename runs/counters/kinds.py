@@ -47,8 +47,12 @@ CONTINUOUS_UNITS = frozenset({"bytes", "ms", "s"})
 # the one named when they move; pg_stat_database's before pg_stat_io's, which servers
 # before 16 lack, so one name serves every version; bytes before files, as they say how
 # much).
-# The tables' heap and index blocks are the parts of the database's blocks.
+# The tables' heap and index blocks are the parts of the database's blocks; the HOT and
+# new-page updates of pgbench_accounts are the part of the sums over all tables that
+# a fillfactor moves (the tellers' and branches' HOT updates only dilute it), named first.
 SAME_QUANTITY: tuple[tuple[str, ...], ...] = (
+    ("tables.accounts_newpage_updates", "tables.newpage_updates"),
+    ("tables.accounts_hot_updates", "tables.hot_updates"),
     ("db.blks_read", "io.reads", "tables.heap_blks_read", "tables.idx_blks_read"),
     ("db.blks_hit", "io.hits", "tables.heap_blks_hit", "tables.idx_blks_hit"),
     (

@@ -7,7 +7,8 @@ The server is set so that a few seconds of work move each family: a tiny shared_
 WAL buffers (WAL writes because they were full), a small work_mem (temporary files),
 every timing on, a short deadlock_timeout and autovacuum naptime. The workload, between
 the counter reader's two readings (agents/observe/point_counters.py): tables with
-fillfactor 70 and 100 updated (HOT and new-page updates), a CHECKPOINT then updates
+fillfactor 70 (named pgbench_accounts, whose updates are also read alone) and 100
+updated (HOT and new-page updates), a CHECKPOINT then updates
 (full-page images), scans by sequence and by index, a sort, VACUUM and ANALYZE, a lock
 wait and a deadlock while the server sampler watches (waits, rollbacks, deadlocks), and
 autovacuum left to run once. What cannot move here is listed with its reason.
@@ -74,9 +75,10 @@ class SeenWaits:
 def _workload(cluster: Cluster, seen: SeenWaits) -> None:
     with cluster.connect() as connection:
         run = connection.execute
-        run("CREATE TABLE hot (id int PRIMARY KEY, n int, pad text) WITH (fillfactor = 70)")
-        run("CREATE TABLE moved (id int PRIMARY KEY, n int, pad text) WITH (fillfactor = 100)")
-        for table in ("hot", "moved"):
+        columns = "(id int PRIMARY KEY, n int, pad text)"
+        run(f"CREATE TABLE pgbench_accounts {columns} WITH (fillfactor = 70)")
+        run(f"CREATE TABLE moved {columns} WITH (fillfactor = 100)")
+        for table in ("pgbench_accounts", "moved"):
             run(
                 f"INSERT INTO {table} SELECT g, 0, repeat('x', 100) FROM generate_series(1, 5000) g"
             )
@@ -85,18 +87,18 @@ def _workload(cluster: Cluster, seen: SeenWaits) -> None:
                 "autovacuum_vacuum_scale_factor = 0)"
             )
         run("CHECKPOINT")
-        run("UPDATE hot SET n = n + 1")
+        run("UPDATE pgbench_accounts SET n = n + 1")
         run("UPDATE moved SET n = n + 1")
         run("INSERT INTO moved SELECT g, 0, repeat('y', 2000) FROM generate_series(5001, 6000) g")
-        run("SELECT count(*) FROM hot WHERE pad <> ''")
+        run("SELECT count(*) FROM pgbench_accounts WHERE pad <> ''")
         run("SELECT n FROM moved WHERE id = 42")
         run("SELECT * FROM moved ORDER BY pad DESC, n OFFSET 5000")
-        run("VACUUM hot")
-        run("ANALYZE hot")
+        run("VACUUM pgbench_accounts")
+        run("ANALYZE pgbench_accounts")
         run("BEGIN")
-        run("INSERT INTO hot VALUES (-1, 0, '')")
+        run("INSERT INTO pgbench_accounts VALUES (-1, 0, '')")
         run("ROLLBACK")
-        run("DELETE FROM hot WHERE id > 4900")
+        run("DELETE FROM pgbench_accounts WHERE id > 4900")
         # CPU: a statement busy until the sampler has seen a backend run with no wait.
         while "CPU" not in seen.types:
             run(BUSY_SQL)

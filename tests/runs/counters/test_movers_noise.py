@@ -1,6 +1,6 @@
 """Top movers under realistic counter noise, simulated (seeded, no server): A/A cell pairs
-rarely name a mover, and a planted 30 % change in one of the catalogue's counters (66, of
-which 59 can be planted: not per window, compared) is found.
+rarely name a mover, and a planted 30 % change in one of the catalogue's counters (68, of
+which 61 can be planted: not per window, compared) is found.
 
 Each simulated cell has repeats of about 6,000 transactions (pgbench's count varies
 with tps from repeat to repeat, windows of 60 s). Per counter:
@@ -14,7 +14,10 @@ with tps from repeat to repeat, windows of 60 s). Per counter:
 Measured with this seed over the 66 counters (2026-11-29, with the tables' and wait
 events' counters and the exact test's division by the repeats' dispersion): A/A pairs
 name a mover in 0.5 % (3 repeats) and 3 % (5 repeats); a planted 30 % change is found in
-92 % of pairs at 5 repeats (over the 41 counters before: 1.5 %, 3 % and 95 %).
+92 % of pairs at 5 repeats (over the 41 counters before: 1.5 %, 3 % and 95 %). With
+pgbench_accounts' two counters (68) every draw after the first moved, and the planted
+change's 200 pairs found 88 %: sampling luck (seeds 1, 2 and 3: 93.5 % each; this seed's
+1,000 pairs: 92.9 %), so the planted change is measured over PLANTED_PAIRS (91.5 %).
 """
 
 import math
@@ -26,6 +29,8 @@ from runs.counters import kinds
 from runs.counters.movers import CellCounters, counter_changes
 
 PAIRS = 200
+# 200 pairs measure a share near 90 % within about 2 points, too coarse for that bound.
+PLANTED_PAIRS = 400
 SEED = 20261128
 TRANSACTIONS = 6_000
 WINDOW_S = 60.0
@@ -61,13 +66,15 @@ def simulated_cell(rng: np.random.Generator, rates: dict[str, float], repeats: i
     return CellCounters(values, transactions, counts, [WINDOW_S] * repeats)
 
 
-def share_with_a_mover(repeats: int, planted_pct: float = 0.0) -> tuple[float, float]:
+def share_with_a_mover(
+    repeats: int, planted_pct: float = 0.0, pairs: int = PAIRS
+) -> tuple[float, float]:
     """(share of pairs naming any mover, share naming the planted counter first or among
-    its movers) over PAIRS simulated pairs."""
+    its movers) over `pairs` simulated pairs."""
     rng = np.random.default_rng(SEED + repeats + int(planted_pct))
     candidates = [k for k in COUNTERS if k not in kinds.PER_WINDOW and kinds.compared(k)]
     any_mover = found_planted = 0
-    for _ in range(PAIRS):
+    for _ in range(pairs):
         rates = counter_rates(rng)
         planted = candidates[int(rng.integers(len(candidates)))]
         rates[planted] = max(rates[planted], PLANTED_EVENTS_A_REPEAT / TRANSACTIONS)
@@ -78,7 +85,7 @@ def share_with_a_mover(repeats: int, planted_pct: float = 0.0) -> tuple[float, f
         any_mover += bool(moved)
         named = {m.key for m in moved} | {k for m in moved for k in m.copies}
         found_planted += planted in named
-    return any_mover / PAIRS, found_planted / PAIRS
+    return any_mover / pairs, found_planted / pairs
 
 
 def test_a_a_pairs_name_a_mover_in_at_most_five_percent() -> None:
@@ -92,5 +99,5 @@ def test_a_a_pairs_at_five_repeats_name_a_mover_in_at_most_five_percent() -> Non
 
 
 def test_a_planted_thirty_percent_change_is_found_in_nine_of_ten_at_five_repeats() -> None:
-    _, found = share_with_a_mover(repeats=5, planted_pct=30.0)
+    _, found = share_with_a_mover(repeats=5, planted_pct=30.0, pairs=PLANTED_PAIRS)
     assert found >= 0.90, found

@@ -1,6 +1,7 @@
 """Cells measured by the real agent and stored in the lab, for the known-cause tests of
-the counters: each cell is one job of three short points (2 clients, PostgreSQL 16),
-and its top movers come from the lab's comparison against another cell."""
+the counters: each cell is one job of three short points (2 clients, PostgreSQL 16), or
+in rounds one job (its own cluster) a repeat, and its top movers come from the lab's
+comparison against another cell."""
 
 from typing import Any
 
@@ -42,6 +43,49 @@ def measured_cell(
     for point in document["points"]:
         store_point(lab_run, point)
     return lab_run
+
+
+def measured_rounds(
+    config: AgentConfig,
+    experiment: Experiment,
+    cell: int,
+    rounds: int,
+    transactions: int,
+    **sections: Any,
+) -> Run:
+    """The run standing for `cell` of `experiment` measured in rounds, as the lab stores
+    them: each round one job of one point of `transactions` per client, in a cluster of
+    its own, stored as a run of that cell and round."""
+    first: Run | None = None
+    for round_number in range(1, rounds + 1):
+        spec = small_spec(
+            sweep={
+                "clients": [2],
+                "duration_s": None,
+                "transactions": transactions,
+                "warmup_s": 0,
+                "repeats": 1,
+                "first_repeat": round_number,
+                "between_points": "checkpoint",
+            },
+            **sections,
+        )
+        document, _events = run(spec, config)
+        assert document["status"] == "succeeded", document["error"]
+        same = {"host": first.host, "build": first.build} if first is not None else {}
+        lab_run = RunFactory(
+            status=Run.Status.SUCCEEDED,
+            spec=spec,
+            experiment=experiment,
+            cell=cell,
+            round=round_number,
+            **same,
+        )
+        for point in document["points"]:
+            store_point(lab_run, point)
+        first = first or lab_run
+    assert first is not None
+    return first
 
 
 def top_movers_of(baseline: Run, other: Run) -> list[str]:

@@ -55,6 +55,9 @@ ApplicationErrorCode = Literal[
     # The agent stopped mid-job (killed, host rebooted) and came back: its ledger shows
     # the job started and not finished, or its heartbeats name another job.
     "agent_restarted",
+    # A source build the host stopped, not the source: not fetched, a step killed or over
+    # its time, out of disk or memory. A later job builds it again (a build_failed is not).
+    "build_interrupted",
     # Raised by the lab only: a job Redis no longer holds, sent again and lost again.
     "job_lost",
     "internal_error",

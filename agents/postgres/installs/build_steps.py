@@ -31,6 +31,14 @@ TAIL_LINES = 25
 # linker `file:(.text+0x5): undefined reference to ...`, flex `scan.l:12: unrecognized rule`.
 ERROR_LINE = re.compile(r": (fatal )?error: |: undefined reference to |^\S+\.l:\d+: ")
 FIRST_ERRORS = 3
+# What says the host stopped a step, not the source: out of disk or memory, a compiler
+# killed (the OOM killer, an agent stopping). Such a failure may pass on a later try.
+HOST_TROUBLE = re.compile(
+    r"No space left on device|Disk quota exceeded|Cannot allocate memory|"
+    r"virtual memory exhausted|out of memory|Killed signal terminated program|"
+    r"internal compiler error: Killed"
+)
+KILLING_SIGNALS = (signal.SIGKILL, signal.SIGTERM)
 POLL_S = 1.0
 STEP_TIMEOUT_S = 3 * 3600
 # C files under these directories are not compiled by a plain `make`.
@@ -55,13 +63,21 @@ FLAG_HEADERS = {
 
 
 class BuildFailed(JobError):
-    """A build step failed; `record` carries the build record with its log."""
+    """A build step failed; `record` carries the build record with its log.
 
-    def __init__(self, step: str, message: str) -> None:
+    `transient` when the host stopped it, not the source (the source not fetched, a step
+    killed or over its time, out of disk or memory): code build_interrupted, and a later
+    job builds it again; otherwise build_failed, which the lab does not build again for
+    the experiment's later rounds (docs/decisions.md)."""
+
+    def __init__(self, step: str, message: str, transient: bool = False) -> None:
         super().__init__(
-            "build_failed", f"source build failed at {step}: {message}", "postgres.build"
+            "build_interrupted" if transient else "build_failed",
+            f"source build failed at {step}: {message}",
+            "postgres.build",
         )
         self.step = step
+        self.transient = transient
         self.record: BuildRecord | None = None
 
 
@@ -155,6 +171,12 @@ def check_patch_targets(tree: Path, diff: str, strip: int) -> None:
             raise UnsafeSource(f"{name} lies outside the source tree")
 
 
+def killed(exit_code: int) -> bool:
+    """Whether a step's program ended by SIGKILL or SIGTERM: negative from Popen, 128 + the
+    signal from the sandbox, which passes on how its program ended."""
+    return -exit_code in KILLING_SIGNALS or exit_code - 128 in KILLING_SIGNALS
+
+
 def failure_message(exit_code: int, output: str, tail: str) -> str:
     """What a failed step says: the first errors in its output (the compiler's, bison's,
     flex's), then the log's last lines, which a parallel make ends with its own complaints."""
@@ -169,7 +191,8 @@ def run_git(args: list[str]) -> str:
     missing_programs(["git"])
     result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
-        raise BuildFailed("fetch", f"git {args[0]} failed: {result.stderr.strip()[-500:]}")
+        message = f"git {args[0]} failed: {result.stderr.strip()[-500:]}"
+        raise BuildFailed("fetch", message, transient=True)
     return result.stdout
 
 
@@ -331,7 +354,9 @@ class BuildSteps:
             with open(self.log_path, errors="replace") as log:
                 log.seek(start)
                 output = log.read()
-            raise BuildFailed(step, failure_message(exit_code, output, self.tail()))
+            transient = killed(exit_code) or HOST_TROUBLE.search(output) is not None
+            message = failure_message(exit_code, output, self.tail())
+            raise BuildFailed(step, message, transient)
 
     def _wait(
         self, process: "subprocess.Popen[Any]", step: str, on_tick: Callable[[], None] | None
@@ -348,7 +373,7 @@ class BuildSteps:
                 process.wait()
                 if cancelled:
                     raise Cancelled(f"cancelled during the source build ({step})")
-                raise BuildFailed(step, f"took more than {STEP_TIMEOUT_S} s")
+                raise BuildFailed(step, f"took more than {STEP_TIMEOUT_S} s", transient=True)
             if on_tick is not None:
                 on_tick()
 

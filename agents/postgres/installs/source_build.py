@@ -230,7 +230,8 @@ def fetch_source(source: BuildSource, scratch: Path, redis_url: str) -> tuple[Pa
                 with open(tarball, "wb") as out:
                     shutil.copyfileobj(response, out, CHUNK)
     except OSError as error:
-        raise BuildFailed("fetch", f"could not fetch {source['location']}: {error}") from error
+        message = f"could not fetch {source['location']}: {error}"
+        raise BuildFailed("fetch", message, transient=True) from error
     return tarball, _file_digest(tarball)
 
 
@@ -238,12 +239,14 @@ def _fetch_upload(sha256: str, tarball: Path, redis_url: str) -> tuple[Path, str
     try:
         data = redis.Redis.from_url(redis_url).get(source_upload_key(sha256))
     except redis.RedisError as error:
-        raise BuildFailed("fetch", f"could not read the uploaded source: {error}") from error
+        message = f"could not read the uploaded source: {error}"
+        raise BuildFailed("fetch", message, transient=True) from error
     if not isinstance(data, bytes):
         raise BuildFailed(
             "fetch",
             f"the lab holds no uploaded source {sha256} for this job (its build was deleted, "
             "or the job waited longer than the lab keeps it ready): queue the run again",
+            transient=True,
         )
     if hashlib.sha256(data).hexdigest() != sha256:
         raise BuildFailed("fetch", f"the uploaded source {sha256} does not match its digest")

@@ -54,6 +54,7 @@ from runs.models import (
 from runs.services.catalogues import catalogue_keep
 from runs.services.hosts.noise import canary_record
 from runs.services.hosts.reconcile import job_settled_after_commit
+from runs.services.jobs.failed_builds import build_failure_shared
 from runs.services.runs import digest_build_after_commit, run_finish, run_mark_running
 
 logger = logging.getLogger(__name__)
@@ -354,7 +355,9 @@ def _apply_result(run: Run, data: ResultDocument) -> None:
     status = data.get("status") if data.get("status") in FINAL_STATUSES else Run.Status.FAILED
     when = parse_event_time(data.get("finished_at"))
     finished = run_finish(run, status, data.get("error"), when, snapshot=snapshot)
-    if not finished:
+    if finished:
+        build_failure_shared(run)
+    else:
         _keep_late_result(run, data, snapshot)
     job_settled_after_commit(run)
     hosts = [pk for pk in (run.host_id, run.client_host_id) if pk is not None]

@@ -15,6 +15,7 @@ from runs.bisection.steps import BASELINE_CELL, CANDIDATE_CELL
 from runs.counters.movers import Mover, top_movers
 from runs.counters.points import repeat_counters
 from runs.models import Bisection, BisectionStep, Result, Run
+from runs.services.progress import RunStep, running_steps
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,16 @@ class Culprit:
 
 @dataclass(frozen=True)
 class Report:
+    """`now`: what the open step's running runs do (a build's progress, the point
+    measured), as its experiment's progress gives it; `good_build_seconds`: how long the
+    good ref took to build, the yardstick for a build under way."""
+
     steps: list[StepRow]
     left: list[CommitInfo]
     steps_left: int
     culprit: Culprit | None
+    now: list[RunStep]
+    good_build_seconds: float | None
 
 
 def bisection_report(bisection: Bisection) -> Report:
@@ -50,7 +57,21 @@ def bisection_report(bisection: Bisection) -> Report:
     rows = [StepRow(s, _commit_of(commits, s.commit_index)) for s in steps]
     left = _left(bisection, commits)
     steps_left = math.ceil(math.log2(len(left))) if left else 0
-    return Report(rows, left, steps_left, _culprit(bisection, commits, steps))
+    open_step = next((s for s in steps if s.outcome == BisectionStep.Outcome.MEASURING), None)
+    now = running_steps(open_step.experiment) if open_step and open_step.experiment else []
+    culprit = _culprit(bisection, commits, steps)
+    return Report(rows, left, steps_left, culprit, now, _good_build_seconds(bisection))
+
+
+def _good_build_seconds(bisection: Bisection) -> float | None:
+    built = (
+        Run.objects.filter(experiment__bisection_step__bisection=bisection, cell=BASELINE_CELL)
+        .exclude(build_record={})
+        .values_list("build_record", flat=True)
+        .first()
+    )
+    seconds = built.get("seconds") if isinstance(built, dict) else None
+    return float(seconds) if isinstance(seconds, int | float) else None
 
 
 def _commit_of(commits: Sequence[CommitInfo], index: int | None) -> CommitInfo | None:

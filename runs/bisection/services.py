@@ -160,7 +160,8 @@ def _fail(bisection: Bisection, message: str) -> None:
 
 
 def bisection_cancel(bisection: Bisection, user: AnyUser) -> Bisection:
-    """Stop a running bisection and cancel its step's runs (what they measured is kept).
+    """Stop a running bisection: its open step ends cancelled, and so do its queued and
+    running runs (what they measured is kept; the agent stops the one it runs).
 
     Raises PermissionDenied unless `user` owns it (or is staff), Conflict when it is over.
     """
@@ -176,6 +177,9 @@ def bisection_cancel(bisection: Bisection, user: AnyUser) -> Bisection:
         )
         for run in active.order_by("pk"):
             run_cancel(run, user)
+        bisection.steps.filter(outcome=BisectionStep.Outcome.MEASURING).update(
+            outcome=BisectionStep.Outcome.CANCELLED, note=f"cancelled by {user}"
+        )
     logger.info("bisection %s: cancelled by %s", bisection.pk, user)
     bisection.refresh_from_db()
     return bisection

@@ -98,7 +98,8 @@ class BisectionStep(models.Model):
     Step 0 measures `bad_ref` (and has the agent list the range); every later step one
     commit of the range, `commit_index` into `Bisection.commits`. `outcome` is what the
     step decided: the commit measures like good, like bad, or was skipped (it did not
-    build or start, or its verdict stayed undecided).
+    build or start, or its verdict stayed undecided); a step open when its bisection was
+    cancelled is cancelled, its runs too.
     """
 
     class Outcome(models.TextChoices):
@@ -106,6 +107,7 @@ class BisectionStep(models.Model):
         GOOD = "good"
         BAD = "bad"
         SKIPPED = "skipped"
+        CANCELLED = "cancelled"
 
     bisection = models.ForeignKey(Bisection, on_delete=models.CASCADE, related_name="steps")
     number = models.PositiveIntegerField()

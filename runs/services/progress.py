@@ -44,30 +44,36 @@ def experiment_progress(experiment: Experiment) -> Progress:
     by_status = dict(experiment.runs.values_list("status").annotate(count=Count("pk")).order_by())
     counts = {status: by_status.get(status, 0) for status in Run.Status.values}
     total = sum(counts.values())
-    running = experiment.runs.filter(status=Run.Status.RUNNING).select_related(
-        "host", "build", "workload"
-    )
     open_runs = counts[Run.Status.QUEUED] + counts[Run.Status.RUNNING]
     return {
         "id": experiment.pk,
         "status": experiment.status,
         "runs": {**counts, "total": total},
-        "running": [
-            {
-                "id": run.pk,
-                "host": run.host.name,
-                "build": run.build.name,
-                "workload": run.workload.name,
-                "round": run.round,
-                "step": run.step,
-            }
-            for run in running.order_by("position")
-        ],
+        "running": running_steps(experiment),
         "rounds": experiment.runs.aggregate(latest=Max("round"))["latest"],
         "max_rounds": experiment.max_rounds if experiment.adaptive else experiment.repeats,
         "ended": (experiment.adaptive_state or {}).get("ended") or "",
         "remaining_seconds": _remaining(experiment, open_runs),
     }
+
+
+def running_steps(experiment: Experiment) -> list[RunStep]:
+    """The experiment's running runs, in their order, each with the step its agent last
+    reported (a build's progress, `pgbench -i`'s, the point measured)."""
+    running = experiment.runs.filter(status=Run.Status.RUNNING).select_related(
+        "host", "build", "workload"
+    )
+    return [
+        {
+            "id": run.pk,
+            "host": run.host.name,
+            "build": run.build.name,
+            "workload": run.workload.name,
+            "round": run.round,
+            "step": run.step,
+        }
+        for run in running.order_by("position")
+    ]
 
 
 def _remaining(experiment: Experiment, open_runs: int) -> int | None:

@@ -12,10 +12,11 @@ from runs import presets, selectors, services
 from runs.analysis.compare import METRICS
 from runs.estimates import GUESSED_TPS
 from runs.forms.experiments import EstimateForm, ScheduleForm, form_field_for
-from runs.models import Experiment
+from runs.models import Experiment, Run
 from runs.models.catalogue import agent_hosts
 from runs.services.access.permissions import check_can_change
 from runs.services.errors import Conflict
+from runs.services.progress import running_steps
 from runs.views.content.context import experiment_context, export_urls
 from runs.views.export import export_response
 
@@ -93,6 +94,8 @@ def experiment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     urls["report"] = reverse("api:experiment-report", args=[pk])
     context = experiment_context(experiment, metric, read_only=False, urls=urls)
     context["share_links"] = services.share_links_of(request.user).filter(experiment=experiment)
+    if experiment.runs.filter(status__in=Run.ACTIVE_STATES).exists():
+        context["running"] = running_steps(experiment)
     if experiment.status == "draft":
         context["estimate"] = services.experiment_estimate(experiment)
         context["guessed_tps"] = GUESSED_TPS

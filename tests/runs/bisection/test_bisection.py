@@ -261,6 +261,8 @@ def test_cancel_stops_the_step_and_is_for_the_owner(lab_redis):
         bisection_cancel(bisection, UserFactory())
     bisection_cancel(bisection, owner)
     assert not Run.objects.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING)).exists()
+    step = bisection.steps.get()
+    assert (step.outcome, step.note) == (BisectionStep.Outcome.CANCELLED, f"cancelled by {owner}")
     with pytest.raises(Conflict):
         bisection_cancel(bisection, owner)
 

@@ -2,7 +2,8 @@
 
 A run is a cluster setup (finding or building PostgreSQL, initdb, start,
 settings; and at the end stopping and removing the cluster), a dataset load
-(`pgbench -i` and the setup SQL, per scale unit), its warm-up and its points,
+(`pgbench -i` and the setup SQL: a fixed part and a part per scale unit), its
+warm-up and its points,
 each its duration plus an overhead (the calibration run, CHECKPOINT/VACUUM
 between points, samplers and the transaction log read afterwards). The
 agent's status events say when each phase began (`provisioning`, `loading`,
@@ -11,8 +12,10 @@ costs. Each phase is learned apart, as the recency-weighted midmean of the
 host's latest runs (recent_midmean: one run under unusual load, or a first run
 that fetched the binaries, does not set the next estimate once a few runs
 agree): the cluster setup from the runs of the same build (else of any build on
-the host), the load per scale unit, the warm-up's overhead and the per-point
-overhead from every run of the host. A run by transactions teaches them too,
+the host), the load, the warm-up's overhead and the per-point overhead from every
+run of the host. The load is a line over the scales the host loaded (load_line):
+a host that only loaded scale 1 has learned mostly the load's fixed part, which
+must not be multiplied by 50 for a dataset of scale 50. A run by transactions teaches them too,
 its points lasting what they measured. With nothing learned the estimate falls
 back to the constants below.
 
@@ -69,10 +72,11 @@ class Timings:
     point_overhead_s: float
     runs: int = 0
     warm_up_overhead_s: float = WARM_UP_OVERHEAD_S
+    load_fixed_s: float = 0.0
 
     def setup_seconds(self, scale: float) -> float:
         """A run's seconds besides its sweep: the cluster setup and the load at `scale`."""
-        return self.setup_s + scale * self.load_s_per_unit
+        return self.setup_s + self.load_fixed_s + scale * self.load_s_per_unit
 
 
 DEFAULT_TIMINGS = Timings(RUN_OVERHEAD_S, SCALE_LOAD_S_PER_UNIT, POINT_OVERHEAD_S)
@@ -261,13 +265,14 @@ def learned_timings(host_ids: Iterable[int]) -> Learned:
         runs += latest.exclude(started_at=None).order_by("-finished_at")[:LEARNED_RUNS]
     statuses = _statuses([run.pk for run in runs])
     measured = _measured_seconds(runs)
-    by_build: dict[tuple[int, int], list[Timings]] = defaultdict(list)
-    by_host: dict[int, list[Timings]] = defaultdict(list)
+    by_build: dict[tuple[int, int], list[tuple[Timings, float]]] = defaultdict(list)
+    by_host: dict[int, list[tuple[Timings, float]]] = defaultdict(list)
     for run in runs:
         phases = run_phases(run, statuses.get(run.pk, []), measured.get(run.pk))
         if phases is not None:
-            by_build[(run.host_id, run.build_id)].append(phases)
-            by_host[run.host_id].append(phases)
+            scale = float(max((run.spec.get("dataset") or {}).get("scale") or 1, 1))
+            by_build[(run.host_id, run.build_id)].append((phases, scale))
+            by_host[run.host_id].append((phases, scale))
     return Learned(
         {key: _midmean(found) for key, found in by_build.items()},
         {key: _midmean(found) for key, found in by_host.items()},
@@ -315,15 +320,47 @@ def _statuses(run_ids: list[int]) -> dict[int, list[tuple[datetime, str, str]]]:
     return found
 
 
-def _midmean(found: list[Timings]) -> Timings:
-    """Each phase's recent_midmean over one host's (or build's) runs, newest first."""
+def _midmean(found: list[tuple[Timings, float]]) -> Timings:
+    """Each phase's recent_midmean over one host's (or build's) runs (each with the scale
+    it loaded), newest first; the load as load_line over them."""
+    timings = [phases for phases, _ in found]
+    fixed, per_unit = load_line([(scale, t.load_s_per_unit * scale) for t, scale in found])
     return Timings(
-        recent_midmean([t.setup_s for t in found]),
-        recent_midmean([t.load_s_per_unit for t in found]),
-        recent_midmean([t.point_overhead_s for t in found]),
-        len(found),
-        recent_midmean([t.warm_up_overhead_s for t in found]),
+        recent_midmean([t.setup_s for t in timings]),
+        per_unit,
+        recent_midmean([t.point_overhead_s for t in timings]),
+        len(timings),
+        recent_midmean([t.warm_up_overhead_s for t in timings]),
+        load_fixed_s=fixed,
     )
+
+
+def load_line(loads: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The load's fixed seconds and seconds per scale unit from (scale, seconds) of a
+    host's runs, newest first: each scale's recent_midmean, then the least-squares line
+    through them, neither part below zero. From one scale alone the per-unit part is not
+    known: it is taken as the load over the scale but at most SCALE_LOAD_S_PER_UNIT, the
+    rest fixed (`pgbench -i` at scale 1 is mostly creating, vacuuming and indexing)."""
+    by_scale: dict[float, list[tuple[float, int]]] = defaultdict(list)
+    for age, (scale, seconds) in enumerate(loads):
+        by_scale[scale].append((seconds, age))
+    points = [
+        (scale, recent_midmean([s for s, _ in found], [a for _, a in found]))
+        for scale, found in by_scale.items()
+    ]
+    if len(points) == 1:
+        scale, seconds = points[0]
+        per_unit = min(seconds / scale, SCALE_LOAD_S_PER_UNIT)
+        return seconds - per_unit * scale, per_unit
+    scales, seconds = [x for x, _ in points], [y for _, y in points]
+    mean_x, mean_y = statistics.fmean(scales), statistics.fmean(seconds)
+    spread = sum((x - mean_x) ** 2 for x in scales)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    if slope < 0:
+        return mean_y, 0.0
+    if mean_y - slope * mean_x < 0:
+        return 0.0, sum(x * y for x, y in points) / sum(x * x for x in scales)
+    return mean_y - slope * mean_x, slope
 
 
 def adaptive_seconds(

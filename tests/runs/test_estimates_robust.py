@@ -9,8 +9,10 @@ import pytest
 from runs.estimates import (
     DEFAULT_TIMINGS,
     HALF_LIFE_RUNS,
+    SCALE_LOAD_S_PER_UNIT,
     Learned,
     Timings,
+    load_line,
     recent_midmean,
     run_phases,
     timed_sweep_seconds,
@@ -105,3 +107,28 @@ def test_the_setup_is_the_builds_and_the_other_phases_all_the_hosts_runs() -> No
     assert learned.for_cell(1, 2) == Timings(300.0, 0.4, 1.0, runs=12, warm_up_overhead_s=0.5)
     assert learned.for_cell(1, 3) == host
     assert learned.for_cell(2, 2) == DEFAULT_TIMINGS
+
+
+def test_the_load_is_a_fixed_part_and_a_part_per_scale_unit_from_two_scales() -> None:
+    """Loads of 1.5 s at scale 1 and 6 s at scale 10 (newest first, twice each): 1 s fixed
+    and 0.5 s per unit, so scale 50 takes 26 s, not 50 x 1.5 s."""
+    fixed, per_unit = load_line([(1.0, 1.5), (10.0, 6.0), (1.0, 1.5), (10.0, 6.0)])
+
+    assert (fixed, per_unit) == (pytest.approx(1.0), pytest.approx(0.5))
+    timings = Timings(5.0, per_unit, 0.0, load_fixed_s=fixed)
+    assert timings.setup_seconds(50) == pytest.approx(5.0 + 26.0)
+
+
+def test_one_scale_alone_teaches_the_fixed_part_and_at_most_the_default_per_unit() -> None:
+    fixed, per_unit = load_line([(1.0, 1.5)])
+    assert (fixed, per_unit) == (pytest.approx(1.5 - SCALE_LOAD_S_PER_UNIT), SCALE_LOAD_S_PER_UNIT)
+    assert load_line([(20.0, 4.0)]) == (pytest.approx(0.0), pytest.approx(0.2))
+
+
+def test_a_load_line_never_goes_below_zero() -> None:
+    """A bigger scale that loaded faster (a noisy first run) gives no negative slope, and
+    a line through the origin replaces a negative fixed part."""
+    assert load_line([(1.0, 3.0), (10.0, 2.0)]) == (pytest.approx(2.5), 0.0)
+    fixed, per_unit = load_line([(1.0, 0.1), (10.0, 5.0)])
+    assert fixed == 0.0
+    assert per_unit == pytest.approx((1 * 0.1 + 10 * 5.0) / (1 + 100))

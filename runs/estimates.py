@@ -352,8 +352,8 @@ def load_line(loads: Sequence[tuple[float, float]]) -> tuple[float, float]:
         scale, seconds = points[0]
         per_unit = min(seconds / scale, SCALE_LOAD_S_PER_UNIT)
         return seconds - per_unit * scale, per_unit
-    scales, seconds = [x for x, _ in points], [y for _, y in points]
-    mean_x, mean_y = statistics.fmean(scales), statistics.fmean(seconds)
+    scales = [x for x, _ in points]
+    mean_x, mean_y = statistics.fmean(scales), statistics.fmean(y for _, y in points)
     spread = sum((x - mean_x) ** 2 for x in scales)
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
     if slope < 0:

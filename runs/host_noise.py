@@ -28,6 +28,8 @@ HISTORY = 20
 # repeats within about a percent, an fsync's median within several.
 CPU_FLOOR_SD = 0.02
 FSYNC_FLOOR_SD = 0.10
+# A memory copy's median of runs moves with what else the machine's memory serves.
+MEMORY_FLOOR_SD = 0.05
 # What the host page shows: its last canaries and its last points with noise.
 SHOWN_CANARIES = 60
 SHOWN_POINTS = 20
@@ -37,10 +39,12 @@ SPREAD_EXPERIMENTS = 10
 
 @dataclass(frozen=True)
 class CanaryBands:
-    """A host's usual CPU loop and fsync times (None: too few canaries yet)."""
+    """A host's usual CPU loop and fsync times and memory copy rate (None: too few
+    canaries yet)."""
 
     cpu_loop_ns: UsualBand | None
     fsync_ms: UsualBand | None
+    memory_gbps: UsualBand | None
     canaries: int
 
 
@@ -49,10 +53,14 @@ def canary_bands(host: Host, before: datetime | None = None) -> CanaryBands:
     canaries = HostCanary.objects.filter(host=host)
     if before is not None:
         canaries = canaries.filter(at__lt=before)
-    recent = list(canaries.order_by("-at").values_list("cpu_loop_ns", "fsync_ms")[:HISTORY])
+    recent = list(
+        canaries.order_by("-at").values_list("cpu_loop_ns", "fsync_ms", "memory_gbps")[:HISTORY]
+    )
+    memory = [gbps for _cpu, _fsync, gbps in recent if gbps is not None]
     return CanaryBands(
-        cpu_loop_ns=usual_band([cpu for cpu, _fsync in recent], CPU_FLOOR_SD),
-        fsync_ms=usual_band([fsync for _cpu, fsync in recent], FSYNC_FLOOR_SD),
+        cpu_loop_ns=usual_band([cpu for cpu, _fsync, _gbps in recent], CPU_FLOOR_SD),
+        fsync_ms=usual_band([fsync for _cpu, fsync, _gbps in recent], FSYNC_FLOOR_SD),
+        memory_gbps=usual_band(memory, MEMORY_FLOOR_SD),
         canaries=len(recent),
     )
 

@@ -1,11 +1,17 @@
-"""The host canary: a fixed CPU loop and an fsync probe, timed before a job's cluster starts.
+"""The host canary: a fixed CPU loop, an fsync probe and a memory copy, timed before a job's
+cluster starts.
 
 A job's numbers move when PostgreSQL changes and when the host does (a
 neighbour on the same VM host, a throttled CPU, a busier disk). The canary
 times the same work every job, before anything of the job runs, so the lab
 keeps each host's series and can tell which runs started on a host outside
-its usual spread (runs/services/hosts/noise.py). It takes well under two
-seconds: medians of short runs, so one preempted run does not move it.
+its usual spread (runs/services/hosts/noise.py). It takes about two seconds:
+medians of short runs, so one preempted run does not move it.
+
+The memory copy is one C memmove (a memoryview's slice assignment) of a buffer four
+times the size of a large last-level cache (32 MiB on the lab's EPYC VMs), so it reads
+and writes main memory, not the cache: a neighbour streaming through memory on the
+same socket lowers its rate where the CPU loop, which lives in the L1 cache, barely moves.
 
 The two sides of a duet (agents/duet.py) are jobs in threads of one process:
 their canaries take turns (`CANARY_TURN`), since two Python loops at once
@@ -25,6 +31,9 @@ CPU_LOOP_ITERATIONS = 200_000
 CPU_LOOP_RUNS = 25
 FSYNC_COUNT = 20
 FSYNC_BLOCK = b"\0" * 8192
+# 128 MiB each way: four times a 32 MiB last-level cache.
+MEMORY_COPY_MIB = 128
+MEMORY_COPY_RUNS = 7
 PROBE_NAME = ".benchlab-canary"
 # One canary at a time in this process.
 CANARY_TURN = threading.Lock()
@@ -46,6 +55,21 @@ def cpu_loop_ns(iterations: int = CPU_LOOP_ITERATIONS, runs: int = CPU_LOOP_RUNS
         cpu_loop(iterations)
         per_iteration.append((time.perf_counter_ns() - started) / iterations)
     return statistics.median(per_iteration)
+
+
+def memory_copy_gbps(mib: int = MEMORY_COPY_MIB, runs: int = MEMORY_COPY_RUNS) -> float:
+    """The median rate, over `runs` timed copies of a `mib` MiB buffer into another, in
+    GB/s (10^9 bytes copied a second). One untimed copy first touches every page of both,
+    so the timed ones measure memory, not the kernel's page faults."""
+    size = mib * 1024 * 1024
+    source, target = memoryview(bytearray(size)), memoryview(bytearray(size))
+    target[:] = source
+    rates = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        target[:] = source
+        rates.append(size / (time.perf_counter_ns() - started))
+    return statistics.median(rates)
 
 
 def existing_directory(path: Path) -> Path:
@@ -75,14 +99,15 @@ def fsync_latencies_ms(directory: Path, count: int = FSYNC_COUNT) -> list[float]
 
 
 def run_canary(storage: Path) -> HostCanary:
-    """Time the CPU loop, then the fsync probe on the storage at `storage`; after any
-    canary another thread of this process is timing."""
+    """Time the CPU loop, the fsync probe on the storage at `storage`, then the memory
+    copy; after any canary another thread of this process is timing."""
     with CANARY_TURN:
         at = datetime.now(UTC).isoformat()
         started = time.monotonic()
         loop_ns = cpu_loop_ns()
         directory = existing_directory(storage)
         fsyncs = fsync_latencies_ms(directory)
+        memory_gbps = memory_copy_gbps()
         seconds = time.monotonic() - started
     return {
         "at": at,
@@ -94,4 +119,7 @@ def run_canary(storage: Path) -> HostCanary:
         "fsync_count": FSYNC_COUNT,
         "fsync_ms": round(statistics.median(fsyncs), 3),
         "fsync_max_ms": round(max(fsyncs), 3),
+        "memory_copy_mib": MEMORY_COPY_MIB,
+        "memory_copy_runs": MEMORY_COPY_RUNS,
+        "memory_gbps": round(memory_gbps, 3),
     }

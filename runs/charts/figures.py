@@ -174,9 +174,9 @@ def _template() -> PlotlyJson:
 
 
 @functools.cache
-def two_rows_layout() -> dict[str, PlotlyJson]:
-    """The axes of two rows sharing their x axis, as plotly's make_subplots lays them out."""
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+def rows_layout(rows: int) -> dict[str, PlotlyJson]:
+    """The axes of `rows` rows sharing their x axis, as plotly's make_subplots lays them out."""
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08)
     axes: dict[str, PlotlyJson] = json.loads(figure.layout.to_json())
     return axes
 

@@ -1,14 +1,15 @@
 """The host page's noise figure: its canaries over time, each with the host's usual band.
 
-Two rows on one time axis: the CPU loop's time per iteration and the fsync's
-median time. The band is the host's usual spread now (runs/host_noise.py);
+Three rows on one time axis: the CPU loop's time per iteration, the fsync's
+median time and the memory copy's rate (absent from canaries of agents before
+it). The band is the host's usual spread now (runs/host_noise.py);
 canaries that were outside the spread of the canaries before them when they
 arrived are marked, whatever today's band says.
 """
 
 from collections.abc import Sequence
 
-from runs.charts.figures import COLORS, PlotlyJson, base_layout, two_rows_layout
+from runs.charts.figures import COLORS, PlotlyJson, base_layout, rows_layout
 from runs.host_noise import CanaryBands
 from runs.inference.usual import UsualBand
 from runs.models import HostCanary
@@ -17,6 +18,7 @@ FLAGGED_COLOR = "#c92a2a"
 ROWS = (
     ("cpu_loop_ns", "CPU loop (ns per iteration)", "y", "x"),
     ("fsync_ms", "fsync (ms, median)", "y2", "x2"),
+    ("memory_gbps", "memory copy (GB/s)", "y3", "x3"),
 )
 
 
@@ -61,19 +63,15 @@ def canary_figure(
         band = getattr(bands, field)
         if band is not None:
             shapes.append(_band_shape(band, y_axis))
-    rows = two_rows_layout()
-    layout = base_layout("Host canary", "", "", height=460)
-    layout.update(
-        {
-            "xaxis": {**rows["xaxis"], "type": "date"},
-            "xaxis2": {**rows["xaxis2"], "type": "date", "title": {"text": "canary time"}},
-            # Not from zero: a few percent is what the band is about.
-            "yaxis": {**rows["yaxis"], "title": {"text": ROWS[0][1]}, "rangemode": "normal"},
-            "yaxis2": {**rows["yaxis2"], "title": {"text": ROWS[1][1]}, "rangemode": "normal"},
-            "shapes": shapes,
-            "hovermode": "closest",
-        }
-    )
+    rows = rows_layout(len(ROWS))
+    layout = base_layout("Host canary", "", "", height=640)
+    for number, (_field, label, y_axis, x_axis) in enumerate(ROWS, 1):
+        x_name, y_name = x_axis.replace("x", "xaxis"), y_axis.replace("y", "yaxis")
+        title = {"title": {"text": "canary time"}} if number == len(ROWS) else {}
+        layout[x_name] = {**rows[x_name], "type": "date", **title}
+        # Not from zero: a few percent is what the band is about.
+        layout[y_name] = {**rows[y_name], "title": {"text": label}, "rangemode": "normal"}
+    layout.update({"shapes": shapes, "hovermode": "closest"})
     return traces, layout
 
 

@@ -16,8 +16,8 @@ from runs.charts.figures import (
     PlotlyJson,
     base_layout,
     figure_json,
+    rows_layout,
     trace_style,
-    two_rows_layout,
 )
 from runs.models import Run
 from runs.timelines.downsample import CHART_SAMPLES, Timeline, trace_budget
@@ -326,7 +326,7 @@ def server_figure(run: Run, digest: Digest) -> PlotlyJson:
         trace = _timeline_trace(digest.traces[name], name.removeprefix("wait."), color, meta)
         trace.update(stackgroup="waits", mode="lines", line={"width": 0.5}, xaxis="x2", yaxis="y2")
         traces.append(trace)
-    rows = two_rows_layout()
+    rows = rows_layout(2)
     title = "server: buffers written and allocated, wait events"
     layout = base_layout(title, "seconds", "buffers/s", 440, y_axis=rows["yaxis"])
     layout["yaxis2"] = {**rows["yaxis2"], "title": {"text": "backends"}, "rangemode": "tozero"}

@@ -108,7 +108,8 @@ class Occurrence(models.Model):
 
 class ChangePoint(models.Model):
     """A change point in one line of a series' metric (runs/inference/changepoints.py), or
-    in its host canary (`metric` `canary.cpu_loop_ns`, `canary.fsync_ms`; `key` the host).
+    in its host canary (`metric` `canary.cpu_loop_ns`, `canary.fsync_ms`, `canary.memory_gbps`;
+    `key` the measure and the host).
 
     `before_occurrence` is the last occurrence before the change, `after_occurrence` the
     first after; the change in % with its 95 % interval. Found once, kept (the next

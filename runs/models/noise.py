@@ -8,8 +8,9 @@ from runs.models.experiments import Run
 
 class HostCanary(models.Model):
     """One host canary (agents/contract/reports/noise.py `HostCanary`): the median time of
-    a fixed CPU loop's iteration and of an 8 kB write with fsync on the run's storage,
-    taken by the run's agent before its cluster started.
+    a fixed CPU loop's iteration and of an 8 kB write with fsync on the run's storage, and
+    the median rate of a memory copy far larger than the CPU's cache (`memory_gbps`, None
+    from agents before it), taken by the run's agent before its cluster started.
 
     `outside_usual` says the canary fell outside the host's usual spread of its earlier
     canaries (runs/services/hosts/noise.py), `detail` how; the run carries the same in
@@ -24,6 +25,7 @@ class HostCanary(models.Model):
     cpu_loop_ns = models.FloatField()
     fsync_ms = models.FloatField()
     fsync_max_ms = models.FloatField()
+    memory_gbps = models.FloatField(null=True, blank=True)
     document = models.JSONField(default=dict, blank=True)
     outside_usual = models.BooleanField(default=False)
     detail = models.TextField(blank=True)

@@ -44,6 +44,7 @@ def test_the_host_page_draws_its_canaries_and_lists_its_points_noise(signed_in_p
             cpu_loop_ns=40.0 + number % 2,
             fsync_ms=2.0,
             fsync_max_ms=4.0,
+            memory_gbps=6.0 - 0.1 * (number % 2),
         )
     HostCanary.objects.create(
         host=host,
@@ -51,6 +52,7 @@ def test_the_host_page_draws_its_canaries_and_lists_its_points_noise(signed_in_p
         cpu_loop_ns=55.0,
         fsync_ms=2.0,
         fsync_max_ms=4.0,
+        memory_gbps=5.9,
         outside_usual=True,
         detail="CPU loop 55 ns/iteration, usual 40.5 ns",
     )
@@ -66,12 +68,13 @@ def test_the_host_page_draws_its_canaries_and_lists_its_points_noise(signed_in_p
     drawn = chart.evaluate(
         "el => ({traces: el.data.map(t => t.y.length), bands: el.layout.shapes.length})"
     )
-    assert drawn == {"traces": [9, 1, 9, 1], "bands": 2}
+    assert drawn == {"traces": [9, 1, 9, 1, 9, 1], "bands": 3}
     points = page.locator("#host-noise table[data-noise=points] tbody tr")
     expect(points).to_have_count(1)
     expect(points.first).to_contain_text("4.2 %")
     expect(points.first).to_contain_text("31.5 %")
     expect(page.locator("[data-noise=cpu-band]")).to_contain_text("ns per iteration")
+    expect(page.locator("[data-noise=memory-band]")).to_contain_text("GB/s, usually")
     assert errors == []
 
 

@@ -80,8 +80,14 @@ def test_a_point_of_an_agent_before_noise_stores_none():
     assert (result.cpu_steal_percent, result.foreign_cpu_percent, result.noise) == (None, None, {})
 
 
-def canary(cpu_loop_ns: float, fsync_ms: float, at: datetime) -> dict:
-    """A canary as the agent sends it in its result (agents/contract/reports/noise.py)."""
+def canary(
+    cpu_loop_ns: float, fsync_ms: float, at: datetime, memory_gbps: float | None = None
+) -> dict:
+    """A canary as the agent sends it in its result (agents/contract/reports/noise.py);
+    without `memory_gbps`, as agents before the memory copy send it."""
+    memory = {} if memory_gbps is None else {
+        "memory_copy_mib": 128, "memory_copy_runs": 7, "memory_gbps": memory_gbps,
+    }  # fmt: skip
     return {
         "at": at.isoformat(),
         "seconds": 0.9,
@@ -92,11 +98,14 @@ def canary(cpu_loop_ns: float, fsync_ms: float, at: datetime) -> dict:
         "fsync_count": 20,
         "fsync_ms": fsync_ms,
         "fsync_max_ms": fsync_ms * 3,
+        **memory,
     }
 
 
-def finish_with_canary(run: Run, cpu_loop_ns: float, fsync_ms: float, at: datetime) -> Run:
-    document = {**events.result(run), "canary": canary(cpu_loop_ns, fsync_ms, at)}
+def finish_with_canary(
+    run: Run, cpu_loop_ns: float, fsync_ms: float, at: datetime, memory_gbps: float | None = None
+) -> Run:
+    document = {**events.result(run), "canary": canary(cpu_loop_ns, fsync_ms, at, memory_gbps)}
     services.run_record_event(events.run_event(run, 1, "result", document))
     run.refresh_from_db()
     return run
@@ -142,6 +151,23 @@ def test_a_slower_fsync_flags_the_run_too():
     run = finish_with_canary(RunFactory(host=host), 40.0, 5.0, start + timedelta(hours=1))
 
     assert run.host_noise["detail"].startswith("fsync 5 ms, usual 2 ms")
+
+
+def test_a_slower_memory_copy_flags_the_run_and_canaries_before_it_count_for_the_rest():
+    host, start = HostFactory(), datetime(2026, 11, 1, tzinfo=UTC)
+    # Five canaries of agents before the memory copy, then six with it.
+    steady_history(host, start, count=5)
+    for number in range(6):
+        at = start + timedelta(minutes=10 + number)
+        finish_with_canary(RunFactory(host=host), 40.0, 2.0, at, 6.0 + 0.05 * (number % 3))
+
+    run = finish_with_canary(RunFactory(host=host), 40.0, 2.0, start + timedelta(hours=1), 3.1)
+
+    assert run.host_noise["detail"].startswith("memory copy 3.1 GB/s, usual 6.05 GB/s")
+    assert run.canary.memory_gbps == 3.1
+    bands = canary_bands(host)
+    assert bands.canaries == 12 and bands.memory_gbps is not None
+    assert bands.memory_gbps.values == 7 and bands.cpu_loop_ns.values == 12
 
 
 def test_a_host_with_too_few_canaries_flags_nothing_yet():
@@ -274,7 +300,7 @@ def test_the_endpoint_answers_a_host_without_rounds_and_refuses_a_bad_effect(cli
 def test_the_host_page_shows_its_canaries_points_and_spread(client, user):
     host, start = HostFactory(), datetime(2026, 11, 1, tzinfo=UTC)
     steady_history(host, start)
-    finish_with_canary(RunFactory(host=host), 52.0, 2.0, start + timedelta(hours=1))
+    finish_with_canary(RunFactory(host=host), 52.0, 2.0, start + timedelta(hours=1), 5.5)
     run = RunFactory(host=host, status=Run.Status.SUCCEEDED)
     ResultFactory(run=run, index=0, cpu_steal_percent=3.5, foreign_cpu_percent=26.87)
     rounds_experiment(host)
@@ -285,9 +311,12 @@ def test_the_host_page_shows_its_canaries_points_and_spread(client, user):
     figure = json.loads(
         re.search(r'<script id="fig-host-canary" type="application/json">(.*?)</script>', page)[1]
     )
-    cpu, cpu_flagged, fsync, _fsync_flagged = figure["data"]
+    cpu, cpu_flagged, fsync, _fsync_flagged, memory, _memory_flagged = figure["data"]
     assert len(cpu["y"]) == len(fsync["y"]) == 11 and cpu_flagged["y"] == [52.0]
-    assert len(figure["layout"]["shapes"]) == 2, "each row shows the host's usual band"
+    # Agents before the memory copy left gaps in its row.
+    assert memory["y"] == [None] * 10 + [5.5] and memory["yaxis"] == "y3"
+    assert len(figure["layout"]["shapes"]) == 2, "each row with enough canaries has its band"
+    assert "too few canaries with it yet" in page
     points = re.search(r'<table data-noise="points">(.*?)</table>', page, re.S)[1]
     assert "3.5 %" in points and "26.9 %" in points
     spread = rounds_spread(host)

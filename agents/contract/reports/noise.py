@@ -3,12 +3,12 @@
 `PointNoise` is a point's `noise`: over its measured window, the CPU the
 hypervisor gave to other guests (steal) and the CPU used on the host by
 processes outside the job (foreign). `HostCanary` is the result's `canary`:
-a few seconds the agent spends before a job's points timing a fixed CPU loop
-and an fsync on the job's storage, so the lab can tell a slower host from a
+a few seconds the agent spends before a job's points timing a fixed CPU loop,
+an fsync on the job's storage and a memory copy, so the lab can tell a slower host from a
 slower PostgreSQL. Agents before these keys omit them.
 """
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 JobCpuSource = Literal["cgroup", "processes"]
 
@@ -43,7 +43,11 @@ class HostCanary(TypedDict):
     CPU is taken by neighbours or throttled takes longer). `fsync_ms` is the median
     and `fsync_max_ms` the slowest of `fsync_count` 8 kB writes each followed by an
     fsync, in a file in `fsync_directory` (the storage of the job's data directory,
-    removed after). `at` is when it started, `seconds` how long it took.
+    removed after). `memory_gbps` is the median rate, over `memory_copy_runs` copies of
+    a `memory_copy_mib` MiB buffer into another (far larger than the last-level cache),
+    in 10^9 bytes copied a second (a host whose memory bandwidth neighbours take copies
+    slower); agents before it omit the three. `at` is when it started, `seconds` how
+    long it took.
     """
 
     at: str
@@ -55,3 +59,6 @@ class HostCanary(TypedDict):
     fsync_count: int
     fsync_ms: float
     fsync_max_ms: float
+    memory_copy_mib: NotRequired[int]
+    memory_copy_runs: NotRequired[int]
+    memory_gbps: NotRequired[float]

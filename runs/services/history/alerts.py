@@ -2,7 +2,8 @@
 
 `series_detect` runs when an occurrence's last run ended (runs.tasks.series_detect). For
 every metric at every line (cell and client count) and for the host canary of the
-occurrences (the median of their runs' canaries, agents/observe/canary.py), it searches
+occurrences (the median of their runs' canaries, agents/observe/canary.py: CPU loop,
+fsync and memory copy, each its own line), it searches
 the values after the last change point kept (runs/inference/changepoints.py) and keeps
 the new ones as `ChangePoint` rows. A metric's change point in the bad direction raises
 one `Alert`:
@@ -40,8 +41,9 @@ from runs.services.history.webhooks import webhook_post
 logger = logging.getLogger(__name__)
 
 CONFIRM_TASK = "runs.tasks.alert_confirm"
-# The canary's measures, each its own line of the series (larger: a slower host).
-CANARY_MEASURES = ("cpu_loop_ns", "fsync_ms")
+# The canary's measures, each its own line of the series, and whether a larger value is a
+# slower host (a longer loop or fsync) or a faster one (more memory copied a second).
+CANARY_MEASURES = {"cpu_loop_ns": True, "fsync_ms": True, "memory_gbps": False}
 CANARY_PREFIX = "canary."
 # A canary change point this many occurrences from a metric's explains it.
 CANARY_REACH = 1
@@ -112,7 +114,7 @@ def _new_change_points(
 
 def canary_history(series: Series) -> dict[str, tuple[list[Occurrence], list[float]]]:
     """Line (`canary.cpu_loop_ns host`) -> the occurrences with canaries and the median of
-    their runs' canaries, oldest first."""
+    their runs' canaries, oldest first (a measure their agents did not take is left out)."""
     lines: dict[str, tuple[list[Occurrence], list[float]]] = {}
     canaries = HostCanary.objects.filter(run__experiment__occurrence__series=series)
     by_occurrence: dict[tuple[int, str], list[HostCanary]] = {}
@@ -125,9 +127,11 @@ def canary_history(series: Series) -> dict[str, tuple[list[Occurrence], list[flo
             if experiment_id != occurrence.experiment_id:
                 continue
             for measure in CANARY_MEASURES:
-                line = lines.setdefault(f"{CANARY_PREFIX}{measure} {host}", ([], []))
-                line[0].append(occurrence)
-                line[1].append(statistics.median(getattr(c, measure) for c in taken))
+                values = [getattr(c, measure) for c in taken if getattr(c, measure) is not None]
+                if values:
+                    line = lines.setdefault(f"{CANARY_PREFIX}{measure} {host}", ([], []))
+                    line[0].append(occurrence)
+                    line[1].append(statistics.median(values))
     return lines
 
 
@@ -137,7 +141,12 @@ def _canary_change_points(series: Series) -> list[ChangePoint]:
         measure, _host = line.split(" ", 1)
         _new_change_points(series, measure, line, occurrences, values)
     kept = ChangePoint.objects.filter(series=series, metric__startswith=CANARY_PREFIX)
-    return [change for change in kept if change.after > change.before]
+    return [
+        change
+        for change in kept
+        if (change.after > change.before)
+        == CANARY_MEASURES[change.metric.removeprefix(CANARY_PREFIX)]
+    ]
 
 
 def _host_evidence(

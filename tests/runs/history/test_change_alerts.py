@@ -58,10 +58,15 @@ def webhook(settings) -> Iterator[tuple[str, Received]]:
 
 
 def history(
-    series: Series, tps_means: list[float], seed: int = 7, cpu_loop_ns: list[float] | None = None
+    series: Series,
+    tps_means: list[float],
+    seed: int = 7,
+    cpu_loop_ns: list[float] | None = None,
+    memory_gbps: list[float] | None = None,
 ) -> None:
     """One finished occurrence per mean: REPEATS points at 4 clients, 2 % noise, latency flat;
-    with `cpu_loop_ns`, each occurrence's run has a host canary of that CPU loop time."""
+    with `cpu_loop_ns`, each occurrence's run has a host canary of that CPU loop time, with
+    `memory_gbps` of that memory copy rate (and a steady CPU loop)."""
     rng = np.random.default_rng(seed)
     start = timezone.now() - timedelta(days=len(tps_means))
     host = HostFactory()
@@ -72,10 +77,12 @@ def history(
         run = RunFactory(experiment=experiment, host=host, status=Run.Status.SUCCEEDED)
         for repeat in range(1, REPEATS + 1):
             ResultFactory(run=run, repeat=repeat, tps=float(rng.normal(mean, mean * 0.02)))
-        if cpu_loop_ns is not None:
+        if cpu_loop_ns is not None or memory_gbps is not None:
             HostCanary.objects.create(
-                host=run.host, run=run, at=fired, cpu_loop_ns=cpu_loop_ns[day], fsync_ms=2.0,
-                fsync_max_ms=3.0,
+                host=run.host, run=run, at=fired,
+                cpu_loop_ns=cpu_loop_ns[day] if cpu_loop_ns else 100.0 + (day % 3) * 0.5,
+                fsync_ms=2.0, fsync_max_ms=3.0,
+                memory_gbps=memory_gbps[day] if memory_gbps else None,
             )  # fmt: skip
 
 
@@ -263,6 +270,35 @@ def test_a_change_the_host_canary_shares_is_the_host_not_a_regression(series, we
     assert webhook[1] == []
 
 
+def test_a_change_the_memory_canary_alone_shares_is_the_host(series, webhook):
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.CONFIRMED)
+    series.refresh_from_db()
+    memory = [6.0 + (day % 3) * 0.05 for day in range(12)] + [
+        3.0 + (day % 2) * 0.05 for day in range(6)
+    ]
+    history(series, [1000.0] * 12 + [900.0] * 6, memory_gbps=memory)
+
+    (alert,) = series_detect(series)
+
+    assert alert.state == Alert.State.HOST
+    assert alert.change_point.host_evidence.startswith("memory_gbps ")
+    assert "changed -" in alert.change_point.host_evidence
+    assert "cpu_loop_ns" not in alert.change_point.host_evidence
+    assert ChangePoint.objects.filter(metric="canary.memory_gbps").count() == 1
+    assert not ChangePoint.objects.filter(metric="canary.cpu_loop_ns").exists()
+    assert webhook[1] == []
+
+
+def test_more_memory_bandwidth_is_no_host_slowdown(series):
+    memory = [3.0 + (day % 3) * 0.05 for day in range(12)] + [6.0] * 6
+    history(series, [1000.0] * 12 + [900.0] * 6, memory_gbps=memory)
+
+    (alert,) = series_detect(series)
+
+    assert alert.state == Alert.State.NEW and alert.change_point.host_evidence == ""
+    assert ChangePoint.objects.filter(metric="canary.memory_gbps").count() == 1
+
+
 @pytest.mark.parametrize(
     ("verdict", "pct", "state", "told"),
     [("slower", -9.8, Alert.State.CONFIRMED, ["confirmed"]), ("same", -0.3, Alert.State.HOST, [])],
@@ -302,7 +338,8 @@ def test_an_alert_whose_change_point_is_gone_is_not_left_waiting(series):
 
     alert.refresh_from_db()
     assert (alert.state, alert.confirmation) == (
-        Alert.State.NOT_CONFIRMED, "not confirmed: its change point is gone"
+        Alert.State.NOT_CONFIRMED,
+        "not confirmed: its change point is gone",
     )
 
 

@@ -114,7 +114,8 @@ def test_a_storage_directory_the_job_has_not_made_yet_is_probed_on_its_parent(tm
     assert canary["cpu_loop_iterations"] == CPU_LOOP_ITERATIONS
     assert 0 < canary["cpu_loop_ns"] and 0 < canary["fsync_ms"] <= canary["fsync_max_ms"]
     assert canary["memory_copy_mib"] == MEMORY_COPY_MIB and canary["memory_gbps"] > 0
-    assert 0 < canary["seconds"] < 10
+    # About two seconds on a quiet 2-vCPU VM; eleven were measured at a load average of 22.
+    assert 0 < canary["seconds"] < 30
     assert not any(path.name.startswith(PROBE_NAME) for path in tmp_path.iterdir())
 
 

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0042_alert_confirmation"),
+        ("runs", "0043_bisection_step_cancelled"),
     ]
 
     operations = [

@@ -1,5 +1,6 @@
 """Estimates learned from the runs a host finished (runs/estimates.py): cluster setup, load
-per scale unit and per-point overhead from the agent's status events, per host and build."""
+(a fixed part and a part per scale unit) and per-point overhead from the agent's status
+events, per host and build."""
 
 from datetime import datetime, timedelta
 
@@ -11,6 +12,7 @@ from runs.estimates import (
     DEFAULT_TIMINGS,
     GUESSED_TPS,
     RUN_OVERHEAD_S,
+    SCALE_LOAD_S_PER_UNIT,
     Timings,
     learned_rates,
     learned_timings,
@@ -124,8 +126,11 @@ def test_an_experiments_estimate_uses_what_its_host_learned() -> None:
 
     estimate = services.experiment_estimate(experiment)
 
-    assert estimate["setup_seconds"] == round(6 + 1 * 1.0)  # the workload's scale is 1
-    assert estimate["estimated_seconds"] == round(6 + 1 + 2 * 11)
+    # The load, 2 s at scale 2, learned from one scale: 0.5 s per unit (SCALE_LOAD_S_PER_UNIT,
+    # the most one scale teaches) and 1 s fixed; the workload's scale is 1.
+    load = 1.0 + 1 * SCALE_LOAD_S_PER_UNIT
+    assert estimate["setup_seconds"] == round(6 + load)
+    assert estimate["estimated_seconds"] == round(6 + load + 2 * 11)
 
 
 def test_a_cpu_profile_pass_counts_as_points_learned_and_estimated() -> None:
@@ -147,7 +152,8 @@ def test_a_cpu_profile_pass_counts_as_points_learned_and_estimated() -> None:
     experiment = ExperimentFactory(
         hosts=[host], builds=[build], clients=[1, 2], duration_s=10, cpu_profile=True
     )
-    assert services.experiment_estimate(experiment)["estimated_seconds"] == round(7 + 4 * 11)
+    load = 1.0 + 1 * SCALE_LOAD_S_PER_UNIT  # 2 s at scale 2, learned as above
+    assert services.experiment_estimate(experiment)["estimated_seconds"] == round(6 + load + 4 * 11)
 
 
 def test_runs_without_their_phases_teach_nothing() -> None:

@@ -24,8 +24,10 @@ BUILD_FAILED = "build_failed"
 def build_failure_shared(failed: Run) -> list[Run]:
     """Fail the queued runs of `failed`'s experiment that would build what `failed` could
     not (same host and build), with its error and build record; returns them. Nothing when
-    `failed` did not fail with build_failed."""
-    failed.refresh_from_db()
+    `failed` did not fail with build_failed. Read afresh, not refreshed in place: the
+    caller's `failed` still says what the run was before this event (run_record_event
+    tells a late event by it)."""
+    failed = Run.objects.get(pk=failed.pk)
     if failed.status != Run.Status.FAILED or failed.error_code != BUILD_FAILED:
         return []
     same = Run.objects.filter(

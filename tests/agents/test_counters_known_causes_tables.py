@@ -36,4 +36,3 @@ def test_fillfactor_100_against_70_shows_as_updates_of_pgbench_accounts_to_a_new
 
     moved = top_movers_of(full, roomy)
     assert moved[:2] == ["tables.accounts_newpage_updates", "tables.newpage_updates"], moved
-    assert "tables.accounts_hot_updates" in moved, moved

@@ -10,14 +10,16 @@ import random
 import pytest
 from django.urls import reverse
 
-from agents.contract.errors import JobError
 from runs import services
 from runs.analysis.capacity_compare import capacity_comparison
 from runs.inference.capacity_compare import RatioVerdict
-from runs.models import Experiment, Result, Run
-from runs.services.capacity import capacity_step
+from runs.models import Experiment, Run
 from tests.runs.factories import UserFactory, WorkloadFactory
-from tests.runs.services.test_capacity_search import capacity_experiment, simulated_histogram
+from tests.runs.services.test_capacity_search import (
+    capacity_experiment,
+    refused_start,
+    search_to_end,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -32,26 +34,9 @@ def compared_experiment(**fields: object) -> Experiment:
     return capacity_experiment(**{"workloads": [simple, other], "capacity_probes": 14, **fields})
 
 
-def finish_round(experiment: Experiment, rng: random.Random) -> bool:
-    """Finish every queued probe as its cell's simulated server serves it, then step."""
-    for run in experiment.runs.filter(status=Run.Status.QUEUED).order_by("position"):
-        saturation = SATURATION_TPS[run.workload.query_mode]
-        rate = run.spec["workload"]["rate_tps"]
-        reached = min(rate, saturation * 0.98)
-        histogram = simulated_histogram(rate, 20.0, rng, saturation)
-        Result.objects.create(
-            run=run,
-            index=0,
-            clients=4,
-            repeat=run.round,
-            tps=reached,
-            duration_s=20.0,
-            transactions=int(reached * 20),
-            exit_code=0,
-            percentiles={"p99": 1.0, "histogram": histogram},
-        )
-        services.run_finish(run, Run.Status.SUCCEEDED)
-    return capacity_step(experiment.pk)
+def saturation(run: Run) -> float:
+    """The saturation of the simulated server a probe's cell measures."""
+    return SATURATION_TPS[run.workload.query_mode]
 
 
 def test_both_cells_are_probed_in_each_round_and_the_faster_one_is_called_faster(
@@ -63,10 +48,7 @@ def test_both_cells_are_probed_in_each_round_and_the_faster_one_is_called_faster
     assert {run.spec["workload"]["rate_tps"] for run in first} == {100.0}
     rng = random.Random(5)
 
-    while finish_round(experiment, rng):
-        experiment.refresh_from_db()
-        if experiment.capacity_state["ended"]:
-            break
+    search_to_end(experiment, rng, saturation)
 
     runs = list(experiment.runs.order_by("position"))
     rounds: dict[int, list[int]] = {}
@@ -113,15 +95,30 @@ def test_both_cells_are_probed_in_each_round_and_the_faster_one_is_called_faster
     assert "faster by" in text and "against the baseline" in text
 
 
+def test_an_a_a_comparison_is_the_same_or_undecided_never_faster_or_slower(lab_redis):
+    # Two workloads of the same mode: the same simulated server, so the same capacity.
+    workloads = [
+        WorkloadFactory(name=name, query_mode="simple", latency_log="sampled")
+        for name in ("a-simple", "b-simple")
+    ]
+    experiment = capacity_experiment(workloads=workloads, capacity_probes=14)
+    services.experiment_start(experiment, UserFactory())
+
+    # Seeds 1, 2 and 3 measured same [-4.5, +3.0] and undecided twice ([-5.7, +6.0]).
+    search_to_end(experiment, random.Random(1), saturation)
+
+    base, other = capacity_comparison(experiment)
+    assert other.ratio is not None and other.ratio.lower is not None, other.ratio
+    assert other.ratio.verdict in (RatioVerdict.SAME, RatioVerdict.UNDECIDED), other.ratio
+    assert other.ratio.lower <= 1.0 <= (other.ratio.upper or 0.0)
+
+
 def test_a_cell_above_the_highest_probe_gives_no_ratio_and_says_so(lab_redis):
     experiment = compared_experiment(capacity_high_tps=2800.0)
     services.experiment_start(experiment, UserFactory())
     rng = random.Random(8)
 
-    while finish_round(experiment, rng):
-        experiment.refresh_from_db()
-        if experiment.capacity_state["ended"]:
-            break
+    search_to_end(experiment, rng, saturation)
 
     base, prepared = capacity_comparison(experiment)
     assert prepared.reading.capacity.lower == 2800.0
@@ -139,21 +136,16 @@ def test_a_cell_above_the_highest_probe_gives_no_ratio_and_says_so(lab_redis):
 def test_a_comparison_that_cannot_run_is_refused_naming_the_field(fields, field):
     experiment = compared_experiment(**fields)
 
-    with pytest.raises(JobError) as refused:
-        services.experiment_start(experiment, UserFactory())
-
-    assert refused.value.field == field
-    assert not experiment.runs.exists()
+    assert refused_start(experiment).field == field
 
 
 def test_more_than_four_cells_are_refused_naming_the_field():
     workloads = [WorkloadFactory(latency_log="sampled") for _ in range(5)]
     experiment = capacity_experiment(workloads=workloads)
 
-    with pytest.raises(JobError) as refused:
-        services.experiment_start(experiment, UserFactory())
+    refused = refused_start(experiment)
 
-    assert refused.value.field == "capacity" and "make 5" in refused.value.message
+    assert refused.field == "capacity" and "make 5" in refused.message
 
 
 def test_the_api_refuses_a_comparison_with_a_bad_margin_with_a_400(api_client, experiment_payload):

@@ -6,6 +6,7 @@ drawn from a seeded simulated server; tests/integration has pgbench measure them
 import html
 import math
 import random
+from collections.abc import Callable
 
 import pytest
 from django.urls import reverse
@@ -53,11 +54,18 @@ def simulated_histogram(
     return histogram.encode().decode()
 
 
-def finish_probes(experiment: Experiment, rng: random.Random) -> bool:
-    """Finish every queued probe as the simulated server would serve it, then step."""
-    for run in experiment.runs.filter(status=Run.Status.QUEUED):
+def finish_probes(
+    experiment: Experiment,
+    rng: random.Random,
+    saturation: Callable[[Run], float] = lambda run: SATURATION_TPS,
+) -> bool:
+    """Finish every queued probe, in queue order, as its cell's simulated server (which
+    saturates at `saturation(run)` tps) would serve it, then step."""
+    for run in experiment.runs.filter(status=Run.Status.QUEUED).order_by("position"):
+        saturates = saturation(run)
         rate = run.spec["workload"]["rate_tps"]
-        reached = min(rate, SATURATION_TPS * 0.98)
+        reached = min(rate, saturates * 0.98)
+        histogram = simulated_histogram(rate, 20.0, rng, saturates)
         Result.objects.create(
             run=run,
             index=0,
@@ -67,10 +75,33 @@ def finish_probes(experiment: Experiment, rng: random.Random) -> bool:
             duration_s=20.0,
             transactions=int(reached * 20),
             exit_code=0,
-            percentiles={"p99": 1.0, "histogram": simulated_histogram(rate, 20.0, rng)},
+            percentiles={"p99": 1.0, "histogram": histogram},
         )
         services.run_finish(run, Run.Status.SUCCEEDED)
     return capacity_step(experiment.pk)
+
+
+def search_to_end(
+    experiment: Experiment,
+    rng: random.Random,
+    saturation: Callable[[Run], float] = lambda run: SATURATION_TPS,
+) -> int:
+    """Finish probes and step until the search ends by itself; how many steps it took."""
+    steps = 0
+    while finish_probes(experiment, rng, saturation):
+        steps += 1
+        experiment.refresh_from_db()
+        if experiment.capacity_state["ended"]:
+            break
+    return steps
+
+
+def refused_start(experiment: Experiment) -> JobError:
+    """Why starting `experiment` was refused (it must be), having queued nothing."""
+    with pytest.raises(JobError) as refused:
+        services.experiment_start(experiment, UserFactory())
+    assert not experiment.runs.exists()
+    return refused.value
 
 
 def test_start_queues_one_probe_at_the_lowest_rate_with_the_skip_limit(lab_redis):
@@ -90,12 +121,7 @@ def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(lab_re
     services.experiment_start(experiment, UserFactory())
     rng = random.Random(11)
 
-    steps = 0
-    while finish_probes(experiment, rng):
-        steps += 1
-        experiment.refresh_from_db()
-        if experiment.capacity_state["ended"]:
-            break
+    steps = search_to_end(experiment, rng)
 
     rates = [run.spec["workload"]["rate_tps"] for run in experiment.runs.order_by("round")]
     assert rates[:2] == [100.0, 5000.0]
@@ -149,11 +175,7 @@ def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(l
 def test_a_search_that_cannot_run_is_refused_naming_the_field(fields, field):
     experiment = capacity_experiment(**fields)
 
-    with pytest.raises(JobError) as refused:
-        services.experiment_start(experiment, UserFactory())
-
-    assert refused.value.field == field
-    assert not experiment.runs.exists()
+    assert refused_start(experiment).field == field
 
 
 def test_a_search_of_several_pgbench_processes_is_refused_naming_the_field():
@@ -161,11 +183,7 @@ def test_a_search_of_several_pgbench_processes_is_refused_naming_the_field():
     two = [{"scripts": [], "clients": 2, "threads": None}] * 2
     experiment.workloads.update(processes=two)
 
-    with pytest.raises(JobError) as refused:
-        services.experiment_start(experiment, UserFactory())
-
-    assert refused.value.field == "workload.processes"
-    assert not experiment.runs.exists()
+    assert refused_start(experiment).field == "workload.processes"
 
 
 @pytest.mark.parametrize("latency_log", ["aggregate", "none"])
@@ -173,11 +191,7 @@ def test_a_search_of_a_workload_without_single_latencies_is_refused(latency_log)
     experiment = capacity_experiment()
     experiment.workloads.update(latency_log=latency_log)
 
-    with pytest.raises(JobError) as refused:
-        services.experiment_start(experiment, UserFactory())
-
-    assert refused.value.field == "workload.latency_log"
-    assert not experiment.runs.exists()
+    assert refused_start(experiment).field == "workload.latency_log"
 
 
 def test_the_api_refuses_a_search_without_a_limit_with_a_400(api_client, experiment_payload):

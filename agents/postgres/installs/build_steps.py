@@ -33,10 +33,16 @@ ERROR_LINE = re.compile(r": (fatal )?error: |: undefined reference to |^\S+\.l:\
 FIRST_ERRORS = 3
 # What says the host stopped a step, not the source: out of disk or memory, a compiler
 # killed (the OOM killer, an agent stopping). Such a failure may pass on a later try.
+# The tools' own lines only: strerror's text ends its line, gcc's ("cc1: out of memory
+# allocating 8032 bytes ...") has its form, while a source line the compiler quotes
+# under an error (PostgreSQL says errmsg("out of memory") in hundreds of places) says
+# these words inside a string literal.
 HOST_TROUBLE = re.compile(
-    r"No space left on device|Disk quota exceeded|Cannot allocate memory|"
-    r"virtual memory exhausted|out of memory|Killed signal terminated program|"
-    r"internal compiler error: Killed"
+    r"(No space left on device|Disk quota exceeded|Cannot allocate memory)'?$|"
+    r"^virtual memory exhausted|: out of memory allocating \d+ bytes|"
+    r"LLVM ERROR: out of memory|Killed signal terminated program|"
+    r"internal compiler error: Killed",
+    re.MULTILINE,
 )
 KILLING_SIGNALS = (signal.SIGKILL, signal.SIGTERM)
 POLL_S = 1.0
@@ -77,7 +83,6 @@ class BuildFailed(JobError):
             "postgres.build",
         )
         self.step = step
-        self.transient = transient
         self.record: BuildRecord | None = None
 
 
@@ -171,10 +176,12 @@ def check_patch_targets(tree: Path, diff: str, strip: int) -> None:
             raise UnsafeSource(f"{name} lies outside the source tree")
 
 
-def killed(exit_code: int) -> bool:
-    """Whether a step's program ended by SIGKILL or SIGTERM: negative from Popen, 128 + the
-    signal from the sandbox, which passes on how its program ended."""
-    return -exit_code in KILLING_SIGNALS or exit_code - 128 in KILLING_SIGNALS
+def host_stopped(exit_code: int, output: str) -> bool:
+    """Whether the host stopped a failed step, not its source: its program ended by SIGKILL
+    or SIGTERM (negative from Popen, 128 + the signal from the sandbox, which passes on how
+    its program ended), or its output says it ran out of disk or memory."""
+    killed = -exit_code in KILLING_SIGNALS or exit_code - 128 in KILLING_SIGNALS
+    return killed or HOST_TROUBLE.search(output) is not None
 
 
 def failure_message(exit_code: int, output: str, tail: str) -> str:
@@ -354,9 +361,8 @@ class BuildSteps:
             with open(self.log_path, errors="replace") as log:
                 log.seek(start)
                 output = log.read()
-            transient = killed(exit_code) or HOST_TROUBLE.search(output) is not None
             message = failure_message(exit_code, output, self.tail())
-            raise BuildFailed(step, message, transient)
+            raise BuildFailed(step, message, host_stopped(exit_code, output))
 
     def _wait(
         self, process: "subprocess.Popen[Any]", step: str, on_tick: Callable[[], None] | None

@@ -25,6 +25,7 @@ from runs.services.experiments import experiment_schedule
 from runs.services.jobs.events import run_record_event
 from tests.agents.conftest import config, storage_root  # noqa: F401 (fixtures)
 from tests.runs.factories import ConfigProfileFactory, HostFactory, UserFactory, WorkloadFactory
+from tests.runs.timelines.test_digests import digest_builds_sent
 from tests.source_builds import allowing_builds, allowing_patches, fake_definition, fake_release
 
 BREAKS_COMPILATION = """--- a/src/backend/main.c
@@ -96,13 +97,14 @@ def rounds_of_a_patch(repository: Path, diff: str) -> list[Run]:
     return list(scheduled.experiment.runs.filter(build=builds[1]).order_by("round"))
 
 
-def run_as_the_agent(run: Run, agent: AgentConfig, capture: Callable) -> None:
+def run_as_the_agent(run: Run, agent: AgentConfig, capture: Callable) -> list[Callable]:
     """Run `run`'s job as a real job, each of its events stored by the lab (and what the
-    lab sends after its commit sent)."""
+    lab sends after its commit sent); returns what it sent after its commits."""
     run.refresh_from_db()
     emitter = EventEmitter([run_record_event], run_id=run.run_id, token=run.token)
-    with capture(execute=True):
+    with capture(execute=True) as callbacks:
         run_job(run.spec, agent, emitter)
+    return callbacks
 
 
 def test_a_patch_that_does_not_compile_is_built_once_for_every_round(
@@ -112,7 +114,7 @@ def test_a_patch_that_does_not_compile_is_built_once_for_every_round(
     django_capture_on_commit_callbacks: Callable,
 ):
     first, *later = rounds_of_a_patch(repository, BREAKS_COMPILATION)
-    run_as_the_agent(first, agent, django_capture_on_commit_callbacks)
+    callbacks = run_as_the_agent(first, agent, django_capture_on_commit_callbacks)
 
     first.refresh_from_db()
     assert (first.status, first.error_code) == (Run.Status.FAILED, "build_failed")
@@ -130,6 +132,9 @@ def test_a_patch_that_does_not_compile_is_built_once_for_every_round(
         assert "this does not compile" in run.build_record["log"]
         # The agent drops the job it holds (it checks the flag before it claims).
         assert lab_redis.exists(cancel_key(dispatch_key(run.run_id, run.token)))
+    # Each run's digest is built once: the result ended its run, it was not taken for a
+    # late event (which builds the digest again).
+    assert digest_builds_sent(callbacks) == [(run.pk,) for run in (first, *later)]
 
 
 def test_a_build_the_host_stopped_is_built_again_in_the_next_round(

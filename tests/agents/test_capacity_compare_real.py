@@ -2,8 +2,7 @@
 and 1 client, -M simple against -M prepared, each cell's search driven by the lab's
 search (runs/inference) with probes in interleaved rounds, each probe pgbench -R with the
 agent's own command and full latency log read into the agent's histogram; and the
-closed-loop verdict of the same two cells (seven interleaved rounds of tps, paired). The
-ratio's verdict must point the way the closed-loop one does.
+closed-loop verdict of the same two cells (seven interleaved rounds of tps, paired).
 
 Short probes (1 s) on one cluster rather than a run per probe: a run is a cluster's whole
 lifecycle (several seconds here), and the suite keeps this test near 30 s. It times
@@ -11,9 +10,11 @@ pgbench, so it runs alone (solo). The objective is p95 (a second's probe at the 
 rate, 200 tps, logs enough transactions to bound it; p99 needs about 370), and its limit
 (200 ms) is far above a select's latency and a loaded host's scheduling stalls,
 so each capacity is where the server saturates: a quarter above it, the backlog a
-probe's second builds passes the limit. Where the closed-loop verdict itself is undecided
-(a host too loaded for 1 s windows) there is no direction to match and the test says so
-(skipped); prepared has been faster than simple in every decided closed-loop verdict."""
+probe's second builds passes the limit. Whatever the closed loop decides, prepared's
+capacity must be above simple's (prepared skips parsing and planning each select); where
+the closed-loop verdict is decided, the ratio's verdict must match it. Its 1 s rounds
+are often undecided on a loaded host (one round of 7 at a fifth of the others' tps is
+enough), where the capacities still differ clearly."""
 
 import subprocess
 from pathlib import Path
@@ -30,14 +31,21 @@ from agents.postgres.osuser import chown_tree
 from runs.analysis.verdicts import Question, Verdict, judge
 from runs.inference.capacity import Objective, ProbeMeasure, decide_probe
 from runs.inference.capacity_compare import RatioVerdict, capacity_ratio, comparison_precision
-from runs.inference.capacity_search import RateOutcome, SearchPlan, capacity_of, next_step
+from runs.inference.capacity_search import (
+    Found,
+    RateOutcome,
+    SearchPlan,
+    capacity_of,
+    next_step,
+)
 from runs.inference.quantiles import HistogramSample, percentile_interval
 from tests.agents.jobs import small_spec
 
 MODES = ("simple", "prepared")
 OBJECTIVE = Objective(percentile=95.0, limit_ms=200.0)
 MARGIN_PCT, MIN_EFFECT_PCT = 10.0, 1.0
-PLAN = SearchPlan(200.0, 20000.0, budget=8, precision=comparison_precision(MARGIN_PCT))
+# Up to 60,000 tps: prepared reached 16,000 at a load of 9, a quiet host goes further.
+PLAN = SearchPlan(200.0, 60000.0, budget=10, precision=comparison_precision(MARGIN_PCT))
 CLOSED_LOOP_ROUNDS = 7
 
 
@@ -128,8 +136,11 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
     ratio = capacity_ratio(prepared, simple, MARGIN_PCT, MIN_EFFECT_PCT)
 
     found = f"simple {simple.sentence}; prepared {prepared.sentence}; closed loop {tps}"
-    if closed_loop.verdict not in (Verdict.FASTER, Verdict.SLOWER):
-        # Seen here at load averages of 21 to 27 on 2 cores: one mode's 1 s tps ranged
-        # from 175 to 2,966, and no direction is there to match.
-        pytest.skip(f"the closed-loop verdict is {closed_loop.sentence}: {found}")
-    assert ratio.verdict == RatioVerdict(closed_loop.verdict.value), (ratio.sentence, found)
+    # Measured +22 % to +228 % (docs/benchmarks.md); only the direction is asserted: a stall in
+    # one 1 s probe can fail a rate well below a capacity (the +22 %: prepared 5,904 tps
+    # while its closed-loop rounds ran 16,000 to 31,000). A capacity past the probes gives
+    # no ratio and its direction from which side it is on.
+    assert prepared.found != Found.BELOW and simple.found != Found.ABOVE, found
+    assert ratio.estimate is None or ratio.estimate > 1, (ratio.sentence, found)
+    if closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
+        assert ratio.verdict == RatioVerdict(closed_loop.verdict.value), (ratio.sentence, found)

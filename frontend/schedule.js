@@ -56,15 +56,17 @@ function show(result) {
 }
 
 let timer = null;
-let latest = 0; // the newest request: an older answer arriving late is dropped
+// Counts the form's changes: an answer is shown (and the estimate no longer busy) only
+// when no change came after the one it answers, even one whose request is not sent yet.
+let latestChange = 0;
 
 function changed() {
+  const change = ++latestChange;
   estimate.setAttribute("aria-busy", "true");
   window.clearTimeout(timer);
   timer = window.setTimeout(async () => {
-    const asked = ++latest;
     const result = await fetchEstimate();
-    if (asked !== latest) return;
+    if (change !== latestChange) return;
     show(result);
     estimate.setAttribute("aria-busy", "false");
   }, DEBOUNCE_MS);

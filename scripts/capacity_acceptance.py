@@ -13,7 +13,7 @@ clients, objective p99 <= 20 ms.
    stored as the control worker stores it, and the next rate or the end comes from the
    lab's reading and search (runs/analysis/capacity.py, runs/inference/capacity_search.py),
    as the control worker's step takes them. Printed: every probe, each search's capacity
-   with its interval, its probes (at most `--budget`, 10) and minutes, and whether the
+   with its interval, its probes (at most `--budget`, 16) and minutes, and whether the
    searches agree: every estimate within +-10 % of their median, or all their intervals
    overlapping.
 2. At 0.85 x and 1.2 x of the capacity found (the searches' median; or `--capacity`),
@@ -29,9 +29,9 @@ clients, objective p99 <= 20 ms.
 
 Time, by estimate: a probe of 60 s costs about 80 s on a quiet machine (a job's fixed
 costs, pgbench -i at scale 10, the 1 s calibration: about 20 s; under a load of 22 the
-smoke run measured 58 s of them), so a search of at most 10 probes about 14 minutes and
-three about 40; the ten plain checks of 60 s, each after its own pgbench -i, about 13
-more: about 55 minutes in all, about 90 under such a load. Run it on a quiet machine:
+smoke run measured 58 s of them), so a search of about 11 probes (at most 16) about 15
+minutes and three about 45; the ten plain checks of 60 s, each after its own pgbench -i,
+about 13 more: about 60 minutes in all, about 90 under such a load. Run it on a quiet machine:
 the other programs' load is measured with every probe (at a load of 22 to 27 a probe
 at 20 tps already missed p99 <= 20 ms).
 
@@ -356,7 +356,7 @@ def tally(checked: list[Checked]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--searches", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=10, help="most probes a search takes")
+    parser.add_argument("--budget", type=int, default=16, help="most probes a search takes")
     parser.add_argument("--probe-s", type=int, default=60, help="each probe's and check's -T")
     parser.add_argument("--low", type=float, default=50.0, help="the range's lowest rate")
     parser.add_argument("--high", type=float, default=5000.0, help="the range's highest rate")

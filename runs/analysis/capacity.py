@@ -2,8 +2,10 @@
 
 Each run of a capacity search is one probe: one point at the offered rate its spec
 gives pgbench (-R). The probes of one rate pool (their transactions added, their
-latency histograms merged) into one decision (runs/inference/capacity.py); the
-search (runs/inference/capacity_search.py) says what to offer next and the capacity.
+latency histograms merged) into one decision (runs/inference/capacity.py), and each
+is decided alone too, so that a rate one window passed and another failed is seen as
+mixed; the search (runs/inference/capacity_search.py) says what to offer next and the
+capacity.
 """
 
 import math
@@ -12,12 +14,13 @@ from dataclasses import dataclass
 
 from runs.inference.capacity import (
     GENERATOR_BUSY_SHARE,
+    Decision,
     Objective,
     ProbeMeasure,
     ProbeVerdict,
     decide_probe,
 )
-from runs.inference.capacity_compare import comparison_precision
+from runs.inference.capacity_compare import COMPARED_CONFIRMING_PROBES, comparison_precision
 from runs.inference.capacity_search import (
     DEFAULT_PRECISION,
     Capacity,
@@ -66,12 +69,21 @@ def objective_of(experiment: Experiment) -> Objective:
 
 def plan_of(experiment: Experiment, compared: bool) -> SearchPlan:
     """The search of one cell; `compared`: the experiment compares several cells' capacities,
-    so each is narrowed to half the margin (runs/inference/capacity_compare.py)."""
+    so each is narrowed to half the margin and its ceiling confirmed in more windows
+    (runs/inference/capacity_compare.py)."""
+    if compared:
+        return SearchPlan(
+            low_tps=experiment.capacity_low_tps or 0.0,
+            high_tps=experiment.capacity_high_tps or 0.0,
+            budget=experiment.capacity_probes,
+            precision=comparison_precision(experiment.margin_pct),
+            confirming_probes=COMPARED_CONFIRMING_PROBES,
+        )
     return SearchPlan(
         low_tps=experiment.capacity_low_tps or 0.0,
         high_tps=experiment.capacity_high_tps or 0.0,
         budget=experiment.capacity_probes,
-        precision=comparison_precision(experiment.margin_pct) if compared else DEFAULT_PRECISION,
+        precision=DEFAULT_PRECISION,
     )
 
 
@@ -113,10 +125,19 @@ def capacity_reading(
     verdicts: dict[float, ProbeVerdict] = {}
     for rate, pooled in sorted(by_rate.items()):
         measure = pooled_measure(rate, pooled, objective)
-        verdict = decide_probe(measure, objective)
-        verdicts[rate] = verdict
-        estimate = measure.interval.estimate if measure.interval else None
-        outcomes.append(RateOutcome(rate, verdict, estimate, len(pooled)))
+        windows = tuple(
+            decide_probe(pooled_measure(rate, [result], objective), objective).decision
+            for result in pooled
+        )
+        outcome = RateOutcome(
+            rate,
+            decide_probe(measure, objective),
+            measure.interval.estimate if measure.interval else None,
+            len(pooled),
+            windows,
+        )
+        verdicts[rate] = _rate_verdict(outcome)
+        outcomes.append(outcome)
     probes = [
         Probe(
             run_id=run.pk,
@@ -132,6 +153,18 @@ def capacity_reading(
     return CapacityReading(
         objective, plan, probes, outcomes, capacity_of(plan, objective, outcomes)
     )
+
+
+def _rate_verdict(outcome: RateOutcome) -> ProbeVerdict:
+    """The rate's pooled verdict as its probes show it; undecided, saying so, where one of
+    its probes passed and another failed."""
+    verdict = outcome.verdict
+    if not outcome.mixed:
+        return verdict
+    passed = outcome.windows.count(Decision.PASS)
+    failed = outcome.windows.count(Decision.FAIL)
+    disagree = f"its probes disagree ({passed} passed, {failed} failed): the host's noise"
+    return ProbeVerdict(Decision.UNDECIDED, (disagree, *verdict.reasons), verdict.generator_limited)
 
 
 def pooled_measure(rate: float, results: Sequence[Result], objective: Objective) -> ProbeMeasure:

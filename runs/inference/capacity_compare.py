@@ -16,12 +16,17 @@ The verdict uses the lab's words (runs/analysis/verdicts.py):
 - faster/slower: the whole interval above (below) 1 and the estimate at least the
   minimum effect away from it;
 - same within ±m %: otherwise, when the whole interval lies inside [1 / (1 + m), 1 + m];
-- undecided: neither;
+- undecided: neither, or a capacity not confirmed (its ceiling failed in fewer windows
+  than `COMPARED_CONFIRMING_PROBES`: on a noisy host one window's stall would be read
+  as the server's limit, runs/inference/capacity_search.py);
 - no ratio: a capacity that is no interval (below the lowest probe, above the highest,
   at least a rate, not found): nothing is extrapolated, and the sentence says which.
 
 A "same" needs each capacity narrowed to about half the margin, which the searches of
-a comparison do (`comparison_precision`).
+a comparison do (`comparison_precision`). Their ceilings fail in three windows: on
+simulated searches where one window in five stalls
+(tests/runs/inference/test_capacity_compare.py), an A/A was called faster or slower in
+49 of 100 comparisons with ceilings failed once, 13 with twice, none with three times.
 """
 
 import math
@@ -32,6 +37,8 @@ from runs.inference.capacity_search import DEFAULT_PRECISION, Capacity, Found
 
 # Each capacity's interval holds its capacity with at least 95 %, so the ratio's with 90 %.
 RATIO_CONFIDENCE_PCT = 90
+# The windows each compared capacity's ceiling must fail in (see the module's docstring).
+COMPARED_CONFIRMING_PROBES = 3
 
 
 class RatioVerdict(StrEnum):
@@ -77,7 +84,14 @@ def capacity_ratio(
     interval = f"[{_pct(lower):+.1f}, {_pct(upper):+.1f}] ({RATIO_CONFIDENCE_PCT} % interval)"
     bound = math.log1p(margin_pct / 100.0)
     reaches = abs(math.log(estimate)) >= math.log1p(min_effect_pct / 100.0)
-    if lower > 1 and reaches:
+    if not (cell.confirmed and baseline.confirmed):
+        whose = "this cell's" if not cell.confirmed else "the baseline's"
+        verdict = RatioVerdict.UNDECIDED
+        sentence = (
+            f"undecided: {_pct(estimate):+.1f} % {interval}, but {whose} capacity is not "
+            "confirmed (its ceiling was not probed again: raise the most probes)"
+        )
+    elif lower > 1 and reaches:
         verdict, sentence = RatioVerdict.FASTER, f"faster by {_pct(estimate):.1f} % {interval}"
     elif upper < 1 and reaches:
         verdict = RatioVerdict.SLOWER

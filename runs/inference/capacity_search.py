@@ -2,20 +2,33 @@
 
 The search brackets, then narrows (runs/inference/capacity.py decides each probe):
 
-1. the lowest rate of the range, then the highest: a failing lowest rate ends the
-   search ("below the lowest probe"), a passing highest one too ("above the highest");
-2. a rate whose probe was undecided (its percentile's interval holds the limit) is
+1. the lowest rate of the range, then the highest: a failing lowest rate, failing in
+   `confirming_probes` windows, ends the search ("below the lowest probe"), a passing
+   highest one too ("above the highest"; noise does not make a rate pass);
+2. a rate whose verdict contradicts another's (a failing rate below a passing one) is
+   probed again, up to `confirming_probes` times: on a noisy host one stalled window
+   fails a rate the server can serve;
+3. a rate whose probe was undecided (its percentile's interval holds the limit) is
    probed again, up to `max_repeats` times, its repeats pooled;
-3. otherwise the widest gap, on the log of the rate, between the highest passing rate
-   and the lowest failing one (undecided rates between them split it) is bisected at
-   its geometric middle, until every gap is within `precision`;
-4. the search ends when the budget of probes is spent, whatever it found.
+4. otherwise the widest gap, on the log of the rate, between the floor and the ceiling
+   (below) is bisected at its geometric middle, until every gap is within `precision`;
+5. then the ceiling is probed again, up to `confirming_probes` probes, in later
+   rounds: a failure in one window may be that window's stall (noise fails a rate,
+   it does not make one pass, so the floor needs no more than its own interval);
+6. the search ends when the budget of probes is spent, whatever it found.
 
+A rate is decided on its probes pooled (runs/inference/capacity.py), and each probe is
+also decided alone (its window): a rate one of whose windows passed and another failed
+is mixed, the host's noise at that rate, and stays undecided however often it is probed.
+
+The floor is the highest passing rate with no failing or mixed rate below it, the
+ceiling the lowest failing rate with no passing or mixed rate above it, so that a
+search whose verdicts contradict each other gives the whole span of the contradiction.
 The capacity is the rate where the percentile's estimates cross the limit
 (interpolated on log rate and log latency between the two probes around the
-crossing); its interval runs from the highest passing rate to the lowest failing
-one: each end a probe decided by its own interval. Nothing is extrapolated past the
-probes: a capacity below the lowest or above the highest is said to be so.
+crossing); its interval runs from the floor to the ceiling, and it is confirmed when
+the ceiling failed in `confirming_probes` windows. Nothing is extrapolated past the probes:
+a capacity below the lowest or above the highest is said to be so.
 """
 
 import math
@@ -27,9 +40,14 @@ from runs.inference.capacity import Decision, Objective, ProbeVerdict
 
 DEFAULT_PRECISION = 0.05
 DEFAULT_MAX_REPEATS = 3
+# Windows the ceiling (the failing end of a capacity's interval) fails in before the
+# capacity is confirmed; a comparison asks for more (runs/inference/capacity_compare.py).
+DEFAULT_CONFIRMING_PROBES = 2
 # Why a search ends at its lowest rate without saying the capacity is below it.
 ENDED_LOW_GENERATOR = "the load generator could not offer the lowest rate"
 ENDED_LOW_UNDECIDED = "the lowest rate stayed undecided after its repeats"
+ENDED_LOW_MIXED = "the lowest rate's probes disagreed (one passed, one failed: the host's noise)"
+ENDED_CONVERGED = "every gap within the precision, the ceiling confirmed"
 
 
 class Found(StrEnum):
@@ -43,13 +61,15 @@ class Found(StrEnum):
 @dataclass(frozen=True)
 class SearchPlan:
     """The range of offered rates (tps), the most probes, and when to stop narrowing:
-    every gap between the passing and the failing side within `precision` (a share)."""
+    every gap between the passing and the failing side within `precision` (a share);
+    `confirming_probes`: the windows the ceiling (and a failing lowest rate) must fail in."""
 
     low_tps: float
     high_tps: float
     budget: int
     precision: float = DEFAULT_PRECISION
     max_repeats: int = DEFAULT_MAX_REPEATS
+    confirming_probes: int = DEFAULT_CONFIRMING_PROBES
 
     def __post_init__(self) -> None:
         if not 0 < self.low_tps < self.high_tps:
@@ -60,17 +80,28 @@ class SearchPlan:
 
 @dataclass(frozen=True)
 class RateOutcome:
-    """One offered rate's verdict (its repeats pooled), the percentile's estimate (ms)
-    and how many probes it took."""
+    """One offered rate's verdict (its repeats pooled), the percentile's estimate (ms),
+    how many probes it took and each probe's own decision (`windows`, in order; empty
+    where they were not decided alone)."""
 
     offered_tps: float
     verdict: ProbeVerdict
     estimate_ms: float | None
     probes: int = 1
+    windows: tuple[Decision, ...] = ()
 
     @property
     def decision(self) -> Decision:
-        return self.verdict.decision
+        return Decision.UNDECIDED if self.mixed else self.verdict.decision
+
+    @property
+    def mixed(self) -> bool:
+        """One of its probes passed and another failed: the host's noise at this rate."""
+        return Decision.PASS in self.windows and Decision.FAIL in self.windows
+
+    @property
+    def passing(self) -> bool:
+        return self.decision == Decision.PASS and not self.failing
 
     @property
     def failing(self) -> bool:
@@ -89,8 +120,9 @@ class Step:
 @dataclass(frozen=True)
 class Capacity:
     """What the probes say: `found` (a Found), the estimate and its interval (tps; None
-    where the probes give none), and whether the load generator limited the probes
-    above it."""
+    where the probes give none), whether the load generator limited the probes above
+    it, and for a found capacity whether its ceiling failed in the plan's
+    `confirming_probes` windows."""
 
     found: Found
     estimate: float | None
@@ -98,6 +130,7 @@ class Capacity:
     upper: float | None
     generator_limited: bool
     sentence: str
+    confirmed: bool = True
 
 
 def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
@@ -113,32 +146,41 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
     if low.verdict.generator_limited:
         return Step(None, ENDED_LOW_GENERATOR)
     if low.failing:
-        return Step(None, Found.BELOW)
+        return Step(plan.low_tps) if _unconfirmed(low, plan) else Step(None, Found.BELOW)
+    if low.mixed:
+        return Step(None, ENDED_LOW_MIXED)
     if low.decision == Decision.UNDECIDED:
         return Step(plan.low_tps) if _repeatable(low, plan) else Step(None, ENDED_LOW_UNDECIDED)
     if high is None:
         return Step(plan.high_tps)
-    if high.decision == Decision.PASS:
+    if high.passing:
         return Step(None, Found.ABOVE)
-    floor = _highest_pass(by_rate)
-    ceiling = _lowest_failing_above(by_rate, floor) or by_rate[-1]
+    floor, ceiling = _bracket(by_rate)
+    assert floor is not None, "the lowest rate passed"
+    ceiling = ceiling or by_rate[-1]
     between = [o for o in by_rate if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps]
+    for outcome in _contradicting(between):
+        if _unconfirmed(outcome, plan):
+            return Step(outcome.offered_tps)
     for outcome in between:
         if outcome.decision == Decision.UNDECIDED and _repeatable(outcome, plan):
             return Step(outcome.offered_tps)
     pairs = zip(between, between[1:], strict=False)
     gaps = [(math.log(b.offered_tps / a.offered_tps), a, b) for a, b in pairs]
     width, a, b = max(gaps, key=lambda gap: gap[0])
-    if width <= math.log1p(plan.precision):
-        return Step(None, "every gap within the precision")
-    return Step(_round_rate(math.sqrt(a.offered_tps * b.offered_tps)))
+    if width > math.log1p(plan.precision):
+        return Step(_round_rate(math.sqrt(a.offered_tps * b.offered_tps)))
+    if _unconfirmed(ceiling, plan):
+        return Step(ceiling.offered_tps)
+    return Step(None, ENDED_CONVERGED)
 
 
 def expected_probes(plan: SearchPlan) -> int:
     """How many probes a search is expected to take: the range's two ends, the bisections
     down to its precision, and one repeat near the limit; its budget at most."""
     halvings = math.log2(math.log(plan.high_tps / plan.low_tps) / math.log1p(plan.precision))
-    return min(plan.budget, 2 + max(0, math.ceil(halvings)) + 1)
+    confirmations = plan.confirming_probes - 1
+    return min(plan.budget, 2 + max(0, math.ceil(halvings)) + 1 + confirmations)
 
 
 def capacity_of(
@@ -147,10 +189,22 @@ def capacity_of(
     """The capacity the probes give (see the module's docstring)."""
     by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
     at = f"at {objective.describe()}"
-    passes = [o for o in by_rate if o.decision == Decision.PASS and not o.failing]
+    passes = [o for o in by_rate if o.passing]
     if not by_rate:
         return Capacity(Found.NONE, None, None, None, False, f"no probe yet {at}")
-    if not passes:
+    floor, ceiling = _bracket(by_rate)
+    if passes and floor is None:
+        # The lowest decided rate was mixed: the host's noise reaches down to it.
+        disagreed = next(o for o in by_rate if o.mixed or o.failing)
+        sentence = (
+            f"not found {at}: the probes at {_tps(disagreed.offered_tps)} tps, below a passing "
+            "rate, failed (the host's noise)"
+        )
+        return Capacity(Found.NONE, None, None, None, False, sentence)
+    if by_rate[0].mixed:
+        sentence = f"not found {at}: {ENDED_LOW_MIXED}"
+        return Capacity(Found.NONE, None, None, None, False, sentence)
+    if floor is None:
         upper = next((o for o in by_rate if o.failing), None)
         if upper is None:
             return Capacity(Found.NONE, None, None, None, False, f"no probe passed {at}")
@@ -162,14 +216,18 @@ def capacity_of(
         lowest = _tps(by_rate[0].offered_tps)
         sentence = f"below the lowest probe, {lowest} tps, {at}"
         return Capacity(Found.BELOW, None, None, upper.offered_tps, False, sentence)
-    floor = _highest_pass(by_rate)
-    ceiling = _lowest_failing_above(by_rate, floor)
     if ceiling is None:
         highest = by_rate[-1]
         if highest is floor:
             sentence = f"above the highest probe, {_tps(floor.offered_tps)} tps, {at}"
             return Capacity(Found.ABOVE, None, floor.offered_tps, None, False, sentence)
-        sentence = f"at least {_tps(floor.offered_tps)} tps {at} (no probe above failed)"
+        above = [o for o in by_rate if o.offered_tps > floor.offered_tps]
+        why = (
+            "the probes above it disagree"
+            if any(o.failing or o.mixed for o in above)
+            else "no probe above failed"
+        )
+        sentence = f"at least {_tps(floor.offered_tps)} tps {at} ({why})"
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, False, sentence)
     if ceiling.verdict.generator_limited:
         sentence = (
@@ -180,8 +238,14 @@ def capacity_of(
     between = [o for o in by_rate if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps]
     estimate = _crossing(between, objective.limit_ms)
     interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
+    confirmed = not _unconfirmed(ceiling, plan)
     sentence = f"{_tps(estimate)} tps {interval} {at}"
-    return Capacity(Found.FOUND, estimate, floor.offered_tps, ceiling.offered_tps, False, sentence)
+    if not confirmed:
+        probed = f"{ceiling.probes} window" + ("s" if ceiling.probes > 1 else "")
+        sentence += f" (not confirmed: its ceiling failed in {probed} only)"
+    return Capacity(
+        Found.FOUND, estimate, floor.offered_tps, ceiling.offered_tps, False, sentence, confirmed
+    )
 
 
 def _crossing(between: list[RateOutcome], limit_ms: float) -> float:
@@ -208,18 +272,47 @@ def _at(by_rate: Sequence[RateOutcome], tps: float) -> RateOutcome | None:
 
 
 def _repeatable(outcome: RateOutcome, plan: SearchPlan) -> bool:
-    return outcome.probes < plan.max_repeats and not outcome.verdict.generator_limited
-
-
-def _highest_pass(by_rate: Sequence[RateOutcome]) -> RateOutcome:
-    return max(
-        (o for o in by_rate if o.decision == Decision.PASS and not o.failing),
-        key=lambda outcome: outcome.offered_tps,
+    return (
+        outcome.probes < plan.max_repeats
+        and not outcome.verdict.generator_limited
+        and not outcome.mixed
     )
 
 
-def _lowest_failing_above(by_rate: Sequence[RateOutcome], floor: RateOutcome) -> RateOutcome | None:
-    return next((o for o in by_rate if o.offered_tps > floor.offered_tps and o.failing), None)
+def _unconfirmed(outcome: RateOutcome, plan: SearchPlan) -> bool:
+    """A passing or failing rate the server decided in fewer windows than the plan asks."""
+    decided = outcome.passing or (outcome.failing and not outcome.verdict.generator_limited)
+    return decided and outcome.probes < plan.confirming_probes
+
+
+def _bracket(by_rate: Sequence[RateOutcome]) -> tuple[RateOutcome | None, RateOutcome | None]:
+    """The floor (the highest passing rate with no failing or mixed rate below it) and the
+    ceiling (the lowest failing rate with no passing or mixed rate above it), or None."""
+    floor = None
+    for outcome in by_rate:
+        if outcome.failing or outcome.mixed:
+            break
+        if outcome.passing:
+            floor = outcome
+    ceiling = None
+    for outcome in reversed(by_rate):
+        if outcome.passing or outcome.mixed:
+            break
+        if outcome.failing:
+            ceiling = outcome
+    return floor, ceiling
+
+
+def _contradicting(between: Sequence[RateOutcome]) -> list[RateOutcome]:
+    """The rates whose verdict contradicts another's: failing below a passing rate, or
+    passing above a failing one."""
+    contradicting = []
+    for index, outcome in enumerate(between):
+        if outcome.failing and any(o.passing for o in between[index + 1 :]):
+            contradicting.append(outcome)
+        elif outcome.passing and any(o.failing for o in between[:index]):
+            contradicting.append(outcome)
+    return contradicting
 
 
 def _round_rate(tps: float) -> float:

@@ -15,7 +15,9 @@ from runs.inference.capacity import (
     rate_shortfall_allowed,
 )
 from runs.inference.capacity_search import (
+    ENDED_CONVERGED,
     ENDED_LOW_GENERATOR,
+    ENDED_LOW_MIXED,
     ENDED_LOW_UNDECIDED,
     Found,
     RateOutcome,
@@ -165,11 +167,11 @@ def _search(server: SimulatedServer, plan: SearchPlan) -> tuple[list[RateOutcome
 @pytest.mark.parametrize("seed", range(12))
 def test_the_search_finds_the_capacity_within_its_budget(seed: int) -> None:
     server = SimulatedServer(saturation=3000.0, base_ms=4.0, seed=seed)
-    plan = SearchPlan(low_tps=100.0, high_tps=5000.0, budget=12)
+    plan = SearchPlan(low_tps=100.0, high_tps=5000.0, budget=16)
     outcomes, ended = _search(server, plan)
     capacity = capacity_of(plan, P99_20, outcomes)
     assert sum(o.probes for o in outcomes) <= plan.budget
-    assert capacity.found == Found.FOUND, (ended, capacity.sentence)
+    assert capacity.found == Found.FOUND and capacity.confirmed, (ended, capacity.sentence)
     assert capacity.lower is not None and capacity.upper is not None
     assert capacity.estimate is not None
     true = server.capacity(20.0)  # 2,400 tps
@@ -183,7 +185,8 @@ def test_a_capacity_below_the_lowest_probe_is_said_so() -> None:
     server = SimulatedServer(saturation=500.0, base_ms=15.0, seed=1)
     plan = SearchPlan(low_tps=400.0, high_tps=5000.0, budget=10)
     outcomes, ended = _search(server, plan)
-    assert ended == Found.BELOW and len(outcomes) == 1
+    # The lowest rate failed in two windows: one may have been a stall.
+    assert ended == Found.BELOW and len(outcomes) == 1 and outcomes[0].probes == 2
     capacity = capacity_of(plan, P99_20, outcomes)
     assert capacity.found == Found.BELOW and capacity.estimate is None
     assert capacity.sentence == "below the lowest probe, 400 tps, at p99 <= 20 ms"
@@ -236,6 +239,80 @@ def test_a_lowest_rate_the_generator_could_not_offer_says_nothing_of_the_server(
     assert capacity.sentence == (
         "not found at p99 <= 20 ms: the load generator could not offer 100 tps"
     )
+
+
+def _outcome(rate: float, *windows: Decision) -> RateOutcome:
+    """A rate whose probes were decided `windows`, pooled to the first one's decision."""
+    low, high = {Decision.PASS: (4, 6), Decision.FAIL: (40, 60)}[windows[0]]
+    verdict = decide_probe(_measure(low, high, offered_tps=rate, reached_tps=rate), P99_20)
+    return RateOutcome(rate, verdict, (low + high) / 2, len(windows), windows)
+
+
+PASS, FAIL = Decision.PASS, Decision.FAIL
+
+
+def test_a_rate_one_window_passed_and_another_failed_is_mixed_and_undecided() -> None:
+    mixed = _outcome(1000.0, FAIL, PASS)
+    assert mixed.mixed and mixed.decision == Decision.UNDECIDED
+    assert not mixed.passing and not mixed.failing
+    plan = SearchPlan(100.0, 5000.0, 20)
+    outcomes = [_outcome(100.0, PASS), mixed, _outcome(1030.0, FAIL, FAIL), _outcome(5000.0, FAIL)]
+    # Not repeated however often: more windows would not settle the host's noise.
+    assert next_step(plan, outcomes).next_tps == pytest.approx(316.0)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    # The interval spans the mixed rate: from the last rate with nothing mixed below it.
+    assert (capacity.lower, capacity.upper) == (100.0, 1030.0)
+
+
+def test_a_failing_rate_below_a_passing_one_is_probed_again_and_widens_the_interval() -> None:
+    plan = SearchPlan(100.0, 5000.0, 20)
+    outcomes = [
+        _outcome(100.0, PASS),
+        _outcome(1000.0, FAIL),
+        _outcome(2000.0, PASS),
+        _outcome(2050.0, FAIL, FAIL),
+        _outcome(5000.0, FAIL),
+    ]
+    assert next_step(plan, outcomes).next_tps == 1000.0
+    outcomes[1] = _outcome(1000.0, FAIL, FAIL)
+    # Both confirmed: the contradiction stands, and so does the wide interval.
+    assert next_step(plan, outcomes).next_tps == 2000.0
+    outcomes[2] = _outcome(2000.0, PASS, PASS)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    # From below the first failure to above the last pass: the whole contradiction.
+    assert (capacity.lower, capacity.upper) == (100.0, 2050.0)
+
+
+def test_the_ceiling_is_probed_again_before_the_search_ends_and_until_then_not_confirmed() -> (
+    None
+):
+    plan = SearchPlan(100.0, 5000.0, 20)
+    outcomes = [
+        _outcome(100.0, PASS),
+        _outcome(2000.0, PASS),
+        _outcome(2040.0, FAIL),
+        _outcome(5000.0, FAIL),
+    ]
+    assert next_step(plan, outcomes) == Step(2040.0)
+    unconfirmed = capacity_of(plan, P99_20, outcomes)
+    assert not unconfirmed.confirmed
+    assert unconfirmed.sentence.endswith("(not confirmed: its ceiling failed in 1 window only)")
+    outcomes[2] = _outcome(2040.0, FAIL, FAIL)
+    assert next_step(plan, outcomes) == Step(None, ENDED_CONVERGED)
+    assert capacity_of(plan, P99_20, outcomes).confirmed
+    outcomes[2] = _outcome(2040.0, FAIL, PASS)
+    # The second window passed: the ceiling was a stall, and the search goes on above it.
+    assert next_step(plan, outcomes).next_tps == pytest.approx(3190.0)
+
+
+def test_a_lowest_rate_whose_windows_disagree_ends_the_search_saying_so() -> None:
+    plan = SearchPlan(100.0, 5000.0, 20)
+    outcomes = [_outcome(100.0, FAIL)]
+    assert next_step(plan, outcomes) == Step(100.0)
+    outcomes = [_outcome(100.0, FAIL, PASS)]
+    assert next_step(plan, outcomes) == Step(None, ENDED_LOW_MIXED)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.NONE and capacity.sentence.endswith("the host's noise)")
 
 
 def test_a_lowest_rate_undecided_after_its_repeats_is_not_called_below() -> None:

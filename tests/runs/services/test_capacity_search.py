@@ -35,7 +35,7 @@ def capacity_experiment(**fields: object) -> Experiment:
         "capacity_limit_ms": 20.0,
         "capacity_low_tps": 100.0,
         "capacity_high_tps": 5000.0,
-        "capacity_probes": 12,
+        "capacity_probes": 16,
         **fields,
     }
     return ExperimentFactory(**values)
@@ -125,7 +125,7 @@ def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(lab_re
 
     rates = [run.spec["workload"]["rate_tps"] for run in experiment.runs.order_by("round")]
     assert rates[:2] == [100.0, 5000.0]
-    assert len(rates) <= 12 and steps == len(rates)
+    assert len(rates) <= 16 and steps == len(rates)
     reading = capacity_reading(experiment)
     capacity = reading.capacity
     assert capacity.lower is not None and capacity.upper is not None
@@ -141,6 +141,29 @@ def test_the_search_probes_until_it_brackets_the_capacity_and_ends_itself(lab_re
     for run in experiment.runs.all():
         assert reverse("run-detail", args=[run.pk]) in page
     assert "data-reload-s" not in page
+
+
+def test_a_probe_that_stalled_is_seen_when_its_rate_is_probed_again(lab_redis, admin_client):
+    # The third probe (707 tps, far below the capacity of 2,400) stalls as if the server
+    # saturated at 500: it fails, and the search brackets below it. Its ceiling probed
+    # again passes: the rate is mixed, and the interval spans it instead of ending there.
+    experiment = capacity_experiment(capacity_probes=24)
+    services.experiment_start(experiment, UserFactory())
+
+    search_to_end(
+        experiment,
+        random.Random(5),
+        lambda run: 500.0 if run.round == 3 else SATURATION_TPS,
+    )
+
+    reading = capacity_reading(experiment)
+    mixed = [outcome for outcome in reading.outcomes if outcome.mixed]
+    assert [outcome.offered_tps for outcome in mixed] == [707.0]
+    capacity = reading.capacity
+    assert capacity.lower is not None and capacity.upper is not None, capacity.sentence
+    assert capacity.lower < 707.0 and capacity.upper >= 2400.0, capacity.sentence
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert "its probes disagree (1 passed, 1 failed): the host&#x27;s noise" in page
 
 
 def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(lab_redis):
@@ -213,6 +236,7 @@ def test_the_estimate_says_how_long_the_search_takes_at_most():
     assert estimate["runs"] == 1
     probe_s = estimate["estimated_seconds"]
     assert probe_s is not None and probe_s > experiment.duration_s
-    # 100 to 5,000 tps: two ends, seven halvings to 5 %, one repeat; at most the budget.
-    assert estimate["expected_seconds"] == pytest.approx(10 * probe_s, abs=10)
+    # 100 to 5,000 tps: two ends, seven halvings to 5 %, one repeat, the ceiling probed
+    # again; at most the budget.
+    assert estimate["expected_seconds"] == pytest.approx(11 * probe_s, abs=10)
     assert estimate["max_seconds"] == pytest.approx(20 * probe_s, abs=20)

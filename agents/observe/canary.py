@@ -8,13 +8,10 @@ keeps each host's series and can tell which runs started on a host outside
 its usual spread (runs/services/hosts/noise.py). It takes about two seconds:
 medians of short runs, so one preempted run does not move it.
 
-The memory copy is one C memmove (a memoryview's slice assignment) of a buffer at least
-twice the host's last-level cache (and 128 MiB at least), into another as large, so it
-reads and writes main memory, not the cache: a neighbour streaming through memory on
-the same socket lowers its rate where the CPU loop, which lives in the L1 cache, barely
-moves. The cache's size is read from sysfs: the lab's VMs have had 32 MiB (EPYC) and
-260 MiB (a Xeon whose copy of 2 x 128 MiB ran at cache speed, 11 GB/s, and did not
-slow beside a neighbour streaming through 512 MiB).
+The memory copy is one C memmove (a memoryview's slice assignment) of a buffer four
+times the size of a large last-level cache (32 MiB on the lab's EPYC VMs), so it reads
+and writes main memory, not the cache: a neighbour streaming through memory on the
+same socket lowers its rate where the CPU loop, which lives in the L1 cache, barely moves.
 
 The two sides of a duet (agents/duet.py) are jobs in threads of one process:
 their canaries take turns (`CANARY_TURN`), since two Python loops at once
@@ -34,11 +31,9 @@ CPU_LOOP_ITERATIONS = 200_000
 CPU_LOOP_RUNS = 25
 FSYNC_COUNT = 20
 FSYNC_BLOCK = b"\0" * 8192
-# Each buffer at least this large, and at least twice the last-level cache.
-MEMORY_COPY_MIN_MIB = 128
-MEMORY_COPY_CACHE_MULTIPLE = 2
+# 128 MiB each way: four times a 32 MiB last-level cache.
+MEMORY_COPY_MIB = 128
 MEMORY_COPY_RUNS = 7
-CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 PROBE_NAME = ".benchlab-canary"
 # One canary at a time in this process.
 CANARY_TURN = threading.Lock()
@@ -62,38 +57,11 @@ def cpu_loop_ns(iterations: int = CPU_LOOP_ITERATIONS, runs: int = CPU_LOOP_RUNS
     return statistics.median(per_iteration)
 
 
-def last_level_cache_bytes(caches: Path = CPU_CACHES) -> int | None:
-    """The largest cache of CPU 0 in bytes (sysfs `size`, e.g. "266240K"), or None where
-    sysfs does not say."""
-    sizes = []
-    for index in caches.glob("index*"):
-        try:
-            text = (index / "size").read_text().strip()
-        except OSError:
-            continue
-        units = {"K": 1024, "M": 1024**2, "G": 1024**3}
-        multiplier = units.get(text[-1:].upper(), 1)
-        digits = text[:-1] if text[-1:].upper() in units else text
-        if digits.isdigit():
-            sizes.append(int(digits) * multiplier)
-    return max(sizes) if sizes else None
-
-
-def memory_copy_mib(cache_bytes: int | None = None) -> int:
-    """The size of each buffer of the memory copy: twice the last-level cache (read from
-    sysfs unless given), 128 MiB at least."""
-    if cache_bytes is None:
-        cache_bytes = last_level_cache_bytes() or 0
-    cache_mib = -(-cache_bytes // (1024 * 1024))
-    return max(MEMORY_COPY_MIN_MIB, MEMORY_COPY_CACHE_MULTIPLE * cache_mib)
-
-
-def memory_copy_gbps(mib: int | None = None, runs: int = MEMORY_COPY_RUNS) -> float:
+def memory_copy_gbps(mib: int = MEMORY_COPY_MIB, runs: int = MEMORY_COPY_RUNS) -> float:
     """The median rate, over `runs` timed copies of a `mib` MiB buffer into another, in
     GB/s (10^9 bytes copied a second). One untimed copy first touches every page of both,
-    so the timed ones measure memory, not the kernel's page faults. `mib` None: the
-    host's size (`memory_copy_mib`)."""
-    size = (mib or memory_copy_mib()) * 1024 * 1024
+    so the timed ones measure memory, not the kernel's page faults."""
+    size = mib * 1024 * 1024
     source, target = memoryview(bytearray(size)), memoryview(bytearray(size))
     target[:] = source
     rates = []
@@ -139,8 +107,7 @@ def run_canary(storage: Path) -> HostCanary:
         loop_ns = cpu_loop_ns()
         directory = existing_directory(storage)
         fsyncs = fsync_latencies_ms(directory)
-        copy_mib = memory_copy_mib()
-        memory_gbps = memory_copy_gbps(copy_mib)
+        memory_gbps = memory_copy_gbps()
         seconds = time.monotonic() - started
     return {
         "at": at,
@@ -152,7 +119,7 @@ def run_canary(storage: Path) -> HostCanary:
         "fsync_count": FSYNC_COUNT,
         "fsync_ms": round(statistics.median(fsyncs), 3),
         "fsync_max_ms": round(max(fsyncs), 3),
-        "memory_copy_mib": copy_mib,
+        "memory_copy_mib": MEMORY_COPY_MIB,
         "memory_copy_runs": MEMORY_COPY_RUNS,
         "memory_gbps": round(memory_gbps, 3),
     }

@@ -10,8 +10,10 @@ medians of short runs, so one preempted run does not move it.
 
 The memory copy is one C memmove (a memoryview's slice assignment) of a buffer four
 times the size of a large last-level cache (32 MiB on the lab's EPYC VMs), so it reads
-and writes main memory, not the cache: a neighbour streaming through memory on the
-same socket lowers its rate where the CPU loop, which lives in the L1 cache, barely moves.
+and writes main memory, not the cache: neighbours taking a visible share of the
+memory's bandwidth lower its rate where the CPU loop, which lives in the L1 cache,
+barely moves. One vCPU's copy loop did on the EPYC VM (by the wall clock) and did not
+on a Xeon VM with a 260 MiB L3 (docs/benchmarks.md).
 
 The two sides of a duet (agents/duet.py) are jobs in threads of one process:
 their canaries take turns (`CANARY_TURN`), since two Python loops at once

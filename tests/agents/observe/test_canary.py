@@ -1,12 +1,11 @@
 """The host canary on this machine: its CPU loop against a real competitor for the CPU,
 its fsync probe against a real storage directory and its block device, its memory copy
-against a real competitor for the memory's bandwidth."""
+against a copy that stays in the cache."""
 
 import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,13 +28,6 @@ from agents.observe.storage import sampling_device
 
 SPIN = [sys.executable, "-c", "while True:\n    pass"]
 BURNER_NICE = -10
-# Copies 256 MiB into another 256 MiB for ever: main memory's bandwidth, not the cache's.
-STREAM = [
-    sys.executable,
-    "-c",
-    "a = memoryview(bytearray(1 << 28))\nb = memoryview(bytearray(1 << 28))\n"
-    "while True:\n    b[:] = a",
-]
 
 
 @pytest.fixture
@@ -67,27 +59,16 @@ def test_the_cpu_loop_takes_longer_while_another_process_spins_on_its_cpu(on_one
     assert shared > 1.5 * quiet
 
 
-def test_the_memory_copy_slows_while_another_cpu_streams_through_memory(on_one_cpu):
-    other_cpus = set(range(os.cpu_count() or 1)) - {on_one_cpu}
-    if not other_cpus:
-        pytest.skip("the burner needs a CPU of its own, or it slows the copy by taking its CPU")
-    quiet = memory_copy_gbps()
-    burner = subprocess.Popen(STREAM)
-    try:
-        # On another CPU, so what the copy loses is memory bandwidth, not CPU time.
-        os.sched_setaffinity(burner.pid, other_cpus)
-        os.setpriority(os.PRIO_PROCESS, burner.pid, BURNER_NICE)
-        time.sleep(0.5)  # its pages faulted in, its loop copying
-        shared = memory_copy_gbps()
-    except PermissionError:
-        pytest.skip("raising a process's priority needs root")
-    finally:
-        burner.kill()
-        burner.wait()
-    quiet_after = memory_copy_gbps()
-    # Measured on the 2-vCPU lab VM under other helpers' load: about 3.2 GB/s alone, 1.0 to
-    # 1.5 beside the burner.
-    assert shared < 0.75 * max(quiet, quiet_after), (quiet, shared, quiet_after)
+def test_the_memory_copy_reads_main_memory_not_the_cpus_own_cache(on_one_cpu):
+    # A 1 MiB copy stays in the core's L2; the canary's runs through main memory, slower:
+    # 9.5 against 15.7 GB/s on the Xeon VM (260 MiB of L3 shared by its socket). Whether
+    # a neighbour streaming through memory slows it depends on the host: on the EPYC VM
+    # the wall-clock rate fell to a third beside one copy loop, on the Xeon VM one vCPU's
+    # loop took no visible share of the socket's bandwidth (docs/benchmarks.md), so that
+    # is measured, not asserted.
+    in_cache = memory_copy_gbps(mib=1, runs=15)
+    canary = memory_copy_gbps()
+    assert canary < 0.85 * in_cache, (canary, in_cache)
 
 
 def test_the_fsync_probe_reaches_the_storage_directorys_device(tmp_path: Path):

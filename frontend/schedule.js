@@ -48,6 +48,7 @@ function show(result) {
     : "";
   const rates = {
     learned: " (learned tps)",
+    borrowed: " (tps borrowed: the same scripts at another scale or client count)",
     guessed: " (tps guessed: not measured on the host yet)",
   };
   field("time").textContent = result && result.estimated_seconds !== null

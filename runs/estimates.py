@@ -21,15 +21,20 @@ back to the constants below.
 
 A point measured by transactions (pgbench -t, per client) lasts transactions x
 clients / tps: the rate is the recency-weighted midmean tps the host measured for
-the workload at that client count in its latest succeeded runs, else GUESSED_TPS,
-said as a guess.
+the workload at that client count in its latest succeeded runs; else a rate borrowed
+from what the host measured of the same scripts in the same query mode (this workload
+at another client count first, then another workload's, at the nearest scale and then
+the nearest client count), scaled by the CPUs the clients can keep busy
+(min(clients, host CPUs): a closed loop's tps grows with its clients until the CPUs
+are busy), said as borrowed; else GUESSED_TPS, said as a guess.
 """
 
+import json
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +43,7 @@ from django.utils.dateparse import parse_datetime
 from agents.contract.spec.document import warm_up_seconds
 from runs.analysis import sequential
 from runs.inference.stats import MIN_REPEATS
-from runs.models import Experiment, Result, Run, RunEvent
+from runs.models import Experiment, Host, Result, Run, RunEvent, Workload
 
 # Rough cost of one cluster lifecycle besides the measured points (initdb, start,
 # settings and restart, stop) and of `pgbench -i` per scale unit, when nothing was
@@ -126,20 +131,29 @@ class Learned:
         return self.for_cell(run.host_id, run.build_id)
 
 
+# Where a point's tps came from, best first: the worst of a sweep's points names it.
+RATE_SOURCES = ("learned", "borrowed", "guessed")
+
+
 @dataclass(frozen=True)
 class PointLength:
     """The mean seconds of a point of a sweep by transactions over its client counts, and
-    whether every client count's rate was learned (else some are GUESSED_TPS)."""
+    where the worst of their rates came from (RATE_SOURCES)."""
 
     seconds: float
-    learned: bool
+    source: str
 
 
 @dataclass(frozen=True)
 class Rates:
-    """The tps per (host, workload, client count) learned from succeeded runs."""
+    """The tps per (host, workload, client count) learned from succeeded runs, with what
+    a rate is borrowed from: each workload's kin (the workloads of the same scripts and
+    query mode, itself included) and scale, and each host's CPUs."""
 
     tps: dict[tuple[int, int, int], float]
+    kin: Mapping[int, Sequence[int]] = field(default_factory=dict)
+    scales: Mapping[int, int] = field(default_factory=dict)
+    cpus: Mapping[int, int] = field(default_factory=dict)
 
     def point_length(
         self, host_id: int, workload_id: int, clients: Sequence[int], transactions: int
@@ -148,23 +162,46 @@ class Rates:
         the one length that, given to timed_sweep_seconds as the points' duration, sums to
         every point's transactions x clients / tps."""
         counts = list(clients) or [1]
-        rates = [self.tps.get((host_id, workload_id, count)) for count in counts]
-        seconds = [
-            transactions * count / (rate or GUESSED_TPS)
-            for count, rate in zip(counts, rates, strict=True)
+        seconds, sources = [], []
+        for count in counts:
+            rate, source = self.rate(host_id, workload_id, count)
+            seconds.append(transactions * count / rate)
+            sources.append(source)
+        return PointLength(statistics.fmean(seconds), max(sources, key=RATE_SOURCES.index))
+
+    def rate(self, host_id: int, workload_id: int, clients: int) -> tuple[float, str]:
+        """The tps of `clients` of the workload on the host, and where it came from."""
+        learned = self.tps.get((host_id, workload_id, clients))
+        if learned:
+            return learned, "learned"
+        scale = self.scales.get(workload_id, 1)
+        cpus = self.cpus.get(host_id, 1)
+        candidates = [
+            (abs(math.log(self.scales.get(kin, 1) / scale)), kin != workload_id, count, tps)
+            for (host, kin, count), tps in self.tps.items()
+            if host == host_id and kin in self.kin.get(workload_id, ())
         ]
-        return PointLength(statistics.fmean(seconds), all(rates))
+        if not candidates:
+            return GUESSED_TPS, "guessed"
+        _scale_apart, _other, count, tps = min(
+            candidates,
+            key=lambda found: (found[0], found[1], abs(math.log(found[2] / clients))),
+        )
+        return tps * min(clients, cpus) / min(count, cpus), "borrowed"
 
 
 def learned_rates(host_ids: Iterable[int], workload_ids: Iterable[int]) -> Rates:
     """The recency-weighted midmean tps (recent_midmean, by run) of the latest
-    LEARNED_RESULTS points the hosts measured in succeeded runs of the workloads, per
-    (host, workload, client count); points by duration teach the rate as well as points
-    by transactions."""
+    LEARNED_RESULTS points the hosts measured in succeeded runs of the workloads and their
+    kin, per (host, workload, client count); points by duration teach the rate as well as
+    points by transactions."""
+    hosts = set(host_ids)
+    kin = _kin(set(workload_ids))
+    related = {related for kins in kin.values() for related in kins}
     results = (
         Result.objects.filter(
-            run__host_id__in=set(host_ids),
-            run__workload_id__in=set(workload_ids),
+            run__host_id__in=hosts,
+            run__workload_id__in=related,
             run__status=Run.Status.SUCCEEDED,
             tps__gt=0,
         )
@@ -176,7 +213,31 @@ def learned_rates(host_ids: Iterable[int], workload_ids: Iterable[int]) -> Rates
     found: dict[tuple[int, int, int], list[tuple[int, float]]] = defaultdict(list)
     for run_id, host_id, workload_id, clients, tps in results:
         found[(host_id, workload_id, clients)].append((run_id, float(tps or 0.0)))
-    return Rates({key: _by_run_midmean(values) for key, values in found.items()})
+    scales = dict(Workload.objects.filter(pk__in=related).values_list("pk", "scale"))
+    cpus = {host.pk: _cpus(host) for host in Host.objects.filter(pk__in=hosts).only("pk", "facts")}
+    rates = {key: _by_run_midmean(values) for key, values in found.items()}
+    return Rates(rates, kin, scales, cpus)
+
+
+def _cpus(host: Host) -> int:
+    """The CPUs the host's facts give (hardware threads, else cores), 1 where unknown."""
+    cpu = host.facts.get("cpu") or {}
+    return int(cpu.get("threads") or cpu.get("cores") or 1)
+
+
+def _kin(workload_ids: set[int]) -> dict[int, list[int]]:
+    """Each workload's kin: every workload with the same scripts and query mode."""
+
+    def signature(scripts: object, query_mode: str) -> str:
+        return json.dumps([scripts, query_mode], sort_keys=True)
+
+    every = Workload.objects.values_list("pk", "scripts", "query_mode")
+    by_signature: dict[str, list[int]] = defaultdict(list)
+    signatures = {}
+    for pk, scripts, query_mode in every:
+        signatures[pk] = signature(scripts, query_mode)
+        by_signature[signatures[pk]].append(pk)
+    return {pk: by_signature[signatures[pk]] for pk in workload_ids if pk in signatures}
 
 
 def _by_run_midmean(values: list[tuple[int, float]]) -> float:

@@ -10,6 +10,7 @@ from agents.contract.spec.document import SweepSpec
 from runs.agentlink.execution import ROUNDS
 from runs.analysis.capacity import probe_count_expected
 from runs.estimates import (
+    RATE_SOURCES,
     Learned,
     adaptive_seconds,
     learned_rates,
@@ -28,8 +29,9 @@ class Estimate(TypedDict):
     lifecycle. `setup_seconds` is the part of `estimated_seconds` the busiest
     host spends on setups (initdb, start, `pgbench -i`). A `transactions` sweep's
     points last transactions x clients / tps at the rates its hosts measured
-    (runs.estimates.Rates): `transaction_rates` is "learned", or "guessed" when
-    some cell's rate was not learned; null for a sweep by duration. An adaptive
+    (runs.estimates.Rates): `transaction_rates` is "learned", "borrowed" when some
+    cell's rate came from the same scripts at another scale or client count, or
+    "guessed" when some had none; null for a sweep by duration. An adaptive
     experiment queues its first rounds (these figures), then adds rounds:
     `expected_seconds` and `max_seconds` say how long in all
     (runs.estimates.adaptive_seconds); null for the others.
@@ -106,8 +108,8 @@ def _point_lengths(
         )
         for cell in cells
     }
-    learned = all(length.learned for length in lengths.values())
-    estimate["transaction_rates"] = "learned" if learned else "guessed"
+    sources = [length.source for length in lengths.values()]
+    estimate["transaction_rates"] = max(sources, key=RATE_SOURCES.index)
     return {index: length.seconds for index, length in lengths.items()}
 
 

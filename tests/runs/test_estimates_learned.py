@@ -203,8 +203,10 @@ def test_a_sweep_by_transactions_lasts_transactions_times_clients_over_the_learn
     assert estimate["transaction_rates"] == "learned"
 
 
-def test_a_client_count_the_host_never_measured_is_a_guess_said_as_such() -> None:
-    host, build, workload = HostFactory(), PgBuildFactory(), WorkloadFactory(scale=2)
+def test_a_client_count_the_host_never_measured_borrows_the_workloads_rate_per_cpu() -> None:
+    """4 clients on 2 CPUs keep twice the CPUs 1 client does busy: 200 tps borrowed."""
+    host = HostFactory(facts={"cpu": {"threads": 2, "cores": 2}})
+    build, workload = PgBuildFactory(), WorkloadFactory(scale=2)
     measured(host, build, workload, {1: 100.0}, status=Run.Status.SUCCEEDED)
     experiment = ExperimentFactory(
         hosts=[host],
@@ -218,8 +220,34 @@ def test_a_client_count_the_host_never_measured_is_a_guess_said_as_such() -> Non
 
     estimate = services.experiment_estimate(experiment)
 
-    points = 1000 * 1 / 100.0 + 1000 * 4 / GUESSED_TPS
+    points = 1000 * 1 / 100.0 + 1000 * 4 / 200.0
     assert estimate["estimated_seconds"] == round(RUN_OVERHEAD_S + 2 * 0.5 + points)
-    assert estimate["transaction_rates"] == "guessed"
+    assert estimate["transaction_rates"] == "borrowed"
     duration = services.experiment_estimate(ExperimentFactory(hosts=[host], duration_s=10))
     assert duration["transaction_rates"] is None
+
+
+def test_a_workload_never_measured_borrows_its_scripts_rate_at_the_nearest_scale() -> None:
+    """TPC-B at scale 20 never ran on the host; TPC-B at scale 1 and 50 did, and a select-only
+    at scale 20: the nearest scale of the same scripts and query mode lends its rate."""
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    build = PgBuildFactory()
+    tpcb = [{"builtin": "tpcb-like", "weight": 1}]
+    wanted = WorkloadFactory(scale=20, scripts=tpcb, query_mode="simple")
+    near = WorkloadFactory(scale=50, scripts=tpcb, query_mode="simple")
+    far = WorkloadFactory(scale=1, scripts=tpcb, query_mode="simple")
+    other_mode = WorkloadFactory(scale=20, scripts=tpcb, query_mode="prepared")
+    select = WorkloadFactory(scale=20, scripts=[{"builtin": "select-only", "weight": 1}])
+    for workload, tps in ((near, 300.0), (far, 900.0), (other_mode, 5.0), (select, 7.0)):
+        measured(host, build, workload, {2: tps}, status=Run.Status.SUCCEEDED)
+
+    rates = learned_rates([host.pk], [wanted.pk])
+
+    assert rates.rate(host.pk, wanted.pk, 2) == (pytest.approx(300.0), "borrowed")
+    assert rates.rate(host.pk, wanted.pk, 1) == (pytest.approx(150.0), "borrowed")
+    assert rates.point_length(host.pk, wanted.pk, [2], 300).source == "borrowed"
+    alone = WorkloadFactory(scale=20, scripts=[{"builtin": "simple-update", "weight": 1}])
+    assert learned_rates([host.pk], [alone.pk]).rate(host.pk, alone.pk, 2) == (
+        GUESSED_TPS,
+        "guessed",
+    )

@@ -159,10 +159,11 @@ class EstimateSerializer(serializers.Serializer[Document]):
         allow_null=True, help_text="Adaptive: the time if every cell takes the most rounds."
     )
     transaction_rates = serializers.ChoiceField(
-        choices=["learned", "guessed"],
+        choices=["learned", "borrowed", "guessed"],
         allow_null=True,
-        help_text="A sweep by transactions: whether its points' tps was learned on the hosts "
-        "or guessed (null for a sweep by duration).",
+        help_text="A sweep by transactions: whether its points' tps was learned on the hosts, "
+        "borrowed from the same scripts at another scale or client count, or guessed "
+        "(null for a sweep by duration).",
     )
 
 

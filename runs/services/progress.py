@@ -1,6 +1,7 @@
 """Where a started experiment stands, as `benchlab status` shows it while it waits: its
 runs by status, what the running ones are doing, the rounds of an adaptive experiment
-and a rough estimate of the time left."""
+or a capacity search (a round a probe of each cell) and a rough estimate of the time
+left."""
 
 from typing import TypedDict
 
@@ -25,7 +26,8 @@ class RunStep(TypedDict):
 
 class Progress(TypedDict):
     """`status` as Experiment.status; `runs` counts by run status (and `total`); `rounds`
-    and `max_rounds` the latest round queued and the budget (null outside rounds);
+    and `max_rounds` the latest round queued and the budget (null outside rounds; a
+    capacity search's probes a cell);
     `remaining_seconds` the estimate's time for the runs still open (null when the
     estimate has none: a sweep by transactions)."""
 
@@ -45,15 +47,24 @@ def experiment_progress(experiment: Experiment) -> Progress:
     counts = {status: by_status.get(status, 0) for status in Run.Status.values}
     total = sum(counts.values())
     open_runs = counts[Run.Status.QUEUED] + counts[Run.Status.RUNNING]
+    latest = experiment.runs.aggregate(latest=Max("round"))["latest"]
+    if experiment.capacity:
+        max_rounds: int | None = experiment.capacity_probes
+        ended = (experiment.capacity_state or {}).get("ended") or ""
+        remaining = _capacity_remaining(experiment, open_runs, latest or 0)
+    else:
+        max_rounds = experiment.max_rounds if experiment.adaptive else experiment.repeats
+        ended = (experiment.adaptive_state or {}).get("ended") or ""
+        remaining = _remaining(experiment, open_runs)
     return {
         "id": experiment.pk,
         "status": experiment.status,
         "runs": {**counts, "total": total},
         "running": running_steps(experiment),
-        "rounds": experiment.runs.aggregate(latest=Max("round"))["latest"],
-        "max_rounds": experiment.max_rounds if experiment.adaptive else experiment.repeats,
-        "ended": (experiment.adaptive_state or {}).get("ended") or "",
-        "remaining_seconds": _remaining(experiment, open_runs),
+        "rounds": latest,
+        "max_rounds": max_rounds,
+        "ended": ended,
+        "remaining_seconds": remaining,
     }
 
 
@@ -74,6 +85,20 @@ def running_steps(experiment: Experiment) -> list[RunStep]:
         }
         for run in running.order_by("position")
     ]
+
+
+def _capacity_remaining(experiment: Experiment, open_runs: int, latest: int) -> int | None:
+    """A capacity search's rounds each take the estimate's seconds, and it is expected to
+    take about the estimate's expected rounds, of which `latest` began (the open one
+    counted whole; at least that one while it runs)."""
+    if not open_runs:
+        return 0
+    estimate = experiment_estimate(experiment)
+    per_round, expected = estimate["estimated_seconds"], estimate["expected_seconds"]
+    if not per_round or expected is None:
+        return None
+    rounds_left = max(1.0, expected / per_round - latest + 1)
+    return round(per_round * rounds_left)
 
 
 def _remaining(experiment: Experiment, open_runs: int) -> int | None:

@@ -17,6 +17,7 @@ from runs import services
 from runs.analysis.capacity import capacity_reading
 from runs.models import Experiment, Result, Run
 from runs.services.capacity import ENDED_CANCELLED, capacity_step, capacity_steps_due
+from runs.services.progress import experiment_progress
 from tests.runs.factories import ExperimentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -164,6 +165,27 @@ def test_a_probe_that_stalled_is_seen_when_its_rate_is_probed_again(lab_redis, a
     assert capacity.lower < 707.0 and capacity.upper >= 2400.0, capacity.sentence
     page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
     assert "its probes disagree (1 passed, 1 failed): the host&#x27;s noise" in page
+
+
+def test_its_progress_counts_probes_against_the_budget_and_says_how_it_ended(lab_redis):
+    experiment = capacity_experiment()
+    services.experiment_start(experiment, UserFactory())
+    rng = random.Random(11)
+    finish_probes(experiment, rng)
+    experiment.refresh_from_db()
+
+    running = experiment_progress(experiment)
+
+    assert (running["rounds"], running["max_rounds"], running["ended"]) == (2, 16, "")
+    per_round = services.experiment_estimate(experiment)["estimated_seconds"]
+    assert per_round is not None
+    # About eleven probes expected, the second of them open: ten rounds' time left.
+    assert running["remaining_seconds"] == pytest.approx(10 * per_round, abs=per_round)
+
+    search_to_end(experiment, rng)
+    ended = experiment_progress(experiment)
+    assert ended["ended"] == experiment.capacity_state["ended"] != ""
+    assert ended["remaining_seconds"] == 0
 
 
 def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(lab_redis):

@@ -275,10 +275,10 @@ class LocalPoints:
         refusal = self._refusal(point.get("errors") or [])
         if refusal is not None:
             return refusal
-        reason = point["parse_error"] or last_lines(finished.stderr)
         return JobError(
             "pgbench_failed",
-            f"pgbench exited with {finished.exit_code} at point {point['index'] + 1}: {reason}",
+            f"pgbench exited with {finished.exit_code} at point {point['index'] + 1}: "
+            f"{incomplete_reason(point, finished)}",
         )
 
     def _refusal(self, errors: list[str]) -> JobError | None:
@@ -288,3 +288,21 @@ class LocalPoints:
         # A point of several processes names its scripts by number only (their errors mix).
         scripts = [] if workload["processes"] else workload["scripts"]
         return script_refusal(errors, scripts, self.context.cluster.require_workload())
+
+
+def incomplete_reason(point: dict[str, Any], finished: Finished) -> str:
+    """Why a point pgbench ended is not complete, in pgbench's words where it gave some:
+    its output unreadable, stopped before its end, a client aborted, or no tps in an
+    output it exited 0 with (its last lines then, stdout's included)."""
+    if point["parse_error"]:
+        return str(point["parse_error"])
+    if finished.exit_code == 0 and finished.stopped_early:
+        return "stopped before its end"
+    if finished.exit_code == 0 and point.get("aborted"):
+        return f"a client aborted: {last_lines(finished.stderr)}"
+    if finished.exit_code == 0 and point.get("tps") is None:
+        return (
+            f"its output gives no tps; stdout: {last_lines(finished.stdout)}; "
+            f"stderr: {last_lines(finished.stderr)}"
+        )
+    return last_lines(finished.stderr)

@@ -17,6 +17,7 @@ cell's search ended, why the whole ended, and the answer.
 
 import copy
 import logging
+import math
 import random
 from collections.abc import Sequence
 from functools import partial
@@ -65,6 +66,31 @@ LONGEST_LIMIT_MS = 3_600_000.0
 LOGS_OF_TRANSACTIONS = ("sampled", "full")
 ENDED_CANCELLED = "a probe was cancelled"
 ENDED_LIMIT = "the owner's queue is full (fair use)"
+# A probe that one stall of the host shorter than this fails at any rate measures the
+# host's hiccups: on the 2-vCPU lab VM stalls of 60 to 130 ms failed p99 <= 20 ms in half
+# the 5 s windows at 20,000 tps (docs/benchmarks.md, "A comparison tried as a user").
+HICCUP_MS = 250.0
+
+
+def capacity_notes(experiment: Experiment) -> list[str]:
+    """What the schedule says of a search before it starts: a window so short that one
+    stall of the host fails a probe whatever the rate. A stall of S delays about S / W of
+    a window W's transactions by up to S, so a probe fails once S passes the limit plus
+    the percentile's tail share of the window."""
+    window_s, limit_ms = experiment.duration_s, experiment.capacity_limit_ms
+    if not experiment.capacity or not window_s or not limit_ms:
+        return []
+    tail = 1 - experiment.capacity_percentile / 100
+    failing_stall_ms = limit_ms + tail * window_s * 1000
+    if failing_stall_ms >= HICCUP_MS:
+        return []
+    longer_s = math.ceil((HICCUP_MS - limit_ms) / 1000 / tail) if tail > 0 else window_s
+    return [
+        f"capacity search: at p{experiment.capacity_percentile:g} over {window_s} s probes, "
+        f"one stall of the host longer than {failing_stall_ms:.0f} ms fails a probe at any "
+        "rate, so on a shared VM the capacity measures the host's hiccups; probes of "
+        f"{longer_s} s or more need a stall of {HICCUP_MS:.0f} ms"
+    ]
 
 
 def require_capacity_design(experiment: Experiment, cells: Sequence[Cell]) -> None:

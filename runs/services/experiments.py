@@ -35,7 +35,11 @@ from runs.services.adaptive import (
     adaptive_plan,
     require_adaptive_design,
 )
-from runs.services.capacity import capacity_queue_first, require_capacity_design
+from runs.services.capacity import (
+    capacity_notes,
+    capacity_queue_first,
+    require_capacity_design,
+)
 from runs.services.duet import queue_duet_round, require_duet_design
 from runs.services.errors import Conflict
 from runs.services.estimating import Estimate, cells_estimate
@@ -222,7 +226,7 @@ def experiment_check(experiment: Experiment) -> list[CheckedCell]:
     duet_notes = require_duet_design(experiment, cells)
     checked = [_check_cell(experiment, cell) for cell in cells]
     _require_room(checked)
-    checked[0].notes.extend(duet_notes)
+    checked[0].notes.extend(duet_notes + capacity_notes(experiment))
     return checked
 
 

@@ -16,7 +16,13 @@ from agents.contract.errors import JobError
 from runs import services
 from runs.analysis.capacity import capacity_reading
 from runs.models import Experiment, Result, Run
-from runs.services.capacity import ENDED_CANCELLED, capacity_step, capacity_steps_due
+from runs.services.capacity import (
+    ENDED_CANCELLED,
+    capacity_notes,
+    capacity_step,
+    capacity_steps_due,
+)
+from runs.services.experiments import experiment_check
 from runs.services.progress import experiment_progress
 from tests.runs.factories import ExperimentFactory, UserFactory
 
@@ -186,6 +192,21 @@ def test_its_progress_counts_probes_against_the_budget_and_says_how_it_ended(lab
     ended = experiment_progress(experiment)
     assert ended["ended"] == experiment.capacity_state["ended"] != ""
     assert ended["remaining_seconds"] == 0
+
+
+def test_probes_so_short_that_one_stall_fails_them_are_said_before_the_start(lab_redis):
+    short = capacity_experiment(duration_s=5)
+
+    notes = experiment_check(short)[0].notes
+
+    said = (
+        "capacity search: at p99 over 5 s probes, one stall of the host longer than 70 ms "
+        "fails a probe at any rate, so on a shared VM the capacity measures the host's "
+        "hiccups; probes of 23 s or more need a stall of 250 ms"
+    )
+    assert said in notes and capacity_notes(short) == [said]
+    assert capacity_notes(capacity_experiment(duration_s=30)) == []
+    assert capacity_notes(capacity_experiment(duration_s=5, capacity_percentile=95.0)) == []
 
 
 def test_a_cancelled_probe_ends_the_search_and_the_reaper_steps_a_lost_message(lab_redis):

@@ -22,6 +22,7 @@ from runs.inference.capacity import (
 )
 from runs.inference.capacity_compare import COMPARED_CONFIRMING_PROBES, comparison_precision
 from runs.inference.capacity_search import (
+    DEFAULT_CONFIRMING_PROBES,
     DEFAULT_PRECISION,
     Capacity,
     RateOutcome,
@@ -71,19 +72,12 @@ def plan_of(experiment: Experiment, compared: bool) -> SearchPlan:
     """The search of one cell; `compared`: the experiment compares several cells' capacities,
     so each is narrowed to half the margin and its ceiling confirmed in more windows
     (runs/inference/capacity_compare.py)."""
-    if compared:
-        return SearchPlan(
-            low_tps=experiment.capacity_low_tps or 0.0,
-            high_tps=experiment.capacity_high_tps or 0.0,
-            budget=experiment.capacity_probes,
-            precision=comparison_precision(experiment.margin_pct),
-            confirming_probes=COMPARED_CONFIRMING_PROBES,
-        )
     return SearchPlan(
         low_tps=experiment.capacity_low_tps or 0.0,
         high_tps=experiment.capacity_high_tps or 0.0,
         budget=experiment.capacity_probes,
-        precision=DEFAULT_PRECISION,
+        precision=comparison_precision(experiment.margin_pct) if compared else DEFAULT_PRECISION,
+        confirming_probes=COMPARED_CONFIRMING_PROBES if compared else DEFAULT_CONFIRMING_PROBES,
     )
 
 
@@ -125,17 +119,18 @@ def capacity_reading(
     verdicts: dict[float, ProbeVerdict] = {}
     for rate, pooled in sorted(by_rate.items()):
         measure = pooled_measure(rate, pooled, objective)
-        windows = tuple(
-            decide_probe(pooled_measure(rate, [result], objective), objective).decision
-            for result in pooled
+        verdict = decide_probe(measure, objective)
+        # A rate probed once is its own window: its histogram is not read twice.
+        windows = (
+            (verdict.decision,)
+            if len(pooled) == 1
+            else tuple(
+                decide_probe(pooled_measure(rate, [result], objective), objective).decision
+                for result in pooled
+            )
         )
-        outcome = RateOutcome(
-            rate,
-            decide_probe(measure, objective),
-            measure.interval.estimate if measure.interval else None,
-            len(pooled),
-            windows,
-        )
+        estimate = measure.interval.estimate if measure.interval else None
+        outcome = RateOutcome(rate, verdict, estimate, len(pooled), windows)
         verdicts[rate] = _rate_verdict(outcome)
         outcomes.append(outcome)
     probes = [

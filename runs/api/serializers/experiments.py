@@ -24,6 +24,7 @@ from runs.api.fields import (
 )
 from runs.api.permissions import signed_in_user
 from runs.api.serializers.catalogue import owner_name
+from runs.estimates import RATE_SOURCES
 from runs.models import (
     ConfigProfile,
     Experiment,
@@ -159,7 +160,7 @@ class EstimateSerializer(serializers.Serializer[Document]):
         allow_null=True, help_text="Adaptive: the time if every cell takes the most rounds."
     )
     transaction_rates = serializers.ChoiceField(
-        choices=["learned", "borrowed", "guessed"],
+        choices=list(RATE_SOURCES),
         allow_null=True,
         help_text="A sweep by transactions: whether its points' tps was learned on the hosts, "
         "borrowed from the same scripts at another scale or client count, or guessed "

@@ -12,9 +12,12 @@ The search brackets, then narrows (runs/inference/capacity.py decides each probe
    probed again, up to `max_repeats` times, its repeats pooled;
 4. otherwise the widest gap, on the log of the rate, between the floor and the ceiling
    (below) is bisected at its geometric middle, until every gap is within `precision`;
-5. then the ceiling is probed again, up to `confirming_probes` probes, in later
-   rounds: a failure in one window may be that window's stall (noise fails a rate,
-   it does not make one pass, so the floor needs no more than its own interval);
+5. then the floor and the ceiling are probed again until each was decided alone (as
+   it was pooled) in `confirming_probes` windows, in later rounds: a failure in one
+   window may be that window's stall, and a floor that passed once may have been
+   spared the stalls that fail half the windows at its rate (one more window there
+   measures the host's noise just under the capacity: a failure makes it mixed, and
+   the search goes below it); an undecided window confirms nothing;
 6. the search ends when the budget of probes is spent, whatever it found.
 
 A rate is decided on its probes pooled (runs/inference/capacity.py), and each probe is
@@ -27,8 +30,9 @@ search whose verdicts contradict each other gives the whole span of the contradi
 The capacity is the rate where the percentile's estimates cross the limit
 (interpolated on log rate and log latency between the two probes around the
 crossing); its interval runs from the floor to the ceiling, and it is confirmed when
-the ceiling failed in `confirming_probes` windows. Nothing is extrapolated past the probes:
-a capacity below the lowest or above the highest is said to be so.
+the floor passed, and the ceiling failed, in `confirming_probes` windows each. Nothing
+is extrapolated past the probes: a capacity below the lowest or above the highest is
+said to be so.
 """
 
 import math
@@ -40,14 +44,15 @@ from runs.inference.capacity import Decision, Objective, ProbeVerdict
 
 DEFAULT_PRECISION = 0.05
 DEFAULT_MAX_REPEATS = 3
-# Windows the ceiling (the failing end of a capacity's interval) fails in before the
-# capacity is confirmed; a comparison asks for more (runs/inference/capacity_compare.py).
+# Windows the floor passes in and the ceiling (the failing end of a capacity's interval)
+# fails in before the capacity is confirmed; a comparison asks for more
+# (runs/inference/capacity_compare.py).
 DEFAULT_CONFIRMING_PROBES = 2
 # Why a search ends at its lowest rate without saying the capacity is below it.
 ENDED_LOW_GENERATOR = "the load generator could not offer the lowest rate"
 ENDED_LOW_UNDECIDED = "the lowest rate stayed undecided after its repeats"
 ENDED_LOW_MIXED = "the lowest rate's probes disagreed (one passed, one failed: the host's noise)"
-ENDED_CONVERGED = "every gap within the precision, the ceiling confirmed"
+ENDED_CONVERGED = "every gap within the precision, the floor and the ceiling confirmed"
 
 
 class Found(StrEnum):
@@ -62,7 +67,8 @@ class Found(StrEnum):
 class SearchPlan:
     """The range of offered rates (tps), the most probes, and when to stop narrowing:
     every gap between the passing and the failing side within `precision` (a share);
-    `confirming_probes`: the windows the ceiling (and a failing lowest rate) must fail in."""
+    `confirming_probes`: the windows the floor must pass in and the ceiling (and a failing
+    lowest rate) fail in."""
 
     low_tps: float
     high_tps: float
@@ -170,16 +176,18 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
     width, a, b = max(gaps, key=lambda gap: gap[0])
     if width > math.log1p(plan.precision):
         return Step(_round_rate(math.sqrt(a.offered_tps * b.offered_tps)))
-    if _unconfirmed(ceiling, plan):
-        return Step(ceiling.offered_tps)
+    for end in (floor, ceiling):
+        if _unconfirmed(end, plan):
+            return Step(end.offered_tps)
     return Step(None, ENDED_CONVERGED)
 
 
 def expected_probes(plan: SearchPlan) -> int:
     """How many probes a search is expected to take: the range's two ends, the bisections
-    down to its precision, and one repeat near the limit; its budget at most."""
+    down to its precision, one repeat near the limit and the floor's and the ceiling's
+    confirming windows; its budget at most."""
     halvings = math.log2(math.log(plan.high_tps / plan.low_tps) / math.log1p(plan.precision))
-    confirmations = plan.confirming_probes - 1
+    confirmations = 2 * (plan.confirming_probes - 1)
     return min(plan.budget, 2 + max(0, math.ceil(halvings)) + 1 + confirmations)
 
 
@@ -238,11 +246,15 @@ def capacity_of(
     between = [o for o in by_rate if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps]
     estimate = _crossing(between, objective.limit_ms)
     interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
-    confirmed = not _unconfirmed(ceiling, plan)
+    unconfirmed = [
+        f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"
+        for name, verb, end in (("floor", "passed", floor), ("ceiling", "failed", ceiling))
+        if _unconfirmed(end, plan)
+    ]
+    confirmed = not unconfirmed
     sentence = f"{_tps(estimate)} tps {interval} {at}"
-    if not confirmed:
-        probed = f"{ceiling.probes} window" + ("s" if ceiling.probes > 1 else "")
-        sentence += f" (not confirmed: its ceiling failed in {probed} only)"
+    if unconfirmed:
+        sentence += f" (not confirmed: {', '.join(unconfirmed)})"
     return Capacity(
         Found.FOUND, estimate, floor.offered_tps, ceiling.offered_tps, False, sentence, confirmed
     )
@@ -280,9 +292,19 @@ def _repeatable(outcome: RateOutcome, plan: SearchPlan) -> bool:
 
 
 def _unconfirmed(outcome: RateOutcome, plan: SearchPlan) -> bool:
-    """A passing or failing rate the server decided in fewer windows than the plan asks."""
+    """A passing or failing rate the server decided in fewer windows than the plan asks:
+    only its windows that passed (failed) alone count for a passing (failing) rate, an
+    undecided window confirms nothing."""
     decided = outcome.passing or (outcome.failing and not outcome.verdict.generator_limited)
-    return decided and outcome.probes < plan.confirming_probes
+    return decided and _agreeing_windows(outcome) < plan.confirming_probes
+
+
+def _agreeing_windows(outcome: RateOutcome) -> int:
+    """The windows that decided alone as the rate did (all its probes, where they were
+    not decided alone)."""
+    if not outcome.windows:
+        return outcome.probes
+    return outcome.windows.count(Decision.PASS if outcome.passing else Decision.FAIL)
 
 
 def _bracket(by_rate: Sequence[RateOutcome]) -> tuple[RateOutcome | None, RateOutcome | None]:
@@ -318,6 +340,10 @@ def _contradicting(between: Sequence[RateOutcome]) -> list[RateOutcome]:
 def _round_rate(tps: float) -> float:
     """A rate with three significant digits (pgbench -R takes a decimal)."""
     return float(f"{tps:.3g}")
+
+
+def _windows(count: int) -> str:
+    return f"{count} window" + ("" if count == 1 else "s")
 
 
 def _tps(tps: float) -> str:

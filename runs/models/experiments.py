@@ -137,7 +137,7 @@ class Experiment(models.Model):
         null=True, blank=True, help_text="Capacity: the highest rate to offer (tps)."
     )
     capacity_probes = models.PositiveIntegerField(
-        default=16, help_text="Capacity: the most probes (runs) the search may take."
+        default=24, help_text="Capacity: the most probes (runs) the search may take."
     )
     capacity_state = models.JSONField(default=dict, blank=True)
     # Each axis's ids in the order they were given ({"hosts": [3, 1], ...}): the cells

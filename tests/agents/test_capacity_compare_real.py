@@ -53,7 +53,7 @@ MARGIN_PCT, MIN_EFFECT_PCT = 10.0, 1.0
 PLAN = SearchPlan(
     200.0,
     60000.0,
-    budget=16,
+    budget=24,
     precision=comparison_precision(MARGIN_PCT),
     confirming_probes=COMPARED_CONFIRMING_PROBES,
 )

@@ -3,6 +3,7 @@ and the search on seeded simulated latency curves."""
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hdrh.histogram import HdrHistogram
@@ -248,7 +249,7 @@ def _outcome(rate: float, *windows: Decision) -> RateOutcome:
     return RateOutcome(rate, verdict, (low + high) / 2, len(windows), windows)
 
 
-PASS, FAIL = Decision.PASS, Decision.FAIL
+PASS, FAIL, UNDECIDED = Decision.PASS, Decision.FAIL, Decision.UNDECIDED
 
 
 def test_a_rate_one_window_passed_and_another_failed_is_mixed_and_undecided() -> None:
@@ -283,9 +284,7 @@ def test_a_failing_rate_below_a_passing_one_is_probed_again_and_widens_the_inter
     assert (capacity.lower, capacity.upper) == (100.0, 2050.0)
 
 
-def test_the_ceiling_is_probed_again_before_the_search_ends_and_until_then_not_confirmed() -> (
-    None
-):
+def test_both_ends_are_probed_again_before_the_search_ends_and_until_then_not_confirmed() -> None:
     plan = SearchPlan(100.0, 5000.0, 20)
     outcomes = [
         _outcome(100.0, PASS),
@@ -293,16 +292,35 @@ def test_the_ceiling_is_probed_again_before_the_search_ends_and_until_then_not_c
         _outcome(2040.0, FAIL),
         _outcome(5000.0, FAIL),
     ]
-    assert next_step(plan, outcomes) == Step(2040.0)
+    assert next_step(plan, outcomes) == Step(2000.0)
     unconfirmed = capacity_of(plan, P99_20, outcomes)
     assert not unconfirmed.confirmed
-    assert unconfirmed.sentence.endswith("(not confirmed: its ceiling failed in 1 window only)")
+    assert unconfirmed.sentence.endswith(
+        "(not confirmed: its floor passed in 1 window only, its ceiling failed in 1 window only)"
+    )
+    outcomes[1] = _outcome(2000.0, PASS, PASS)
+    assert next_step(plan, outcomes) == Step(2040.0)
     outcomes[2] = _outcome(2040.0, FAIL, FAIL)
     assert next_step(plan, outcomes) == Step(None, ENDED_CONVERGED)
     assert capacity_of(plan, P99_20, outcomes).confirmed
+    outcomes[1] = _outcome(2000.0, PASS, FAIL)
+    # The floor's second window failed: the host's noise reaches down to it, and the
+    # search goes on below it.
+    assert next_step(plan, outcomes).next_tps == pytest.approx(447.0)
+    outcomes[1] = _outcome(2000.0, PASS, PASS)
     outcomes[2] = _outcome(2040.0, FAIL, PASS)
-    # The second window passed: the ceiling was a stall, and the search goes on above it.
+    # The ceiling's second window passed: the ceiling was a stall, the search goes above it.
     assert next_step(plan, outcomes).next_tps == pytest.approx(3190.0)
+
+
+def test_an_undecided_window_confirms_nothing() -> None:
+    plan = SearchPlan(100.0, 5000.0, 20, confirming_probes=3)
+    ceiling = replace(_outcome(2040.0, FAIL, FAIL, FAIL), windows=(UNDECIDED, FAIL, FAIL))
+    floor = _outcome(2000.0, PASS, PASS, PASS)
+    outcomes = [_outcome(100.0, PASS, PASS, PASS), floor, ceiling, _outcome(5000.0, FAIL)]
+    assert next_step(plan, outcomes) == Step(2040.0)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.sentence.endswith("(not confirmed: its ceiling failed in 2 windows only)")
 
 
 def test_a_lowest_rate_whose_windows_disagree_ends_the_search_saying_so() -> None:

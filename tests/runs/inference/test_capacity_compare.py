@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 from runs.inference.capacity import Objective, ProbeMeasure, decide_probe
 from runs.inference.capacity_compare import (
@@ -77,9 +78,7 @@ def measured(rate: float, mu: float, latencies: list[np.ndarray]) -> ProbeMeasur
     return ProbeMeasure(rate, served, int(served * seconds), 0, 0, seconds, interval)
 
 
-def search(
-    mu: float, plan: SearchPlan, rng: np.random.Generator, stall: float = 0.0
-) -> Capacity:
+def search(mu: float, plan: SearchPlan, rng: np.random.Generator, stall: float = 0.0) -> Capacity:
     """A whole search of the simulated server of service rate `mu`, each probe's window
     stalling with chance `stall`."""
     pooled: dict[float, list[np.ndarray]] = {}
@@ -107,12 +106,14 @@ def compare(
     confirming: int = COMPARED_CONFIRMING_PROBES,
 ) -> tuple[float, RatioVerdict, bool]:
     """The true ratio, the verdict of one seeded comparison, and whether its interval
-    held the true ratio; `confirming`: the windows each end of a capacity is probed in."""
+    held the true ratio; `confirming`: the windows each end of a capacity is probed in.
+    The budget (30) lets a search confirm both ends at 2.5 % on most seeds; a budget
+    spent first gives no verdict (runs/inference/capacity_search.py)."""
     rng = np.random.default_rng(seed)
     plan = SearchPlan(
         500.0,
         8000.0,
-        budget=24,
+        budget=30,
         precision=comparison_precision(MARGIN_PCT),
         confirming_probes=confirming,
     )
@@ -149,24 +150,29 @@ def test_a_30_percent_larger_capacity_is_called_faster_and_the_reverse_slower() 
     assert sum(held for _t, _v, held in faster + slower) / (2 * trials) >= 0.9
 
 
-def test_on_a_host_that_stalls_an_a_a_is_not_called_different_once_ceilings_are_confirmed() -> (
-    None
-):
-    # One probe in five stalls. With each ceiling failed in one window (the search before
-    # confirmation), a stall at a rate below the capacity became the capacity's narrow
-    # interval and 49 of these A/As were called faster or slower; probed again, the
-    # stalled rate is seen mixed and the interval spans it.
+@pytest.mark.parametrize(
+    ("stall", "once_different", "confirmed_different"), [(0.2, 49, 5), (0.5, 30, 4)]
+)
+def test_on_a_host_that_stalls_an_a_a_is_called_different_no_more_than_the_interval_allows(
+    stall: float, once_different: int, confirmed_different: int
+) -> None:
+    # One probe in five (in two) stalls. With each end of the interval decided in one
+    # window, a stall at a rate below the capacity became the capacity's narrow interval
+    # and half these A/As were called faster or slower. With the ceiling alone failed in
+    # three windows (the rule before the floor was confirmed too) 300 seeds gave 5 at one
+    # stall in five but 45 (15 %) at one in two: a floor that passed once had been spared
+    # the stalls that failed half the windows at its rate. With both ends confirmed, a
+    # floor's failing window makes it mixed and the interval reaches below it.
     trials = 100
-    once = [compare(3000.0, 3000.0, seed, stall=0.2, confirming=1) for seed in range(trials)]
-    confirmed = [compare(3000.0, 3000.0, seed, stall=0.2) for seed in range(trials)]
+    once = [compare(3000.0, 3000.0, s, stall=stall, confirming=1) for s in range(trials)]
+    confirmed = [compare(3000.0, 3000.0, s, stall=stall) for s in range(trials)]
 
     def different(outcomes: list[tuple[float, RatioVerdict, bool]]) -> int:
         return sum(v in (RatioVerdict.FASTER, RatioVerdict.SLOWER) for _t, v, _h in outcomes)
 
-    assert different(once) >= 20, different(once)
     assert different(confirmed) <= trials * (100 - RATIO_CONFIDENCE_PCT) / 100
-    # Seeded, so exact: none of these 100.
-    assert different(confirmed) == 0
+    # Seeded, so exact.
+    assert (different(once), different(confirmed)) == (once_different, confirmed_different)
 
 
 def test_a_capacity_whose_end_was_probed_once_gives_no_verdict() -> None:

@@ -42,7 +42,7 @@ def capacity_experiment(**fields: object) -> Experiment:
         "capacity_limit_ms": 20.0,
         "capacity_low_tps": 100.0,
         "capacity_high_tps": 5000.0,
-        "capacity_probes": 16,
+        "capacity_probes": 24,
         **fields,
     }
     return ExperimentFactory(**values)
@@ -182,11 +182,11 @@ def test_its_progress_counts_probes_against_the_budget_and_says_how_it_ended(lab
 
     running = experiment_progress(experiment)
 
-    assert (running["rounds"], running["max_rounds"], running["ended"]) == (2, 16, "")
+    assert (running["rounds"], running["max_rounds"], running["ended"]) == (2, 24, "")
     per_round = services.experiment_estimate(experiment)["estimated_seconds"]
     assert per_round is not None
-    # About eleven probes expected, the second of them open: ten rounds' time left.
-    assert running["remaining_seconds"] == pytest.approx(10 * per_round, abs=per_round)
+    # About twelve probes expected, the second of them open: eleven rounds' time left.
+    assert running["remaining_seconds"] == pytest.approx(11 * per_round, abs=per_round)
 
     search_to_end(experiment, rng)
     ended = experiment_progress(experiment)
@@ -279,7 +279,7 @@ def test_the_estimate_says_how_long_the_search_takes_at_most():
     assert estimate["runs"] == 1
     probe_s = estimate["estimated_seconds"]
     assert probe_s is not None and probe_s > experiment.duration_s
-    # 100 to 5,000 tps: two ends, seven halvings to 5 %, one repeat, the ceiling probed
-    # again; at most the budget.
-    assert estimate["expected_seconds"] == pytest.approx(11 * probe_s, abs=10)
+    # 100 to 5,000 tps: two ends, seven halvings to 5 %, one repeat, the floor and the
+    # ceiling probed again; at most the budget.
+    assert estimate["expected_seconds"] == pytest.approx(12 * probe_s, abs=10)
     assert estimate["max_seconds"] == pytest.approx(20 * probe_s, abs=20)

@@ -86,6 +86,8 @@ def run(api: Api, output: Output, args: argparse.Namespace) -> int:
     else:
         raise CliError("give a file (JSON or YAML), --preset KEY or --experiment ID")
     output.message(f"experiment {experiment['id']}: {experiment['name']}")
+    for note in experiment.get("schedule_notes", []):
+        output.message(f"note: {note}")
     return finish(api, output, experiment["id"], args)
 
 

@@ -43,6 +43,8 @@ from runs.services.history.imported import same_output_as
 
 @extend_schema_serializer(deprecate_fields=["profile"])
 class ExperimentSerializer(StrictModelSerializer[Experiment]):
+    # What experiment_schedule noted, for the answer to the request that created it.
+    _schedule_notes: tuple[str, ...] = ()
     hosts = serializers.PrimaryKeyRelatedField(
         queryset=Host.objects.all(), many=True, allow_empty=False
     )
@@ -54,6 +56,11 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
     )
     workloads = serializers.PrimaryKeyRelatedField(
         queryset=Workload.objects.all(), many=True, allow_empty=False
+    )
+    schedule_notes = serializers.SerializerMethodField(
+        help_text="Advice from scheduling, not errors (the experiment was made): e.g. a duet on "
+        "too few CPUs, or capacity probes so short that one stall of the host fails them. In "
+        "the answer to the request that created the experiment; empty when it is read later."
     )
     client_host = serializers.PrimaryKeyRelatedField(
         queryset=Host.objects.all(),
@@ -114,6 +121,7 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
             "adaptive_state",
             *CAPACITY_FIELDS,
             "capacity_state",
+            "schedule_notes",
             "start",
             "status",
             "created_by",
@@ -134,11 +142,17 @@ class ExperimentSerializer(StrictModelSerializer[Experiment]):
     def validate_storage_layouts(self, value: list[StorageSpec]) -> list[StorageSpec]:
         return [{"data": v["data"], "wal": v.get("wal") or None} for v in value]
 
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_schedule_notes(self, experiment: Experiment) -> list[str]:
+        return list(self._schedule_notes)
+
     def create(self, validated_data: dict[str, Any]) -> Experiment:
         user = signed_in_user(self.context["request"])
         try:
             start = validated_data.pop("start")
-            return services.experiment_schedule(user, validated_data, start).experiment
+            scheduled = services.experiment_schedule(user, validated_data, start)
+            self._schedule_notes = tuple(scheduled.notes)
+            return scheduled.experiment
         except LimitReached:
             raise  # answered with its limit, count and setting (runs.api.errors)
         except JobError as exc:

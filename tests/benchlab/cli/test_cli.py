@@ -104,11 +104,13 @@ def test_report_exits_by_the_labs_outcome(lab, outcome, code):
 def test_run_from_a_file_starts_it_waits_and_reports(lab, tmp_path):
     experiment = tmp_path / "tiny.json"
     experiment.write_text(json.dumps({"name": "tiny", "clients": [1]}))
-    lab.answers["/api/experiments/"] = (201, json.dumps({"id": 5, "name": "tiny"}), {})
+    created = {"id": 5, "name": "tiny", "schedule_notes": ["capacity search: probes too short"]}
+    lab.answers["/api/experiments/"] = (201, json.dumps(created), {})
     lab.answers["/api/experiments/5/progress/"] = (200, progress("succeeded", succeeded=2), {})
     lab.answers["/api/experiments/5/report/"] = (200, "# md\n", {"BenchLab-Outcome": "slower"})
     code, out, err = run_cli("run", str(experiment), "--format", "markdown")
     assert (code, out) == (3, "# md\n")
+    assert "note: capacity search: probes too short" in err
     assert "experiment 5: succeeded, 2/2 runs done" in err
     assert lab.requests[0][3] == {"name": "tiny", "clients": [1], "start": True}
 

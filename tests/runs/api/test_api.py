@@ -337,3 +337,30 @@ def test_a_page_that_is_no_number_is_400_and_a_number_past_the_end_404(
 
     assert response.status_code == status
     assert response.json()["error"]["code"] == code
+
+
+def test_the_answer_to_creating_an_experiment_holds_the_schedules_notes(
+    api_client, experiment_payload
+):
+    capacity = {
+        "execution": "rounds",
+        "clients": [2],
+        "duration_s": 5,
+        "capacity": True,
+        "capacity_percentile": 99.0,
+        "capacity_limit_ms": 20.0,
+        "capacity_low_tps": 100.0,
+        "capacity_high_tps": 5000.0,
+    }
+    created = api_client.post("/api/experiments/", experiment_payload(**capacity), format="json")
+    plain = api_client.post("/api/experiments/", experiment_payload(), format="json")
+
+    assert created.status_code == 201, created.json()
+    # Besides the notes of hosts that reported no free space (the factory's).
+    [note] = [n for n in created.json()["schedule_notes"] if n.startswith("capacity")]
+    assert note.startswith("capacity search: at p99 over 5 s probes, one stall of the host")
+    assert not any(n.startswith("capacity") for n in plain.json()["schedule_notes"])
+    # Advice at scheduling, not a property the experiment keeps.
+    assert (
+        api_client.get(f"/api/experiments/{created.json()['id']}/").json()["schedule_notes"] == []
+    )

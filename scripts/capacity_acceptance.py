@@ -29,8 +29,8 @@ clients, objective p99 <= 20 ms.
 
 Time, by estimate: a probe of 60 s costs about 80 s on a quiet machine (a job's fixed
 costs, pgbench -i at scale 10, the 1 s calibration: about 20 s; under a load of 22 the
-smoke run measured 58 s of them), so a search of about 11 probes (at most 16) about 15
-minutes and three about 45; the ten plain checks of 60 s, each after its own pgbench -i,
+smoke run measured 58 s of them), so a search of about 12 probes (at most 16) about 16
+minutes and three about 48; the ten plain checks of 60 s, each after its own pgbench -i,
 about 13 more: about 60 minutes in all, about 90 under such a load. Run it on a quiet machine:
 the other programs' load is measured with every probe (at a load of 22 to 27 a probe
 at 20 tps already missed p99 <= 20 ms).

@@ -16,17 +16,18 @@ The verdict uses the lab's words (runs/analysis/verdicts.py):
 - faster/slower: the whole interval above (below) 1 and the estimate at least the
   minimum effect away from it;
 - same within ±m %: otherwise, when the whole interval lies inside [1 / (1 + m), 1 + m];
-- undecided: neither, or a capacity not confirmed (its ceiling failed in fewer windows
-  than `COMPARED_CONFIRMING_PROBES`: on a noisy host one window's stall would be read
-  as the server's limit, runs/inference/capacity_search.py);
+- undecided: neither, or a capacity not confirmed (its floor passed, or its ceiling
+  failed, in fewer windows than `COMPARED_CONFIRMING_PROBES`: on a noisy host one
+  window's stall would be read as the server's limit, runs/inference/capacity_search.py);
 - no ratio: a capacity that is no interval (below the lowest probe, above the highest,
   at least a rate, not found): nothing is extrapolated, and the sentence says which.
 
 A "same" needs each capacity narrowed to about half the margin, which the searches of
-a comparison do (`comparison_precision`). Their ceilings fail in three windows: on
-simulated searches where one window in five stalls
+a comparison do (`comparison_precision`). Their floors pass, and their ceilings fail,
+in three windows each: on simulated searches where one window in two stalls
 (tests/runs/inference/test_capacity_compare.py), an A/A was called faster or slower in
-49 of 100 comparisons with ceilings failed once, 13 with twice, none with three times.
+30 of 100 comparisons with each end decided once, 4 with three windows each (at most
+10 of 100 may be, for a 90 % interval).
 """
 
 import math
@@ -89,7 +90,8 @@ def capacity_ratio(
         verdict = RatioVerdict.UNDECIDED
         sentence = (
             f"undecided: {_pct(estimate):+.1f} % {interval}, but {whose} capacity is not "
-            "confirmed (its ceiling was not probed again: raise the most probes)"
+            "confirmed (its floor or its ceiling was not decided in enough windows before "
+            "the budget ran out: raise the most probes)"
         )
     elif lower > 1 and reaches:
         verdict, sentence = RatioVerdict.FASTER, f"faster by {_pct(estimate):.1f} % {interval}"

@@ -5,16 +5,17 @@ agent's own command and full latency log read into the agent's histogram; and th
 closed-loop verdict of the same two cells (seven interleaved rounds of tps, paired).
 
 Short probes (1 s) on one cluster rather than a run per probe: a run is a cluster's whole
-lifecycle (several seconds here), and the suite keeps this test near 30 s. It times
+lifecycle (several seconds here), and the suite keeps this test near a minute. It times
 pgbench, so it runs alone (solo). The objective is p95 (a second's probe at the lowest
 rate, 200 tps, logs enough transactions to bound it; p99 needs about 370), and its limit
 (200 ms) is far above a select's latency and a loaded host's scheduling stalls,
 so each capacity is where the server saturates: a quarter above it, the backlog a
 probe's second builds passes the limit. Whatever the closed loop decides, prepared's
 capacity must be above simple's (prepared skips parsing and planning each select); where
-the closed-loop verdict is decided, the ratio's verdict must match it. Its 1 s rounds
-are often undecided on a loaded host (one round of 7 at a fifth of the others' tps is
-enough), where the capacities still differ clearly."""
+the closed-loop verdict is decided and both capacities are confirmed, the ratio's
+verdict must match it. Its 1 s rounds are often undecided on a loaded host (one round
+of 7 at a fifth of the others' tps is enough), where the capacities still differ
+clearly."""
 
 import subprocess
 from pathlib import Path
@@ -50,10 +51,12 @@ MODES = ("simple", "prepared")
 OBJECTIVE = Objective(percentile=95.0, limit_ms=200.0)
 MARGIN_PCT, MIN_EFFECT_PCT = 10.0, 1.0
 # Up to 60,000 tps: prepared reached 16,000 at a load of 9, a quiet host goes further.
+# 32 probes a cell: with both ends decided in three 1 s windows each, a search whose
+# floor a stall made mixed spent 24 before its ends were confirmed (2 runs of 7).
 PLAN = SearchPlan(
     200.0,
     60000.0,
-    budget=24,
+    budget=32,
     precision=comparison_precision(MARGIN_PCT),
     confirming_probes=COMPARED_CONFIRMING_PROBES,
 )
@@ -98,9 +101,7 @@ class Bench:
         return float(parse_output(finished.stdout)["tps"]), log_files(where) if rate else []
 
 
-def probe(
-    bench: Bench, mode: str, rate: float, pooled: list[tuple[float, str]]
-) -> RateOutcome:
+def probe(bench: Bench, mode: str, rate: float, pooled: list[tuple[float, str]]) -> RateOutcome:
     """One probe of `mode` at `rate`, pooled with the earlier ones at that rate (each
     probe's tps and histogram), each of them also decided alone."""
     tps, paths = bench.run(mode, rate)
@@ -156,7 +157,16 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
     simple, prepared = (capacity_of(PLAN, OBJECTIVE, list(outcomes[m].values())) for m in MODES)
     ratio = capacity_ratio(prepared, simple, MARGIN_PCT, MIN_EFFECT_PCT)
 
-    found = f"simple {simple.sentence}; prepared {prepared.sentence}; closed loop {tps}"
+    probed = {
+        mode: {
+            f"{rate:g}": [w.value for w in o.windows] for rate, o in sorted(outcomes[mode].items())
+        }
+        for mode in MODES
+    }
+    found = (
+        f"simple {simple.sentence}; prepared {prepared.sentence}; closed loop {tps}; "
+        f"windows {probed}"
+    )
     # Measured +22 % to +228 % (docs/benchmarks.md); only the direction is asserted: a stall in
     # one 1 s probe could fail a rate well below a capacity (the +22 %: prepared 5,904 tps
     # while its closed-loop rounds ran 16,000 to 31,000, before ceilings were probed three
@@ -164,5 +174,11 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
     # it is on.
     assert prepared.found != Found.BELOW and simple.found != Found.ABOVE, found
     assert ratio.estimate is None or ratio.estimate > 1, (ratio.sentence, found)
-    if closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
+    if not (simple.confirmed and prepared.confirmed):
+        # Both ends decided in three 1 s windows each: near saturation a 1 s window passes
+        # or fails by chance, a floor found mixed moves down, and 3 runs of 10 spent the
+        # budget first (2026-11-29). Then no verdict, and the sentence says why.
+        assert ratio.verdict == RatioVerdict.UNDECIDED, (ratio.sentence, found)
+        assert "capacity is not confirmed" in ratio.sentence, (ratio.sentence, found)
+    elif closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
         assert ratio.verdict == RatioVerdict(closed_loop.verdict.value), (ratio.sentence, found)

@@ -76,7 +76,8 @@ def capacity_notes(experiment: Experiment) -> list[str]:
     """What the schedule says of a search before it starts: a window so short that one
     stall of the host fails a probe whatever the rate. A stall of S delays about S / W of
     a window W's transactions by up to S, so a probe fails once S passes the limit plus
-    the percentile's tail share of the window."""
+    the percentile's tail share of the window. Called after require_capacity_design, so
+    the percentile is below 100 and the tail above 0."""
     window_s, limit_ms = experiment.duration_s, experiment.capacity_limit_ms
     if not experiment.capacity or not window_s or not limit_ms:
         return []
@@ -84,7 +85,7 @@ def capacity_notes(experiment: Experiment) -> list[str]:
     failing_stall_ms = limit_ms + tail * window_s * 1000
     if failing_stall_ms >= HICCUP_MS:
         return []
-    longer_s = math.ceil((HICCUP_MS - limit_ms) / 1000 / tail) if tail > 0 else window_s
+    longer_s = math.ceil((HICCUP_MS - limit_ms) / 1000 / tail)
     return [
         f"capacity search: at p{experiment.capacity_percentile:g} over {window_s} s probes, "
         f"one stall of the host longer than {failing_stall_ms:.0f} ms fails a probe at any "

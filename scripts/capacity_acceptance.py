@@ -13,9 +13,9 @@ clients, objective p99 <= 20 ms.
    stored as the control worker stores it, and the next rate or the end comes from the
    lab's reading and search (runs/analysis/capacity.py, runs/inference/capacity_search.py),
    as the control worker's step takes them. Printed: every probe, each search's capacity
-   with its interval, its probes (at most `--budget`, 16) and minutes, and whether the
-   searches agree: every estimate within +-10 % of their median, or all their intervals
-   overlapping.
+   with its interval, its probes (at most `--budget`, the lab's default) and minutes,
+   and whether the searches agree: every estimate within +-10 % of their median, or all
+   their intervals overlapping.
 2. At 0.85 x and 1.2 x of the capacity found (the searches' median; or `--capacity`),
    `--checks` runs each (5) of plain pgbench outside the lab, 0.85 x and 1.2 x taking
    turns: in one throw-away cluster made as the agent makes one (so with the probes'
@@ -29,7 +29,7 @@ clients, objective p99 <= 20 ms.
 
 Time, by estimate: a probe of 60 s costs about 80 s on a quiet machine (a job's fixed
 costs, pgbench -i at scale 10, the 1 s calibration: about 20 s; under a load of 22 the
-smoke run measured 58 s of them), so a search of about 12 probes (at most 16) about 16
+smoke run measured 58 s of them), so a search of about 12 probes (at most 24) about 16
 minutes and three about 48; the ten plain checks of 60 s, each after its own pgbench -i,
 about 13 more: about 60 minutes in all, about 90 under such a load. Run it on a quiet machine:
 the other programs' load is measured with every probe (at a load of 22 to 27 a probe
@@ -356,7 +356,8 @@ def tally(checked: list[Checked]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--searches", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=16, help="most probes a search takes")
+    budget = Experiment._meta.get_field("capacity_probes").get_default()
+    parser.add_argument("--budget", type=int, default=budget, help="most probes a search takes")
     parser.add_argument("--probe-s", type=int, default=60, help="each probe's and check's -T")
     parser.add_argument("--low", type=float, default=50.0, help="the range's lowest rate")
     parser.add_argument("--high", type=float, default=5000.0, help="the range's highest rate")

@@ -2,9 +2,11 @@
 form's adaptive panel, measured by a real agent, looked at by the real control worker,
 and the experiment page showing each cell's answer, the rounds it took and why it ended.
 
-Three select-only workloads held to a rate by pgbench `-R` (1,000, 1,000 and 2,000 tps):
-the doubled rate is decided "faster" at the first look after 3 rounds and gets no more
-rounds; the identical one ends "same within ±10 %" there or gets rounds of its own.
+Three select-only workloads held to a rate by pgbench `-R` (250, 250 and 1,000 tps):
+the fourfold rate is decided "faster" at the first look after 3 rounds and gets no more
+rounds; the identical one ends "same within ±10 %" there or gets rounds of its own. The
+rates are low so that a busy CI host still keeps them: at 1,000 against 2,000 tps one
+round that fell short of 2,000 left the doubling undecided at a first look (df 2).
 """
 
 import re
@@ -13,13 +15,14 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Experiment, PgBuild, Workload
+from runs.services.adaptive_rounds import tps_by_round
 from tests.e2e.conftest import PASSWORD, sign_in
 from tests.runs.factories import ConfigProfileFactory, UserFactory
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-RATES = {"a-1000": 1000, "b-1000": 1000, "c-2000": 2000}
+RATES = {"a-250": 250, "b-250": 250, "c-1000": 1000}
 
 
 def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack, page, tmp_path):
@@ -58,7 +61,8 @@ def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack,
         return bool(experiment.adaptive_state.get("ended"))
 
     wait_for(ended, 360, "the adaptive experiment to end", lab_logs, interval=3)
-    assert not experiment.runs.filter(cell=2, round__gt=3).exists(), "decided: no more rounds"
+    measured = f"tps by point: {tps_by_round(experiment)}; state: {experiment.adaptive_state}"
+    assert not experiment.runs.filter(cell=2, round__gt=3).exists(), f"decided at 3: {measured}"
     assert set(experiment.runs.filter(round__gt=3).values_list("cell", flat=True)) <= {0, 1}
 
     page.reload()

@@ -2,7 +2,10 @@
 one of the base with the patch (or of the head ref) from an allowed git repository, and
 one adaptive experiment in rounds per workload of the patch battery
 (runs/presets/battery.py), each comparing patched with base at the battery's client
-counts, with a CPU profile per side.
+counts, with a CPU profile per side. The experiments answer as one (`benchlab try`
+exits "slower" when any does), so they share the lab's 5 % error: each spends its part
+(runs/services/adaptive.py `adaptive_share_alpha`), and a patch that changes nothing
+is called slower or faster in at most 5 % of tries, not in one per experiment.
 
 The patch is a user's text: it is checked here as the agent checks it
 (agents/contract/builds/definition.py: a unified diff naming only files inside the
@@ -21,6 +24,7 @@ from agents.contract.errors import JobError
 from runs.agentlink.execution import ROUNDS
 from runs.models import ConfigProfile, Experiment, Host, PgBuild, Workload
 from runs.presets.battery import BATTERY, BATTERY_VERSION, battery_clients
+from runs.services.adaptive import adaptive_share_alpha
 from runs.services.experiments import experiment_schedule
 
 MAX_PATCH_BYTES = 1_000_000
@@ -104,7 +108,8 @@ def patch_try(user: User, asked: TryRequest) -> list[Experiment]:
     )
     threads = (asked.host.facts.get("cpu") or {}).get("threads")
     experiments = []
-    for workload in _battery_workloads(asked.workloads):
+    workloads = _battery_workloads(asked.workloads)
+    for workload in workloads:
         scheduled = experiment_schedule(
             user,
             {
@@ -127,5 +132,6 @@ def patch_try(user: User, asked: TryRequest) -> list[Experiment]:
             },
             start=True,
         )
+        adaptive_share_alpha(scheduled.experiment, len(workloads))
         experiments.append(scheduled.experiment)
     return experiments

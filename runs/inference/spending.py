@@ -9,6 +9,8 @@ alpha spending (runs/analysis/sequential.py applies it to the cells).
   fractions first crosses with the look's part (`look_levels`, simulated once per
   plan with a fixed seed). "Same within ±m %" is TOST, each one-sided test spending
   its ALPHA the same way.
+- Experiments that answer one question together (a patch try's battery: one exit code)
+  share ALPHA: each plan spends `alpha`, its share (Bonferroni over the experiments).
 """
 
 import functools
@@ -59,30 +61,30 @@ def spent(fraction: float) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def look_levels(looks: tuple[int, ...]) -> tuple[LookLevel, ...]:
-    """Each look's nominal levels: the boundaries that spend ALPHA as `spent` says,
+def look_levels(looks: tuple[int, ...], alpha: float = ALPHA) -> tuple[LookLevel, ...]:
+    """Each look's nominal levels: the boundaries that spend `alpha` as `spent` says,
     found on simulated Brownian paths observed at the looks' information fractions."""
     fractions = np.asarray(looks, dtype=float) / looks[-1]
     steps = np.diff(np.concatenate([[0.0], fractions]))
     rng = np.random.default_rng(BOUNDARY_SEED)
     paths = np.cumsum(rng.standard_normal((SIMULATED_PATHS, len(looks))) * np.sqrt(steps), axis=1)
     z = paths / np.sqrt(fractions)
-    two_sided = _boundaries(np.abs(z), fractions, sides=2)
-    one_sided = _boundaries(z, fractions, sides=1)
+    two_sided = _boundaries(np.abs(z), fractions, alpha, sides=2)
+    one_sided = _boundaries(z, fractions, alpha, sides=1)
     return tuple(
         LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
         for rounds, b, b_same in zip(looks, two_sided, one_sided, strict=True)
     )
 
 
-def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]:
+def _boundaries(z: np.ndarray, fractions: np.ndarray, alpha: float, sides: int) -> list[float]:
     """Each look's boundary on `z` (paths x looks; |Z| for a two-sided test): a path
-    first crosses at look k with probability ALPHA * (spent(t_k) - spent(t_k-1)). The
+    first crosses at look k with probability alpha * (spent(t_k) - spent(t_k-1)). The
     first look's is the normal quantile; the later ones count the paths still inside."""
-    boundaries = [float(scipy_stats.norm.isf(ALPHA * spent(fractions[0]) / sides))]
+    boundaries = [float(scipy_stats.norm.isf(alpha * spent(fractions[0]) / sides))]
     inside = z[:, 0] < boundaries[0]
     for k in range(1, len(fractions)):
-        share = ALPHA * (spent(fractions[k]) - spent(fractions[k - 1]))
+        share = alpha * (spent(fractions[k]) - spent(fractions[k - 1]))
         crossing = max(1, round(share * z.shape[0]))
         candidates = np.sort(z[inside, k])[::-1]
         boundary = float(candidates[min(crossing, candidates.size) - 1])
@@ -92,15 +94,15 @@ def _boundaries(z: np.ndarray, fractions: np.ndarray, sides: int) -> list[float]
 
 
 @functools.lru_cache(maxsize=64)
-def last_look_level(looks: tuple[int, ...], rounds: int) -> LookLevel:
+def last_look_level(looks: tuple[int, ...], rounds: int, alpha: float = ALPHA) -> LookLevel:
     """The levels of an unplanned last look after `rounds` rounds, when a time limit ends
-    the plan `looks` before its budget: the planned looks before it keep their boundaries,
-    and this look spends all of ALPHA they left (Lan-DeMets: the information reached
-    becomes the whole), found on paths observed at the looks' rounds."""
+    the plan `looks` (spending `alpha`) before its budget: the planned looks before it keep
+    their boundaries, and this look spends all of `alpha` they left (Lan-DeMets: the
+    information reached becomes the whole), found on paths observed at the looks' rounds."""
     earlier = tuple(n for n in looks if n < rounds)
     if not earlier:
-        return LookLevel(rounds, ALPHA, ALPHA)
-    planned = look_levels(looks)[: len(earlier)]
+        return LookLevel(rounds, alpha, alpha)
+    planned = look_levels(looks, alpha)[: len(earlier)]
     taken = np.asarray([*earlier, rounds], dtype=float)
     steps = np.diff(np.concatenate([[0.0], taken / rounds]))
     rng = np.random.default_rng(BOUNDARY_SEED)
@@ -109,15 +111,15 @@ def last_look_level(looks: tuple[int, ...], rounds: int) -> LookLevel:
     two_sided = [float(scipy_stats.norm.isf(level.alpha / 2)) for level in planned]
     one_sided = [float(scipy_stats.norm.isf(level.alpha_same)) for level in planned]
     left = 1.0 - spent(earlier[-1] / looks[-1])
-    b = _last_boundary(np.abs(z), two_sided, left)
-    b_same = _last_boundary(z, one_sided, left)
+    b = _last_boundary(np.abs(z), two_sided, alpha * left)
+    b_same = _last_boundary(z, one_sided, alpha * left)
     return LookLevel(rounds, float(2 * scipy_stats.norm.sf(b)), float(scipy_stats.norm.sf(b_same)))
 
 
 def _last_boundary(z: np.ndarray, earlier: list[float], left: float) -> float:
     """The last column's boundary on `z` that a path still inside the `earlier` columns'
-    boundaries crosses with probability ALPHA * `left`."""
+    boundaries crosses with probability `left`."""
     inside = np.all(z[:, : len(earlier)] < np.asarray(earlier), axis=1)
-    crossing = max(1, round(ALPHA * left * z.shape[0]))
+    crossing = max(1, round(left * z.shape[0]))
     candidates = np.sort(z[inside, -1])[::-1]
     return float(candidates[min(crossing, candidates.size) - 1])

@@ -47,7 +47,7 @@ from runs.analysis import sequential
 from runs.analysis.verdicts import Verdict
 from runs.inference.equivalence import MAX_MARGIN_PCT, MIN_MARGIN_PCT
 from runs.inference.spending import LookLevel, last_look_level
-from runs.inference.stats import MAX_MIN_EFFECT_PCT, MIN_REPEATS
+from runs.inference.stats import ALPHA, MAX_MIN_EFFECT_PCT, MIN_REPEATS
 from runs.models import Experiment, Run
 from runs.services.adaptive_rounds import (
     BASELINE_CELL,
@@ -151,15 +151,34 @@ def adaptive_require_precision(experiment: Experiment, share: float) -> None:
     _before_first_look(experiment, {"precise_to": share})
 
 
+def adaptive_share_alpha(experiment: Experiment, experiments: int) -> None:
+    """Have the experiment's looks spend ALPHA / `experiments`: it is one of that many
+    whose answers are read as one (a patch try's battery, whose exit code says "slower"
+    when any of them does), so that together they call a difference falsely at most at
+    ALPHA. Set before the first look."""
+    if experiments < 1:
+        raise ValueError(f"{experiments} experiments cannot share an error rate")
+    _before_first_look(experiment, {"shared_by": experiments})
+
+
+def plan_alpha(state: AdaptiveState) -> float:
+    """The error rate an experiment's looks spend: ALPHA, or its share of ALPHA."""
+    return ALPHA / state.get("shared_by", 1)
+
+
 def _before_first_look(experiment: Experiment, question: AdaptiveState) -> None:
     """Add `question` to the experiment's plan: the plan's errors hold for one question
-    from the first look on, so it cannot change after one."""
-    state: AdaptiveState = experiment.adaptive_state
-    if state.get("looked"):
-        raise ValueError(f"experiment {experiment.pk} has looked already")
-    state.update(question)
+    from the first look on, so it cannot change after one. Read under the experiment's
+    row lock, as a step reads it: the caller's copy may predate the plan."""
+    with transaction.atomic():
+        locked = Experiment.objects.select_for_update(no_key=True).get(pk=experiment.pk)
+        state: AdaptiveState = locked.adaptive_state
+        if state.get("looked"):
+            raise ValueError(f"experiment {experiment.pk} has looked already")
+        state.update(question)
+        locked.adaptive_state = state
+        locked.save(update_fields=["adaptive_state"])
     experiment.adaptive_state = state
-    experiment.save(update_fields=["adaptive_state"])
 
 
 def adaptive_step_after_commit(run: Run) -> None:
@@ -254,7 +273,7 @@ def _last_look(experiment: Experiment, state: AdaptiveState, latest: int, ended:
     spends what the plan's looks left (`last_look_level`), when `ended` stops the plan
     before its next look; return `ended`."""
     if latest not in state["looks"]:
-        level = last_look_level(tuple(state["looks"]), latest)
+        level = last_look_level(tuple(state["looks"]), latest, plan_alpha(state))
         _look(experiment, state, latest, tps_by_round(experiment, latest), level, ended)
     return ended
 
@@ -273,7 +292,7 @@ def _look(
 ) -> None:
     """Judge every point still undecided at this look (a planned one, or the `last` look
     when `ended` stops the plan before its next: its answers say so); record the look."""
-    levels = sequential.look_levels(tuple(state["looks"]))
+    levels = sequential.look_levels(tuple(state["looks"]), plan_alpha(state))
     level = last or next(level for level in levels if level.rounds == rounds)
     known = {(p["cell"], p["clients"]): p for p in state["points"]}
     for cell, clients in sorted(by_round):

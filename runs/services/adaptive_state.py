@@ -65,6 +65,9 @@ class AdaptiveState(TypedDict, total=False):
     # most this share of the change, or the budget is spent (`adaptive_require_precision`:
     # a bisection's step 0 measures the change later commits are placed against).
     precise_to: float
+    # The experiments that answer one question together (a patch try's battery, one exit
+    # code): each plan spends ALPHA / shared_by (`adaptive_share_alpha`); absent: 1.
+    shared_by: int
 
 
 def imprecise(point: PointState, share: float | None) -> bool:

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.db.models import DurationField, ExpressionWrapper, F, Max, Sum
 
+from runs.inference.stats import ALPHA
 from runs.inference.variance import VarianceSplit
 from runs.models import Experiment, Result, Run
 from runs.services.adaptive import AdaptiveState, Lengthened, LookRecord
@@ -41,6 +42,13 @@ class AdaptiveSummary:
     lengthened: Lengthened | None
     # Each cell placed at the first cell's level or at it moved by this (a bisection step).
     between_pct: float | None
+    # How many experiments share the 5 % (a patch try's battery); 1: this one alone.
+    shared_by: int
+
+    @property
+    def alpha_pct(self) -> float:
+        """The error rate in percent this experiment's looks keep over all looks."""
+        return round(ALPHA * 100.0 / self.shared_by, 6)  # 1 %, not 1.0000000000000002
 
     @property
     def run_seconds(self) -> float | None:
@@ -95,6 +103,7 @@ def adaptive_summary(experiment: Experiment, cell_labels: dict[int, str]) -> Ada
         budget_time=per_run * cells * budget_rounds if per_run is not None else None,
         lengthened=state.get("lengthened"),
         between_pct=state.get("between_pct"),
+        shared_by=state.get("shared_by", 1),
     )
 
 

@@ -52,6 +52,10 @@ def test_a_try_starts_one_experiment_per_battery_workload(api_client, lab_redis,
             True, True, [1, 4, 8]
         )  # fmt: skip
         assert experiment.runs.filter(status=Run.Status.QUEUED).count() == 2 * 3
+        # One answer (the exit code) from two experiments: they share the 5 %.
+        experiment.refresh_from_db()
+        assert experiment.adaptive_state["shared_by"] == 2
+        assert experiment.adaptive_state["looks"] == [3, 6, 10]
     assert PgBuild.objects.count() == 2
 
 

@@ -15,7 +15,8 @@ from agents.contract.errors import JobError
 from runs import services
 from runs.agentlink.transport import send_or_log
 from runs.analysis.sequential import level_text
-from runs.inference.spending import last_look_level
+from runs.inference.spending import last_look_level, look_levels
+from runs.inference.stats import ALPHA
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services import adaptive, adaptive_rounds
 from runs.services.adaptive import (
@@ -24,6 +25,7 @@ from runs.services.adaptive import (
     ENDED_DECIDED,
     ENDED_HOURS,
     adaptive_require_precision,
+    adaptive_share_alpha,
     adaptive_step,
     adaptive_step_send,
     adaptive_steps_due,
@@ -33,7 +35,7 @@ from tests.runs.factories import ConfigProfileFactory, ExperimentFactory, UserFa
 pytestmark = pytest.mark.django_db
 
 
-def adaptive_experiment(cells: int = 3, **fields) -> Experiment:
+def adaptive_experiment(cells: int = 3, profiles: str = "p", **fields) -> Experiment:
     values = {
         "execution": "rounds",
         "repeats": 3,
@@ -44,7 +46,8 @@ def adaptive_experiment(cells: int = 3, **fields) -> Experiment:
         **fields,
     }
     return ExperimentFactory(
-        config_profiles=[ConfigProfileFactory(name=f"p{n}") for n in range(cells)], **values
+        config_profiles=[ConfigProfileFactory(name=f"{profiles}{n}") for n in range(cells)],
+        **values,
     )
 
 
@@ -136,6 +139,31 @@ def test_every_adaptive_interval_is_shown_with_its_looks_level(lab_redis, admin_
     api = admin_client.get(f"/api/experiments/{experiment.pk}/").json()
     api_points = {p["cell"]: p for p in api["adaptive_state"]["points"]}
     assert api_points[1]["ci_level"] == pytest.approx(differ_level)
+
+
+def test_experiments_read_as_one_answer_share_the_error_and_the_page_says_so(
+    lab_redis, admin_client
+):
+    # A patch try's battery exits "slower" when any experiment is: five of them each at
+    # 5 % would call a patch that changes nothing slower or faster in about 23 % of tries.
+    alone, shared = adaptive_experiment(), adaptive_experiment(profiles="q")
+    start(alone)
+    start(shared)
+    adaptive_share_alpha(shared, 5)
+    for experiment in (alone, shared):
+        finish_round(experiment, {0: 1000.0, 1: 2000.0, 2: 1000.0})
+        experiment.refresh_from_db()
+    (alone_look,) = alone.adaptive_state["looked"]
+    (shared_look,) = shared.adaptive_state["looked"]
+    looks = tuple(shared.adaptive_state["looks"])
+    assert shared_look["alpha"] == pytest.approx(look_levels(looks, ALPHA / 5)[0].alpha)
+    assert shared_look["alpha"] == pytest.approx(alone_look["alpha"] / 5, rel=0.05)
+    assert shared_look["alpha_same"] < alone_look["alpha_same"]
+    page = admin_client.get(reverse("experiment-detail", args=[shared.pk])).content.decode()
+    assert "error rates at 1 % over all looks" in page
+    assert "one of 5 experiments read as one answer" in page
+    with pytest.raises(ValueError, match="has looked already"):
+        adaptive_share_alpha(shared, 2)
 
 
 def test_only_undecided_cells_and_the_first_get_more_rounds(lab_redis):

@@ -61,6 +61,7 @@ from runs.services.adaptive_state import (
     Lengthened,
     LookRecord,
     PointState,
+    ShownAnswer,
     still_open,
 )
 from runs.services.duet import queue_duet_round
@@ -318,6 +319,11 @@ def _look(
             if ended:
                 point["sentence"] += f"; last look after round {rounds}: {ended}"
             point["ci_level"] = answer.shown_level_pct
+            shown = _shown(answer)
+            if shown is not None:
+                point["shown"] = shown
+            else:
+                point.pop("shown", None)
         point["pct"], point["log_se"], point["design"] = answer.pct, answer.log_se, answer.design
         point["rounds"] = min(len(question.values), len(question.baseline))
         decided += not was_decided and answer.verdict is not Verdict.UNDECIDED
@@ -332,6 +338,18 @@ def _look(
     if ended:
         record["ended"] = ended
     state["looked"] = [*state["looked"], record]
+
+
+def _shown(answer: sequential.PointAnswer) -> ShownAnswer | None:
+    """The change and interval an answer's sentence shows (None: it shows none)."""
+    if answer.between_pct or answer.pct is None or answer.shown_level_pct is None:
+        return None
+    same = answer.verdict is Verdict.SAME and answer.same_interval_pct is not None
+    interval = answer.same_interval_pct if same else answer.interval_pct
+    level = answer.shown_level_pct
+    if interval is None:
+        return None
+    return ShownAnswer(pct=answer.pct, low=interval[0], high=interval[1], level=level)
 
 
 def _past_hours(experiment: Experiment, latest: int) -> bool:

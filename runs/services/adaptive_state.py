@@ -7,6 +7,17 @@ from typing import NotRequired, TypedDict
 from runs.analysis.verdicts import Verdict
 
 
+class ShownAnswer(TypedDict):
+    """The numbers a point's sentence shows: the change in % and its interval at `level`
+    percent (the look's; for "same", the equivalence interval). A report reads these, so
+    its verdict and numbers are the look's (runs/verdict_report/document.py)."""
+
+    pct: float
+    low: float
+    high: float
+    level: float
+
+
 class PointState(TypedDict):
     """One compared point: a cell against the first cell at one client count."""
 
@@ -27,6 +38,8 @@ class PointState(TypedDict):
     # The level in percent of the interval the sentence shows (the look's adjusted one,
     # e.g. 98.6); None: the sentence shows none. Absent on points looked at before.
     ci_level: NotRequired[float | None]
+    # The sentence's numbers; absent where it shows none, and on points looked at before.
+    shown: NotRequired[ShownAnswer]
 
 
 class LookRecord(TypedDict):

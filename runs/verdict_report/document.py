@@ -4,6 +4,10 @@ top movers, the flame-graph frames that changed beyond noise, the warnings, the 
 
 Every number in it is copied from the statistics document (`statistics`, included whole)
 or from the flame-graph difference the comparison page draws; nothing is computed again.
+An adaptive experiment stopped by looking at its rounds: a test run again on them at 95 %
+would not keep the error rates the looks kept (nor the share of them a patch try's
+experiments split), so each compared cell's change, interval and verdict are its last
+look's (the experiment API's `adaptive_state`, `points[].shown`), and the row says so.
 """
 
 import dataclasses
@@ -54,9 +58,37 @@ def experiment_report(
         )
     reproduce = f"benchlab run --experiment {experiment.pk}"
     report = _report("experiment", experiment.pk, experiment.name, found, link, reproduce, notes)
+    if experiment.adaptive:
+        _answer_by_looks(report, experiment, found)
     if capacity is not None:
         report["capacity"] = capacity
     return report
+
+
+def _answer_by_looks(report: dict[str, Any], experiment: Experiment, found: Statistics) -> None:
+    """Give each compared cell of an adaptive experiment its last look's change, interval
+    (at the look's level) and verdict, and the outcome they add up to."""
+    points = {
+        (point["cell"], point["clients"]): point
+        for point in (experiment.adaptive_state or {}).get("points", [])
+    }
+    cell_of = {run.pk: run.cell for run in found.loaded["cells"]}
+    rows: list[dict[str, Any]] = report["cells"]
+    for row in rows:
+        point = points.get((cell_of.get(row["run_id"]), row["clients"]))
+        shown = point.get("shown") if point is not None else None
+        if point is None or shown is None:
+            continue
+        row.update(
+            diff_pct=shown["pct"],
+            diff_ci_low_pct=shown["low"],
+            diff_ci_high_pct=shown["high"],
+            interval_level_pct=shown["level"],
+            verdict=point["verdict"],
+            answered_by=f"adaptive look after {point['rounds']} rounds"
+            + (f", {point['design']}" if point.get("design") else ""),
+        )
+    report["outcome"] = outcome_of(row["verdict"] for row in rows).value
 
 
 def _capacity(experiment: Experiment) -> list[dict[str, Any]]:

@@ -62,9 +62,20 @@ def setup_lines(report: Mapping[str, Any]) -> list[str]:
         f"Config profiles: {', '.join(setup['config_profiles']) or '-'}; workloads: "
         f"{', '.join(setup['workloads']) or '-'}; minimum effect "
         f"{number(report['min_effect_pct'])}%, margin {number(report['margin_pct'])}%, "
-        f"{number(100 * report['confidence'], 0)}% intervals."
+        f"{number(100 * report['confidence'], 0)}% intervals{_look_levels(report)}."
     )
     return [first, second]
+
+
+def _look_levels(report: Mapping[str, Any]) -> str:
+    """Where an adaptive experiment's looks answered: their verdicts, and their intervals'
+    levels (wider than 95 % at an early look, or for one of a patch try's experiments)."""
+    cells = report["cells"]
+    levels = sorted({number(row["interval_level_pct"]) for row in cells if row.get("answered_by")})
+    if not levels:
+        return ""
+    shown = ", ".join(f"{level}%" for level in levels)
+    return f"; verdicts and intervals ({shown}) from the adaptive looks"
 
 
 def _build_words(build: Mapping[str, Any]) -> str:

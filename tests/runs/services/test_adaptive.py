@@ -410,3 +410,35 @@ def test_precision_is_not_asked_of_a_cell_found_the_same(lab_redis):
 
     experiment.refresh_from_db()
     assert experiment.adaptive_state["ended"] == ENDED_DECIDED
+
+
+def test_the_report_of_an_adaptive_experiment_answers_by_its_looks(lab_redis, admin_client):
+    # Three rounds 3 % apart, the first cell's spreading by 1 %: a test at 95 % on them
+    # says faster (t 5.2 at 2 df), the first look, which spends a part of the 5 % (and
+    # whose rounds may grow), says undecided. The report, whose outcome is an exit code,
+    # must say what the look said.
+    experiment = adaptive_experiment(cells=2, min_effect_pct=1.0)
+    start(experiment)
+    finish_round(experiment, {0: 1000.0, 1: 1030.0}, spread=0.01)
+    experiment.refresh_from_db()
+    (point,) = experiment.adaptive_state["points"]
+    assert point["verdict"] == "undecided"
+    shown = point["shown"]
+    url = f"/api/experiments/{experiment.pk}/"
+    (fixed,) = [
+        row
+        for row in admin_client.get(url + "statistics/").json()["rows"]
+        if row["metric"] == "tps" and not row["is_baseline"]
+    ]
+    assert fixed["verdict"] == "faster", "the case: a test at 95 % would call it"
+
+    report = admin_client.get(url + "report/", {"format": "json"}).json()
+    (row,) = report["cells"]
+    assert (row["verdict"], row["diff_pct"]) == ("undecided", shown["pct"])
+    assert (row["diff_ci_low_pct"], row["diff_ci_high_pct"]) == (shown["low"], shown["high"])
+    assert row["interval_level_pct"] == shown["level"] > 95.0
+    assert row["answered_by"] == "adaptive look after 3 rounds, " + point["design"]
+    assert report["outcome"] == "undecided"
+    text = admin_client.get(url + "report/", {"format": "text"}).content.decode()
+    assert f"{shown['pct']:+.1f}% [{shown['low']:+.1f}, {shown['high']:+.1f}]" in text
+    assert f"intervals ({shown['level']:.1f}%) from the adaptive looks" in " ".join(text.split())

@@ -9,7 +9,7 @@ from typing import Any
 from benchlab.cli import exits
 from benchlab.cli.client import Api, CliError
 from benchlab.cli.output import Output
-from benchlab.cli.waiting import OPEN_STATUSES, progress_words, wait_for_experiment
+from benchlab.cli.waiting import OPEN_STATUSES, Detached, progress_words, wait_for_experiment
 
 OUTCOME_HEADER = "benchlab-outcome"
 # What the API answers of an experiment but does not take when one is made.
@@ -133,7 +133,17 @@ def try_patch(api: Api, output: Output, args: argparse.Namespace) -> int:
     output.message(f"experiments {', '.join(map(str, ids))} started")
     if args.no_wait:
         return exits.SAME_OR_FASTER
-    return worst([finish(api, output, pk, args) for pk in ids])
+    codes = []
+    for waited, pk in enumerate(ids, 1):
+        try:
+            codes.append(finish(api, output, pk, args))
+        except Detached:
+            left = ids[waited:]
+            if left:
+                others = "; ".join(f"`benchlab status {other}`" for other in left)
+                output.message(f"the try's other experiments go on too: {others}")
+            raise
+    return worst(codes)
 
 
 def status(api: Api, output: Output, args: argparse.Namespace) -> int:

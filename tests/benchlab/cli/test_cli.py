@@ -146,6 +146,27 @@ def test_a_patch_not_in_utf8_is_refused_before_asking_the_lab(lab, tmp_path):
     assert lab.requests == []
 
 
+def test_ctrl_c_in_a_try_names_every_experiment_to_reattach(lab, monkeypatch, tmp_path):
+    patch = tmp_path / "comment.patch"
+    patch.write_text("--- a/x.c\n+++ b/x.c\n@@ -1 +1 @@\n-a\n+b\n")
+    battery = {"version": 1, "workloads": ["w1", "w2"], "clients": [1, 2]}
+    started = {"battery": battery, "experiments": [{"id": 5}, {"id": 6}]}
+    lab.answers["/api/tries/"] = (201, json.dumps(started), {})
+    lab.answers["/api/experiments/5/progress/"] = (200, progress("running", running=1), {})
+
+    def pressed(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("benchlab.cli.waiting.time.sleep", pressed)
+    code, _out, err = run_cli(
+        "try", "--host", "h", "--repo", "r", "--base", "main", "--version", "18",
+        "--patch", str(patch),
+    )  # fmt: skip
+    assert code == exits.DETACHED
+    assert "`benchlab status 5`" in err
+    assert "the try's other experiments go on too: `benchlab status 6`" in err
+
+
 def test_without_a_token_it_says_where_to_put_one(monkeypatch, tmp_path):
     monkeypatch.delenv("BENCHLAB_TOKEN", raising=False)
     monkeypatch.setenv("BENCHLAB_CONFIG", str(tmp_path / "none.toml"))

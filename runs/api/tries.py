@@ -45,11 +45,13 @@ class TrySerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
-def battery_document(host: Host | None = None) -> dict[str, object]:
+def battery_document(host: Host | None = None, workloads: int | None = None) -> dict[str, object]:
+    """The battery's version, its workloads (the first `workloads` of them: what a try
+    runs) and client counts (the host's, when one is given)."""
     threads = (host.facts.get("cpu") or {}).get("threads") if host else None
     return {
         "version": BATTERY_VERSION,
-        "workloads": [workload["name"] for workload in BATTERY],
+        "workloads": [workload["name"] for workload in BATTERY[:workloads]],
         "clients": battery_clients(threads if isinstance(threads, int) else None)
         if host
         else "1, half the host's CPU threads, its CPU threads",
@@ -76,7 +78,7 @@ class TryViewSet(viewsets.ViewSet):
         except JobError as exc:
             raise serializers.ValidationError(job_error_detail(exc), code=exc.code) from exc
         body = {
-            "battery": battery_document(asked.host),
+            "battery": battery_document(asked.host, asked.workloads),
             "experiments": [{"id": e.pk, "name": e.name} for e in experiments],
         }
         return Response(body, status=status.HTTP_201_CREATED)

@@ -39,6 +39,7 @@ def test_a_try_starts_one_experiment_per_battery_workload(api_client, lab_redis,
     found = answer.json()
     assert found["battery"]["version"] == BATTERY_VERSION
     assert found["battery"]["clients"] == [1, 4, 8] == battery_clients(8)
+    assert found["battery"]["workloads"] == [w["name"] for w in BATTERY[:2]], "what runs"
     experiments = [Experiment.objects.get(pk=e["id"]) for e in found["experiments"]]
     assert [e.workloads.get().name for e in experiments] == [w["name"] for w in BATTERY[:2]]
     for experiment in experiments:

@@ -141,18 +141,22 @@ GRAMMAR_SPIN = (
 )
 
 
-def clone_shaped_repository(sources: Path, spin: int) -> Path:
+def clone_shaped_repository(
+    sources: Path, spin: int, commits: int = 1, grammar_at: int = 1
+) -> Path:
     """The repository (cached) a real clone's shape: 15.18 without its generated parsers
-    and scanners tagged `base`, then one commit that changes gram.y (every SELECT spins
-    `spin` times while it is parsed and logs GRAMMAR_MARK), tagged `head`."""
-    repository = CACHE / f"pg15-clone-grammar-s{spin}.git"
+    and scanners tagged `base`, then `commits` commits (1-based), number `grammar_at`
+    changing gram.y (every SELECT spins `spin` times while it is parsed and logs
+    GRAMMAR_MARK) and the others harmless, the last tagged `head`."""
+    shape = "grammar" if (commits, grammar_at) == (1, 1) else f"{commits}c-g{grammar_at}"
+    repository = CACHE / f"pg15-clone-{shape}-s{spin}.git"
     if (repository / "complete").exists():
         return repository
     CACHE.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(repository, ignore_errors=True)
     work = Path(tempfile.mkdtemp(dir=CACHE, prefix=".making-"))
     try:
-        _make_clone_shaped(work, sources, spin)
+        _make_clone_shaped(work, sources, spin, commits, grammar_at)
         (work / "complete").touch()
         work.rename(repository)
     finally:
@@ -169,7 +173,7 @@ def generated_parsers(tree: Path) -> list[Path]:
     return sorted({path for path in found if path.exists()})
 
 
-def _make_clone_shaped(work: Path, sources: Path, spin: int) -> None:
+def _make_clone_shaped(work: Path, sources: Path, spin: int, commits: int, grammar_at: int) -> None:
     subprocess.run(
         ["tar", "-xjf", str(tarball(sources, "15")), "-C", str(work), "--strip-components=1"],
         check=True,
@@ -180,9 +184,17 @@ def _make_clone_shaped(work: Path, sources: Path, spin: int) -> None:
     _git(work, 0, "add", "-A", "--force")
     _git(work, 0, "commit", "-q", "-m", "PostgreSQL 15.18 as a clone has it")
     _git(work, 0, "tag", "base")
-    grammar = work / GRAM_Y
-    text = grammar.read_text()
-    spun = SELECT_ACTION + GRAMMAR_SPIN.replace("{count}", str(spin))
-    grammar.write_text(text.replace(SELECT_ACTION, spun, 1))
-    _git(work, 1, "commit", "-q", "-a", "-m", "Spin while parsing every SELECT (gram.y)")
-    _git(work, 2, "tag", "head")
+    for number in range(1, commits + 1):
+        if number == grammar_at:
+            grammar = work / GRAM_Y
+            text = grammar.read_text()
+            spun = SELECT_ACTION + GRAMMAR_SPIN.replace("{count}", str(spin))
+            grammar.write_text(text.replace(SELECT_ACTION, spun, 1))
+            subject = "Spin while parsing every SELECT (gram.y)"
+        else:
+            changed_name = HARMLESS[number % len(HARMLESS)]
+            with open(work / changed_name, "a") as changed:
+                changed.write(f"\n/* clone test commit {number} */\n")
+            subject = f"Harmless change {number} to {changed_name}"
+        _git(work, number, "commit", "-q", "-a", "-m", subject)
+    _git(work, commits + 1, "tag", "head")

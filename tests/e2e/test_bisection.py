@@ -9,6 +9,11 @@ select-only points, and the page shows the steps while it runs and the culprit a
 The control worker is killed once mid-bisection and started again: no round is queued
 or measured twice.
 
+BENCHLAB_BISECT_CLONE=COMMITS,GRAMMAR_AT bisects a repository shaped as a real clone
+instead (tests/bisect_repo.py `clone_shaped_repository`: no generated parser or scanner,
+so every build runs bison and flex; commit GRAMMAR_AT changes gram.y so that parsing a
+SELECT spins EIGHT_SPIN times).
+
 BENCHLAB_BISECT_SHAPE=COMMITS,REGRESSION_AT,SPIN[,BROKEN_AT] runs the same test on another
 repository (docs/benchmarks.md: 64 commits, one of which does not compile), and
 BENCHLAB_BISECT_CELL=DURATION_S,MAX_ROUNDS,MARGIN_PCT[,REPEATS[,CLIENTS]] measures it with
@@ -29,6 +34,7 @@ from tests.bisect_repo import (
     EIGHT_REGRESSION_AT,
     EIGHT_SPIN,
     bisect_repository,
+    clone_shaped_repository,
     commit_subjects,
 )
 from tests.e2e.conftest import PASSWORD, Web, sign_in
@@ -43,6 +49,10 @@ SHAPE = os.environ.get(
 )
 COMMITS, REGRESSION_AT, SPIN, *BROKEN = (int(number) for number in SHAPE.split(","))
 BROKEN_AT = BROKEN[0] if BROKEN else None
+CLONE = os.environ.get("BENCHLAB_BISECT_CLONE")
+if CLONE:
+    COMMITS, REGRESSION_AT = (int(number) for number in CLONE.split(","))
+    SPIN, BROKEN_AT = EIGHT_SPIN, None
 CELL = os.environ.get("BENCHLAB_BISECT_CELL", "2,6,5").split(",")
 # REPEATS and CLIENTS default to 3 and 1.
 DURATION_S, MAX_ROUNDS, MARGIN_PCT, REPEATS, CLIENTS = CELL + ["3", "1"][len(CELL) - 3 :]
@@ -58,7 +68,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(1500
 
 @pytest.fixture
 def bisect_stack(transactional_db, tmp_path):
-    repository = bisect_repository(sources_dir(), COMMITS, REGRESSION_AT, SPIN, BROKEN_AT)
+    repository = (
+        clone_shaped_repository(sources_dir(), SPIN, COMMITS, REGRESSION_AT)
+        if CLONE
+        else bisect_repository(sources_dir(), COMMITS, REGRESSION_AT, SPIN, BROKEN_AT)
+    )
     agent_args = ["--allow-source-builds", "--build-source", str(repository)]
     with running_lab(tmp_path, agent_args=agent_args) as lab:
         web = Web(tmp_path, {"REDIS_URL": lab.env["REDIS_URL"]})

@@ -28,10 +28,14 @@ SATURATION_TPS = {"simple": 3000.0, "prepared": 3900.0}
 
 
 def compared_experiment(**fields: object) -> Experiment:
-    """Select-only -M simple (the baseline: first in the matrix, by name) against -M prepared."""
+    """Select-only -M simple (the baseline: first in the matrix, by name) against -M prepared.
+    A fixed seed: the rounds' cell orders come from it, and with them which simulated window
+    each probe draws, so a drawn seed made the outcome differ from run to run (CI once ended
+    the baseline's capacity unconfirmed, its ceiling failed in 2 windows of the 3 needed)."""
     simple = WorkloadFactory(name="a-simple", query_mode="simple", latency_log="sampled")
     other = WorkloadFactory(name="b-prepared", query_mode="prepared", latency_log="sampled")
-    return capacity_experiment(**{"workloads": [simple, other], "capacity_probes": 24, **fields})
+    values = {"workloads": [simple, other], "capacity_probes": 24, "seed": 20261129, **fields}
+    return capacity_experiment(**values)
 
 
 def saturation(run: Run) -> float:

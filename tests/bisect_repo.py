@@ -95,12 +95,18 @@ def _make(
             (work / BROKEN).write_text(text.replace("\nthis does not compile;\n", ""))
             subject = "Mend the compile of bool.c"
         else:
-            changed_name = HARMLESS[number % len(HARMLESS)]
-            with open(work / changed_name, "a") as changed:
-                changed.write(f"\n/* bisect test commit {number} */\n")
-            subject = f"Harmless change {number} to {changed_name}"
+            subject = _harmless_change(work, number, "bisect")
         _git(work, number, "commit", "-q", "-a", "-m", subject)
     _git(work, commits + 1, "tag", "head")
+
+
+def _harmless_change(work: Path, number: int, repository: str) -> str:
+    """Append a comment naming commit `number` to one of the HARMLESS files; its subject.
+    The text is part of the commit hashes the agent's build cache keys on: keep it."""
+    changed_name = HARMLESS[number % len(HARMLESS)]
+    with open(work / changed_name, "a") as changed:
+        changed.write(f"\n/* {repository} test commit {number} */\n")
+    return f"Harmless change {number} to {changed_name}"
 
 
 def _git(work: Path, number: int, *args: str) -> None:
@@ -192,9 +198,6 @@ def _make_clone_shaped(work: Path, sources: Path, spin: int, commits: int, gramm
             grammar.write_text(text.replace(SELECT_ACTION, spun, 1))
             subject = "Spin while parsing every SELECT (gram.y)"
         else:
-            changed_name = HARMLESS[number % len(HARMLESS)]
-            with open(work / changed_name, "a") as changed:
-                changed.write(f"\n/* clone test commit {number} */\n")
-            subject = f"Harmless change {number} to {changed_name}"
+            subject = _harmless_change(work, number, "clone")
         _git(work, number, "commit", "-q", "-a", "-m", subject)
     _git(work, commits + 1, "tag", "head")

@@ -139,7 +139,10 @@ def detach_then_reattach(terminal: Terminal, args: list[str], timeout: float) ->
     else:
         process.wait(timeout=60)
         raise AssertionError(f"benchlab try started nothing (exit {process.returncode}): {said}")
-    time.sleep(5)  # a progress line or two, as a user would see before pressing Ctrl-C
+    for line in process.stderr:  # Ctrl-C once the wait shows its first progress line
+        said.append(line)
+        if line.startswith(f"experiment {ids[0]}: "):
+            break
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     said.append(err)

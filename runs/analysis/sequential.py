@@ -87,9 +87,20 @@ class PointAnswer:
     same_level_pct: float = (1 - 2 * ALPHA) * 100.0
 
     @property
+    def _shows_same_interval(self) -> bool:
+        same = self.verdict is Verdict.SAME and self.same_interval_pct is not None
+        return same and not self.between_pct
+
+    @property
+    def shown_interval_pct(self) -> tuple[float, float] | None:
+        """The interval the sentence shows: the equivalence one for "same", else the
+        difference's (None: it shows none)."""
+        return self.same_interval_pct if self._shows_same_interval else self.interval_pct
+
+    @property
     def shown_level_pct(self) -> float | None:
         """The level of the interval the sentence shows (None: it shows none)."""
-        if self.verdict is Verdict.SAME and self.same_interval_pct and not self.between_pct:
+        if self._shows_same_interval:
             return self.same_level_pct
         return self.interval_level_pct if self.interval_pct is not None else None
 

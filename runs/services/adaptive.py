@@ -342,12 +342,8 @@ def _look(
 
 def _shown(answer: sequential.PointAnswer) -> ShownAnswer | None:
     """The change and interval an answer's sentence shows (None: it shows none)."""
-    if answer.between_pct or answer.pct is None or answer.shown_level_pct is None:
-        return None
-    same = answer.verdict is Verdict.SAME and answer.same_interval_pct is not None
-    interval = answer.same_interval_pct if same else answer.interval_pct
-    level = answer.shown_level_pct
-    if interval is None:
+    interval, level = answer.shown_interval_pct, answer.shown_level_pct
+    if answer.between_pct or answer.pct is None or interval is None or level is None:
         return None
     return ShownAnswer(pct=answer.pct, low=interval[0], high=interval[1], level=level)
 

@@ -58,6 +58,8 @@ def cell_initial(run: Run) -> dict[str, object]:
 def alert_commits(alert: Alert) -> tuple[str, str, str] | str:
     """(repository, good commit, bad commit) around the alert's change point, or a sentence
     saying why there is none to bisect."""
+    if alert.change_point_id is None:
+        return "it marks no change point (an occurrence the host slowed): nothing to bisect"
     after = alert.occurrence
     before = (
         Occurrence.objects.filter(series=alert.series, fired_at__lt=after.fired_at)

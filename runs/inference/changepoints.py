@@ -92,6 +92,24 @@ def describe(values: Sequence[float], indices: Sequence[int]) -> list[ChangePoin
     return points
 
 
+def beyond_prediction_p(
+    before: Sequence[float], value: float, lower_is_worse: bool
+) -> float | None:
+    """The one-sided p-value of `value` being this much worse than the values `before` it
+    predict (Student's prediction interval for one new value: t = (value - mean) /
+    (s * sqrt(1 + 1/n)) on n - 1 degrees of freedom); None with fewer than MIN_SEGMENT
+    values before it. A single occurrence cannot make a change point (MIN_SEGMENT a side):
+    this tells whether it is out of line at all."""
+    data = np.asarray(before, dtype=float)
+    if len(data) < MIN_SEGMENT:
+        return None
+    worse_by = float(data.mean() - value) if lower_is_worse else float(value - data.mean())
+    spread = float(data.std(ddof=1)) * math.sqrt(1 + 1 / len(data))
+    if spread == 0:
+        return 0.0 if worse_by > 0 else 1.0
+    return float(stats.t.sf(worse_by / spread, len(data) - 1))
+
+
 def percent_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
     """The 95 % interval (Welch) of the after mean's change from the before mean, in %."""
     mean_before = float(before.mean())

@@ -17,6 +17,13 @@ one `Alert`:
 Both are measured again by the control worker (runs/services/history/confirm.py): only
 a confirmed alert goes to the webhook and mail, unless the series delivers every new
 alert when found (`Series.deliver`).
+
+A host slowed for an occurrence or two (a neighbour's batch job) makes no change point: a
+side needs MIN_SEGMENT occurrences. Such an occurrence is still reported, as "host"
+with no change point, when its canaries fell outside the host's usual spread and its
+value is worse than the line's values before it predict (`SLOW_OCCURRENCE_P`, one-sided):
+nothing to measure again (the next occurrences show whether it lasts), nothing to
+bisect, nobody told.
 """
 
 import json
@@ -47,6 +54,10 @@ CANARY_MEASURES = {"cpu_loop_ns": True, "fsync_ms": True, "memory_gbps": False}
 CANARY_PREFIX = "canary."
 # A canary change point this many occurrences from a metric's explains it.
 CANARY_REACH = 1
+# An occurrence whose canaries were outside the host's usual spread is reported as slowed
+# by the host when its value is worse than its line's earlier values predict at this
+# one-sided p (the canary's flag is the first condition: together they rarely meet by chance).
+SLOW_OCCURRENCE_P = 0.01
 
 
 def series_detect(series: Series) -> list[Alert]:
@@ -72,7 +83,106 @@ def series_detect(series: Series) -> list[Alert]:
         transaction.on_commit(partial(_confirm_send, alert.pk))
         if alert.state == Alert.State.NEW and series.deliver == Series.Deliver.DETECTED:
             alert_deliver(alert)
+    return alerts + _slow_occurrences(series)
+
+
+def _slow_occurrences(series: Series) -> list[Alert]:
+    """A "host" alert, without a change point, for each occurrence the host slowed (its
+    canaries outside the host's usual spread) whose value on a line is worse than the
+    line's earlier values in its segment predict; each once."""
+    outside = _canaries_outside_usual(series)
+    if not outside:
+        return []
+    alerts = []
+    for metric in SERIES_METRICS:
+        for key, points in series_history(series, metric).items():
+            occurrences = [point.occurrence for point in points]
+            values = [point.mean for point in points]
+            alerts += _slow_on_line(series, metric, key, occurrences, values, outside)
     return alerts
+
+
+def _canaries_outside_usual(series: Series) -> dict[int, str]:
+    """Experiment id -> what its runs' canaries outside the host's usual spread said."""
+    outside: dict[int, list[str]] = {}
+    canaries = HostCanary.objects.filter(
+        run__experiment__occurrence__series=series, outside_usual=True
+    ).select_related("run")
+    for canary in canaries:
+        if canary.run is not None:
+            outside.setdefault(canary.run.experiment_id, []).append(canary.detail)
+    return {experiment: "; ".join(details) for experiment, details in outside.items()}
+
+
+def _slow_on_line(
+    series: Series,
+    metric: str,
+    key: str,
+    occurrences: list[Occurrence],
+    values: list[float],
+    outside: dict[int, str],
+) -> list[Alert]:
+    position = {occurrence.pk: index for index, occurrence in enumerate(occurrences)}
+    kept = ChangePoint.objects.filter(series=series, metric=metric, key=key)
+    starts = sorted(
+        position[pk] for pk in kept.values_list("after_occurrence_id", flat=True) if pk in position
+    )
+    slow = set(
+        Alert.objects.filter(
+            series=series, metric=metric, key=key, change_point__isnull=True
+        ).values_list("occurrence_id", flat=True)
+    )
+    alerts = []
+    for index, occurrence in enumerate(occurrences):
+        detail = outside.get(occurrence.experiment_id)
+        if detail is None or occurrence.pk in slow:
+            continue
+        start = max((at for at in starts if at <= index), default=0)
+        before = [
+            value
+            for earlier, value in zip(occurrences[start:index], values[start:index], strict=True)
+            if earlier.pk not in slow
+        ]
+        p_value = changepoints.beyond_prediction_p(
+            before, values[index], lower_is_worse=HIGHER_IS_BETTER[metric]
+        )
+        if p_value is None or p_value >= SLOW_OCCURRENCE_P:
+            continue
+        alert = _raise_slow(occurrence, metric, key, before, values[index], p_value, detail)
+        if alert is not None:
+            alerts.append(alert)
+            slow.add(occurrence.pk)
+    return alerts
+
+
+def _raise_slow(
+    occurrence: Occurrence,
+    metric: str,
+    key: str,
+    before: list[float],
+    value: float,
+    p_value: float,
+    detail: str,
+) -> Alert | None:
+    """The "host" alert of an occurrence the host slowed; None when it has one on this line
+    (a change point's, or this kind's)."""
+    mean = statistics.fmean(before)
+    change = (value / mean - 1) * 100 if mean else float("inf")
+    said = (
+        f"host changed during this occurrence, no change point: its canary was outside the "
+        f"host's usual spread ({detail}), and {metric} {change:+.1f} % is beyond what the "
+        f"{len(before)} occurrences before it predict (one-sided p = {p_value:.2g}). Not "
+        "measured again and nobody told: the next occurrences show whether it lasts."
+    )
+    try:
+        with transaction.atomic():
+            return Alert.objects.create(
+                series=occurrence.series, occurrence=occurrence, metric=metric, key=key,
+                before=mean, after=value, change_percent=change, state=Alert.State.HOST,
+                confirmation=said,
+            )  # fmt: skip
+    except IntegrityError:
+        return None
 
 
 def _confirm_send(alert_pk: int) -> None:

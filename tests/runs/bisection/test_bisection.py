@@ -17,7 +17,16 @@ from runs.bisection.reproduce import bisection_script
 from runs.bisection.services import bisection_advance, bisection_cancel, bisection_start
 from runs.bisection.steps import next_commit, pooled_change
 from runs.inference.equivalence import MIN_MARGIN_PCT
-from runs.models import Alert, Bisection, BisectionStep, Occurrence, Result, Run, Series
+from runs.models import (
+    Alert,
+    Bisection,
+    BisectionStep,
+    ChangePoint,
+    Occurrence,
+    Result,
+    Run,
+    Series,
+)
 from runs.services.adaptive import adaptive_step
 from runs.services.errors import Conflict
 from tests.runs.factories import (
@@ -322,11 +331,16 @@ def test_an_alert_between_two_commits_offers_to_find_the_commit(client):
     series = Series.objects.create(
         name="nightly", template=ExperimentFactory(), schedule="0 3 * * *"
     )
-    occurrence_built_from(series, "a" * 40, 60)
+    before = occurrence_built_from(series, "a" * 40, 60)
     after = occurrence_built_from(series, "b" * 40, 10)
+    change = ChangePoint.objects.create(
+        series=series, metric="tps", key="cell 0, 4 clients", before_occurrence=before,
+        after_occurrence=after, before=1000.0, after=800.0, change_percent=-20.0,
+        low_percent=-22.0, high_percent=-18.0, p_value=1e-6,
+    )  # fmt: skip
     alert = Alert.objects.create(
-        series=series, occurrence=after, metric="tps", key="cell 0, 4 clients",
-        before=1000.0, after=800.0, change_percent=-20.0,
+        series=series, occurrence=after, change_point=change, metric="tps",
+        key="cell 0, 4 clients", before=1000.0, after=800.0, change_percent=-20.0,
     )  # fmt: skip
     client.force_login(UserFactory())
 

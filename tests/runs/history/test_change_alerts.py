@@ -63,10 +63,12 @@ def history(
     seed: int = 7,
     cpu_loop_ns: list[float] | None = None,
     memory_gbps: list[float] | None = None,
+    outside: frozenset[int] = frozenset(),
 ) -> None:
     """One finished occurrence per mean: REPEATS points at 4 clients, 2 % noise, latency flat;
     with `cpu_loop_ns`, each occurrence's run has a host canary of that CPU loop time, with
-    `memory_gbps` of that memory copy rate (and a steady CPU loop)."""
+    `memory_gbps` of that memory copy rate (and a steady CPU loop); the canaries of the
+    days (0-based) in `outside` fell outside the host's usual spread."""
     rng = np.random.default_rng(seed)
     start = timezone.now() - timedelta(days=len(tps_means))
     host = HostFactory()
@@ -83,6 +85,8 @@ def history(
                 cpu_loop_ns=cpu_loop_ns[day] if cpu_loop_ns else 100.0 + (day % 3) * 0.5,
                 fsync_ms=2.0, fsync_max_ms=3.0,
                 memory_gbps=memory_gbps[day] if memory_gbps else None,
+                outside_usual=day in outside,
+                detail="CPU loop 2.0 x its usual" if day in outside else "",
             )  # fmt: skip
 
 
@@ -287,6 +291,43 @@ def test_a_change_the_memory_canary_alone_shares_is_the_host(series, webhook):
     assert ChangePoint.objects.filter(metric="canary.memory_gbps").count() == 1
     assert not ChangePoint.objects.filter(metric="canary.cpu_loop_ns").exists()
     assert webhook[1] == []
+
+
+def test_two_occurrences_the_host_slowed_are_reported_as_host_changed_and_nobody_told(
+    series, webhook
+):
+    """A neighbour's batch job for two nights: no change point (a side needs three
+    occurrences), but each slowed occurrence is reported, once, as "host", with no A/B."""
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.DETECTED)
+    slow = frozenset({5, 6})
+    canary = [200.0 if day in slow else 100.0 + (day % 3) * 0.5 for day in range(12)]
+    tps = [600.0 if day in slow else 1000.0 for day in range(12)]
+    history(series, tps, cpu_loop_ns=canary, outside=slow)
+
+    alerts = series_detect(series)
+    again = series_detect(series)
+
+    assert again == []
+    assert not ChangePoint.objects.filter(metric="tps").exists()
+    assert [(a.metric, a.state, a.occurrence.experiment.name) for a in alerts] == [
+        ("tps", "host", "nightly tpcb #6"),
+        ("tps", "host", "nightly tpcb #7"),
+    ]
+    for alert in alerts:
+        assert alert.change_point is None and alert.change_percent == pytest.approx(-40, abs=3)
+        assert alert.confirmation.startswith("host changed during this occurrence, no change ")
+        assert "CPU loop 2.0 x its usual" in alert.confirmation
+        assert alert_confirm_start(alert) is None
+    assert webhook[1] == [] and mail.outbox == []
+
+
+def test_a_slow_occurrence_needs_both_the_canary_and_the_value_out_of_line(series):
+    canary = [100.0 + (day % 3) * 0.5 for day in range(12)]
+    tps = [1000.0] * 12
+    tps[5] = 600.0
+    history(series, tps, cpu_loop_ns=canary, outside=frozenset({8}))
+
+    assert series_detect(series) == []
 
 
 def test_more_memory_bandwidth_is_no_host_slowdown(series):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from runs.inference.changepoints import change_points, change_points_after
+from runs.inference.changepoints import beyond_prediction_p, change_points, change_points_after
 
 SERIES = 200
 OCCURRENCES = 60
@@ -154,3 +154,13 @@ if __name__ == "__main__":
     sys.stdout.write(report(calibrate()))
     for name, figure in dependent_false_per_100().items():
         sys.stdout.write(f"false change points per 100 occurrences, {name}: {figure:.3f}\n")
+
+
+def test_one_value_out_of_line_is_told_by_the_prediction_interval():
+    before = [1000.0, 1010.0, 990.0, 1005.0, 995.0]
+
+    assert beyond_prediction_p(before, 600.0, lower_is_worse=True) < 1e-4
+    assert beyond_prediction_p(before, 1400.0, lower_is_worse=True) > 0.99
+    assert beyond_prediction_p(before, 1400.0, lower_is_worse=False) < 1e-4
+    assert 0.2 < beyond_prediction_p(before, 995.0, lower_is_worse=True) < 0.8
+    assert beyond_prediction_p(before[:2], 600.0, lower_is_worse=True) is None

@@ -20,16 +20,17 @@ alert when found (`Series.deliver`).
 
 A host slowed for an occurrence or two (a neighbour's batch job) makes no change point: a
 side needs MIN_SEGMENT occurrences. Such an occurrence is still reported, as "host"
-with no change point, when its canaries fell outside the host's usual spread and its
-value is worse than the line's values before it predict (`SLOW_OCCURRENCE_P`, one-sided):
-nothing to measure again (the next occurrences show whether it lasts), nothing to
-bisect, nobody told.
+with no change point, when its canaries fell outside the host's usual spread, its
+value is worse than the line's values before it predict (`SLOW_OCCURRENCE_P`, one-sided)
+and the next occurrence the host did not slow is back in line: nothing to measure
+again, nothing to bisect, nobody told. Should a change point be found there after all,
+that alert becomes the change point's.
 """
 
 import json
 import logging
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from django.contrib.auth.models import User
@@ -132,10 +133,18 @@ def _slow_on_line(
             series=series, metric=metric, key=key, change_point__isnull=True
         ).values_list("occurrence_id", flat=True)
     )
+    lower_is_worse = HIGHER_IS_BETTER[metric]
+
+    def out_of_line(index: int, before: list[float]) -> float | None:
+        """The p-value of the occurrence at `index` being a host-slowed one, else None."""
+        if occurrences[index].experiment_id not in outside:
+            return None
+        p_value = changepoints.beyond_prediction_p(before, values[index], lower_is_worse)
+        return p_value if p_value is not None and p_value < SLOW_OCCURRENCE_P else None
+
     alerts = []
     for index, occurrence in enumerate(occurrences):
-        detail = outside.get(occurrence.experiment_id)
-        if detail is None or occurrence.pk in slow:
+        if occurrence.pk in slow:
             continue
         start = max((at for at in starts if at <= index), default=0)
         before = [
@@ -143,16 +152,33 @@ def _slow_on_line(
             for earlier, value in zip(occurrences[start:index], values[start:index], strict=True)
             if earlier.pk not in slow
         ]
-        p_value = changepoints.beyond_prediction_p(
-            before, values[index], lower_is_worse=HIGHER_IS_BETTER[metric]
-        )
-        if p_value is None or p_value >= SLOW_OCCURRENCE_P:
+        p_value = out_of_line(index, before)
+        if p_value is None or not _came_back(index, before, values, out_of_line, lower_is_worse):
             continue
+        detail = outside[occurrence.experiment_id]
         alert = _raise_slow(occurrence, metric, key, before, values[index], p_value, detail)
         if alert is not None:
             alerts.append(alert)
             slow.add(occurrence.pk)
     return alerts
+
+
+def _came_back(
+    index: int,
+    before: list[float],
+    values: list[float],
+    out_of_line: Callable[[int, list[float]], float | None],
+    lower_is_worse: bool,
+) -> bool:
+    """Whether the line came back after the occurrence at `index`: the first later one not
+    itself slowed by the host is within what `before` predicts. A slowdown that lasts is
+    a change point's to report; until a later occurrence says, nothing is reported."""
+    for later in range(index + 1, len(values)):
+        if out_of_line(later, before) is not None:
+            continue
+        p_value = changepoints.beyond_prediction_p(before, values[later], lower_is_worse)
+        return p_value is not None and p_value >= SLOW_OCCURRENCE_P
+    return False
 
 
 def _raise_slow(
@@ -171,8 +197,8 @@ def _raise_slow(
     said = (
         f"host changed during this occurrence, no change point: its canary was outside the "
         f"host's usual spread ({detail}), and {metric} {change:+.1f} % is beyond what the "
-        f"{len(before)} occurrences before it predict (one-sided p = {p_value:.2g}). Not "
-        "measured again and nobody told: the next occurrences show whether it lasts."
+        f"{len(before)} occurrences before it predict (one-sided p = {p_value:.2g}), and the "
+        "line came back after it. Not measured again, nobody told."
     )
     try:
         with transaction.atomic():
@@ -287,22 +313,32 @@ def _host_evidence(
 
 
 def _raise(change: ChangePoint, state: str) -> Alert | None:
-    """The new alert, None when this change was alerted before (one alert per change)."""
+    """The new alert, None when this change was alerted before (one alert per change). An
+    occurrence reported as slowed by the host that turns out to start a change becomes
+    this change's alert, to be measured again like any."""
+    fields = {
+        "change_point": change,
+        "before": change.before,
+        "after": change.after,
+        "change_percent": change.change_percent,
+        "state": state,
+    }
     try:
         with transaction.atomic():
             return Alert.objects.create(
-                series=change.series,
-                occurrence=change.after_occurrence,
-                change_point=change,
-                metric=change.metric,
-                key=change.key,
-                before=change.before,
-                after=change.after,
-                change_percent=change.change_percent,
-                state=state,
-            )
+                series=change.series, occurrence=change.after_occurrence, metric=change.metric,
+                key=change.key, **fields,
+            )  # fmt: skip
     except IntegrityError:
-        return None
+        slowed = Alert.objects.filter(
+            series=change.series, occurrence=change.after_occurrence, metric=change.metric,
+            key=change.key, change_point__isnull=True, state=Alert.State.HOST,
+        ).first()  # fmt: skip
+        if slowed is None:
+            return None
+        Alert.objects.filter(pk=slowed.pk).update(**fields, confirmation="")
+        slowed.refresh_from_db()
+        return slowed
 
 
 def alert_document(alert: Alert) -> dict[str, object]:

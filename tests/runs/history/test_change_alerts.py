@@ -321,6 +321,37 @@ def test_two_occurrences_the_host_slowed_are_reported_as_host_changed_and_nobody
     assert webhook[1] == [] and mail.outbox == []
 
 
+def test_a_slowdown_that_lasts_is_a_change_point_not_a_slowed_occurrence(series):
+    """A regression landing with a noisy canary (the fsync probe after a build): nothing is
+    reported as slowed by the host while the line stays down; the change point's alert
+    is raised and measured again."""
+    canary = [100.0 + (day % 3) * 0.5 for day in range(12)]
+    history(series, [1000.0] * 6 + [800.0] * 6, cpu_loop_ns=canary, outside=frozenset({6}))
+
+    (alert,) = series_detect(series)
+
+    assert alert.change_point is not None and alert.occurrence.experiment.name.endswith("#7")
+    assert alert.state == Alert.State.HOST and alert.confirmation == ""
+    assert not Alert.objects.filter(change_point__isnull=True).exists()
+
+
+def test_an_occurrence_reported_slowed_that_starts_a_change_becomes_its_alert(series):
+    canary = [100.0 + (day % 3) * 0.5 for day in range(12)]
+    history(series, [1000.0] * 6 + [800.0] * 6, cpu_loop_ns=canary)
+    seventh = Occurrence.objects.get(experiment__name="nightly tpcb #7")
+    slowed = Alert.objects.create(
+        series=series, occurrence=seventh, metric="tps", key="cell 0, 4 clients",
+        before=1000.0, after=800.0, change_percent=-20.0, state=Alert.State.HOST,
+        confirmation="host changed during this occurrence, no change point: ...",
+    )  # fmt: skip
+
+    (alert,) = series_detect(series)
+
+    assert alert.pk == slowed.pk and alert.change_point is not None
+    assert (alert.state, alert.confirmation) == (Alert.State.NEW, "")
+    assert alert.change_percent == pytest.approx(-20, abs=2)
+
+
 def test_a_slow_occurrence_needs_both_the_canary_and_the_value_out_of_line(series):
     canary = [100.0 + (day % 3) * 0.5 for day in range(12)]
     tps = [1000.0] * 12

@@ -20,11 +20,14 @@ alert when found (`Series.deliver`).
 
 A host slowed for an occurrence or two (a neighbour's batch job) makes no change point: a
 side needs MIN_SEGMENT occurrences. Such an occurrence is still reported, as "host"
-with no change point, when its canaries fell outside the host's usual spread, its
-value is worse than the line's values before it predict (`SLOW_OCCURRENCE_P`, one-sided)
-and the next occurrence the host did not slow is back in line: nothing to measure
-again, nothing to bisect, nobody told. Should a change point be found there after all,
-that alert becomes the change point's.
+with no change point, when the host was not itself during it (its canaries outside the
+host's usual spread, or its points beside other processes' CPU or the hypervisor's
+steal: on a VM a busy neighbour can make a one-client run faster, since a wakeup then
+needs no idle vCPU woken), its value is out of line with the line's values before it
+(`SLOW_OCCURRENCE_P`, two-sided) and the next occurrence the host left alone is back in
+line: nothing to measure again, nothing to bisect, nobody told. Should a change point
+be found there after all, that alert becomes the change point's. A change point next to
+such an occurrence (the last before it or the first after) is "host" too.
 """
 
 import json
@@ -36,13 +39,14 @@ from functools import partial
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Avg
 from django.utils import timezone
 
 from benchlab.celery import app
 from runs.agentlink.transport import CONTROL_QUEUE
 from runs.analysis.compare import HIGHER_IS_BETTER
 from runs.inference import changepoints
-from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Series
+from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Result, Series
 from runs.services.history.series import SERIES_METRICS, series_history
 from runs.services.history.webhooks import webhook_post
 
@@ -55,10 +59,14 @@ CANARY_MEASURES = {"cpu_loop_ns": True, "fsync_ms": True, "memory_gbps": False}
 CANARY_PREFIX = "canary."
 # A canary change point this many occurrences from a metric's explains it.
 CANARY_REACH = 1
-# An occurrence whose canaries were outside the host's usual spread is reported as slowed
-# by the host when its value is worse than its line's earlier values predict at this
-# one-sided p (the canary's flag is the first condition: together they rarely meet by chance).
+# An occurrence the host disturbed is reported when its value is out of line with its
+# line's earlier values at this two-sided p (the host's flag is the first condition:
+# together they rarely meet by chance).
 SLOW_OCCURRENCE_P = 0.01
+# An occurrence's points ran beside this much CPU used outside the job (percent of the
+# host's CPU), or this much stolen by the hypervisor, on average: the host was busy.
+BUSY_FOREIGN_PERCENT = 10.0
+BUSY_STEAL_PERCENT = 5.0
 
 
 def series_detect(series: Series) -> list[Alert]:
@@ -66,6 +74,7 @@ def series_detect(series: Series) -> list[Alert]:
     host-changed ones are marked so; each is sent for confirmation (and a new one
     delivered at once, when the series delivers every alert)."""
     canary = _canary_change_points(series)
+    disturbed = _host_disturbed(series)
     alerts = []
     for metric in SERIES_METRICS:
         for key, points in series_history(series, metric).items():
@@ -74,7 +83,7 @@ def series_detect(series: Series) -> list[Alert]:
             for change in _new_change_points(series, metric, key, occurrences, values):
                 if (change.after < change.before) != HIGHER_IS_BETTER[metric]:
                     continue
-                evidence = _host_evidence(change, canary, occurrences)
+                evidence = _host_evidence(change, canary, occurrences, disturbed)
                 if evidence:
                     change.host_evidence = evidence
                     change.save(update_fields=["host_evidence"])
@@ -84,14 +93,13 @@ def series_detect(series: Series) -> list[Alert]:
         transaction.on_commit(partial(_confirm_send, alert.pk))
         if alert.state == Alert.State.NEW and series.deliver == Series.Deliver.DETECTED:
             alert_deliver(alert)
-    return alerts + _slow_occurrences(series)
+    return alerts + _slow_occurrences(series, disturbed)
 
 
-def _slow_occurrences(series: Series) -> list[Alert]:
-    """A "host" alert, without a change point, for each occurrence the host slowed (its
-    canaries outside the host's usual spread) whose value on a line is worse than the
-    line's earlier values in its segment predict; each once."""
-    outside = _canaries_outside_usual(series)
+def _slow_occurrences(series: Series, outside: dict[int, str]) -> list[Alert]:
+    """A "host" alert, without a change point, for each occurrence the host disturbed
+    (`outside`: experiment id -> why) whose value on a line is out of line with the line's
+    earlier values in its segment while the line came back after it; each once."""
     if not outside:
         return []
     alerts = []
@@ -103,16 +111,30 @@ def _slow_occurrences(series: Series) -> list[Alert]:
     return alerts
 
 
-def _canaries_outside_usual(series: Series) -> dict[int, str]:
-    """Experiment id -> what its runs' canaries outside the host's usual spread said."""
-    outside: dict[int, list[str]] = {}
+def _host_disturbed(series: Series) -> dict[int, str]:
+    """Experiment id -> why the host was not itself during that occurrence: its runs'
+    canaries outside the host's usual spread, or its points beside other processes' CPU
+    or the hypervisor's steal (BUSY_*_PERCENT on average)."""
+    reasons: dict[int, list[str]] = {}
     canaries = HostCanary.objects.filter(
         run__experiment__occurrence__series=series, outside_usual=True
     ).select_related("run")
     for canary in canaries:
         if canary.run is not None:
-            outside.setdefault(canary.run.experiment_id, []).append(canary.detail)
-    return {experiment: "; ".join(details) for experiment, details in outside.items()}
+            said = f"canary outside the host's usual spread: {canary.detail}"
+            reasons.setdefault(canary.run.experiment_id, []).append(said)
+    busy = (
+        Result.objects.filter(run__experiment__occurrence__series=series)
+        .values("run__experiment_id")
+        .annotate(foreign=Avg("foreign_cpu_percent"), steal=Avg("cpu_steal_percent"))
+    )
+    for row in busy:
+        found = reasons.setdefault(row["run__experiment_id"], [])
+        if row["foreign"] is not None and row["foreign"] >= BUSY_FOREIGN_PERCENT:
+            found.append(f"other processes used {row['foreign']:.0f} % of the host's CPU")
+        if row["steal"] is not None and row["steal"] >= BUSY_STEAL_PERCENT:
+            found.append(f"the hypervisor stole {row['steal']:.0f} % of the host's CPU")
+    return {experiment: "; ".join(found) for experiment, found in reasons.items() if found}
 
 
 def _slow_on_line(
@@ -133,13 +155,12 @@ def _slow_on_line(
             series=series, metric=metric, key=key, change_point__isnull=True
         ).values_list("occurrence_id", flat=True)
     )
-    lower_is_worse = HIGHER_IS_BETTER[metric]
 
     def out_of_line(index: int, before: list[float]) -> float | None:
-        """The p-value of the occurrence at `index` being a host-slowed one, else None."""
+        """The p-value of the occurrence at `index` being one the host disturbed, else None."""
         if occurrences[index].experiment_id not in outside:
             return None
-        p_value = changepoints.beyond_prediction_p(before, values[index], lower_is_worse)
+        p_value = _two_sided_p(before, values[index])
         return p_value if p_value is not None and p_value < SLOW_OCCURRENCE_P else None
 
     alerts = []
@@ -153,7 +174,7 @@ def _slow_on_line(
             if earlier.pk not in slow
         ]
         p_value = out_of_line(index, before)
-        if p_value is None or not _came_back(index, before, values, out_of_line, lower_is_worse):
+        if p_value is None or not _came_back(index, before, values, out_of_line):
             continue
         detail = outside[occurrence.experiment_id]
         alert = _raise_slow(occurrence, metric, key, before, values[index], p_value, detail)
@@ -163,20 +184,28 @@ def _slow_on_line(
     return alerts
 
 
+def _two_sided_p(before: list[float], value: float) -> float | None:
+    """The two-sided p-value of `value` against what `before` predicts (None: too few)."""
+    lower = changepoints.beyond_prediction_p(before, value, lower_is_worse=True)
+    higher = changepoints.beyond_prediction_p(before, value, lower_is_worse=False)
+    if lower is None or higher is None:
+        return None
+    return min(1.0, 2 * min(lower, higher))
+
+
 def _came_back(
     index: int,
     before: list[float],
     values: list[float],
     out_of_line: Callable[[int, list[float]], float | None],
-    lower_is_worse: bool,
 ) -> bool:
-    """Whether the line came back after the occurrence at `index`: the first later one not
-    itself slowed by the host is within what `before` predicts. A slowdown that lasts is
-    a change point's to report; until a later occurrence says, nothing is reported."""
+    """Whether the line came back after the occurrence at `index`: the first later one the
+    host left alone is within what `before` predicts. A change that lasts is a change
+    point's to report; until a later occurrence says, nothing is reported."""
     for later in range(index + 1, len(values)):
         if out_of_line(later, before) is not None:
             continue
-        p_value = changepoints.beyond_prediction_p(before, values[later], lower_is_worse)
+        p_value = _two_sided_p(before, values[later])
         return p_value is not None and p_value >= SLOW_OCCURRENCE_P
     return False
 
@@ -190,15 +219,15 @@ def _raise_slow(
     p_value: float,
     detail: str,
 ) -> Alert | None:
-    """The "host" alert of an occurrence the host slowed; None when it has one on this line
-    (a change point's, or this kind's)."""
+    """The "host" alert of an occurrence the host disturbed; None when it has one on this
+    line (a change point's, or this kind's)."""
     mean = statistics.fmean(before)
     change = (value / mean - 1) * 100 if mean else float("inf")
     said = (
-        f"host changed during this occurrence, no change point: its canary was outside the "
-        f"host's usual spread ({detail}), and {metric} {change:+.1f} % is beyond what the "
-        f"{len(before)} occurrences before it predict (one-sided p = {p_value:.2g}), and the "
-        "line came back after it. Not measured again, nobody told."
+        f"host changed during this occurrence, no change point: {detail}; {metric} "
+        f"{change:+.1f} % is out of line with the {len(before)} occurrences before it "
+        f"(two-sided p = {p_value:.2g}), and the line came back after it. Not measured "
+        "again, nobody told."
     )
     try:
         with transaction.atomic():
@@ -286,9 +315,14 @@ def _canary_change_points(series: Series) -> list[ChangePoint]:
 
 
 def _host_evidence(
-    change: ChangePoint, canary: Sequence[ChangePoint], occurrences: list[Occurrence]
+    change: ChangePoint,
+    canary: Sequence[ChangePoint],
+    occurrences: list[Occurrence],
+    disturbed: dict[int, str],
 ) -> str:
-    """Why the host, not the software, changed at `change`; empty when nothing says so."""
+    """Why the host, not the software, changed at `change`: a canary change point next to
+    it, or the host disturbed during the last occurrence before it or the first after
+    (`disturbed`, by experiment id); empty when nothing says so."""
     position = {occurrence.pk: index for index, occurrence in enumerate(occurrences)}
     at = position[change.after_occurrence_id]
     reasons = []
@@ -301,14 +335,10 @@ def _host_evidence(
                 f"[{host_change.low_percent:+.1f}, {host_change.high_percent:+.1f}] "
                 f"at {host_change.after_occurrence.experiment.name}"
             )
-    outside = HostCanary.objects.filter(
-        run__experiment=change.after_occurrence.experiment, outside_usual=True
-    )
-    experiment = change.after_occurrence.experiment.name
-    reasons.extend(
-        f"canary of {experiment} outside the host's usual spread: {canary.detail}"
-        for canary in outside
-    )
+    for occurrence in (change.before_occurrence, change.after_occurrence):
+        said = disturbed.get(occurrence.experiment_id)
+        if said:
+            reasons.append(f"during {occurrence.experiment.name}: {said}")
     return "; ".join(reasons)
 
 

@@ -13,7 +13,16 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from runs.models import Alert, ChangePoint, Experiment, HostCanary, Occurrence, Run, Series
+from runs.models import (
+    Alert,
+    ChangePoint,
+    Experiment,
+    HostCanary,
+    Occurrence,
+    Result,
+    Run,
+    Series,
+)
 from runs.services.history.alerts import alert_acknowledge, series_detect
 from runs.services.history.confirm import alert_confirm_start, alert_confirmation_for
 from runs.services.history.series import note_add, series_history
@@ -319,6 +328,48 @@ def test_two_occurrences_the_host_slowed_are_reported_as_host_changed_and_nobody
         assert "CPU loop 2.0 x its usual" in alert.confirmation
         assert alert_confirm_start(alert) is None
     assert webhook[1] == [] and mail.outbox == []
+
+
+def busy(series: Series, days: set[int], foreign_percent: float) -> None:
+    """The points of those days (0-based) ran beside other processes' CPU."""
+    names = [f"{series.name} #{day + 1}" for day in days]
+    Result.objects.filter(run__experiment__name__in=names).update(
+        foreign_cpu_percent=foreign_percent, cpu_steal_percent=0.0
+    )
+
+
+def test_occurrences_a_busy_neighbour_made_faster_are_the_host_not_the_software(series, webhook):
+    """Measured on a 2-vCPU VM: other processes' CPU made one-client select-only 2.5 times
+    faster (no idle vCPU to wake). The busy nights are reported as the host's, whichever
+    way they moved, and nobody is told."""
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.DETECTED)
+    history(series, [1000.0] * 6 + [2500.0] * 2 + [1000.0] * 4)
+    busy(series, {6, 7}, 50.0)
+
+    alerts = series_detect(series)
+
+    assert [(a.state, a.occurrence.experiment.name) for a in alerts] == [
+        ("host", "nightly tpcb #7"),
+        ("host", "nightly tpcb #8"),
+    ]
+    assert all(a.change_point is None and a.change_percent > 100 for a in alerts)
+    assert "other processes used 50 % of the host's CPU" in alerts[0].confirmation
+    assert webhook[1] == []
+
+
+def test_a_change_point_next_to_a_busy_occurrence_is_the_host(series, webhook):
+    """The A/A through the real lab: three busy nights found as two change points, the
+    way back down alerted as "host" with the busy night named, and nobody told."""
+    Series.objects.filter(pk=series.pk).update(deliver=Series.Deliver.DETECTED)
+    history(series, [1000.0] * 6 + [2500.0] * 3 + [1000.0] * 6)
+    busy(series, {6, 7, 8}, 50.0)
+
+    (alert,) = series_detect(series)
+
+    assert alert.state == Alert.State.HOST and alert.occurrence.experiment.name.endswith("#10")
+    evidence = alert.change_point.host_evidence
+    assert evidence == "during nightly tpcb #9: other processes used 50 % of the host's CPU"
+    assert webhook[1] == []
 
 
 def test_a_slowdown_that_lasts_is_a_change_point_not_a_slowed_occurrence(series):

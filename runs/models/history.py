@@ -161,8 +161,8 @@ class Alert(models.Model):
          └────> not confirmed   (the A/B did not: nobody told)
         host ─> confirmed       (the host's canary changed with it, but the A/B
                                  found the software slower too; else stays host)
-        host                    (no change point: an occurrence the host slowed, its
-                                 canary outside its usual spread; stays so)
+        host                    (no change point: an occurrence the host disturbed,
+                                 out of line either way; stays so)
         any ──> acknowledged ──> fixed   (a person, with a note)
     """
 

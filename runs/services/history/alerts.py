@@ -9,8 +9,9 @@ the new ones as `ChangePoint` rows. A metric's change point in the bad direction
 one `Alert`:
 
 - "host" when the host's canary changed at the same place (a canary change point at the
-  same or a neighbouring occurrence, slower), or the canaries of the first occurrence
-  after it were outside the host's usual spread: the host changed; nobody is told
+  same or a neighbouring occurrence, slower), or the host was disturbed during the last
+  occurrence before it or the first after (a canary outside the host's usual spread,
+  other processes' CPU or steal beside its points): the host changed; nobody is told
   unless the A/B below finds the software slower too;
 - otherwise "new".
 
@@ -27,7 +28,7 @@ needs no idle vCPU woken), its value is out of line with the line's values befor
 (`SLOW_OCCURRENCE_P`, two-sided) and the next occurrence the host left alone is back in
 line: nothing to measure again, nothing to bisect, nobody told. Should a change point
 be found there after all, that alert becomes the change point's. A change point next to
-such an occurrence (the last before it or the first after) is "host" too.
+such an occurrence is "host" (above).
 """
 
 import json

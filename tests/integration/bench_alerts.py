@@ -9,9 +9,9 @@ BENCHLAB_WEBHOOK_ALLOWED_NETWORKS), and per case a series whose template builds 
 branch `nightly` of a repository at -O0. Before each occurrence the bench moves the branch
 to the next commit and lets the beat's scheduler fire the series (its every-minute
 schedule made due: no beat runs otherwise), as a nightly job following a branch would;
-it waits for the occurrence's run and for the control worker's detection, then goes
-on. After the 12th it waits for every alert's confirming A/B to conclude and for its
-delivery.
+it waits for the occurrence's run and for the control worker's detection, then for the
+host's CPUs to be quiet (QUIET_*), then goes on. After the 12th it waits for every
+alert's confirming A/B to conclude and for its delivery.
 
 1. regression: commit BENCH_ALERTS_REGRESSION_AT (7) adds a busy loop of
    BENCH_ALERTS_SPIN iterations to every simple-protocol statement (exec_simple_query).
@@ -50,6 +50,7 @@ from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import psutil
 import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
@@ -79,6 +80,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(6 * 3600)]
 OCCURRENCES = 12
 BRANCH = "nightly"
 POLL_S = 1.0
+# Before each fire the host must have been this quiet (percent of all its CPUs) for
+# QUIET_SECONDS in a row, waiting at most QUIET_WITHIN_S: the lab's own start (the control
+# worker's imports, the agent's registration and catalogues) once used 14 to 38 % of this
+# 2-vCPU VM beside the first occurrence, and made its one-client select-only 60 % faster.
+QUIET_PERCENT = 10.0
+QUIET_SECONDS = 3
+QUIET_WITHIN_S = 120.0
 # Every alert waits for its confirming A/B; the A/Bs of one case run one after another.
 CONCLUDED_WITHIN_S = 3600
 
@@ -138,6 +146,17 @@ def cpu_burner() -> Iterator[None]:
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()
+
+
+def wait_quiet() -> float:
+    """Wait until the host's CPUs are quiet (QUIET_*); the seconds waited."""
+    started = time.monotonic()
+    quiet = 0
+    while quiet < QUIET_SECONDS and time.monotonic() - started < QUIET_WITHIN_S:
+        quiet = quiet + 1 if psutil.cpu_percent(interval=1.0) < QUIET_PERCENT else 0
+    if quiet < QUIET_SECONDS:
+        sys.stderr.write(f"the host was not quiet for {QUIET_WITHIN_S:g} s: firing anyway\n")
+    return time.monotonic() - started
 
 
 def tick_when_due(series: Series) -> None:
@@ -339,6 +358,7 @@ def test_alerts_are_confirmed_before_anyone_is_told_and_a_slow_host_is_not_a_reg
                 commits = [sha for sha, _subject in commit_subjects(repository[name])]
                 for number, commit in enumerate(commits, 1):
                     move_branch(repository[name], commit)
+                    wait_quiet()
                     if name == "host" and number in slow:
                         with cpu_burner():
                             occurrence_run(lab, series, number)

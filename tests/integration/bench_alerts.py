@@ -46,17 +46,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
 import pytest
 from django.utils import timezone
-from django_celery_beat.models import PeriodicTask
-from django_celery_beat.schedulers import DatabaseScheduler
 
-from benchlab.celery import app
 from runs.models import (
     Alert,
     ChangePoint,
@@ -70,6 +67,7 @@ from runs.models import (
 )
 from runs.services.history.series import series_history, series_save
 from tests.bisect_repo import bisect_repository, commit_subjects
+from tests.integration.beat import tick_when_due
 from tests.integration.conftest import Lab, running_lab
 from tests.runs.factories import ConfigProfileFactory, UserFactory
 from tests.source_builds import SMALL_FLAGS, UNOPTIMISED, sources_dir
@@ -157,18 +155,6 @@ def wait_quiet() -> float:
     if quiet < QUIET_SECONDS:
         sys.stderr.write(f"the host was not quiet for {QUIET_WITHIN_S:g} s: firing anyway\n")
     return time.monotonic() - started
-
-
-def tick_when_due(series: Series) -> None:
-    """Make the series' schedule due and let beat's scheduler tick, as the beat would."""
-    PeriodicTask.objects.filter(pk=series.periodic_task_id).update(
-        last_run_at=timezone.now() - timedelta(minutes=2)
-    )
-    scheduler = DatabaseScheduler(app=app, lazy=False)
-    try:
-        scheduler.tick()
-    finally:
-        scheduler.close()
 
 
 def move_branch(repository: Path, commit: str) -> None:

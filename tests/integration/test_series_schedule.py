@@ -2,18 +2,15 @@
 worker starts a linked occurrence, the agent measures it, and detection runs after it;
 an alert's confirming A/B measured by the real control worker and agent."""
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
-from django_celery_beat.schedulers import DatabaseScheduler
 
 from benchlab.celery import app
 from runs.agentlink.transport import CONTROL_QUEUE
 from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Run, Series
 from runs.services.history.alerts import CONFIRM_TASK
 from runs.services.history.series import series_fire, series_save
+from tests.integration.beat import tick_when_due
 from tests.runs.factories import (
     ConfigProfileFactory,
     ExperimentFactory,
@@ -24,18 +21,6 @@ from tests.runs.factories import (
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def tick_when_due(series: Series) -> None:
-    """Make the schedule due (its last run two minutes back) and let beat's scheduler tick."""
-    PeriodicTask.objects.filter(pk=series.periodic_task_id).update(
-        last_run_at=timezone.now() - timedelta(minutes=2)
-    )
-    scheduler = DatabaseScheduler(app=app, lazy=False)
-    try:
-        scheduler.tick()
-    finally:
-        scheduler.close()
 
 
 def test_a_series_schedule_fires_and_creates_linked_occurrences(lab):

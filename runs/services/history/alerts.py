@@ -48,7 +48,7 @@ from runs.agentlink.transport import CONTROL_QUEUE
 from runs.analysis.compare import HIGHER_IS_BETTER
 from runs.inference import changepoints
 from runs.models import Alert, ChangePoint, HostCanary, Occurrence, Result, Series
-from runs.services.history.series import SERIES_METRICS, series_history
+from runs.services.history.series import SERIES_METRICS, HistoryPoint, series_history
 from runs.services.history.webhooks import webhook_post
 
 logger = logging.getLogger(__name__)
@@ -77,8 +77,9 @@ def series_detect(series: Series) -> list[Alert]:
     canary = _canary_change_points(series)
     disturbed = _host_disturbed(series)
     alerts = []
-    for metric in SERIES_METRICS:
-        for key, points in series_history(series, metric).items():
+    histories = {metric: series_history(series, metric) for metric in SERIES_METRICS}
+    for metric, lines in histories.items():
+        for key, points in lines.items():
             occurrences = [point.occurrence for point in points]
             values = [point.mean for point in points]
             for change in _new_change_points(series, metric, key, occurrences, values):
@@ -94,18 +95,20 @@ def series_detect(series: Series) -> list[Alert]:
         transaction.on_commit(partial(_confirm_send, alert.pk))
         if alert.state == Alert.State.NEW and series.deliver == Series.Deliver.DETECTED:
             alert_deliver(alert)
-    return alerts + _slow_occurrences(series, disturbed)
+    return alerts + _slow_occurrences(series, histories, disturbed)
 
 
-def _slow_occurrences(series: Series, outside: dict[int, str]) -> list[Alert]:
+def _slow_occurrences(
+    series: Series, histories: dict[str, dict[str, list[HistoryPoint]]], outside: dict[int, str]
+) -> list[Alert]:
     """A "host" alert, without a change point, for each occurrence the host disturbed
     (`outside`: experiment id -> why) whose value on a line is out of line with the line's
     earlier values in its segment while the line came back after it; each once."""
     if not outside:
         return []
     alerts = []
-    for metric in SERIES_METRICS:
-        for key, points in series_history(series, metric).items():
+    for metric, lines in histories.items():
+        for key, points in lines.items():
             occurrences = [point.occurrence for point in points]
             values = [point.mean for point in points]
             alerts += _slow_on_line(series, metric, key, occurrences, values, outside)

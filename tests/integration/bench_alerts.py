@@ -17,9 +17,12 @@ alert's confirming A/B to conclude and for its delivery.
    BENCH_ALERTS_SPIN iterations to every simple-protocol statement (exec_simple_query).
    Expected: an alert (tps, latency or p95) whose change point is that occurrence,
    confirmed by its A/B before the webhook received it; every POST received is a
-   confirmed alert's. What a spin costs depends on the CPU: on this 2-vCPU AMD EPYC VM
-   at -O0, 25,000 iterations made about -4 % at 1 client and 120,000 about -26 %, so
-   the default, 48,000, plants about 10 %.
+   confirmed alert's. What a spin costs depends on the CPU and on how fast the rest of a
+   statement is: on a 2-vCPU AMD EPYC VM at -O0 running one-client select-only at about
+   7,500 tps, 25,000 iterations made about -4 % and 120,000 about -26 %, so the default,
+   48,000, plants about 10 %; on a VM of the same kind at 12,800 tps 48,000 made -15 %
+   and 29,000 about -10 % (docs/benchmarks.md, "Run 5"). Check the tps of the first
+   occurrences and set the spin for the size you mean to plant.
 2. aa: a repository whose 12 commits are all harmless (a comment in a file the server's
    build does not read, or in bool.c). Expected: no alert confirmed, no POST.
 3. host: the A/A's commits again (their builds cached), with a CPU burner on every CPU

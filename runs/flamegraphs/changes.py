@@ -5,7 +5,8 @@ held 15 % or 25 % (its share's standard error is sqrt(0.2 x 0.8 / 275), 2.4
 points, and a difference of two such CPU profiles has 3.4). So each frame's change
 of share is tested against that sampling error: a two-proportion z-test of its
 samples in each CPU profile (pooled share under no change), the p-values of all the
-drawn frames adjusted together with Benjamini-Hochberg. A frame is beyond noise
+drawn frames and of the baseline's frames the graph cannot draw (its `gone` paths)
+adjusted together with Benjamini-Hochberg. A frame is beyond noise
 when its q is at most FDR_Q; the others are drawn grey.
 """
 
@@ -52,18 +53,39 @@ def _p_of(node: FlameNode, tree: FlameTree) -> float:
 def frame_changes(tree: FlameTree) -> list[FrameChange]:
     """Each node's change (in `tree.nodes`' order); the root's share is 1 in both CPU profiles
     and is no test, so it is never beyond noise and not counted in the family."""
-    tested = [node for node in tree.nodes if node.id]
-    q_values = iter(stats.adjust_p_values([_p_of(node, tree) for node in tested]))
+    q_values = _q_values(tree)
     changes = []
     for node in tree.nodes:
         points = (node.share - node.base_share) * 100
         if not node.id:
             changes.append(FrameChange(points, 1.0, 1.0))
         else:
-            changes.append(FrameChange(points, _p_of(node, tree), next(q_values)))
+            changes.append(FrameChange(points, _p_of(node, tree), q_values[node.id]))
     return changes
 
 
+def gone_changes(tree: FlameTree) -> list[FrameChange]:
+    """Each of the baseline's paths the graph does not draw (`tree.gone`, in order): its
+    change, tested in the same family as the drawn frames."""
+    q_values = _q_values(tree)
+    return [
+        FrameChange((node.share - node.base_share) * 100, _p_of(node, tree), q_values[node.id])
+        for node in tree.gone
+    ]
+
+
+def _tested(tree: FlameTree) -> list[FlameNode]:
+    return [node for node in tree.nodes if node.id] + tree.gone
+
+
+def _q_values(tree: FlameTree) -> dict[str, float]:
+    """Each tested path's BH-adjusted q, by path."""
+    tested = _tested(tree)
+    q_values = stats.adjust_p_values([_p_of(node, tree) for node in tested])
+    return {node.id: q for node, q in zip(tested, q_values, strict=True)}
+
+
 def tested_frames(tree: FlameTree) -> int:
-    """How many frames' p-values BH adjusts together (every drawn frame but the root)."""
-    return sum(1 for node in tree.nodes if node.id)
+    """How many frames' p-values BH adjusts together (every drawn frame but the root, and
+    the baseline's frames not drawn)."""
+    return len(_tested(tree))

@@ -13,7 +13,10 @@ A difference keeps the shape of the compared CPU profile (widths: its shares) an
 gives each node the change of its share from the baseline CPU profile, in
 percentage points of all samples (Brendan Gregg's differential flame graph,
 normalised so that CPU profiles of different lengths compare). Paths the baseline
-has and the compared CPU profile lacks have no width to draw.
+draws and the compared CPU profile lacks (or holds too narrow to draw) have no width
+there: they are the difference's `gone` paths, the outermost of each such branch,
+tested and listed beside the graph (`synchronous_commit = off` against on: the
+commit's XLogFlush).
 """
 
 from dataclasses import dataclass, field
@@ -46,8 +49,11 @@ class FlameTree:
 
     nodes: list[FlameNode] = field(default_factory=list)
     samples: int = 0
-    # A difference: the baseline's samples.
+    # A difference: the baseline's samples, and its drawn paths this CPU profile does not
+    # draw (the outermost of each such branch; their `samples` and `share` are this CPU
+    # profile's, maybe 0).
     base_samples: int = 0
+    gone: list[FlameNode] = field(default_factory=list)
 
 
 def path_samples(stacks: dict[str, int]) -> dict[str, int]:
@@ -100,4 +106,24 @@ def flame_tree(folded: str, base_folded: str | None = None) -> FlameTree:
         tree.nodes.append(
             FlameNode(path, label, parent, count, count / total, base_share, base_count)
         )
+    tree.gone = _gone(tree, path_samples(stacks), base)
     return tree
+
+
+def _gone(tree: FlameTree, paths: dict[str, int], base: dict[str, int]) -> list[FlameNode]:
+    """The baseline's paths wide enough to draw that `tree` does not draw, whose parent it
+    draws (below them, every path is gone too)."""
+    drawn = {node.id for node in tree.nodes}
+    gone = []
+    for path, base_count in base.items():
+        parent, _, label = path.rpartition(";")
+        if path in drawn or parent not in drawn or base_count / tree.base_samples < MIN_NODE_SHARE:
+            continue
+        count = paths.get(path, 0)
+        gone.append(
+            FlameNode(
+                path, label, parent, count, count / tree.samples,
+                base_count / tree.base_samples, base_count,
+            )
+        )  # fmt: skip
+    return gone

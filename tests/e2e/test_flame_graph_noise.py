@@ -1,14 +1,17 @@
 """Differential flame graphs in Chromium tell a real change from sampling noise: real jobs
 on PostgreSQL 16 (perf recording each server during its CPU-profile pass, TPC-B at scale 1,
 2 clients). An A/A (the same settings twice, two clusters) draws every frame grey;
-`synchronous_commit` off against on draws the commit's WAL flush (XLogFlush, where a
-backend waits for its commit record to reach the disk) cooler beyond noise, in blue.
+`synchronous_commit` on against off draws the commit's WAL flush (XLogFlush, where a
+backend waits for its commit record to reach the disk) hotter beyond noise, in red; off
+against on cannot draw it (the graph takes the compared run's shape) and lists it under
+the graph as gone beyond noise.
 """
 
+import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from agents.config import AgentConfig
 from runs.models import Comparison, Run
@@ -69,7 +72,7 @@ def compared(page: Page, url: str, baseline: Run, other: Run, name: str) -> list
     return frames_of(page, f"fig-cpu-profile-diff-{other.pk}")
 
 
-def test_an_a_a_is_grey_and_synchronous_commit_off_cools_the_wal_flush(
+def test_an_a_a_is_grey_and_synchronous_commit_moves_the_wal_flush_beyond_noise(
     signed_in_page,
     web,
     config: AgentConfig,  # noqa: F811
@@ -88,3 +91,7 @@ def test_an_a_a_is_grey_and_synchronous_commit_off_cools_the_wal_flush(
     assert flushes, [frame["label"] for frame in changed]
     assert any(frame["beyond"] and frame["colour"] > 0 for frame in flushes), flushes
     assert all(frame["points"] > 0 for frame in flushes), flushes
+
+    compared(page, web.url, on, off, "synchronous_commit off against on")
+    gone = page.locator(f".cpu-profile-diff[data-run='{off.pk}'] table.gone-frames tbody tr")
+    expect(gone.filter(has_text=WAL_FLUSH)).to_contain_text(re.compile(r"CommitTransaction.*-\d"))

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from runs.charts.flames import diff_flame_figure, flame_figure
+from runs.flamegraphs import changes
+from runs.flamegraphs.changes import frame_changes, gone_changes
 from runs.flamegraphs.trees import MIN_NODE_SHARE, flame_tree
 
 BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
@@ -51,6 +53,17 @@ def test_a_difference_keeps_the_compared_shape_and_each_paths_baseline_share() -
     assert (scan.share, scan.base_share) == (0.3, 0.6)
     assert by_id["main;exec;hash"].base_share == 0.0
     assert tree.base_samples == 100
+
+
+def test_a_difference_keeps_the_baselines_paths_it_cannot_draw_outermost_only() -> None:
+    tree = flame_tree(
+        "main;exec;scan 700\nmain;parse 299\nmain;exec;sort 1\n",
+        "main;exec;scan 40\nmain;exec;sort;qsort 30\nmain;exec;sort 10\nmain;parse 20\n",
+    )
+
+    gone = [(node.id, node.samples, node.base_count) for node in tree.gone]
+    assert gone == [("main;exec;sort", 1, 40)]
+    assert tree.gone[0].share == 0.001 and tree.gone[0].base_share == 0.4
 
 
 def test_a_flame_graph_is_an_upward_icicle_with_numbered_ids() -> None:
@@ -116,11 +129,28 @@ def test_a_change_beyond_noise_is_coloured_and_the_rest_stays_grey() -> None:
     assert {"parse", "sort"} <= grey
 
 
+def test_a_frame_only_the_baseline_has_is_tested_with_the_drawn_ones() -> None:
+    rng = np.random.default_rng(11)
+    flushing = {**STACK_SHARES, "PostgresMain;exec;scan": 0.15, "PostgresMain;commit;flush": 0.15}
+    asynchronous = synthetic_folded(rng, STACK_SHARES, 275)
+
+    tree = flame_tree(asynchronous, synthetic_folded(rng, flushing, 275))
+    [flush] = tree.gone
+    [change] = gone_changes(tree)
+    assert flush.id == "PostgresMain;commit;flush" and flush.samples == 0
+    assert change.beyond_noise and change.points == pytest.approx(-15, abs=5)
+    assert changes.tested_frames(tree) == len(tree.nodes)  # the drawn ones but the root, and flush
+
+    same = flame_tree(asynchronous, synthetic_folded(rng, STACK_SHARES, 280))
+    assert same.gone == [] and not any(c.beyond_noise for c in frame_changes(same))
+
+
 def test_the_graph_says_its_sample_counts_and_threshold() -> None:
     figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
     [note] = figure["layout"]["annotations"]  # type: ignore[index]
     assert note["text"].startswith("100 samples against the baseline's 100.")
-    assert "q ≤ 0.05 over 5 frames); grey: within noise" in note["text"]
+    # 5 drawn frames and the baseline's sort, which the graph cannot draw.
+    assert "q ≤ 0.05 over 6 frames); grey: within noise" in note["text"]
 
 
 def test_stacks_start_at_postgres_innermost_main_so_versions_compare() -> None:

@@ -42,7 +42,13 @@ function show(result) {
   const seconds = (value) => (value === null ? "—" : `≈ ${formatSeconds(value)}`);
   field("runs").textContent = result ? result.runs.toLocaleString() : "—";
   field("points").textContent = result ? result.points.toLocaleString() : "—";
-  field("setups").textContent = result ? seconds(result.setup_seconds) : "—";
+  const builds = {
+    learned: (value) => `, of which ${seconds(value)} compiling source builds`,
+    guessed: (value) => `, of which ${seconds(value)} compiling source builds (guessed: no build on the host yet)`,
+  };
+  field("setups").textContent = result
+    ? seconds(result.setup_seconds) + (builds[result.build_times]?.(result.build_seconds) || "")
+    : "—";
   const most = result && result.max_seconds !== null
     ? `; in all ${seconds(result.expected_seconds)}, at most ${seconds(result.max_seconds)}`
     : "";

@@ -27,6 +27,11 @@ at another client count first, then another workload's, at the nearest scale and
 the nearest client count), scaled by the CPUs the clients can keep busy
 (min(clients, host CPUs): a closed loop's tps grows with its clients until the CPUs
 are busy), said as borrowed; else GUESSED_TPS, said as a guess.
+
+A source build the host has not built yet compiles before its first run: the seconds
+the host's source builds took (their build records, one per cache key), else
+BUILD_CPU_S over the host's CPUs, said as a guess. A build the host built, or ran, before
+is in its cache and adds nothing.
 """
 
 import json
@@ -43,7 +48,7 @@ from django.utils.dateparse import parse_datetime
 from agents.contract.spec.document import warm_up_seconds
 from runs.analysis import sequential
 from runs.inference.stats import MIN_REPEATS
-from runs.models import Experiment, Host, Result, Run, RunEvent, Workload
+from runs.models import Experiment, Host, PgBuild, Result, Run, RunEvent, Workload
 
 # Rough cost of one cluster lifecycle besides the measured points (initdb, start,
 # settings and restart, stop) and of `pgbench -i` per scale unit, when nothing was
@@ -54,6 +59,11 @@ POINT_OVERHEAD_S = 0.0
 WARM_UP_OVERHEAD_S = 0.0
 # How many of a host's latest succeeded runs its estimates learn from.
 LEARNED_RUNS = 20
+# A source build's CPU-seconds when its host has built none: PostgreSQL 15.18 at -O2 took
+# 3 min 29 s with make -j2 on 2 vCPUs (docs/benchmarks.md, "Source builds").
+BUILD_CPU_S = 420.0
+# How many of a host's latest build records its build time learns from.
+LEARNED_BUILDS = 20
 # How many of the hosts' latest points in rounds the expected time learns the spread from,
 # and the transaction rates.
 LEARNED_RESULTS = 2000
@@ -115,12 +125,25 @@ def _points(sweep: Mapping[str, Any]) -> int:
 
 
 @dataclass(frozen=True)
+class BuildTime:
+    """A source build's compile seconds on a host, and whether the host's own builds
+    taught them ("learned") or BUILD_CPU_S did ("guessed")."""
+
+    seconds: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Learned:
     """Timings learned per (host, build) and per host; `for_cell` takes the cluster setup
     from the build's runs when the host ran it, every other phase from all the host's runs."""
 
     by_build: dict[tuple[int, int], Timings]
     by_host: dict[int, Timings]
+    # Host -> the seconds its source builds took to compile; the (host, build) pairs
+    # whose build the host has in its cache (it built or ran it).
+    build_s: dict[int, float] = field(default_factory=dict)
+    built: frozenset[tuple[int, int]] = frozenset()
 
     def for_cell(self, host_id: int | None, build_id: int | None) -> Timings:
         host = self.by_host.get(host_id or 0, DEFAULT_TIMINGS)
@@ -129,6 +152,16 @@ class Learned:
 
     def for_run(self, run: Run) -> Timings:
         return self.for_cell(run.host_id, run.build_id)
+
+    def build_seconds(self, host: Host, build: PgBuild) -> BuildTime | None:
+        """What compiling `build` adds on `host` before its first run there; None for
+        prebuilt binaries and for a source build the host has in its cache."""
+        if not build.definition or (host.pk, build.pk) in self.built:
+            return None
+        learned = self.build_s.get(host.pk)
+        if learned is not None:
+            return BuildTime(learned, "learned")
+        return BuildTime(BUILD_CPU_S / _cpus(host), "guessed")
 
 
 # Where a point's tps came from, best first: the worst of a sweep's points names it.
@@ -330,14 +363,56 @@ def learned_timings(host_ids: Iterable[int]) -> Learned:
     by_host: dict[int, list[tuple[Timings, float]]] = defaultdict(list)
     for run in runs:
         phases = run_phases(run, statuses.get(run.pk, []), measured.get(run.pk))
+        compiled = (
+            run.build_record.get("seconds") if run.build_record.get("reused") is False else None
+        )
+        if phases is not None and compiled:
+            # Its setup compiled the build: later runs find it cached (build_seconds).
+            phases = replace(phases, setup_s=max(phases.setup_s - float(compiled), 0.0))
         if phases is not None:
             scale = float(max((run.spec.get("dataset") or {}).get("scale") or 1, 1))
             by_build[(run.host_id, run.build_id)].append((phases, scale))
             by_host[run.host_id].append((phases, scale))
+    build_s, built = _learned_builds(set(host_ids))
     return Learned(
         {key: _midmean(found) for key, found in by_build.items()},
         {key: _midmean(found) for key, found in by_host.items()},
+        build_s,
+        frozenset(built | set(by_build)),
     )
+
+
+def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int, int]]]:
+    """Host -> the recency-weighted midmean of its latest LEARNED_BUILDS source builds'
+    compile seconds (a build record's `seconds` is its original build's, whichever run
+    reused it: each cache key counts once); and the (host, build) pairs it built."""
+    seconds: dict[int, list[float]] = defaultdict(list)
+    keys: set[tuple[int, str]] = set()
+    built: set[tuple[int, int]] = set()
+    records = (
+        Run.objects.filter(host_id__in=host_ids)
+        .exclude(build_record={})
+        .exclude(finished_at=None)
+        .order_by("-finished_at")
+        .values_list(
+            "host_id",
+            "build_id",
+            "build_record__key",
+            "build_record__seconds",
+            "build_record__failed_step",
+        )
+    )
+    for host_id, build_id, key, took, failed_step in records:
+        if failed_step or not key:
+            continue
+        if build_id is not None:
+            built.add((host_id, build_id))
+        if (host_id, key) in keys or not took:
+            continue
+        keys.add((host_id, key))
+        if len(seconds[host_id]) < LEARNED_BUILDS:
+            seconds[host_id].append(float(took))
+    return {host: recent_midmean(found) for host, found in seconds.items()}, built
 
 
 def _measured_seconds(runs: list[Run]) -> dict[int, float]:

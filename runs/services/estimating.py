@@ -31,7 +31,10 @@ class Estimate(TypedDict):
     points last transactions x clients / tps at the rates its hosts measured
     (runs.estimates.Rates): `transaction_rates` is "learned", "borrowed" when some
     cell's rate came from the same scripts at another scale or client count, or
-    "guessed" when some had none; null for a sweep by duration. An adaptive
+    "guessed" when some had none; null for a sweep by duration. `build_seconds` is the
+    part of `setup_seconds` the busiest host spends compiling source builds it has not
+    built yet, `build_times` "learned" from its earlier builds or "guessed" (null when
+    nothing is compiled: binaries, or builds in its cache). An adaptive
     experiment queues its first rounds (these figures), then adds rounds:
     `expected_seconds` and `max_seconds` say how long in all
     (runs.estimates.adaptive_seconds); null for the others.
@@ -45,6 +48,8 @@ class Estimate(TypedDict):
     expected_seconds: int | None
     max_seconds: int | None
     transaction_rates: str | None
+    build_seconds: int | None
+    build_times: str | None
 
 
 def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) -> Estimate:
@@ -65,6 +70,8 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         "expected_seconds": None,
         "max_seconds": None,
         "transaction_rates": None,
+        "build_seconds": None,
+        "build_times": None,
     }
     if not cells or not (experiment.duration_s or experiment.transactions):
         return estimate
@@ -73,22 +80,29 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
     busiest = _busiest(experiment, cells, lifecycles, learned, lengths, sweep)
     estimate["setup_seconds"] = round(busiest.setup)
     estimate["estimated_seconds"] = round(busiest.total)
+    if busiest.build_times is not None:
+        estimate["build_seconds"] = round(busiest.build)
+        estimate["build_times"] = busiest.build_times
+    # Compiling happens once, before the first run: rounds and probes repeat the rest.
+    repeated = busiest.total - busiest.build
     if experiment.adaptive and experiment.max_rounds:
         first_rounds = max(experiment.repeats, 1)
         # After a look, rounds may run longer points (runs.services.adaptive).
         longer_s = {index: length * LONGER_POINTS_FACTOR for index, length in lengths.items()}
         longer = _busiest(experiment, cells, lifecycles, learned, longer_s, sweep)
-        per_round, longer_round = busiest.total / first_rounds, longer.total / first_rounds
+        per_round = repeated / first_rounds
+        longer_round = (longer.total - longer.build) / first_rounds
         hosts = {cell.host.pk for cell in cells}
         expected, most = adaptive_seconds(experiment, hosts, per_round, longer_round)
-        estimate["expected_seconds"], estimate["max_seconds"] = round(expected), round(most)
+        estimate["expected_seconds"] = round(expected + busiest.build)
+        estimate["max_seconds"] = round(most + busiest.build)
     if experiment.capacity and experiment.capacity_low_tps and experiment.capacity_high_tps:
         # A round of one probe a cell at a time; a cell's search takes about `expected`
         # rounds of its budget (the busiest host runs its cells' probes of each round).
         estimate["runs"] = estimate["points"] = len(cells)
         expected = probe_count_expected(experiment, len(cells))
-        estimate["expected_seconds"] = round(busiest.total * expected)
-        estimate["max_seconds"] = round(busiest.total * experiment.capacity_probes)
+        estimate["expected_seconds"] = round(repeated * expected + busiest.build)
+        estimate["max_seconds"] = round(repeated * experiment.capacity_probes + busiest.build)
     return estimate
 
 
@@ -114,10 +128,14 @@ def _point_lengths(
 
 
 class HostTime(NamedTuple):
-    """Seconds one host spends on its runs: in cluster setups, and in all."""
+    """Seconds one host spends on its runs: in cluster setups, and in all; of the setups,
+    compiling the source builds it has not built, and whether that was learned or
+    guessed (None: nothing to compile)."""
 
     setup: float
     total: float
+    build: float = 0.0
+    build_times: str | None = None
 
 
 def _busiest(
@@ -136,7 +154,12 @@ def _busiest(
     if experiment.client_host is not None:
         # The client host is busy for every run of every server host, one after another.
         host_times.append(
-            HostTime(sum(t.setup for t in host_times), sum(t.total for t in host_times))
+            HostTime(
+                sum(t.setup for t in host_times),
+                sum(t.total for t in host_times),
+                sum(t.build for t in host_times),
+                _worst([t.build_times for t in host_times]),
+            )
         )
     return max(host_times, key=lambda time: time.total)
 
@@ -152,7 +175,9 @@ def _host_time(
     """A host's seconds on its cells, each run the time of its job's sweep with points of
     its length in `lengths` at the timings learned on the host (runs.estimates.timed_sweep_seconds):
     a cell's first run with the CPU-profile pass, its later rounds without. A duet's cells
-    run at the same time: the host is busy for the longer of them."""
+    run at the same time: the host is busy for the longer of them. Each source build the
+    host has not built compiles once, before its first run."""
+    cells = list(cells)
     first = {**sweep, "first_repeat": 1}
     later = {**first, "first_repeat": 2}
     times = []
@@ -163,7 +188,21 @@ def _host_time(
         later_s = timed_sweep_seconds(later, duration_s, scale, timings)
         setup_s = lifecycles * timings.setup_seconds(scale)
         times.append(HostTime(setup_s, first_s + (lifecycles - 1) * later_s))
+    builds = {cell.build.pk: (cell.host, cell.build) for cell in cells}
+    compiles = [
+        time for host, build in builds.values() if (time := learned.build_seconds(host, build))
+    ]
+    build_s = sum(time.seconds for time in compiles)
+    build_times = _worst([time.source for time in compiles])
     if experiment.duet:
         # A duet round is one window: its two cells run at the same time.
-        return HostTime(max(t.setup for t in times), max(t.total for t in times))
-    return HostTime(sum(t.setup for t in times), sum(t.total for t in times))
+        setup, total = max(t.setup for t in times), max(t.total for t in times)
+    else:
+        setup, total = sum(t.setup for t in times), sum(t.total for t in times)
+    return HostTime(setup + build_s, total + build_s, build_s, build_times)
+
+
+def _worst(sources: Iterable[str | None]) -> str | None:
+    """The least sure of `sources`: "guessed" when any is, else "learned", else None."""
+    found = {source for source in sources if source}
+    return "guessed" if "guessed" in found else ("learned" if found else None)

@@ -180,6 +180,17 @@ class EstimateSerializer(serializers.Serializer[Document]):
         "borrowed from the same scripts at another scale or client count, or guessed "
         "(null for a sweep by duration).",
     )
+    build_seconds = serializers.IntegerField(
+        allow_null=True,
+        help_text="Of setup_seconds: compiling the source builds the busiest host has not "
+        "built yet (null when nothing is compiled).",
+    )
+    build_times = serializers.ChoiceField(
+        choices=["learned", "guessed"],
+        allow_null=True,
+        help_text="Whether build_seconds was learned from the host's earlier source builds "
+        "or guessed (it has built none).",
+    )
 
 
 class RunSerializer(StrictModelSerializer[Run]):

@@ -269,6 +269,8 @@ def expected_estimate(
         "expected_seconds": None,
         "max_seconds": None,
         "transaction_rates": None,
+        "build_seconds": None,
+        "build_times": None,
     }
 
 

@@ -1,0 +1,119 @@
+"""A source build the host has not built compiles before its first run, and the estimates
+say so (runs/estimates.py, runs/services/estimating.py): the host's earlier builds teach
+how long, else a guess from BUILD_CPU_S and its CPUs; a build in its cache adds nothing,
+and the run that compiled teaches the build's setup without the compile."""
+
+import pytest
+
+from runs import services
+from runs.estimates import BUILD_CPU_S, learned_timings
+from runs.models import Host, PgBuild, Run
+from tests.runs.factories import ExperimentFactory, HostFactory, PgBuildFactory
+from tests.runs.test_estimates_learned import finished_like_an_agent
+
+pytestmark = pytest.mark.django_db
+
+DEFINITION = {
+    "source": {"kind": "url", "location": "https://example.org/postgresql-15.18.tar.bz2"},
+    "configure_flags": [],
+    "patches": [],
+    "cflags": None,
+}
+
+
+def source_build(name: str) -> PgBuild:
+    return PgBuildFactory(name=name, version="15", source="source", definition=DEFINITION)
+
+
+def compiled(run: Run, key: str, seconds: float, reused: bool = False) -> Run:
+    """`run` with the build record an agent sends: the cache key, whether it compiled, and
+    how long the build took."""
+    run.build_record = {"key": key, "reused": reused, "seconds": seconds, "failed_step": None}
+    run.save(update_fields=["build_record"])
+    return run
+
+
+def estimate_on(host: Host, build: PgBuild) -> dict:
+    experiment = ExperimentFactory(hosts=[host], builds=[build], clients=[1, 2], duration_s=10)
+    return dict(services.experiment_estimate(experiment))
+
+
+def test_a_source_build_the_host_never_built_adds_a_guessed_compile() -> None:
+    host = HostFactory(facts={"cpu": {"threads": 4}})
+    binaries = PgBuildFactory()
+    finished_like_an_agent(host, binaries, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    before = estimate_on(host, binaries)
+
+    estimate = estimate_on(host, source_build("15.18 from source"))
+
+    assert before["build_times"] is None and before["build_seconds"] is None
+    assert estimate["build_times"] == "guessed"
+    assert estimate["build_seconds"] == round(BUILD_CPU_S / 4)
+    added = BUILD_CPU_S / 4
+    assert estimate["setup_seconds"] == pytest.approx(before["setup_seconds"] + added, abs=1)
+    assert estimate["estimated_seconds"] == pytest.approx(
+        before["estimated_seconds"] + added, abs=1
+    )
+
+
+def test_the_hosts_earlier_builds_teach_the_compile_and_a_cached_build_adds_nothing() -> None:
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    built = source_build("15.18, -O2")
+    first = finished_like_an_agent(host, built, setup_s=156.0, load_s=2.0, overhead_s=1.0)
+    compiled(first, "key-o2", 150.0)
+    again = finished_like_an_agent(host, built, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    compiled(again, "key-o2", 150.0, reused=True)
+
+    learned = learned_timings([host.pk])
+    new = estimate_on(host, source_build("15.18, 16 kB blocks"))
+    cached = estimate_on(host, built)
+
+    # The run that compiled taught the build's setup without its 150 s of compiling.
+    assert learned.for_cell(host.pk, built.pk).setup_s == pytest.approx(6.0)
+    assert learned.build_s == {host.pk: 150.0}
+    assert (new["build_times"], new["build_seconds"]) == ("learned", 150)
+    assert cached["build_times"] is None
+    assert new["setup_seconds"] == pytest.approx(cached["setup_seconds"] + 150, abs=1)
+
+
+def test_a_build_that_failed_teaches_no_compile_and_is_not_in_the_cache() -> None:
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    broken = source_build("15.18, a patch that does not apply")
+    run = finished_like_an_agent(host, broken, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    run.build_record = {"key": "k", "reused": False, "seconds": 3.0, "failed_step": "patch"}
+    run.save(update_fields=["build_record"])
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED)
+
+    estimate = estimate_on(host, broken)
+
+    assert learned_timings([host.pk]).build_s == {}
+    assert estimate["build_times"] == "guessed"
+
+
+def test_an_adaptive_experiment_compiles_once_however_many_rounds() -> None:
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    binaries, fresh = PgBuildFactory(), source_build("15.18 fresh")
+    finished_like_an_agent(host, binaries, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    common = {"hosts": [host], "clients": [1], "duration_s": 10, "repeats": 3}
+    adaptive = {"execution": "rounds", "adaptive": True, "max_rounds": 9, "margin_pct": 10}
+
+    plain = services.experiment_estimate(ExperimentFactory(builds=[binaries], **common, **adaptive))
+    built = services.experiment_estimate(ExperimentFactory(builds=[fresh], **common, **adaptive))
+
+    compile_s = round(BUILD_CPU_S / 2)
+    assert built["build_seconds"] == compile_s
+    assert built["max_seconds"] == pytest.approx(plain["max_seconds"] + compile_s, abs=1)
+    assert built["expected_seconds"] == pytest.approx(plain["expected_seconds"] + compile_s, abs=1)
+
+
+def test_review_says_what_compiling_adds_and_that_it_is_a_guess(client, user) -> None:
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    experiment = ExperimentFactory(
+        hosts=[host], builds=[source_build("15.18 to build")], clients=[1], duration_s=10
+    )
+    client.force_login(user)
+
+    page = client.get(f"/experiments/{experiment.pk}/").content.decode()
+
+    assert "data-build-estimate>3 min 30 s</strong> of them compiling the source builds" in page
+    assert "a guess, the host has built none" in page

@@ -30,8 +30,8 @@ are busy), said as borrowed; else GUESSED_TPS, said as a guess.
 
 A source build the host has not built yet compiles before its first run: the seconds
 the host's source builds took (their build records, one per cache key), else
-BUILD_CPU_S over the host's CPUs, said as a guess. A build the host built, or ran, before
-is in its cache and adds nothing.
+BUILD_CPU_S over the host's CPUs, said as a guess. A definition the host built before
+(its build records say which) is in its cache and adds nothing, whatever build names it.
 """
 
 import json
@@ -140,10 +140,10 @@ class Learned:
 
     by_build: dict[tuple[int, int], Timings]
     by_host: dict[int, Timings]
-    # Host -> the seconds its source builds took to compile; the (host, build) pairs
-    # whose build the host has in its cache (it built or ran it).
+    # Host -> the seconds its source builds took to compile; the (host, definition) pairs
+    # the host has in its cache (a run of it built or reused it; `definition_key`).
     build_s: dict[int, float] = field(default_factory=dict)
-    built: frozenset[tuple[int, int]] = frozenset()
+    built: frozenset[tuple[int, str]] = frozenset()
 
     def for_cell(self, host_id: int | None, build_id: int | None) -> Timings:
         host = self.by_host.get(host_id or 0, DEFAULT_TIMINGS)
@@ -156,7 +156,7 @@ class Learned:
     def build_seconds(self, host: Host, build: PgBuild) -> BuildTime | None:
         """What compiling `build` adds on `host` before its first run there; None for
         prebuilt binaries and for a source build the host has in its cache."""
-        if not build.definition or (host.pk, build.pk) in self.built:
+        if not build.definition or (host.pk, definition_key(build.definition)) in self.built:
             return None
         learned = self.build_s.get(host.pk)
         if learned is not None:
@@ -378,17 +378,23 @@ def learned_timings(host_ids: Iterable[int]) -> Learned:
         {key: _midmean(found) for key, found in by_build.items()},
         {key: _midmean(found) for key, found in by_host.items()},
         build_s,
-        frozenset(built | set(by_build)),
+        frozenset(built),
     )
 
 
-def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int, int]]]:
+def definition_key(definition: Mapping[str, Any]) -> str:
+    """A source build's definition as one comparable string: the same build, whatever
+    catalogue row or run names it (a row whose definition changed is a new build)."""
+    return json.dumps(definition, sort_keys=True)
+
+
+def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int, str]]]:
     """Host -> the recency-weighted midmean of its latest LEARNED_BUILDS source builds'
     compile seconds (a build record's `seconds` is its original build's, whichever run
-    reused it: each cache key counts once); and the (host, build) pairs it built."""
+    reused it: each cache key counts once); and the (host, definition_key) pairs it built."""
     seconds: dict[int, list[float]] = defaultdict(list)
     keys: set[tuple[int, str]] = set()
-    built: set[tuple[int, int]] = set()
+    built: set[tuple[int, str]] = set()
     records = (
         Run.objects.filter(host_id__in=host_ids)
         .exclude(build_record={})
@@ -396,17 +402,17 @@ def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int
         .order_by("-finished_at")
         .values_list(
             "host_id",
-            "build_id",
+            "build_record__definition",
             "build_record__key",
             "build_record__seconds",
             "build_record__failed_step",
         )
     )
-    for host_id, build_id, key, took, failed_step in records:
+    for host_id, definition, key, took, failed_step in records:
         if failed_step or not key:
             continue
-        if build_id is not None:
-            built.add((host_id, build_id))
+        if isinstance(definition, dict):
+            built.add((host_id, definition_key(definition)))
         if (host_id, key) in keys or not took:
             continue
         keys.add((host_id, key))

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 def test_the_form_says_the_compile_a_new_source_build_adds(signed_in_page, web):
     host = HostFactory(name="builder-vm", facts={"cpu": {"threads": 2}})
-    PgBuildFactory(name="15.18 from source", version="15", source="source", definition=DEFINITION)
+    PgBuildFactory(name="15.18 from source", version="15", source="build", definition=DEFINITION)
     ConfigProfileFactory(name="defaults")
     WorkloadFactory(name="tpcb", scale=1)
     page = signed_in_page

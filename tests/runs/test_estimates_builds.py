@@ -21,14 +21,22 @@ DEFINITION = {
 }
 
 
-def source_build(name: str) -> PgBuild:
-    return PgBuildFactory(name=name, version="15", source="source", definition=DEFINITION)
+def source_build(name: str, **changed: object) -> PgBuild:
+    """A source build of 15.18, its definition DEFINITION with `changed` parts."""
+    definition = {**DEFINITION, **changed}
+    return PgBuildFactory(name=name, version="15", source="build", definition=definition)
 
 
 def compiled(run: Run, key: str, seconds: float, reused: bool = False) -> Run:
     """`run` with the build record an agent sends: the cache key, whether it compiled, and
     how long the build took."""
-    run.build_record = {"key": key, "reused": reused, "seconds": seconds, "failed_step": None}
+    run.build_record = {
+        "key": key,
+        "definition": run.build.definition,
+        "reused": reused,
+        "seconds": seconds,
+        "failed_step": None,
+    }
     run.save(update_fields=["build_record"])
     return run
 
@@ -65,22 +73,42 @@ def test_the_hosts_earlier_builds_teach_the_compile_and_a_cached_build_adds_noth
     compiled(again, "key-o2", 150.0, reused=True)
 
     learned = learned_timings([host.pk])
-    new = estimate_on(host, source_build("15.18, 16 kB blocks"))
+    new = estimate_on(host, source_build("15.18, 16 kB", configure_flags=["--with-blocksize=16"]))
+    same = estimate_on(host, source_build("15.18, -O2, another name for it"))
     cached = estimate_on(host, built)
 
     # The run that compiled taught the build's setup without its 150 s of compiling.
     assert learned.for_cell(host.pk, built.pk).setup_s == pytest.approx(6.0)
     assert learned.build_s == {host.pk: 150.0}
     assert (new["build_times"], new["build_seconds"]) == ("learned", 150)
-    assert cached["build_times"] is None
+    assert cached["build_times"] is None and same["build_times"] is None
     assert new["setup_seconds"] == pytest.approx(cached["setup_seconds"] + 150, abs=1)
+
+
+def test_a_build_whose_definition_changed_compiles_again() -> None:
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    build = source_build("15.18, flags as they come")
+    run = finished_like_an_agent(host, build, setup_s=6.0, load_s=2.0, overhead_s=1.0)
+    compiled(run, "key-o2", 150.0)
+    assert estimate_on(host, build)["build_times"] is None
+
+    build.definition = {**DEFINITION, "cflags": "-O3"}
+    build.save(update_fields=["definition"])
+
+    assert estimate_on(host, build)["build_seconds"] == 150
 
 
 def test_a_build_that_failed_teaches_no_compile_and_is_not_in_the_cache() -> None:
     host = HostFactory(facts={"cpu": {"threads": 2}})
     broken = source_build("15.18, a patch that does not apply")
     run = finished_like_an_agent(host, broken, setup_s=6.0, load_s=2.0, overhead_s=1.0)
-    run.build_record = {"key": "k", "reused": False, "seconds": 3.0, "failed_step": "patch"}
+    run.build_record = {
+        "key": "k",
+        "definition": DEFINITION,
+        "reused": False,
+        "seconds": 3.0,
+        "failed_step": "patch",
+    }
     run.save(update_fields=["build_record"])
     Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED)
 

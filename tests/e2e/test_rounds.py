@@ -21,9 +21,10 @@ from tests.runs.factories import ConfigProfileFactory, UserFactory
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(360)]
 
 SEED = 7
+# A direction is written with its interval and the interval's confidence.
 VERDICTS = re.compile(
     r"^((faster|slower|better|worse) by \d+\.\d % \[[+-]\d+\.\d, [+-]\d+\.\d\]"
-    r"|same within ±5 %|undecided: .+)$"
+    r" \(\d+(\.\d+)? % interval\)|same within ±5 %|undecided: .+)$"
 )
 INTERVAL = re.compile(r"^[+-]\d+\.\d % \[[+-]\d+\.\d, [+-]\d+\.\d\]")
 

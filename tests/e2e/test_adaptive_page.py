@@ -4,11 +4,12 @@ and the experiment page showing each cell's answer, the rounds it took and why i
 
 Three select-only workloads held to a rate by pgbench `-R` (250, 250 and 1,000 tps):
 the fourfold rate is decided "faster", at the first look after 3 rounds when the host
-kept its rate, and gets no rounds after the look that decided it; the identical one ends
+kept its rates, and gets no rounds after the look that decided it; the identical one ends
 "same within ±10 %" or undecided. The rates are low so that a busy CI host still keeps
 them: at 1,000 against 2,000 tps one round that fell short of 2,000 left the doubling
-undecided at a first look (df 2), and on a loaded CI VM a 1,000 tps round once fell to
-627, leaving the fourfold cell to the next look.
+undecided at a first look (df 2). On loaded CI VMs a round that fell short (1,000 tps at
+627 once, the baseline's 250 at 124 another time) made an outlier round, answered by
+ranks, which three rounds cannot decide: the fourfold cell then took the second look.
 """
 
 import re
@@ -65,7 +66,10 @@ def test_an_adaptive_experiment_from_the_form_ends_with_each_cells_answer(stack,
     wait_for(ended, 360, "the adaptive experiment to end", lab_logs, interval=3)
     measured = f"tps by point: {tps_by_round(experiment)}; state: {experiment.adaptive_state}"
     faster_rounds = experiment.runs.filter(cell=2).values("round").distinct().count()
-    assert faster_rounds < 6, f"the fourfold cell decided before the budget: {measured}"
+    looks = experiment.adaptive_state["looks"]
+    assert faster_rounds in looks, (
+        f"the fourfold cell stops at the look that decides it: {measured}"
+    )
 
     page.reload()
     state = page.locator("#adaptive-state")

@@ -18,9 +18,10 @@ def measured_cell(
     settings: dict[str, str],
     experiment: Experiment | None = None,
     transactions: int | None = None,
+    repeats: int = 3,
     **sections: Any,
 ) -> Run:
-    """A lab run holding the points of one real job with these settings (`sections`
+    """A lab run holding `repeats` points of one real job with these settings (`sections`
     override the spec's dataset or workload); points of 2 s, or of `transactions` per
     client where a counter per transaction depends on how many the window holds."""
     length = {"duration_s": None, "transactions": transactions} if transactions else {}
@@ -30,7 +31,7 @@ def measured_cell(
             "clients": [2],
             "duration_s": 2,
             "warmup_s": 0,
-            "repeats": 3,
+            "repeats": repeats,
             "between_points": "checkpoint",
             **length,
         },

@@ -11,7 +11,7 @@ import math
 import zlib
 
 from runs.charts.figures import PlotlyJson, figure_json
-from runs.flamegraphs.changes import FrameChange, frame_changes, tested_frames
+from runs.flamegraphs.changes import FrameChange, TreeChanges, tested_frames, tree_changes
 from runs.flamegraphs.trees import FlameTree
 from runs.inference import stats
 
@@ -121,18 +121,24 @@ def noise_note(tree: FlameTree) -> str:
 
 
 def diff_flame_figure(
-    tree: FlameTree, base_label: str, label: str, title: str, filename: str
+    tree: FlameTree,
+    base_label: str,
+    label: str,
+    title: str,
+    filename: str,
+    changes: TreeChanges | None = None,
 ) -> PlotlyJson:
     """The compared CPU profile's flame graph coloured by how each frame's share of the samples
     changed from the baseline's where the change is beyond sampling noise: red hotter, blue
-    cooler; grey within noise."""
-    changes = frame_changes(tree)
-    beyond = [abs(change.points) for change in changes if change.beyond_noise]
+    cooler; grey within noise. `changes`: the tree's, where the caller has them already."""
+    changes = changes or tree_changes(tree)
+    drawn = changes.drawn
+    beyond = [abs(change.points) for change in drawn if change.beyond_noise]
     reach = max([MIN_DIFF_RANGE, *beyond])
     trace = {
         **_icicle(tree),
         "marker": {
-            "colors": [_colour_value(change, reach) for change in changes],
+            "colors": [_colour_value(change, reach) for change in drawn],
             "colorscale": DIFF_SCALE,
             "cmin": -reach,
             "cmax": reach,
@@ -148,7 +154,7 @@ def diff_flame_figure(
                 "beyond noise" if change.beyond_noise else "within noise",
                 f"{change.q:.2g}",
             ]
-            for node, change in zip(tree.nodes, changes, strict=True)
+            for node, change in zip(tree.nodes, drawn, strict=True)
         ],
         "hovertemplate": f"<b>%{{label}}</b><br>{label}: %{{customdata[0]}} % of samples"
         f"<br>{base_label}: %{{customdata[1]}} %<br>change: %{{customdata[2]:+}} points, "

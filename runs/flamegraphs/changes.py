@@ -50,39 +50,57 @@ def _p_of(node: FlameNode, tree: FlameTree) -> float:
     return two_proportion_p(node.samples, tree.samples, node.base_count, tree.base_samples)
 
 
-def frame_changes(tree: FlameTree) -> list[FrameChange]:
-    """Each node's change (in `tree.nodes`' order); the root's share is 1 in both CPU profiles
-    and is no test, so it is never beyond noise and not counted in the family."""
-    q_values = _q_values(tree)
-    changes = []
-    for node in tree.nodes:
+@dataclass(frozen=True)
+class TreeChanges:
+    """Every tested frame's change in one Benjamini-Hochberg family: the drawn frames' (in
+    `tree.nodes`' order) and the baseline's frames the graph cannot draw (`tree.gone`'s)."""
+
+    drawn: list[FrameChange]
+    gone: list[FrameChange]
+
+
+@dataclass(frozen=True)
+class FoundFrame:
+    """A frame whose change is beyond noise."""
+
+    node: FlameNode
+    change: FrameChange
+
+
+def tree_changes(tree: FlameTree) -> TreeChanges:
+    """Each frame's change; the root's share is 1 in both CPU profiles and is no test, so it
+    is never beyond noise and not counted in the family."""
+    tested = _tested(tree)
+    q_by_path = dict(
+        zip(
+            (node.id for node in tested),
+            stats.adjust_p_values([_p_of(node, tree) for node in tested]),
+            strict=True,
+        )
+    )
+
+    def change(node: FlameNode) -> FrameChange:
         points = (node.share - node.base_share) * 100
         if not node.id:
-            changes.append(FrameChange(points, 1.0, 1.0))
-        else:
-            changes.append(FrameChange(points, _p_of(node, tree), q_values[node.id]))
-    return changes
+            return FrameChange(points, 1.0, 1.0)
+        return FrameChange(points, _p_of(node, tree), q_by_path[node.id])
+
+    return TreeChanges([change(node) for node in tree.nodes], [change(node) for node in tree.gone])
 
 
-def gone_changes(tree: FlameTree) -> list[FrameChange]:
-    """Each of the baseline's paths the graph does not draw (`tree.gone`, in order): its
-    change, tested in the same family as the drawn frames."""
-    q_values = _q_values(tree)
-    return [
-        FrameChange((node.share - node.base_share) * 100, _p_of(node, tree), q_values[node.id])
-        for node in tree.gone
+def beyond_noise(nodes: list[FlameNode], changes: list[FrameChange]) -> list[FoundFrame]:
+    """The frames of `nodes` (each with its change, in order) changed beyond noise, largest
+    change first."""
+    found = [
+        FoundFrame(node, change)
+        for node, change in zip(nodes, changes, strict=True)
+        if change.beyond_noise
     ]
+    return sorted(found, key=lambda frame: -abs(frame.change.points))
 
 
 def _tested(tree: FlameTree) -> list[FlameNode]:
     return [node for node in tree.nodes if node.id] + tree.gone
-
-
-def _q_values(tree: FlameTree) -> dict[str, float]:
-    """Each tested path's BH-adjusted q, by path."""
-    tested = _tested(tree)
-    q_values = stats.adjust_p_values([_p_of(node, tree) for node in tested])
-    return {node.id: q for node, q in zip(tested, q_values, strict=True)}
 
 
 def tested_frames(tree: FlameTree) -> int:

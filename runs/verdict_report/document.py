@@ -17,7 +17,7 @@ from typing import Any
 from runs.analysis.capacity_compare import capacity_comparison
 from runs.analysis.cells import standing_for
 from runs.analysis.chart_layout import cell_labels, dimensions
-from runs.flamegraphs.changes import frame_changes, gone_changes
+from runs.flamegraphs.changes import beyond_noise, tree_changes
 from runs.flamegraphs.pages import cpu_profile_pairs
 from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Experiment, PgBuild, Run
@@ -252,16 +252,13 @@ def _flame_changes(found: Statistics, labels: dict[int, str]) -> list[dict[str, 
     changes: list[dict[str, object]] = []
     for pair in cpu_profile_pairs(cells, baseline, found.runs):
         tree = flame_tree(pair.other.folded, pair.base.folded)
-        tested = [
-            *zip(tree.nodes, frame_changes(tree), strict=True),
-            *zip(tree.gone, gone_changes(tree), strict=True),
-        ]
-        kept = sorted(
-            ((node, change) for node, change in tested if node.id and change.beyond_noise),
-            key=lambda found_change: -abs(found_change[1].points),
+        found_changes = tree_changes(tree)
+        found_frames = beyond_noise(
+            [*tree.nodes, *tree.gone], [*found_changes.drawn, *found_changes.gone]
         )
         beyond = [
-            {"frame": node.label, "points": change.points, "q": change.q} for node, change in kept
+            {"frame": frame.node.label, "points": frame.change.points, "q": frame.change.q}
+            for frame in found_frames
         ]
         if beyond:
             changes.append(

@@ -29,9 +29,9 @@ from runs.charts import flames
 from runs.charts import timelines as timeline_charts
 from runs.charts.laid_out import laid_out_figure
 from runs.counters.points import movers_by_cell, movers_by_run
-from runs.flamegraphs.changes import gone_changes
+from runs.flamegraphs.changes import beyond_noise, tree_changes
 from runs.flamegraphs.pages import cpu_profile_pairs
-from runs.flamegraphs.trees import FlameTree, flame_tree
+from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Run
 from runs.services.history.series import notes_for_runs
 from runs.stats_tables import load_inputs, table_of
@@ -140,32 +140,20 @@ def cpu_profile_differences(
         tree = flame_tree(pair.other.folded, pair.base.folded)
         title = f"{label} against {base_label}, {pair.other.clients} clients"
         figure_name = f"{name}-cpu-profile-{pair.cell.pk}"
-        figure = flames.diff_flame_figure(tree, base_label, label, title, figure_name)
+        changes = tree_changes(tree)
+        figure = flames.diff_flame_figure(tree, base_label, label, title, figure_name, changes)
         panel_id = f"fig-cpu-profile-diff-{pair.cell.pk}"
-        panels.append(
-            {"pair": pair, "figure": figure, "id": panel_id, "gone": gone_beyond_noise(tree)}
-        )
+        gone = [
+            {
+                "frame": found.node.label,
+                "caller": found.node.parent.rpartition(";")[2] or "all",
+                "points": found.change.points,
+                "q": found.change.q,
+            }
+            for found in beyond_noise(tree.gone, changes.gone)
+        ]
+        panels.append({"pair": pair, "figure": figure, "id": panel_id, "gone": gone})
     return panels
-
-
-def gone_beyond_noise(tree: FlameTree) -> list[dict[str, object]]:
-    """The baseline's frames the graph cannot draw whose change is beyond noise, largest
-    first: the frame, the frame it was called from, the change in points and its q."""
-    beyond = [
-        (node, change)
-        for node, change in zip(tree.gone, gone_changes(tree), strict=True)
-        if change.beyond_noise
-    ]
-    beyond.sort(key=lambda found: -abs(found[1].points))
-    return [
-        {
-            "frame": node.label,
-            "caller": node.parent.rpartition(";")[2] or "all",
-            "points": change.points,
-            "q": change.q,
-        }
-        for node, change in beyond
-    ]
 
 
 def saved_comparison_context(

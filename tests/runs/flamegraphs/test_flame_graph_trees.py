@@ -6,7 +6,7 @@ import pytest
 
 from runs.charts.flames import diff_flame_figure, flame_figure
 from runs.flamegraphs import changes
-from runs.flamegraphs.changes import frame_changes, gone_changes
+from runs.flamegraphs.changes import beyond_noise, tree_changes
 from runs.flamegraphs.trees import MIN_NODE_SHARE, flame_tree
 
 BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
@@ -136,13 +136,19 @@ def test_a_frame_only_the_baseline_has_is_tested_with_the_drawn_ones() -> None:
 
     tree = flame_tree(asynchronous, synthetic_folded(rng, flushing, 275))
     [flush] = tree.gone
-    [change] = gone_changes(tree)
+    found = tree_changes(tree)
+    [change] = found.gone
     assert flush.id == "PostgresMain;commit;flush" and flush.samples == 0
     assert change.beyond_noise and change.points == pytest.approx(-15, abs=5)
     assert changes.tested_frames(tree) == len(tree.nodes)  # the drawn ones but the root, and flush
+    listed = beyond_noise([*tree.nodes, *tree.gone], [*found.drawn, *found.gone])
+    assert flush in [frame.node for frame in listed]
+    assert [abs(frame.change.points) for frame in listed] == sorted(
+        (abs(frame.change.points) for frame in listed), reverse=True
+    )
 
     same = flame_tree(asynchronous, synthetic_folded(rng, STACK_SHARES, 280))
-    assert same.gone == [] and not any(c.beyond_noise for c in frame_changes(same))
+    assert same.gone == [] and not any(c.beyond_noise for c in tree_changes(same).drawn)
 
 
 def test_the_graph_says_its_sample_counts_and_threshold() -> None:

@@ -64,6 +64,10 @@ LEARNED_RUNS = 20
 BUILD_CPU_S = 420.0
 # How many of a host's latest build records its build time learns from.
 LEARNED_BUILDS = 20
+# How many of a host's latest runs with a build record are read for what it has built (a
+# live estimate reads them on every update): a definition built only before those counts
+# as not built, and its compile is added (the estimate errs long).
+BUILD_RECORDS_READ = 1000
 # How many of the hosts' latest points in rounds the expected time learns the spread from,
 # and the transaction rates.
 LEARNED_RESULTS = 2000
@@ -391,12 +395,15 @@ def definition_key(definition: Mapping[str, Any]) -> str:
 def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int, str]]]:
     """Host -> the recency-weighted midmean of its latest LEARNED_BUILDS source builds'
     compile seconds (a build record's `seconds` is its original build's, whichever run
-    reused it: each cache key counts once); and the (host, definition_key) pairs it built."""
+    reused it: each cache key counts once); and the (host, definition_key) pairs it built,
+    from its latest BUILD_RECORDS_READ runs with a build record."""
     seconds: dict[int, list[float]] = defaultdict(list)
     keys: set[tuple[int, str]] = set()
     built: set[tuple[int, str]] = set()
-    records = (
-        Run.objects.filter(host_id__in=host_ids)
+    records = [
+        record
+        for host_id in host_ids
+        for record in Run.objects.filter(host_id=host_id)
         .exclude(build_record={})
         .exclude(finished_at=None)
         .order_by("-finished_at")
@@ -406,8 +413,8 @@ def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int
             "build_record__key",
             "build_record__seconds",
             "build_record__failed_step",
-        )
-    )
+        )[:BUILD_RECORDS_READ]
+    ]
     for host_id, definition, key, took, failed_step in records:
         if failed_step or not key:
             continue

@@ -7,7 +7,8 @@ job at a time (the agent's concurrency is 1) and takes its queue in the order
 the runs were sent, so a waiting run starts when the run in progress and every
 run before it have taken their estimated time; a run with a client host waits
 for both hosts and keeps both busy. A run's time is learned from the runs its
-host finished (runs/estimates.py).
+host finished (runs/estimates.py); the first run of a source build its host has
+not compiled adds the compile.
 """
 
 from dataclasses import dataclass, field
@@ -16,7 +17,14 @@ from datetime import datetime, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from runs.estimates import DEFAULT_TIMINGS, Learned, Timings, learned_timings, sweep_seconds
+from runs.estimates import (
+    DEFAULT_TIMINGS,
+    Learned,
+    Timings,
+    definition_key,
+    learned_timings,
+    sweep_seconds,
+)
 from runs.models import Host, Run
 
 
@@ -26,7 +34,7 @@ def runs_occupying(hosts: list[Host]) -> QuerySet[Run]:
         Run.objects.filter(
             Q(host__in=hosts) | Q(client_host__in=hosts), status__in=Run.ACTIVE_STATES
         )
-        .select_related("experiment", "build", "config_profile", "workload", "client_host")
+        .select_related("experiment", "build", "config_profile", "workload", "host", "client_host")
         .order_by("queued_at", "position", "pk")
     )
 
@@ -54,12 +62,29 @@ class HostQueue:
     waiting: list[Waiting] = field(default_factory=list)
 
 
-def _busy_until(current: Run | None, now: datetime, learned: Learned) -> datetime | None:
+def _compile_seconds(run: Run, learned: Learned, compiling: set[tuple[int, str]]) -> float:
+    """What compiling `run`'s source build adds before it: once per host and definition the
+    host has not built (Learned.build_seconds), paid by the first run of it in the queue,
+    which `compiling` records."""
+    if run.build is None or run.host is None:
+        return 0.0
+    compile_time = learned.build_seconds(run.host, run.build)
+    key = (run.host.pk, definition_key(run.build.definition))
+    if compile_time is None or key in compiling:
+        return 0.0
+    compiling.add(key)
+    return compile_time.seconds
+
+
+def _busy_until(
+    current: Run | None, now: datetime, learned: Learned, compiling: set[tuple[int, str]]
+) -> datetime | None:
     if current is None:
         return now
     seconds = estimated_seconds(current, learned.for_run(current))
     if seconds is None:
         return None
+    seconds += _compile_seconds(current, learned, compiling)
     return max(now, (current.started_at or now) + timedelta(seconds=seconds))
 
 
@@ -83,13 +108,18 @@ def host_queues(hosts: list[Host]) -> dict[int, HostQueue]:
                 queues[pk].current = run
     now = timezone.now()
     learned = learned_timings({run.host_id for run in occupying})
-    free_at = {pk: _busy_until(queue.current, now, learned) for pk, queue in queues.items()}
+    compiling: set[tuple[int, str]] = set()
+    free_at = {
+        pk: _busy_until(queue.current, now, learned, compiling) for pk, queue in queues.items()
+    }
     for run in occupying:
         if run.status != Run.Status.QUEUED:
             continue
         held = _occupied(run, queues)
         starts = _latest([free_at[pk] for pk in held])
         seconds = estimated_seconds(run, learned.for_run(run))
+        if seconds is not None:
+            seconds += _compile_seconds(run, learned, compiling)
         for pk in held:
             queues[pk].waiting.append(Waiting(run, starts))
             free_at[pk] = starts + timedelta(seconds=seconds) if starts and seconds else None

@@ -3,13 +3,18 @@ say so (runs/estimates.py, runs/services/estimating.py): the host's earlier buil
 how long, else a guess from BUILD_CPU_S and its CPUs; a build in its cache adds nothing,
 and the run that compiled teaches the build's setup without the compile."""
 
+from datetime import timedelta
+from itertools import pairwise
+
 import pytest
+from django.utils import timezone
 
 from runs import services
 from runs.estimates import BUILD_CPU_S, learned_timings
 from runs.models import Host, PgBuild, Run
-from tests.runs.factories import ExperimentFactory, HostFactory, PgBuildFactory
-from tests.runs.test_estimates_learned import finished_like_an_agent
+from runs.queues import host_queues
+from tests.runs.factories import ExperimentFactory, HostFactory, PgBuildFactory, RunFactory
+from tests.runs.test_estimates_learned import SPEC, finished_like_an_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -145,3 +150,26 @@ def test_review_says_what_compiling_adds_and_that_it_is_a_guess(client, user) ->
 
     assert "data-build-estimate>3 min 30 s</strong> of them compiling the source builds" in page
     assert "a guess, the host has built none" in page
+
+
+def test_the_queue_adds_the_compile_to_the_first_waiting_run_of_an_unbuilt_build() -> None:
+    """Three runs wait behind a running one: the first of the unbuilt source build compiles
+    it (its learned 150 s), the second of the same definition finds it cached, and the
+    cached build's run adds nothing."""
+    host = HostFactory(facts={"cpu": {"threads": 2}})
+    cached, unbuilt = source_build("15.18, -O2"), source_build("15.18, -O3", cflags="-O3")
+    first = finished_like_an_agent(host, cached, setup_s=156.0, load_s=2.0, overhead_s=1.0)
+    compiled(first, "key-o2", 150.0)
+    started = timezone.now() - timedelta(seconds=5)
+    RunFactory(host=host, build=cached, spec=SPEC, status=Run.Status.RUNNING, started_at=started)
+    for position, build in enumerate([unbuilt, unbuilt, cached], start=1):
+        RunFactory(host=host, build=build, spec=SPEC, position=position)
+
+    waiting = host_queues([host])[host.pk].waiting
+
+    starts = [queued.starts_at for queued in waiting]
+    assert all(start is not None for start in starts)
+    # A run of SPEC takes 6 + 2 + 2 x 11 = 30 s here; the first unbuilt one 150 s more.
+    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(starts)]
+    assert starts[0] == started + timedelta(seconds=30)
+    assert gaps == [pytest.approx(180), pytest.approx(30)]

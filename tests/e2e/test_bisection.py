@@ -19,6 +19,8 @@ repository (docs/benchmarks.md: 64 commits, one of which does not compile), and
 BENCHLAB_BISECT_CELL=DURATION_S,MAX_ROUNDS,MARGIN_PCT[,REPEATS[,CLIENTS]] measures it with
 longer points and more rounds, the first look after REPEATS rounds, at CLIENTS clients (a
 5 % regression needs them: one client's tps is bimodal on a 2-CPU VM, docs/benchmarks.md).
+BENCHLAB_BISECT_DUET=1 ticks the form's duet box: each step's rounds run the commit and the
+good build at once, each on its half of the CPUs (agents/duet.py).
 """
 
 import json
@@ -54,6 +56,7 @@ if CLONE:
     COMMITS, REGRESSION_AT = (int(number) for number in CLONE.split(","))
     SPIN, BROKEN_AT = EIGHT_SPIN, None
 CELL = os.environ.get("BENCHLAB_BISECT_CELL", "2,6,5").split(",")
+DUET = os.environ.get("BENCHLAB_BISECT_DUET") == "1"
 # REPEATS and CLIENTS default to 3 and 1.
 DURATION_S, MAX_ROUNDS, MARGIN_PCT, REPEATS, CLIENTS = CELL + ["3", "1"][len(CELL) - 3 :]
 # A run is about 8 s besides its point; the default cell's budget scales with its rounds.
@@ -99,6 +102,8 @@ def start_from_the_form(page, web: Web, host_name: str, repository: str) -> None
     page.fill("input[name=repeats]", REPEATS)
     page.fill("input[name=max_rounds]", MAX_ROUNDS)
     page.fill("input[name=margin_pct]", MARGIN_PCT)
+    if DUET:
+        page.check("input[name=duet]")
     page.click("button[name=start]")
     expect(page.locator(".messages")).to_contain_text("step 0 queued")
 

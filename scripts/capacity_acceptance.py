@@ -216,7 +216,7 @@ def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Sea
             ended = failure
             break
         say_probe(reading, probes)
-        step = next_step(reading.plan, reading.outcomes)
+        step = next_step(reading.plan, reading.objective, reading.outcomes)
         if step.next_tps is None:
             ended = str(step.ended)
             break

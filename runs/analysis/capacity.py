@@ -10,7 +10,7 @@ capacity.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runs.inference.capacity import (
     GENERATOR_BUSY_SHARE,
@@ -159,7 +159,7 @@ def _rate_verdict(outcome: RateOutcome) -> ProbeVerdict:
     passed = outcome.windows.count(Decision.PASS)
     failed = outcome.windows.count(Decision.FAIL)
     disagree = f"its probes disagree ({passed} passed, {failed} failed): the host's noise"
-    return ProbeVerdict(Decision.UNDECIDED, (disagree, *verdict.reasons), verdict.generator_limited)
+    return replace(verdict, decision=Decision.UNDECIDED, reasons=(disagree, *verdict.reasons))
 
 
 def pooled_measure(rate: float, results: Sequence[Result], objective: Objective) -> ProbeMeasure:

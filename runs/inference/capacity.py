@@ -70,11 +70,14 @@ class ProbeMeasure:
 
 @dataclass(frozen=True)
 class ProbeVerdict:
-    """A probe's decision and every reason it did not pass (empty for a pass)."""
+    """A probe's decision, every reason it did not pass (empty for a pass), and the rate
+    it reached where that fell short of the offered one (the server's or the load
+    generator's throughput; None where the rate was reached)."""
 
     decision: Decision
     reasons: tuple[str, ...]
     generator_limited: bool
+    short_of_rate_tps: float | None = None
 
 
 def rate_shortfall_allowed(offered_tps: float, seconds: float) -> float:
@@ -89,7 +92,8 @@ def decide_probe(measure: ProbeMeasure, objective: Objective) -> ProbeVerdict:
     failing: list[str] = []
     unsure: list[str] = []
     allowed = rate_shortfall_allowed(measure.offered_tps, measure.seconds)
-    if measure.reached_tps < measure.offered_tps * (1 - allowed):
+    short_of_rate = measure.reached_tps < measure.offered_tps * (1 - allowed)
+    if short_of_rate:
         reached = measure.reached_tps / measure.offered_tps * 100 if measure.offered_tps else 0.0
         failing.append(f"rate not reached ({reached:.1f} % of the offered rate)")
     scheduled = max(measure.transactions, 1)
@@ -116,7 +120,8 @@ def decide_probe(measure: ProbeMeasure, objective: Objective) -> ProbeVerdict:
         decision = Decision.UNDECIDED
     else:
         decision = Decision.PASS
-    return ProbeVerdict(decision, tuple(failing + unsure), measure.generator_busy)
+    short_of = measure.reached_tps if short_of_rate else None
+    return ProbeVerdict(decision, tuple(failing + unsure), measure.generator_busy, short_of)
 
 
 def _ms(value: float | None) -> str:

@@ -11,7 +11,10 @@ The search brackets, then narrows (runs/inference/capacity.py decides each probe
 3. a rate whose probe was undecided (its percentile's interval holds the limit) is
    probed again, up to `max_repeats` times, its repeats pooled;
 4. otherwise the widest gap, on the log of the rate, between the floor and the ceiling
-   (below) is bisected at its geometric middle, until every gap is within `precision`;
+   (below) is split, until every gap is within `precision`: a wide gap where the
+   percentile's estimates cross the limit on a queue's latency curve through its ends
+   (`_split`), a narrow one (within `INTERPOLATED_GAP_PRECISIONS` precisions) at its
+   geometric middle, where a window's noise outweighs the curve;
 5. then the floor and the ceiling are probed again until each was decided alone (as
    it was pooled) in `confirming_probes` windows, in later rounds: a failure in one
    window may be that window's stall, and a floor that passed once may have been
@@ -48,6 +51,14 @@ DEFAULT_MAX_REPEATS = 3
 # fails in before the capacity is confirmed; a comparison asks for more
 # (runs/inference/capacity_compare.py).
 DEFAULT_CONFIRMING_PROBES = 2
+# A gap wider than this many precisions is split where the latency curve crosses the
+# limit; a narrower one is bisected. The probes an interpolating search takes to narrow
+# a gap to that width (seeded queues from a flat curve to a steep knee,
+# tests/runs/inference/test_capacity.py).
+INTERPOLATED_GAP_PRECISIONS = 4.0
+EXPECTED_INTERPOLATIONS = 3
+# An interpolated probe aims at the limit less this many precisions (a share of it).
+AIM_BELOW_LIMIT_PRECISIONS = 2.0
 # Why a search ends at its lowest rate without saying the capacity is below it.
 ENDED_LOW_GENERATOR = "the load generator could not offer the lowest rate"
 ENDED_LOW_UNDECIDED = "the lowest rate stayed undecided after its repeats"
@@ -139,7 +150,7 @@ class Capacity:
     confirmed: bool = True
 
 
-def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
+def next_step(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Step:
     """The next rate to offer after `outcomes` (each offered rate once), or the end."""
     spent = sum(outcome.probes for outcome in outcomes)
     by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
@@ -175,7 +186,15 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
     gaps = [(math.log(b.offered_tps / a.offered_tps), a, b) for a, b in pairs]
     width, a, b = max(gaps, key=lambda gap: gap[0])
     if width > math.log1p(plan.precision):
-        return Step(_round_rate(math.sqrt(a.offered_tps * b.offered_tps)))
+        throughput = min(
+            (
+                o.verdict.short_of_rate_tps
+                for o in by_rate
+                if o.failing and o.verdict.short_of_rate_tps
+            ),
+            default=None,
+        )
+        return Step(_round_rate(_split(a, b, objective, plan.precision, throughput)))
     for end in (floor, ceiling):
         if _unconfirmed(end, plan):
             return Step(end.offered_tps)
@@ -183,12 +202,22 @@ def next_step(plan: SearchPlan, outcomes: Sequence[RateOutcome]) -> Step:
 
 
 def expected_probes(plan: SearchPlan) -> int:
-    """How many probes a search is expected to take: the range's two ends, the bisections
-    down to its precision, one repeat near the limit and the floor's and the ceiling's
-    confirming windows; its budget at most."""
-    halvings = math.log2(math.log(plan.high_tps / plan.low_tps) / math.log1p(plan.precision))
+    """How many probes a search is expected to take: the range's two ends, the splits
+    down to its precision (interpolations, then bisections; bisections alone where they
+    take fewer), one repeat near the limit and the floor's and the ceiling's confirming
+    windows; its budget at most."""
+    interpolated = 1 + INTERPOLATED_GAP_PRECISIONS * plan.precision
+    splits = min(
+        _halvings(plan.high_tps / plan.low_tps, plan.precision),
+        EXPECTED_INTERPOLATIONS + _halvings(interpolated, plan.precision),
+    )
     confirmations = 2 * (plan.confirming_probes - 1)
-    return min(plan.budget, 2 + max(0, math.ceil(halvings)) + 1 + confirmations)
+    return min(plan.budget, 2 + splits + 1 + confirmations)
+
+
+def _halvings(ratio: float, precision: float) -> int:
+    """The bisections on the log of the rate that narrow a gap of `ratio` to `precision`."""
+    return max(0, math.ceil(math.log2(math.log(ratio) / math.log1p(precision))))
 
 
 def capacity_of(
@@ -277,6 +306,62 @@ def _crossing(between: list[RateOutcome], limit_ms: float) -> float:
         share = (math.log(limit_ms) - math.log(a)) / (math.log(b) - math.log(a))
         return math.exp(math.log(low) + share * math.log(high / low))
     return below.offered_tps
+
+
+def _split(
+    below: RateOutcome,
+    above: RateOutcome,
+    objective: Objective,
+    precision: float,
+    throughput: float | None,
+) -> float:
+    """The rate to probe between `below` and `above`. In a gap wider than
+    `INTERPOLATED_GAP_PRECISIONS` precisions: where the latency curve through the two ends
+    (`_modelled_crossing`) reaches the limit less `AIM_BELOW_LIMIT_PRECISIONS` precisions,
+    so that the probe passes just under the capacity instead of landing on the limit,
+    where a window cannot decide; kept a precision inside the gap, so that the side it
+    leaves is narrowed at once. In a narrow gap, or where the ends give no curve, the
+    geometric middle."""
+    low, high = below.offered_tps, above.offered_tps
+    if high / low <= 1 + INTERPOLATED_GAP_PRECISIONS * precision:
+        return math.sqrt(low * high)
+    aim = (1 + AIM_BELOW_LIMIT_PRECISIONS * precision) / objective.limit_ms
+    crossing = _modelled_crossing(below, above, aim, throughput)
+    if crossing is None:
+        return math.sqrt(low * high)
+    # Just under a precision, so that a rate rounded to three digits leaves a gap within it.
+    step = (1 + precision) ** 0.95
+    return min(max(crossing, low * step), high / step)
+
+
+def _modelled_crossing(
+    below: RateOutcome, above: RateOutcome, target: float, throughput: float | None
+) -> float | None:
+    """The rate where the inverse of the percentile's estimate (1/ms) falls to `target`.
+    A queue's inverse latency falls to zero at its throughput as (throughput - rate) to a
+    power (1 for one server; TPC-B at 4 clients here measured about 1.5,
+    docs/benchmarks.md). With the throughput known (a failing probe that fell short of
+    its offer), the power is fitted through the two ends (1 where the upper end gives no
+    estimate under the throughput); without it, a straight line through the ends. The
+    lower end where it is at the target already; None where nothing was estimated."""
+    if below.estimate_ms is None or below.estimate_ms <= 0:
+        return None
+    rate_0, inverse_0 = below.offered_tps, 1 / below.estimate_ms
+    if inverse_0 <= target:
+        return rate_0
+    rate_1 = above.offered_tps
+    estimate_1 = above.estimate_ms
+    inverse_1 = 1 / estimate_1 if estimate_1 is not None and estimate_1 > 0 else None
+    if throughput is not None and throughput > rate_0:
+        power = 1.0
+        if inverse_1 is not None and inverse_1 < inverse_0 and rate_1 < throughput:
+            power = math.log(inverse_0 / inverse_1) / math.log(
+                (throughput - rate_0) / (throughput - rate_1)
+            )
+        return throughput - (throughput - rate_0) * (target / inverse_0) ** (1 / power)
+    if inverse_1 is None or inverse_1 >= inverse_0:
+        return None
+    return rate_0 + (inverse_0 - target) / (inverse_0 - inverse_1) * (rate_1 - rate_0)
 
 
 def _at(by_rate: Sequence[RateOutcome], tps: float) -> RateOutcome | None:

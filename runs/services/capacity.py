@@ -298,7 +298,7 @@ def _take_step(experiment: Experiment, state: dict[str, object]) -> str:
     nexts: dict[int, float] = {}
     ends: dict[str, str] = {}
     for item in compared:
-        step = next_step(item.reading.plan, item.reading.outcomes)
+        step = next_step(item.reading.plan, item.reading.objective, item.reading.outcomes)
         if step.next_tps is None:
             ends[str(item.cell)] = str(step.ended)
         else:

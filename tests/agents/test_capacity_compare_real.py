@@ -145,7 +145,8 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
         asked = {
             mode: step.next_tps
             for mode in MODES
-            if (step := next_step(PLAN, list(outcomes[mode].values()))).next_tps is not None
+            if (step := next_step(PLAN, OBJECTIVE, list(outcomes[mode].values()))).next_tps
+            is not None
         }
         if not asked:
             break

@@ -180,6 +180,6 @@ def test_the_estimate_counts_a_round_of_both_cells():
     assert estimate["runs"] == 2
     probe_s, round_s = alone["estimated_seconds"], estimate["estimated_seconds"]
     assert probe_s is not None and round_s is not None and round_s > 1.8 * probe_s
-    # Narrowed to 2.5 %: one more halving than a lone search's twelve probes, and the
-    # floor and the ceiling decided in three windows each, not two.
-    assert estimate["expected_seconds"] == pytest.approx(15 * round_s, abs=20)
+    # Narrowed to 2.5 %: three interpolations to 10 % and two halvings, one repeat, and
+    # the floor and the ceiling decided in three windows each, not two: twelve rounds.
+    assert estimate["expected_seconds"] == pytest.approx(12 * round_s, abs=20)

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils.dateparse import parse_datetime
 
 from agents.contract.spec.document import warm_up_seconds
@@ -400,21 +402,22 @@ def _learned_builds(host_ids: set[int]) -> tuple[dict[int, float], set[tuple[int
     seconds: dict[int, list[float]] = defaultdict(list)
     keys: set[tuple[int, str]] = set()
     built: set[tuple[int, str]] = set()
-    records = [
-        record
-        for host_id in host_ids
-        for record in Run.objects.filter(host_id=host_id)
+    newest_first = F("finished_at").desc()
+    records = (
+        Run.objects.filter(host_id__in=host_ids)
         .exclude(build_record={})
         .exclude(finished_at=None)
-        .order_by("-finished_at")
+        .annotate(recency=Window(RowNumber(), partition_by=F("host_id"), order_by=newest_first))
+        .filter(recency__lte=BUILD_RECORDS_READ)
+        .order_by("host_id", newest_first)
         .values_list(
             "host_id",
             "build_record__definition",
             "build_record__key",
             "build_record__seconds",
             "build_record__failed_step",
-        )[:BUILD_RECORDS_READ]
-    ]
+        )
+    )
     for host_id, definition, key, took, failed_step in records:
         if failed_step or not key:
             continue

@@ -11,7 +11,7 @@ import math
 import zlib
 
 from runs.charts.figures import PlotlyJson, figure_json
-from runs.flamegraphs.changes import FrameChange, TreeChanges, tested_frames, tree_changes
+from runs.flamegraphs.changes import FrameChange, TreeChanges, tested_frames
 from runs.flamegraphs.trees import FlameTree
 from runs.inference import stats
 
@@ -126,12 +126,11 @@ def diff_flame_figure(
     label: str,
     title: str,
     filename: str,
-    changes: TreeChanges | None = None,
+    changes: TreeChanges,
 ) -> PlotlyJson:
     """The compared CPU profile's flame graph coloured by how each frame's share of the samples
-    changed from the baseline's where the change is beyond sampling noise: red hotter, blue
-    cooler; grey within noise. `changes`: the tree's, where the caller has them already."""
-    changes = changes or tree_changes(tree)
+    changed from the baseline's (`changes`: `tree_changes(tree)`) where the change is beyond
+    sampling noise: red hotter, blue cooler; grey within noise."""
     drawn = changes.drawn
     beyond = [abs(change.points) for change in drawn if change.beyond_noise]
     reach = max([MIN_DIFF_RANGE, *beyond])

@@ -71,24 +71,19 @@ def tree_changes(tree: FlameTree) -> TreeChanges:
     """Each frame's change; the root's share is 1 in both CPU profiles and is no test, so it
     is never beyond noise and not counted in the family."""
     tested = _tested(tree)
-    q_by_path = dict(
-        zip(
-            (node.id for node in tested),
-            stats.adjust_p_values([_p_of(node, tree) for node in tested]),
-            strict=True,
-        )
-    )
+    p_by_path = {node.id: _p_of(node, tree) for node in tested}
+    q_by_path = dict(zip(p_by_path, stats.adjust_p_values(list(p_by_path.values())), strict=True))
 
     def change(node: FlameNode) -> FrameChange:
         points = (node.share - node.base_share) * 100
         if not node.id:
             return FrameChange(points, 1.0, 1.0)
-        return FrameChange(points, _p_of(node, tree), q_by_path[node.id])
+        return FrameChange(points, p_by_path[node.id], q_by_path[node.id])
 
     return TreeChanges([change(node) for node in tree.nodes], [change(node) for node in tree.gone])
 
 
-def beyond_noise(nodes: list[FlameNode], changes: list[FrameChange]) -> list[FoundFrame]:
+def changed_frames(nodes: list[FlameNode], changes: list[FrameChange]) -> list[FoundFrame]:
     """The frames of `nodes` (each with its change, in order) changed beyond noise, largest
     change first."""
     found = [

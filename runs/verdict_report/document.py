@@ -17,7 +17,7 @@ from typing import Any
 from runs.analysis.capacity_compare import capacity_comparison
 from runs.analysis.cells import standing_for
 from runs.analysis.chart_layout import cell_labels, dimensions
-from runs.flamegraphs.changes import beyond_noise, tree_changes
+from runs.flamegraphs.changes import changed_frames, tree_changes
 from runs.flamegraphs.pages import cpu_profile_pairs
 from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Experiment, PgBuild, Run
@@ -253,7 +253,7 @@ def _flame_changes(found: Statistics, labels: dict[int, str]) -> list[dict[str, 
     for pair in cpu_profile_pairs(cells, baseline, found.runs):
         tree = flame_tree(pair.other.folded, pair.base.folded)
         found_changes = tree_changes(tree)
-        found_frames = beyond_noise(
+        found_frames = changed_frames(
             [*tree.nodes, *tree.gone], [*found_changes.drawn, *found_changes.gone]
         )
         beyond = [

@@ -29,7 +29,7 @@ from runs.charts import flames
 from runs.charts import timelines as timeline_charts
 from runs.charts.laid_out import laid_out_figure
 from runs.counters.points import movers_by_cell, movers_by_run
-from runs.flamegraphs.changes import beyond_noise, tree_changes
+from runs.flamegraphs.changes import changed_frames, tree_changes
 from runs.flamegraphs.pages import cpu_profile_pairs
 from runs.flamegraphs.trees import flame_tree
 from runs.models import Comparison, Run
@@ -150,7 +150,7 @@ def cpu_profile_differences(
                 "points": found.change.points,
                 "q": found.change.q,
             }
-            for found in beyond_noise(tree.gone, changes.gone)
+            for found in changed_frames(tree.gone, changes.gone)
         ]
         panels.append({"pair": pair, "figure": figure, "id": panel_id, "gone": gone})
     return panels

@@ -6,7 +6,7 @@ import pytest
 
 from runs.charts.flames import diff_flame_figure, flame_figure
 from runs.flamegraphs import changes
-from runs.flamegraphs.changes import beyond_noise, tree_changes
+from runs.flamegraphs.changes import changed_frames, tree_changes
 from runs.flamegraphs.trees import MIN_NODE_SHARE, flame_tree
 
 BASE = "main;exec;scan 60\nmain;exec;sort 30\nmain;parse 10\n"
@@ -82,7 +82,8 @@ def test_a_flame_graph_is_an_upward_icicle_with_numbered_ids() -> None:
 def test_a_differential_flame_graph_colours_each_frame_by_its_change_in_share() -> None:
     # 100 samples a side: scan 60 -> 30 and hash 0 -> 50 are far beyond noise; parse
     # 10 -> 20 is not (two-proportion p = 0.08 before BH).
-    figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
+    tree = flame_tree(OTHER, BASE)
+    figure = diff_flame_figure(tree, "16", "17", "title", "name", tree_changes(tree))
 
     [trace] = figure["data"]  # type: ignore[misc]
     colour = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
@@ -101,7 +102,8 @@ def synthetic_folded(rng: np.random.Generator, shares: dict[str, float], samples
 
 
 def grey_and_coloured(folded: str, base_folded: str) -> tuple[set[str], set[str]]:
-    figure = diff_flame_figure(flame_tree(folded, base_folded), "B", "A", "t", "n")
+    tree = flame_tree(folded, base_folded)
+    figure = diff_flame_figure(tree, "B", "A", "t", "n", tree_changes(tree))
     [trace] = figure["data"]  # type: ignore[misc]
     frames = list(zip(trace["ids"], trace["marker"]["colors"], strict=True))[1:]  # no root
     labels = dict(zip(trace["ids"], trace["labels"], strict=True))
@@ -141,7 +143,7 @@ def test_a_frame_only_the_baseline_has_is_tested_with_the_drawn_ones() -> None:
     assert flush.id == "PostgresMain;commit;flush" and flush.samples == 0
     assert change.beyond_noise and change.points == pytest.approx(-15, abs=5)
     assert changes.tested_frames(tree) == len(tree.nodes)  # the drawn ones but the root, and flush
-    listed = beyond_noise([*tree.nodes, *tree.gone], [*found.drawn, *found.gone])
+    listed = changed_frames([*tree.nodes, *tree.gone], [*found.drawn, *found.gone])
     assert flush in [frame.node for frame in listed]
     assert [abs(frame.change.points) for frame in listed] == sorted(
         (abs(frame.change.points) for frame in listed), reverse=True
@@ -152,7 +154,8 @@ def test_a_frame_only_the_baseline_has_is_tested_with_the_drawn_ones() -> None:
 
 
 def test_the_graph_says_its_sample_counts_and_threshold() -> None:
-    figure = diff_flame_figure(flame_tree(OTHER, BASE), "16", "17", "title", "name")
+    tree = flame_tree(OTHER, BASE)
+    figure = diff_flame_figure(tree, "16", "17", "title", "name", tree_changes(tree))
     [note] = figure["layout"]["annotations"]  # type: ignore[index]
     assert note["text"].startswith("100 samples against the baseline's 100.")
     # 5 drawn frames and the baseline's sort, which the graph cannot draw.

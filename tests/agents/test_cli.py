@@ -78,7 +78,8 @@ def test_facts_describe_this_host():
     assert facts["storage"]["default"]["filesystem"]
 
 
-def test_installs_lists_the_cached_prebuilt_release():
+def test_installs_lists_the_cached_prebuilt_release(pg16_install):
+    # The fixture puts 16 in the agent's cache (a fresh machine's fast tier has none).
     finished = agents_cli("installs")
 
     assert finished.returncode == 0, finished.stderr

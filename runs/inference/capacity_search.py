@@ -339,11 +339,12 @@ def _modelled_crossing(
 ) -> float | None:
     """The rate where the inverse of the percentile's estimate (1/ms) falls to `target`.
     A queue's inverse latency falls to zero at its throughput as (throughput - rate) to a
-    power (1 for one server; TPC-B at 4 clients here measured about 1.5,
-    docs/benchmarks.md). With the throughput known (a failing probe that fell short of
-    its offer), the power is fitted through the two ends (1 where the upper end gives no
-    estimate under the throughput); without it, a straight line through the ends. The
-    lower end where it is at the target already; None where nothing was estimated."""
+    power (1 for one server; TPC-B at 4 clients on a 2-CPU VM gave 1.3 to 1.8 on one
+    day's probes, 3 to 9 on another's, docs/decisions.md). With the throughput known (a
+    failing probe that fell short of its offer), the power is fitted through the two ends
+    (1 where the upper end gives no estimate under the throughput); without it, a
+    straight line through the ends. The lower end where it is at the target already; None
+    where nothing was estimated."""
     if below.estimate_ms is None or below.estimate_ms <= 0:
         return None
     rate_0, inverse_0 = below.offered_tps, 1 / below.estimate_ms

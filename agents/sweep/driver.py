@@ -1,8 +1,9 @@
 """The measured part of a job: dataset, setup SQL, then the client sweep.
 
 The Sweep owns the order of things: the script files, `pgbench -i`, the setup
-SQL, the client order, the warm-up (or, without one, a short calibration run
-whose tps sets the first point's log sampling rate), CHECKPOINT/VACUUM between
+SQL, the client order, the warm-up (or, without one and without a rate limit, a
+short calibration run whose tps sets the first point's log sampling rate),
+CHECKPOINT/VACUUM between
 points. Each
 point is measured by its `PointRunner` (agents/sweep/local.py here,
 agents/pair/remote.py on a client host), which gets the sweep's
@@ -64,7 +65,9 @@ class Sweep:
         warmup = warm_up_seconds(self.spec["sweep"])
         if warmup:
             self.points.warm_up(points[0][0], warmup)
-        elif workload["latency_log"] == "sampled":
+        elif workload["latency_log"] == "sampled" and not workload["rate_tps"]:
+            # Under -R the rate bounds the tps, so it sets the sampling rate: a closed-loop
+            # run at full speed just before the first window would only disturb it.
             self.points.calibrate(points[0][0])
         for index, (clients, repeat) in enumerate(points):
             self.reporter.check_cancel()

@@ -63,7 +63,8 @@ def test_rate_limited_tpcb_at_700_tps_rests_on_a_thousand_logged_transactions(co
     """The case a guessed rate got wrong: a ~700 tps TPC-B point (held there by -R 700;
     scale 4 so its 4 clients do not queue on one branch row), 3 s long: at 500 log lines a
     second it would log 1,500 transactions, fewer than four times the minimum, so every one
-    is logged."""
+    is logged. The rate itself sets that plan: no calibration run at full speed before the
+    window (a capacity probe's would load the server just before it is measured)."""
     job = small_spec(
         run_id="calibration-r700",
         settings=NO_FLUSH_WAIT,
@@ -71,12 +72,14 @@ def test_rate_limited_tpcb_at_700_tps_rests_on_a_thousand_logged_transactions(co
         workload={"rate_tps": 700},
         sweep={"clients": [4], "duration_s": 3},
     )
-    result, _events = run(job, config)
+    result, events = run(job, config)
 
     assert result["status"] == "succeeded", result["error"]
+    assert first_marks(events.events) == ["before_point", "point"], "the rate sets the plan"
     (point,) = result["points"]
     percentiles = point["latency_percentiles_ms"]
     assert point["tps"] > 400, f"several hundred tps, the rate limit's: {point['tps']}"
+    assert percentiles["expected_from"] == "rate_limit"
     assert percentiles["source"] == "full"
     assert percentiles["sampled_transactions"] >= MIN_LOGGED_TRANSACTIONS, (percentiles, point)
     assert percentiles["p99"] is not None and percentiles["p50"] <= percentiles["p99"]

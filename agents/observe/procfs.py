@@ -5,6 +5,7 @@ unreadable, so that a fact the kernel does not expose never stops the agent.
 Only OSError and ValueError are caught, around a single read each.
 """
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,6 +55,41 @@ def read_meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
     return values
 
 
+def meminfo_bytes(text: bytes, names: tuple[str, ...]) -> dict[str, int]:
+    """The named /proc/meminfo entries (each given in kB) in bytes, read from its `text`
+    without parsing the other lines; a name the kernel does not have is left out."""
+    lines = b"\n" + text
+    values: dict[str, int] = {}
+    for name in names:
+        start = lines.find(b"\n" + name.encode() + b":")
+        if start == -1:
+            continue
+        end = lines.find(b"\n", start + 1)
+        values[name] = int(lines[start : end if end != -1 else None].split()[1]) * 1024
+    return values
+
+
+class KeptOpen:
+    """A /proc file kept open and read again from its start with pread: a sampler reading it
+    every second saves the open and close (and Python's file objects) each time."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._size = 16_384
+
+    def read(self) -> bytes:
+        """The file's current content."""
+        while True:
+            data = os.pread(self._fd, self._size, 0)
+            if len(data) < self._size:
+                return data
+            self._size *= 2
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
 class CpuTimes(NamedTuple):
     """Aggregate CPU time from the first line of /proc/stat, in clock ticks."""
 
@@ -74,8 +110,14 @@ class CpuTimes(NamedTuple):
 
 def read_cpu_times(path: str = "/proc/stat") -> CpuTimes:
     """The aggregate 'cpu' line of /proc/stat."""
-    with open(path) as stat:
-        fields = stat.readline().split()
+    with open(path, "rb") as stat:
+        return cpu_times_of(stat.readline())
+
+
+def cpu_times_of(stat: bytes) -> CpuTimes:
+    """The aggregate 'cpu' line (the first) of /proc/stat's content."""
+    line_end = stat.find(b"\n")
+    fields = stat[: line_end if line_end != -1 else len(stat)].split()
     values = [int(value) for value in fields[1:9]]
     values += [0] * (8 - len(values))
     return CpuTimes(*values)
@@ -95,19 +137,25 @@ class DiskCounters(NamedTuple):
 
 def read_diskstats(names: set[str], path: str = "/proc/diskstats") -> dict[str, DiskCounters]:
     """Counters of the named block devices (other lines are skipped)."""
+    with open(path, "rb") as diskstats:
+        return diskstats_of(diskstats.read(), names)
+
+
+def diskstats_of(diskstats: bytes, names: set[str]) -> dict[str, DiskCounters]:
+    """Counters of the named block devices in /proc/diskstats's content."""
+    wanted = {name.encode() for name in names}
     counters: dict[str, DiskCounters] = {}
-    with open(path) as diskstats:
-        for line in diskstats:
-            fields = line.split()
-            if len(fields) < 14 or fields[2] not in names:
-                continue
-            counters[fields[2]] = DiskCounters(
-                reads=int(fields[3]),
-                read_sectors=int(fields[5]),
-                writes=int(fields[7]),
-                write_sectors=int(fields[9]),
-                in_flight=int(fields[11]),
-                io_ticks_ms=int(fields[12]),
-                weighted_ms=int(fields[13]),
-            )
+    for line in diskstats.splitlines():
+        fields = line.split()
+        if len(fields) < 14 or fields[2] not in wanted:
+            continue
+        counters[fields[2].decode()] = DiskCounters(
+            reads=int(fields[3]),
+            read_sectors=int(fields[5]),
+            writes=int(fields[7]),
+            write_sectors=int(fields[9]),
+            in_flight=int(fields[11]),
+            io_ticks_ms=int(fields[12]),
+            weighted_ms=int(fields[13]),
+        )
     return counters

@@ -2,33 +2,40 @@
 
 pgbench writes its log through stdio, a few kilobytes at a time per thread
 (at the lab's ~500 sampled lines a second, every half second or so). The
-tail reads the complete lines every POLL_S into second bins
-(agents/pgbench/log_timeline.py) and emits a second once every log file has
-passed it: a file's lines are in the order its thread completed them, so
-such a second is complete and reads as the point's final timeline will.
-A second some file has not passed MAX_LIVE_LAG_S after it ended (a thread
-that logs rarely) is emitted as it stands; the point's final timeline, read
-from the whole files once pgbench has ended, replaces it in the lab.
+tail keeps each file open and reads its complete lines every POLL_S into
+second bins (agents/pgbench/log_timeline.py) and emits a second once every
+log file has passed it: a file's lines are in the order its thread completed
+them, so such a second is complete and reads as the point's final timeline
+will. A second some file has not passed MAX_LIVE_LAG_S after it ended (a
+thread that logs rarely) is emitted as it stands; the point's final timeline,
+read from the whole files once pgbench has ended, replaces it in the lab.
 
 The tail only bins: percentiles are read after pgbench ends, so that work
-stays out of the measured window. Binning 500 lines a second costs the agent
-about a millisecond of CPU a second. A full log is never tailed (that would
-take the CPU pgbench measures with).
+stays out of the measured window. A chunk of plain lines is binned with array
+operations (agents/pgbench/log_chunk.py), anything else line by line. A full
+log is never tailed (that would take the CPU pgbench measures with).
 """
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from agents.contract.reports.results import ProgressLine
+from agents.pgbench.log_chunk import add_columns_to_bins, plain_columns
 from agents.pgbench.log_timeline import SecondBins
 from agents.pgbench.txlog import TransactionLogError, add_to_bins, parse_line
 
 logger = logging.getLogger(__name__)
 
-POLL_S = 0.5
+# Each poll has a fixed cost (a directory listing, a read per file, a chunk's array
+# operations) that a CPU busy with pgbench and the server makes several times dearer:
+# polling every 2 s rather than every 0.5 s cut the tail's CPU by half (docs/benchmarks.md).
+# The live timeline's seconds then arrive two or three seconds after they end.
+POLL_S = 2.0
 MAX_LIVE_LAG_S = 10.0
 
 
@@ -49,7 +56,7 @@ class LogTail:
         self.bins = SecondBins(start=start)
         self.sampling_rate = sampling_rate
         self.emit = emit
-        self.offsets: dict[Path, int] = {}
+        self.streams: dict[Path, BinaryIO] = {}
         self.partial: dict[Path, bytes] = {}
         self.lines_read: dict[Path, int] = {}
         # Per file, when the transaction of its last line completed (epoch seconds).
@@ -65,6 +72,13 @@ class LogTail:
         """Stop tailing (the point's timeline is then read from the whole files)."""
         self.stopping.set()
         self.thread.join()
+        self.close()
+
+    def close(self) -> None:
+        """Close the log files the tail holds open."""
+        for stream in self.streams.values():
+            stream.close()
+        self.streams.clear()
 
     def _run(self) -> None:
         while not self.stopping.wait(POLL_S):
@@ -79,15 +93,29 @@ class LogTail:
 
     def read_new_lines(self) -> None:
         """Bin the complete lines written since the last call."""
-        for path in sorted(self.log_dir.glob(f"{self.prefix}*")):
-            self._read_file(path)
+        names = sorted(name for name in os.listdir(self.log_dir) if name.startswith(self.prefix))
+        for name in names:
+            self._read_file(self.log_dir / name)
 
     def _read_file(self, path: Path) -> None:
-        with open(path, "rb") as stream:
-            stream.seek(self.offsets.get(path, 0))
-            chunk = stream.read()
-        self.offsets[path] = self.offsets.get(path, 0) + len(chunk)
-        *complete, self.partial[path] = (self.partial.get(path, b"") + chunk).split(b"\n")
+        stream = self.streams.get(path)
+        if stream is None:
+            stream = self.streams[path] = open(path, "rb")
+        chunk = stream.read()
+        pending = self.partial.get(path, b"") + chunk
+        cut = pending.rfind(b"\n") + 1
+        complete_lines, self.partial[path] = pending[:cut], pending[cut:]
+        columns = plain_columns(complete_lines) if complete_lines else None
+        if columns is not None:
+            add_columns_to_bins(self.bins, columns)
+            self.lines_read[path] = self.lines_read.get(path, 0) + columns.lines
+            self.last_completed[path] = columns.last_completed_at()
+            return
+        self._read_lines(path, complete_lines.split(b"\n")[:-1])
+
+    def _read_lines(self, path: Path, complete: list[bytes]) -> None:
+        """Bin lines one at a time: a chunk the fast path does not take (failures, skips,
+        a line of another format: parse_line's rules and errors apply)."""
         # Counted in locals, stored once a chunk: a Path key costs more than a line.
         number, last = self.lines_read.get(path, 0), self.last_completed.get(path, 0.0)
         for line in complete:

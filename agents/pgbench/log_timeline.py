@@ -91,9 +91,13 @@ class SecondBins:
         offset = completed_at - self.start
         if offset < 0:
             return None
-        found = self.bins.get(int(offset))
+        return self.bin_at_second(int(offset))
+
+    def bin_at_second(self, second: int) -> SecondBin:
+        """The bin of second `second` since `start` (made empty if new)."""
+        found = self.bins.get(second)
         if found is None:
-            found = self.bins[int(offset)] = SecondBin()
+            found = self.bins[second] = SecondBin()
         return found
 
     def add_latency(self, completed_at: float, latency_us: int) -> None:

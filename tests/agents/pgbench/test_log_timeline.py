@@ -2,6 +2,7 @@
 rate, aggregate rows, and the live tail's rule for when a second is complete."""
 
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -120,12 +121,25 @@ class Emitted(list):
         self.append(line)
 
 
-def tail_of(directory: Path, rate: float = 1.0) -> tuple[LogTail, Emitted]:
-    emitted = Emitted()
-    return LogTail(directory, "pgbench_log", START, rate, emitted), emitted
+TailOf = Callable[..., tuple[LogTail, Emitted]]
 
 
-def test_a_second_is_emitted_once_every_thread_log_has_passed_it(tmp_path: Path):
+@pytest.fixture
+def tail_of() -> Iterator[TailOf]:
+    """Makes tails of a directory (optionally at a sampling rate); closes their files after."""
+    made: list[LogTail] = []
+
+    def make(directory: Path, rate: float = 1.0) -> tuple[LogTail, Emitted]:
+        emitted = Emitted()
+        made.append(LogTail(directory, "pgbench_log", START, rate, emitted))
+        return made[-1], emitted
+
+    yield make
+    for tail in made:
+        tail.close()
+
+
+def test_a_second_is_emitted_once_every_thread_log_has_passed_it(tmp_path: Path, tail_of: TailOf):
     thread0, thread1 = tmp_path / "pgbench_log.10", tmp_path / "pgbench_log.10.1"
     thread0.write_text(log_line(START + 0.4, 100) + log_line(START + 1.2, 100))
     thread1.write_text(log_line(START + 0.6, 300))
@@ -142,7 +156,9 @@ def test_a_second_is_emitted_once_every_thread_log_has_passed_it(tmp_path: Path)
     assert [(line["t"], line["tps"], line["latency_ms"]) for line in emitted] == [(1.0, 3.0, 0.3)]
 
 
-def test_a_thread_that_logs_nothing_holds_a_second_back_at_most_the_live_lag(tmp_path: Path):
+def test_a_thread_that_logs_nothing_holds_a_second_back_at_most_the_live_lag(
+    tmp_path: Path, tail_of: TailOf
+):
     (tmp_path / "pgbench_log.10").write_text(log_line(START + 0.4, 100))
     (tmp_path / "pgbench_log.10.1").write_text("")
     tail, emitted = tail_of(tmp_path)
@@ -154,7 +170,7 @@ def test_a_thread_that_logs_nothing_holds_a_second_back_at_most_the_live_lag(tmp
     assert [line["tps"] for line in emitted] == [1.0]
 
 
-def test_a_line_being_written_is_read_once_it_is_complete(tmp_path: Path):
+def test_a_line_being_written_is_read_once_it_is_complete(tmp_path: Path, tail_of: TailOf):
     log = tmp_path / "pgbench_log.10"
     whole = log_line(START + 0.4, 100)
     log.write_text(whole[:9])
@@ -169,7 +185,7 @@ def test_a_line_being_written_is_read_once_it_is_complete(tmp_path: Path):
     assert tail.lines_read[log] == 1
 
 
-def test_the_seconds_emitted_live_are_those_the_whole_files_give(tmp_path: Path):
+def test_the_seconds_emitted_live_are_those_the_whole_files_give(tmp_path: Path, tail_of: TailOf):
     log = tmp_path / "pgbench_log.10"
     log.write_text(log_line(START + 0.4, 100) + log_line(START + 0.8, 200)[:7])
     tail, emitted = tail_of(tmp_path, rate=0.5)

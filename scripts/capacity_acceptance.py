@@ -192,10 +192,11 @@ def say_probe(reading: CapacityReading, number: int) -> None:
     outcome = next(o for o in reading.outcomes if o.offered_tps == probe.offered_tps)
     p99 = probe.percentiles.get(PERCENTILE)
     reasons = "; ".join(outcome.verdict.reasons)
+    stalled = f"; stalled: {probe.stall}" if probe.stall else ""
     say(
         f"  probe {number}: {probe.offered_tps:,.0f} tps offered, "
         f"{probe.reached_tps or 0:,.1f} reached, p99 {_ms(p99)}: "
-        f"{outcome.decision}{' (' + reasons + ')' if reasons else ''}"
+        f"{outcome.decision}{' (' + reasons + ')' if reasons else ''}{stalled}"
     )
 
 

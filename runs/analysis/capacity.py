@@ -4,8 +4,11 @@ Each run of a capacity search is one probe: one point at the offered rate its sp
 gives pgbench (-R). The probes of one rate pool (their transactions added, their
 latency histograms merged) into one decision (runs/inference/capacity.py), and each
 is decided alone too, so that a rate one window passed and another failed is seen as
-mixed; the search (runs/inference/capacity_search.py) says what to offer next and the
-capacity.
+mixed, and a window that did not pass is checked against its timeline for a stall of
+the host (runs/inference/stalls.py): a stalled window stays a probe of the search,
+flagged with what stalled it, but is not pooled while its rate has at most
+MAX_STALLED_WINDOWS of them. The search (runs/inference/capacity_search.py) says what to
+offer next and the capacity.
 """
 
 import math
@@ -31,7 +34,14 @@ from runs.inference.capacity_search import (
     expected_probes,
 )
 from runs.inference.quantiles import HistogramSample, percentile_interval
-from runs.models import Experiment, Result, Run
+from runs.inference.stalls import (
+    SECOND_PERCENTILES,
+    WindowSecond,
+    stalled_rate_verdict,
+    window_stall,
+    windows_set_aside,
+)
+from runs.models import Experiment, ProgressSample, Result, Run
 
 # The percentiles the curve draws for every probe.
 CURVE_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
@@ -40,7 +50,9 @@ CURVE_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 @dataclass(frozen=True)
 class Probe:
     """One run of the search: its offered rate, what it reached, its percentiles (ms,
-    by CURVE_PERCENTILES; None where it logged none) and its rate's pooled verdict."""
+    by CURVE_PERCENTILES; None where it logged none), its rate's pooled verdict, what
+    stalled its window (None: not stalled) and whether its rate's stalled windows count as
+    they are (more than MAX_STALLED_WINDOWS of them)."""
 
     run_id: int
     number: int
@@ -49,6 +61,17 @@ class Probe:
     reached_tps: float | None
     percentiles: dict[float, float | None]
     verdict: ProbeVerdict | None
+    stall: str | None = None
+    stall_counted: bool = False
+
+
+@dataclass(frozen=True)
+class RateReading:
+    """One offered rate's outcome and what stalled each of its windows (by run id; None:
+    not stalled)."""
+
+    outcome: RateOutcome
+    stalls: dict[int, str | None]
 
 
 @dataclass(frozen=True)
@@ -115,39 +138,83 @@ def capacity_reading(
         result = results.get(run.pk)
         if run.status == Run.Status.SUCCEEDED and result is not None:
             by_rate.setdefault(offered_rate(run), []).append(result)
-    outcomes: list[RateOutcome] = []
-    verdicts: dict[float, ProbeVerdict] = {}
-    for rate, pooled in sorted(by_rate.items()):
-        measure = pooled_measure(rate, pooled, objective)
-        verdict = decide_probe(measure, objective)
-        # A rate probed once is its own window: its histogram is not read twice.
-        windows = (
-            (verdict.decision,)
-            if len(pooled) == 1
-            else tuple(
-                decide_probe(pooled_measure(rate, [result], objective), objective).decision
-                for result in pooled
+    timelines = window_timelines(list(results))
+    rates = {
+        rate: rate_reading(rate, pooled, objective, timelines)
+        for rate, pooled in sorted(by_rate.items())
+    }
+    outcomes = [reading.outcome for reading in rates.values()]
+    probes = []
+    for run in runs:
+        rate = rates.get(offered_rate(run))
+        probes.append(
+            Probe(
+                run_id=run.pk,
+                number=run.round or 0,
+                status=run.status,
+                offered_tps=offered_rate(run),
+                reached_tps=_tps(results.get(run.pk)),
+                percentiles=curve_percentiles(results.get(run.pk)),
+                verdict=_rate_verdict(rate.outcome) if rate else None,
+                stall=rate.stalls.get(run.pk) if rate else None,
+                stall_counted=bool(rate and rate.outcome.stalls_counted),
             )
         )
-        estimate = measure.interval.estimate if measure.interval else None
-        outcome = RateOutcome(rate, verdict, estimate, len(pooled), windows)
-        verdicts[rate] = _rate_verdict(outcome)
-        outcomes.append(outcome)
-    probes = [
-        Probe(
-            run_id=run.pk,
-            number=run.round or 0,
-            status=run.status,
-            offered_tps=offered_rate(run),
-            reached_tps=_tps(results.get(run.pk)),
-            percentiles=curve_percentiles(results.get(run.pk)),
-            verdict=verdicts.get(offered_rate(run)),
-        )
-        for run in runs
-    ]
     return CapacityReading(
         objective, plan, probes, outcomes, capacity_of(plan, objective, outcomes)
     )
+
+
+def rate_reading(
+    rate: float,
+    results: Sequence[Result],
+    objective: Objective,
+    timelines: dict[int, list[WindowSecond]],
+) -> RateReading:
+    """The probes of one offered rate decided: each window alone and checked for a stall
+    of the host (its timeline in `timelines`, by run id), then the windows that count
+    pooled (runs/inference/stalls.py sets the stalled ones aside)."""
+    alone = [_decided(rate, [result], objective) for result in results]
+    stalls = [
+        window_stall(verdict, timelines.get(result.run_id, []), result.duration_s, objective)
+        for result, (_measure, verdict) in zip(results, alone, strict=True)
+    ]
+    aside = windows_set_aside(stalls)
+    counted = [i for i, set_aside in enumerate(aside) if not set_aside]
+    stalled = sum(stall is not None for stall in stalls)
+    by_run = {result.run_id: stall for result, stall in zip(results, stalls, strict=True)}
+    if not counted:
+        outcome = RateOutcome(rate, stalled_rate_verdict(stalled), None, len(results), (), stalled)
+        return RateReading(outcome, by_run)
+    # A rate with one window that counts is that window: its histogram is not read twice.
+    measure, verdict = (
+        alone[counted[0]]
+        if len(counted) == 1
+        else _decided(rate, [results[i] for i in counted], objective)
+    )
+    windows = tuple(alone[i][1].decision for i in counted)
+    estimate = measure.interval.estimate if measure.interval else None
+    outcome = RateOutcome(rate, verdict, estimate, len(results), windows, stalled)
+    return RateReading(outcome, by_run)
+
+
+def _decided(
+    rate: float, results: Sequence[Result], objective: Objective
+) -> tuple[ProbeMeasure, ProbeVerdict]:
+    measure = pooled_measure(rate, results, objective)
+    return measure, decide_probe(measure, objective)
+
+
+def window_timelines(run_ids: Sequence[int]) -> dict[int, list[WindowSecond]]:
+    """Each probe's timeline (the progress lines of its one point), by run id."""
+    rows = ProgressSample.objects.filter(run_id__in=run_ids, point=0).order_by("run_id", "t")
+    timelines: dict[int, list[WindowSecond]] = {}
+    for run_id, t, sampled, *percentiles in rows.values_list(
+        "run_id", "t", "sampled", "p50_ms", "p95_ms", "p99_ms"
+    ):
+        by_percent = dict(zip(SECOND_PERCENTILES, percentiles, strict=True))
+        timelines.setdefault(run_id, []).append(WindowSecond(t, sampled, by_percent))
+    return timelines
 
 
 def _rate_verdict(outcome: RateOutcome) -> ProbeVerdict:

@@ -32,6 +32,7 @@ def capacity_figure(reading: CapacityReading, name: str, title: str | None = Non
                 "hovertext": [
                     f"probe {p.number} (run {p.run_id}): "
                     f"{p.verdict.decision if p.verdict else p.status}"
+                    + (" (stalled)" if p.stall else "")
                     for p in probes
                 ],
                 "hovertemplate": "%{x:,.0f} tps: %{y:,.2f} ms<br>%{hovertext}"

@@ -70,14 +70,16 @@ class ProbeMeasure:
 
 @dataclass(frozen=True)
 class ProbeVerdict:
-    """A probe's decision, every reason it did not pass (empty for a pass), and the rate
-    it reached where that fell short of the offered one (the server's or the load
-    generator's throughput; None where the rate was reached)."""
+    """A probe's decision, every reason it did not pass (empty for a pass), the rate it
+    reached where that fell short of the offered one (the server's or the load
+    generator's throughput; None where the rate was reached), and whether its
+    percentile's interval (over the limit, or holding it) is its only reason."""
 
     decision: Decision
     reasons: tuple[str, ...]
     generator_limited: bool
     short_of_rate_tps: float | None = None
+    percentile_only: bool = False
 
 
 def rate_shortfall_allowed(offered_tps: float, seconds: float) -> float:
@@ -103,15 +105,18 @@ def decide_probe(measure: ProbeMeasure, objective: Objective) -> ProbeVerdict:
         failing.append(f"{measure.skipped:,} transactions skipped (later than -L)")
     interval = measure.interval
     name = f"p{objective.percentile:g}"
+    over_limit = False
     if interval is None:
         unsure.append("no latency logged")
     elif interval.lower is not None and interval.lower > objective.limit_ms:
         failing.append(f"{name} at least {interval.lower:g} ms")
+        over_limit = True
     elif interval.upper is None:
         unsure.append(f"too few logged transactions ({interval.count:,}) to bound {name}")
     elif interval.upper > objective.limit_ms:
         held = f"[{_ms(interval.lower)}, {interval.upper:g}] ms"
         unsure.append(f"{name} interval {held} holds the limit")
+        over_limit = True
     if measure.generator_busy:
         unsure.append("limited by the load generator (pgbench's CPUs saturated)")
     if failing and not measure.generator_busy:
@@ -121,7 +126,9 @@ def decide_probe(measure: ProbeMeasure, objective: Objective) -> ProbeVerdict:
     else:
         decision = Decision.PASS
     short_of = measure.reached_tps if short_of_rate else None
-    return ProbeVerdict(decision, tuple(failing + unsure), measure.generator_busy, short_of)
+    reasons = tuple(failing + unsure)
+    percentile_only = over_limit and len(reasons) == 1
+    return ProbeVerdict(decision, reasons, measure.generator_busy, short_of, percentile_only)
 
 
 def _ms(value: float | None) -> str:

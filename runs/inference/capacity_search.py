@@ -23,6 +23,13 @@ The search brackets, then narrows (runs/inference/capacity.py decides each probe
    the search goes below it); an undecided window confirms nothing;
 6. the search ends when the budget of probes is spent, whatever it found.
 
+A window the host stalled in (runs/inference/stalls.py: its percentile over the limit
+in a burst of a second or two only) is set aside, up to `MAX_STALLED_WINDOWS` a rate:
+it counts towards the budget, not towards the rate's windows, so its rate is probed
+again as if it had not been; beyond that bound every window of the rate counts as it
+is, and the answer says the host's stalls decided that rate. The answer counts the
+stalled windows.
+
 A rate is decided on its probes pooled (runs/inference/capacity.py), and each probe is
 also decided alone (its window): a rate one of whose windows passed and another failed
 is mixed, the host's noise at that rate, and stays undecided however often it is probed.
@@ -40,10 +47,11 @@ said to be so.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from runs.inference.capacity import Decision, Objective, ProbeVerdict
+from runs.inference.stalls import MAX_STALLED_WINDOWS, stalled_windows_said
 
 DEFAULT_PRECISION = 0.05
 DEFAULT_MAX_REPEATS = 3
@@ -97,19 +105,32 @@ class SearchPlan:
 
 @dataclass(frozen=True)
 class RateOutcome:
-    """One offered rate's verdict (its repeats pooled), the percentile's estimate (ms),
-    how many probes it took and each probe's own decision (`windows`, in order; empty
-    where they were not decided alone)."""
+    """One offered rate's verdict (its counted repeats pooled), the percentile's estimate
+    (ms), how many probes it took, each counted probe's own decision (`windows`, in order;
+    empty where they were not decided alone) and how many of its probes the host stalled
+    in (`stalled`, runs/inference/stalls.py; set aside, not pooled and not in `windows`,
+    while at most MAX_STALLED_WINDOWS)."""
 
     offered_tps: float
     verdict: ProbeVerdict
     estimate_ms: float | None
     probes: int = 1
     windows: tuple[Decision, ...] = ()
+    stalled: int = 0
 
     @property
     def decision(self) -> Decision:
         return Decision.UNDECIDED if self.mixed else self.verdict.decision
+
+    @property
+    def stalls_counted(self) -> bool:
+        """The host stalled in more of its windows than are set aside: all count as they are."""
+        return self.stalled > MAX_STALLED_WINDOWS
+
+    @property
+    def counted(self) -> int:
+        """Its probes that count: all but the stalled windows set aside."""
+        return self.probes if self.stalls_counted else self.probes - self.stalled
 
     @property
     def mixed(self) -> bool:
@@ -223,7 +244,15 @@ def _halvings(ratio: float, precision: float) -> int:
 def capacity_of(
     plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]
 ) -> Capacity:
-    """The capacity the probes give (see the module's docstring)."""
+    """The capacity the probes give (see the module's docstring), and the windows the host
+    stalled in."""
+    capacity = _capacity(plan, objective, outcomes)
+    stalls = stalled_windows_said(outcomes)
+    return replace(capacity, sentence=f"{capacity.sentence}; {stalls}") if stalls else capacity
+
+
+def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Capacity:
+    """The capacity the probes give, without what the host's stalls did."""
     by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
     at = f"at {objective.describe()}"
     passes = [o for o in by_rate if o.passing]
@@ -272,7 +301,11 @@ def capacity_of(
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
-    between = [o for o in by_rate if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps]
+    between = [
+        o
+        for o in by_rate
+        if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps and o.counted
+    ]
     estimate = _crossing(between, objective.limit_ms)
     interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
     unconfirmed = [
@@ -371,7 +404,7 @@ def _at(by_rate: Sequence[RateOutcome], tps: float) -> RateOutcome | None:
 
 def _repeatable(outcome: RateOutcome, plan: SearchPlan) -> bool:
     return (
-        outcome.probes < plan.max_repeats
+        outcome.counted < plan.max_repeats
         and not outcome.verdict.generator_limited
         and not outcome.mixed
     )
@@ -386,10 +419,10 @@ def _unconfirmed(outcome: RateOutcome, plan: SearchPlan) -> bool:
 
 
 def _agreeing_windows(outcome: RateOutcome) -> int:
-    """The windows that decided alone as the rate did (all its probes, where they were
-    not decided alone)."""
+    """The windows that decided alone as the rate did (all its counted probes, where they
+    were not decided alone)."""
     if not outcome.windows:
-        return outcome.probes
+        return outcome.counted
     return outcome.windows.count(Decision.PASS if outcome.passing else Decision.FAIL)
 
 

@@ -10,6 +10,7 @@ from runs.analysis.capacity_compare import CellCapacity, capacity_comparison, co
 from runs.charts.capacity import capacity_figure
 from runs.charts.figures import PlotlyJson
 from runs.inference.capacity_compare import CapacityRatio
+from runs.inference.stalls import MAX_STALLED_WINDOWS
 from runs.models import Experiment
 
 # While a search runs, its page reloads this often to show new probes.
@@ -19,13 +20,15 @@ RELOAD_SECONDS = 10
 @dataclass(frozen=True)
 class ProbeRow:
     """A probe as its table row: the run, rates, percentiles in CURVE_PERCENTILES' order,
-    its rate's decision and the reasons it did not pass."""
+    its rate's decision, the reasons it did not pass and what stalled its window ("" where
+    the host did not)."""
 
     probe: Probe
     latencies: list[float | None]
     decision: str
     reasons: str
     generator_limited: bool
+    stall: str
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class CapacitySummary:
     percentiles: list[str]
     cells: list[CellPanel]
     compared: bool
+    max_stalled_windows: int
 
 
 def capacity_summary(experiment: Experiment) -> CapacitySummary | None:
@@ -71,6 +75,7 @@ def capacity_summary(experiment: Experiment) -> CapacitySummary | None:
         percentiles=[f"p{p:g}" for p in CURVE_PERCENTILES],
         cells=cells,
         compared=several,
+        max_stalled_windows=MAX_STALLED_WINDOWS,
     )
 
 
@@ -99,4 +104,14 @@ def _row(probe: Probe) -> ProbeRow:
         decision=str(verdict.decision) if verdict else probe.status,
         reasons="; ".join(verdict.reasons) if verdict else "",
         generator_limited=bool(verdict and verdict.generator_limited),
+        stall=_stall_said(probe),
     )
+
+
+def _stall_said(probe: Probe) -> str:
+    if probe.stall is None:
+        return ""
+    if probe.stall_counted:
+        counted = f"counted as it is (its rate stalled in more than {MAX_STALLED_WINDOWS} windows)"
+        return f"stalled: {probe.stall}; {counted}"
+    return f"stalled: {probe.stall} (the host's, not the load's): set aside, its rate probed again"

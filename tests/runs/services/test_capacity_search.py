@@ -15,7 +15,7 @@ from hdrh.histogram import HdrHistogram
 from agents.contract.errors import JobError
 from runs import services
 from runs.analysis.capacity import capacity_reading
-from runs.models import Experiment, Result, Run
+from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.capacity import (
     ENDED_CANCELLED,
     capacity_notes,
@@ -193,6 +193,56 @@ def test_its_progress_counts_probes_against_the_budget_and_says_how_it_ended(lab
     ended = experiment_progress(experiment)
     assert ended["ended"] == experiment.capacity_state["ended"] != ""
     assert ended["remaining_seconds"] == 0
+
+
+def test_a_window_the_host_stalled_in_is_flagged_and_its_rate_probed_again(
+    lab_redis, admin_client
+) -> None:
+    # The first probe (100 tps, 60 s) logs 5 ms everywhere but in its 34th second, where
+    # the 2 % of its transactions that waited behind a stall finished at 300 ms.
+    experiment = capacity_experiment(duration_s=60)
+    (run,) = services.experiment_start(experiment, UserFactory())
+    histogram = HdrHistogram(1, 3_600_000_000, 3)
+    histogram.record_value(5_000, 5880)
+    histogram.record_value(300_000, 120)
+    Result.objects.create(
+        run=run,
+        index=0,
+        clients=4,
+        tps=100.0,
+        duration_s=60.0,
+        transactions=6000,
+        exit_code=0,
+        percentiles={"p99": 300.0, "histogram": histogram.encode().decode()},
+    )
+    ProgressSample.objects.bulk_create(
+        ProgressSample(
+            run=run,
+            point=0,
+            t=float(t),
+            tps=100.0,
+            sampled=100,
+            sampling_rate=1.0,
+            p50_ms=5.0,
+            p95_ms=300.0 if t == 34 else 5.0,
+            p99_ms=300.0 if t == 34 else 5.0,
+        )
+        for t in range(1, 61)
+    )
+    services.run_finish(run, Run.Status.SUCCEEDED)
+
+    assert capacity_step(experiment.pk)
+
+    again = experiment.runs.get(round=2)
+    assert again.spec["workload"]["rate_tps"] == 100.0
+    reading = capacity_reading(experiment)
+    (outcome,) = reading.outcomes
+    assert (outcome.probes, outcome.stalled, outcome.counted) == (1, 1, 0)
+    stall = "p99 over 20 ms only in a burst of 1 of its 60 seconds (34 s: 300 ms)"
+    assert (reading.probes[0].stall or "").startswith(stall)
+    assert reading.capacity.sentence.endswith("; 1 of 1 window stalled (host, not load): repeated")
+    page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
+    assert f"stalled: {stall}" in page and "data-stalled" in page
 
 
 def test_probes_so_short_that_one_stall_fails_them_are_said_before_the_start(lab_redis):

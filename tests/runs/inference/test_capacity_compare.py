@@ -10,7 +10,6 @@ late, whatever the rate (a shared VM at a load of 7 to 9 did this to one probe i
 four or five)."""
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -32,24 +31,11 @@ from runs.inference.capacity_search import (
     next_step,
 )
 from runs.inference.quantiles import percentile_interval
+from tests.runs.inference.samples import ArraySample
 
 P99_20 = Objective(percentile=99.0, limit_ms=20.0)
 PROBE_SECONDS = 2.0
 MARGIN_PCT, MIN_EFFECT_PCT = 5.0, 1.0
-
-
-@dataclass(frozen=True)
-class ArraySample:
-    """Sorted latencies (ms) in a numpy array, read by rank."""
-
-    values: np.ndarray
-
-    @property
-    def count(self) -> int:
-        return len(self.values)
-
-    def at_rank(self, rank: int) -> float:
-        return float(self.values[rank - 1])
 
 
 def true_capacity(mu: float) -> float:

@@ -27,6 +27,7 @@ from runs.inference.stalls import (
     window_stall,
     windows_set_aside,
 )
+from tests.runs.inference.samples import ArraySample
 
 P99_20 = Objective(percentile=99.0, limit_ms=20.0)
 # The z of a normal's 99th percentile: a lognormal's p99 is exp(mu + Z99 sigma).
@@ -252,20 +253,6 @@ def test_a_rate_whose_windows_all_stalled_says_nothing_of_the_crossing() -> None
     capacity = capacity_of(plan, P99_20, outcomes)
     share = math.log(20 / 18) / math.log(22 / 18)
     assert capacity.estimate == pytest.approx(2000 * (2050 / 2000) ** share)
-
-
-@dataclass(frozen=True)
-class ArraySample:
-    """Sorted latencies (ms) in an array, read by rank (quantiles.LatencySample)."""
-
-    values: np.ndarray
-
-    @property
-    def count(self) -> int:
-        return len(self.values)
-
-    def at_rank(self, rank: int) -> float:
-        return float(self.values[rank - 1])
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ class Finished:
     cpu_s: float | None
     # Context switches of pgbench (and its threads) from the same rusage: (voluntary, involuntary).
     switches: tuple[int, int] | None = None
+    # When pgbench was launched and when it was reaped, in seconds since the epoch on this
+    # host's clock: its window lies within them (a duet's two sides compare theirs).
+    started_epoch: float | None = None
+    ended_epoch: float | None = None
 
     def as_fields(self) -> dict[str, object]:
         """The point result's command fields (agents/contract/reports/results.py)."""
@@ -53,6 +57,8 @@ class Finished:
             "pgbench_cpu_s": self.cpu_s,
             "pgbench_voluntary_switches": self.switches[0] if self.switches else None,
             "pgbench_involuntary_switches": self.switches[1] if self.switches else None,
+            "started_epoch": self.started_epoch,
+            "ended_epoch": self.ended_epoch,
             "stdout": self.stdout,
             "stderr": self.stderr,
         }
@@ -109,6 +115,7 @@ def run_pgbench(
     and signals go to pgbench's own pid.
     """
     started = time.monotonic()
+    started_epoch = time.time()
     launched = launch(
         argv,
         stdin=subprocess.DEVNULL,
@@ -144,6 +151,8 @@ def run_pgbench(
         stopped_early=stopped_early,
         cpu_s=reaper.cpu_s,
         switches=reaper.switches,
+        started_epoch=round(started_epoch, 3),
+        ended_epoch=round(time.time(), 3),
     )
 
 

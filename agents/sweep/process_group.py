@@ -9,7 +9,7 @@ and, under `processes`, what each process printed with its exact argv. With
 processes' lines (agents/pgbench/group.py).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +174,15 @@ def combined_finished(finished: list[Finished]) -> Finished:
         stopped_early=any(done.stopped_early for done in finished),
         cpu_s=_summed_cpu(finished),
         switches=_summed_switches(finished),
+        started_epoch=min(_epochs(done.started_epoch for done in finished), default=None),
+        ended_epoch=max(_epochs(done.ended_epoch for done in finished), default=None),
     )
+
+
+def _epochs(times: Iterable[float | None]) -> list[float]:
+    """The processes' launch (or reap) times; none when any is unknown."""
+    known = list(times)
+    return [] if None in known else [t for t in known if t is not None]
 
 
 def _summed_switches(finished: list[Finished]) -> tuple[int, int] | None:

@@ -38,6 +38,10 @@ class Result(models.Model):
     agent_cpu_s = models.FloatField(null=True, blank=True)
     # How many CPUs pgbench's threads could use on the host it ran on (threads, or fewer CPUs).
     pgbench_cpus = models.PositiveIntegerField(null=True, blank=True)
+    # When the agent launched pgbench and reaped it (seconds since the epoch, the agent's
+    # clock): the window lies within them. Null from agents that do not record them.
+    started_epoch = models.FloatField(null=True, blank=True)
+    ended_epoch = models.FloatField(null=True, blank=True)
     statements = models.JSONField(default=list, blank=True)
     messages = models.JSONField(default=list, blank=True)
     argv = models.JSONField(default=list, blank=True)

@@ -202,6 +202,14 @@ def test_a_duet_runs_both_sides_at_once_on_their_own_cpus(
     gaps = [abs(x - y) for x, y in zip(a, b, strict=True)]
     assert statistics.median(gaps) < START_BOUND_S, gaps
     assert max(gaps) < SETUP_DELAY_S / 2, gaps
+    # The launch and reap times each point records hold its first transaction, and their
+    # gaps between the sides are the barrier's, as the log's are.
+    spans = [[(p["started_epoch"], p["ended_epoch"]) for p in r["points"]] for r in results]
+    for side_spans, firsts in zip(spans, (a, b), strict=True):
+        for (started, ended), first in zip(side_spans, firsts, strict=True):
+            assert started <= first <= ended
+    launch_gaps = [abs(x[0] - y[0]) for x, y in zip(*spans, strict=True)]
+    assert max(launch_gaps) < SETUP_DELAY_S / 2, launch_gaps
     # Side 1 waited SETUP_DELAY_S at the barrier before its first point: its window (the
     # host's CPU, the agent's own) starts when both are there, not when it arrived.
     first_window = results[1]["points"][0]["noise"]["window_s"]

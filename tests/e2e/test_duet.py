@@ -3,14 +3,15 @@
 uvicorn, the control worker, one agent running real PostgreSQL and pgbench, Redis:
 the Schedule form's duet option (its line saying what it does, the estimate halving),
 two configs x 3 rounds started as duets, each round's two runs measured at the same
-time, the experiment page saying "duet", and the comparison of the cells answering
+time, the experiment page saying "duet" and how long each point's two sides ran
+together, and the comparison of the cells answering
 from the rounds' simultaneous windows ("duet over 3 rounds").
 """
 
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import Experiment, Run
+from runs.models import Experiment, Result, Run
 from runs.presets import load_presets
 from tests.e2e.conftest import PASSWORD, sign_in
 from tests.runs.factories import ConfigProfileFactory, UserFactory
@@ -52,6 +53,15 @@ def test_a_duet_runs_each_round_s_two_cells_at_once_and_answers_as_a_duet(stack,
         )
 
     page.reload()
+    # Each point's two sides ran together for most of their 2 s: the barrier, then each
+    # side's launch (at most 0.7 s apart on a loaded machine, tests/agents/test_duet.py).
+    together = page.locator("#duet-windows [data-together]")
+    expect(together).to_contain_text("over 3 points measured on both sides")
+    median = float(together.locator("strong").inner_text().rstrip(" %"))
+    assert 60.0 <= median <= 100.0, together.inner_text()
+    for result in Result.objects.filter(run__experiment=experiment):
+        assert result.started_epoch is not None and result.ended_epoch is not None
+        assert result.ended_epoch - result.started_epoch >= 2.0, "the window lies within"
     page.click("button:has-text('Compare the cells')")
     design = page.locator("#compare-table tbody tr:not(.baseline) [data-col$='-design']")
     expect(design.first).to_have_text("duet over 3 rounds")

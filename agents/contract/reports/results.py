@@ -116,6 +116,10 @@ class PointResult(TypedDict):
     # pgbench's context switches over the point (its rusage, all its threads).
     pgbench_voluntary_switches: NotRequired[int | None]
     pgbench_involuntary_switches: NotRequired[int | None]
+    # When the agent launched pgbench and reaped it, seconds since the epoch on the
+    # agent's clock (its window lies within them; a duet's sides compare theirs).
+    started_epoch: NotRequired[float | None]
+    ended_epoch: NotRequired[float | None]
     # The host's CPU steal and the CPU used outside the job over the window
     # (agents/contract/reports/noise.py); absent from agents before it.
     noise: NotRequired[PointNoise]

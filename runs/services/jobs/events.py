@@ -430,6 +430,8 @@ def _result_values(point: PointResult) -> dict[str, object]:
         "duration_s": point.get("duration_s"),
         "pgbench_cpu_s": point.get("pgbench_cpu_s"),
         "pgbench_cpus": point.get("pgbench_cpus"),
+        "started_epoch": point.get("started_epoch"),
+        "ended_epoch": point.get("ended_epoch"),
         "agent_cpu_s": point.get("agent_cpu_s"),
         "statements": point.get("statements") or [],
         "messages": point.get("messages") or [],

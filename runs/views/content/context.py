@@ -18,6 +18,7 @@ from runs.analysis.compare import (
     point_warnings,
     stats_table,
 )
+from runs.analysis.duet_windows import TOGETHER_FLOOR, duet_windows
 from runs.charts import clients, flames
 from runs.charts import timelines as timeline_charts
 from runs.counters.points import counter_table, statement_points
@@ -173,6 +174,9 @@ def experiment_context(
         ),
         "capacity": capacity_summary(experiment),
         "spread": spread_split(experiment, loaded["results"]) if runs else None,
+        # How long a duet's two sides ran together, point by point.
+        "duet_windows": duet_windows(runs, loaded["own_results"]) if experiment.duet else None,
+        "together_floor_pct": round(100 * TOGETHER_FLOOR),
         "sweep_choices": [
             (field.label, getattr(experiment, field.name))
             for field in EXPERIMENT_ROW_FIELDS

@@ -193,9 +193,15 @@ def rate_reading(
         else _decided(rate, [results[i] for i in counted], objective)
     )
     windows = tuple(alone[i][1].decision for i in counted)
-    estimate = measure.interval.estimate if measure.interval else None
-    outcome = RateOutcome(rate, verdict, estimate, len(results), windows, stalled)
+    estimates = tuple(_estimate(alone[i][0]) for i in counted)
+    outcome = RateOutcome(
+        rate, verdict, _estimate(measure), len(results), windows, stalled, estimates
+    )
     return RateReading(outcome, by_run)
+
+
+def _estimate(measure: ProbeMeasure) -> float | None:
+    return measure.interval.estimate if measure.interval else None
 
 
 def _decided(

@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from runs.inference.capacity import Decision, Objective, ProbeVerdict
+from runs.inference.capacity_spread import window_spread, window_spread_said
 from runs.inference.stalls import MAX_STALLED_WINDOWS, stalled_windows_said
 
 DEFAULT_PRECISION = 0.05
@@ -109,7 +110,8 @@ class RateOutcome:
     (ms), how many probes it took, each counted probe's own decision (`windows`, in order;
     empty where they were not decided alone) and how many of its probes the host stalled
     in (`stalled`, runs/inference/stalls.py; set aside, not pooled and not in `windows`,
-    while at most MAX_STALLED_WINDOWS)."""
+    while at most MAX_STALLED_WINDOWS); `window_estimates_ms`: each counted probe's own
+    estimate of the percentile, as `windows` (runs/inference/capacity_spread.py)."""
 
     offered_tps: float
     verdict: ProbeVerdict
@@ -117,6 +119,7 @@ class RateOutcome:
     probes: int = 1
     windows: tuple[Decision, ...] = ()
     stalled: int = 0
+    window_estimates_ms: tuple[float | None, ...] = ()
 
     @property
     def decision(self) -> Decision:
@@ -244,11 +247,17 @@ def _halvings(ratio: float, precision: float) -> int:
 def capacity_of(
     plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]
 ) -> Capacity:
-    """The capacity the probes give (see the module's docstring), and the windows the host
-    stalled in."""
+    """The capacity the probes give (see the module's docstring), the windows the host
+    stalled in, and for a capacity found, how much its windows spread at one rate where
+    that is enough to make its interval miss (runs/inference/capacity_spread.py)."""
     capacity = _capacity(plan, objective, outcomes)
-    stalls = stalled_windows_said(outcomes)
-    return replace(capacity, sentence=f"{capacity.sentence}; {stalls}") if stalls else capacity
+    spread = window_spread([outcome.window_estimates_ms for outcome in outcomes])
+    percentile = f"p{objective.percentile:g}"
+    said = [stalled_windows_said(outcomes)]
+    if capacity.found == Found.FOUND:
+        said.append(window_spread_said(spread, percentile))
+    sentence = "; ".join([capacity.sentence, *(part for part in said if part)])
+    return replace(capacity, sentence=sentence)
 
 
 def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Capacity:

@@ -4,9 +4,8 @@ with a stalled window, and seeded searches on a simulated host that stalls in ab
 window in three, as the 2-vCPU lab VM did in the capacity acceptance (docs/decisions.md)."""
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-import numpy as np
 import pytest
 
 from runs.inference.capacity import Decision, Objective, ProbeMeasure, ProbeVerdict, decide_probe
@@ -19,7 +18,7 @@ from runs.inference.capacity_search import (
     capacity_of,
     next_step,
 )
-from runs.inference.quantiles import QuantileInterval, percentile_interval
+from runs.inference.quantiles import QuantileInterval
 from runs.inference.stalls import (
     MAX_STALLED_WINDOWS,
     WindowSecond,
@@ -27,11 +26,8 @@ from runs.inference.stalls import (
     window_stall,
     windows_set_aside,
 )
-from tests.runs.inference.samples import ArraySample
+from tests.runs.inference.simulated_hosts import P99_20, SimulatedHost, search_on
 
-P99_20 = Objective(percentile=99.0, limit_ms=20.0)
-# The z of a normal's 99th percentile: a lognormal's p99 is exp(mu + Z99 sigma).
-Z99 = 2.3263478740408408
 FAILED_ON_P99 = ProbeVerdict(Decision.FAIL, ("p99 at least 31 ms",), False, None, True)
 
 
@@ -44,35 +40,36 @@ def second(
 
 
 def timeline(
-    p99_ms: float = 12.0, seconds: int = 60, **changed: WindowSecond
+    changed: Mapping[int, WindowSecond] | None = None, p99_ms: float = 12.0, seconds: int = 60
 ) -> list[WindowSecond]:
-    """A window's seconds at `p99_ms`, the ones named `s<t>` replaced."""
-    return [changed.get(f"s{t}", second(float(t), p99_ms)) for t in range(1, seconds + 1)]
+    """A window's seconds at `p99_ms`, those at the times in `changed` replaced."""
+    changed = changed or {}
+    return [changed.get(t, second(float(t), p99_ms)) for t in range(1, seconds + 1)]
 
 
 STALL = second(34.0, 212.0, p95_ms=180.0)
 
 
 def test_one_second_far_over_the_limit_in_a_window_within_it_is_a_stall() -> None:
-    said = window_stall(FAILED_ON_P99, timeline(s34=STALL), 60, P99_20)
+    said = window_stall(FAILED_ON_P99, timeline({34: STALL}), 60, P99_20)
     assert said == (
         "p99 over 20 ms only in a burst of 1 of its 60 seconds (34 s: 212 ms); "
         "the other 59 within it"
     )
     # The stall's start held a second whole, the waiting finished in the next one.
-    held = timeline(s33=second(33.0, None, logged=0), s34=STALL)
+    held = timeline({33: second(33.0, None, logged=0), 34: STALL})
     said = window_stall(FAILED_ON_P99, held, 60, P99_20)
     assert said is not None and "(33 s: nothing logged; 34 s: 212 ms)" in said
     # An undecided window (its interval holding the limit) is a stall just as well.
     undecided = ProbeVerdict(
         Decision.UNDECIDED, ("p99 interval holds the limit",), False, None, True
     )
-    assert window_stall(undecided, timeline(s34=STALL), 60, P99_20) is not None
+    assert window_stall(undecided, timeline({34: STALL}), 60, P99_20) is not None
 
 
 def test_a_few_seconds_barely_over_are_noise_a_server_within_the_limit_makes() -> None:
-    noisy = {f"s{t}": second(float(t), 21.0) for t in (5, 17, 50)}
-    said = window_stall(FAILED_ON_P99, timeline(p99_ms=15.0, s34=STALL, **noisy), 60, P99_20)
+    noisy = {t: second(float(t), 21.0) for t in (5, 17, 50)}
+    said = window_stall(FAILED_ON_P99, timeline({34: STALL, **noisy}, p99_ms=15.0), 60, P99_20)
     assert said is not None and said.endswith(
         "the other 59 within it but for 3 barely over (fewer than a server at the limit has)"
     )
@@ -87,16 +84,16 @@ def test_a_knee_slow_in_every_second_is_never_a_stall() -> None:
 
 
 def test_a_stall_on_a_knee_is_not_a_stall() -> None:
-    assert window_stall(FAILED_ON_P99, timeline(p99_ms=24.0, s34=STALL), 60, P99_20) is None
+    assert window_stall(FAILED_ON_P99, timeline({34: STALL}, p99_ms=24.0), 60, P99_20) is None
 
 
 def test_a_stall_at_the_ceiling_is_not_a_stall() -> None:
     # A server at its limit: a third of its seconds' p99 over it, as a steady server with
     # 1 % over the limit shows at 500 logged a second; with a stall on top, nothing says
     # the rest would have passed.
-    at_limit = {f"s{t}": second(float(t), 21.0) for t in range(2, 61, 3)}
+    at_limit = {t: second(float(t), 21.0) for t in range(2, 61, 3)}
     assert (
-        window_stall(FAILED_ON_P99, timeline(p99_ms=18.0, s34=STALL, **at_limit), 60, P99_20)
+        window_stall(FAILED_ON_P99, timeline({34: STALL, **at_limit}, p99_ms=18.0), 60, P99_20)
         is None
     )
 
@@ -104,13 +101,13 @@ def test_a_stall_at_the_ceiling_is_not_a_stall() -> None:
 def test_a_freeze_of_three_seconds_is_the_servers() -> None:
     # A lock held 3 s (tests/agents/test_capacity_stall.py): two seconds with nothing
     # finished, then the waiting ones, far over.
-    held = {f"s{t}": second(float(t), None, logged=0) for t in (10, 11)}
-    locked = timeline(s12=second(12.0, 2900.0, p95_ms=2500.0), **held)
+    held = {t: second(float(t), None, logged=0) for t in (10, 11)}
+    locked = timeline({12: second(12.0, 2900.0, p95_ms=2500.0), **held})
     assert window_stall(FAILED_ON_P99, locked, 60, P99_20) is None
 
 
 def test_a_window_without_the_timeline_the_rule_needs_is_never_a_stall() -> None:
-    stalled = timeline(s34=STALL)
+    stalled = timeline({34: STALL})
     assert window_stall(FAILED_ON_P99, [], 60, P99_20) is None
     assert window_stall(FAILED_ON_P99, stalled, None, P99_20) is None
     # Part of the window missing: the excess may be in it.
@@ -126,7 +123,7 @@ def test_a_window_without_the_timeline_the_rule_needs_is_never_a_stall() -> None
 
 def test_a_window_too_short_or_too_thinly_logged_cannot_tell() -> None:
     # Five seconds: a steady server at the limit is within it in four of five often enough.
-    short = timeline(seconds=5, s3=second(3.0, 212.0, p95_ms=180.0))
+    short = timeline({3: second(3.0, 212.0, p95_ms=180.0)}, seconds=5)
     assert window_stall(FAILED_ON_P99, short, 5, P99_20) is None
     # Five transactions a second: a second's p99 is its slowest of five, over a limit
     # that 1 % pass in 5 % of seconds.
@@ -140,7 +137,7 @@ def test_a_window_too_short_or_too_thinly_logged_cannot_tell() -> None:
 
 
 def test_only_a_window_failing_on_its_percentile_alone_can_be_a_stall() -> None:
-    stalled = timeline(s34=STALL)
+    stalled = timeline({34: STALL})
     passed = ProbeVerdict(Decision.PASS, (), False)
     short = ProbeVerdict(Decision.FAIL, ("rate not reached", "p99 at least 31 ms"), False, 900.0)
     busy = ProbeVerdict(Decision.UNDECIDED, ("p99 at least 31 ms", "limited"), True)
@@ -255,109 +252,6 @@ def test_a_rate_whose_windows_all_stalled_says_nothing_of_the_crossing() -> None
     assert capacity.estimate == pytest.approx(2000 * (2050 / 2000) ** share)
 
 
-@dataclass(frozen=True)
-class SimulatedWindow:
-    """One probe's logged latencies (ms), its timeline, measure and verdict, what the rule
-    said of it and whether the host stalled in it."""
-
-    latencies: np.ndarray
-    measure: ProbeMeasure
-    verdict: ProbeVerdict
-    stall: str | None
-    host_stalled: bool
-
-
-class StallingHost:
-    """A server whose p99 grows as base / (1 - rate / saturation) ** knee, its latencies
-    lognormal, on a host that freezes for `stall_s` seconds in a `stall_share` of the
-    windows: the transactions scheduled from the freeze on wait for it to end and for the
-    queue behind it to drain at the server's saturation (a transaction scheduled x s into
-    the freeze waits stall - x (1 - rate / saturation) more). Each window logs about 500
-    transactions a second (the agent's sampling), binned by the second they finished in."""
-
-    def __init__(self, seed: int, knee: float, stall_share: float, stall_s: tuple[float, float]):
-        self.saturation, self.base_ms, self.knee = 3900.0, 2.7, knee
-        self.stall_share, self.stall_s = stall_share, stall_s
-        self.rng = np.random.default_rng(seed)
-
-    def capacity(self, limit_ms: float) -> float:
-        return self.saturation * (1 - (self.base_ms / limit_ms) ** (1 / self.knee))
-
-    def window(self, rate: float, seconds: int = 60) -> SimulatedWindow:
-        load = rate / self.saturation
-        p99 = self.base_ms / (1 - load) ** self.knee if load < 1 else 1e6
-        reached = min(rate, self.saturation * 0.999)
-        count = self.rng.poisson(reached * seconds * min(1.0, 500 / rate))
-        scheduled = self.rng.uniform(0, seconds, count)
-        latencies = self.rng.lognormal(math.log(p99) - Z99 * 0.6, 0.6, count)
-        host_stalled = bool(self.rng.random() < self.stall_share)
-        if host_stalled:
-            start, length = self.rng.uniform(1, seconds - 4), self.rng.uniform(*self.stall_s)
-            since = scheduled - start
-            drained = np.maximum(0.0, length - since * (1 - min(load, 0.99)))
-            latencies = latencies + 1000 * np.where(since >= 0, drained, 0.0)
-        finished = np.floor(scheduled + latencies / 1000).astype(int)
-        interval = percentile_interval(ArraySample(np.sort(latencies)), 99.0)
-        measure = ProbeMeasure(rate, reached, int(reached * seconds), 0, 0, seconds, interval)
-        verdict = decide_probe(measure, P99_20)
-        stall = window_stall(verdict, _timeline(latencies, finished, seconds), seconds, P99_20)
-        return SimulatedWindow(latencies, measure, verdict, stall, host_stalled)
-
-
-def _timeline(latencies: np.ndarray, finished: np.ndarray, seconds: int) -> list[WindowSecond]:
-    """Each second's logged count and nearest-rank p50, p95 and p99, as the agent bins them."""
-    order = np.lexsort((latencies, finished))
-    by_second, ordered = finished[order], latencies[order]
-    starts = np.searchsorted(by_second, np.arange(seconds + 1))
-    lines = []
-    for t in range(seconds):
-        values = ordered[starts[t] : starts[t + 1]]
-        n = len(values)
-        percentiles = {
-            p: float(values[max(math.ceil(p / 100 * n), 1) - 1]) if n else None
-            for p in (50.0, 95.0, 99.0)
-        }
-        lines.append(WindowSecond(float(t + 1), n, percentiles))
-    return lines
-
-
-def _rate_outcome(rate: float, windows: list[SimulatedWindow]) -> RateOutcome:
-    """The rate as runs/analysis/capacity.py reads it: stalled windows set aside (up to
-    the bound), the others pooled and each decided alone."""
-    aside = windows_set_aside([w.stall for w in windows])
-    counted = [w for w, set_aside in zip(windows, aside, strict=True) if not set_aside]
-    stalled = sum(w.stall is not None for w in windows)
-    if not counted:
-        return RateOutcome(rate, stalled_rate_verdict(stalled), None, len(windows), (), stalled)
-    latencies = np.sort(np.concatenate([w.latencies for w in counted]))
-    first = counted[0].measure
-    interval = percentile_interval(ArraySample(latencies), 99.0)
-    measure = ProbeMeasure(
-        rate,
-        first.reached_tps,
-        first.transactions * len(counted),
-        0,
-        0,
-        first.seconds * len(counted),
-        interval,
-    )
-    decisions = tuple(w.verdict.decision for w in counted)
-    return RateOutcome(
-        rate, decide_probe(measure, P99_20), interval.estimate, len(windows), decisions, stalled
-    )
-
-
-def _search(
-    host: StallingHost, plan: SearchPlan
-) -> tuple[list[RateOutcome], list[SimulatedWindow]]:
-    windows: dict[float, list[SimulatedWindow]] = {}
-    outcomes: dict[float, RateOutcome] = {}
-    while (rate := next_step(plan, P99_20, list(outcomes.values())).next_tps) is not None:
-        windows.setdefault(rate, []).append(host.window(rate))
-        outcomes[rate] = _rate_outcome(rate, windows[rate])
-    return list(outcomes.values()), [w for ws in windows.values() for w in ws]
-
-
 SEEDS = 30
 
 
@@ -373,12 +267,13 @@ def test_searches_on_a_host_that_stalls_in_a_third_of_its_windows(knee: float) -
     plan = SearchPlan(low_tps=50.0, high_tps=5000.0, budget=24)
     inside, probes, false_stalls = 0, [], 0
     for seed in range(SEEDS):
-        host = StallingHost(seed, knee, stall_share=0.3, stall_s=(0.3, 0.5))
-        outcomes, windows = _search(host, plan)
+        host = SimulatedHost(seed, knee, stall_share=0.3, stall_s=(0.3, 0.5))
+        outcomes, windows = search_on(host, plan)
         capacity = capacity_of(plan, P99_20, outcomes)
         true = host.capacity(20.0)
-        found = capacity.found == Found.FOUND and capacity.lower is not None
-        inside += found and capacity.lower <= true <= (capacity.upper or 0.0)
+        lower, upper = capacity.lower, capacity.upper
+        if capacity.found == Found.FOUND and lower is not None and upper is not None:
+            inside += lower <= true <= upper
         probes.append(sum(o.probes for o in outcomes))
         false_stalls += sum(w.stall is not None and not w.host_stalled for w in windows)
     assert false_stalls == 0

@@ -5,8 +5,12 @@ pgbench; the agent records when it launched each pgbench and when it reaped it
 (`Result.started_epoch`, `ended_epoch`), and a window lies within them. For each point
 measured on both sides, the share of the longer side's span during which both ran is
 how much of the two windows the host's moments reached together: the paired ratio
-cancels what the host did during that share only. Points whose sides ran together for
-less than `TOGETHER_FLOOR` of their span are counted and named on the page.
+cancels what the host did during that share only. Its edge gap is the larger of the
+gaps between the two launches and between the two reaps: the barrier wakes both sides
+within milliseconds, so the launches barely differ, while each pgbench's `-T` window
+starts only once its connections are made and ends that long after, so the reaps show
+how far apart the windows themselves began. Points whose sides ran together for less
+than `TOGETHER_FLOOR` of their span are counted and named on the page.
 """
 
 import statistics
@@ -23,11 +27,12 @@ TOGETHER_FLOOR = 0.9
 
 @dataclass(frozen=True)
 class PointTogether:
-    """One point of a duet round: its sides' launch gap and the share they ran together."""
+    """One point of a duet round: its sides' edge gap (the larger of the launch and the
+    reap gaps) and the share of the longer span they ran together."""
 
     round: int
     index: int
-    start_gap_s: float
+    edge_gap_s: float
     together: float
 
 
@@ -38,12 +43,12 @@ class DuetWindows:
     points: tuple[PointTogether, ...]
 
     @property
-    def median_start_gap_ms(self) -> float:
-        return 1000.0 * statistics.median(p.start_gap_s for p in self.points)
+    def median_edge_gap_ms(self) -> float:
+        return 1000.0 * statistics.median(p.edge_gap_s for p in self.points)
 
     @property
-    def largest_start_gap_ms(self) -> float:
-        return 1000.0 * max(p.start_gap_s for p in self.points)
+    def largest_edge_gap_ms(self) -> float:
+        return 1000.0 * max(p.edge_gap_s for p in self.points)
 
     @property
     def median_together_pct(self) -> float:
@@ -82,7 +87,7 @@ def duet_windows(runs: Iterable[Run], results: Mapping[int, list[Result]]) -> Du
 
 
 def _together(one: Result, other: Result) -> tuple[float, float] | None:
-    """(launch gap in seconds, share of the longer span both ran), None without times."""
+    """(edge gap in seconds, share of the longer span both ran), None without times."""
     times = [(r.started_epoch, r.ended_epoch) for r in (one, other)]
     spans = [(s, e) for s, e in times if s is not None and e is not None and e > s]
     if len(spans) != 2:
@@ -90,4 +95,4 @@ def _together(one: Result, other: Result) -> tuple[float, float] | None:
     (start_a, end_a), (start_b, end_b) = spans
     both = max(0.0, min(end_a, end_b) - max(start_a, start_b))
     longer = max(end_a - start_a, end_b - start_b)
-    return abs(start_a - start_b), both / longer
+    return max(abs(start_a - start_b), abs(end_a - end_b)), both / longer

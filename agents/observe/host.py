@@ -93,7 +93,7 @@ def _no_device_rates(device: str | None) -> DiskRates:
 class HostSampler(PeriodicSampler):
     """Samples CPU, memory and the block devices behind role paths ("data", "wal").
 
-    The device behind each path is resolved once, in `start()`. Roles on the
+    The device behind each path is resolved once, before sampling starts. Roles on the
     same device both name it and report the same numbers.
     """
 
@@ -113,11 +113,10 @@ class HostSampler(PeriodicSampler):
         self._previous: tuple[float, CpuTimes, dict[str, DiskCounters]] | None = None
         self._files: dict[str, KeptOpen] = {}
 
-    def start(self) -> None:
-        """Resolve the device behind each role path, then begin sampling."""
+    def _prepare(self) -> None:
+        """Resolve the device behind each role path."""
         self.role_devices = {role: sampling_device(path) for role, path in self.role_paths.items()}
         self._device_names = {name for name in self.role_devices.values() if name}
-        super().start()
 
     def _read(self) -> tuple[float, CpuTimes, dict[str, DiskCounters]]:
         cpu = cpu_times_of(self._files["stat"].read())

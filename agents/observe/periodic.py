@@ -11,7 +11,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from agents.contract.reports.results import Sample
@@ -54,6 +54,7 @@ class PeriodicSampler:
         """Begin sampling in a daemon thread; the first sample comes one interval later."""
         if self._thread is not None:
             raise RuntimeError("sampler already started")
+        self._prepare()
         self._started_at = self.clock.monotonic()
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self._thread.start()
@@ -73,6 +74,9 @@ class PeriodicSampler:
     def elapsed(self) -> float:
         """Seconds since `start()`, rounded to milliseconds: the `t` of a sample."""
         return round(self.clock.monotonic() - self._started_at, 3)
+
+    def _prepare(self) -> None:
+        """What to settle in the caller's thread before sampling starts (nothing by default)."""
 
     def _begin(self) -> bool:
         """Prepare (connect, read a baseline); False ends the thread without sampling."""
@@ -127,3 +131,66 @@ class PeriodicSampler:
             self.on_sample(sample)
         except Exception:
             logger.exception("%s: sample callback failed; sampling continues", self.thread_name)
+
+
+class SamplersTogether(PeriodicSampler):
+    """Several samplers on one thread and one schedule: a tick wakes one thread, not one
+    per sampler, and its samples reach `on_sample` as one document, each under its
+    sampler's key ({"host": ..., "server": ...}).
+
+    Each member keeps its own samples (its `stop()` returns them) and its own `error`.
+    A member that cannot begin, ends its sampling or fails is left out from then on
+    (a failure is logged with its traceback); the others go on.
+    """
+
+    thread_name = "benchlab-samplers"
+
+    def __init__(
+        self,
+        members: Mapping[str, PeriodicSampler],
+        interval: float = 1.0,
+        on_sample: SampleCallback | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ):
+        super().__init__(interval, on_sample, clock)
+        self.members = dict(members)
+        self._sampling: dict[str, PeriodicSampler] = {}
+
+    def _prepare(self) -> None:
+        for member in self.members.values():
+            member._prepare()
+
+    def _begin(self) -> bool:
+        for key, member in self.members.items():
+            member._started_at = self._started_at  # their `t` counts from the same start
+            if self._member_step(key, member, member._begin):
+                self._sampling[key] = member
+        return bool(self._sampling)
+
+    def _sample(self) -> Sample | None:
+        together: Sample = {}
+        for key, member in list(self._sampling.items()):
+            sample = self._member_step(key, member, member._sample)
+            if sample is None:
+                del self._sampling[key]
+                continue
+            member._samples.append(sample)
+            together[key] = sample
+        return together if self._sampling else None
+
+    def _end(self) -> None:
+        for key, member in self.members.items():
+            self._member_step(key, member, member._end)
+
+    def _member_step(
+        self, key: str, member: PeriodicSampler, step: Callable[[], StepResult]
+    ) -> StepResult | None:
+        """One member's step; None (and the member's `error` set) where it raised."""
+        try:
+            return step()
+        except Exception as error:
+            logger.exception(
+                "%s: the %s sampler stopped by an unexpected error", self.thread_name, key
+            )
+            member.error = f"{type(error).__name__}: {error}"
+            return None

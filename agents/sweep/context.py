@@ -19,6 +19,7 @@ from agents.contract.reports.results import PointResult, Sample
 from agents.contract.spec.document import JobSpec
 from agents.observe.host import HostSampler, process_cpu_seconds
 from agents.observe.noise import CpuWindow, read_cpu
+from agents.observe.periodic import PeriodicSampler, SamplersTogether
 from agents.observe.point_counters import CounterReader, CounterWindow, TrackedStatements
 from agents.observe.server import ServerSampler
 from agents.observe.storage import sampling_device
@@ -295,28 +296,27 @@ class PointContext:
 
 
 class PointSamplers:
-    """Host and server samplers around one point; each sample is also emitted live."""
+    """The host and the server sampled around one point, on one thread: each tick's two
+    samples are also emitted live, as one event."""
 
     def __init__(self, context: PointContext, point_base: PointBase):
         emit = context.reporter.emit
-        self.host = HostSampler(
-            context.storage, on_sample=lambda s: emit("sample", {**point_base, "host": s})
-        )
+        self.host = HostSampler(context.storage)
         self.server = None
+        members: dict[str, PeriodicSampler] = {"host": self.host}
         if context.samples_server:
-            self.server = ServerSampler(
-                context.cluster.conninfo(),
-                context.install.version_num,
-                on_sample=lambda s: emit("sample", {**point_base, "server": s}),
-            )
+            self.server = ServerSampler(context.cluster.conninfo(), context.install.version_num)
+            members["server"] = self.server
+        self.together = SamplersTogether(
+            members, on_sample=lambda together: emit("sample", {**point_base, **together})
+        )
 
     def start(self) -> None:
-        self.host.start()
-        if self.server is not None:
-            self.server.start()
+        self.together.start()
 
     def stop(self) -> tuple[list[Sample], list[Sample]]:
         """(the host's samples, the server's)."""
+        self.together.stop()
         server = self.server.stop() if self.server is not None else []
         return self.host.stop(), server
 

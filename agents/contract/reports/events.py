@@ -61,8 +61,8 @@ class ProgressData(PointPosition, ProgressLine):
 
 
 class SampleData(PointPosition, total=False):
-    """A host, server or client host sample of the point being measured (one of the three;
-    `client_host`: the client host of a run with a client host)."""
+    """Samples of the point being measured: the host's and the server's of one tick
+    together, or a client host's alone (`client_host`: the client host of a run with one)."""
 
     host: Sample
     server: Sample

@@ -7,7 +7,7 @@ import pytest
 
 from agents.contract.reports.results import Sample
 from agents.observe.clock import SystemClock
-from agents.observe.periodic import PeriodicSampler
+from agents.observe.periodic import PeriodicSampler, SamplersTogether
 from tests.agents.observe.fakes import FakeClock, wait_until
 
 INTERVAL = 0.25
@@ -155,3 +155,52 @@ def test_stop_ends_a_real_clock_sampler_promptly_mid_interval() -> None:
     assert sampler.stop() == []
     assert time.monotonic() - before < 1.0
     assert sampler.error is None
+
+
+def test_samplers_together_take_their_samples_on_one_thread_and_deliver_them_as_one() -> None:
+    clock = FakeClock()
+    host, server = TickSampler(clock), TickSampler(clock)
+    delivered: list[Sample] = []
+    together = SamplersTogether({"host": host, "server": server}, INTERVAL, delivered.append, clock)
+    together.start()
+    clock.run_for(0.8)
+    assert [sorted(sample) for sample in together.stop()] == [["host", "server"]] * 3
+    assert delivered == [{"host": {"t": t}, "server": {"t": t}} for t in (0.25, 0.5, 0.75)]
+    assert ticks(host.stop()) == ticks(server.stop()) == [1, 2, 3]
+    assert not host.running and not server.running  # no thread of their own
+
+
+def test_a_member_that_ends_or_fails_is_left_out_and_the_others_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    host, server, client = (
+        TickSampler(clock),
+        TickSampler(clock, last_tick=1),
+        TickSampler(clock, failing_tick=2),
+    )
+    together = SamplersTogether(
+        {"host": host, "server": server, "client": client}, INTERVAL, clock=clock
+    )
+    together.start()
+    clock.run_for(1.1)
+    assert [sorted(sample) for sample in together.stop()] == [
+        ["client", "host", "server"],
+        ["host"],
+        ["host"],
+        ["host"],
+    ]
+    assert ticks(host.stop()) == [1, 2, 3, 4]
+    assert ticks(server.stop()) == [1] and server.error is None
+    assert ticks(client.stop()) == [1] and client.error == "KeyError: 'cpu'"
+    assert "the client sampler stopped by an unexpected error" in caplog.text
+
+
+def test_samplers_together_end_when_every_member_has_ended() -> None:
+    clock = FakeClock()
+    together = SamplersTogether({"server": TickSampler(clock, last_tick=2)}, INTERVAL, clock=clock)
+    together.start()
+    clock.allow(10.0)
+    wait_until(lambda: not together.running)
+    assert len(together.stop()) == 2
+    assert together.error is None

@@ -2,6 +2,7 @@
 asked every few seconds also while a point measures: each entry file is parsed once per
 change, not on every beat, and the answer stays the one a full read gives."""
 
+import os
 import time
 from pathlib import Path
 
@@ -44,14 +45,26 @@ def test_a_beat_parses_only_the_entries_written_since_the_last(tmp_path: Path, r
 
     confirmed = ledger.entry("job-2")
     assert confirmed is not None
+    reads.clear()
     ledger.confirm(confirmed)
-    reads.clear()
     assert {entry.job_id for entry in ledger.unconfirmed()} == {"job-1", "job-3"}
-    assert reads == [ledger.path("job-2").name]
-
-    reads.clear()
-    ledger.unconfirmed()
     assert reads == [], "a confirmed entry is not read again"
+
+
+def test_a_confirmation_leaves_the_entry_as_written_and_survives_a_new_ledger(tmp_path: Path):
+    # The heartbeat confirms while the next job measures: the entry (its result and log)
+    # is not written again, an empty marker beside it says it.
+    ledger = Ledger(tmp_path, "a")
+    finished(ledger, "job-1")
+    entry = ledger.entry("job-1")
+    assert entry is not None and not entry.confirmed
+    written = ledger.path("job-1").stat()
+    ledger.confirm(entry)
+    assert ledger.path("job-1").stat().st_mtime_ns == written.st_mtime_ns
+    again = Ledger(tmp_path, "a")  # a restarted agent
+    assert again.unconfirmed() == []
+    kept = again.entry("job-1")
+    assert kept is not None and kept.confirmed and kept.result is not None
 
 
 def test_entries_past_the_keep_time_are_forgotten_confirmed_or_not(tmp_path: Path):
@@ -71,4 +84,56 @@ def test_entries_past_the_keep_time_are_forgotten_confirmed_or_not(tmp_path: Pat
 
     assert [entry.job_id for entry in ledger.unconfirmed()] == ["new"]
     assert not ledger.path("old").exists() and not ledger.path("old-confirmed").exists()
+    assert [path.name for path in ledger.directory.iterdir()] == [ledger.path("new").name]
     assert ledger.path("new").exists()
+
+
+def settle(ledger: Ledger) -> None:
+    """Date the ledger's directory back, as if nothing had been written for a minute."""
+    old = time.time() - 60
+    os.utime(ledger.directory, (old, old))
+
+
+def test_a_settled_directory_unchanged_since_the_last_beat_is_not_listed_again(
+    tmp_path: Path, reads: list[str]
+):
+    ledger = Ledger(tmp_path, "a")
+    for job_id in ("job-1", "job-2"):
+        finished(ledger, job_id)
+    settle(ledger)
+    assert len(ledger.unconfirmed()) == 2
+    # An entry file removed behind the ledger's back (the directory's mtime put back):
+    # the directory looks unchanged, so the beat answers from its last listing.
+    mtime = ledger.directory.stat().st_mtime_ns
+    ledger.path("job-1").unlink()
+    os.utime(ledger.directory, ns=(mtime, mtime))
+    assert len(ledger.unconfirmed()) == 2
+
+    finished(ledger, "job-3")  # a write changes the directory: listed again at once
+    assert {entry.job_id for entry in ledger.unconfirmed()} == {"job-2", "job-3"}
+
+
+def test_a_directory_written_just_before_the_beat_is_listed_again_next_time(tmp_path: Path):
+    ledger = Ledger(tmp_path, "a")
+    finished(ledger, "job-1")
+    assert len(ledger.unconfirmed()) == 1
+    # A write in the same tick of the file system's clock as that listing would leave the
+    # mtime as it was: a listing of a directory that had just changed is not reused.
+    mtime = ledger.directory.stat().st_mtime_ns
+    ledger.path("job-1").unlink()
+    os.utime(ledger.directory, ns=(mtime, mtime))
+    assert ledger.unconfirmed() == []
+
+
+def test_a_settled_listing_ends_when_an_entry_is_due_to_be_forgotten(tmp_path: Path):
+    ledger = Ledger(tmp_path, "a")
+    finished(ledger, "job-1")
+    entry = ledger.entry("job-1")
+    assert entry is not None
+    entry.finished_at = time.time() - KEEP_S + 0.5
+    ledger._write(entry)
+    settle(ledger)
+    assert len(ledger.unconfirmed()) == 1
+    time.sleep(0.6)
+    assert ledger.unconfirmed() == []
+    assert not ledger.path("job-1").exists()

@@ -58,6 +58,57 @@ def test_events_arrive_in_the_stream_in_order(shared_redis, stream, tmp_path, op
     assert not sink.spool_path.exists()
 
 
+def test_live_events_held_go_with_the_next_other_event_in_order(
+    shared_redis, stream, tmp_path, open_sinks
+):
+    sink = RedisStreamSink(SHARED_REDIS_URL, tmp_path, stream=stream, hold_s=3600)
+    open_sinks.append(sink)
+    emitter = EventEmitter([sink], run_id="r-1")
+    emit_progress(emitter, 2)
+    emitter.emit("sample", {"point": 0, "clients": 1, "repeat": 0, "host": {"t": 1.0}})
+    assert stream_events(shared_redis, stream) == []
+
+    emitter.emit("step", {"name": "point", "percent": None, "message": "point 1 done"})
+
+    events = stream_events(shared_redis, stream)
+    assert [event["type"] for event in events] == ["progress", "progress", "sample", "step"]
+    assert seqs(events) == [1, 2, 3, 4]
+
+
+def test_live_events_are_held_no_longer_than_the_hold(shared_redis, stream, tmp_path, open_sinks):
+    sink = RedisStreamSink(
+        SHARED_REDIS_URL, tmp_path, stream=stream, hold_s=0.3, flush_interval=0.1
+    )
+    open_sinks.append(sink)
+    emitter = EventEmitter([sink], run_id="r-1")
+    emit_progress(emitter, 2)
+    time.sleep(0.3)
+    emit_progress(emitter, 1)  # the first held has waited its hold: all three go
+    assert seqs(stream_events(shared_redis, stream)) == [1, 2, 3]
+
+    emit_progress(emitter, 1)
+    sink.start()  # with no event after it, the flusher sends it
+    wait_for(lambda: seqs(stream_events(shared_redis, stream)) == [1, 2, 3, 4], timeout=5)
+
+
+def test_held_live_events_are_spooled_in_order_while_redis_is_down(
+    tmp_path, spare_redis, open_sinks
+):
+    sink = RedisStreamSink(
+        spare_redis.url, tmp_path, stream="events", retry_interval=0, hold_s=3600
+    )
+    open_sinks.append(sink)
+    emitter = EventEmitter([sink], run_id="r-1")
+    emit_progress(emitter, 2)
+    spare_redis.stop()
+    emitter.emit("log", {"level": "info", "message": "Redis went away"})
+    assert sink.spool_path.read_text().count("\n") == 3
+    spare_redis.start()
+    emitter.emit("log", {"level": "info", "message": "Redis is back"})
+
+    assert seqs(stream_events(spare_redis.client(), "events")) == [1, 2, 3, 4]
+
+
 def test_unreachable_redis_spools_events_without_holding_up_the_job(tmp_path, open_sinks):
     sink = RedisStreamSink(CLOSED_PORT_URL, tmp_path, stream="test:unreachable")
     open_sinks.append(sink)

@@ -38,6 +38,20 @@ def test_run_json_has_the_run_and_its_points(signed_in, run_with_results):
     assert [p["latency_avg_ms"] for p in run["points"]] == [0.8101, 0.8529]
 
 
+def test_point_rows_carry_when_pgbench_was_launched_and_reaped(signed_in, run_with_results):
+    # A duet's two sides are matched by these: how long they ran together.
+    Result.objects.filter(run=run_with_results, index=0).update(
+        started_epoch=1_790_000_000.125, ended_epoch=1_790_000_005.5
+    )
+    url = reverse("run-export", args=[run_with_results.pk, "json"])
+    (run,) = signed_in.get(url).json()["runs"]
+    spans = [(p["started_epoch"], p["ended_epoch"]) for p in run["points"]]
+    assert spans == [(1_790_000_000.125, 1_790_000_005.5), (None, None)]
+    csv_url = reverse("run-export", args=[run_with_results.pk, "csv"])
+    rows = list(csv.DictReader(io.StringIO(signed_in.get(csv_url).content.decode())))
+    assert [row["started_epoch"] for row in rows] == ["1790000000.125", ""]
+
+
 def test_experiment_export_has_every_run(signed_in):
     experiment = ExperimentFactory()
     one = finished_run([(1, 1, 100.0, 1.0)], experiment=experiment)

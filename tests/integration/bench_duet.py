@@ -19,10 +19,12 @@ slowdown. The statement's cost grows with n alone (docs/benchmarks.md says what 
 Settings (environment): BENCH_DUET_TRIES (1), BENCH_DUET_CASES (aa,plant),
 BENCH_DUET_DESIGNS (duet,sequential), BENCH_DUET_PLANT (500), BENCH_DUET_MINUTES (20),
 BENCH_DUET_ROUNDS (100; the lab's limit is raised to it for the benchmark), BENCH_DUET_SEED
-(36: the burner's duties; another seed, another load), BENCH_DUET_OUT
-(scratch/bench-duet.jsonl: one JSON line per experiment).
+(36: the burner's duties; another seed, another load), BENCH_DUET_BURN (1; 0: no burner,
+the agent's own CPU on a quiet host), BENCH_DUET_OUT (scratch/bench-duet.jsonl: one JSON
+line per experiment).
 """
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -173,7 +175,8 @@ def test_adaptive_duets_and_sequential_rounds_under_a_changing_background_load(
     with running_lab(tmp_path, env=limit) as lab, override_settings(BENCHLAB_MAX_REPEATS=rounds):
         host = lab.wait_registered()
         burn_s = tries * len(cases) * len(designs) * (minutes + 3) * 60
-        with burner(burn_s, seed=int(setting("SEED", "36"))):
+        load = burner(burn_s, seed=int(setting("SEED", "36")))
+        with load if setting("BURN", "1") == "1" else contextlib.nullcontext():
             for attempt in range(1, tries + 1):
                 for case in cases:
                     for design in designs:

@@ -47,8 +47,13 @@ class Objective:
     max_skipped_pct: float = 0.0
     max_failed_pct: float = 0.0
 
+    @property
+    def percentile_name(self) -> str:
+        """The percentile as the answers write it: p99, p99.9."""
+        return f"p{self.percentile:g}"
+
     def describe(self) -> str:
-        return f"p{self.percentile:g} <= {self.limit_ms:g} ms"
+        return f"{self.percentile_name} <= {self.limit_ms:g} ms"
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ def decide_probe(measure: ProbeMeasure, objective: Objective) -> ProbeVerdict:
     if measure.skipped * 100 / scheduled > objective.max_skipped_pct:
         failing.append(f"{measure.skipped:,} transactions skipped (later than -L)")
     interval = measure.interval
-    name = f"p{objective.percentile:g}"
+    name = objective.percentile_name
     over_limit = False
     if interval is None:
         unsure.append("no latency logged")

@@ -252,7 +252,7 @@ def capacity_of(
     that is enough to make its interval miss (runs/inference/capacity_spread.py)."""
     capacity = _capacity(plan, objective, outcomes)
     spread = window_spread([outcome.window_estimates_ms for outcome in outcomes])
-    percentile = f"p{objective.percentile:g}"
+    percentile = objective.percentile_name
     said = [stalled_windows_said(outcomes)]
     if capacity.found == Found.FOUND:
         said.append(window_spread_said(spread, percentile))

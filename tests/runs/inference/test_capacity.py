@@ -33,8 +33,7 @@ from runs.inference.quantiles import (
     order_statistic_ranks,
     percentile_interval,
 )
-
-P99_20 = Objective(percentile=99.0, limit_ms=20.0)
+from tests.runs.inference.simulated_hosts import P99_20
 
 
 def test_ranks_bound_the_quantile_as_the_binomial_says() -> None:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from runs.inference.capacity import Objective, ProbeMeasure, decide_probe
+from runs.inference.capacity import ProbeMeasure, decide_probe
 from runs.inference.capacity_compare import (
     COMPARED_CONFIRMING_PROBES,
     RATIO_CONFIDENCE_PCT,
@@ -32,8 +32,8 @@ from runs.inference.capacity_search import (
 )
 from runs.inference.quantiles import percentile_interval
 from tests.runs.inference.samples import ArraySample
+from tests.runs.inference.simulated_hosts import P99_20
 
-P99_20 = Objective(percentile=99.0, limit_ms=20.0)
 PROBE_SECONDS = 2.0
 MARGIN_PCT, MIN_EFFECT_PCT = 5.0, 1.0
 

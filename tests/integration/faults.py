@@ -9,7 +9,7 @@ The scenarios are marked `faults` (`pytest -m faults` runs the tier). Each logs 
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import psutil
 from django.db.models import Count, Model
@@ -33,6 +33,12 @@ SAMPLES = ("progress", "host_samples", "server_samples")
 # second still has its progress, samples and logged transactions (every one at this rate),
 # and a point its result: what the fault scenarios check does not depend on the rate.
 PACED_TPS = 50
+
+
+def measuring_point(number: int) -> Callable[[Run], bool]:
+    """Whether the run's agent said it started its point `number` (from 1): a status event,
+    sent at once (live progress waits up to 2 s to go with the events after it)."""
+    return lambda run: run.step.startswith(f"running: point {number} of")
 
 
 def recovered(scenario: str, since: float) -> float:

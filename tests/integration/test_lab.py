@@ -18,6 +18,7 @@ from tests.integration.faults import (
     assert_measured_once,
     assert_no_orphans,
     assert_stored_once,
+    measuring_point,
     next_run_succeeds,
     recovered,
 )
@@ -147,7 +148,7 @@ def test_killed_agent_fails_its_run_with_a_reason(api, lab, settings):
     exp = experiment(api, lab, [{}], [1, 2], duration_s=5)
     (run_id,) = start(api, exp["id"])
 
-    lab.wait_run(run_id, lambda run: run.progress.filter(point=1).exists(), "to run point 2")
+    lab.wait_run(run_id, measuring_point(2), "to run point 2")
     lab.kill_agent()
     killed = time.monotonic()
     run = lab.wait_terminal(run_id, timeout=60)

@@ -19,6 +19,7 @@ from tests.integration.faults import (
     assert_measured_once,
     assert_no_orphans,
     assert_stored_once,
+    measuring_point,
     next_run_succeeds,
     recovered,
 )
@@ -54,7 +55,7 @@ def test_an_agent_killed_mid_run_and_back_within_the_grace_settles_its_run_at_on
     run_ids = start(api, exp["id"])
     run = first_running(lab, run_ids)
     (other,) = [pk for pk in run_ids if pk != run.pk]
-    lab.wait_run(run.pk, lambda r: r.progress.filter(point=1).exists(), "to run point 2")
+    lab.wait_run(run.pk, measuring_point(2), "to run point 2")
 
     lab.kill_agent()
     killed = time.monotonic()

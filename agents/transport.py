@@ -22,6 +22,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from agents.contract.reports.events import LIVE_EVENT_TYPES
 from agents.contract.reports.facts import Space
 from agents.contract.signing import sign
 from agents.contract.wire import (
@@ -45,7 +46,6 @@ FLUSH_INTERVAL_S = 3.0
 # go with the next ones in one round trip to Redis: each round trip costs the agent CPU
 # inside the measured window.
 LIVE_HOLD_S = 2.0
-LIVE_EVENT_TYPES = frozenset({"progress", "sample"})
 CANCEL_CHECK_INTERVAL_S = 1.0
 HEARTBEAT_INTERVAL_S = 5.0
 # How often a heartbeat carries the free space of the storage targets at least; a beat

@@ -27,6 +27,8 @@ EventType = Literal[RunEventType, AgentEventType]
 RUN_EVENT_TYPES: frozenset[str] = frozenset(get_args(RunEventType))
 AGENT_EVENT_TYPES: frozenset[str] = frozenset(get_args(AgentEventType))
 EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
+# A point's live events: the lab stores them in bulk, an agent worker sends them in bursts.
+LIVE_EVENT_TYPES: frozenset[str] = frozenset({"progress", "sample"})
 # Names an older agent sends for what is named otherwise now: event types, and the
 # result document's keys.
 FORMER_EVENT_TYPES: dict[str, str] = {"profile": "cpu_profile"}

@@ -23,6 +23,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from agents.contract.reports.events import (
+    LIVE_EVENT_TYPES,
     AgentEvent,
     HeartbeatData,
     SampleData,
@@ -49,7 +50,6 @@ from runs.services.jobs.events import (
 
 logger = logging.getLogger(__name__)
 
-LIVE_TYPES = frozenset({"progress", "sample"})
 
 Accepted = list[tuple[RunEventDocument, Run]]
 Row = dict[str, object]  # a row to insert: column attname -> value
@@ -64,7 +64,7 @@ SAMPLE_KINDS: tuple[tuple[str, type[HostSample] | type[ServerSample], Row], ...]
 
 def is_live_event(document: object) -> bool:
     """Whether a decoded stream entry is a progress or sample event (`record_live_events`)."""
-    return isinstance(document, dict) and document.get("type") in LIVE_TYPES
+    return isinstance(document, dict) and document.get("type") in LIVE_EVENT_TYPES
 
 
 def is_heartbeat(document: object) -> bool:

@@ -11,11 +11,12 @@ rate, 200 tps, logs enough transactions to bound it; p99 needs about 370), and i
 (200 ms) is far above a select's latency and a loaded host's scheduling stalls,
 so each capacity is where the server saturates: a quarter above it, the backlog a
 probe's second builds passes the limit. Whatever the closed loop decides, prepared's
-capacity must be above simple's (prepared skips parsing and planning each select); where
-the closed-loop verdict is decided and both capacities are confirmed, the ratio's
-verdict must match it. Its 1 s rounds are often undecided on a loaded host (one round
-of 7 at a fifth of the others' tps is enough), where the capacities still differ
-clearly."""
+capacity is never below the probes nor simple's above them, and where both capacities
+are confirmed prepared's is above simple's (prepared skips parsing and planning each
+select); an unconfirmed one gives an undecided ratio that says why. Where the closed-loop
+verdict is decided and both capacities are confirmed, the ratio's verdict must match it.
+Its 1 s rounds are often undecided on a loaded host (one round of 7 at a fifth of the
+others' tps is enough), where the capacities still differ clearly."""
 
 import subprocess
 from pathlib import Path
@@ -174,14 +175,19 @@ def test_prepared_against_simple_capacity_points_the_way_the_closed_loop_verdict
     # times). A capacity past the probes gives no ratio and its direction from which side
     # it is on.
     assert prepared.found != Found.BELOW and simple.found != Found.ABOVE, found
-    assert ratio.estimate is None or ratio.estimate > 1, (ratio.sentence, found)
+    assert ratio.verdict != RatioVerdict.SLOWER, (ratio.sentence, found)
     if not (simple.confirmed and prepared.confirmed):
         # Both ends decided in three 1 s windows each: near saturation a 1 s window passes
         # or fails by chance, a floor found mixed moves down, and 3 runs of 10 spent the
-        # budget first (2026-11-29). Then no verdict, and the sentence says why.
+        # budget first (2026-11-29). Then no verdict, and the sentence says why; the
+        # estimate of an unconfirmed capacity has no direction to assert (CI, 2026-11-30: a
+        # failed 1 s window moved prepared's down to 0.72 of simple's, [0.58, 1.66]).
         assert ratio.verdict == RatioVerdict.UNDECIDED, (ratio.sentence, found)
         assert "capacity is not confirmed" in ratio.sentence, (ratio.sentence, found)
-    elif closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
+        return
+    assert ratio.estimate is None or ratio.estimate > 1, (ratio.sentence, found)
+    assert ratio.upper is None or ratio.upper > 1, (ratio.sentence, found)
+    if closed_loop.verdict in (Verdict.FASTER, Verdict.SLOWER):
         # Two confirmed capacities can still leave the ratio's interval wide (CI, 2026-11-29:
         # +20.2 % [-4.3, +42.7] from 1 s windows): undecided then, never the other way.
         agreeing = (RatioVerdict(closed_loop.verdict.value), RatioVerdict.UNDECIDED)

@@ -154,7 +154,7 @@ class Ledger:
         """Record that the lab stored the job's result (the entry itself is not written)."""
         entry.confirmed = True
         path = self.path(entry.job_id)
-        os.close(os.open(_marker(path), os.O_WRONLY | os.O_CREAT, 0o600))
+        os.close(os.open(_confirmation_file(path), os.O_WRONLY | os.O_CREAT, 0o600))
         self._fsync_directory()
         seen = self._seen.get(path)
         if seen is not None:
@@ -196,7 +196,7 @@ class Ledger:
                 continue
             if seen.finished_at is not None and now - seen.finished_at > KEEP_S:
                 path.unlink(missing_ok=True)
-                _marker(path).unlink(missing_ok=True)
+                _confirmation_file(path).unlink(missing_ok=True)
                 del self._seen[path]
             elif seen.entry is not None and seen.entry.state == "finished":
                 kept.append(seen.entry)
@@ -233,7 +233,7 @@ class Ledger:
             entry = LedgerEntry(**json.loads(path.read_text()))
         except FileNotFoundError:
             return None
-        entry.confirmed = entry.confirmed or _marker(path).exists()
+        entry.confirmed = entry.confirmed or _confirmation_file(path).exists()
         return entry
 
     def _write(self, entry: LedgerEntry) -> None:
@@ -245,6 +245,9 @@ class Ledger:
             json.dump({name: getattr(entry, name) for name in ENTRY_FIELDS}, out)
             out.flush()
             os.fsync(out.fileno())
+        if not entry.confirmed:
+            # An entry written again unconfirmed is not confirmed by an earlier file.
+            _confirmation_file(path).unlink(missing_ok=True)
         os.replace(temporary, path)
         self._fsync_directory()
 
@@ -256,6 +259,6 @@ class Ledger:
             os.close(fd)
 
 
-def _marker(path: Path) -> Path:
-    """The file that says the lab confirmed the entry at `path`."""
+def _confirmation_file(path: Path) -> Path:
+    """The empty file that says the lab confirmed the entry at `path`."""
     return path.with_name(path.name + ".confirmed")

@@ -53,7 +53,7 @@ def test_a_beat_parses_only_the_entries_written_since_the_last(tmp_path: Path, r
 
 def test_a_confirmation_leaves_the_entry_as_written_and_survives_a_new_ledger(tmp_path: Path):
     # The heartbeat confirms while the next job measures: the entry (its result and log)
-    # is not written again, an empty marker beside it says it.
+    # is not written again, an empty confirmation file beside it says it.
     ledger = Ledger(tmp_path, "a")
     finished(ledger, "job-1")
     entry = ledger.entry("job-1")
@@ -65,6 +65,16 @@ def test_a_confirmation_leaves_the_entry_as_written_and_survives_a_new_ledger(tm
     assert again.unconfirmed() == []
     kept = again.entry("job-1")
     assert kept is not None and kept.confirmed and kept.result is not None
+
+
+def test_an_entry_written_again_is_not_confirmed_by_its_earlier_confirmation(tmp_path: Path):
+    ledger = Ledger(tmp_path, "a")
+    finished(ledger, "job-1")
+    entry = ledger.entry("job-1")
+    assert entry is not None
+    ledger.confirm(entry)
+    finished(ledger, "job-1")
+    assert [entry.job_id for entry in Ledger(tmp_path, "a").unconfirmed()] == ["job-1"]
 
 
 def test_entries_past_the_keep_time_are_forgotten_confirmed_or_not(tmp_path: Path):

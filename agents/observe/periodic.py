@@ -99,10 +99,8 @@ class PeriodicSampler:
         try:
             self._sample_until_stopped()
         except Exception as error:
-            # A bug must not pass silently, but neither may it take the job down:
-            # the traceback is logged and the runner sees `error`.
-            logger.exception("%s: sampling stopped by an unexpected error", self.thread_name)
-            self.error = f"{type(error).__name__}: {error}"
+            message = "%s: sampling stopped by an unexpected error"
+            _stopped_by(self, error, message, self.thread_name)
         finally:
             self._end()
 
@@ -189,8 +187,13 @@ class SamplersTogether(PeriodicSampler):
         try:
             return step()
         except Exception as error:
-            logger.exception(
-                "%s: the %s sampler stopped by an unexpected error", self.thread_name, key
-            )
-            member.error = f"{type(error).__name__}: {error}"
+            message = "%s: the %s sampler stopped by an unexpected error"
+            _stopped_by(member, error, message, self.thread_name, key)
             return None
+
+
+def _stopped_by(sampler: PeriodicSampler, error: Exception, message: str, *args: object) -> None:
+    """A bug must not pass silently, but neither may it take the job down: the traceback is
+    logged (`message` % `args`) and the runner sees the sampler's `error`."""
+    logger.exception(message, *args)
+    sampler.error = f"{type(error).__name__}: {error}"

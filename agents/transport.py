@@ -194,17 +194,16 @@ class RedisStreamSink:
         held, self._held = self._held, []
         if not held or (self._drain() and self._send([payload for _, payload in held])):
             return
-        for event, payload in held:
-            try:
-                self._append_to_spool(payload)
-            except OSError:
-                # The payload itself is not logged: a registration carries the secret.
-                logger.exception(
-                    "event %s of %s (seq %s) lost: Redis and the spool are both unavailable",
-                    event.get("type"),
-                    event.get("run_id") or event.get("agent"),
-                    event.get("seq"),
-                )
+        try:
+            self._append_to_spool([payload for _, payload in held])
+        except OSError:
+            # The payloads themselves are not logged: a registration carries the secret.
+            lost = ", ".join(
+                f"{event.get('type')} of {event.get('run_id') or event.get('agent')} "
+                f"(seq {event.get('seq')})"
+                for event, _ in held
+            )
+            logger.exception("events lost, Redis and the spool both unavailable: %s", lost)
 
     def start(self) -> None:
         """Send what a previous agent process left in the spool, then flush in the background."""
@@ -320,11 +319,12 @@ class RedisStreamSink:
         os.replace(remainder, self.spool_path)
         _fsync_dir(self.spool_path.parent)
 
-    def _append_to_spool(self, payload: str) -> None:
+    def _append_to_spool(self, payloads: list[str]) -> None:
+        """Append the events in order, with one fsync for all of them."""
         with self._spool_locked():
-            self._append_locked(payload)
+            self._append_locked(payloads)
 
-    def _append_locked(self, payload: str) -> None:
+    def _append_locked(self, payloads: list[str]) -> None:
         created = not self.spool_path.exists()
         descriptor = os.open(self.spool_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(descriptor, 0o600)  # a spool left by an older agent may be 0644
@@ -332,7 +332,8 @@ class RedisStreamSink:
             # A crash can leave a torn last line; start on a fresh line so the
             # next event is not glued to it.
             torn = spool.tell() > 0 and os.pread(spool.fileno(), 1, spool.tell() - 1) != b"\n"
-            spool.write((b"\n" if torn else b"") + payload.encode() + b"\n")
+            lines = b"".join(payload.encode() + b"\n" for payload in payloads)
+            spool.write((b"\n" if torn else b"") + lines)
             spool.flush()
             os.fsync(spool.fileno())
         if created:

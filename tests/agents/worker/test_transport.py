@@ -1,6 +1,7 @@
 """The agent's transport against real Redis servers: stream, spool, claim, cancel, heartbeats."""
 
 import json
+import os
 import socket
 import threading
 import time
@@ -92,7 +93,7 @@ def test_live_events_are_held_no_longer_than_the_hold(shared_redis, stream, tmp_
 
 
 def test_held_live_events_are_spooled_in_order_while_redis_is_down(
-    tmp_path, spare_redis, open_sinks
+    tmp_path, spare_redis, open_sinks, monkeypatch
 ):
     sink = RedisStreamSink(
         spare_redis.url, tmp_path, stream="events", retry_interval=0, hold_s=3600
@@ -101,8 +102,12 @@ def test_held_live_events_are_spooled_in_order_while_redis_is_down(
     emitter = EventEmitter([sink], run_id="r-1")
     emit_progress(emitter, 2)
     spare_redis.stop()
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
     emitter.emit("log", {"level": "info", "message": "Redis went away"})
     assert sink.spool_path.read_text().count("\n") == 3
+    assert len(synced) == 2, "the three events in one fsync, then the new spool's directory"
     spare_redis.start()
     emitter.emit("log", {"level": "info", "message": "Redis is back"})
 

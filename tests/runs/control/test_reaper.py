@@ -30,8 +30,10 @@ def status_of(run: Run) -> str:
 
 
 def test_the_reaper_fails_the_run_of_a_silent_agent_and_stops_when_told(
-    lab_redis: redis.Redis,
+    lab_redis: redis.Redis, events_stream: str
 ) -> None:
+    # A stream of its own: the reaper judges nothing while events wait in its stream, and
+    # the default one is shared with whatever else uses this Redis database.
     silent = silent_run()
     stop = threading.Event()
     loop = threading.Thread(target=Reaper(interval_s=0.1).run_forever, args=(stop,))

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_runs_of_a_silent_host_fail_as_agent_lost_keep_their_points_and_are_flagged_cancelled(
-    settings, lab_redis, django_capture_on_commit_callbacks
+    settings, lab_redis, events_stream, django_capture_on_commit_callbacks
 ):
+    # A stream of its own (events_stream): nothing is judged while events wait in it.
     settings.AGENT_LOST_GRACE_S = 90
     run = RunFactory(status=Run.Status.RUNNING)
     services.run_record_event(events.run_event(run, 1, "point", events.point(0)))

@@ -97,6 +97,7 @@ from agents.transport import (
     redis_client,
     signing_sink,
 )
+from agents.worker.broker import broker_transport
 from agents.worker.exactly_once import (
     answer_from_ledger,
     job_id_of_spec,
@@ -292,6 +293,7 @@ def start_worker(config: AgentConfig, loglevel: str = "info") -> None:
     try:
         _agent = Agent.create(config, events_stream(), claim)
         app.conf.broker_url = config.redis_url
+        app.conf.broker_transport = broker_transport(config.redis_url)
         worker_ready.connect(_start_agent, weak=False)
         worker_shutdown.connect(_stop_agent, weak=False)
         after_setup_logger.connect(redact_celery_logs, weak=False)

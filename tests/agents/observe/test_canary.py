@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agents.observe.canary import (
@@ -25,9 +26,12 @@ from agents.observe.canary import (
 )
 from agents.observe.procfs import read_diskstats
 from agents.observe.storage import sampling_device
+from tests.waiting import wait_for
 
 SPIN = [sys.executable, "-c", "while True:\n    pass"]
 BURNER_NICE = -10
+# CPU seconds the burner has spent once it spins (its Python starts in about 0.03).
+BURNER_STARTED_CPU_S = 0.2
 
 
 @pytest.fixture
@@ -50,6 +54,12 @@ def test_the_cpu_loop_takes_longer_while_another_process_spins_on_its_cpu(on_one
         # At nice -10 the burner weighs about nine times the loop: the loop gets about a
         # tenth of the CPU, so even a machine busy with a dozen others shows it.
         os.setpriority(os.PRIO_PROCESS, burner.pid, BURNER_NICE)
+        # Past Python's start and into its loop: on a busy machine the start took longer
+        # than the nine timed runs, which then ran beside nothing (CI, 2026-11-30).
+        wait_for(
+            lambda: psutil.Process(burner.pid).cpu_times().user >= BURNER_STARTED_CPU_S,
+            what="the burner to spin",
+        )
         shared = cpu_loop_ns(runs=9)
     except PermissionError:
         pytest.skip("raising a process's priority needs root")

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Run
-from tests.runs.factories import HostFactory, RunFactory, ServerSampleFactory
+from tests.runs.factories import HostFactory, ResultFactory, RunFactory, ServerSampleFactory
 from tests.runs.pages.conftest import finished_run
 
 pytestmark = pytest.mark.django_db
@@ -46,6 +46,18 @@ def test_run_page_shows_points_with_units_and_the_commands(signed_in, run_with_r
     assert 'data-figure="fig-tps"' in page and 'id="fig-tps"' in page
     assert "data-live" not in page  # a finished run has no live part
     assert "Re-run" in page and ">Cancel<" not in page
+
+
+@pytest.mark.parametrize("duet", [False, True])
+def test_a_point_s_cpu_says_when_the_agent_s_share_covers_both_sides_of_a_duet(
+    signed_in, duet: bool
+):
+    result = ResultFactory(pgbench_cpu_s=4.0, agent_cpu_s=0.03)
+    result.run.experiment.duet = duet
+    result.run.experiment.save(update_fields=["duet"])
+    page = signed_in.get(reverse("run-detail", args=[result.run.pk])).content.decode()
+    assert "the agent used 0.03 CPU s" in page
+    assert ("both sides of the duet" in page) is duet
 
 
 def test_run_page_of_a_running_run_is_live_with_a_cancel_button(signed_in, user):

@@ -22,10 +22,10 @@ from kombu.transport import redis as kombu_redis
 
 BINDING_REFRESH_S = 10.0
 # How Celery's `broker_transport` setting names the class below.
-QUIET_TRANSPORT = f"{__name__}:QuietRedisTransport"
+AGENT_TRANSPORT = f"{__name__}:AgentRedisTransport"
 
 
-class QuietRedisTransport(kombu_redis.Transport):
+class AgentRedisTransport(kombu_redis.Transport):
     """kombu's Redis transport with its bindings' expiry refreshed every BINDING_REFRESH_S."""
 
     def register_with_event_loop(self, connection: Any, loop: Hub) -> None:
@@ -41,4 +41,4 @@ class QuietRedisTransport(kombu_redis.Transport):
 def broker_transport(redis_url: str) -> str | None:
     """The transport for Celery's `broker_transport` setting, None for kombu's choice by the
     URL's scheme."""
-    return QUIET_TRANSPORT if urlsplit(redis_url).scheme == "redis" else None
+    return AGENT_TRANSPORT if urlsplit(redis_url).scheme == "redis" else None

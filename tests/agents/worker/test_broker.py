@@ -3,12 +3,12 @@ and what Celery's `broker_transport` setting names resolves to it."""
 
 from kombu.transport import resolve_transport
 
-from agents.worker.broker import QUIET_TRANSPORT, QuietRedisTransport, broker_transport
+from agents.worker.broker import AGENT_TRANSPORT, AgentRedisTransport, broker_transport
 
 
-def test_a_plain_redis_url_gets_the_quiet_transport() -> None:
-    assert broker_transport("redis://:secret@localhost:6379/15") == QUIET_TRANSPORT
-    assert resolve_transport(QUIET_TRANSPORT) is QuietRedisTransport
+def test_a_plain_redis_url_gets_the_agent_s_transport() -> None:
+    assert broker_transport("redis://:secret@localhost:6379/15") == AGENT_TRANSPORT
+    assert resolve_transport(AGENT_TRANSPORT) is AgentRedisTransport
 
 
 def test_other_schemes_keep_kombu_s_choice() -> None:

@@ -2,7 +2,9 @@
 interval and the verdict.
 
 Each capacity's interval runs from its highest passing rate to its lowest failing one
-(runs/inference/capacity_search.py), each end a probe decided by its own 95 % interval.
+(runs/inference/capacity_search.py), each end a probe decided by its own 95 % interval,
+widened where the host's windows spread to a line's crossing of the limit
+(runs/inference/capacity_crossing.py).
 The ratio is estimated by the ratio of the two estimates; its interval combines the
 two intervals conservatively, [cell's lower / baseline's upper, cell's upper /
 baseline's lower]: it holds the true ratio whenever both capacity intervals hold their

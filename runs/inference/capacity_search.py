@@ -21,7 +21,10 @@ The search brackets, then narrows (runs/inference/capacity.py decides each probe
    spared the stalls that fail half the windows at its rate (one more window there
    measures the host's noise just under the capacity: a failure makes it mixed, and
    the search goes below it); an undecided window confirms nothing;
-6. the search ends when the budget of probes is spent, whatever it found.
+6. where the windows at one rate spread and a line through the windows near the
+   capacity does not bound it on a side (runs/inference/capacity_crossing.py), that
+   side's shoulder is probed, up to MAX_SHOULDER_WINDOWS windows a side;
+7. the search ends when the budget of probes is spent, whatever it found.
 
 A window the host stalled in (runs/inference/stalls.py: its percentile over the limit
 in a burst of a second or two only) is set aside, up to `MAX_STALLED_WINDOWS` a rate:
@@ -39,10 +42,10 @@ ceiling the lowest failing rate with no passing or mixed rate above it, so that 
 search whose verdicts contradict each other gives the whole span of the contradiction.
 The capacity is the rate where the percentile's estimates cross the limit
 (interpolated on log rate and log latency between the two probes around the
-crossing); its interval runs from the floor to the ceiling, and it is confirmed when
-the floor passed, and the ceiling failed, in `confirming_probes` windows each. Nothing
-is extrapolated past the probes: a capacity below the lowest or above the highest is
-said to be so.
+crossing); its interval runs from the floor to the ceiling, widened where the windows
+spread to the line's crossing of the limit, and it is confirmed when the floor passed,
+and the ceiling failed, in `confirming_probes` windows each. Nothing is extrapolated
+past the probes: a capacity below the lowest or above the highest is said to be so.
 """
 
 import math
@@ -51,7 +54,20 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from runs.inference.capacity import Decision, Objective, ProbeVerdict
-from runs.inference.capacity_spread import window_spread, window_spread_said
+from runs.inference.capacity_crossing import (
+    CROSSING_BAND,
+    MAX_SHOULDER_WINDOWS,
+    Crossing,
+    RateWindows,
+    crossing_interval,
+    shoulder_rate,
+)
+from runs.inference.capacity_spread import (
+    WindowSpread,
+    spread_widens,
+    window_spread,
+    window_spread_said,
+)
 from runs.inference.stalls import MAX_STALLED_WINDOWS, stalled_windows_said
 
 DEFAULT_PRECISION = 0.05
@@ -222,7 +238,39 @@ def next_step(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
     for end in (floor, ceiling):
         if _unconfirmed(end, plan):
             return Step(end.offered_tps)
+    shoulder = _shoulder(objective, by_rate, floor, ceiling)
+    if shoulder is not None:
+        return Step(_round_rate(min(max(shoulder, plan.low_tps), plan.high_tps)))
     return Step(None, ENDED_CONVERGED)
+
+
+def _shoulder(
+    objective: Objective, by_rate: Sequence[RateOutcome], floor: RateOutcome, ceiling: RateOutcome
+) -> float | None:
+    """Where the windows spread and the line through them does not bound the capacity on a
+    side, that side's shoulder rate (runs/inference/capacity_crossing.py), until the side's
+    shoulders took MAX_SHOULDER_WINDOWS windows; None where nothing is left to bound."""
+    spread = _spread(by_rate)
+    if spread is None or not spread_widens(spread):
+        return None
+    between = _between(by_rate, floor, ceiling)
+    estimate = _crossing(between, objective.limit_ms)
+    crossing = _line_crossing(objective, by_rate, estimate, spread)
+    below, above = _within_probes(crossing, by_rate)
+    low, high = floor.offered_tps, ceiling.offered_tps
+    sides = (
+        (-1, below, low / CROSSING_BAND, low),
+        (1, above, high, high * CROSSING_BAND),
+    )
+    for side, bound, start, end in sides:
+        shoulders = sum(
+            o.counted
+            for o in by_rate
+            if start <= o.offered_tps <= end and o not in (floor, ceiling)
+        )
+        if bound is None and shoulders < MAX_SHOULDER_WINDOWS:
+            return shoulder_rate(estimate, spread.sd, crossing.slope, side)
+    return None
 
 
 def expected_probes(plan: SearchPlan) -> int:
@@ -248,16 +296,88 @@ def capacity_of(
     plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]
 ) -> Capacity:
     """The capacity the probes give (see the module's docstring), the windows the host
-    stalled in, and for a capacity found, how much its windows spread at one rate where
-    that is enough to make its interval miss (runs/inference/capacity_spread.py)."""
+    stalled in, and for a capacity found where its windows at one rate spread, its interval
+    widened by a line through them and how much they spread (runs/inference/capacity_spread.py,
+    runs/inference/capacity_crossing.py)."""
     capacity = _capacity(plan, objective, outcomes)
-    spread = window_spread([outcome.window_estimates_ms for outcome in outcomes])
-    percentile = objective.percentile_name
     said = [stalled_windows_said(outcomes)]
-    if capacity.found == Found.FOUND:
-        said.append(window_spread_said(spread, percentile))
+    spread = _spread(outcomes)
+    if capacity.found == Found.FOUND and spread_widens(spread):
+        assert spread is not None
+        capacity, unbounded = _widened(capacity, objective, outcomes, spread)
+        said.append(window_spread_said(spread, objective.percentile_name, unbounded))
     sentence = "; ".join([capacity.sentence, *(part for part in said if part)])
     return replace(capacity, sentence=sentence)
+
+
+def _widened(
+    capacity: Capacity,
+    objective: Objective,
+    outcomes: Sequence[RateOutcome],
+    spread: WindowSpread,
+) -> tuple[Capacity, list[str]]:
+    """A found capacity's interval widened to the line's crossing of the limit, and the sides
+    the line did not bound within the probes: there the interval runs to the lowest probe
+    (it passed) or to the highest one or the lowest the server fell short of (nothing is
+    extrapolated past the probes)."""
+    assert capacity.estimate is not None and capacity.lower is not None
+    assert capacity.upper is not None
+    by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
+    crossing = _line_crossing(objective, by_rate, capacity.estimate, spread)
+    lowest, highest = _probed_ends(by_rate)
+    below, above = _within_probes(crossing, by_rate)
+    unbounded = [side for side, end in (("below", below), ("above", above)) if end is None]
+    lower = min(capacity.lower, lowest if below is None else below)
+    upper = max(capacity.upper, highest if above is None else above)
+    old = f"[{_tps(capacity.lower)}, {_tps(capacity.upper)}]"
+    sentence = capacity.sentence.replace(old, f"[{_tps(lower)}, {_tps(upper)}]", 1)
+    return replace(capacity, lower=lower, upper=upper, sentence=sentence), unbounded
+
+
+def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
+    """The lowest rate probed and the highest the probes say anything below: the highest
+    probed, or the lowest the server fell short of where that is lower."""
+    short = [o.offered_tps for o in by_rate if o.verdict.short_of_rate_tps is not None]
+    return by_rate[0].offered_tps, min([by_rate[-1].offered_tps, *short])
+
+
+def _within_probes(
+    crossing: Crossing, by_rate: Sequence[RateOutcome]
+) -> tuple[float | None, float | None]:
+    """The line's bounds where they lie within the probed ends (None elsewhere: nothing is
+    extrapolated past the probes)."""
+    lowest, highest = _probed_ends(by_rate)
+    below = crossing.lower if crossing.lower is not None and crossing.lower >= lowest else None
+    above = crossing.upper if crossing.upper is not None and crossing.upper <= highest else None
+    return below, above
+
+
+def _spread(outcomes: Sequence[RateOutcome]) -> WindowSpread | None:
+    return window_spread([outcome.window_estimates_ms for outcome in outcomes])
+
+
+def _line_crossing(
+    objective: Objective, by_rate: Sequence[RateOutcome], estimate: float, spread: WindowSpread
+) -> Crossing:
+    """The line's crossing through the counted windows of the rates the server reached
+    (a rate short of its offer gives the queue's percentile, not the curve's)."""
+    rates = [
+        RateWindows(o.offered_tps, o.window_estimates_ms)
+        for o in by_rate
+        if o.verdict.short_of_rate_tps is None and not o.verdict.generator_limited
+    ]
+    return crossing_interval(rates, objective.limit_ms, estimate, spread.sd)
+
+
+def _between(
+    by_rate: Sequence[RateOutcome], floor: RateOutcome, ceiling: RateOutcome
+) -> list[RateOutcome]:
+    """The counted rates from the floor to the ceiling."""
+    return [
+        o
+        for o in by_rate
+        if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps and o.counted
+    ]
 
 
 def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Capacity:
@@ -310,12 +430,7 @@ def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
-    between = [
-        o
-        for o in by_rate
-        if floor.offered_tps <= o.offered_tps <= ceiling.offered_tps and o.counted
-    ]
-    estimate = _crossing(between, objective.limit_ms)
+    estimate = _crossing(_between(by_rate, floor, ceiling), objective.limit_ms)
     interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
     unconfirmed = [
         f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"

@@ -1,31 +1,36 @@
-"""How much the host's windows disagree at one rate, and when the answer must say so.
+"""How much the host's windows disagree at one rate, and what the answer says of it.
 
 On a quiet host two 60 s windows at one offered rate give nearly the same percentile;
 on a shared or cloud VM they can differ severalfold (docs/benchmarks.md: 17.3, 19.4
-and 42.3 ms at 975 tps). A capacity's interval runs from the floor (the highest rate
-whose windows passed) to the ceiling (the lowest whose windows failed), and where one
-window's percentile is that uncertain, a floor or a ceiling next to the capacity may be
-a lucky or an unlucky window. Seeded searches (100 seeds, knees 1.5 to 2.5, 60 s
-windows) held the true capacity in 100 % of their intervals on a steady host, but in 82
-to 92 % where every window's latencies were scaled by e^N(0, 0.1), 70 to 74 % at 0.3
-and 62 to 67 % at 0.5 (tests/runs/inference/test_capacity_spread.py; docs/decisions.md).
+and 42.3 ms at 975 tps). A capacity's floor (the highest rate whose windows passed) and
+ceiling (the lowest whose windows failed) may then be a lucky or an unlucky window: the
+bracket held the true capacity in 100 % of seeded searches on a steady host (100 seeds,
+knees 1.5 to 2.5, 60 s windows), but in 82 to 92 % where every window's latencies were
+scaled by e^N(0, 0.1), 70 to 74 % at 0.3 and 62 to 67 % at 0.5
+(tests/runs/inference/test_capacity_spread.py; docs/decisions.md). From SPREAD_WIDENS
+on, the interval is widened to where a line through the windows crosses the limit
+(runs/inference/capacity_crossing.py), and the answer says so.
 
 The spread is pooled over the rates probed more than once: each window's own estimate
 of the percentile (windows the host stalled in are set aside before), the sd of their
-logs about their rate's mean. The answer says it once it rests on at least
-MIN_SPREAD_DEGREES degrees of freedom and reaches SPREAD_SAID.
+logs about their rate's mean, once it rests on at least MIN_SPREAD_DEGREES degrees of
+freedom.
 """
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# A standard normal's median absolute value.
+MEDIAN_ABSOLUTE_NORMAL = 0.6744897501960817
 # Degrees of freedom (windows less rates) before the spread is said.
 MIN_SPREAD_DEGREES = 2
-# The sd of the log percentile from which the answer says its interval may miss: said
-# in 32 to 39 % of the seeded searches at a spread of 0.1, 92 to 95 % at 0.3, never on a
-# steady host nor at 0.05 (where they held the capacity in 91 to 98 %).
-SPREAD_SAID = 0.1
+# The sd of the log percentile from which a capacity's interval is widened by a line
+# through its windows: the bracket alone held the capacity in 91 to 98 % of the seeded
+# searches at a spread of 0.05, 82 to 92 % at 0.1; a steady host's windows spread under
+# 0.05 (the percentile's own sampling), where nothing changes.
+SPREAD_WIDENS = 0.05
 
 
 @dataclass(frozen=True)
@@ -45,29 +50,51 @@ class WindowSpread:
 
 def window_spread(rates: Sequence[Sequence[float | None]]) -> WindowSpread | None:
     """The spread of the windows' estimates (ms; each rate's counted windows, None where a
-    window gave none); None below MIN_SPREAD_DEGREES."""
-    squares, windows, repeated = 0.0, 0, 0
+    window gave none); None below MIN_SPREAD_DEGREES.
+
+    Robust to a window the host stalled in that the stall rule could not tell: each
+    window's log deviates from its rate's mean by sd x sqrt((n - 1) / n) for n windows at
+    the rate, and the sd is the median of those deviations, so scaled, over a normal's
+    median absolute value (MEDIAN_ABSOLUTE_NORMAL). Pooled squares let one stalled window
+    (a p99 ten times its rate's other) set the spread of every rate."""
+    scaled: list[float] = []
+    repeated = 0
     for estimates in rates:
         logs = [math.log(e) for e in estimates if e is not None and e > 0]
         if len(logs) < 2:
             continue
         mean = sum(logs) / len(logs)
-        squares += sum((value - mean) ** 2 for value in logs)
-        windows += len(logs)
+        shrink = math.sqrt((len(logs) - 1) / len(logs))
+        scaled.extend(abs(value - mean) / shrink for value in logs)
         repeated += 1
-    degrees = windows - repeated
-    if degrees < MIN_SPREAD_DEGREES:
+    if len(scaled) - repeated < MIN_SPREAD_DEGREES:
         return None
-    return WindowSpread(math.sqrt(squares / degrees), windows, repeated)
+    return WindowSpread(statistics.median(scaled) / MEDIAN_ABSOLUTE_NORMAL, len(scaled), repeated)
 
 
-def window_spread_said(spread: WindowSpread | None, percentile: str) -> str:
-    """What the answer says of the spread, "" where it is small or not measured."""
-    if spread is None or spread.sd < SPREAD_SAID:
+def spread_widens(spread: WindowSpread | None) -> bool:
+    """Whether the windows spread enough for the interval to be widened by a line."""
+    return spread is not None and spread.sd >= SPREAD_WIDENS
+
+
+def window_spread_said(
+    spread: WindowSpread | None, percentile: str, unbounded: Sequence[str] = ()
+) -> str:
+    """What the answer says of a spread that widened its interval ("" where it did not);
+    `unbounded`: the sides ("below", "above") the line did not bound, where the interval
+    runs to the lowest or the highest probe."""
+    if spread is None or not spread_widens(spread):
         return ""
-    return (
+    said = (
         f"the {percentile} of repeated windows at one rate spread {spread.percent:.0f} % here "
-        f"({spread.windows} windows at {spread.rates} rates): a floor or ceiling next to the "
-        "capacity may be one lucky or unlucky window, so the interval may miss it (longer "
-        "windows or a quieter host narrow it)"
+        f"({spread.windows} windows at {spread.rates} rates), so the interval is where a line "
+        f"through the windows near the capacity crosses the limit, not only the floor and "
+        f"the ceiling"
     )
+    if unbounded:
+        sides = " or ".join(unbounded)
+        said += (
+            f"; the windows spread too much for the line to bound it {sides}, so it runs to "
+            "the probes' end there (longer windows or a quieter host narrow it)"
+        )
+    return said

@@ -18,10 +18,11 @@ of latency either side of the estimate, which give the line its leverage.
 The level: the t quantile at `CROSSING_QUANTILE` one-sided (a nominal 99 % interval).
 The knee's curvature and the search's choice of rates (each from the windows before it)
 make the line's nominal level over-claim: at 97.5 % (a nominal 95 %) the seeded searches
-held the capacity in 89 to 91 %, at 99.5 % in 93 to 97 % (100 seeds at spreads 0.1 to
+held the capacity in 89 to 91 %, at 99.5 % in 93 to 98 % (100 seeds at spreads 0.1 to
 0.5, knees 1.5 and 2, tests/runs/inference/test_capacity_spread.py; docs/decisions.md).
 """
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -88,12 +89,11 @@ def crossing_interval(
         for value in rate.estimates_ms
         if value is not None and value > 0
     ]
-    if len(points) >= MIN_LINE_WINDOWS:
+    if _drawable(points):
         # A robust first line (the median of the pairwise slopes, Theil-Sen), so that the
         # outliers it is to find do not bend it.
-        xs, ys = [x for x, _ in points], [y for _, y in points]
-        robust = stats.theilslopes(ys, xs)
-        residuals = [abs(y - robust.intercept - robust.slope * x) for x, y in points]
+        slope, intercept = _median_slope_line(points)
+        residuals = [abs(y - intercept - slope * x) for x, y in points]
         scale = max(statistics.median(residuals) / MEDIAN_ABSOLUTE_NORMAL, spread_sd / 10)
         points = [
             point
@@ -115,7 +115,7 @@ def crossing_interval(
     if slope <= 0 or a <= 0:
         return Crossing(None, None, slope, count, distinct)
     d = math.log(limit_ms) - mean_y
-    root = math.sqrt(q * (slope * slope / count + d * d / sxx - q / (count * sxx)))
+    root = math.sqrt(max(0.0, q * (slope * slope / count + d * d / sxx - q / (count * sxx))))
     lower = math.exp(mean_x + (slope * d - root) / a)
     upper = math.exp(mean_x + (slope * d + root) / a)
     return Crossing(lower, upper, slope, count, distinct)
@@ -123,13 +123,31 @@ def crossing_interval(
 
 def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float, float] | None:
     """The least-squares line's slope and the points' means; None with too few points."""
-    if len(points) < MIN_LINE_WINDOWS or len({x for x, _ in points}) < MIN_LINE_RATES:
+    if not _drawable(points):
         return None
     mean_x = sum(x for x, _ in points) / len(points)
     mean_y = sum(y for _, y in points) / len(points)
     sxx = sum((x - mean_x) ** 2 for x, _ in points)
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
     return slope, mean_x, mean_y
+
+
+def _median_slope_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Theil and Sen's line: the median of the slopes between points at different rates,
+    and the median intercept under it (scipy's theilslopes also computes the slope's
+    confidence interval, and warns where a handful of points leave it undefined)."""
+    slopes = [
+        (y2 - y1) / (x2 - x1)
+        for (x1, y1), (x2, y2) in itertools.combinations(points, 2)
+        if x1 != x2
+    ]
+    slope = statistics.median(slopes)
+    return slope, statistics.median(y - slope * x for x, y in points)
+
+
+def _drawable(points: Sequence[tuple[float, float]]) -> bool:
+    """Enough windows at enough rates for a line."""
+    return len(points) >= MIN_LINE_WINDOWS and len({x for x, _ in points}) >= MIN_LINE_RATES
 
 
 def shoulder_rate(estimate_tps: float, spread_sd: float, slope: float | None, side: int) -> float:

@@ -335,10 +335,15 @@ def _widened(
 
 
 def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
-    """The lowest rate probed and the highest the probes say anything below: the highest
-    probed, or the lowest the server fell short of where that is lower."""
-    short = [o.offered_tps for o in by_rate if o.verdict.short_of_rate_tps is not None]
-    return by_rate[0].offered_tps, min([by_rate[-1].offered_tps, *short])
+    """The lowest rate probed, and the highest the probes leave possible: the highest
+    probed, or the least a server offered more reached where that is lower (its throughput:
+    it cannot serve a higher rate on schedule)."""
+    reached = [
+        o.verdict.short_of_rate_tps
+        for o in by_rate
+        if o.verdict.short_of_rate_tps is not None and not o.verdict.generator_limited
+    ]
+    return by_rate[0].offered_tps, min([by_rate[-1].offered_tps, *reached])
 
 
 def _within_probes(

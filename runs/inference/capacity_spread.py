@@ -95,6 +95,7 @@ def window_spread_said(
         sides = " or ".join(unbounded)
         said += (
             f"; the windows spread too much for the line to bound it {sides}, so it runs to "
-            "the probes' end there (longer windows or a quieter host narrow it)"
+            "the probes' end there, the lowest probe or the throughput one reached (longer "
+            "windows or a quieter host narrow it)"
         )
     return said

@@ -254,9 +254,9 @@ def _shoulder(
     if spread is None or not spread_widens(spread):
         return None
     between = _between(by_rate, floor, ceiling)
-    estimate = _crossing(between, objective.limit_ms)
+    estimate = _interpolated_estimate(between, objective.limit_ms)
     crossing = _line_crossing(objective, by_rate, estimate, spread)
-    below, above = _within_probes(crossing, by_rate)
+    below, above = _within_probes(crossing, *_probed_ends(by_rate))
     low, high = floor.offered_tps, ceiling.offered_tps
     sides = (
         (-1, below, low / CROSSING_BAND, low),
@@ -325,7 +325,7 @@ def _widened(
     by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
     crossing = _line_crossing(objective, by_rate, capacity.estimate, spread)
     lowest, highest = _probed_ends(by_rate)
-    below, above = _within_probes(crossing, by_rate)
+    below, above = _within_probes(crossing, lowest, highest)
     unbounded = [side for side, end in (("below", below), ("above", above)) if end is None]
     lower = min(capacity.lower, lowest if below is None else below)
     upper = max(capacity.upper, highest if above is None else above)
@@ -347,11 +347,10 @@ def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
 
 
 def _within_probes(
-    crossing: Crossing, by_rate: Sequence[RateOutcome]
+    crossing: Crossing, lowest: float, highest: float
 ) -> tuple[float | None, float | None]:
-    """The line's bounds where they lie within the probed ends (None elsewhere: nothing is
-    extrapolated past the probes)."""
-    lowest, highest = _probed_ends(by_rate)
+    """The line's bounds where they lie within the probed ends (`_probed_ends`; None
+    elsewhere: nothing is extrapolated past the probes)."""
     below = crossing.lower if crossing.lower is not None and crossing.lower >= lowest else None
     above = crossing.upper if crossing.upper is not None and crossing.upper <= highest else None
     return below, above
@@ -435,7 +434,7 @@ def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
-    estimate = _crossing(_between(by_rate, floor, ceiling), objective.limit_ms)
+    estimate = _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms)
     interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
     unconfirmed = [
         f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"
@@ -451,7 +450,7 @@ def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
     )
 
 
-def _crossing(between: list[RateOutcome], limit_ms: float) -> float:
+def _interpolated_estimate(between: list[RateOutcome], limit_ms: float) -> float:
     """Where the estimates cross the limit, on log rate and log latency, between the last
     rate under it and the next; the geometric middle where an estimate is missing or the
     next rate failed for another reason than latency."""

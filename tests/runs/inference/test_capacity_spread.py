@@ -27,6 +27,10 @@ from tests.runs.inference.simulated_hosts import P99_20, SimulatedHost, search_o
 
 SEEDS = 30
 PLAN = SearchPlan(low_tps=50.0, high_tps=5000.0, budget=24)
+# A rate's pooled verdicts and its windows' own decisions, for outcomes built by hand.
+passed = ProbeVerdict(Decision.PASS, (), False, None, False)
+failed = ProbeVerdict(Decision.FAIL, ("p99 over 20 ms",), False, None, True)
+pass_, fail = Decision.PASS, Decision.FAIL
 
 
 def test_the_spread_pools_the_rates_probed_more_than_once_robust_to_one_stalled_window() -> None:
@@ -64,9 +68,6 @@ def test_only_a_spread_that_widens_the_interval_is_said() -> None:
 
 
 def test_the_answer_widens_its_interval_by_the_line_and_says_the_spread() -> None:
-    passed = ProbeVerdict(Decision.PASS, (), False, None, False)
-    failed = ProbeVerdict(Decision.FAIL, ("p99 at least 31 ms",), False, None, True)
-    pass_, fail = Decision.PASS, Decision.FAIL
     outcomes = [
         RateOutcome(100.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
         RateOutcome(1000.0, passed, 15.0, 2, (pass_, pass_), 0, (10.0, 18.0)),
@@ -87,9 +88,6 @@ def test_the_answer_widens_its_interval_by_the_line_and_says_the_spread() -> Non
 
 
 def test_a_line_through_three_rates_bounds_the_interval_around_the_bracket() -> None:
-    passed = ProbeVerdict(Decision.PASS, (), False, None, False)
-    failed = ProbeVerdict(Decision.FAIL, ("p99 at least 31 ms",), False, None, True)
-    pass_, fail = Decision.PASS, Decision.FAIL
     outcomes = [
         RateOutcome(100.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
         RateOutcome(800.0, passed, 9.0, 2, (pass_, pass_), 0, (8.0, 10.0)),
@@ -140,11 +138,8 @@ def test_seeded_searches_hold_the_capacity_where_their_windows_spread(
 
 
 def test_a_converged_search_whose_line_bounds_no_side_probes_its_shoulders() -> None:
-    passed = ProbeVerdict(Decision.PASS, (), False, None, False)
-    failed = ProbeVerdict(Decision.FAIL, ("p99 at least 31 ms",), False, None, True)
     # The highest rate fell short of its offer at 3,900 tps: the server's throughput.
     short = ProbeVerdict(Decision.FAIL, ("rate not reached",), False, 3900.0, False)
-    pass_, fail = Decision.PASS, Decision.FAIL
     plan = SearchPlan(50.0, 5000.0, budget=24)
     outcomes = [
         RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
@@ -172,9 +167,6 @@ def test_a_converged_search_whose_line_bounds_no_side_probes_its_shoulders() -> 
 
 
 def test_a_search_whose_windows_agree_ends_without_shoulders() -> None:
-    passed = ProbeVerdict(Decision.PASS, (), False, None, False)
-    failed = ProbeVerdict(Decision.FAIL, ("p99 at least 21 ms",), False, None, True)
-    pass_, fail = Decision.PASS, Decision.FAIL
     outcomes = [
         RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
         RateOutcome(1000.0, passed, 18.0, 2, (pass_, pass_), 0, (18.0, 18.2)),

@@ -49,8 +49,14 @@ function show(result) {
   field("setups").textContent = result
     ? seconds(result.setup_seconds) + (builds[result.build_times]?.(result.build_seconds) || "")
     : "—";
+  const spread = result && result.window_spread_pct !== null
+    ? `, the host's windows at one rate spread ${Math.round(result.window_spread_pct)} % in its latest searches`
+    : "";
+  const probes = result && result.capacity_probes !== null
+    ? ` (about ${result.capacity_probes} probes${spread})`
+    : "";
   const most = result && result.max_seconds !== null
-    ? `; in all ${seconds(result.expected_seconds)}, at most ${seconds(result.max_seconds)}`
+    ? `; in all ${seconds(result.expected_seconds)}${probes}, at most ${seconds(result.max_seconds)}`
     : "";
   const rates = {
     learned: " (learned tps)",

@@ -12,8 +12,10 @@ offer next and the capacity.
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+
+from django.db.models import Max
 
 from runs.inference.capacity import (
     GENERATOR_BUSY_SHARE,
@@ -33,6 +35,7 @@ from runs.inference.capacity_search import (
     capacity_of,
     expected_probes,
 )
+from runs.inference.capacity_spread import WindowSpread, window_spread
 from runs.inference.quantiles import HistogramSample, percentile_interval
 from runs.inference.stalls import (
     SECOND_PERCENTILES,
@@ -45,6 +48,8 @@ from runs.models import Experiment, ProgressSample, Result, Run
 
 # The percentiles the curve draws for every probe.
 CURVE_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+# A host's latest capacity searches whose windows tell how much they spread there.
+LEARNED_SEARCHES = 3
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,33 @@ def plan_of(experiment: Experiment, compared: bool) -> SearchPlan:
     )
 
 
-def probe_count_expected(experiment: Experiment, cells: int) -> int:
-    """How many probes one cell's search is expected to take (its budget at most)."""
-    return expected_probes(plan_of(experiment, cells > 1))
+def probe_count_expected(
+    experiment: Experiment, cells: int, spread: WindowSpread | None = None
+) -> int:
+    """How many probes one cell's search is expected to take (its budget at most) on hosts
+    whose windows spread by `spread` (`learned_window_spread`)."""
+    return expected_probes(plan_of(experiment, cells > 1), spread)
+
+
+def learned_window_spread(host_ids: Collection[int]) -> WindowSpread | None:
+    """How much the windows at one rate spread in the hosts' latest LEARNED_SEARCHES capacity
+    searches (a search: one cell's probes; their repeated rates pooled,
+    runs/inference/capacity_spread.py); None where too few rates were probed again."""
+    searches = list(
+        Run.objects.filter(host_id__in=host_ids, round__isnull=False, experiment__capacity=True)
+        .values("experiment_id", "cell")
+        .annotate(last=Max("pk"))
+        .order_by("-last")[:LEARNED_SEARCHES]
+    )
+    experiments = Experiment.objects.in_bulk({search["experiment_id"] for search in searches})
+    estimates = [
+        outcome.window_estimates_ms
+        for search in searches
+        for outcome in capacity_reading(
+            experiments[search["experiment_id"]], search["cell"]
+        ).outcomes
+    ]
+    return window_spread(estimates)
 
 
 def searched_cells(experiment: Experiment) -> list[int]:

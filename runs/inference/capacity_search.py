@@ -53,6 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+import numpy as np
+
 from runs.inference.capacity import Decision, Objective, ProbeVerdict
 from runs.inference.capacity_crossing import (
     CROSSING_BAND,
@@ -63,6 +65,7 @@ from runs.inference.capacity_crossing import (
     shoulder_rate,
 )
 from runs.inference.capacity_spread import (
+    SPREAD_WIDENS,
     WindowSpread,
     spread_widens,
     window_spread,
@@ -82,6 +85,12 @@ DEFAULT_CONFIRMING_PROBES = 2
 # tests/runs/inference/test_capacity.py).
 INTERPOLATED_GAP_PRECISIONS = 4.0
 EXPECTED_INTERPOLATIONS = 3
+# The probes a search takes beyond a steady host's where its windows' log percentile
+# spreads by an sd: the median seeded search (range 50 to 5,000 tps, budget 24, 100 seeds,
+# knees 1.5 and 2; tests/runs/inference/test_capacity_spread.py) took 7 probes at no
+# spread, 9 at 0.1, 11.5 to 12 at 0.3 and 13.5 to 14 at 0.5 (mixed windows pushing the
+# floor and the ceiling apart, their confirmations, the line's shoulders); constant beyond.
+NOISE_PROBES = ((SPREAD_WIDENS, 0.0), (0.1, 2.0), (0.3, 5.0), (0.5, 7.0))
 # An interpolated probe aims at the limit less this many precisions (a share of it).
 AIM_BELOW_LIMIT_PRECISIONS = 2.0
 # Why a search ends at its lowest rate without saying the capacity is below it.
@@ -273,18 +282,29 @@ def _shoulder(
     return None
 
 
-def expected_probes(plan: SearchPlan) -> int:
+def expected_probes(plan: SearchPlan, spread: WindowSpread | None = None) -> int:
     """How many probes a search is expected to take: the range's two ends, the splits
     down to its precision (interpolations, then bisections; bisections alone where they
-    take fewer), one repeat near the limit and the floor's and the ceiling's confirming
-    windows; its budget at most."""
+    take fewer), one repeat near the limit, the floor's and the ceiling's confirming
+    windows, and on a host whose windows at one rate spread (`spread`, learned from its
+    earlier searches) the probes that costs (`noise_probes`); its budget at most."""
     interpolated = 1 + INTERPOLATED_GAP_PRECISIONS * plan.precision
     splits = min(
         _halvings(plan.high_tps / plan.low_tps, plan.precision),
         EXPECTED_INTERPOLATIONS + _halvings(interpolated, plan.precision),
     )
     confirmations = 2 * (plan.confirming_probes - 1)
-    return min(plan.budget, 2 + splits + 1 + confirmations)
+    steady = 2 + splits + 1 + confirmations
+    return min(plan.budget, steady + noise_probes(spread))
+
+
+def noise_probes(spread: WindowSpread | None) -> int:
+    """The probes a search takes beyond a steady host's where its windows spread by
+    `spread`: NOISE_PROBES interpolated, none below SPREAD_WIDENS."""
+    if spread is None or not spread_widens(spread):
+        return 0
+    sds, probes = zip(*NOISE_PROBES, strict=True)
+    return round(float(np.interp(spread.sd, sds, probes)))
 
 
 def _halvings(ratio: float, precision: float) -> int:

@@ -8,7 +8,7 @@ from typing import NamedTuple, TypedDict
 
 from agents.contract.spec.document import SweepSpec
 from runs.agentlink.execution import ROUNDS
-from runs.analysis.capacity import probe_count_expected
+from runs.analysis.capacity import learned_window_spread, probe_count_expected
 from runs.estimates import (
     RATE_SOURCES,
     Learned,
@@ -17,6 +17,7 @@ from runs.estimates import (
     learned_timings,
     timed_sweep_seconds,
 )
+from runs.inference.capacity_spread import spread_widens
 from runs.models import Experiment
 from runs.services.adaptive import LONGER_POINTS_FACTOR
 from runs.services.queueing import Cell
@@ -37,7 +38,11 @@ class Estimate(TypedDict):
     nothing is compiled: binaries, or builds in its cache). An adaptive
     experiment queues its first rounds (these figures), then adds rounds:
     `expected_seconds` and `max_seconds` say how long in all
-    (runs.estimates.adaptive_seconds); null for the others.
+    (runs.estimates.adaptive_seconds); null for the others. A capacity search's
+    `expected_seconds` is for `capacity_probes` probes a cell, more where the hosts'
+    windows at one rate spread `window_spread_pct` % in their latest searches
+    (runs.analysis.capacity.learned_window_spread; null where that did not widen an
+    interval or was not learned); both null for other experiments.
     """
 
     execution: str
@@ -50,6 +55,8 @@ class Estimate(TypedDict):
     transaction_rates: str | None
     build_seconds: int | None
     build_times: str | None
+    capacity_probes: int | None
+    window_spread_pct: float | None
 
 
 def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) -> Estimate:
@@ -72,6 +79,8 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         "transaction_rates": None,
         "build_seconds": None,
         "build_times": None,
+        "capacity_probes": None,
+        "window_spread_pct": None,
     }
     if not cells or not (experiment.duration_s or experiment.transactions):
         return estimate
@@ -100,7 +109,12 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         # A round of one probe a cell at a time; a cell's search takes about `expected`
         # rounds of its budget (the busiest host runs its cells' probes of each round).
         estimate["runs"] = estimate["points"] = len(cells)
-        expected = probe_count_expected(experiment, len(cells))
+        spread = learned_window_spread({cell.host.pk for cell in cells})
+        expected = probe_count_expected(experiment, len(cells), spread)
+        estimate["capacity_probes"] = expected
+        if spread_widens(spread):
+            assert spread is not None
+            estimate["window_spread_pct"] = round(spread.percent, 1)
         estimate["expected_seconds"] = round(repeated * expected + busiest.build)
         estimate["max_seconds"] = round(repeated * experiment.capacity_probes + busiest.build)
     return estimate

@@ -191,6 +191,17 @@ class EstimateSerializer(serializers.Serializer[Document]):
         help_text="Whether build_seconds was learned from the host's earlier source builds "
         "or guessed (it has built none).",
     )
+    capacity_probes = serializers.IntegerField(
+        allow_null=True,
+        help_text="A capacity search: the probes a cell's search is expected to take, "
+        "expected_seconds' count (null for other experiments).",
+    )
+    window_spread_pct = serializers.FloatField(
+        allow_null=True,
+        help_text="A capacity search: how much the windows at one rate spread (%) in the "
+        "hosts' latest capacity searches, which costs probes (null where they spread too "
+        "little to matter, or searched none).",
+    )
 
 
 class RunSerializer(StrictModelSerializer[Run]):

@@ -14,7 +14,9 @@ from runs.inference.capacity_search import (
     RateOutcome,
     SearchPlan,
     capacity_of,
+    expected_probes,
     next_step,
+    noise_probes,
 )
 from runs.inference.capacity_spread import (
     MEDIAN_ABSOLUTE_NORMAL,
@@ -179,3 +181,16 @@ def test_a_search_whose_windows_agree_ends_without_shoulders() -> None:
     capacity = capacity_of(plan, P99_20, outcomes)
     assert (capacity.lower, capacity.upper) == (1000.0, 1040.0)
     assert "spread" not in capacity.sentence
+
+
+def test_a_host_whose_windows_spread_is_expected_to_take_more_probes() -> None:
+    # The seeded searches' medians beyond a steady host's: none under SPREAD_WIDENS, 2 at
+    # 0.1, 5 at 0.3, 7 at 0.5 and beyond; interpolated between.
+    def spread(sd: float) -> WindowSpread:
+        return WindowSpread(sd, 6, 3)
+
+    assert noise_probes(None) == noise_probes(spread(SPREAD_WIDENS / 2)) == 0
+    assert [noise_probes(spread(sd)) for sd in (0.1, 0.2, 0.3, 0.5, 1.5)] == [2, 4, 5, 7, 7]
+    steady = expected_probes(PLAN)
+    assert expected_probes(PLAN, spread(0.3)) == steady + 5
+    assert expected_probes(SearchPlan(50.0, 5000.0, budget=12), spread(0.5)) == 12

@@ -14,7 +14,9 @@ from hdrh.histogram import HdrHistogram
 
 from agents.contract.errors import JobError
 from runs import services
-from runs.analysis.capacity import capacity_reading
+from runs.analysis.capacity import capacity_reading, learned_window_spread
+from runs.inference.capacity_search import noise_probes
+from runs.inference.capacity_spread import spread_widens
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.capacity import (
     ENDED_CANCELLED,
@@ -335,3 +337,39 @@ def test_the_estimate_says_how_long_the_search_takes_at_most():
     # the budget.
     assert estimate["expected_seconds"] == pytest.approx(10 * probe_s, abs=10)
     assert estimate["max_seconds"] == pytest.approx(20 * probe_s, abs=20)
+    assert estimate["capacity_probes"] == 10 and estimate["window_spread_pct"] is None
+
+
+def test_the_estimate_counts_more_probes_on_a_host_whose_windows_spread(lab_redis, admin_client):
+    # An earlier search on the host, each window's server saturating at 3,000 tps x
+    # e^N(0, 0.05): near its capacity (a load of 0.8) that spreads a window's p99 by about
+    # a fifth. The next search on the host is expected to take more probes, and the
+    # estimate says why; one on another host is not.
+    earlier = capacity_experiment()
+    host = earlier.hosts.get()
+    services.experiment_start(earlier, UserFactory())
+    rng = random.Random(5)
+    saturations: dict[int, float] = {}
+
+    def noisy(run: Run) -> float:
+        return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.05))
+
+    search_to_end(earlier, rng, noisy)
+    spread = learned_window_spread({host.pk})
+    assert spread is not None and spread_widens(spread)
+
+    planned = capacity_experiment(capacity_probes=20, hosts=[host])
+    estimate = services.experiment_estimate(planned)
+    elsewhere = services.experiment_estimate(capacity_experiment(capacity_probes=20))
+
+    assert estimate["window_spread_pct"] == pytest.approx(spread.percent, abs=0.05)
+    assert estimate["capacity_probes"] == 10 + noise_probes(spread) > 10
+    probe_s = estimate["estimated_seconds"]
+    assert estimate["expected_seconds"] == pytest.approx(
+        estimate["capacity_probes"] * probe_s, abs=10
+    )
+    assert (elsewhere["capacity_probes"], elsewhere["window_spread_pct"]) == (10, None)
+    page = admin_client.get(reverse("experiment-detail", args=[planned.pk])).content.decode()
+    said = f"{estimate['capacity_probes']} probes a search usually takes here (the host's "
+    assert said in page
+    assert f"spread {estimate['window_spread_pct']:.0f} % in its latest searches" in page

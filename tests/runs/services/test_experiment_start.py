@@ -271,6 +271,8 @@ def expected_estimate(
         "transaction_rates": None,
         "build_seconds": None,
         "build_times": None,
+        "capacity_probes": None,
+        "window_spread_pct": None,
     }
 
 

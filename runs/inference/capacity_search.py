@@ -188,7 +188,8 @@ class Capacity:
     """What the probes say: `found` (a Found), the estimate and its interval (tps; None
     where the probes give none), whether the load generator limited the probes above
     it, and for a found capacity whether its ceiling failed in the plan's
-    `confirming_probes` windows."""
+    `confirming_probes` windows and the sides ("below", "above") a line through windows
+    that spread did not bound (there the interval runs to the probes' end)."""
 
     found: Found
     estimate: float | None
@@ -197,6 +198,7 @@ class Capacity:
     generator_limited: bool
     sentence: str
     confirmed: bool = True
+    unbounded: tuple[str, ...] = ()
 
 
 def next_step(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Step:
@@ -319,39 +321,33 @@ def capacity_of(
     stalled in, and for a capacity found where its windows at one rate spread, its interval
     widened by a line through them and how much they spread (runs/inference/capacity_spread.py,
     runs/inference/capacity_crossing.py)."""
-    capacity = _capacity(plan, objective, outcomes)
-    said = [stalled_windows_said(outcomes)]
     spread = _spread(outcomes)
+    capacity = _capacity(plan, objective, outcomes, spread)
+    said = [stalled_windows_said(outcomes)]
     if capacity.found == Found.FOUND and spread_widens(spread):
-        assert spread is not None
-        capacity, unbounded = _widened(capacity, objective, outcomes, spread)
-        said.append(window_spread_said(spread, objective.percentile_name, unbounded))
+        said.append(window_spread_said(spread, objective.percentile_name, capacity.unbounded))
     sentence = "; ".join([capacity.sentence, *(part for part in said if part)])
     return replace(capacity, sentence=sentence)
 
 
 def _widened(
-    capacity: Capacity,
+    bracket: tuple[float, float],
+    estimate: float,
     objective: Objective,
-    outcomes: Sequence[RateOutcome],
+    by_rate: Sequence[RateOutcome],
     spread: WindowSpread,
-) -> tuple[Capacity, list[str]]:
-    """A found capacity's interval widened to the line's crossing of the limit, and the sides
-    the line did not bound within the probes: there the interval runs to the lowest probe
-    (it passed) or to the highest one or the lowest the server fell short of (nothing is
-    extrapolated past the probes)."""
-    assert capacity.estimate is not None and capacity.lower is not None
-    assert capacity.upper is not None
-    by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
-    crossing = _line_crossing(objective, by_rate, capacity.estimate, spread)
+) -> tuple[tuple[float, float], tuple[str, ...]]:
+    """A found capacity's interval, the `bracket` [floor, ceiling] widened to the line's
+    crossing of the limit, and the sides the line did not bound within the probes: there
+    the interval runs to the lowest probe (it passed) or to the highest one or the lowest
+    the server fell short of (nothing is extrapolated past the probes)."""
+    crossing = _line_crossing(objective, by_rate, estimate, spread)
     lowest, highest = _probed_ends(by_rate)
     below, above = _within_probes(crossing, lowest, highest)
-    unbounded = [side for side, end in (("below", below), ("above", above)) if end is None]
-    lower = min(capacity.lower, lowest if below is None else below)
-    upper = max(capacity.upper, highest if above is None else above)
-    old = f"[{_tps(capacity.lower)}, {_tps(capacity.upper)}]"
-    sentence = capacity.sentence.replace(old, f"[{_tps(lower)}, {_tps(upper)}]", 1)
-    return replace(capacity, lower=lower, upper=upper, sentence=sentence), unbounded
+    unbounded = tuple(side for side, end in (("below", below), ("above", above)) if end is None)
+    lower = min(bracket[0], lowest if below is None else below)
+    upper = max(bracket[1], highest if above is None else above)
+    return (lower, upper), unbounded
 
 
 def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
@@ -404,8 +400,14 @@ def _between(
     ]
 
 
-def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Capacity:
-    """The capacity the probes give, without what the host's stalls did."""
+def _capacity(
+    plan: SearchPlan,
+    objective: Objective,
+    outcomes: Sequence[RateOutcome],
+    spread: WindowSpread | None,
+) -> Capacity:
+    """The capacity the probes give, its interval widened where the windows `spread`
+    (`_widened`), without what the host's stalls did nor what the spread was."""
     by_rate = sorted(outcomes, key=lambda outcome: outcome.offered_tps)
     at = f"at {objective.describe()}"
     passes = [o for o in by_rate if o.passing]
@@ -455,7 +457,12 @@ def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
     estimate = _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms)
-    interval = f"[{_tps(floor.offered_tps)}, {_tps(ceiling.offered_tps)}]"
+    bounds: tuple[float, float] = (floor.offered_tps, ceiling.offered_tps)
+    unbounded: tuple[str, ...] = ()
+    if spread_widens(spread):
+        assert spread is not None
+        bounds, unbounded = _widened(bounds, estimate, objective, by_rate, spread)
+    interval = f"[{_tps(bounds[0])}, {_tps(bounds[1])}]"
     unconfirmed = [
         f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"
         for name, verb, end in (("floor", "passed", floor), ("ceiling", "failed", ceiling))
@@ -465,9 +472,7 @@ def _capacity(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOut
     sentence = f"{_tps(estimate)} tps {interval} {at}"
     if unconfirmed:
         sentence += f" (not confirmed: {', '.join(unconfirmed)})"
-    return Capacity(
-        Found.FOUND, estimate, floor.offered_tps, ceiling.offered_tps, False, sentence, confirmed
-    )
+    return Capacity(Found.FOUND, estimate, *bounds, False, sentence, confirmed, unbounded)
 
 
 def _interpolated_estimate(between: list[RateOutcome], limit_ms: float) -> float:

@@ -22,8 +22,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A standard normal's median absolute value.
-MEDIAN_ABSOLUTE_NORMAL = 0.6744897501960817
+from scipy import stats
+
+# A standard normal's median absolute value, its upper quartile.
+MEDIAN_ABSOLUTE_NORMAL = float(stats.norm.ppf(0.75))
 # Degrees of freedom (windows less rates) before the spread is said.
 MIN_SPREAD_DEGREES = 2
 # The sd of the log percentile from which a capacity's interval is widened by a line

@@ -194,3 +194,38 @@ def test_a_host_whose_windows_spread_is_expected_to_take_more_probes() -> None:
     steady = expected_probes(PLAN)
     assert expected_probes(PLAN, spread(0.3)) == steady + 5
     assert expected_probes(SearchPlan(50.0, 5000.0, budget=12), spread(0.5)) == 12
+
+
+def test_a_side_the_line_never_bounds_takes_at_most_three_shoulder_windows() -> None:
+    # Converged at [1,000, 1,040], but the windows near it scatter so (4 to 19 ms at one
+    # rate below, 21 to 90 ms above) that no line bounds either side: each side's shoulders
+    # take three windows, wherever the next one is aimed, then the search ends and the
+    # interval runs to the lowest probe and to the throughput the server reached.
+    short = ProbeVerdict(Decision.FAIL, ("rate not reached",), False, 3900.0, False)
+    plan = SearchPlan(50.0, 5000.0, budget=24)
+    outcomes = [
+        RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
+        RateOutcome(1000.0, passed, 15.0, 2, (pass_, pass_), 0, (10.0, 18.0)),
+        RateOutcome(1040.0, failed, 30.0, 2, (fail, fail), 0, (24.0, 40.0)),
+        RateOutcome(5000.0, short, 900.0, 1, (fail,), 0, (900.0,)),
+    ]
+    scattered = {-1: (19.0, 4.0, 12.0), 1: (21.0, 90.0, 25.0)}
+    for side, verdict in ((-1, passed), (1, failed)):
+        for estimate in scattered[side]:
+            rate = next_step(plan, P99_20, outcomes).next_tps
+            assert rate is not None and (rate < 1000 if side < 0 else rate > 1040)
+            # A window more at the rate asked for, beside the rate's earlier ones if any.
+            earlier = next((o for o in outcomes if o.offered_tps == rate), None)
+            estimates = (*(earlier.window_estimates_ms if earlier else ()), estimate)
+            decisions = (verdict.decision,) * len(estimates)
+            window = RateOutcome(rate, verdict, estimate, len(estimates), decisions, 0, estimates)
+            outcomes = [o for o in outcomes if o is not earlier] + [window]
+    step = next_step(plan, P99_20, outcomes)
+    assert (step.next_tps, step.ended) == (None, ENDED_CONVERGED)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert (capacity.lower, capacity.upper, capacity.unbounded) == (
+        50.0,
+        3900.0,
+        ("below", "above"),
+    )
+    assert "too much for the line to bound it below or above" in capacity.sentence

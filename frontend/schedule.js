@@ -50,7 +50,7 @@ function show(result) {
     ? seconds(result.setup_seconds) + (builds[result.build_times]?.(result.build_seconds) || "")
     : "—";
   const spread = result && result.window_spread_pct !== null
-    ? `, the host's windows at one rate spread ${Math.round(result.window_spread_pct)} % in its latest searches`
+    ? `, the host's windows at one rate spread ${Math.round(result.window_spread_pct)} % in its latest searches with probes as long`
     : "";
   const probes = result && result.capacity_probes !== null
     ? ` (about ${result.capacity_probes} probes${spread})`

@@ -117,13 +117,19 @@ def probe_count_expected(
     return expected_probes(plan_of(experiment, cells > 1), spread)
 
 
-def learned_window_spread(host_ids: Collection[int]) -> WindowSpread | None:
+def learned_window_spread(host_ids: Collection[int], probe_s: int | None) -> WindowSpread | None:
     """How much the windows at one rate spread in the hosts' latest LEARNED_SEARCHES capacity
-    searches (a search: one cell's probes; their repeated rates pooled,
-    runs/inference/capacity_spread.py); None where too few rates were probed again."""
+    searches whose probes lasted `probe_s` (a short window spreads more; a search: one cell's
+    probes, their repeated rates pooled, runs/inference/capacity_spread.py); None where too
+    few rates were probed again."""
+    probed = Run.objects.filter(
+        host_id__in=host_ids,
+        round__isnull=False,
+        experiment__capacity=True,
+        experiment__duration_s=probe_s,
+    )
     searches = list(
-        Run.objects.filter(host_id__in=host_ids, round__isnull=False, experiment__capacity=True)
-        .values("experiment_id", "cell")
+        probed.values("experiment_id", "cell")
         .annotate(last=Max("pk"))
         .order_by("-last")[:LEARNED_SEARCHES]
     )

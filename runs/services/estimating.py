@@ -40,9 +40,9 @@ class Estimate(TypedDict):
     `expected_seconds` and `max_seconds` say how long in all
     (runs.estimates.adaptive_seconds); null for the others. A capacity search's
     `expected_seconds` is for `capacity_probes` probes a cell, more where the hosts'
-    windows at one rate spread `window_spread_pct` % in their latest searches
-    (runs.analysis.capacity.learned_window_spread; null where that did not widen an
-    interval or was not learned); both null for other experiments.
+    windows at one rate spread `window_spread_pct` % in their latest searches with probes
+    as long (runs.analysis.capacity.learned_window_spread; null where that did not widen
+    an interval or was not learned); both null for other experiments.
     """
 
     execution: str
@@ -109,7 +109,7 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         # A round of one probe a cell at a time; a cell's search takes about `expected`
         # rounds of its budget (the busiest host runs its cells' probes of each round).
         estimate["runs"] = estimate["points"] = len(cells)
-        spread = learned_window_spread({cell.host.pk for cell in cells})
+        spread = learned_window_spread({cell.host.pk for cell in cells}, experiment.duration_s)
         expected = probe_count_expected(experiment, len(cells), spread)
         estimate["capacity_probes"] = expected
         if spread_widens(spread):

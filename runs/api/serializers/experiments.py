@@ -199,8 +199,8 @@ class EstimateSerializer(serializers.Serializer[Document]):
     window_spread_pct = serializers.FloatField(
         allow_null=True,
         help_text="A capacity search: how much the windows at one rate spread (%) in the "
-        "hosts' latest capacity searches, which costs probes (null where they spread too "
-        "little to matter, or searched none).",
+        "hosts' latest capacity searches with probes as long, which costs probes (null where "
+        "they spread too little to matter, or searched none).",
     )
 
 

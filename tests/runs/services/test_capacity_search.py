@@ -355,8 +355,10 @@ def test_the_estimate_counts_more_probes_on_a_host_whose_windows_spread(lab_redi
         return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.05))
 
     search_to_end(earlier, rng, noisy)
-    spread = learned_window_spread({host.pk})
+    spread = learned_window_spread({host.pk}, earlier.duration_s)
     assert spread is not None and spread_widens(spread)
+    # Windows of another length spread otherwise: nothing learned for them.
+    assert learned_window_spread({host.pk}, 60) is None
 
     planned = capacity_experiment(capacity_probes=20, hosts=[host])
     estimate = services.experiment_estimate(planned)
@@ -372,4 +374,9 @@ def test_the_estimate_counts_more_probes_on_a_host_whose_windows_spread(lab_redi
     page = admin_client.get(reverse("experiment-detail", args=[planned.pk])).content.decode()
     said = f"{estimate['capacity_probes']} probes a search usually takes here (the host's "
     assert said in page
-    assert f"spread {estimate['window_spread_pct']:.0f} % in its latest searches" in page
+    spread_said = f"spread {estimate['window_spread_pct']:.0f} % in its latest searches with"
+    assert spread_said in page
+    longer = services.experiment_estimate(
+        capacity_experiment(capacity_probes=20, hosts=[host], duration_s=60)
+    )
+    assert (longer["capacity_probes"], longer["window_spread_pct"]) == (10, None)

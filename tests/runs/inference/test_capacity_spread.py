@@ -33,6 +33,17 @@ PLAN = SearchPlan(low_tps=50.0, high_tps=5000.0, budget=24)
 passed = ProbeVerdict(Decision.PASS, (), False, None, False)
 failed = ProbeVerdict(Decision.FAIL, ("p99 over 20 ms",), False, None, True)
 pass_, fail = Decision.PASS, Decision.FAIL
+# A search converged at [1,000, 1,040], both ends confirmed, two windows each spreading
+# near the limit; its highest rate fell short of its offer at 3,900 tps (the server's
+# throughput).
+SHOULDER_PLAN = SearchPlan(50.0, 5000.0, budget=24)
+short = ProbeVerdict(Decision.FAIL, ("rate not reached",), False, 3900.0, False)
+CONVERGED_AT_1000 = (
+    RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
+    RateOutcome(1000.0, passed, 15.0, 2, (pass_, pass_), 0, (10.0, 18.0)),
+    RateOutcome(1040.0, failed, 30.0, 2, (fail, fail), 0, (24.0, 40.0)),
+    RateOutcome(5000.0, short, 900.0, 1, (fail,), 0, (900.0,)),
+)
 
 
 def test_the_spread_pools_the_rates_probed_more_than_once_robust_to_one_stalled_window() -> None:
@@ -140,15 +151,7 @@ def test_seeded_searches_hold_the_capacity_where_their_windows_spread(
 
 
 def test_a_converged_search_whose_line_bounds_no_side_probes_its_shoulders() -> None:
-    # The highest rate fell short of its offer at 3,900 tps: the server's throughput.
-    short = ProbeVerdict(Decision.FAIL, ("rate not reached",), False, 3900.0, False)
-    plan = SearchPlan(50.0, 5000.0, budget=24)
-    outcomes = [
-        RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
-        RateOutcome(1000.0, passed, 15.0, 2, (pass_, pass_), 0, (10.0, 18.0)),
-        RateOutcome(1040.0, failed, 30.0, 2, (fail, fail), 0, (24.0, 40.0)),
-        RateOutcome(5000.0, short, 900.0, 1, (fail,), 0, (900.0,)),
-    ]
+    plan, outcomes = SHOULDER_PLAN, list(CONVERGED_AT_1000)
     # Converged (1,000 to 1,040 is within 5 %, both ends confirmed), but two rates near the
     # capacity make no line: the shoulder below, within x1.6 of the estimate.
     below = next_step(plan, P99_20, outcomes).next_tps
@@ -201,14 +204,7 @@ def test_a_side_the_line_never_bounds_takes_at_most_three_shoulder_windows() -> 
     # rate below, 21 to 90 ms above) that no line bounds either side: each side's shoulders
     # take three windows, wherever the next one is aimed, then the search ends and the
     # interval runs to the lowest probe and to the throughput the server reached.
-    short = ProbeVerdict(Decision.FAIL, ("rate not reached",), False, 3900.0, False)
-    plan = SearchPlan(50.0, 5000.0, budget=24)
-    outcomes = [
-        RateOutcome(50.0, passed, 3.0, 1, (pass_,), 0, (3.0,)),
-        RateOutcome(1000.0, passed, 15.0, 2, (pass_, pass_), 0, (10.0, 18.0)),
-        RateOutcome(1040.0, failed, 30.0, 2, (fail, fail), 0, (24.0, 40.0)),
-        RateOutcome(5000.0, short, 900.0, 1, (fail,), 0, (900.0,)),
-    ]
+    plan, outcomes = SHOULDER_PLAN, list(CONVERGED_AT_1000)
     scattered = {-1: (19.0, 4.0, 12.0), 1: (21.0, 90.0, 25.0)}
     for side, verdict in ((-1, passed), (1, failed)):
         for estimate in scattered[side]:

@@ -42,9 +42,11 @@ ceiling the lowest failing rate with no passing or mixed rate above it, so that 
 search whose verdicts contradict each other gives the whole span of the contradiction.
 The capacity is the rate where the percentile's estimates cross the limit
 (interpolated on log rate and log latency between the two probes around the
-crossing); its interval runs from the floor to the ceiling, widened where the windows
-spread to the line's crossing of the limit, and it is confirmed when the floor passed,
-and the ceiling failed, in `confirming_probes` windows each. Nothing is extrapolated
+crossing); its interval runs from the floor to the ceiling (or to the throughput a probe
+reached when it fell short of its offer, where that is lower: the server cannot serve more
+on schedule), widened where the windows spread to the line's crossing of the limit, and
+it is confirmed when the floor passed, and the ceiling failed, in `confirming_probes`
+windows each. Nothing is extrapolated
 past the probes: a capacity below the lowest or above the highest is said to be so.
 """
 
@@ -353,13 +355,18 @@ def _widened(
 def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
     """The lowest rate probed, and the highest the probes leave possible: the highest
     probed, or the least a server offered more reached where that is lower (its throughput:
-    it cannot serve a higher rate on schedule)."""
+    it cannot serve a higher rate on schedule). A rate whose windows disagree says nothing
+    of the kind (one of them stalled), nor does a throughput under a rate that passed."""
+    passed = max((o.offered_tps for o in by_rate if o.passing), default=0.0)
     reached = [
         o.verdict.short_of_rate_tps
         for o in by_rate
-        if o.verdict.short_of_rate_tps is not None and not o.verdict.generator_limited
+        if o.verdict.short_of_rate_tps is not None
+        and not o.verdict.generator_limited
+        and not o.mixed
     ]
-    return by_rate[0].offered_tps, min([by_rate[-1].offered_tps, *reached])
+    highest = min([by_rate[-1].offered_tps, *reached])
+    return by_rate[0].offered_tps, max(highest, passed)
 
 
 def _within_probes(
@@ -456,8 +463,12 @@ def _capacity(
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
-    estimate = _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms)
-    bounds: tuple[float, float] = (floor.offered_tps, ceiling.offered_tps)
+    # The server cannot serve more on schedule than it reached when a rate was too much.
+    _, throughput = _probed_ends(by_rate)
+    bounds = (floor.offered_tps, max(floor.offered_tps, min(ceiling.offered_tps, throughput)))
+    estimate = min(
+        _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms), bounds[1]
+    )
     unbounded: tuple[str, ...] = ()
     if spread_widens(spread):
         assert spread is not None

@@ -223,6 +223,23 @@ def test_the_budget_ends_the_search() -> None:
     assert sum(o.probes for o in outcomes) == 4
 
 
+def test_the_throughput_a_probe_reached_short_of_its_offer_caps_the_interval() -> None:
+    # Three probes: 100 and 2,000 tps pass, 5,000 (the ceiling) reaches 2,997 tps. The
+    # server cannot serve more than that on schedule, so the interval stops there.
+    server = SimulatedServer(saturation=3000.0, base_ms=2.0, seed=5)
+    plan = SearchPlan(low_tps=100.0, high_tps=5000.0, budget=4)
+    outcomes = []
+    for rate in (100.0, 2000.0, 5000.0):
+        measure = server.probe(rate, 20.0, 1)
+        outcomes.append(RateOutcome(rate, decide_probe(measure, P99_20), 5.0))
+    assert outcomes[2].verdict.short_of_rate_tps == pytest.approx(2997.0)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert capacity.found == Found.FOUND and capacity.estimate is not None
+    assert (capacity.lower, capacity.upper) == (2000.0, pytest.approx(2997.0))
+    assert capacity.estimate <= capacity.upper
+    assert "[2,000, 2,997]" in capacity.sentence
+
+
 def test_probes_the_generator_limited_cap_the_answer() -> None:
     def outcome(rate: float, measure: ProbeMeasure) -> RateOutcome:
         return RateOutcome(rate, decide_probe(measure, P99_20), 5.0)

@@ -72,14 +72,20 @@ from agents.pgbench.latency_log import point_log_dir  # noqa: E402
 from agents.pgbench.process import Finished, run_pgbench  # noqa: E402
 from agents.selfcheck import start_plain  # noqa: E402
 from agents.sweep import LocalPoints, PointContext  # noqa: E402
-from runs.analysis.capacity import CapacityReading, capacity_reading  # noqa: E402
+from runs.analysis.capacity import (  # noqa: E402
+    CapacityReading,
+    capacity_reading,
+    learned_window_spread,
+    probe_count_expected,
+)
 from runs.inference.capacity_search import Found, next_step  # noqa: E402
+from runs.inference.capacity_spread import spread_widens  # noqa: E402
 from runs.management import synthetic  # noqa: E402
 from runs.management.commands.bench_pages import (  # noqa: E402
     machine,
     require_throwaway_database,
 )
-from runs.models import Experiment, Run  # noqa: E402
+from runs.models import Experiment, Host, Run  # noqa: E402
 from runs.services.capacity import probe_spec  # noqa: E402
 from runs.services.jobs.events import store_point  # noqa: E402
 
@@ -106,6 +112,8 @@ class Searched:
     probes: int
     minutes: float
     ended: str
+    expected_probes: int
+    learned_spread_pct: float | None
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,12 @@ def search_experiment(number: int, options: argparse.Namespace) -> Experiment:
     experiment.capacity_high_tps = options.high
     experiment.capacity_probes = options.budget
     experiment.save()
+    # One host for every search, so that each later search's estimate learns from the
+    # earlier ones' windows, as the schedule's does.
+    host, _ = Host.objects.get_or_create(
+        name="capacity-acceptance", defaults={"enrollment": Host.Enrollment.APPROVED}
+    )
+    experiment.hosts.set([host])
     return experiment
 
 
@@ -205,6 +219,11 @@ def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Sea
     started = time.monotonic()
     experiment = search_experiment(number, options)
     say(f"\nsearch {number}: {options.low:g} to {options.high:g} tps, {options.budget} probes")
+    spread = learned_window_spread({experiment.hosts.get().pk}, options.probe_s)
+    expected = probe_count_expected(experiment, 1, spread)
+    spread_pct = round(spread.percent, 1) if spread is not None and spread_widens(spread) else None
+    learned = f"; the earlier searches' windows spread {spread_pct} %" if spread_pct else ""
+    say(f"  the schedule expects {expected} probes{learned}")
     rate, probes, ended = options.low, 0, ""
     while True:
         probes += 1
@@ -235,6 +254,8 @@ def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Sea
         probes,
         round(minutes, 2),
         ended,
+        expected,
+        spread_pct,
     )
 
 

@@ -49,8 +49,16 @@ function show(result) {
   field("setups").textContent = result
     ? seconds(result.setup_seconds) + (builds[result.build_times]?.(result.build_seconds) || "")
     : "—";
-  const spread = result && result.window_spread_pct !== null
-    ? `, the host's windows at one rate spread ${Math.round(result.window_spread_pct)} % in its latest searches with probes as long`
+  const learned = [];
+  if (result && result.window_spread_pct !== null) {
+    learned.push(`its windows at one rate spread ${Math.round(result.window_spread_pct)} %`);
+  }
+  if (result && result.probes_beyond_schedule) {
+    const more = result.probes_beyond_schedule;
+    learned.push(`a search took ${more} probe${more === 1 ? "" : "s"} more than on a steady host`);
+  }
+  const spread = learned.length
+    ? `: in the host's latest searches with probes as long ${learned.join(" and ")}`
     : "";
   const probes = result && result.capacity_probes !== null
     ? ` (about ${result.capacity_probes} probes${spread})`

@@ -75,8 +75,7 @@ from agents.sweep import LocalPoints, PointContext  # noqa: E402
 from runs.analysis.capacity import (  # noqa: E402
     CapacityReading,
     capacity_reading,
-    learned_window_spread,
-    probe_count_expected,
+    probes_expected,
 )
 from runs.inference.capacity_search import Found, next_step  # noqa: E402
 from runs.inference.capacity_spread import spread_widens  # noqa: E402
@@ -219,11 +218,14 @@ def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Sea
     started = time.monotonic()
     experiment = search_experiment(number, options)
     say(f"\nsearch {number}: {options.low:g} to {options.high:g} tps, {options.budget} probes")
-    spread = learned_window_spread({experiment.hosts.get().pk}, options.probe_s)
-    expected = probe_count_expected(experiment, 1, spread)
+    learned = probes_expected(experiment, 1, {experiment.hosts.get().pk})
+    expected, spread = learned.probes, learned.spread
     spread_pct = round(spread.percent, 1) if spread is not None and spread_widens(spread) else None
-    learned = f"; the earlier searches' windows spread {spread_pct} %" if spread_pct else ""
-    say(f"  the schedule expects {expected} probes{learned}")
+    said = [f"their windows spread {spread_pct} %"] if spread_pct else []
+    if learned.beyond_schedule is not None:
+        said.append(f"took {learned.beyond_schedule} probes beyond a steady host's schedule")
+    earlier = f"; the earlier searches {' and '.join(said)}" if said else ""
+    say(f"  the schedule expects {expected} probes{earlier}")
     rate, probes, ended = options.low, 0, ""
     while True:
         probes += 1
@@ -242,6 +244,9 @@ def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Sea
             break
         rate = step.next_tps
     capacity = reading.capacity
+    # Ended as the lab ends a search, so that the next one learns from its probes.
+    experiment.capacity_state = {"ended": ended, "answer": capacity.sentence, "cells": {}}
+    experiment.save(update_fields=["capacity_state"])
     minutes = (time.monotonic() - started) / 60
     say(f"search {number}: {capacity.sentence} ({probes} probes, {minutes:.1f} min; {ended})")
     return Searched(

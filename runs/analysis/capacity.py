@@ -12,6 +12,7 @@ offer next and the capacity.
 """
 
 import math
+import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
@@ -48,7 +49,8 @@ from runs.models import Experiment, ProgressSample, Result, Run
 
 # The percentiles the curve draws for every probe.
 CURVE_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
-# A host's latest capacity searches whose windows tell how much they spread there.
+# A host's latest capacity searches, which tell how much its windows spread and how many
+# probes a search takes there.
 LEARNED_SEARCHES = 3
 
 
@@ -109,19 +111,46 @@ def plan_of(experiment: Experiment, compared: bool) -> SearchPlan:
     )
 
 
-def probe_count_expected(
-    experiment: Experiment, cells: int, spread: WindowSpread | None = None
-) -> int:
-    """How many probes one cell's search is expected to take (its budget at most) on hosts
-    whose windows spread by `spread` (`learned_window_spread`)."""
-    return expected_probes(plan_of(experiment, cells > 1), spread)
+@dataclass(frozen=True)
+class ProbesExpected:
+    """How many probes one cell's search is expected to take on its hosts, and what that
+    learned from their latest searches with probes as long: how much their windows at one
+    rate spread (None: too few rates probed again) and the median of the probes each ended
+    search took beyond a steady host's schedule (None: none ended)."""
+
+    probes: int
+    spread: WindowSpread | None
+    beyond_schedule: int | None
 
 
-def learned_window_spread(host_ids: Collection[int], probe_s: int | None) -> WindowSpread | None:
-    """How much the windows at one rate spread in the hosts' latest LEARNED_SEARCHES capacity
-    searches whose probes lasted `probe_s` (a short window spreads more; a search: one cell's
-    probes, their repeated rates pooled, runs/inference/capacity_spread.py); None where too
-    few rates were probed again."""
+def probes_expected(
+    experiment: Experiment, cells: int, host_ids: Collection[int]
+) -> ProbesExpected:
+    """The probes a cell's search is expected to take (its budget at most): the schedule
+    with the probes the hosts' window spread costs (`expected_probes`), or as many more
+    than a steady host's as their latest searches took, whichever is more. The spread
+    alone undercounts where the latency curve is flat near the limit: there a window's
+    spread moves the crossing further in rate."""
+    searches = _latest_searches(host_ids, experiment.duration_s)
+    spread = window_spread(
+        [
+            outcome.window_estimates_ms
+            for search, cell in searches
+            for outcome in capacity_reading(search, cell).outcomes
+        ]
+    )
+    plan = plan_of(experiment, cells > 1)
+    beyond = _probes_beyond_schedule(searches)
+    learned = expected_probes(plan) + (beyond or 0)
+    probes = min(plan.budget, max(expected_probes(plan, spread), learned))
+    return ProbesExpected(probes, spread, beyond)
+
+
+def _latest_searches(
+    host_ids: Collection[int], probe_s: int | None
+) -> list[tuple[Experiment, int]]:
+    """The hosts' latest LEARNED_SEARCHES capacity searches whose probes lasted `probe_s` (a
+    short window spreads more), latest first; a search: an experiment's cell."""
     probed = Run.objects.filter(
         host_id__in=host_ids,
         round__isnull=False,
@@ -134,14 +163,23 @@ def learned_window_spread(host_ids: Collection[int], probe_s: int | None) -> Win
         .order_by("-last")[:LEARNED_SEARCHES]
     )
     experiments = Experiment.objects.in_bulk({search["experiment_id"] for search in searches})
-    estimates = [
-        outcome.window_estimates_ms
-        for search in searches
-        for outcome in capacity_reading(
-            experiments[search["experiment_id"]], search["cell"]
-        ).outcomes
-    ]
-    return window_spread(estimates)
+    return [(experiments[search["experiment_id"]], search["cell"]) for search in searches]
+
+
+def _probes_beyond_schedule(searches: Sequence[tuple[Experiment, int]]) -> int | None:
+    """The median of the probes each ended search of `searches` took beyond a steady host's
+    schedule for its plan (a search cut by its budget counts its budget); None where none
+    ended with every probe measured."""
+    beyond = []
+    for experiment, cell in searches:
+        if not experiment.capacity_state.get("ended"):
+            continue
+        probes = experiment.runs.filter(round__isnull=False, cell=cell)
+        if probes.exclude(status=Run.Status.SUCCEEDED).exists():
+            continue
+        plan = plan_of(experiment, len(searched_cells(experiment)) > 1)
+        beyond.append(probes.count() - expected_probes(plan))
+    return max(0, round(statistics.median(beyond))) if beyond else None
 
 
 def searched_cells(experiment: Experiment) -> list[int]:

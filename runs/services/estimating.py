@@ -8,7 +8,7 @@ from typing import NamedTuple, TypedDict
 
 from agents.contract.spec.document import SweepSpec
 from runs.agentlink.execution import ROUNDS
-from runs.analysis.capacity import learned_window_spread, probe_count_expected
+from runs.analysis.capacity import probes_expected
 from runs.estimates import (
     RATE_SOURCES,
     Learned,
@@ -41,8 +41,10 @@ class Estimate(TypedDict):
     (runs.estimates.adaptive_seconds); null for the others. A capacity search's
     `expected_seconds` is for `capacity_probes` probes a cell, more where the hosts'
     windows at one rate spread `window_spread_pct` % in their latest searches with probes
-    as long (runs.analysis.capacity.learned_window_spread; null where that did not widen
-    an interval or was not learned); both null for other experiments.
+    as long (null where that did not widen an interval or was not learned), or as many
+    more than a steady host's schedule as those searches took, `probes_beyond_schedule`
+    (their median; null where none ended): runs.analysis.capacity.probes_expected. All
+    three null for other experiments.
     """
 
     execution: str
@@ -57,6 +59,7 @@ class Estimate(TypedDict):
     build_times: str | None
     capacity_probes: int | None
     window_spread_pct: float | None
+    probes_beyond_schedule: int | None
 
 
 def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) -> Estimate:
@@ -81,6 +84,7 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         "build_times": None,
         "capacity_probes": None,
         "window_spread_pct": None,
+        "probes_beyond_schedule": None,
     }
     if not cells or not (experiment.duration_s or experiment.transactions):
         return estimate
@@ -106,16 +110,16 @@ def cells_estimate(experiment: Experiment, cells: list[Cell], sweep: SweepSpec) 
         estimate["expected_seconds"] = round(expected + busiest.build)
         estimate["max_seconds"] = round(most + busiest.build)
     if experiment.capacity and experiment.capacity_low_tps and experiment.capacity_high_tps:
-        # A round of one probe a cell at a time; a cell's search takes about `expected`
+        # A round of one probe a cell at a time; a cell's search takes about `searched.probes`
         # rounds of its budget (the busiest host runs its cells' probes of each round).
         estimate["runs"] = estimate["points"] = len(cells)
-        spread = learned_window_spread({cell.host.pk for cell in cells}, experiment.duration_s)
-        expected = probe_count_expected(experiment, len(cells), spread)
-        estimate["capacity_probes"] = expected
-        if spread_widens(spread):
-            assert spread is not None
-            estimate["window_spread_pct"] = round(spread.percent, 1)
-        estimate["expected_seconds"] = round(repeated * expected + busiest.build)
+        searched = probes_expected(experiment, len(cells), {cell.host.pk for cell in cells})
+        estimate["capacity_probes"] = searched.probes
+        estimate["probes_beyond_schedule"] = searched.beyond_schedule
+        if spread_widens(searched.spread):
+            assert searched.spread is not None
+            estimate["window_spread_pct"] = round(searched.spread.percent, 1)
+        estimate["expected_seconds"] = round(repeated * searched.probes + busiest.build)
         estimate["max_seconds"] = round(repeated * experiment.capacity_probes + busiest.build)
     return estimate
 

@@ -202,6 +202,12 @@ class EstimateSerializer(serializers.Serializer[Document]):
         "hosts' latest capacity searches with probes as long, which costs probes (null where "
         "they spread too little to matter, or searched none).",
     )
+    probes_beyond_schedule = serializers.IntegerField(
+        allow_null=True,
+        help_text="A capacity search: how many probes the hosts' latest ended searches with "
+        "probes as long took beyond a steady host's schedule (their median; null where none "
+        "ended), which capacity_probes counts.",
+    )
 
 
 class RunSerializer(StrictModelSerializer[Run]):

@@ -14,8 +14,8 @@ from hdrh.histogram import HdrHistogram
 
 from agents.contract.errors import JobError
 from runs import services
-from runs.analysis.capacity import capacity_reading, learned_window_spread
-from runs.inference.capacity_search import noise_probes
+from runs.analysis.capacity import capacity_reading, plan_of, probes_expected
+from runs.inference.capacity_search import expected_probes, noise_probes
 from runs.inference.capacity_spread import spread_widens
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.capacity import (
@@ -174,6 +174,42 @@ def test_a_probe_that_stalled_is_seen_when_its_rate_is_probed_again(lab_redis, a
     assert capacity.lower < stalled and capacity.upper >= 2400.0, capacity.sentence
     page = admin_client.get(reverse("experiment-detail", args=[experiment.pk])).content.decode()
     assert "its probes disagree (1 passed, 1 failed): the host&#x27;s noise" in page
+
+
+def test_the_estimate_counts_the_probes_the_hosts_latest_searches_took_beyond_the_schedule(
+    lab_redis,
+):
+    # An earlier search on the host whose windows' servers saturate at 3,000 tps x
+    # e^N(0, 0.1) takes 19 probes: 9 beyond a steady host's schedule, more than its windows'
+    # spread alone accounts for (7). The next search on the host is expected to take as
+    # many; a search that has not ended yet is not learned from.
+    earlier = capacity_experiment()
+    host = earlier.hosts.get()
+    services.experiment_start(earlier, UserFactory())
+    rng = random.Random(7)
+    saturations: dict[int, float] = {}
+
+    def noisy(run: Run) -> float:
+        return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.1))
+
+    search_to_end(earlier, rng, noisy)
+    beyond = earlier.runs.count() - expected_probes(plan_of(earlier, False))
+    learned = probes_expected(earlier, 1, {host.pk})
+    assert beyond > noise_probes(learned.spread)
+
+    planned = capacity_experiment(hosts=[host])
+    estimate = services.experiment_estimate(planned)
+    assert (estimate["capacity_probes"], estimate["probes_beyond_schedule"]) == (
+        10 + beyond,
+        beyond,
+    )
+
+    running = capacity_experiment(hosts=[host])
+    services.experiment_start(running, UserFactory())
+    finish_probes(running, rng)
+    running.refresh_from_db()
+    assert running.runs.count() == 2 and not running.capacity_state["ended"]
+    assert services.experiment_estimate(planned)["probes_beyond_schedule"] == beyond
 
 
 def test_its_progress_counts_probes_against_the_budget_and_says_how_it_ended(lab_redis):
@@ -355,28 +391,32 @@ def test_the_estimate_counts_more_probes_on_a_host_whose_windows_spread(lab_redi
         return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.05))
 
     search_to_end(earlier, rng, noisy)
-    spread = learned_window_spread({host.pk}, earlier.duration_s)
+    spread = probes_expected(earlier, 1, {host.pk}).spread
     assert spread is not None and spread_widens(spread)
-    # Windows of another length spread otherwise: nothing learned for them.
-    assert learned_window_spread({host.pk}, 60) is None
 
     planned = capacity_experiment(capacity_probes=20, hosts=[host])
     estimate = services.experiment_estimate(planned)
     elsewhere = services.experiment_estimate(capacity_experiment(capacity_probes=20))
 
+    # The earlier search took `beyond` probes more than a steady host's schedule for it.
+    beyond = earlier.runs.count() - expected_probes(plan_of(earlier, False))
+    assert estimate["probes_beyond_schedule"] == max(beyond, 0)
     assert estimate["window_spread_pct"] == pytest.approx(spread.percent, abs=0.05)
-    assert estimate["capacity_probes"] == 10 + noise_probes(spread) > 10
+    assert estimate["capacity_probes"] == 10 + max(noise_probes(spread), beyond) > 10
     probe_s = estimate["estimated_seconds"]
     assert estimate["expected_seconds"] == pytest.approx(
         estimate["capacity_probes"] * probe_s, abs=10
     )
     assert (elsewhere["capacity_probes"], elsewhere["window_spread_pct"]) == (10, None)
+    assert elsewhere["probes_beyond_schedule"] is None
     page = admin_client.get(reverse("experiment-detail", args=[planned.pk])).content.decode()
-    said = f"{estimate['capacity_probes']} probes a search usually takes here (the host's "
+    said = f"{estimate['capacity_probes']} probes a search usually takes here (in the host's "
     assert said in page
-    spread_said = f"spread {estimate['window_spread_pct']:.0f} % in its latest searches with"
+    spread_said = f"its windows at one rate spread {estimate['window_spread_pct']:.0f} %"
     assert spread_said in page
     longer = services.experiment_estimate(
         capacity_experiment(capacity_probes=20, hosts=[host], duration_s=60)
     )
+    # Windows of another length spread otherwise: nothing learned for them.
     assert (longer["capacity_probes"], longer["window_spread_pct"]) == (10, None)
+    assert longer["probes_beyond_schedule"] is None

@@ -273,6 +273,7 @@ def expected_estimate(
         "build_times": None,
         "capacity_probes": None,
         "window_spread_pct": None,
+        "probes_beyond_schedule": None,
     }
 
 

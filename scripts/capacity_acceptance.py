@@ -208,7 +208,7 @@ def say_probe(reading: CapacityReading, number: int) -> None:
     stalled = f"; stalled: {probe.stall}" if probe.stall else ""
     say(
         f"  probe {number}: {probe.offered_tps:,.0f} tps offered, "
-        f"{probe.reached_tps or 0:,.1f} reached, p99 {_ms(p99)}: "
+        f"{probe.reached_tps or 0:,.1f} reached, p99 {_ms(p99)}; the rate's windows pooled: "
         f"{outcome.decision}{' (' + reasons + ')' if reasons else ''}{stalled}"
     )
 

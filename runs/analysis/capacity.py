@@ -31,6 +31,7 @@ from runs.inference.capacity_search import (
     DEFAULT_CONFIRMING_PROBES,
     DEFAULT_PRECISION,
     Capacity,
+    Found,
     RateOutcome,
     SearchPlan,
     capacity_of,
@@ -131,13 +132,12 @@ def probes_expected(
     than a steady host's as their latest searches took, whichever is more. The spread
     alone undercounts where the latency curve is flat near the limit: there a window's
     spread moves the crossing further in rate."""
-    searches = _latest_searches(host_ids, experiment.duration_s)
+    searches = [
+        (search, capacity_reading(search, cell))
+        for search, cell in _latest_searches(host_ids, experiment.duration_s)
+    ]
     spread = window_spread(
-        [
-            outcome.window_estimates_ms
-            for search, cell in searches
-            for outcome in capacity_reading(search, cell).outcomes
-        ]
+        [outcome.window_estimates_ms for _, reading in searches for outcome in reading.outcomes]
     )
     plan = plan_of(experiment, cells > 1)
     beyond = _probes_beyond_schedule(searches)
@@ -166,19 +166,18 @@ def _latest_searches(
     return [(experiments[search["experiment_id"]], search["cell"]) for search in searches]
 
 
-def _probes_beyond_schedule(searches: Sequence[tuple[Experiment, int]]) -> int | None:
-    """The median of the probes each ended search of `searches` took beyond a steady host's
-    schedule for its plan (a search cut by its budget counts its budget); None where none
-    ended with every probe measured."""
+def _probes_beyond_schedule(searches: Sequence[tuple[Experiment, CapacityReading]]) -> int | None:
+    """The median of the probes each ended search of `searches` that found a capacity took
+    beyond a steady host's schedule for its plan (one cut by its budget counts its budget);
+    None where none did with every probe measured. A search that ended below, above or
+    without a capacity ended for its range or objective, not for the host's windows."""
     beyond = []
-    for experiment, cell in searches:
-        if not experiment.capacity_state.get("ended"):
+    for experiment, reading in searches:
+        if not experiment.capacity_state.get("ended") or reading.capacity.found != Found.FOUND:
             continue
-        probes = experiment.runs.filter(round__isnull=False, cell=cell)
-        if probes.exclude(status=Run.Status.SUCCEEDED).exists():
+        if any(probe.status != Run.Status.SUCCEEDED for probe in reading.probes):
             continue
-        plan = plan_of(experiment, len(searched_cells(experiment)) > 1)
-        beyond.append(probes.count() - expected_probes(plan))
+        beyond.append(len(reading.probes) - expected_probes(reading.plan))
     return max(0, round(statistics.median(beyond))) if beyond else None
 
 

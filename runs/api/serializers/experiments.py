@@ -205,8 +205,8 @@ class EstimateSerializer(serializers.Serializer[Document]):
     probes_beyond_schedule = serializers.IntegerField(
         allow_null=True,
         help_text="A capacity search: how many probes the hosts' latest ended searches with "
-        "probes as long took beyond a steady host's schedule (their median; null where none "
-        "ended), which capacity_probes counts.",
+        "probes as long that found a capacity took beyond a steady host's schedule (their "
+        "median; null where none did), which capacity_probes counts.",
     )
 
 

@@ -15,7 +15,7 @@ from hdrh.histogram import HdrHistogram
 from agents.contract.errors import JobError
 from runs import services
 from runs.analysis.capacity import capacity_reading, plan_of, probes_expected
-from runs.inference.capacity_search import expected_probes, noise_probes
+from runs.inference.capacity_search import Found, expected_probes, noise_probes
 from runs.inference.capacity_spread import spread_widens
 from runs.models import Experiment, ProgressSample, Result, Run
 from runs.services.capacity import (
@@ -182,7 +182,7 @@ def test_the_estimate_counts_the_probes_the_hosts_latest_searches_took_beyond_th
     # An earlier search on the host whose windows' servers saturate at 3,000 tps x
     # e^N(0, 0.1) takes 19 probes: 9 beyond a steady host's schedule, more than its windows'
     # spread alone accounts for (7). The next search on the host is expected to take as
-    # many; a search that has not ended yet is not learned from.
+    # many.
     earlier = capacity_experiment()
     host = earlier.hosts.get()
     services.experiment_start(earlier, UserFactory())
@@ -209,6 +209,14 @@ def test_the_estimate_counts_the_probes_the_hosts_latest_searches_took_beyond_th
     finish_probes(running, rng)
     running.refresh_from_db()
     assert running.runs.count() == 2 and not running.capacity_state["ended"]
+    assert services.experiment_estimate(planned)["probes_beyond_schedule"] == beyond
+
+    # Nor is a search that ended below its lowest rate: its range ended it, in few probes.
+    below = capacity_experiment(hosts=[host], capacity_low_tps=4000.0)
+    services.experiment_start(below, UserFactory())
+    search_to_end(below, rng)
+    assert capacity_reading(below).capacity.found == Found.BELOW
+    assert below.runs.count() < 10
     assert services.experiment_estimate(planned)["probes_beyond_schedule"] == beyond
 
 

@@ -105,6 +105,20 @@ def search_to_end(
     return steps
 
 
+def noisy_search(rng: random.Random, sd: float) -> Experiment:
+    """A search run to its end on a host of its own, each window's server saturating at
+    SATURATION_TPS x e^N(0, `sd`)."""
+    experiment = capacity_experiment()
+    services.experiment_start(experiment, UserFactory())
+    saturations: dict[int, float] = {}
+
+    def noisy(run: Run) -> float:
+        return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, sd))
+
+    search_to_end(experiment, rng, noisy)
+    return experiment
+
+
 def refused_start(experiment: Experiment) -> JobError:
     """Why starting `experiment` was refused (it must be), having queued nothing."""
     with pytest.raises(JobError) as refused:
@@ -183,16 +197,9 @@ def test_the_estimate_counts_the_probes_the_hosts_latest_searches_took_beyond_th
     # e^N(0, 0.1) takes 19 probes: 9 beyond a steady host's schedule, more than its windows'
     # spread alone accounts for (7). The next search on the host is expected to take as
     # many.
-    earlier = capacity_experiment()
-    host = earlier.hosts.get()
-    services.experiment_start(earlier, UserFactory())
     rng = random.Random(7)
-    saturations: dict[int, float] = {}
-
-    def noisy(run: Run) -> float:
-        return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.1))
-
-    search_to_end(earlier, rng, noisy)
+    earlier = noisy_search(rng, 0.1)
+    host = earlier.hosts.get()
     beyond = earlier.runs.count() - expected_probes(plan_of(earlier, False))
     learned = probes_expected(earlier, 1, {host.pk})
     assert beyond > noise_probes(learned.spread)
@@ -389,16 +396,9 @@ def test_the_estimate_counts_more_probes_on_a_host_whose_windows_spread(lab_redi
     # e^N(0, 0.05): near its capacity (a load of 0.8) that spreads a window's p99 by about
     # a fifth. The next search on the host is expected to take more probes, and the
     # estimate says why; one on another host is not.
-    earlier = capacity_experiment()
-    host = earlier.hosts.get()
-    services.experiment_start(earlier, UserFactory())
     rng = random.Random(5)
-    saturations: dict[int, float] = {}
-
-    def noisy(run: Run) -> float:
-        return saturations.setdefault(run.pk, SATURATION_TPS * rng.lognormvariate(0, 0.05))
-
-    search_to_end(earlier, rng, noisy)
+    earlier = noisy_search(rng, 0.05)
+    host = earlier.hosts.get()
     spread = probes_expected(earlier, 1, {host.pk}).spread
     assert spread is not None and spread_widens(spread)
 

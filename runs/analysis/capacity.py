@@ -36,8 +36,9 @@ from runs.inference.capacity_search import (
     SearchPlan,
     capacity_of,
     expected_probes,
+    outcomes_spread,
 )
-from runs.inference.capacity_spread import WindowSpread, window_spread
+from runs.inference.capacity_spread import WindowSpread
 from runs.inference.quantiles import HistogramSample, percentile_interval
 from runs.inference.stalls import (
     SECOND_PERCENTILES,
@@ -136,9 +137,7 @@ def probes_expected(
         (search, capacity_reading(search, cell))
         for search, cell in _latest_searches(host_ids, experiment.duration_s)
     ]
-    spread = window_spread(
-        [outcome.window_estimates_ms for _, reading in searches for outcome in reading.outcomes]
-    )
+    spread = outcomes_spread([outcome for _, reading in searches for outcome in reading.outcomes])
     plan = plan_of(experiment, cells > 1)
     beyond = _probes_beyond_schedule(searches)
     learned = expected_probes(plan) + (beyond or 0)

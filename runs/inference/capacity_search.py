@@ -262,14 +262,17 @@ def _shoulder(
 ) -> float | None:
     """Where the windows spread and the line through them does not bound the capacity on a
     side, that side's shoulder rate (runs/inference/capacity_crossing.py), until the side's
-    shoulders took MAX_SHOULDER_WINDOWS windows; None where nothing is left to bound."""
-    spread = _spread(by_rate)
+    shoulders took MAX_SHOULDER_WINDOWS windows; None where nothing is left to bound. No
+    shoulder above the throughput a probe reached: the line leaves out a rate the server
+    could not reach, so a window there bounds nothing (it would cost a probe for no answer)."""
+    spread = outcomes_spread(by_rate)
     if spread is None or not spread_widens(spread):
         return None
     between = _between(by_rate, floor, ceiling)
     estimate = _interpolated_estimate(between, objective.limit_ms)
     crossing = _line_crossing(objective, by_rate, estimate, spread)
-    below, above = _within_probes(crossing, *_probed_ends(by_rate))
+    lowest, highest = _probed_ends(by_rate)
+    below, above = _within_probes(crossing, lowest, highest)
     low, high = floor.offered_tps, ceiling.offered_tps
     sides = (
         (-1, below, low / CROSSING_BAND, low),
@@ -281,8 +284,11 @@ def _shoulder(
             for o in by_rate
             if start <= o.offered_tps <= end and o not in (floor, ceiling)
         )
-        if bound is None and shoulders < MAX_SHOULDER_WINDOWS:
-            return shoulder_rate(estimate, spread.sd, crossing.slope, side)
+        if bound is not None or shoulders >= MAX_SHOULDER_WINDOWS:
+            continue
+        rate = shoulder_rate(estimate, spread.sd, crossing.slope, side)
+        if side < 0 or rate < highest:
+            return rate
     return None
 
 
@@ -323,7 +329,7 @@ def capacity_of(
     stalled in, and for a capacity found where its windows at one rate spread, its interval
     widened by a line through them and how much they spread (runs/inference/capacity_spread.py,
     runs/inference/capacity_crossing.py)."""
-    spread = _spread(outcomes)
+    spread = outcomes_spread(outcomes)
     capacity = _capacity(plan, objective, outcomes, spread)
     said = [stalled_windows_said(outcomes)]
     if capacity.found == Found.FOUND and spread_widens(spread):
@@ -379,8 +385,17 @@ def _within_probes(
     return below, above
 
 
-def _spread(outcomes: Sequence[RateOutcome]) -> WindowSpread | None:
-    return window_spread([outcome.window_estimates_ms for outcome in outcomes])
+def outcomes_spread(outcomes: Sequence[RateOutcome]) -> WindowSpread | None:
+    """How much the windows at one rate spread, over the rates the server reached: past
+    its throughput a window's percentile is how far the queue grew in it, not the host's
+    noise (two windows at 5,960 tps, reached 5,854 and 5,885, gave 603 and 1,957 ms)."""
+    return window_spread(
+        [
+            outcome.window_estimates_ms
+            for outcome in outcomes
+            if outcome.verdict.short_of_rate_tps is None and not outcome.verdict.generator_limited
+        ]
+    )
 
 
 def _line_crossing(
@@ -463,9 +478,10 @@ def _capacity(
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
         return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
-    # The server cannot serve more on schedule than it reached when a rate was too much.
+    # The server cannot serve more on schedule than it reached when a rate was too much
+    # (never less than the floor: `_probed_ends` keeps the highest rate that passed).
     _, throughput = _probed_ends(by_rate)
-    bounds = (floor.offered_tps, max(floor.offered_tps, min(ceiling.offered_tps, throughput)))
+    bounds = (floor.offered_tps, min(ceiling.offered_tps, throughput))
     estimate = min(
         _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms), bounds[1]
     )

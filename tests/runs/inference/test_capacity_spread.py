@@ -17,6 +17,7 @@ from runs.inference.capacity_search import (
     expected_probes,
     next_step,
     noise_probes,
+    outcomes_spread,
 )
 from runs.inference.capacity_spread import (
     MEDIAN_ABSOLUTE_NORMAL,
@@ -225,3 +226,40 @@ def test_a_side_the_line_never_bounds_takes_at_most_three_shoulder_windows() -> 
         ("below", "above"),
     )
     assert "too much for the line to bound it below or above" in capacity.sentence
+
+
+def short_of(reached_tps: float) -> ProbeVerdict:
+    return ProbeVerdict(Decision.FAIL, ("rate not reached",), False, reached_tps, False)
+
+
+# A search through the real agent on an AMD EPYC VM (2026-12-01, TPC-B at scale 10, 4
+# clients, 50 to 20,000 tps): a sharp knee, p99 flat at 5 to 10 ms up to 5,020 tps and 36 to
+# 52 ms at 5,210, the server's throughput about 5,900; no line through such windows bounds
+# the capacity, and its shoulder below has taken three windows.
+SHARP_KNEE = (
+    RateOutcome(50.0, passed, 3.2, 1, (pass_,), 0, (3.2,)),
+    RateOutcome(4410.0, passed, 6.3, 1, (pass_,), 0, (6.3,)),
+    RateOutcome(4500.0, passed, 5.0, 1, (pass_,), 0, (5.0,)),
+    RateOutcome(4840.0, passed, 6.3, 1, (pass_,), 0, (6.3,)),
+    RateOutcome(5020.0, passed, 8.0, 2, (pass_, pass_), 0, (6.2, 10.2)),
+    RateOutcome(5210.0, failed, 44.0, 2, (fail, fail), 0, (36.1, 52.3)),
+    RateOutcome(20000.0, short_of(6334.0), 40600.0, 1, (fail,), 0, (40600.0,)),
+)
+
+
+def test_windows_past_the_throughput_neither_spread_nor_take_shoulders() -> None:
+    plan = SearchPlan(50.0, 20000.0, budget=24)
+    # The shoulder above (about 5,960 tps) is under the 6,334 tps the server reached: probed.
+    above = next_step(plan, P99_20, list(SHARP_KNEE)).next_tps
+    assert above is not None and 5210 < above < 6334
+    # Two windows there fell short of it (the queue grew: 603 and 1,957 ms). They are the
+    # queue's, not the host's noise, so the spread is the windows' at 5,020 and 5,210 only.
+    past = RateOutcome(above, short_of(5870.0), 1000.0, 2, (fail, fail), 0, (603.0, 1957.0))
+    outcomes = [*SHARP_KNEE, past]
+    assert outcomes_spread(outcomes) == window_spread([(6.2, 10.2), (36.1, 52.3)])
+    # The next shoulder above would lie past the 5,870 tps the server reached, where the
+    # line leaves its windows out: the search ends instead of probing it.
+    step = next_step(plan, P99_20, outcomes)
+    assert (step.next_tps, step.ended) == (None, ENDED_CONVERGED)
+    capacity = capacity_of(plan, P99_20, outcomes)
+    assert (capacity.lower, capacity.upper) == (50.0, 5870.0)

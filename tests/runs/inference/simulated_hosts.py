@@ -36,14 +36,15 @@ class SimulatedWindow:
 
 
 class SimulatedHost:
-    """A server whose p99 grows as base / (1 - rate / saturation) ** knee, its latencies
+    """A server whose p99 is flat + base / (1 - rate / saturation) ** knee, its latencies
     lognormal, on a host that freezes for `stall_s` seconds in a `stall_share` of the
     windows: the transactions scheduled from the freeze on wait for it to end and for the
     queue behind it to drain at the server's saturation (a transaction scheduled x s into
     the freeze waits stall - x (1 - rate / saturation) more). With a `spread`, every
     window's latencies are scaled by e^N(0, spread): a host whose windows at one rate
     differ as a shared VM's do (docs/benchmarks.md). Each window logs about 500
-    transactions a second (the agent's sampling), binned by the second they finished in."""
+    transactions a second (the agent's sampling), binned by the second they finished in.
+    With a `flat_ms` and a high knee, a sharp knee (`sharp_knee_host`)."""
 
     def __init__(
         self,
@@ -52,17 +53,20 @@ class SimulatedHost:
         stall_share: float = 0.0,
         stall_s: tuple[float, float] = (0.3, 0.5),
         spread: float = 0.0,
+        base_ms: float = 2.7,
+        flat_ms: float = 0.0,
     ):
-        self.saturation, self.base_ms, self.knee = 3900.0, 2.7, knee
+        self.saturation, self.base_ms, self.knee, self.flat_ms = 3900.0, base_ms, knee, flat_ms
         self.stall_share, self.stall_s, self.spread = stall_share, stall_s, spread
         self.rng = np.random.default_rng(seed)
 
     def capacity(self, limit_ms: float) -> float:
-        return self.saturation * (1 - (self.base_ms / limit_ms) ** (1 / self.knee))
+        queue_ms = limit_ms - self.flat_ms
+        return self.saturation * (1 - (self.base_ms / queue_ms) ** (1 / self.knee))
 
     def window(self, rate: float, seconds: int = 60) -> SimulatedWindow:
         load = rate / self.saturation
-        p99 = self.base_ms / (1 - load) ** self.knee if load < 1 else 1e6
+        p99 = self.flat_ms + self.base_ms / (1 - load) ** self.knee if load < 1 else 1e6
         reached = min(rate, self.saturation * 0.999)
         count = self.rng.poisson(reached * seconds * min(1.0, 500 / rate))
         scheduled = self.rng.uniform(0, seconds, count)
@@ -83,6 +87,16 @@ class SimulatedHost:
             verdict, window_timeline(latencies, finished, seconds), seconds, P99_20
         )
         return SimulatedWindow(latencies, measure, verdict, stall, host_stalled)
+
+
+def sharp_knee_host(seed: int, spread: float) -> SimulatedHost:
+    """A host like the EPYC VM's (docs/benchmarks.md, 2026-12-01): p99 flat at about 6 ms
+    up to near the capacity, then a cliff (the log of p99 grows about 30 times as fast as
+    the log of the rate at 20 ms); the capacity at 86.5 % of the saturation."""
+    knee = 8.0
+    return SimulatedHost(
+        seed, knee=knee, spread=spread, base_ms=14.0 * (1 - 0.865) ** knee, flat_ms=6.0
+    )
 
 
 def window_timeline(

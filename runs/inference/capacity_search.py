@@ -323,6 +323,9 @@ def _clearing_rate(
     not."""
     needs = []
     for outcome in _beyond_bracket(by_rate, estimate, side):
+        if outcome.counted >= MAX_CLEARING_WINDOWS:
+            # Its windows without an estimate add nothing to its mean: its probes bound it.
+            continue
         distance = abs(math.log(outcome.offered_tps / estimate))
         more = windows_to_clear(
             outcome.window_estimates_ms, objective.limit_ms, spread, side, MAX_CLEARING_WINDOWS

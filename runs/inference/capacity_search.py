@@ -100,8 +100,9 @@ EXPECTED_INTERPOLATIONS = 3
 # spread, 9 at 0.1, 11.5 to 12 at 0.3 and 13.5 to 14 at 0.5 (mixed windows pushing the
 # floor and the ceiling apart, their confirmations, the line's shoulders); constant beyond.
 NOISE_PROBES = ((SPREAD_WIDENS, 0.0), (0.1, 2.0), (0.3, 5.0), (0.5, 7.0))
-# The most windows the floor (the ceiling) takes to lie clear of the limit where the line
-# does not bound its side: its confirming windows and three more.
+# The most windows a rate beyond the bracket takes to lie clear of the limit where the
+# line does not bound that side (`_clearing_rate`): a floor's or a ceiling's confirming
+# windows and three more.
 MAX_CLEARING_WINDOWS = 5
 # An interpolated probe aims at the limit less this many precisions (a share of it).
 AIM_BELOW_LIMIT_PRECISIONS = 2.0
@@ -283,7 +284,7 @@ def _shoulder(
     between = _between(by_rate, floor, ceiling)
     estimate = _interpolated_estimate(between, objective.limit_ms)
     crossing = _line_crossing(objective, by_rate, estimate, spread)
-    (below, above), _ = _bounds(objective, by_rate, estimate, spread)
+    (below, above), _ = _bounds(crossing, objective, by_rate, estimate, spread)
     _, highest = _probed_ends(by_rate)
     low, high = floor.offered_tps, ceiling.offered_tps
     sides = (
@@ -324,7 +325,8 @@ def _clearing_rate(
     needs = []
     for outcome in _beyond_bracket(by_rate, estimate, side):
         if outcome.counted >= MAX_CLEARING_WINDOWS:
-            # Its windows without an estimate add nothing to its mean: its probes bound it.
+            # `windows_to_clear` counts the windows that gave an estimate; the bound is on
+            # the windows probed.
             continue
         distance = abs(math.log(outcome.offered_tps / estimate))
         more = windows_to_clear(
@@ -395,10 +397,11 @@ def _widened(
     """A found capacity's interval, the `bracket` [floor, ceiling] widened to the line's
     crossing of the limit or to the nearest rate beyond it whose windows lie clear of the
     limit (`_bounds`), the sides bounded by neither and the sides bounded by such a rate
-    (`cleared`). Where neither bounds a side, the interval runs to
-    the lowest probe (it passed) or to the highest one or the lowest the server fell short
-    of (nothing is extrapolated past the probes)."""
-    (below, above), cleared = _bounds(objective, by_rate, estimate, spread)
+    (`cleared`). Where neither bounds a side, the interval runs to the lowest probe (it
+    passed) or to the highest one or the lowest the server fell short of (nothing is
+    extrapolated past the probes)."""
+    crossing = _line_crossing(objective, by_rate, estimate, spread)
+    (below, above), cleared = _bounds(crossing, objective, by_rate, estimate, spread)
     lowest, highest = _probed_ends(by_rate)
     unbounded = tuple(side for side, end in (("below", below), ("above", above)) if end is None)
     lower = min(bracket[0], lowest if below is None else below)
@@ -407,15 +410,18 @@ def _widened(
 
 
 def _bounds(
-    objective: Objective, by_rate: Sequence[RateOutcome], estimate: float, spread: WindowSpread
+    crossing: Crossing,
+    objective: Objective,
+    by_rate: Sequence[RateOutcome],
+    estimate: float,
+    spread: WindowSpread,
 ) -> tuple[tuple[float | None, float | None], tuple[str, ...]]:
     """The capacity's bounds below and above (None where a side is not bounded), and the
     sides ("below", "above") a rate's windows bounded, not the line: the line's
-    crossing within the probes (`_within_probes`), or where the line does not bound a side,
-    the nearest rate on that side of the bracket whose windows lie clear of the limit
+    `crossing` within the probes (`_within_probes`), or where the line does not bound a
+    side, the nearest rate on that side of the bracket whose windows lie clear of the limit
     (`_clear_rates`; a sharp knee: p99 flat at 5 to 10 ms up to 5,020 tps and 36 to 52 ms at
     5,210 on an EPYC VM, where no line fits both parts)."""
-    crossing = _line_crossing(objective, by_rate, estimate, spread)
     lowest, highest = _probed_ends(by_rate)
     below, above = _within_probes(crossing, lowest, highest)
     cleared = []

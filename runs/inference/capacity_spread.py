@@ -110,8 +110,8 @@ def window_spread_said(
     if cleared:
         sides = " and ".join(cleared)
         said += (
-            f"; {sides} it, where the line did not fit the curve (a sharp knee), the interval "
-            f"runs to the nearest rate whose windows lie clear of the limit"
+            f"; {sides}, where the line did not fit the curve (a sharp knee), the interval "
+            f"ends at the nearest rate whose windows lie clear of the limit"
         )
     return said
 

@@ -91,7 +91,7 @@ class SimulatedHost:
 
 def sharp_knee_host(seed: int, spread: float) -> SimulatedHost:
     """A host like the EPYC VM's (docs/benchmarks.md, 2026-12-01): p99 flat at about 6 ms
-    up to near the capacity, then a cliff (the log of p99 grows about 30 times as fast as
+    up to near the capacity, then a cliff (the log of p99 grows about 36 times as fast as
     the log of the rate at 20 ms); the capacity at 86.5 % of the saturation."""
     knee = 8.0
     return SimulatedHost(

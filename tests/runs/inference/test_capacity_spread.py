@@ -315,7 +315,10 @@ def test_a_sharp_knee_is_bounded_by_rates_whose_windows_lie_clear_of_the_limit()
     assert capacity.lower is not None and capacity.upper is not None
     assert (round(capacity.lower), capacity.upper) == (4820, 5210.0)
     assert (capacity.unbounded, capacity.cleared) == ((), ("above",))
-    assert "above it, where the line did not fit the curve (a sharp knee)" in capacity.sentence
+    assert (
+        "; above, where the line did not fit the curve (a sharp knee), the interval ends at"
+        in capacity.sentence
+    )
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,8 @@ from runs.inference.capacity_spread import MEDIAN_ABSOLUTE_NORMAL
 CROSSING_BAND = 1.6
 # The one-sided t quantile of the line's interval (see the module's docstring).
 CROSSING_QUANTILE = 0.995
+# A bound beyond this log rate (a billion tps) is no bound.
+MAX_LOG_RATE = math.log(1e9)
 # A window this many window spreads off the first line is an outlier, left out.
 OUTLIER_SPREADS = 3.0
 # A line needs this many windows at this many rates.
@@ -66,14 +68,16 @@ class RateWindows:
 @dataclass(frozen=True)
 class Crossing:
     """The line's crossing of the limit: its interval (tps; None where the line does not
-    bound that side), its slope (None where no line could be drawn) and the windows and
-    rates it rests on."""
+    bound that side), its slope (None where no line could be drawn), the windows and
+    rates it rests on, and the rate where the line itself meets the limit (None where the
+    line does not bound both sides)."""
 
     lower: float | None
     upper: float | None
     slope: float | None
     windows: int
     rates: int
+    point: float | None = None
 
 
 def crossing_interval(
@@ -119,8 +123,15 @@ def crossing_interval(
     d = math.log(limit_ms) - mean_y
     root = math.sqrt(max(0.0, q * (slope * slope / count + d * d / sxx - q / (count * sxx))))
     lower = math.exp(mean_x + (slope * d - root) / a)
-    upper = math.exp(mean_x + (slope * d + root) / a)
-    return Crossing(lower, upper, slope, count, distinct)
+    upper = _rate(mean_x + (slope * d + root) / a)
+    return Crossing(lower, upper, slope, count, distinct, _rate(mean_x + d / slope))
+
+
+def _rate(log_rate: float) -> float | None:
+    """The rate of a log rate, None past MAX_LOG_RATE: a line barely steeper than its
+    uncertainty puts its upper bound that far off (e^800 overflowed a float on a seeded
+    host that stalled in a fifth of its windows), and no server's bound lies there."""
+    return math.exp(log_rate) if log_rate <= MAX_LOG_RATE else None
 
 
 def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float, float] | None:

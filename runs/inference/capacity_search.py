@@ -43,16 +43,20 @@ is mixed, the host's noise at that rate, and stays undecided however often it is
 The floor is the highest passing rate with no failing or mixed rate below it, the
 ceiling the lowest failing rate with no passing or mixed rate above it, so that a
 search whose verdicts contradict each other gives the whole span of the contradiction.
-The capacity is the rate where the percentile's estimates cross the limit
-(interpolated on log rate and log latency between the two probes around the
-crossing); its interval runs from the floor to the ceiling (or to the throughput a probe
-reached when it fell short of its offer, where that is lower: the server cannot serve more
-on schedule), widened where the windows spread to the line's crossing of the limit (or,
-on a side the line does not bound, to the nearest rate beyond the bracket whose windows
-lie clear of the limit: runs/inference/capacity_spread.py's `clear_of_limit`), and
-it is confirmed when the floor passed, and the ceiling failed, in `confirming_probes`
-windows each. Nothing is extrapolated
-past the probes: a capacity below the lowest or above the highest is said to be so.
+The capacity is the rate where the percentile's estimates cross the limit (interpolated
+on log rate and log latency between the two probes around the crossing, stepping over
+mixed rates), or where the windows spread and the line through them bounds both sides,
+where the line meets the limit, if that lies between the floor and the ceiling (seeded
+searches' estimates erred by a median 3 to 4 % instead of 5.5 to 7.5 % at a spread of
+0.5, 200 seeds, docs/decisions.md); its interval runs from the floor to the ceiling (or
+to the throughput a probe reached when it fell short of its offer, where that is lower:
+the server cannot serve more on schedule), widened where the windows spread to the
+line's crossing of the limit (or, on a side the line does not bound, to the nearest rate
+beyond the bracket whose windows lie clear of the limit:
+runs/inference/capacity_spread.py's `clear_of_limit`), and it is confirmed when the
+floor passed, and the ceiling failed, in `confirming_probes` windows each. Nothing is
+extrapolated past the probes: a capacity below the lowest or above the highest is said
+to be so.
 """
 
 import math
@@ -389,18 +393,18 @@ def capacity_of(
 
 def _widened(
     bracket: tuple[float, float],
+    crossing: Crossing,
     estimate: float,
     objective: Objective,
     by_rate: Sequence[RateOutcome],
     spread: WindowSpread,
 ) -> tuple[tuple[float, float], tuple[str, ...], tuple[str, ...]]:
     """A found capacity's interval, the `bracket` [floor, ceiling] widened to the line's
-    crossing of the limit or to the nearest rate beyond it whose windows lie clear of the
-    limit (`_bounds`), the sides bounded by neither and the sides bounded by such a rate
-    (`cleared`). Where neither bounds a side, the interval runs to the lowest probe (it
-    passed) or to the highest one or the lowest the server fell short of (nothing is
-    extrapolated past the probes)."""
-    crossing = _line_crossing(objective, by_rate, estimate, spread)
+    `crossing` of the limit or to the nearest rate beyond it whose windows lie clear of the
+    limit (`_bounds`, within CROSSING_BAND of the `estimate`), the sides bounded by neither
+    and the sides bounded by such a rate (`cleared`). Where neither bounds a side, the
+    interval runs to the lowest probe (it passed) or to the highest one or the lowest the
+    server fell short of (nothing is extrapolated past the probes)."""
     (below, above), cleared = _bounds(crossing, objective, by_rate, estimate, spread)
     lowest, highest = _probed_ends(by_rate)
     unbounded = tuple(side for side, end in (("below", below), ("above", above)) if end is None)
@@ -588,14 +592,23 @@ def _capacity(
     # (never less than the floor: `_probed_ends` keeps the highest rate that passed).
     _, throughput = _probed_ends(by_rate)
     bounds = (floor.offered_tps, min(ceiling.offered_tps, throughput))
-    estimate = min(
-        _interpolated_estimate(_between(by_rate, floor, ceiling), objective.limit_ms), bounds[1]
-    )
+    between = _between(by_rate, floor, ceiling)
+    # Mixed rates are the host's noise at their rate: the estimate steps over them.
+    decided = [o for o in between if not o.mixed]
+    estimate = min(_interpolated_estimate(decided, objective.limit_ms), bounds[1])
     unbounded: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
     if spread_widens(spread):
         assert spread is not None
-        bounds, unbounded, cleared = _widened(bounds, estimate, objective, by_rate, spread)
+        # The line's windows are those near the first crossing above the floor, mixed
+        # rates and all, as the search's shoulders take them.
+        centre = min(_interpolated_estimate(between, objective.limit_ms), bounds[1])
+        crossing = _line_crossing(objective, by_rate, centre, spread)
+        bracket = bounds
+        bounds, unbounded, cleared = _widened(bracket, crossing, centre, objective, by_rate, spread)
+        if _line_estimates(crossing, bracket, unbounded, cleared):
+            assert crossing.point is not None
+            estimate = crossing.point
     interval = f"[{_tps(bounds[0])}, {_tps(bounds[1])}]"
     unconfirmed = [
         f"its {name} {verb} in {_windows(_agreeing_windows(end))} only"
@@ -607,6 +620,21 @@ def _capacity(
     if unconfirmed:
         sentence += f" (not confirmed: {', '.join(unconfirmed)})"
     return Capacity(Found.FOUND, estimate, *bounds, False, sentence, confirmed, unbounded, cleared)
+
+
+def _line_estimates(
+    crossing: Crossing,
+    bracket: tuple[float, float],
+    unbounded: Sequence[str],
+    cleared: Sequence[str],
+) -> bool:
+    """Whether the capacity is where the line meets the limit: it bounds both sides (from
+    every window near the capacity, where the interpolation rests on two rates' windows)
+    and meets the limit inside the `bracket` (beyond it, the line contradicts the floor's
+    or the ceiling's own windows: a knee too sharp for it, as on the EPYC VM's search
+    where it met the limit past a rate that failed in both its windows)."""
+    point = crossing.point
+    return point is not None and not unbounded and not cleared and bracket[0] < point < bracket[1]
 
 
 def _interpolated_estimate(between: list[RateOutcome], limit_ms: float) -> float:

@@ -94,9 +94,11 @@ def window_spread_said(
     the limit bounded where the line did not."""
     if spread is None or not spread_widens(spread):
         return ""
+    # Where the line bounds both sides, the estimate is where it meets the limit too.
+    found = "the interval is" if unbounded or cleared else "the capacity and its interval are"
     said = (
         f"the {percentile} of repeated windows at one rate spread {spread.percent:.0f} % here "
-        f"({spread.windows} windows at {spread.rates} rates), so the interval is where a line "
+        f"({spread.windows} windows at {spread.rates} rates), so {found} where a line "
         f"through the windows near the capacity crosses the limit, not only the floor and "
         f"the ceiling"
     )

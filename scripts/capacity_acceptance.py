@@ -20,7 +20,8 @@ clients, objective p99 <= 20 ms.
 2. At 0.85 x and 1.2 x of the capacity found (the searches' median; or `--capacity`),
    `--checks` runs each (5) of plain pgbench outside the lab, 0.85 x and 1.2 x taking
    turns: in one throw-away cluster made as the agent makes one (so with the probes'
-   settings), before each run `pgbench -i -s 10` and a CHECKPOINT (what each probe had
+   settings; with `--fresh-cluster`, a new one for each run, as each probe has),
+   before each run `pgbench -i -s 10` and a CHECKPOINT (what each probe had
    before its window), then the command a user types, `pgbench -c 4 -j J -T T -M simple
    -R <rate> -l` with the probes' -c/-j/-T/-M, run bare (no sandbox, nothing watching).
    Its p99 is the nearest-rank percentile of every latency in its log (no histogram,
@@ -36,6 +37,10 @@ about 13 more: about 60 minutes in all, about 90 under such a load. Run it on a 
 the other programs' load is measured with every probe (at a load of 22 to 27 a probe
 at 20 tps already missed p99 <= 20 ms).
 
+Ctrl-C or a TERM stops it as the lab cancels a run: the probe's or the check's pgbench
+is stopped, its cluster and directories removed, and the script exits (130) with what
+it measured so far printed.
+
 A smoke run (a few minutes): `scripts/bench capacity --searches 1 --probe-s 20 --budget 4
 --checks 0`, then the checks alone, `scripts/bench capacity --searches 0 --capacity 50
 --probe-s 10 --checks 1`.
@@ -47,9 +52,11 @@ import json
 import math
 import os
 import secrets
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -96,6 +103,8 @@ LIMIT_MS = 20.0
 # Searches agree when every estimate is within this share of their median (or overlap).
 AGREEMENT = 0.10
 FACTORS = (0.85, 1.2)
+# Set by Ctrl-C or TERM: every job and check polls it, as the agent's jobs poll a cancel.
+STOP = threading.Event()
 LOG_PREFIX = "plain"
 
 
@@ -191,7 +200,7 @@ def measure_probe(
         started_at=timezone.now(),
     )
     emitter = EventEmitter([lambda event: None], run_id=spec["run_id"])
-    document = run_job(dict(spec), config, emitter, lambda: False)
+    document = run_job(dict(spec), config, emitter, STOP.is_set)
     for point in document["points"]:
         store_point(run, point)
     succeeded = document["status"] == "succeeded"
@@ -333,30 +342,44 @@ def plain_run(job: Job, place: Any, spec: JobSpec, factor: float) -> Checked:
 
 
 def _bare(argv: list[str], launch: Any, timed: bool) -> Finished:
-    """pgbench to its end, nothing reading its lines and nothing stopping it."""
-    return run_pgbench(argv, launch=launch, on_stderr_line=_ignore, should_stop=_never, timed=timed)
+    """pgbench to its end, nothing reading its lines and nothing but Ctrl-C or TERM
+    stopping it."""
+    return run_pgbench(
+        argv, launch=launch, on_stderr_line=_ignore, should_stop=STOP.is_set, timed=timed
+    )
 
 
 def _ignore(line: str) -> None:
     return None
 
 
-def _never() -> bool:
-    return False
+def _stop(signum: int, frame: Any) -> None:
+    """Ctrl-C or TERM: the job under way stops and cleans up, then the script ends."""
+    STOP.set()
+    say(f"\n{signal.Signals(signum).name}: stopping the probe under way and cleaning up")
 
 
 def check(capacity: float, options: argparse.Namespace, config: AgentConfig) -> list[Checked]:
     """`options.checks` plain runs at each of FACTORS x `capacity`, the factors in turns,
-    in one throw-away cluster."""
+    in one throw-away cluster (each in its own with `--fresh-cluster`, as every probe is:
+    a new cluster's WAL has no segments to recycle)."""
     say(f"\nplain pgbench at {' and '.join(f'{f:g} x' for f in FACTORS)} {capacity:,.0f} tps")
-    job = Job(job_spec(options, "capacity-check"), config, EventEmitter([]), lambda: False)
     checked: list[Checked] = []
+    job: Job | None = None
     try:
-        install, _spec = job.prepare()
-        place = job.sweep_place(install)
         for number in range(options.checks):
             order = FACTORS if number % 2 == 0 else FACTORS[::-1]
             for factor in order:
+                if STOP.is_set():
+                    return checked
+                if job is None or options.fresh_cluster:
+                    if job is not None:
+                        job.teardown()
+                    job = Job(
+                        job_spec(options, "capacity-check"), config, EventEmitter([]), STOP.is_set
+                    )
+                    install, _spec = job.prepare()
+                    place = job.sweep_place(install)
                 rate = round(factor * capacity, 1)
                 spec = job_spec(options, "capacity-check", rate)
                 done = plain_run(job, place, spec, factor)
@@ -367,7 +390,8 @@ def check(capacity: float, options: argparse.Namespace, config: AgentConfig) -> 
                     f"{'meets' if done.meets else 'misses'} p99 <= {LIMIT_MS:g} ms"
                 )
     finally:
-        job.teardown()
+        if job is not None:
+            job.teardown()
     return checked
 
 
@@ -395,8 +419,15 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=5, help="plain runs at each factor")
     parser.add_argument("--capacity", type=float, help="check this capacity, searching none")
     parser.add_argument("--postgres", default="17", help="the prebuilt PostgreSQL version")
+    parser.add_argument(
+        "--fresh-cluster",
+        action="store_true",
+        help="each plain check in a cluster of its own, made as a probe's is",
+    )
     parser.add_argument("--json", type=Path, help="also write what was measured here")
     options = parser.parse_args()
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     require_throwaway_database()
     say(f"{machine()}; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     report: dict[str, Any] = {"options": vars(options) | {"json": None}}
@@ -406,7 +437,10 @@ def main() -> None:
         config = AgentConfig(storage={"data": root / "data"})
         capacity = options.capacity
         if capacity is None:
-            searched = [search(n, options, config) for n in range(1, options.searches + 1)]
+            searched = []
+            for number in range(1, options.searches + 1):
+                if not STOP.is_set():
+                    searched.append(search(number, options, config))
             agreed = agreement(searched)
             report |= {"searches": [asdict(s) for s in searched], "agreement": agreed}
             say(
@@ -416,7 +450,7 @@ def main() -> None:
             capacity = agreed["median"]
         if capacity is None:
             say("no search found a capacity: nothing to check")
-        elif options.checks:
+        elif options.checks and not STOP.is_set():
             checked = check(capacity, options, config)
             report |= {"capacity": capacity, "checks": [asdict(c) for c in checked]}
             report["tally"] = tally(checked)
@@ -424,6 +458,8 @@ def main() -> None:
     report["load_average_after"] = os.getloadavg()
     if options.json:
         options.json.write_text(json.dumps(report, indent=1, default=str))
+    if STOP.is_set():
+        sys.exit(130)
 
 
 def _ms(value: float | None) -> str:

@@ -206,8 +206,9 @@ class Capacity:
     where the probes give none), whether the load generator limited the probes above
     it, and for a found capacity whether its ceiling failed in the plan's
     `confirming_probes` windows, the sides ("below", "above") nothing bounded where its
-    windows spread (there the interval runs to the probes' end) and the sides a rate whose
-    windows lie clear of the limit bounded where a line through the windows did not."""
+    windows spread (there the interval runs to the probes' end), the sides a rate whose
+    windows lie clear of the limit bounded where a line through the windows did not, and
+    whether the estimate is where that line meets the limit (`_line_estimates`)."""
 
     found: Found
     estimate: float | None
@@ -218,6 +219,7 @@ class Capacity:
     confirmed: bool = True
     unbounded: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
+    line_estimated: bool = False
 
 
 def next_step(plan: SearchPlan, objective: Objective, outcomes: Sequence[RateOutcome]) -> Step:
@@ -384,7 +386,11 @@ def capacity_of(
     if capacity.found == Found.FOUND and spread_widens(spread):
         said.append(
             window_spread_said(
-                spread, objective.percentile_name, capacity.unbounded, capacity.cleared
+                spread,
+                objective.percentile_name,
+                capacity.unbounded,
+                capacity.cleared,
+                capacity.line_estimated,
             )
         )
     sentence = "; ".join([capacity.sentence, *(part for part in said if part)])
@@ -598,6 +604,7 @@ def _capacity(
     estimate = min(_interpolated_estimate(decided, objective.limit_ms), bounds[1])
     unbounded: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
+    line_estimated = False
     if spread_widens(spread):
         assert spread is not None
         # The line's windows are those near the first crossing above the floor, mixed
@@ -606,7 +613,8 @@ def _capacity(
         crossing = _line_crossing(objective, by_rate, centre, spread)
         bracket = bounds
         bounds, unbounded, cleared = _widened(bracket, crossing, centre, objective, by_rate, spread)
-        if _line_estimates(crossing, bracket, unbounded, cleared):
+        line_estimated = _line_estimates(crossing, bracket, unbounded, cleared)
+        if line_estimated:
             assert crossing.point is not None
             estimate = crossing.point
     interval = f"[{_tps(bounds[0])}, {_tps(bounds[1])}]"
@@ -619,7 +627,17 @@ def _capacity(
     sentence = f"{_tps(estimate)} tps {interval} {at}"
     if unconfirmed:
         sentence += f" (not confirmed: {', '.join(unconfirmed)})"
-    return Capacity(Found.FOUND, estimate, *bounds, False, sentence, confirmed, unbounded, cleared)
+    return Capacity(
+        Found.FOUND,
+        estimate,
+        *bounds,
+        False,
+        sentence,
+        confirmed,
+        unbounded,
+        cleared,
+        line_estimated,
+    )
 
 
 def _line_estimates(

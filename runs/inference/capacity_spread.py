@@ -87,15 +87,17 @@ def window_spread_said(
     percentile: str,
     unbounded: Sequence[str] = (),
     cleared: Sequence[str] = (),
+    line_estimated: bool = False,
 ) -> str:
     """What the answer says of a spread that widened its interval ("" where it did not);
     `unbounded`: the sides ("below", "above") nothing bounded, where the interval runs to
     the lowest or the highest probe; `cleared`: the sides a rate whose windows lie clear of
-    the limit bounded where the line did not."""
+    the limit bounded where the line did not; `line_estimated`: the capacity's estimate is
+    where the line meets the limit."""
     if spread is None or not spread_widens(spread):
         return ""
-    # Where the line bounds both sides, the estimate is where it meets the limit too.
-    found = "the interval is" if unbounded or cleared else "the capacity and its interval are"
+    # `line_estimated`: the estimate is where the line meets the limit too.
+    found = "the capacity and its interval are" if line_estimated else "the interval is"
     said = (
         f"the {percentile} of repeated windows at one rate spread {spread.percent:.0f} % here "
         f"({spread.windows} windows at {spread.rates} rates), so {found} where a line "

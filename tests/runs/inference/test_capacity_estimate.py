@@ -80,14 +80,16 @@ def test_mixed_rates_are_stepped_over_where_the_line_meets_the_limit_past_the_ce
     assert round(capacity.estimate) == 1389
     # The interval is as before: the floor below the mixed rate, the line above.
     assert (capacity.lower, round(capacity.upper or 0)) == (1200.0, 1653)
-    assert "so the capacity and its interval are where a line" in capacity.sentence
+    assert not capacity.line_estimated
+    assert "so the interval is where a line" in capacity.sentence
 
 
 def test_the_estimate_is_where_the_line_meets_the_limit_when_it_bounds_both_sides() -> None:
     capacity = capacity_of(EPYC_PLAN, P99_20, SEARCH_3)
     assert capacity.found == Found.FOUND and capacity.estimate is not None
     assert capacity.lower is not None and capacity.upper is not None
-    assert (capacity.unbounded, capacity.cleared) == ((), ())
+    assert (capacity.unbounded, capacity.cleared, capacity.line_estimated) == ((), (), True)
+    assert "so the capacity and its interval are where a line" in capacity.sentence
     # Above the mixed 1,180 and 1,230 and within the rates that passed alone (up to 1,390).
     assert 1380 < capacity.estimate < 1390
     assert (capacity.lower, round(capacity.upper)) == (1130.0, 1951)

@@ -356,7 +356,9 @@ def _ignore(line: str) -> None:
 def _stop(signum: int, frame: Any) -> None:
     """Ctrl-C or TERM: the job under way stops and cleans up, then the script ends."""
     STOP.set()
-    say(f"\n{signal.Signals(signum).name}: stopping the probe under way and cleaning up")
+    # Unbuffered: a print here could land inside the main flow's own print to stdout.
+    message = f"\n{signal.Signals(signum).name}: stopping the probe under way and cleaning up\n"
+    os.write(sys.stderr.fileno(), message.encode())
 
 
 def check(capacity: float, options: argparse.Namespace, config: AgentConfig) -> list[Checked]:

@@ -364,7 +364,7 @@ def _stop(signum: int, frame: Any) -> None:
 def check(capacity: float, options: argparse.Namespace, config: AgentConfig) -> list[Checked]:
     """`options.checks` plain runs at each of FACTORS x `capacity`, the factors in turns,
     in one throw-away cluster (each in its own with `--fresh-cluster`, as every probe is:
-    a new cluster's WAL has no segments to recycle)."""
+    a server in its first minute reads a higher p99, docs/benchmarks.md)."""
     say(f"\nplain pgbench at {' and '.join(f'{f:g} x' for f in FACTORS)} {capacity:,.0f} tps")
     checked: list[Checked] = []
     job: Job | None = None

@@ -550,7 +550,7 @@ def _capacity(
     at = f"at {objective.describe()}"
     passes = [o for o in by_rate if o.passing]
     if not by_rate:
-        return Capacity(Found.NONE, None, None, None, False, f"no probe yet {at}")
+        return _without_estimate(Found.NONE, f"no probe yet {at}")
     floor, ceiling = _bracket(by_rate)
     if passes and floor is None:
         # The lowest decided rate was mixed: the host's noise reaches down to it.
@@ -559,27 +559,27 @@ def _capacity(
             f"not found {at}: the probes at {_tps(disagreed.offered_tps)} tps, below a passing "
             "rate, failed (the host's noise)"
         )
-        return Capacity(Found.NONE, None, None, None, False, sentence)
+        return _without_estimate(Found.NONE, sentence)
     if by_rate[0].mixed:
         sentence = f"not found {at}: {ENDED_LOW_MIXED}"
-        return Capacity(Found.NONE, None, None, None, False, sentence)
+        return _without_estimate(Found.NONE, sentence)
     if floor is None:
         upper = next((o for o in by_rate if o.failing), None)
         if upper is None:
-            return Capacity(Found.NONE, None, None, None, False, f"no probe passed {at}")
+            return _without_estimate(Found.NONE, f"no probe passed {at}")
         if upper.verdict.generator_limited:
             # The server was not what stopped it: nothing is known of its capacity.
             offered = _tps(upper.offered_tps)
             sentence = f"not found {at}: the load generator could not offer {offered} tps"
-            return Capacity(Found.NONE, None, None, None, True, sentence)
+            return _without_estimate(Found.NONE, sentence, generator_limited=True)
         lowest = _tps(by_rate[0].offered_tps)
         sentence = f"below the lowest probe, {lowest} tps, {at}"
-        return Capacity(Found.BELOW, None, None, upper.offered_tps, False, sentence)
+        return _without_estimate(Found.BELOW, sentence, upper=upper.offered_tps)
     if ceiling is None:
         highest = by_rate[-1]
         if highest is floor:
             sentence = f"above the highest probe, {_tps(floor.offered_tps)} tps, {at}"
-            return Capacity(Found.ABOVE, None, floor.offered_tps, None, False, sentence)
+            return _without_estimate(Found.ABOVE, sentence, lower=floor.offered_tps)
         above = [o for o in by_rate if o.offered_tps > floor.offered_tps]
         why = (
             "the probes above it disagree"
@@ -587,13 +587,15 @@ def _capacity(
             else "no probe above failed"
         )
         sentence = f"at least {_tps(floor.offered_tps)} tps {at} ({why})"
-        return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, False, sentence)
+        return _without_estimate(Found.AT_LEAST, sentence, lower=floor.offered_tps)
     if ceiling.verdict.generator_limited:
         sentence = (
             f"at least {_tps(floor.offered_tps)} tps {at}: the load generator could not "
             f"offer {_tps(ceiling.offered_tps)} tps"
         )
-        return Capacity(Found.AT_LEAST, None, floor.offered_tps, None, True, sentence)
+        return _without_estimate(
+            Found.AT_LEAST, sentence, lower=floor.offered_tps, generator_limited=True
+        )
     # The server cannot serve more on schedule than it reached when a rate was too much
     # (never less than the floor: `_probed_ends` keeps the highest rate that passed).
     _, throughput = _probed_ends(by_rate)
@@ -630,13 +632,33 @@ def _capacity(
     return Capacity(
         Found.FOUND,
         estimate,
-        *bounds,
-        False,
-        sentence,
-        confirmed,
-        unbounded,
-        cleared,
-        line_estimated,
+        lower=bounds[0],
+        upper=bounds[1],
+        generator_limited=False,
+        sentence=sentence,
+        confirmed=confirmed,
+        unbounded=unbounded,
+        cleared=cleared,
+        line_estimated=line_estimated,
+    )
+
+
+def _without_estimate(
+    found: Found,
+    sentence: str,
+    lower: float | None = None,
+    upper: float | None = None,
+    generator_limited: bool = False,
+) -> Capacity:
+    """An answer with no estimate: none found, or a side (`lower`, `upper`) the probes
+    bound; `generator_limited` where the load generator was what failed."""
+    return Capacity(
+        found,
+        None,
+        lower=lower,
+        upper=upper,
+        generator_limited=generator_limited,
+        sentence=sentence,
     )
 
 
